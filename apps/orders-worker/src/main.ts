@@ -1,0 +1,21 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import type { MicroserviceOptions } from '@nestjs/microservices';
+import { RedisStreamsServer } from 'nestjs-redis-streams';
+import { OrdersWorkerModule } from './orders-worker.module.js';
+import { workerConfig } from './worker-config.js';
+
+async function bootstrap(): Promise<void> {
+  const { transport, workMs } = workerConfig();
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(OrdersWorkerModule.register(workMs), {
+    strategy: new RedisStreamsServer(transport),
+  });
+  // SIGTERM/SIGINT: finish and ack the entry in hand, close Redis, exit 0.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
+  await app.listen();
+}
+
+bootstrap().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

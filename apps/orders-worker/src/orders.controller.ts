@@ -1,0 +1,26 @@
+import { Controller, Inject, Logger } from '@nestjs/common';
+import { Ctx, Payload } from '@nestjs/microservices';
+import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { WORK_MS } from './tokens.js';
+
+interface Order {
+  order_id: string;
+  status: string;
+}
+
+@Controller()
+export class OrdersController {
+  private readonly logger = new Logger('orders');
+  private handled = 0;
+
+  constructor(@Inject(WORK_MS) private readonly workMs: number) {}
+
+  @StreamPattern('orders')
+  async handleOrder(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    if (this.workMs > 0) await new Promise((resolve) => setTimeout(resolve, this.workMs));
+    this.handled++;
+    this.logger.log(
+      `order ${order.order_id} (${order.status}) entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`,
+    );
+  }
+}

@@ -1,0 +1,183 @@
+import type { LoggerService } from '@nestjs/common';
+import { concat, concatMap, defer, EMPTY, expand, finalize, from, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
+import type { ResolvedServerOptions } from '../options.js';
+import type { Lanes } from '../redis/lanes.js';
+import { isRetryable } from '../redis/redis-errors.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import { groupIds, Lease } from './lease.js';
+
+/** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
+const MAX_EMPTY_SCANS_PER_BEAT = 4;
+
+export interface ConsumerLoopDeps {
+  /** Full stream keys this consumer reads. */
+  streams: readonly string[];
+  options: ResolvedServerOptions;
+  commands: StreamCommands;
+  lanes: Lanes;
+  /** Settles one entry; rejects only when Redis failed (the entry is then still pending). */
+  settle: (entry: StreamEntry, source: DeliverySource) => Promise<unknown>;
+  logger: LoggerService;
+  onDeleted: (stream: string, ids: string[]) => void;
+  onError: (error: unknown, retryInMs: number) => void;
+  /** Called once the groups exist, every time the loop (re)starts. */
+  onReady: () => void;
+}
+
+/**
+ * One consumer's loop:
+ *   self-drain: XREADGROUP … STREAMS k… 0 until empty (own un-acked work, at once)
+ *   then every beat: reclaim (XAUTOCLAIM of idle peer entries) → park (XREADGROUP BLOCK … >)
+ * Each fetched batch is settled entry by entry; `stop()` is honoured between entries only.
+ * Any Redis failure restarts the pipeline (groups re-created, own PEL re-drained) after a backoff.
+ */
+export class ConsumerLoop {
+  private stopping = false;
+  private readonly stop$ = new Subject<void>();
+  private readonly lease: Lease;
+  private readonly reclaimCursor = new Map<string, string>();
+  private parked: Promise<unknown> | undefined;
+
+  constructor(private readonly d: ConsumerLoopDeps) {
+    this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
+  }
+
+  /** Emits the number of entries each step fetched; completes after `stop()`. */
+  run(): Observable<number> {
+    const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
+    return defer(() => this.ensureGroups()).pipe(
+      concatMap(() => concat(this.selfDrain$(), this.beats$())),
+      retry({
+        resetOnSuccess: true,
+        delay: (error: unknown, attempt: number) => {
+          if (this.stopping) return EMPTY;
+          const retryInMs = isRetryable(error)
+            ? Math.min(retryMaxDelayMs, retryInitialDelayMs * 2 ** (attempt - 1))
+            : retryMaxDelayMs;
+          this.d.onError(error, retryInMs);
+          return timer(retryInMs).pipe(takeUntil(this.stop$));
+        },
+      }),
+      finalize(() => this.lease.stop()),
+    );
+  }
+
+  /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.stop$.next();
+    await this.wake();
+  }
+
+  private async ensureGroups(): Promise<void> {
+    this.lease.stop();
+    for (const stream of this.d.streams) {
+      if (await this.d.commands.ensureGroup(stream, this.d.options.groupStartId)) {
+        this.d.logger.log(`created group "${this.d.options.group}" on stream "${stream}"`);
+      }
+    }
+    this.lease.start();
+    this.d.onReady();
+  }
+
+  /** Step 1: this consumer's own pending entries, oldest first, until a read comes back empty. */
+  private selfDrain$(): Observable<number> {
+    const next = new Map(this.d.streams.map((s) => [s, '0']));
+    const step$ = defer(async () => {
+      const streams = [...next.keys()];
+      if (streams.length === 0 || this.stopping) return 0;
+      const { commands, lanes, options } = this.d;
+      const entries = await commands.readGroup(lanes.command, options.consumer, streams, streams.map((s) => next.get(s)!), options.batchSize);
+      for (const s of streams) {
+        const last = entries.findLast((e) => e.stream === s);
+        if (last) next.set(s, last.id);
+        else next.delete(s);
+      }
+      await this.settleBatch(await this.withDeliveryCounts(entries), 'drain');
+      return entries.length;
+    });
+    return step$.pipe(expand((n) => (n > 0 && !this.stopping ? step$ : EMPTY)));
+  }
+
+  /** Steps 2 and 3, repeated until stopped. */
+  private beats$(): Observable<number> {
+    const beat$ = defer(() => this.reclaim()).pipe(
+      concatMap((reclaimed) => from(this.park()).pipe(map((parked) => reclaimed + parked))),
+    );
+    return beat$.pipe(repeat({ delay: () => (this.stopping ? EMPTY : of(0)) }));
+  }
+
+  /** Step 2: take over entries idle past `minIdleMs`, carrying each stream's cursor across beats. */
+  private async reclaim(): Promise<number> {
+    const { commands, options } = this.d;
+    let claimed = 0;
+    for (const stream of this.d.streams) {
+      for (let emptyScans = 0; !this.stopping && emptyScans < MAX_EMPTY_SCANS_PER_BEAT; ) {
+        const cursor = this.reclaimCursor.get(stream) ?? '0-0';
+        const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, options.batchSize);
+        this.reclaimCursor.set(stream, result.cursor);
+        if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
+        if (result.entries.length > 0) {
+          claimed += result.entries.length;
+          await this.settleBatch(await this.withDeliveryCounts(result.entries), 'reclaim');
+        } else {
+          emptyScans++;
+        }
+        if (result.cursor === '0-0') break;
+      }
+    }
+    return claimed;
+  }
+
+  /** Step 3: wait up to `blockMs` for new entries on the private lane, then settle them. */
+  private async park(): Promise<number> {
+    if (this.stopping) return 0;
+    const { commands, lanes, options } = this.d;
+    await lanes.prepareBlocking();
+    if (this.stopping) return 0;
+    const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), options.batchSize, options.blockMs);
+    this.parked = read;
+    let entries: StreamEntry[];
+    try {
+      entries = await read;
+    } finally {
+      this.parked = undefined;
+    }
+    await this.settleBatch(entries, 'new');
+    return entries.length;
+  }
+
+  private async settleBatch(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+    this.lease.hold(entries);
+    for (let i = 0; i < entries.length; i++) {
+      if (this.stopping) {
+        await this.lease.handBack(entries.slice(i), this.d.options.minIdleMs);
+        return;
+      }
+      await this.d.settle(entries[i]!, source);
+      this.lease.drop(entries[i]!);
+    }
+  }
+
+  /** Drained and reclaimed entries were delivered before: one XPENDING per stream gives their counts. */
+  private async withDeliveryCounts(entries: StreamEntry[]): Promise<StreamEntry[]> {
+    for (const [stream, ids] of groupIds(entries)) {
+      const counts = await this.d.commands.deliveryCounts(stream, this.d.options.consumer, ids, this.d.options.batchSize);
+      for (const e of entries) if (e.stream === stream) e.deliveryCount = counts.get(e.id) ?? 1;
+    }
+    return entries;
+  }
+
+  /** Ends a park now rather than after `blockMs`. The read may not have reached the server yet, so retry briefly. */
+  private async wake(): Promise<void> {
+    const deadline = Date.now() + 1000;
+    while (this.parked && Date.now() < deadline) {
+      if (await this.d.lanes.unblock()) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Could not reach the server to unblock: drop the blocking lane, the read fails and the loop ends.
+    if (this.parked) this.d.lanes.blocking.disconnect();
+  }
+}

@@ -1,0 +1,81 @@
+import type { LoggerService } from '@nestjs/common';
+import { interval, exhaustMap, type Subscription } from 'rxjs';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+
+/**
+ * The entries this consumer holds (fetched, not yet settled). Every `renewMs` their idle
+ * time is reset on the server, so a peer's XAUTOCLAIM never takes an entry that is still
+ * in hand or waiting its turn in the batch, however long its handler runs.
+ */
+export class Lease {
+  private readonly held = new Map<string, Set<string>>();
+  private timer: Subscription | undefined;
+
+  constructor(
+    private readonly commands: StreamCommands,
+    private readonly consumer: string,
+    private readonly renewMs: number,
+    private readonly logger: LoggerService,
+  ) {}
+
+  start(): void {
+    // exhaustMap: a slow renewal is never stacked behind another.
+    this.timer ??= interval(this.renewMs).pipe(exhaustMap(() => this.renew())).subscribe();
+  }
+
+  stop(): void {
+    this.timer?.unsubscribe();
+    this.timer = undefined;
+    this.held.clear();
+  }
+
+  hold(entries: readonly StreamEntry[]): void {
+    for (const e of entries) {
+      let ids = this.held.get(e.stream);
+      if (!ids) this.held.set(e.stream, (ids = new Set()));
+      ids.add(e.id);
+    }
+  }
+
+  drop(entry: StreamEntry): void {
+    this.held.get(entry.stream)?.delete(entry.id);
+  }
+
+  /** Entries held but not started when the loop stops: make them idle at once so the next peer's beat takes them. */
+  async handBack(entries: readonly StreamEntry[], idleMs: number): Promise<void> {
+    for (const e of entries) this.drop(e);
+    for (const [stream, ids] of groupIds(entries)) {
+      await this.commands.setIdle(stream, this.consumer, ids, idleMs).catch((err: unknown) => {
+        // Still pending under our name: self-drain or a later reclaim recovers them.
+        this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${String(err)}`);
+      });
+    }
+  }
+
+  private async renew(): Promise<void> {
+    for (const [stream, set] of this.held) {
+      if (set.size === 0) continue;
+      const ids = [...set];
+      try {
+        const owned = new Set(await this.commands.setIdle(stream, this.consumer, ids, 0));
+        const lost = ids.filter((id) => !owned.has(id) && set.has(id));
+        if (lost.length > 0) {
+          this.logger.warn(`lease lost on ${lost.length} entries of "${stream}" (${lost.slice(0, 5).join(', ')}): a peer reclaimed them`);
+        }
+      } catch (err) {
+        this.logger.warn(`lease renewal on "${stream}" failed: ${String(err)}`);
+      }
+    }
+  }
+}
+
+export function groupIds(entries: readonly StreamEntry[]): Map<string, string[]> {
+  const byStream = new Map<string, string[]>();
+  for (const e of entries) {
+    const ids = byStream.get(e.stream);
+    if (ids) ids.push(e.id);
+    else byStream.set(e.stream, [e.id]);
+  }
+  return byStream;
+}

@@ -1,0 +1,54 @@
+import { BaseRpcContext } from '@nestjs/microservices';
+
+export interface RedisStreamsContextArgs {
+  /** Full stream key (prefix included). */
+  stream: string;
+  /** The handler pattern: the stream key without the transport's `keyPrefix`. */
+  pattern: string;
+  id: string;
+  group: string;
+  consumer: string;
+  /** Deliveries of this entry to the group so far, this one included (1 on first delivery). */
+  deliveryCount: number;
+  /** The entry's raw field/value map. */
+  fields: Record<string, string>;
+}
+
+/** What `@Ctx()` gives a handler of this transport. */
+export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs]> {
+  constructor(args: RedisStreamsContextArgs) {
+    super([args]);
+  }
+
+  private get a(): RedisStreamsContextArgs {
+    return this.args[0];
+  }
+
+  getStream(): string {
+    return this.a.stream;
+  }
+
+  getPattern(): string {
+    return this.a.pattern;
+  }
+
+  getId(): string {
+    return this.a.id;
+  }
+
+  getGroup(): string {
+    return this.a.group;
+  }
+
+  getConsumer(): string {
+    return this.a.consumer;
+  }
+
+  getDeliveryCount(): number {
+    return this.a.deliveryCount;
+  }
+
+  getFields(): Record<string, string> {
+    return this.a.fields;
+  }
+}

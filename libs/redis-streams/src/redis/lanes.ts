@@ -1,0 +1,74 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { BehaviorSubject, combineLatest, distinctUntilChanged, map, type Observable } from 'rxjs';
+
+export type LaneState = 'connecting' | 'ready' | 'reconnecting' | 'closed';
+
+/**
+ * The two connections of one consumer: `command` carries every non-blocking command (groups,
+ * reclaim, acks, leases); `blocking` only ever parks on XREADGROUP … BLOCK, so a long park
+ * never delays an ack. The blocking lane can be woken with CLIENT UNBLOCK sent over `command`.
+ */
+export class Lanes {
+  readonly command: Redis;
+  readonly blocking: Redis;
+  /** Both lanes' states folded into one: ready only when both are. */
+  readonly state$: Observable<LaneState>;
+  private blockingClientId: number | undefined;
+
+  constructor(options: RedisOptions, name: string, onError: (lane: string, err: Error) => void) {
+    const make = (lane: 'command' | 'blocking') => {
+      const conn = new Redis({
+        ...options,
+        connectionName: `${name}:${lane}`,
+        // The loop retries with its own backoff; commands must not wait in ioredis forever.
+        maxRetriesPerRequest: options.maxRetriesPerRequest ?? 1,
+        // A park lost with its connection must fail, so the loop re-drains what it may have been given.
+        ...(lane === 'blocking' ? { autoResendUnfulfilledCommands: false } : {}),
+      });
+      // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
+      conn.on('error', (err: Error) => onError(lane, err));
+      return conn;
+    };
+    this.command = make('command');
+    this.blocking = make('blocking');
+    // A reconnect gets a new client id; fetch it again before the next park.
+    this.blocking.on('close', () => (this.blockingClientId = undefined));
+    this.state$ = combineLatest([laneState(this.command), laneState(this.blocking)]).pipe(
+      map(([a, b]) => (a === b ? a : a === 'closed' || b === 'closed' ? 'closed' : a === 'ready' ? b : a)),
+      distinctUntilChanged(),
+    );
+  }
+
+  /** Learns the blocking lane's client id (once per connection) so that a park can be woken. */
+  async prepareBlocking(): Promise<void> {
+    if (this.blockingClientId === undefined) {
+      this.blockingClientId = Number(await this.blocking.client('ID'));
+    }
+  }
+
+  /** Ends a park at once, as if BLOCK had timed out. Returns false when nothing was parked. */
+  async unblock(): Promise<boolean> {
+    if (this.blockingClientId === undefined || this.command.status !== 'ready') return false;
+    const woken = await this.command.client('UNBLOCK', this.blockingClientId).catch(() => 0);
+    return Number(woken) === 1;
+  }
+
+  /** QUIT both lanes; a lane that cannot say goodbye (down) is disconnected. */
+  async close(): Promise<void> {
+    await Promise.all(
+      [this.command, this.blocking].map(async (conn) => {
+        if (conn.status === 'end') return;
+        if (conn.status !== 'ready') return conn.disconnect();
+        await conn.quit().catch(() => conn.disconnect());
+      }),
+    );
+  }
+}
+
+function laneState(conn: Redis): Observable<LaneState> {
+  const state = new BehaviorSubject<LaneState>('connecting');
+  conn.on('ready', () => state.next('ready'));
+  conn.on('reconnecting', () => state.next('reconnecting'));
+  conn.on('end', () => state.next('closed'));
+  return state;
+}

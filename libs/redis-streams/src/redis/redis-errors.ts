@@ -1,0 +1,27 @@
+/** Classifies errors from Redis and ioredis for the loop's retry decisions. */
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** The group (or its stream) is gone: the server lost its data or someone destroyed it. */
+export const isNoGroup = (err: unknown): boolean => message(err).startsWith('NOGROUP');
+
+/** XGROUP CREATE on a group that exists. */
+export const isBusyGroup = (err: unknown): boolean => message(err).startsWith('BUSYGROUP');
+
+/** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
+export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
+
+const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
+
+/**
+ * Errors that heal by themselves or by re-creating the group: connection loss, a restarting
+ * or failing-over server, a deleted stream. Anything else (WRONGTYPE, NOPERM, a syntax
+ * error) needs a human, so the loop reports it loudly and backs off to its longest delay.
+ */
+export function isRetryable(err: unknown): boolean {
+  const text = message(err);
+  if (isNoGroup(err) || isUnblocked(err)) return true;
+  if (TRANSIENT_PREFIXES.some((p) => text.startsWith(p))) return true;
+  // ioredis' own errors: no Redis error prefix (an upper-case word) at the start.
+  return !/^[A-Z]{3,}\b/.test(text);
+}

@@ -1,0 +1,13 @@
+/** One stream entry as the loop sees it, after the reply was parsed. */
+export interface StreamEntry {
+  /** Full stream key (prefix included). */
+  readonly stream: string;
+  readonly id: string;
+  /** Field/value pairs in the order Redis returned them; null when the entry was deleted. */
+  readonly fields: readonly string[] | null;
+  /** Times this entry was delivered to a consumer of the group, this delivery included. */
+  deliveryCount: number;
+}
+
+/** How an entry reached the loop. */
+export type DeliverySource = 'drain' | 'reclaim' | 'new';

@@ -1,0 +1,183 @@
+import { Logger } from '@nestjs/common';
+import { CustomTransportStrategy, Server } from '@nestjs/microservices';
+import { EventEmitter } from 'node:events';
+import { lastValueFrom, map, type Subscription } from 'rxjs';
+import type { Redis } from 'ioredis';
+import { ConsumerLoop } from '../consumer/consumer-loop.js';
+import { describe, settle, type SettleDeps } from '../consumer/settle.js';
+import type { RedisStreamsContext } from '../context.js';
+import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options.js';
+import { Lanes, type LaneState } from '../redis/lanes.js';
+import { isRetryable } from '../redis/redis-errors.js';
+import { StreamCommands } from '../redis/stream-commands.js';
+import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
+import { RedisStreamsStatus, type RedisStreamsEvents } from './events.js';
+
+const STATUS_OF_LANES: Record<LaneState, RedisStreamsStatus> = {
+  connecting: RedisStreamsStatus.CONNECTING,
+  ready: RedisStreamsStatus.CONNECTED,
+  reconnecting: RedisStreamsStatus.RECONNECTING,
+  closed: RedisStreamsStatus.DISCONNECTED,
+};
+
+/**
+ * Nest transport strategy over one Redis Stream consumer group. Every `@EventPattern(key)`
+ * handler makes `key` (plus `keyPrefix`) a stream this server's consumer reads.
+ *
+ * `close()` stops taking entries, lets the entry in hand finish and be settled, hands the
+ * rest of its batch back to the group, then closes both connections.
+ */
+export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
+  override readonly transportId = REDIS_STREAMS_TRANSPORT;
+  // Failures are awaited and reported here, so Nest need not log them a second time.
+  override readonly propagatesEventHandlerErrors = true;
+  protected override readonly logger = new Logger(RedisStreamsServer.name);
+  readonly options: Readonly<ResolvedServerOptions>;
+  private readonly events = new EventEmitter();
+  private lanes: Lanes | undefined;
+  private loop: ConsumerLoop | undefined;
+  private loopDone: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private laneStatus: Subscription | undefined;
+
+  constructor(options: RedisStreamsServerOptions = {}) {
+    super();
+    this.options = resolveServerOptions(options);
+  }
+
+  listen(callback: (err?: unknown, ...optionalParams: unknown[]) => void): void {
+    let streams: string[];
+    try {
+      streams = this.streamKeys();
+    } catch (err) {
+      return callback(err);
+    }
+    if (streams.length === 0) return callback();
+    const { options } = this;
+    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, (lane, err) =>
+      this.logger.warn(`${lane} connection: ${err.message}`),
+    ));
+    this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
+    const commands = new StreamCommands(lanes.command, options.group);
+    const settleDeps: SettleDeps = {
+      commands,
+      dispatch: (pattern, payload, ctx) => this.dispatch(pattern, payload, ctx),
+      group: options.group,
+      consumer: options.consumer,
+      keyPrefix: options.keyPrefix,
+      logger: this.logger,
+      onSettled: (event) => this.emit('settled', event),
+    };
+    let started = false;
+    const loop = (this.loop = new ConsumerLoop({
+      streams,
+      options,
+      commands,
+      lanes,
+      logger: this.logger,
+      settle: (entry, source) => settle(settleDeps, entry, source),
+      onDeleted: (stream, ids) => {
+        this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
+        this.emit('deleted', stream, ids);
+      },
+      onError: (error, retryInMs) => {
+        if (!started && !isRetryable(error)) {
+          // A misconfiguration at start (WRONGTYPE, NOPERM, bad password) fails `listen`.
+          started = true;
+          void this.close();
+          return callback(error);
+        }
+        const log = isRetryable(error) ? 'warn' : 'error';
+        this.logger[log](`consumer loop: ${describe(error)}; retrying in ${retryInMs} ms`);
+        this.emit('error', error, retryInMs);
+      },
+      onReady: () => {
+        if (started) return;
+        started = true;
+        this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}`);
+        callback();
+      },
+    }));
+    this.loopDone = new Promise<void>((resolve) => {
+      loop.run().subscribe({ complete: resolve, error: resolve });
+    });
+  }
+
+  /** Resolves once the entry in hand is settled and both connections are closed. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (!this.loop) return;
+      this._status$.next(RedisStreamsStatus.CLOSING);
+      await this.loop.stop();
+      await this.loopDone;
+      await this.lanes?.close();
+      this.laneStatus?.unsubscribe();
+      this._status$.next(RedisStreamsStatus.CLOSED);
+    })();
+    return this.closing;
+  }
+
+  on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
+    this.events.on(event as string, callback);
+    return this;
+  }
+
+  /** `[command, blocking]` ioredis connections. */
+  unwrap<T = [Redis, Redis]>(): T {
+    if (!this.lanes) {
+      throw new Error('Not initialized. Please call the "listen"/"startAllMicroservices" method before accessing the server.');
+    }
+    return [this.lanes.command, this.lanes.blocking] as T;
+  }
+
+  private emit(event: string, ...args: unknown[]): void {
+    // EventEmitter throws an 'error' nobody listens to; the loop already logged it.
+    if (this.events.listenerCount(event) === 0) return;
+    try {
+      this.events.emit(event, ...args);
+    } catch (err) {
+      // A listener's bug must not stop the loop.
+      this.logger.error(`"${event}" listener threw: ${describe(err)}`);
+    }
+  }
+
+  private streamKeys(): string[] {
+    const keys: string[] = [];
+    for (const [pattern, handler] of this.messageHandlers) {
+      if (!handler.isEventHandler) {
+        this.logger.warn(`@MessagePattern("${pattern}") is not served by this transport yet; use @EventPattern`);
+        continue;
+      }
+      if (pattern.startsWith('{')) {
+        throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
+      }
+      keys.push(this.options.keyPrefix + pattern);
+    }
+    if (keys.length === 0) this.logger.warn('no @EventPattern handlers: this consumer reads no stream');
+    return keys;
+  }
+
+  /**
+   * Runs the handler inside Nest's processing hooks and waits for its result, whatever its
+   * shape (value, Promise, Observable). Rejects when it throws or its Observable errors.
+   */
+  private dispatch(pattern: string, payload: unknown, ctx: RedisStreamsContext): Promise<void> {
+    const handler = this.getHandlerByPattern(pattern);
+    if (!handler) return Promise.reject(new Error(`no event handler for pattern "${pattern}"`));
+    return new Promise<void>((resolve, reject) => {
+      const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
+        try {
+          const result = await handler(payload, ctx);
+          await lastValueFrom(this.transformToObservable(result), { defaultValue: undefined });
+          resolve();
+        } catch (err) {
+          reject(err);
+        } finally {
+          this.onProcessingEndHook?.(this.transportId, ctx);
+        }
+      });
+      // A hook may return the promise of `done`; its failure is ours, not an unhandled rejection.
+      if (started instanceof Promise) started.catch(reject);
+    });
+  }
+}

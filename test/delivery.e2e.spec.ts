@@ -1,0 +1,156 @@
+import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { BaseRpcExceptionFilter, Ctx, Payload, type RpcExceptionFilter } from '@nestjs/microservices';
+import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { EMPTY, Observable, tap, throwError } from 'rxjs';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { Recorder, startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+let app: TestApp | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+const pendingCount = async (key: string, group = 'g'): Promise<number> => Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
+
+describe('delivery and settle', () => {
+  it('injects providers into controllers (decorator metadata is emitted under the test build)', async () => {
+    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    expect(app.app.get(Recorder)).toBeInstanceOf(Recorder);
+    // The controller received the same Recorder: a call reaches it.
+    await redis.client().xadd(app.key(), '*', 'k', 'v');
+    await waitFor(() => app!.recorder.calls.length === 1, { message: 'the handler to record the call' });
+  });
+
+  it('dispatches redis-cli field maps and JSON `data` entries to the right handler with payload and context, then acks', async () => {
+    app = await startApp({ connection: redis.url, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const r = redis.client();
+    const plainId = await r.xadd(app.key('orders'), '*', 'order_id', '1001', 'status', 'pending');
+    const jsonId = await r.xadd(app.key('payments'), '*', 'data', JSON.stringify({ amount: 12.5, tags: ['a'], nested: { ok: true } }));
+    await waitFor(() => app!.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'two acked entries' });
+
+    const orders = app.recorder.calls.find((c) => c.pattern === 'orders')!;
+    expect(orders).toMatchObject({
+      payload: { order_id: '1001', status: 'pending' },
+      id: plainId,
+      stream: app.key('orders'),
+      group: 'g',
+      consumer: 'c1',
+      deliveryCount: 1,
+      fields: { order_id: '1001', status: 'pending' },
+    });
+    const payments = app.recorder.calls.find((c) => c.pattern === 'payments')!;
+    expect(payments).toMatchObject({ payload: { amount: 12.5, tags: ['a'], nested: { ok: true } }, id: jsonId, stream: app.key('payments') });
+    expect(await pendingCount(app.key('orders'))).toBe(0);
+    expect(await pendingCount(app.key('payments'))).toBe(0);
+  });
+
+  it('leaves a failed entry pending, re-delivers it after minIdleMs with delivery count 2, and acks it once the handler succeeds', async () => {
+    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 300 });
+    app.recorder.behavior = (call) => {
+      if (call.deliveryCount === 1) throw new Error('transient failure');
+    };
+    const id = await redis.client().xadd(app.key(), '*', 'order_id', '7');
+    await waitFor(() => app!.settled.some((e) => e.outcome === 'failed'), { message: 'the first delivery to fail' });
+    expect(await pendingCount(app.key())).toBe(1);
+
+    await waitFor(() => app!.settled.some((e) => e.outcome === 'acked'), { message: 'the re-delivery to be acked' });
+    expect(app.recorder.calls.map((c) => [c.id, c.deliveryCount])).toEqual([
+      [id, 1],
+      [id, 2],
+    ]);
+    expect(app.settled.map((e) => [e.outcome, e.source])).toEqual([
+      ['failed', 'new'],
+      ['acked', 'reclaim'],
+    ]);
+    expect(await pendingCount(app.key())).toBe(0);
+  });
+
+  it('treats an errored Observable and a rejected Promise as failures, a completed Observable as success', async () => {
+    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    app.recorder.behavior = (call) => {
+      const kind = (call.payload as { kind: string }).kind;
+      if (kind === 'observable-error') return throwError(() => new Error('stream failed'));
+      if (kind === 'promise-reject') return Promise.reject(new Error('rejected'));
+      return new Observable((s) => {
+        setTimeout(() => (s.next(1), s.complete()), 5);
+      });
+    };
+    const r = redis.client();
+    for (const kind of ['observable-error', 'promise-reject', 'observable-ok']) await r.xadd(app.key(), '*', 'kind', kind);
+    await waitFor(() => app!.settled.length === 3, { message: 'three settled entries' });
+    expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'acked']);
+    expect(await pendingCount(app.key())).toBe(2);
+  });
+
+  it('logs and keeps an undecodable entry pending without stopping the loop', async () => {
+    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const r = redis.client();
+    const bad = await r.xadd(app.key(), '*', 'data', '{not json');
+    const good = await r.xadd(app.key(), '*', 'data', '{"ok":true}');
+    await waitFor(() => app!.settled.length === 2, { message: 'both entries settled' });
+    expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
+      [bad, 'undecodable'],
+      [good, 'acked'],
+    ]);
+    expect(String(app.settled[0]!.error)).toMatch(/not valid JSON/);
+    expect(app.recorder.calls.map((c) => c.id)).toEqual([good]);
+  });
+
+  it('keeps Nest interceptors, exception filters and processing hooks working', async () => {
+    const events: string[] = [];
+    @Injectable()
+    class Audit implements NestInterceptor {
+      intercept(_ctx: ExecutionContext, next: CallHandler) {
+        events.push('interceptor:before');
+        return next.handle().pipe(tap({ complete: () => events.push('interceptor:after') }));
+      }
+    }
+    @Catch()
+    class Swallow implements RpcExceptionFilter {
+      catch(err: Error, host: ArgumentsHost) {
+        events.push(`filter:${err.message}`);
+        // "handled": a filter that returns a completed stream turns a failure into success.
+        return err.message === 'swallow me' ? EMPTY : new BaseRpcExceptionFilter().catch(err, host);
+      }
+    }
+    @Controller()
+    class Audited {
+      @StreamPattern('audited')
+      @UseInterceptors(Audit)
+      @UseFilters(Swallow)
+      handle(@Payload() p: { fail?: string }, @Ctx() ctx: RedisStreamsContext) {
+        events.push(`handler:${ctx.getPattern()}`);
+        if (p.fail) throw new Error(p.fail);
+      }
+    }
+    const prefix = uniquePrefix();
+    const moduleApp = await startApp({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
+    app = moduleApp;
+    moduleApp.server.setOnProcessingStartHook((_t, _c, done) => {
+      events.push('hook:start');
+      return done();
+    });
+    moduleApp.server.setOnProcessingEndHook(() => events.push('hook:end'));
+
+    const r = redis.client();
+    await r.xadd(`${prefix}audited`, '*', 'data', '{}');
+    await waitFor(() => moduleApp.settled.length === 1, { message: 'first audited entry' });
+    await r.xadd(`${prefix}audited`, '*', 'data', '{"fail":"swallow me"}');
+    await waitFor(() => moduleApp.settled.length === 2, { message: 'second audited entry' });
+    await r.xadd(`${prefix}audited`, '*', 'data', '{"fail":"boom"}');
+    await waitFor(() => moduleApp.settled.length === 3, { message: 'third audited entry' });
+
+    expect(moduleApp.settled.map((e) => e.outcome)).toEqual(['acked', 'acked', 'failed']);
+    expect(events.slice(0, 5)).toEqual(['hook:start', 'interceptor:before', 'handler:audited', 'interceptor:after', 'hook:end']);
+    expect(events).toContain('filter:swallow me');
+    expect(events).toContain('filter:boom');
+    expect(events.filter((e) => e === 'hook:start').length).toBe(3);
+    expect(events.filter((e) => e === 'hook:end').length).toBe(3);
+  });
+});

@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { waitFor } from './wait-for.js';
+
+export interface TestRedis {
+  /** redis:// URL of the server. */
+  readonly url: string;
+  readonly port: number;
+  /** True when this file started the server itself (so it may restart or stop it). */
+  readonly owned: boolean;
+  /** A fresh admin connection for the test's own commands. */
+  client(): Redis;
+  stop(): Promise<void>;
+}
+
+/**
+ * One throwaway redis-server per test file on a free loopback port (no persistence), or
+ * the server at REDIS_URL when that is set. Fails with a clear message when neither works.
+ */
+export async function startRedis(): Promise<TestRedis> {
+  const clients: Redis[] = [];
+  const client = (url: string) => () => {
+    const c = new Redis(url, { maxRetriesPerRequest: 1 });
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  };
+  const closeClients = () => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+
+  const external = process.env.REDIS_URL;
+  if (external) {
+    const url = new URL(external);
+    if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname)) {
+      throw new Error(`REDIS_URL must point at a loopback address in tests, got ${url.hostname}`);
+    }
+    return { url: external, port: Number(url.port || 6379), owned: false, client: client(external), stop: async () => void (await closeClients()) };
+  }
+
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const spawnError = new Promise<never>((_, reject) =>
+    proc.once('error', (err) =>
+      reject(
+        new Error(
+          `could not start redis-server (${err.message}). Install it (apt-get install -y redis-server) or set REDIS_URL to a loopback server.`,
+        ),
+      ),
+    ),
+  );
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  await Promise.race([
+    spawnError,
+    waitFor(async () => (await probe.connect().then(() => probe.ping()).catch(() => probe.disconnect())) === 'PONG', {
+      timeoutMs: 10_000,
+      message: `redis-server on port ${port}`,
+    }),
+  ]);
+  probe.disconnect();
+  return {
+    url,
+    port,
+    owned: true,
+    client: client(url),
+    stop: async () => {
+      await closeClients();
+      await stopProcess(proc);
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  proc.kill('SIGTERM');
+  await exited;
+}

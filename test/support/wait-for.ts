@@ -1,0 +1,28 @@
+/** Polls `condition` until it returns a truthy value or the deadline passes; never a fixed sleep. */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  { timeoutMs = 10_000, intervalMs = 20, message = 'condition' }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await condition();
+      if (value) return value as NonNullable<T>;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message} (last: ${String(last)})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Measures how long an async action takes, in ms. */
+export async function timed<T>(action: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const start = performance.now();
+  const value = await action();
+  return { value, ms: performance.now() - start };
+}
