@@ -1,6 +1,9 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, map, type Observable } from 'rxjs';
 
+/** How long past BLOCK a park may go unanswered before it counts as lost. */
+const BLOCKING_GRACE_MS = 2000;
+
 export type LaneState = 'connecting' | 'ready' | 'reconnecting' | 'closed';
 
 /**
@@ -15,15 +18,16 @@ export class Lanes {
   readonly state$: Observable<LaneState>;
   private blockingClientId: number | undefined;
 
-  constructor(options: RedisOptions, name: string, onError: (lane: string, err: Error) => void) {
+  constructor(options: RedisOptions, name: string, blockMs: number, onError: (lane: string, err: Error) => void) {
     const make = (lane: 'command' | 'blocking') => {
       const conn = new Redis({
         ...options,
         connectionName: `${name}:${lane}`,
         // The loop retries with its own backoff; commands must not wait in ioredis forever.
         maxRetriesPerRequest: options.maxRetriesPerRequest ?? 1,
-        // A park lost with its connection must fail, so the loop re-drains what it may have been given.
-        ...(lane === 'blocking' ? { autoResendUnfulfilledCommands: false } : {}),
+        // ioredis re-sends a park cut by a reconnect; this client-side deadline (BLOCK + grace)
+        // keeps one that is lost for good from hanging the loop.
+        ...(lane === 'blocking' ? { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS } : {}),
       });
       // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
       conn.on('error', (err: Error) => onError(lane, err));

@@ -54,7 +54,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     }
     if (streams.length === 0) return callback();
     const { options } = this;
-    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, (lane, err) =>
+    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, options.blockMs, (lane, err) =>
       this.logger.warn(`${lane} connection: ${err.message}`),
     ));
     this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));

@@ -1,0 +1,82 @@
+import { RedisStreamsStatus } from 'nestjs-redis-streams';
+import type { Redis } from 'ioredis';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const apps: TestApp[] = [];
+const start = async (...args: Parameters<typeof startApp>) => {
+  const app = await startApp(...args);
+  apps.push(app);
+  return app;
+};
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+/** Adds an entry and waits until the app has settled it. */
+async function roundTrip(app: TestApp, tag: string): Promise<void> {
+  const id = await redis.client().xadd(app.key(), '*', 'tag', tag);
+  await waitFor(() => app.settled.some((e) => e.id === id && e.outcome === 'acked'), { message: `entry ${tag} to be acked` });
+}
+
+describe('consumer group behaviour', () => {
+  it('two consumers in one group split the work: every entry is handled exactly once', async () => {
+    const prefix = uniquePrefix();
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: prefix, batchSize: 5, blockMs: 100 });
+    const b = await start({ connection: redis.url, group: 'g', consumer: 'b', keyPrefix: prefix, batchSize: 5, blockMs: 100 });
+    // A little work per entry so that both consumers get a share.
+    for (const app of [a, b]) app.recorder.behavior = () => new Promise((resolve) => setImmediate(resolve));
+    const r = redis.client();
+    const ids: string[] = [];
+    for (let i = 0; i < 400; i++) ids.push(await r.xadd(a.key(), '*', 'n', String(i)));
+    await waitFor(() => a.recorder.calls.length + b.recorder.calls.length >= 400, { message: '400 handled entries' });
+
+    const handled = [...a.recorder.idsOf(), ...b.recorder.idsOf()];
+    expect(handled.length).toBe(400);
+    expect(new Set(handled)).toEqual(new Set(ids));
+    expect(a.recorder.calls.length).toBeGreaterThan(0);
+    expect(b.recorder.calls.length).toBeGreaterThan(0);
+    expect(await r.xpending(a.key(), 'g', '-', '+', 10)).toEqual([]);
+  });
+
+  it('re-creates the group after NOGROUP (group destroyed under a running server) and goes on', async () => {
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 });
+    await roundTrip(app, 'before');
+    await redis.client().xgroup('DESTROY', app.key(), 'g');
+    await roundTrip(app, 'after');
+  });
+
+  it('survives its stream being deleted while parked (UNBLOCKED) and goes on', async () => {
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 30_000 });
+    await roundTrip(app, 'before');
+    await redis.client().del(app.key());
+    await roundTrip(app, 'after');
+  });
+
+  it('survives FLUSHALL (the server lost its data) and goes on', async () => {
+    if (!redis.owned) return; // never flush a server the test does not own
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    await roundTrip(app, 'before');
+    await redis.client().flushall();
+    await roundTrip(app, 'after');
+  });
+
+  it('reconnects after both connections are killed, reports it through status, and resumes', async () => {
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const statuses: string[] = [];
+    app.server.status.subscribe((s) => statuses.push(s));
+    await roundTrip(app, 'before');
+    const [command, blocking] = app.server.unwrap<[Redis, Redis]>();
+    const ids = await Promise.all([command.client('ID'), blocking.client('ID')]);
+    for (const id of ids) await redis.client().client('KILL', 'ID', String(id));
+    await waitFor(() => statuses.includes(RedisStreamsStatus.RECONNECTING), { message: 'a reconnecting status' });
+    await waitFor(() => statuses.at(-1) === RedisStreamsStatus.CONNECTED, { message: 'connected again' });
+    await roundTrip(app, 'after');
+    expect(statuses[0]).toBe(RedisStreamsStatus.CONNECTED);
+  });
+});

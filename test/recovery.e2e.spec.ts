@@ -1,0 +1,126 @@
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const apps: TestApp[] = [];
+const start = async (...args: Parameters<typeof startApp>) => {
+  const app = await startApp(...args);
+  apps.push(app);
+  return app;
+};
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+/** Adds `n` entries and delivers them to `consumer` with a raw XREADGROUP that is never acked. */
+async function leavePending(key: string, consumer: string, n: number, group = 'g'): Promise<string[]> {
+  const r = redis.client();
+  await r.xgroup('CREATE', key, group, '0', 'MKSTREAM');
+  for (let i = 0; i < n; i++) await r.xadd(key, '*', 'n', String(i));
+  const reply = (await r.xreadgroup('GROUP', group, consumer, 'COUNT', n, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
+  return reply[0]![1].map(([id]) => id);
+}
+
+const pendingOf = async (key: string, consumer?: string): Promise<string[]> => {
+  const rows = (await (consumer
+    ? redis.client().xpending(key, 'g', '-', '+', 10_000, consumer)
+    : redis.client().xpending(key, 'g', '-', '+', 10_000))) as [string][];
+  return rows.map(([id]) => id);
+};
+
+describe('recovery of own and peer work', () => {
+  it('self-drain: a consumer restarted under the same name settles its own pending entries at once, not after minIdleMs', async () => {
+    const prefix = uniquePrefix();
+    const ids = await leavePending(`${prefix}orders`, 'C', 25);
+    // minIdleMs of ten minutes: only self-drain can deliver these within the test's deadline.
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 4, blockMs: 100, minIdleMs: 600_000 });
+    await waitFor(() => app.recorder.calls.length === 25, { message: '25 drained entries' });
+    expect(app.recorder.idsOf()).toEqual(ids);
+    expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
+    expect(app.recorder.calls.every((c) => c.deliveryCount === 2)).toBe(true);
+    expect(await pendingOf(app.key())).toEqual([]);
+  });
+
+  it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
+    const prefix = uniquePrefix();
+    const ids = await leavePending(`${prefix}orders`, 'C', 5);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 2, blockMs: 100, minIdleMs: 600_000 });
+    app.recorder.behavior = (call) => {
+      if (call.id === ids[1]) throw new Error('poison');
+    };
+    await waitFor(() => app.settled.length === 5, { message: 'five settled entries' });
+    expect(app.recorder.idsOf()).toEqual(ids);
+    expect(await pendingOf(app.key())).toEqual([ids[1]]);
+  });
+
+  it('peer reclaim: entries pending under a dead consumer are taken over after minIdleMs, not before', async () => {
+    const prefix = uniquePrefix();
+    const minIdleMs = 1000;
+    const deliveredBefore = Date.now();
+    const ids = await leavePending(`${prefix}orders`, 'dead', 6);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const handledAt: number[] = [];
+    app.recorder.behavior = () => void handledAt.push(Date.now());
+    await waitFor(() => app.recorder.calls.length === 6, { message: 'six reclaimed entries' });
+    // Redis decides idleness with its own clock; the host clock only bounds it from below.
+    expect(Math.min(...handledAt) - deliveredBefore).toBeGreaterThanOrEqual(minIdleMs);
+    expect(app.recorder.idsOf()).toEqual(ids);
+    expect(app.recorder.calls.every((c) => c.deliveryCount === 2 && c.consumer === 'live')).toBe(true);
+    expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['reclaim']));
+    expect(await pendingOf(app.key())).toEqual([]);
+  });
+
+  it('reclaim carries the XAUTOCLAIM cursor, so idle entries behind a wall of live ones are still found', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    // 200 entries of a live peer (kept fresh below), then 3 of a dead one, all in one PEL.
+    const all = await leavePending(key, 'dead', 203);
+    const wall = all.slice(0, 200);
+    const behind = all.slice(200);
+    const refresh = () => r.xclaim(key, 'g', 'live-peer', 0, ...wall, 'JUSTID');
+    await refresh();
+    const keeper = setInterval(() => void refresh().catch(() => {}), 50);
+    try {
+      // COUNT 2 scans ~20 PEL entries per call: restarting at 0-0 each time would never pass the wall.
+      const app = await start({ connection: redis.url, group: 'g', consumer: 'sweeper', keyPrefix: prefix, batchSize: 2, blockMs: 20, minIdleMs: 1000 });
+      await waitFor(() => behind.every((id) => app.recorder.idsOf().includes(id)), { message: 'the entries behind the wall' });
+      expect(await pendingOf(key, 'dead')).toEqual([]);
+    } finally {
+      clearInterval(keeper);
+    }
+  });
+
+  it('does not steal live work: a handler running 3x minIdleMs is not re-run by a beating peer', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const first = await r.xadd(key, '*', 'n', '1');
+    const second = await r.xadd(key, '*', 'n', '2');
+    const minIdleMs = 300;
+    const slow = await start({ connection: redis.url, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    let release!: () => void;
+    slow.recorder.behavior = (call) =>
+      call.id === first ? new Promise<void>((resolve) => (release = resolve)) : undefined;
+    await waitFor(() => slow.recorder.calls.length === 1, { message: 'the slow handler to start' });
+
+    const peer = await start({ connection: redis.url, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    // The first entry is in hand and the second waits behind it in the same batch; hold both for 3x minIdleMs.
+    const heldSince = Date.now();
+    await waitFor(() => Date.now() - heldSince >= 3 * minIdleMs, { message: '3x minIdleMs', intervalMs: 50 });
+    release();
+    await waitFor(() => slow.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'both entries acked by the slow consumer' });
+
+    expect(peer.recorder.calls).toEqual([]);
+    expect(slow.recorder.calls.map((c) => [c.id, c.deliveryCount])).toEqual([
+      [first, 1],
+      [second, 1],
+    ]);
+    expect(await pendingOf(key)).toEqual([]);
+  });
+});
