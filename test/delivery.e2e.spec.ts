@@ -1,5 +1,5 @@
-import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
-import { BaseRpcExceptionFilter, Ctx, Payload, type RpcExceptionFilter } from '@nestjs/microservices';
+import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type RpcExceptionFilter, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { BaseRpcExceptionFilter, Ctx, Payload } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { EMPTY, Observable, tap, throwError } from 'rxjs';
 import { startRedis, type TestRedis } from './support/redis-server.js';

@@ -33,7 +33,7 @@ describe('consumer group behaviour', () => {
     for (const app of [a, b]) app.recorder.behavior = () => new Promise((resolve) => setImmediate(resolve));
     const r = redis.client();
     const ids: string[] = [];
-    for (let i = 0; i < 400; i++) ids.push(await r.xadd(a.key(), '*', 'n', String(i)));
+    for (let i = 0; i < 400; i++) ids.push((await r.xadd(a.key(), '*', 'n', String(i)))!);
     await waitFor(() => a.recorder.calls.length + b.recorder.calls.length >= 400, { message: '400 handled entries' });
 
     const handled = [...a.recorder.idsOf(), ...b.recorder.idsOf()];

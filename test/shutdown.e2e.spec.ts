@@ -48,7 +48,7 @@ describe('shutdown at settle points', () => {
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app!.settled.length === 1, { message: 'the first entry' });
     await waitFor(async () => {
-      const rows = (await redis.client().client('LIST', 'TYPE', 'normal')) as string;
+      const rows = String(await redis.client().call('CLIENT', 'LIST', 'TYPE', 'normal'));
       return rows.split('\n').some((row) => row.includes(':blocking') && / cmd=xreadgroup /.test(row) && / flags=b /.test(row));
     }, { message: 'the blocking lane to park' });
     const { ms } = await timed(() => app!.close());
@@ -62,7 +62,7 @@ describe('shutdown at settle points', () => {
     const r = redis.client();
     await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await r.xadd(key, '*', 'n', String(i)));
+    for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
     // One read fetches all five: the first is in hand, four wait behind it in the batch.
     const leaving = await startApp({ connection: redis.url, group: 'g', consumer: 'leaving', keyPrefix: prefix, batchSize: 10, blockMs: 50, minIdleMs: 60_000 });
     let release!: () => void;

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { requireBuilt, repoRoot } from './support/built.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+function startWorker(env: Record<string, string>): { proc: ChildProcess; output: () => string; exit: Promise<number | null> } {
+  const main = requireBuilt('dist/apps/orders-worker/main.js');
+  const proc = spawn(process.execPath, [main], { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(proc);
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exit };
+}
+
+describe('the demo worker (apps/orders-worker)', () => {
+  it('handles redis-cli orders, and on SIGTERM finishes the order in hand, acks it and exits 0', async () => {
+    const group = `demo-${randomUUID().slice(0, 8)}`;
+    const r = redis.client();
+    const worker = startWorker({
+      REDIS_URL: redis.url,
+      STREAMS_GROUP: group,
+      STREAMS_CONSUMER: 'worker-1',
+      STREAMS_BLOCK_MS: '30000',
+      DEMO_WORK_MS: '300',
+    });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), { message: 'the worker to start' });
+    const first = await r.xadd('orders', '*', 'order_id', '1001', 'status', 'pending');
+    await waitFor(() => worker.output().includes(`entry ${first}`), { message: 'the first order to be logged' });
+    const second = await r.xadd('orders', '*', 'order_id', '1002', 'status', 'paid');
+    // SIGTERM once the second order is in hand (its 300 ms of work has begun).
+    await waitFor(
+      async () => {
+        const pending = (await r.xpending('orders', group, '-', '+', 10)) as [string][];
+        return pending.length === 1 && pending[0]![0] === second;
+      },
+      { message: 'the second order in hand' },
+    );
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exit).toBe(0);
+    expect(worker.output()).toContain(`entry ${second}`);
+    expect(((await r.xpending('orders', group)) as [number])[0]).toBe(0);
+  });
+
+  it('refuses a bad setting with a message naming it', async () => {
+    const worker = startWorker({ REDIS_URL: redis.url, STREAMS_BATCH: 'lots' });
+    expect(await worker.exit).toBe(1);
+    expect(worker.output()).toContain('STREAMS_BATCH must be an integer');
+  });
+});

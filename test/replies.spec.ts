@@ -1,0 +1,51 @@
+import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
+
+// Pure reply parsing: the shapes below are what Redis 6.2/7 and ioredis' three reply modes hand out.
+describe('reply parsing', () => {
+  const items = [['1-0', ['a', '1']], ['2-0', ['b', '2']]];
+
+  it('reads XREADGROUP replies in RESP2, flattened RESP3 and RESP3 map shapes alike', () => {
+    const expected = [
+      { stream: 's', id: '1-0', fields: ['a', '1'], deliveryCount: 1 },
+      { stream: 's', id: '2-0', fields: ['b', '2'], deliveryCount: 1 },
+    ];
+    expect(parseReadReply([['s', items]], 1)).toEqual(expected);
+    expect(parseReadReply(['s', items], 1)).toEqual(expected);
+    expect(parseReadReply({ s: items }, 1)).toEqual(expected);
+    expect(parseReadReply(new Map([['s', items]]), 1)).toEqual(expected);
+    expect(parseReadReply(null, 1)).toEqual([]);
+    expect(parseReadReply(['s', [], 't', []], 1)).toEqual([]);
+  });
+
+  it('reads both XAUTOCLAIM reply shapes and collects deleted ids', () => {
+    expect(parseAutoClaimReply('s', ['5-0', items, ['3-0']])).toEqual({
+      cursor: '5-0',
+      entries: [
+        { stream: 's', id: '1-0', fields: ['a', '1'], deliveryCount: 0 },
+        { stream: 's', id: '2-0', fields: ['b', '2'], deliveryCount: 0 },
+      ],
+      deletedIds: ['3-0'],
+    });
+    // Redis 6.2: no third element; a deleted entry comes back with nil fields.
+    expect(parseAutoClaimReply('s', ['0-0', [['4-0', null]]])).toEqual({ cursor: '0-0', entries: [], deletedIds: ['4-0'] });
+  });
+
+  it('rejects shapes it does not know with a clear error', () => {
+    expect(() => parseAutoClaimReply('s', 'OK')).toThrow(/unexpected XAUTOCLAIM reply shape/);
+    expect(() => parseReadReply(42, 1)).toThrow(/unexpected XREADGROUP reply shape/);
+    expect(() => parsePendingCounts([['1-0']])).toThrow(/unexpected XPENDING reply shape/);
+  });
+
+  it('orders stream ids numerically, not as strings', () => {
+    expect(compareIds('10-0', '9-0')).toBeGreaterThan(0);
+    expect(compareIds('5-10', '5-9')).toBeGreaterThan(0);
+    expect(compareIds('5-1', '5-1')).toBe(0);
+  });
+
+  it('keeps a field named __proto__ as data instead of a prototype', () => {
+    const { payload } = decodeEntry({ stream: 's', id: '1-0', fields: ['__proto__', 'x', 'a', '1'], deliveryCount: 1 });
+    expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
+    expect(Object.keys(payload as object)).toEqual(['__proto__', 'a']);
+  });
+});
