@@ -10,6 +10,7 @@ export default defineConfig({
     globals: true,
     include: ['test/**/*.spec.ts'],
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -1,0 +1,168 @@
+#!/usr/bin/env node
+// One-command demo: a throwaway redis-server (unless REDIS_URL is set), the built orders
+// worker, and a small producer writing orders the way redis-cli would. Ctrl-C stops it all.
+//
+//   npm run demo                     feed 300 orders, keep running until Ctrl-C
+//   npm run demo -- --orders 1000    feed more
+//   npm run demo -- --once           exit 0 once every order is acked (used by the tests)
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+
+const { values: args } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '300' },
+    once: { type: 'boolean', default: false },
+    quiet: { type: 'boolean', default: false },
+  },
+});
+const total = Number(args.orders);
+if (!Number.isSafeInteger(total) || total < 0) fail(`--orders must be a whole number, got ${args.orders}`);
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const group = process.env.STREAMS_GROUP || 'orders-workers';
+const stream = 'orders';
+const children = new Set();
+let embedded; // { proc, dir } of the throwaway redis-server, when we started one
+let stopping = false;
+process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+
+const redisUrl = process.env.REDIS_URL || (await startEmbeddedRedis());
+const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+admin.on('error', () => {});
+await admin.ping().catch((err) => fail(`cannot reach Redis at ${redisUrl}: ${err.message}`));
+say(`redis   ${redisUrl}${process.env.REDIS_URL ? '' : ' (embedded, throwaway)'}`);
+
+const worker = spawn(process.execPath, [join(root, 'dist/apps/orders-worker/main.js')], {
+  env: { ...process.env, REDIS_URL: redisUrl, STREAMS_GROUP: group, STREAMS_CONSUMER: process.env.STREAMS_CONSUMER || 'demo-worker-1', DEMO_WORK_MS: process.env.DEMO_WORK_MS || '5' },
+  stdio: ['ignore', 'pipe', 'pipe'],
+  detached: true, // Ctrl-C reaches us; we stop the worker first, then Redis, so the order in hand is acked.
+});
+children.add(worker);
+prefixLines(worker.stdout, 'worker  ', (line) => !args.quiet || !line.includes('[orders]'));
+prefixLines(worker.stderr, 'worker  ', () => true);
+const workerExit = new Promise((resolve) => worker.once('exit', (code, signal) => resolve(code ?? signal)));
+workerExit.then((code) => {
+  if (!stopping) fail(`the worker exited on its own (${code})`);
+});
+
+const stop = async (reason) => {
+  if (stopping) return;
+  stopping = true;
+  say(`stopping (${reason}): SIGTERM to the worker, waiting for the order in hand`);
+  worker.kill('SIGTERM');
+  const code = await workerExit;
+  const pending = await pendingCount();
+  say(`worker exited with ${code}; ${pending} entries pending in group "${group}"`);
+  admin.disconnect();
+  await stopEmbeddedRedis();
+  process.exit(code === 0 ? 0 : 1);
+};
+process.on('SIGINT', () => void stop('Ctrl-C'));
+process.on('SIGTERM', () => void stop('SIGTERM'));
+
+// The producer: plain field maps, exactly what `XADD orders * order_id 1001 status pending` writes.
+const statuses = ['pending', 'paid', 'shipped'];
+const first = 1001;
+const startLength = await admin.xlen(stream);
+for (let i = 0; i < total; i++) {
+  await admin.xadd(stream, '*', 'order_id', String(first + i), 'status', statuses[i % statuses.length]);
+}
+say(`producer wrote ${total} orders to stream "${stream}" (${startLength + total} entries in it now)`);
+
+// Progress until the group has acked everything we wrote.
+const startedAt = Date.now();
+for (;;) {
+  const { lag, pending } = await groupProgress();
+  const left = lag + pending;
+  say(`progress ${total - Math.min(total, left)}/${total} acked (lag ${lag}, pending ${pending})`);
+  if (left === 0) break;
+  await new Promise((r) => setTimeout(r, 500));
+}
+say(`all ${total} orders acked in ${Date.now() - startedAt} ms`);
+if (args.once) await stop('--once');
+else say('the worker keeps listening: try `redis-cli -u ' + redisUrl + ' XADD orders "*" order_id 42 status pending`; Ctrl-C to stop');
+
+async function groupProgress() {
+  const groups = await admin.xinfo('GROUPS', stream).catch(() => []);
+  for (const g of groups) {
+    const info = {};
+    for (let i = 0; i + 1 < g.length; i += 2) info[g[i]] = g[i + 1];
+    if (info.name === group) return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
+  }
+  return { lag: total, pending: 0 }; // the worker has not created its group yet
+}
+
+async function pendingCount() {
+  return (await groupProgress().catch(() => ({ pending: '?' }))).pending;
+}
+
+async function startEmbeddedRedis() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'redis-demo-'));
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+    detached: true,
+  });
+  children.add(proc);
+  await new Promise((resolve, reject) => {
+    proc.once('error', (err) => reject(err));
+    proc.once('spawn', resolve);
+  }).catch((err) => fail(`cannot start redis-server (${err.message}): install it (apt-get install -y redis-server) or set REDIS_URL`));
+  embedded = { proc, dir };
+  const url = `redis://127.0.0.1:${port}`;
+  // redis-server takes a few tens of ms to listen: poll PING with a deadline.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    const ok = await probe.connect().then(() => probe.ping()).catch(() => null);
+    probe.disconnect();
+    if (ok === 'PONG') return url;
+    if (Date.now() > deadline || proc.exitCode !== null) fail(`redis-server did not answer on ${url}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function stopEmbeddedRedis() {
+  if (!embedded) return;
+  const exited = new Promise((resolve) => embedded.proc.once('exit', resolve));
+  embedded.proc.kill('SIGTERM');
+  await exited;
+  rmSync(embedded.dir, { recursive: true, force: true });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function prefixLines(input, prefix, keep) {
+  let buf = '';
+  input.on('data', (chunk) => {
+    buf += chunk;
+    const lines = buf.split('\n');
+    buf = lines.pop();
+    for (const line of lines) if (keep(line)) process.stdout.write(prefix + line + '\n');
+  });
+}
+
+function say(line) {
+  process.stdout.write(`demo    ${line}\n`);
+}
+
+function fail(message) {
+  process.stderr.write(`demo: ${message}\n`);
+  process.exit(1);
+}

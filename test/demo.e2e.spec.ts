@@ -1,0 +1,39 @@
+import { spawn } from 'node:child_process';
+import { repoRoot, requireBuilt } from './support/built.js';
+import { waitFor } from './support/wait-for.js';
+
+/** Runs `npm run demo`'s script; with no REDIS_URL it starts its own throwaway redis-server. */
+function runDemo(args: string[]) {
+  requireBuilt('dist/apps/orders-worker/main.js');
+  const proc = spawn(process.execPath, ['scripts/demo.mjs', '--quiet', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: '1', STREAMS_GROUP: `demo-${process.pid}-${Date.now()}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => (out += d));
+  proc.stderr.on('data', (d) => (out += d));
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exit };
+}
+
+describe('npm run demo', () => {
+  it('feeds orders to the worker, reports them all acked, and stops clean', async () => {
+    const demo = runDemo(['--once', '--orders', '120']);
+    expect(await demo.exit).toBe(0);
+    expect(demo.output()).toContain('all 120 orders acked');
+    expect(demo.output()).toMatch(/worker exited with 0; 0 entries pending/);
+  });
+
+  it('stops everything cleanly on Ctrl-C (SIGINT)', async () => {
+    const demo = runDemo(['--orders', '30']);
+    try {
+      await waitFor(() => demo.output().includes('all 30 orders acked'), { message: 'the demo to finish feeding', timeoutMs: 20_000 });
+      demo.proc.kill('SIGINT');
+      expect(await demo.exit).toBe(0);
+      expect(demo.output()).toMatch(/stopping \(Ctrl-C\)[\s\S]*worker exited with 0/);
+    } finally {
+      if (demo.proc.exitCode === null) demo.proc.kill('SIGKILL');
+    }
+  });
+});
