@@ -26,7 +26,7 @@ if (!Number.isSafeInteger(total) || total < 0) fail(`--orders must be a whole nu
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const group = process.env.STREAMS_GROUP || 'orders-workers';
-const stream = 'orders';
+const stream = `${process.env.STREAMS_KEY_PREFIX ?? ''}orders`;
 const children = new Set();
 let embedded; // { proc, dir } of the throwaway redis-server, when we started one
 let stopping = false;

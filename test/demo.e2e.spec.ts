@@ -7,7 +7,8 @@ function runDemo(args: string[]) {
   requireBuilt('dist/apps/orders-worker/main.js');
   const proc = spawn(process.execPath, ['scripts/demo.mjs', '--quiet', ...args], {
     cwd: repoRoot,
-    env: { ...process.env, NO_COLOR: '1', STREAMS_GROUP: `demo-${process.pid}-${Date.now()}` },
+    // Its own key prefix, in case REDIS_URL points all test files at one server.
+    env: { ...process.env, NO_COLOR: '1', STREAMS_KEY_PREFIX: `demo-${process.pid}-${Date.now()}:` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -58,8 +58,8 @@ describe('consumer group behaviour', () => {
     await roundTrip(app, 'after');
   });
 
-  it('survives FLUSHALL (the server lost its data) and goes on', async () => {
-    if (!redis.owned) return; // never flush a server the test does not own
+  it('survives FLUSHALL (the server lost its data) and goes on', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // never flush a server the test does not own
     const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
     await roundTrip(app, 'before');
     await redis.client().flushall();
@@ -78,5 +78,27 @@ describe('consumer group behaviour', () => {
     await waitFor(() => statuses.at(-1) === RedisStreamsStatus.CONNECTED, { message: 'connected again' });
     await roundTrip(app, 'after');
     expect(statuses[0]).toBe(RedisStreamsStatus.CONNECTED);
+  });
+});
+
+describe('faults the loop rides out', () => {
+  it('resumes after the Redis server restarts empty (connection lost, then NOGROUP)', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // only a server this file started may be restarted
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200, retryMaxDelayMs: 200 });
+    const statuses: string[] = [];
+    app.server.status.subscribe((s) => statuses.push(s));
+    await roundTrip(app, 'before');
+    await redis.restart();
+    await waitFor(() => statuses.includes(RedisStreamsStatus.RECONNECTING), { message: 'the outage to show in status' });
+    await roundTrip(app, 'after');
+    expect(statuses.at(-1)).toBe(RedisStreamsStatus.CONNECTED);
+  });
+
+  it('fails listen() with an error naming the stream when its key holds another type', async () => {
+    const prefix = uniquePrefix();
+    await redis.client().set(`${prefix}orders`, 'not a stream');
+    await expect(start({ connection: redis.url, group: 'g', keyPrefix: prefix })).rejects.toThrow(
+      new RegExp(`^WRONGTYPE .*stream "${prefix}orders"`),
+    );
   });
 });

@@ -27,22 +27,25 @@ function startWorker(env: Record<string, string>): { proc: ChildProcess; output:
 describe('the demo worker (apps/orders-worker)', () => {
   it('handles redis-cli orders, and on SIGTERM finishes the order in hand, acks it and exits 0', async () => {
     const group = `demo-${randomUUID().slice(0, 8)}`;
+    const prefix = `${group}:`;
+    const stream = `${prefix}orders`;
     const r = redis.client();
     const worker = startWorker({
       REDIS_URL: redis.url,
+      STREAMS_KEY_PREFIX: prefix,
       STREAMS_GROUP: group,
       STREAMS_CONSUMER: 'worker-1',
       STREAMS_BLOCK_MS: '30000',
       DEMO_WORK_MS: '300',
     });
     await waitFor(() => worker.output().includes('Nest microservice successfully started'), { message: 'the worker to start' });
-    const first = await r.xadd('orders', '*', 'order_id', '1001', 'status', 'pending');
+    const first = await r.xadd(stream, '*', 'order_id', '1001', 'status', 'pending');
     await waitFor(() => worker.output().includes(`entry ${first}`), { message: 'the first order to be logged' });
-    const second = await r.xadd('orders', '*', 'order_id', '1002', 'status', 'paid');
+    const second = await r.xadd(stream, '*', 'order_id', '1002', 'status', 'paid');
     // SIGTERM once the second order is in hand (its 300 ms of work has begun).
     await waitFor(
       async () => {
-        const pending = (await r.xpending('orders', group, '-', '+', 10)) as [string][];
+        const pending = (await r.xpending(stream, group, '-', '+', 10)) as [string][];
         return pending.length === 1 && pending[0]![0] === second;
       },
       { message: 'the second order in hand' },
@@ -50,7 +53,7 @@ describe('the demo worker (apps/orders-worker)', () => {
     worker.proc.kill('SIGTERM');
     expect(await worker.exit).toBe(0);
     expect(worker.output()).toContain(`entry ${second}`);
-    expect(((await r.xpending('orders', group)) as [number])[0]).toBe(0);
+    expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
   });
 
   it('refuses a bad setting with a message naming it', async () => {

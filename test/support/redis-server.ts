@@ -11,6 +11,8 @@ export interface TestRedis {
   readonly owned: boolean;
   /** A fresh admin connection for the test's own commands. */
   client(): Redis;
+  /** Kills the server and starts a new, empty one on the same port (owned servers only). */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,10 +36,36 @@ export async function startRedis(): Promise<TestRedis> {
     if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname)) {
       throw new Error(`REDIS_URL must point at a loopback address in tests, got ${url.hostname}`);
     }
-    return { url: external, port: Number(url.port || 6379), owned: false, client: client(external), stop: async () => void (await closeClients()) };
+    return {
+      url: external,
+      port: Number(url.port || 6379),
+      owned: false,
+      client: client(external),
+      restart: () => Promise.reject(new Error('cannot restart a server given by REDIS_URL')),
+      stop: async () => void (await closeClients()),
+    };
   }
 
   const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let proc = await spawnRedis(port);
+  return {
+    url,
+    port,
+    owned: true,
+    client: client(url),
+    restart: async () => {
+      await stopProcess(proc);
+      proc = await spawnRedis(port);
+    },
+    stop: async () => {
+      await closeClients();
+      await stopProcess(proc);
+    },
+  };
+}
+
+async function spawnRedis(port: number): Promise<ChildProcess> {
   const url = `redis://127.0.0.1:${port}`;
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
@@ -51,26 +79,24 @@ export async function startRedis(): Promise<TestRedis> {
       ),
     ),
   );
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => {});
   await Promise.race([
     spawnError,
-    waitFor(async () => (await probe.connect().then(() => probe.ping()).catch(() => probe.disconnect())) === 'PONG', {
-      timeoutMs: 10_000,
-      message: `redis-server on port ${port}`,
-    }),
+    waitFor(() => ping(url), { timeoutMs: 10_000, message: `redis-server on port ${port}` }),
   ]);
-  probe.disconnect();
-  return {
-    url,
-    port,
-    owned: true,
-    client: client(url),
-    stop: async () => {
-      await closeClients();
-      await stopProcess(proc);
-    },
-  };
+  return proc;
+}
+
+async function ping(url: string): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
 }
 
 function freePort(): Promise<number> {

@@ -16,6 +16,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): { transport:
     batchSize: int('STREAMS_BATCH'),
     blockMs: int('STREAMS_BLOCK_MS'),
     minIdleMs: int('STREAMS_MIN_IDLE_MS'),
+    keyPrefix: env.STREAMS_KEY_PREFIX || undefined,
   };
   // Unset keys would be "unknown options" to nobody, but undefined keeps the default: drop them for clarity.
   for (const key of Object.keys(transport) as (keyof RedisStreamsServerOptions)[]) {

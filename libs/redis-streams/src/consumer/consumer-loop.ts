@@ -74,9 +74,11 @@ export class ConsumerLoop {
   private async ensureGroups(): Promise<void> {
     this.lease.stop();
     for (const stream of this.d.streams) {
-      if (await this.d.commands.ensureGroup(stream, this.d.options.groupStartId)) {
-        this.d.logger.log(`created group "${this.d.options.group}" on stream "${stream}"`);
-      }
+      const created = await this.d.commands.ensureGroup(stream, this.d.options.groupStartId).catch((err: unknown) => {
+        // Keep Redis' own prefix (WRONGTYPE, NOPERM…) first: retry decisions read it.
+        throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${this.d.options.group}" on stream "${stream}")`, { cause: err });
+      });
+      if (created) this.d.logger.log(`created group "${this.d.options.group}" on stream "${stream}"`);
     }
     this.lease.start();
     this.d.onReady();
