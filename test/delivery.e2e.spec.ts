@@ -1,38 +1,34 @@
 import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type RpcExceptionFilter, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { BaseRpcExceptionFilter, Ctx, Payload } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
-import { EMPTY, Observable, tap, throwError } from 'rxjs';
+import { EMPTY, map, tap, throwError, timer } from 'rxjs';
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { Recorder, startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 
-let app: TestApp | undefined;
-afterEach(async () => {
-  await app?.close();
-  app = undefined;
-});
+const start = useApps();
 
 const pendingCount = async (key: string, group = 'g'): Promise<number> => Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
 
 describe('delivery and settle', () => {
   it('injects providers into controllers (decorator metadata is emitted under the test build)', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
     expect(app.app.get(Recorder)).toBeInstanceOf(Recorder);
     // The controller received the same Recorder: a call reaches it.
     await redis.client().xadd(app.key(), '*', 'k', 'v');
-    await waitFor(() => app!.recorder.calls.length === 1, { message: 'the handler to record the call' });
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler to record the call' });
   });
 
   it('dispatches redis-cli field maps and JSON `data` entries to the right handler with payload and context, then acks', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 200 });
     const r = redis.client();
     const plainId = await r.xadd(app.key('orders'), '*', 'order_id', '1001', 'status', 'pending');
     const jsonId = await r.xadd(app.key('payments'), '*', 'data', JSON.stringify({ amount: 12.5, tags: ['a'], nested: { ok: true } }));
-    await waitFor(() => app!.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'two acked entries' });
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'two acked entries' });
 
     const orders = app.recorder.calls.find((c) => c.pattern === 'orders')!;
     expect(orders).toMatchObject({
@@ -51,15 +47,15 @@ describe('delivery and settle', () => {
   });
 
   it('leaves a failed entry pending, re-delivers it after minIdleMs with delivery count 2, and acks it once the handler succeeds', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 300 });
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 300 });
     app.recorder.behavior = (call) => {
       if (call.deliveryCount === 1) throw new Error('transient failure');
     };
     const id = await redis.client().xadd(app.key(), '*', 'order_id', '7');
-    await waitFor(() => app!.settled.some((e) => e.outcome === 'failed'), { message: 'the first delivery to fail' });
+    await waitFor(() => app.settled.some((e) => e.outcome === 'failed'), { message: 'the first delivery to fail' });
     expect(await pendingCount(app.key())).toBe(1);
 
-    await waitFor(() => app!.settled.some((e) => e.outcome === 'acked'), { message: 'the re-delivery to be acked' });
+    await waitFor(() => app.settled.some((e) => e.outcome === 'acked'), { message: 'the re-delivery to be acked' });
     expect(app.recorder.calls.map((c) => [c.id, c.deliveryCount])).toEqual([
       [id, 1],
       [id, 2],
@@ -72,28 +68,26 @@ describe('delivery and settle', () => {
   });
 
   it('treats an errored Observable and a rejected Promise as failures, a completed Observable as success', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
     app.recorder.behavior = (call) => {
       const kind = (call.payload as { kind: string }).kind;
       if (kind === 'observable-error') return throwError(() => new Error('stream failed'));
       if (kind === 'promise-reject') return Promise.reject(new Error('rejected'));
-      return new Observable((s) => {
-        setTimeout(() => (s.next(1), s.complete()), 5);
-      });
+      return timer(5).pipe(map(() => 1)); // an async stream that completes
     };
     const r = redis.client();
     for (const kind of ['observable-error', 'promise-reject', 'observable-ok']) await r.xadd(app.key(), '*', 'kind', kind);
-    await waitFor(() => app!.settled.length === 3, { message: 'three settled entries' });
+    await waitFor(() => app.settled.length === 3, { message: 'three settled entries' });
     expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'acked']);
     expect(await pendingCount(app.key())).toBe(2);
   });
 
   it('logs and keeps an undecodable entry pending without stopping the loop', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
     const r = redis.client();
     const bad = await r.xadd(app.key(), '*', 'data', '{not json');
     const good = await r.xadd(app.key(), '*', 'data', '{"ok":true}');
-    await waitFor(() => app!.settled.length === 2, { message: 'both entries settled' });
+    await waitFor(() => app.settled.length === 2, { message: 'both entries settled' });
     expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
       [bad, 'undecodable'],
       [good, 'acked'],
@@ -130,8 +124,7 @@ describe('delivery and settle', () => {
       }
     }
     const prefix = uniquePrefix();
-    const moduleApp = await startApp({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
-    app = moduleApp;
+    const moduleApp = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
     moduleApp.server.setOnProcessingStartHook((_t, _c, done) => {
       events.push('hook:start');
       return done();

@@ -1,22 +1,14 @@
 import { RedisStreamsStatus } from 'nestjs-redis-streams';
 import type { Redis } from 'ioredis';
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 
-const apps: TestApp[] = [];
-const start = async (...args: Parameters<typeof startApp>) => {
-  const app = await startApp(...args);
-  apps.push(app);
-  return app;
-};
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
+const start = useApps();
 
 /** Adds an entry and waits until the app has settled it. */
 async function roundTrip(app: TestApp, tag: string): Promise<void> {

@@ -1,20 +1,12 @@
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 
-const apps: TestApp[] = [];
-const start = async (...args: Parameters<typeof startApp>) => {
-  const app = await startApp(...args);
-  apps.push(app);
-  return app;
-};
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
+const start = useApps();
 
 /** Adds `n` entries and delivers them to `consumer` with a raw XREADGROUP that is never acked. */
 async function leavePending(key: string, consumer: string, n: number, group = 'g'): Promise<string[]> {

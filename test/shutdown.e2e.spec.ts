@@ -1,20 +1,16 @@
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 
-let app: TestApp | undefined;
-afterEach(async () => {
-  await app?.close();
-  app = undefined;
-});
+const start = useApps();
 
 describe('shutdown at settle points', () => {
   it('app.close() during a slow handler waits for that entry to finish and be acked, and takes no new entry', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
     const r = redis.client();
     let release!: () => void;
     let finished = false;
@@ -23,7 +19,7 @@ describe('shutdown at settle points', () => {
         finished = true;
       });
     const first = await r.xadd(app.key(), '*', 'n', '1');
-    await waitFor(() => app!.recorder.calls.length === 1, { message: 'the slow handler to start' });
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the slow handler to start' });
 
     let closed = false;
     const closing = app.close().then(() => (closed = true));
@@ -39,20 +35,18 @@ describe('shutdown at settle points', () => {
     const pending = (await r.xpending(app.key(), 'g', '-', '+', 10)) as [string][];
     // The later entry is either never delivered or handed back pending: never handled.
     expect(pending.map(([id]) => id).filter((id) => id !== later)).toEqual([]);
-    app = undefined;
   });
 
   it('app.close() while parked on BLOCK 30000 returns in well under a second', async () => {
-    app = await startApp({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 30_000, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 30_000, minIdleMs: 60_000 });
     // Make sure the loop is parked: one entry round-trips, then the consumer blocks again.
     await redis.client().xadd(app.key(), '*', 'n', '1');
-    await waitFor(() => app!.settled.length === 1, { message: 'the first entry' });
+    await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
     await waitFor(async () => {
       const rows = String(await redis.client().call('CLIENT', 'LIST', 'TYPE', 'normal'));
       return rows.split('\n').some((row) => row.includes(':blocking') && / cmd=xreadgroup /.test(row) && / flags=b /.test(row));
     }, { message: 'the blocking lane to park' });
-    const { ms } = await timed(() => app!.close());
-    app = undefined;
+    const { ms } = await timed(() => app.close());
     expect(ms).toBeLessThan(1000);
   });
 
@@ -64,7 +58,7 @@ describe('shutdown at settle points', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
     // One read fetches all five: the first is in hand, four wait behind it in the batch.
-    const leaving = await startApp({ connection: redis.url, group: 'g', consumer: 'leaving', keyPrefix: prefix, batchSize: 10, blockMs: 50, minIdleMs: 60_000 });
+    const leaving = await start({ connection: redis.url, group: 'g', consumer: 'leaving', keyPrefix: prefix, batchSize: 10, blockMs: 50, minIdleMs: 60_000 });
     let release!: () => void;
     leaving.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     await waitFor(() => leaving.recorder.calls.length === 1, { message: 'the first handler' });
@@ -74,7 +68,7 @@ describe('shutdown at settle points', () => {
     expect(leaving.recorder.idsOf()).toEqual([ids[0]]);
 
     // minIdleMs is a minute: only the hand-back (idle set to minIdleMs) lets the peer reclaim them now.
-    app = await startApp({ connection: redis.url, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
     const peer = app;
     await waitFor(() => peer.recorder.calls.length === 4, { message: 'the peer to settle the four handed-back entries' });
     expect(peer.recorder.idsOf()).toEqual(ids.slice(1));

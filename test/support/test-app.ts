@@ -82,12 +82,26 @@ export async function startApp(options: RedisStreamsServerOptions, extra: { cont
   server.on('settled', (e) => settled.push(e));
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
   await app.listen();
+  let closing: Promise<void> | undefined;
   return {
     app,
     server,
     recorder: app.get(Recorder),
     settled,
     key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
-    close: () => app.close(),
+    close: () => (closing ??= app.close()),
+  };
+}
+
+/** `startApp` for one test file: every app it started is closed after each test. */
+export function useApps(): typeof startApp {
+  const apps: TestApp[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+  return async (...args) => {
+    const app = await startApp(...args);
+    apps.push(app);
+    return app;
   };
 }

@@ -16,7 +16,7 @@ export async function waitFor<T>(
     if (Date.now() > deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${message} (last: ${String(last)})`);
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs)); // poll interval, not a synchronisation sleep
   }
 }
 
