@@ -116,3 +116,21 @@ describe('recovery of own and peer work', () => {
     expect(await pendingOf(key)).toEqual([]);
   });
 });
+
+describe('entries trimmed while pending', () => {
+  it('reports them as deleted, from self-drain and from reclaim, and never dispatches them', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const own = await leavePending(key, 'C', 3);
+    const r = redis.client();
+    await r.xadd(key, '*', 'n', 'peer');
+    const [[, [[peerId]]]] = (await r.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', key, '>')) as [string, [string, string[]][]][];
+    // Trim one of our own pending entries and the dead peer's one out of the stream.
+    await r.xdel(key, own[1]!, peerId!);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
+    await waitFor(() => app.deleted.length === 2 && app.recorder.calls.length === 2, { message: 'two deletions reported and two entries handled' });
+    expect([...app.deleted].sort()).toEqual([own[1], peerId].sort());
+    expect(app.recorder.idsOf()).toEqual([own[0], own[2]]);
+    expect(await pendingOf(key)).toEqual([]);
+  });
+});

@@ -63,6 +63,8 @@ export interface TestApp {
   server: RedisStreamsServer;
   recorder: Recorder;
   settled: SettledEvent[];
+  /** Ids reported through the `deleted` event. */
+  deleted: string[];
   /** Stream key of a pattern (with this app's prefix). */
   key(pattern?: string): string;
   close(): Promise<void>;
@@ -79,7 +81,10 @@ export async function startApp(options: RedisStreamsServerOptions, extra: { cont
   }).compile();
   const server = new RedisStreamsServer(options);
   const settled: SettledEvent[] = [];
+  const deleted: string[] = [];
+  // Registered before listen(): the first self-drain may report right away.
   server.on('settled', (e) => settled.push(e));
+  server.on('deleted', (_stream, ids) => deleted.push(...ids));
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
   await app.listen();
   let closing: Promise<void> | undefined;
@@ -88,6 +93,7 @@ export async function startApp(options: RedisStreamsServerOptions, extra: { cont
     server,
     recorder: app.get(Recorder),
     settled,
+    deleted,
     key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
     close: () => (closing ??= app.close()),
   };

@@ -97,7 +97,7 @@ export class ConsumerLoop {
         if (last) next.set(s, last.id);
         else next.delete(s);
       }
-      await this.settleBatch(await this.withDeliveryCounts(entries), 'drain');
+      await this.settleBatch(await this.withDeliveryCounts(await this.dropDeleted(entries)), 'drain');
       return entries.length;
     });
     return step$.pipe(expand((n) => (n > 0 && !this.stopping ? step$ : EMPTY)));
@@ -161,6 +161,20 @@ export class ConsumerLoop {
       await this.d.settle(entries[i]!, source);
       this.lease.drop(entries[i]!);
     }
+  }
+
+  /**
+   * A pending entry trimmed from the stream reads back without fields: nothing is left to
+   * handle, so it is reported like XAUTOCLAIM's deleted ids and acked out of the PEL.
+   */
+  private async dropDeleted(entries: StreamEntry[]): Promise<StreamEntry[]> {
+    const deleted = entries.filter((e) => e.fields === null);
+    if (deleted.length === 0) return entries;
+    for (const [stream, ids] of groupIds(deleted)) {
+      this.d.onDeleted(stream, ids);
+      await this.d.commands.ack(stream, ids);
+    }
+    return entries.filter((e) => e.fields !== null);
   }
 
   /** Drained and reclaimed entries were delivered before: one XPENDING per stream gives their counts. */
