@@ -92,7 +92,7 @@ describe('delivery and settle', () => {
       [bad, 'undecodable'],
       [good, 'acked'],
     ]);
-    expect(String(app.settled[0]!.error)).toMatch(/not valid JSON/);
+    expect(String(app.settled[0]!.error)).toMatch(/field "data" cannot be deserialized \(.*JSON/);
     expect(app.recorder.calls.map((c) => c.id)).toEqual([good]);
   });
 

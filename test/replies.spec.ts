@@ -1,5 +1,6 @@
-import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply } from '../libs/redis-streams/src/redis/replies.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
+import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 
 // Pure reply parsing: the shapes below are what Redis 6.2/7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {
@@ -43,8 +44,8 @@ describe('reply parsing', () => {
     expect(compareIds('5-1', '5-1')).toBe(0);
   });
 
-  it('keeps a field named __proto__ as data instead of a prototype', () => {
-    const { payload } = decodeEntry({ stream: 's', id: '1-0', fields: ['__proto__', 'x', 'a', '1'], deliveryCount: 1 });
+  it('keeps a field named __proto__ as data instead of a prototype', async () => {
+    const { payload } = await decodeEntry({ stream: 's', id: '1-0', fields: ['__proto__', 'x', 'a', '1'], deliveryCount: 1 }, new JsonDeserializer());
     expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
     expect(Object.keys(payload as object)).toEqual(['__proto__', 'a']);
   });

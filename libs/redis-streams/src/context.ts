@@ -12,6 +12,8 @@ export interface RedisStreamsContextArgs {
   deliveryCount: number;
   /** The entry's raw field/value map. */
   fields: Record<string, string>;
+  /** The producer's `headers` field (a JSON object of strings); `{}` when absent. */
+  headers: Record<string, string>;
 }
 
 /** What `@Ctx()` gives a handler of this transport. */
@@ -50,5 +52,9 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs
 
   getFields(): Record<string, string> {
     return this.a.fields;
+  }
+
+  getHeaders(): Record<string, string> {
+    return this.a.headers;
   }
 }

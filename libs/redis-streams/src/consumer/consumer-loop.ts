@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { concat, concatMap, defer, EMPTY, expand, finalize, from, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
-import type { ResolvedServerOptions } from '../options.js';
+import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';

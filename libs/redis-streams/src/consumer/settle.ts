@@ -1,16 +1,21 @@
 import type { LoggerService } from '@nestjs/common';
-import { decodeEntry, EntryDecodeError } from '../codec/entry-codec.js';
+import type { Deserializer } from '@nestjs/microservices';
+import { decodeEntry, EntryDecodeError, type DecodedEntry } from '../codec/entry-codec.js';
 import { RedisStreamsContext } from '../context.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from '../server/events.js';
 
-/** Runs the handler for `pattern`; resolves when it succeeded, rejects when it failed. */
-export type Dispatch = (pattern: string, payload: unknown, context: RedisStreamsContext) => Promise<void>;
+/**
+ * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
+ * entry may be acked, rejects when it must stay pending.
+ */
+export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<void>;
 
 export interface SettleDeps {
   commands: StreamCommands;
   dispatch: Dispatch;
+  deserializer: Deserializer<string, unknown>;
   group: string;
   consumer: string;
   keyPrefix: string;
@@ -25,9 +30,9 @@ export interface SettleDeps {
  */
 export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
-  let decoded: ReturnType<typeof decodeEntry>;
+  let decoded: DecodedEntry;
   try {
-    decoded = decodeEntry(entry);
+    decoded = await decodeEntry(entry, deps.deserializer);
   } catch (error) {
     const reason = error instanceof EntryDecodeError ? error.message : String(error);
     deps.logger.error(`${reason}; left pending (delivery ${entry.deliveryCount})`);
@@ -42,9 +47,10 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     consumer: deps.consumer,
     deliveryCount: entry.deliveryCount,
     fields: decoded.fields,
+    headers: decoded.headers,
   });
   try {
-    await deps.dispatch(pattern, decoded.payload, context);
+    await deps.dispatch(pattern, decoded, context);
   } catch (error) {
     deps.logger.error(
       `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount}): ${describe(error)}; left pending`,

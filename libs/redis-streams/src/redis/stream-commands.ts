@@ -1,14 +1,7 @@
 import type { Redis } from 'ioredis';
 import { isBusyGroup } from './redis-errors.js';
+import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply, type AutoClaimResult } from './replies.js';
 import type { StreamEntry } from './stream-entry.js';
-
-export interface AutoClaimResult {
-  /** Where the next XAUTOCLAIM of this stream starts; `'0-0'` once the PEL was scanned to its end. */
-  readonly cursor: string;
-  readonly entries: StreamEntry[];
-  /** Ids that were pending but are gone from the stream (trimmed); Redis already dropped them from the PEL. */
-  readonly deletedIds: string[];
-}
 
 // Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
 // delivery count alone) and reports which it owned: an entry a peer took meanwhile must
@@ -118,88 +111,17 @@ export class StreamCommands {
     const owned = await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids);
     return owned.map(String);
   }
-}
 
-/** Parses an XREADGROUP/XREAD reply: RESP2 arrays, or a RESP3 map when `replyMapping: 'resp3'`. */
-export function parseReadReply(reply: unknown, deliveryCount: number): StreamEntry[] {
-  if (reply === null || reply === undefined) return [];
-  const entries: StreamEntry[] = [];
-  for (const [key, items] of streamPairs(reply)) {
-    if (typeof key !== 'string' || !Array.isArray(items)) throw new ReplyShapeError('XREADGROUP', reply);
-    for (const item of items) entries.push(parseEntry(key, item, deliveryCount));
-  }
-  return entries;
-}
-
-/**
- * The per-stream pairs of a read reply, in all three shapes ioredis hands out:
- * RESP2 `[[key, items], …]`, RESP3 flattened by `replyMapping: 'legacy'` `[key, items, …]`,
- * and RESP3 `replyMapping: 'resp3'` `{ key: items }`.
- */
-function streamPairs(reply: unknown): [unknown, unknown][] {
-  if (Array.isArray(reply)) {
-    if (reply.every((s) => Array.isArray(s) && s.length === 2)) return reply.map((s) => [s[0], s[1]]);
-    const pairs: [unknown, unknown][] = [];
-    for (let i = 0; i < reply.length; i += 2) pairs.push([reply[i], reply[i + 1]]);
-    return pairs;
-  }
-  if (reply instanceof Map) return [...reply.entries()];
-  if (typeof reply === 'object' && reply !== null) return Object.entries(reply);
-  throw new ReplyShapeError('XREADGROUP', reply);
-}
-
-
-/** Parses an XAUTOCLAIM reply: `[cursor, entries, deletedIds]` (Redis >= 7) or `[cursor, entries]` (6.2, deleted entries as nil). */
-export function parseAutoClaimReply(stream: string, reply: unknown): AutoClaimResult {
-  if (!Array.isArray(reply) || reply.length < 2 || !Array.isArray(reply[1])) throw new ReplyShapeError('XAUTOCLAIM', reply);
-  const entries: StreamEntry[] = [];
-  const deletedIds: string[] = Array.isArray(reply[2]) ? reply[2].map(String) : [];
-  for (const item of reply[1] as unknown[]) {
-    // Redis 6.2 lists a deleted entry as nil (or [id, nil]); it already left the PEL.
-    if (item === null) continue;
-    const entry = parseEntry(stream, item, 0);
-    if (entry.fields === null) deletedIds.push(entry.id);
-    else entries.push(entry);
-  }
-  return { cursor: String(reply[0]), entries, deletedIds };
-}
-
-/** Parses an extended XPENDING reply into id → delivery count. */
-export function parsePendingCounts(reply: unknown): Map<string, number> {
-  const counts = new Map<string, number>();
-  if (!Array.isArray(reply)) throw new ReplyShapeError('XPENDING', reply);
-  for (const row of reply) {
-    if (!Array.isArray(row) || row.length < 4) throw new ReplyShapeError('XPENDING', reply);
-    counts.set(String(row[0]), Number(row[3]));
-  }
-  return counts;
-}
-
-function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
-  if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
-  const [id, fields] = item as [unknown, unknown];
-  if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
-  return { stream, id: String(id), fields: fields === null ? null : fields.map(String), deliveryCount };
-}
-
-/** Orders two stream ids (`ms-seq`) numerically. */
-export function compareIds(a: string, b: string): number {
-  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
-  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
-  return am === bm ? Number(as - bs) : am < bm ? -1 : 1;
-}
-
-export class ReplyShapeError extends Error {
-  constructor(command: string, reply: unknown) {
-    super(`nestjs-redis-streams: unexpected ${command} reply shape: ${safePreview(reply)}`);
-    this.name = 'ReplyShapeError';
+  /**
+   * Appends one reply to a request's reply stream and (re)sets the stream's TTL in the same
+   * MULTI, so a stream whose client went away expires instead of growing.
+   */
+  async reply(replyTo: string, fields: readonly string[], ttlMs: number): Promise<void> {
+    const results = await this.conn.multi().xadd(replyTo, 'MAXLEN', '~', REPLY_STREAM_MAXLEN, '*', ...fields).pexpire(replyTo, ttlMs).exec();
+    const failed = results?.find(([err]) => err);
+    if (failed) throw failed[0];
   }
 }
 
-function safePreview(value: unknown): string {
-  try {
-    return JSON.stringify(value)?.slice(0, 200) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
+/** Upper bound of a reply stream: its client deletes what it read, so this only caps a dead client's. */
+const REPLY_STREAM_MAXLEN = 1000;

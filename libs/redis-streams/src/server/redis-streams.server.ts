@@ -1,17 +1,23 @@
 import { Logger } from '@nestjs/common';
-import { CustomTransportStrategy, Server } from '@nestjs/microservices';
+import { CustomTransportStrategy, Server, type MessageHandler, type WritePacket } from '@nestjs/microservices';
 import { EventEmitter } from 'node:events';
-import { lastValueFrom, map, type Subscription } from 'rxjs';
+import { lastValueFrom, map, throwError, type Subscription } from 'rxjs';
 import type { Redis } from 'ioredis';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
 import { describe, settle, type SettleDeps } from '../consumer/settle.js';
+import type { DecodedEntry } from '../codec/entry-codec.js';
+import { encodeReply } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
-import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options.js';
+import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import { Lanes, type LaneState } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
 import { RedisStreamsStatus, type RedisStreamsEvents } from './events.js';
+import { writeReplies } from './reply-writer.js';
+
+// What Nest's other transports answer to a request without a handler.
+const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
 
 const STATUS_OF_LANES: Record<LaneState, RedisStreamsStatus> = {
   connecting: RedisStreamsStatus.CONNECTING,
@@ -61,7 +67,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     const commands = new StreamCommands(lanes.command, options.group);
     const settleDeps: SettleDeps = {
       commands,
-      dispatch: (pattern, payload, ctx) => this.dispatch(pattern, payload, ctx),
+      dispatch: (pattern, entry, ctx) => this.dispatch(commands, pattern, entry, ctx),
+      deserializer: options.deserializer,
       group: options.group,
       consumer: options.consumer,
       keyPrefix: options.keyPrefix,
@@ -141,34 +148,54 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     }
   }
 
+  /** Every handler pattern (events and requests alike) is a stream key. */
   private streamKeys(): string[] {
     const keys: string[] = [];
-    for (const [pattern, handler] of this.messageHandlers) {
-      if (!handler.isEventHandler) {
-        this.logger.warn(`@MessagePattern("${pattern}") is not served by this transport yet; use @EventPattern`);
-        continue;
-      }
+    for (const pattern of this.messageHandlers.keys()) {
       if (pattern.startsWith('{')) {
         throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
       }
       keys.push(this.options.keyPrefix + pattern);
     }
-    if (keys.length === 0) this.logger.warn('no @EventPattern handlers: this consumer reads no stream');
+    if (keys.length === 0) this.logger.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
     return keys;
   }
 
   /**
-   * Runs the handler inside Nest's processing hooks and waits for its result, whatever its
-   * shape (value, Promise, Observable). Rejects when it throws or its Observable errors.
+   * Events: the handler's result is awaited; a failure rejects (the entry stays pending).
+   * Requests (`send`): the handler's values and errors are written to the caller's reply
+   * stream; only a reply Redis refused rejects.
    */
-  private dispatch(pattern: string, payload: unknown, ctx: RedisStreamsContext): Promise<void> {
+  private dispatch(commands: StreamCommands, pattern: string, entry: DecodedEntry, ctx: RedisStreamsContext): Promise<void> {
     const handler = this.getHandlerByPattern(pattern);
-    if (!handler) return Promise.reject(new Error(`no event handler for pattern "${pattern}"`));
+    const { request } = entry;
+    if (!request) {
+      if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
+      return this.runInHooks(ctx, async () => {
+        await lastValueFrom(this.transformToObservable(await handler(entry.payload, ctx)), { defaultValue: undefined });
+      });
+    }
+    const reply = async (packet: WritePacket) =>
+      commands.reply(request.replyTo, await encodeReply(request.correlationId, packet, this.options.serializer), this.options.replyTtlMs);
+    if (!handler || handler.isEventHandler) return reply({ err: NO_MESSAGE_HANDLER, isDisposed: true });
+    return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
+  }
+
+  /** A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream. */
+  private async produce(handler: MessageHandler, payload: unknown, ctx: RedisStreamsContext) {
+    try {
+      return this.transformToObservable(await handler(payload, ctx));
+    } catch (err) {
+      return throwError(() => err);
+    }
+  }
+
+  /** Runs `body` between Nest's processing start and end hooks (tracing); settles with `body`. */
+  private runInHooks(ctx: RedisStreamsContext, body: () => Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
         try {
-          const result = await handler(payload, ctx);
-          await lastValueFrom(this.transformToObservable(result), { defaultValue: undefined });
+          await body();
           resolve();
         } catch (err) {
           reject(err);

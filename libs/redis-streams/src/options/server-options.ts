@@ -1,5 +1,9 @@
 import { hostname } from 'node:os';
+import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { RedisOptions } from 'ioredis';
+import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
+import { resolveConnection, type ConnectionOption } from './connection.js';
+import { InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
  * Options of {@link RedisStreamsServer}. Every field maps to one Redis argument or one
@@ -7,7 +11,7 @@ import type { RedisOptions } from 'ioredis';
  */
 export interface RedisStreamsServerOptions {
   /** ioredis options or a `redis://` / `rediss://` URL. Default: `redis://127.0.0.1:6379`. */
-  connection?: RedisOptions | string;
+  connection?: ConnectionOption;
   /** Consumer group name. Default: `'nestjs-streams'`. */
   group?: string;
   /**
@@ -37,34 +41,19 @@ export interface RedisStreamsServerOptions {
   retryInitialDelayMs?: number;
   /** Longest delay between retries of the loop. Default: 5000. */
   retryMaxDelayMs?: number;
+  /** Turns an entry's `data` field into the handler's payload. Default: JSON. */
+  deserializer?: Deserializer<string, unknown>;
+  /** Turns a `@MessagePattern` handler's values into the reply's `data` field. Default: JSON. */
+  serializer?: Serializer<unknown, string>;
+  /** Reply streams expire this long after the last reply written to them (a client that went away). Default: 60000. */
+  replyTtlMs?: number;
 }
 
 export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection'>> & {
   connection: RedisOptions;
 };
 
-export const SERVER_DEFAULTS = {
-  group: 'nestjs-streams',
-  batchSize: 10,
-  blockMs: 5000,
-  minIdleMs: 30_000,
-  groupStartId: '0',
-  keyPrefix: '',
-  retryInitialDelayMs: 100,
-  retryMaxDelayMs: 5000,
-} as const;
-
-export class InvalidOptionError extends Error {
-  constructor(
-    readonly option: string,
-    reason: string,
-  ) {
-    super(`nestjs-redis-streams: invalid option "${option}": ${reason}`);
-    this.name = 'InvalidOptionError';
-  }
-}
-
-const KNOWN_OPTIONS = new Set<string>([
+const KNOWN_OPTIONS = [
   'connection',
   'group',
   'consumer',
@@ -76,17 +65,26 @@ const KNOWN_OPTIONS = new Set<string>([
   'keyPrefix',
   'retryInitialDelayMs',
   'retryMaxDelayMs',
-]);
+  'deserializer',
+  'serializer',
+  'replyTtlMs',
+] as const;
+
+export const SERVER_DEFAULTS = {
+  group: 'nestjs-streams',
+  batchSize: 10,
+  blockMs: 5000,
+  minIdleMs: 30_000,
+  groupStartId: '0',
+  keyPrefix: '',
+  retryInitialDelayMs: 100,
+  retryMaxDelayMs: 5000,
+  replyTtlMs: 60_000,
+} as const;
 
 /** Validates once, at construction, and fills in the defaults. */
 export function resolveServerOptions(input: RedisStreamsServerOptions = {}): ResolvedServerOptions {
-  if (typeof input !== 'object' || input === null) {
-    throw new InvalidOptionError('options', 'expected an object');
-  }
-  for (const key of Object.keys(input)) {
-    // A typo such as `minIdle` would otherwise silently keep the default.
-    if (!KNOWN_OPTIONS.has(key)) throw new InvalidOptionError(key, 'unknown option');
-  }
+  rejectUnknown(input, KNOWN_OPTIONS);
   const minIdleMs = positiveInt('minIdleMs', input.minIdleMs, SERVER_DEFAULTS.minIdleMs);
   const leaseRenewMs = positiveInt('leaseRenewMs', input.leaseRenewMs, Math.max(1, Math.floor(minIdleMs / 3)));
   if (leaseRenewMs >= minIdleMs) {
@@ -101,70 +99,21 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
   if (groupStartId !== '0' && groupStartId !== '$') {
     throw new InvalidOptionError('groupStartId', `must be '0' or '$', got ${JSON.stringify(groupStartId)}`);
   }
-  const keyPrefix = input.keyPrefix ?? SERVER_DEFAULTS.keyPrefix;
-  if (typeof keyPrefix !== 'string') throw new InvalidOptionError('keyPrefix', 'must be a string');
   return {
     connection: resolveConnection(input.connection),
-    group: name('group', input.group, SERVER_DEFAULTS.group),
-    consumer: name('consumer', input.consumer, `${hostname()}-${process.pid}`),
+    group: nonEmpty('group', input.group, SERVER_DEFAULTS.group),
+    consumer: nonEmpty('consumer', input.consumer, `${hostname()}-${process.pid}`),
     batchSize: positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs),
     minIdleMs,
     leaseRenewMs,
     groupStartId,
-    keyPrefix,
+    keyPrefix: string('keyPrefix', input.keyPrefix, SERVER_DEFAULTS.keyPrefix),
     retryInitialDelayMs,
     retryMaxDelayMs,
+    deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),
+    serializer: withMethod('serializer', input.serializer, 'serialize', new JsonSerializer()),
+    replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
   };
-}
-
-/** Turns a URL or ioredis options into ioredis options, rejecting what the loop cannot work with. */
-export function resolveConnection(connection: RedisOptions | string | undefined): RedisOptions {
-  if (connection === undefined) return { host: '127.0.0.1', port: 6379 };
-  if (typeof connection === 'string') {
-    let url: URL;
-    try {
-      url = new URL(connection);
-    } catch {
-      throw new InvalidOptionError('connection', `not a valid URL: ${JSON.stringify(connection)}`);
-    }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw new InvalidOptionError('connection', `URL must start with redis:// or rediss://, got ${url.protocol}//`);
-    }
-    const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-    if (!Number.isInteger(db) || db < 0) throw new InvalidOptionError('connection', `bad database number in ${url.pathname}`);
-    return {
-      host: url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
-      port: url.port ? Number(url.port) : 6379,
-      db,
-      ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
-      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-      ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
-    };
-  }
-  if (typeof connection !== 'object' || connection === null) {
-    throw new InvalidOptionError('connection', 'expected ioredis options or a redis:// URL');
-  }
-  if (connection.keyPrefix) {
-    // ioredis prefixes keys it sends but not the keys XREADGROUP replies with.
-    throw new InvalidOptionError('connection.keyPrefix', 'use the transport option "keyPrefix" instead');
-  }
-  return { ...connection };
-}
-
-function positiveInt(option: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new InvalidOptionError(option, `must be a positive integer, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-function name(option: string, value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidOptionError(option, `must be a non-empty string, got ${JSON.stringify(value)}`);
-  }
-  return value;
 }

@@ -1,0 +1,39 @@
+import type { RedisOptions } from 'ioredis';
+import { InvalidOptionError } from './validate.js';
+
+/** ioredis options or a `redis://` / `rediss://` URL. */
+export type ConnectionOption = RedisOptions | string;
+
+/** Turns a URL or ioredis options into ioredis options, rejecting what the transport cannot work with. */
+export function resolveConnection(connection: ConnectionOption | undefined): RedisOptions {
+  if (connection === undefined) return { host: '127.0.0.1', port: 6379 };
+  if (typeof connection === 'string') {
+    let url: URL;
+    try {
+      url = new URL(connection);
+    } catch {
+      throw new InvalidOptionError('connection', `not a valid URL: ${JSON.stringify(connection)}`);
+    }
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+      throw new InvalidOptionError('connection', `URL must start with redis:// or rediss://, got ${url.protocol}//`);
+    }
+    const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
+    if (!Number.isInteger(db) || db < 0) throw new InvalidOptionError('connection', `bad database number in ${url.pathname}`);
+    return {
+      host: url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
+      port: url.port ? Number(url.port) : 6379,
+      db,
+      ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+      ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
+    };
+  }
+  if (typeof connection !== 'object' || connection === null) {
+    throw new InvalidOptionError('connection', 'expected ioredis options or a redis:// URL');
+  }
+  if (connection.keyPrefix) {
+    // ioredis prefixes keys it sends but not the keys XREADGROUP replies with.
+    throw new InvalidOptionError('connection.keyPrefix', 'use the transport option "keyPrefix" instead');
+  }
+  return { ...connection };
+}

@@ -1,0 +1,49 @@
+/** Thrown at construction for a bad option; the message names the option. */
+export class InvalidOptionError extends Error {
+  constructor(
+    readonly option: string,
+    reason: string,
+  ) {
+    super(`nestjs-redis-streams: invalid option "${option}": ${reason}`);
+    this.name = 'InvalidOptionError';
+  }
+}
+
+/** A typo such as `minIdle` would otherwise silently keep the default. */
+export function rejectUnknown(input: object, known: readonly string[], path = ''): void {
+  if (typeof input !== 'object' || input === null) throw new InvalidOptionError(path || 'options', 'expected an object');
+  for (const key of Object.keys(input)) {
+    if (!known.includes(key)) throw new InvalidOptionError(path + key, 'unknown option');
+  }
+}
+
+export function positiveInt(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidOptionError(option, `must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function nonEmpty(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidOptionError(option, `must be a non-empty string, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function string(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') throw new InvalidOptionError(option, 'must be a string');
+  return value;
+}
+
+/** Nest serializer/deserializer objects: anything with the named method. */
+export function withMethod<T>(option: string, value: unknown, method: string, fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'object' || value === null || typeof (value as Record<string, unknown>)[method] !== 'function') {
+    throw new InvalidOptionError(option, `must be an object with a ${method}() method`);
+  }
+  return value as T;
+}
