@@ -1,4 +1,4 @@
-import { InvalidOptionError, RedisStreamsServer, SERVER_DEFAULTS } from 'nestjs-redis-streams';
+import { CLIENT_DEFAULTS, InvalidOptionError, RedisStreamsClient, RedisStreamsServer, SERVER_DEFAULTS } from 'nestjs-redis-streams';
 import { hostname } from 'node:os';
 
 describe('options', () => {
@@ -33,5 +33,25 @@ describe('options', () => {
   it('parses a redis:// URL with credentials and database', () => {
     const { options } = new RedisStreamsServer({ connection: 'redis://user:p%40ss@[::1]:6380/3' });
     expect(options.connection).toEqual({ host: '::1', port: 6380, db: 3, username: 'user', password: 'p@ss' });
+  });
+});
+
+describe('client options', () => {
+  it.each([
+    [{ commandTimeoutMs: 0 }, 'commandTimeoutMs'],
+    [{ replyBlockMs: 1000, replyTtlMs: 1000 }, 'replyTtlMs'],
+    [{ retention: {} }, 'retention'],
+    [{ retention: { maxLen: -5 } }, 'retention.maxLen'],
+    [{ retention: { maxLen: 10, keep: true } }, 'retention.keep'],
+    [{ streamRetention: { orders: { safe: 'yes', maxLen: 1 } } }, 'streamRetention.orders.safe'],
+    [{ serializer: JSON }, 'serializer'],
+    [{ timeout: 5 }, 'timeout'],
+  ])('rejects %j at construction, naming "%s"', (options, option) => {
+    expect(() => new RedisStreamsClient(options as never)).toThrow(`invalid option "${option}"`);
+  });
+
+  it('fills in the documented defaults', () => {
+    const { options } = new RedisStreamsClient();
+    expect(options).toMatchObject({ ...CLIENT_DEFAULTS, retention: undefined, streamRetention: {} });
   });
 });

@@ -1,7 +1,7 @@
 import { Controller, Injectable, type INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { RedisStreamsContext, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions, type SettledEvent } from 'nestjs-redis-streams';
+import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions, type SettledEvent } from 'nestjs-redis-streams';
 import { randomUUID } from 'node:crypto';
 
 export interface Call {
@@ -13,6 +13,7 @@ export interface Call {
   consumer: string;
   deliveryCount: number;
   fields: Record<string, string>;
+  headers: Record<string, string>;
 }
 
 /** Records every handler call and lets a test decide what the handler does. */
@@ -31,6 +32,7 @@ export class Recorder {
       consumer: ctx.getConsumer(),
       deliveryCount: ctx.getDeliveryCount(),
       fields: ctx.getFields(),
+      headers: ctx.getHeaders(),
     };
     this.calls.push(call);
     return this.behavior(call);
@@ -110,4 +112,15 @@ export function useApps(): typeof startApp {
     apps.push(app);
     return app;
   };
+}
+
+/** Request handlers for `client.send` tests; `Recorder.behavior` decides what `quote` answers. */
+@Controller()
+export class RequestsController {
+  constructor(private readonly recorder: Recorder) {}
+
+  @MessagePattern('quote', REDIS_STREAMS_TRANSPORT)
+  quote(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
 }

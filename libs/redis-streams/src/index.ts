@@ -1,5 +1,10 @@
 export { RedisStreamsServer } from './server/redis-streams.server.js';
-export { RedisStreamsStatus, type RedisStreamsEvents, type SettledEvent, type SettleOutcome } from './server/events.js';
+export type { RedisStreamsEvents, SettledEvent, SettleOutcome } from './server/events.js';
+export { RedisStreamsStatus } from './status.js';
+export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
+export { RedisStreamsRecord } from './client/record.js';
+export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/client-options.js';
+export type { RetentionPolicy } from './redis/retention.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';
 export { REDIS_STREAMS_TRANSPORT, StreamPattern } from './transport.js';
 export { SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';

@@ -25,8 +25,13 @@ export async function decodeReply(
   const packet: WritePacket = { isDisposed: f[FIELD.done] === '1' };
   const err = f[FIELD.err];
   const data = f[FIELD.data];
-  if (err !== undefined) packet.err = JSON.parse(err);
-  else if (data !== undefined) packet.response = await deserializer.deserialize(data);
+  try {
+    if (err !== undefined) packet.err = JSON.parse(err);
+    else if (data !== undefined) packet.response = await deserializer.deserialize(data);
+  } catch (cause) {
+    // The caller is waiting: tell it, rather than letting it time out.
+    return { correlationId, packet: { err: new Error(`unreadable reply: ${cause instanceof Error ? cause.message : String(cause)}`), isDisposed: true } };
+  }
   return { correlationId, packet };
 }
 

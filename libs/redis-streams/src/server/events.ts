@@ -28,12 +28,3 @@ export interface RedisStreamsEvents {
   /** Index signature required by Nest's `Server` events map. */
   [event: string]: (...args: any[]) => void;
 }
-
-export enum RedisStreamsStatus {
-  CONNECTING = 'connecting',
-  CONNECTED = 'connected',
-  RECONNECTING = 'reconnecting',
-  DISCONNECTED = 'disconnected',
-  CLOSING = 'closing',
-  CLOSED = 'closed',
-}

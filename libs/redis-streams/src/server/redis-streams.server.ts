@@ -9,22 +9,16 @@ import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
-import { Lanes, type LaneState } from '../redis/lanes.js';
+import { Lanes } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
-import { RedisStreamsStatus, type RedisStreamsEvents } from './events.js';
+import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
+import type { RedisStreamsEvents } from './events.js';
 import { writeReplies } from './reply-writer.js';
 
 // What Nest's other transports answer to a request without a handler.
 const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
-
-const STATUS_OF_LANES: Record<LaneState, RedisStreamsStatus> = {
-  connecting: RedisStreamsStatus.CONNECTING,
-  ready: RedisStreamsStatus.CONNECTED,
-  reconnecting: RedisStreamsStatus.RECONNECTING,
-  closed: RedisStreamsStatus.DISCONNECTED,
-};
 
 /**
  * Nest transport strategy over one Redis Stream consumer group. Every `@EventPattern(key)`

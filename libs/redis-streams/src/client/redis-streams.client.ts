@@ -1,0 +1,151 @@
+import { Logger } from '@nestjs/common';
+import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
+import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
+import { FIELD } from '../codec/wire-format.js';
+import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
+import { Lanes } from '../redis/lanes.js';
+import { ProducerCommands } from '../redis/producer-commands.js';
+import type { RetentionPolicy } from '../redis/retention.js';
+import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
+import { RedisStreamsRecord } from './record.js';
+import { ReplyReader } from './reply-reader.js';
+
+/** Events of `client.on(...)`. */
+export interface RedisStreamsClientEvents {
+  /** A connection error (ioredis reconnects by itself). */
+  error: (error: Error) => void;
+  [event: string]: (...args: any[]) => void;
+}
+
+/**
+ * Nest `ClientProxy` over Redis Streams.
+ * `emit(pattern, data)`: XADD to stream `keyPrefix + pattern`; emits the entry id once Redis has it.
+ * `send(pattern, data)`: a request entry whose `@MessagePattern` handler replies on this client's
+ * reply stream; emits each reply value, in order.
+ * Wrap `data` in a {@link RedisStreamsRecord} to attach headers.
+ */
+// Generic defaults on purpose: `ClientsModule.register({ customClass })` wants a plain `Type<ClientProxy>`.
+export class RedisStreamsClient extends ClientProxy {
+  readonly options: Readonly<ResolvedClientOptions>;
+  private readonly logger = new Logger(RedisStreamsClient.name);
+  private readonly events = new EventEmitter();
+  private lanes: Lanes | undefined;
+  private commands: ProducerCommands | undefined;
+  private replies: ReplyReader | undefined;
+  private laneStatus: Subscription | undefined;
+  /** This client's reply stream. */
+  readonly replyStream: string;
+
+  constructor(options: RedisStreamsClientOptions = {}) {
+    super();
+    this.options = resolveClientOptions(options);
+    this.replyStream = `${this.options.keyPrefix}replies:${randomUUID()}`;
+  }
+
+  /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
+  connect(): Promise<void> {
+    if (!this.lanes) {
+      const lanes = (this.lanes = new Lanes(this.options.connection, `client:${this.replyStream}`, this.options.replyBlockMs, (lane, err) => {
+        this.logger.warn(`${lane} connection: ${err.message}`);
+        if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
+      }));
+      this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
+      this.commands = new ProducerCommands(lanes.command);
+      this.replies = new ReplyReader({
+        lanes,
+        commands: this.commands,
+        key: this.replyStream,
+        blockMs: this.options.replyBlockMs,
+        ttlMs: this.options.replyTtlMs,
+        deserializer: this.options.deserializer,
+        logger: this.logger,
+      });
+    }
+    return Promise.resolve();
+  }
+
+  /** Fails requests still waiting, deletes the reply stream, closes both connections. */
+  async close(): Promise<void> {
+    const lanes = this.lanes;
+    if (!lanes) return;
+    this.lanes = undefined;
+    await this.replies?.close();
+    await lanes.close();
+    this.laneStatus?.unsubscribe();
+    this._status$.next(RedisStreamsStatus.CLOSED);
+  }
+
+  override on(event: 'error', callback: RedisStreamsClientEvents['error']): void;
+  override on(event: string, callback: (...args: any[]) => void): void {
+    this.events.on(event, callback);
+  }
+
+  /** `[command, blocking]` ioredis connections. */
+  unwrap<T = [Redis, Redis]>(): T {
+    if (!this.lanes) throw new Error('Not initialized. Please call the "connect" method first.');
+    return [this.lanes.command, this.lanes.blocking] as T;
+  }
+
+  protected async dispatchEvent<T = string>(packet: ReadPacket): Promise<T> {
+    const { stream, fields } = await this.encode(packet);
+    return (await this.append(stream, packet.pattern, fields)) as T;
+  }
+
+  protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    const correlationId = randomUUID();
+    const unregister = this.replies!.register(correlationId, callback);
+    (async () => {
+      const { stream, fields } = await this.encode(packet);
+      fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
+      await this.append(stream, packet.pattern, fields);
+    })().catch((err: unknown) => {
+      unregister();
+      callback({ err, isDisposed: true });
+    });
+    return unregister;
+  }
+
+  /** Payload (and headers) → entry fields; an unserializable payload fails here, before anything is written. */
+  private async encode(packet: ReadPacket): Promise<{ stream: string; fields: string[] }> {
+    const stream = this.options.keyPrefix + this.normalizePattern(packet.pattern);
+    const record = packet.data instanceof RedisStreamsRecord ? packet.data : new RedisStreamsRecord(packet.data);
+    let data: string;
+    try {
+      data = await this.options.serializer.serialize(record.data);
+    } catch (err) {
+      throw new Error(`nestjs-redis-streams: cannot write to stream "${stream}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    const fields = [FIELD.data, data];
+    if (Object.keys(record.headers).length > 0) fields.push(FIELD.headers, JSON.stringify(record.headers));
+    return { stream, fields };
+  }
+
+  /** XADD (with the stream's retention) once the connection is up, or a clear error after `commandTimeoutMs`. */
+  private async append(stream: string, pattern: unknown, fields: string[]): Promise<string> {
+    const fail = (reason: string, cause?: unknown) =>
+      new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause });
+    await this.connect();
+    const lanes = this.lanes;
+    if (!lanes) throw fail('the client is closed');
+    if (lanes.command.status !== 'ready') {
+      // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
+      await firstValueFrom(lanes.state$.pipe(filter((s) => s === 'ready'), timeout(this.options.commandTimeoutMs))).catch(() => {
+        throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms`);
+      });
+    }
+    try {
+      const { id, trimError } = await this.commands!.add(stream, fields, this.retentionOf(pattern));
+      if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${trimError.message}`);
+      return id;
+    } catch (err) {
+      throw fail(err instanceof Error ? err.message : String(err), err);
+    }
+  }
+
+  private retentionOf(pattern: unknown): RetentionPolicy | undefined {
+    return this.options.streamRetention[this.normalizePattern(pattern as string)] ?? this.options.retention;
+  }
+}

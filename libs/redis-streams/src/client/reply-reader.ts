@@ -1,0 +1,94 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Deserializer, WritePacket } from '@nestjs/microservices';
+import { concatMap, defer, EMPTY, of, repeat, retry, timer, type Subscription } from 'rxjs';
+import { decodeReply } from '../codec/reply-codec.js';
+import type { Lanes } from '../redis/lanes.js';
+import type { ProducerCommands } from '../redis/producer-commands.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+
+/** Most replies taken per read. */
+const REPLY_BATCH = 100;
+
+export interface ReplyReaderDeps {
+  lanes: Lanes;
+  commands: ProducerCommands;
+  /** This client's reply stream: one reader, so a plain XREAD (no group). */
+  key: string;
+  blockMs: number;
+  ttlMs: number;
+  deserializer: Deserializer<string, unknown>;
+  logger: LoggerService;
+}
+
+/**
+ * Reads the client's reply stream on the blocking lane and hands each reply to the request
+ * waiting for it. Started by the first `send`; every beat renews the stream's TTL, so the
+ * stream outlives the client by `ttlMs` at most.
+ */
+export class ReplyReader {
+  private readonly waiting = new Map<string, (packet: WritePacket) => void>();
+  private loop: Subscription | undefined;
+  private afterId = '0-0';
+  private closed = false;
+
+  constructor(private readonly d: ReplyReaderDeps) {}
+
+  /** Routes replies for `correlationId` to `callback` until the last one; returns the unregister function. */
+  register(correlationId: string, callback: (packet: WritePacket) => void): () => void {
+    if (this.closed) {
+      callback({ err: new Error('nestjs-redis-streams: the client is closed'), isDisposed: true });
+      return () => {};
+    }
+    this.waiting.set(correlationId, callback);
+    this.loop ??= this.run();
+    return () => this.waiting.delete(correlationId);
+  }
+
+  get pending(): number {
+    return this.waiting.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.loop?.unsubscribe();
+    await this.d.lanes.unblock();
+    for (const callback of this.waiting.values()) callback({ err: new Error('nestjs-redis-streams: the client was closed before the reply arrived'), isDisposed: true });
+    this.waiting.clear();
+    await this.d.commands.drop(this.d.key).catch(() => {});
+  }
+
+  private run(): Subscription {
+    let attempt = 0;
+    return defer(() => this.read())
+      .pipe(
+        concatMap((entries) => this.route(entries)),
+        repeat({ delay: () => (this.closed ? EMPTY : of(0)) }),
+        retry({
+          delay: (err: unknown) => {
+            if (this.closed) return EMPTY;
+            this.d.logger.warn(`reply reader of "${this.d.key}": ${err instanceof Error ? err.message : String(err)}; retrying`);
+            return timer(Math.min(5000, 100 * 2 ** attempt++));
+          },
+        }),
+      )
+      .subscribe({ next: () => (attempt = 0) });
+  }
+
+  private async read(): Promise<StreamEntry[]> {
+    await this.d.lanes.prepareBlocking();
+    return this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs);
+  }
+
+  private async route(entries: StreamEntry[]): Promise<void> {
+    for (const entry of entries) {
+      this.afterId = entry.id;
+      const reply = await decodeReply(entry.fields, this.d.deserializer);
+      if (!reply) continue;
+      // No one waiting: the caller gave up (timeout, unsubscribe) or this is a re-run's duplicate.
+      const callback = this.waiting.get(reply.correlationId);
+      if (reply.packet.isDisposed) this.waiting.delete(reply.correlationId);
+      callback?.(reply.packet);
+    }
+    await this.d.commands.consumed(this.d.key, entries.map((e) => e.id), this.d.ttlMs);
+  }
+}

@@ -1,0 +1,82 @@
+import type { Deserializer, Serializer } from '@nestjs/microservices';
+import type { RedisOptions } from 'ioredis';
+import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
+import { validateRetention, type RetentionPolicy } from '../redis/retention.js';
+import { resolveConnection, type ConnectionOption } from './connection.js';
+import { InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+
+/** Options of {@link RedisStreamsClient}; defaults in README.md and below. */
+export interface RedisStreamsClientOptions {
+  /** ioredis options or a `redis://` / `rediss://` URL. Default: `redis://127.0.0.1:6379`. */
+  connection?: ConnectionOption;
+  /** Prepended to every pattern to form the stream key; match the server's. Default: `''`. */
+  keyPrefix?: string;
+  /** How long `emit`/`send` wait for Redis to take an entry (including a reconnect) before failing. Default: 5000. */
+  commandTimeoutMs?: number;
+  /** Retention of every stream this client writes to. Default: none (streams grow until trimmed elsewhere). */
+  retention?: RetentionPolicy;
+  /** Retention per pattern, overriding `retention`. */
+  streamRetention?: Record<string, RetentionPolicy>;
+  /** Payload → the entry's `data` field. Default: JSON. */
+  serializer?: Serializer<unknown, string>;
+  /** A reply's `data` field → the value `send` emits. Default: JSON. */
+  deserializer?: Deserializer<string, unknown>;
+  /** BLOCK of the reply reader (`send` only). Default: 5000. */
+  replyBlockMs?: number;
+  /** The reply stream expires this long after the client stops renewing it (it went away). Default: 60000. */
+  replyTtlMs?: number;
+}
+
+export type ResolvedClientOptions = Required<Omit<RedisStreamsClientOptions, 'connection' | 'retention'>> & {
+  connection: RedisOptions;
+  retention: RetentionPolicy | undefined;
+};
+
+export const CLIENT_DEFAULTS = {
+  keyPrefix: '',
+  commandTimeoutMs: 5000,
+  replyBlockMs: 5000,
+  replyTtlMs: 60_000,
+} as const;
+
+const KNOWN_OPTIONS = [
+  'connection',
+  'keyPrefix',
+  'commandTimeoutMs',
+  'retention',
+  'streamRetention',
+  'serializer',
+  'deserializer',
+  'replyBlockMs',
+  'replyTtlMs',
+] as const;
+
+export function resolveClientOptions(input: RedisStreamsClientOptions = {}): ResolvedClientOptions {
+  rejectUnknown(input, KNOWN_OPTIONS);
+  const replyBlockMs = positiveInt('replyBlockMs', input.replyBlockMs, CLIENT_DEFAULTS.replyBlockMs);
+  const replyTtlMs = positiveInt('replyTtlMs', input.replyTtlMs, CLIENT_DEFAULTS.replyTtlMs);
+  if (replyTtlMs <= replyBlockMs) {
+    // The reader renews the TTL once per BLOCK: a shorter TTL would expire a live client's stream.
+    throw new InvalidOptionError('replyTtlMs', `must be above replyBlockMs (${replyBlockMs}), got ${replyTtlMs}`);
+  }
+  const streamRetention: Record<string, RetentionPolicy> = {};
+  if (input.streamRetention !== undefined) {
+    if (typeof input.streamRetention !== 'object' || input.streamRetention === null) {
+      throw new InvalidOptionError('streamRetention', 'must be an object of pattern → retention policy');
+    }
+    for (const [pattern, policy] of Object.entries(input.streamRetention)) {
+      streamRetention[pattern] = validateRetention(`streamRetention.${pattern}`, policy)!;
+    }
+  }
+  return {
+    connection: resolveConnection(input.connection),
+    keyPrefix: string('keyPrefix', input.keyPrefix, CLIENT_DEFAULTS.keyPrefix),
+    commandTimeoutMs: positiveInt('commandTimeoutMs', input.commandTimeoutMs, CLIENT_DEFAULTS.commandTimeoutMs),
+    retention: validateRetention('retention', input.retention),
+    streamRetention,
+    serializer: withMethod('serializer', input.serializer, 'serialize', new JsonSerializer()),
+    deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),
+    replyBlockMs,
+    replyTtlMs,
+  };
+}

@@ -1,0 +1,51 @@
+import type { Redis } from 'ioredis';
+import { parseReadReply } from './replies.js';
+import { TRIM_SCAN_LIMIT, TRIM_SCRIPT, xaddTrimArgs, type RetentionPolicy } from './retention.js';
+import type { StreamEntry } from './stream-entry.js';
+
+
+
+/** The producer side's stream commands: appends with retention, and the reply stream of `send`. */
+export class ProducerCommands {
+  constructor(private readonly conn: Redis) {
+    conn.defineCommand('streamsTrim', { numberOfKeys: 1, lua: TRIM_SCRIPT });
+  }
+
+  /**
+   * XADD, trimmed per `policy`: inline `MAXLEN ~`/`MINID ~` when plain, else the trim script in
+   * the same round trip. A failed trim does not fail the write (the entry is in; the next write
+   * trims again): it comes back as `trimError`.
+   */
+  async add(stream: string, fields: readonly string[], policy: RetentionPolicy | undefined): Promise<{ id: string; trimError?: Error }> {
+    const now = Date.now();
+    const inline = xaddTrimArgs(policy, now);
+    if (!policy || inline.length > 0) {
+      return { id: (await this.conn.call('XADD', stream, ...inline, '*', ...fields)) as string };
+    }
+    const ageBound = policy.maxAgeMs === undefined ? '' : `${now - policy.maxAgeMs}-0`;
+    const pipeline = this.conn.pipeline().call('XADD', stream, '*', ...fields) as ReturnType<Redis['pipeline']> & {
+      streamsTrim(...args: unknown[]): unknown;
+    };
+    pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT);
+    const [added, trimmed] = (await pipeline.exec()) ?? [];
+    if (!added) throw new Error('XADD got no reply');
+    if (added[0]) throw added[0];
+    return { id: added[1] as string, ...(trimmed?.[0] ? { trimError: trimmed[0] } : {}) };
+  }
+
+  /** XREAD of a reply stream (one reader, so no group): entries after `afterId`. */
+  async readReplies(conn: Redis, key: string, afterId: string, count: number, blockMs: number): Promise<StreamEntry[]> {
+    return parseReadReply(await conn.call('XREAD', 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId), 1);
+  }
+
+  /** Forgets replies that were read, and keeps the stream alive for `ttlMs` more. */
+  async consumed(key: string, ids: readonly string[], ttlMs: number): Promise<void> {
+    const tx = this.conn.multi();
+    if (ids.length > 0) tx.xdel(key, ...ids);
+    await tx.pexpire(key, ttlMs).exec();
+  }
+
+  async drop(key: string): Promise<void> {
+    await this.conn.del(key);
+  }
+}

@@ -1,0 +1,195 @@
+import { RpcException } from '@nestjs/microservices';
+import { RedisStreamsClient, RedisStreamsRecord } from 'nestjs-redis-streams';
+import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
+import { useProducers } from './support/producer.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+const producer = useProducers();
+
+const consumer = (prefix: string, extra: object = {}) =>
+  start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, ...extra }, { controllers: [RequestsController] });
+
+describe('RedisStreamsClient.emit', () => {
+  it('delivers payload and headers to the @EventPattern handler; the id it returns is the id the handler sees', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix);
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const id = await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ orderId: 7, items: ['a'] }, { traceId: 't-1' })));
+    const plainId = await lastValueFrom(client.emit('orders', { orderId: 8 }));
+    await waitFor(() => app.recorder.calls.length === 2, { message: 'two emitted entries' });
+    expect(app.recorder.calls.map((c) => [c.id, c.payload, c.headers])).toEqual([
+      [id, { orderId: 7, items: ['a'] }, { traceId: 't-1' }],
+      [plainId, { orderId: 8 }, {}],
+    ]);
+    expect(id).toMatch(/^\d+-\d+$/);
+  });
+
+  it('refuses a payload it cannot serialize (BigInt, cycle) and writes nothing', async () => {
+    const prefix = uniquePrefix();
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await expect(lastValueFrom(client.emit('orders', { n: 1n }))).rejects.toThrow(/cannot write to stream ".*orders": payload is not JSON-serializable: .*BigInt/);
+    await expect(lastValueFrom(client.emit('orders', cyclic))).rejects.toThrow(/not JSON-serializable: .*circular/i);
+    expect(await redis.client().exists(`${prefix}orders`)).toBe(0);
+  });
+
+  it('fails with a clear message on a key of the wrong type, on NOPERM, and when Redis stays unreachable', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    await admin.set(`${prefix}orders`, 'a string');
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    await expect(lastValueFrom(client.emit('orders', {}))).rejects.toThrow(new RegExp(`XADD to stream "${prefix}orders" failed: WRONGTYPE`));
+
+    const user = `producer-${prefix.slice(2, 10)}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>secret', `~${prefix}allowed:*`, '+@all');
+    try {
+      const limited = await producer({ connection: { ...new URL(redis.url).port ? { port: Number(new URL(redis.url).port) } : {}, host: '127.0.0.1', username: user, password: 'secret' }, keyPrefix: prefix });
+      await expect(lastValueFrom(limited.client.emit('orders', {}))).rejects.toThrow(/XADD to stream ".*orders" failed: NOPERM/);
+      await expect(lastValueFrom(limited.client.emit('allowed:orders', {}))).resolves.toMatch(/^\d+-\d+$/);
+    } finally {
+      await admin.call('ACL', 'DELUSER', user);
+    }
+
+    // Nothing listens on port 1: the emit gives up after commandTimeoutMs.
+    const offline = new RedisStreamsClient({ connection: { host: '127.0.0.1', port: 1 }, commandTimeoutMs: 300 });
+    try {
+      await expect(lastValueFrom(offline.emit('orders', {}))).rejects.toThrow(/XADD to stream "orders" failed: Redis not reachable within 300 ms/);
+    } finally {
+      await offline.close();
+    }
+  });
+});
+
+describe('RedisStreamsClient.send', () => {
+  it('returns a value, a Promise and each value of an Observable; an RpcException reaches the caller', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix);
+    app.recorder.behavior = (call) => {
+      const { kind, n } = call.payload as { kind: string; n: number };
+      if (kind === 'value') return n * 2;
+      if (kind === 'promise') return Promise.resolve({ doubled: n * 2 });
+      if (kind === 'observable') return of(n, n + 1, n + 2);
+      throw new RpcException({ code: 'OUT_OF_STOCK', message: `no stock for ${n}` });
+    };
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    expect(await lastValueFrom(client.send('quote', { kind: 'value', n: 21 }))).toBe(42);
+    expect(await lastValueFrom(client.send('quote', { kind: 'promise', n: 2 }))).toEqual({ doubled: 4 });
+    expect(await lastValueFrom(client.send('quote', { kind: 'observable', n: 5 }).pipe(toArray()))).toEqual([5, 6, 7]);
+    await expect(lastValueFrom(client.send('quote', { kind: 'fail', n: 3 }))).rejects.toEqual({ code: 'OUT_OF_STOCK', message: 'no stock for 3' });
+    // Requests are consumer-group entries: all four acked once answered.
+    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, { message: 'requests acked' });
+    expect(app.settled.filter((e) => e.outcome === 'acked')).toHaveLength(4);
+  });
+
+  it('answers a pattern without a message handler with the error other Nest transports give', async () => {
+    const prefix = uniquePrefix();
+    // 'orders' has an @EventPattern handler, not a @MessagePattern one.
+    await consumer(prefix);
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    await expect(lastValueFrom(client.send('orders', { n: 1 }))).rejects.toBe('There is no matching message handler defined in the remote service.');
+  });
+
+  it('resolves 1,000 concurrent requests from one client, each with its own answer', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix, { batchSize: 100 });
+    app.recorder.behavior = (call) => `answer-${(call.payload as { i: number }).i}`;
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => lastValueFrom(client.send('quote', { i }))));
+    expect(answers).toEqual(Array.from({ length: 1000 }, (_, i) => `answer-${i}`));
+  });
+
+  it('still answers a waiting caller when the consumer died mid-request: after a restart under the same name', async () => {
+    const prefix = uniquePrefix();
+    const first = await consumer(prefix, { consumer: 'worker-1', minIdleMs: 600_000 });
+    let hang!: () => void;
+    first.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const answer = lastValueFrom(client.send('quote', { n: 1 }));
+    await waitFor(() => first.recorder.calls.length === 1, { message: 'the first consumer to take the request' });
+    // "Crash": its connections drop without a goodbye, the request stays pending under worker-1.
+    for (const conn of first.server.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
+    const second = await consumer(prefix, { consumer: 'worker-1', minIdleMs: 600_000 });
+    second.recorder.behavior = () => 'recovered';
+    try {
+      expect(await answer).toBe('recovered');
+      await waitFor(() => second.settled.length === 1, { message: 'the recovered request to be acked' });
+      expect(second.settled.map((e) => [e.source, e.outcome])).toEqual([['drain', 'acked']]);
+    } finally {
+      hang();
+    }
+  });
+
+  it('still answers a waiting caller when the consumer died mid-request: after a peer reclaims it', async () => {
+    const prefix = uniquePrefix();
+    const first = await consumer(prefix, { consumer: 'dies', minIdleMs: 300 });
+    let hang!: () => void;
+    first.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const answer = lastValueFrom(client.send('quote', { n: 1 }));
+    await waitFor(() => first.recorder.calls.length === 1, { message: 'the first consumer to take the request' });
+    for (const conn of first.server.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
+    const peer = await consumer(prefix, { consumer: 'peer', minIdleMs: 300 });
+    peer.recorder.behavior = () => 'reclaimed';
+    try {
+      expect(await answer).toBe('reclaimed');
+      await waitFor(() => peer.settled.length === 1, { message: 'the recovered request to be acked' });
+      expect(peer.settled.map((e) => [e.source, e.outcome])).toEqual([['reclaim', 'acked']]);
+    } finally {
+      hang();
+    }
+  });
+
+  it('drops a reply that arrives after the caller gave up, without an error', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix);
+    let release!: () => void;
+    app.recorder.behavior = (call) => ((call.payload as { slow?: boolean }).slow ? new Promise((resolve) => (release = () => resolve('late'))) : 'fast');
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    await expect(firstValueFrom(client.send('quote', { slow: true }).pipe(timeout(200)))).rejects.toThrow(/Timeout/);
+    await waitFor(() => typeof release === 'function', { message: 'the slow handler to start' });
+    release();
+    await waitFor(() => app.settled.length === 1, { message: 'the late reply to be written' });
+    // The client keeps working and routes the next answer correctly.
+    expect(await lastValueFrom(client.send('quote', {}))).toBe('fast');
+  });
+
+  it('keeps its reply stream small and short-lived: read replies are deleted, the stream has a TTL and is deleted on close', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix, { replyTtlMs: 60_000 });
+    app.recorder.behavior = () => of(1, 2, 3);
+    const { client, close } = await producer({ connection: redis.url, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs: 1000 });
+    for (let i = 0; i < 20; i++) await lastValueFrom(client.send('quote', {}).pipe(toArray()));
+    const admin = redis.client();
+    await waitFor(async () => (await admin.xlen(client.replyStream)) === 0, { message: 'read replies to be deleted' });
+    const ttl = await admin.pttl(client.replyStream);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1000);
+    await close();
+    expect(await admin.exists(client.replyStream)).toBe(0);
+  });
+
+  it('lets the reply stream of a client that died expire', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix, { replyTtlMs: 400 });
+    app.recorder.behavior = () => 'ok';
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs: 400 });
+    // A reply nobody reads: the client dies before it arrives.
+    let release!: () => void;
+    app.recorder.behavior = () => new Promise((resolve) => (release = () => resolve('too late')));
+    client.send('quote', {}).subscribe({ error: () => {} });
+    await waitFor(() => typeof release === 'function', { message: 'the handler to start' });
+    for (const conn of client.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
+    release();
+    const admin = redis.client();
+    await waitFor(async () => (await admin.exists(client.replyStream)) === 1, { message: 'the orphan reply to be written' });
+    await waitFor(async () => (await admin.exists(client.replyStream)) === 0, { message: 'the orphan reply stream to expire', timeoutMs: 5000 });
+  });
+});

@@ -1,0 +1,35 @@
+import type { ClientProxy } from '@nestjs/microservices';
+import { ClientsModule } from '@nestjs/microservices';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { RedisStreamsClient, type RedisStreamsClientOptions } from 'nestjs-redis-streams';
+
+export interface TestProducer {
+  client: RedisStreamsClient;
+  moduleRef: TestingModule;
+  close(): Promise<void>;
+}
+
+/** A producer app: the client registered the way users do, through ClientsModule with `customClass`. */
+export async function startProducer(options: RedisStreamsClientOptions): Promise<TestProducer> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [ClientsModule.register([{ name: 'ORDERS', customClass: RedisStreamsClient, options }])],
+  }).compile();
+  moduleRef.useLogger(process.env.TEST_LOGS ? console : false);
+  await moduleRef.init();
+  const client = moduleRef.get<ClientProxy>('ORDERS') as RedisStreamsClient;
+  let closing: Promise<void> | undefined;
+  return { client, moduleRef, close: () => (closing ??= moduleRef.close()) };
+}
+
+/** `startProducer` for one test file: closed after each test. */
+export function useProducers(): typeof startProducer {
+  const producers: TestProducer[] = [];
+  afterEach(async () => {
+    await Promise.all(producers.splice(0).map((p) => p.close()));
+  });
+  return async (options) => {
+    const producer = await startProducer(options);
+    producers.push(producer);
+    return producer;
+  };
+}
