@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // One-command demo: a throwaway redis-server (unless REDIS_URL is set), the built orders
-// worker, and a small producer writing orders the way redis-cli would. Ctrl-C stops it all.
+// worker (apps/orders-worker) and the producer (apps/orders-api). Ctrl-C stops it all.
 //
 //   npm run demo                     feed 300 orders, keep running until Ctrl-C
 //   npm run demo -- --orders 1000    feed more
@@ -36,6 +36,7 @@ const redisUrl = process.env.REDIS_URL || (await startEmbeddedRedis());
 const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 admin.on('error', () => {});
 await admin.ping().catch((err) => fail(`cannot reach Redis at ${redisUrl}: ${err.message}`));
+const startLength = await admin.xlen(stream);
 say(`redis   ${redisUrl}${process.env.REDIS_URL ? '' : ' (embedded, throwaway)'}`);
 
 const worker = spawn(process.execPath, [join(root, 'dist/apps/orders-worker/main.js')], {
@@ -66,27 +67,33 @@ const stop = async (reason) => {
 process.on('SIGINT', () => void stop('Ctrl-C'));
 process.on('SIGTERM', () => void stop('SIGTERM'));
 
-// The producer: plain field maps, exactly what `XADD orders * order_id 1001 status pending` writes.
-const statuses = ['pending', 'paid', 'shipped'];
-const first = 1001;
-const startLength = await admin.xlen(stream);
-for (let i = 0; i < total; i++) {
-  await admin.xadd(stream, '*', 'order_id', String(first + i), 'status', statuses[i % statuses.length]);
-}
-say(`producer wrote ${total} orders to stream "${stream}" (${startLength + total} entries in it now)`);
+// The producer: apps/orders-api emits the orders through RedisStreamsClient, then asks the
+// worker for its tally with a request (client.send).
+const api = spawn(process.execPath, [join(root, 'dist/apps/orders-api/main.js')], {
+  env: { ...process.env, REDIS_URL: redisUrl, DEMO_ORDERS: String(total) },
+  stdio: ['ignore', 'pipe', 'pipe'],
+  detached: true,
+});
+children.add(api);
+prefixLines(api.stdout, 'api     ', () => true);
+prefixLines(api.stderr, 'api     ', () => true);
+const apiExit = new Promise((resolve) => api.once('exit', (code, signal) => resolve(code ?? signal)));
+let apiCode;
+apiExit.then((code) => (apiCode = code));
 
-// Progress until the group has acked everything we wrote.
+// Progress until the producer is done and the group has acked everything.
 const startedAt = Date.now();
 for (;;) {
   const { lag, pending } = await groupProgress();
-  const left = lag + pending;
-  say(`progress ${total - Math.min(total, left)}/${total} acked (lag ${lag}, pending ${pending})`);
-  if (left === 0) break;
+  const written = (await admin.xlen(stream).catch(() => 0)) - startLength;
+  say(`progress ${Math.max(0, written - lag - pending)}/${total} acked (written ${written}, lag ${lag}, pending ${pending})`);
+  if (apiCode !== undefined && apiCode !== 0) fail(`the producer (apps/orders-api) exited with ${apiCode}`);
+  if (apiCode === 0 && lag + pending === 0) break;
   await new Promise((r) => setTimeout(r, 500));
 }
 say(`all ${total} orders acked in ${Date.now() - startedAt} ms`);
 if (args.once) await stop('--once');
-else say('the worker keeps listening: try `redis-cli -u ' + redisUrl + ' XADD orders "*" order_id 42 status pending`; Ctrl-C to stop');
+else say('the worker keeps listening: try `redis-cli -u ' + redisUrl + ' XADD ' + stream + ' "*" order_id 42 status pending`; Ctrl-C to stop');
 
 async function groupProgress() {
   const groups = await admin.xinfo('GROUPS', stream).catch(() => []);
@@ -95,7 +102,7 @@ async function groupProgress() {
     for (let i = 0; i + 1 < g.length; i += 2) info[g[i]] = g[i + 1];
     if (info.name === group) return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
   }
-  return { lag: total, pending: 0 }; // the worker has not created its group yet
+  return { lag: 0, pending: 0 }; // the worker has not created its group yet
 }
 
 async function pendingCount() {

@@ -1,6 +1,6 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
-import { Ctx, Payload } from '@nestjs/microservices';
-import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { WORK_MS } from './tokens.js';
 
 interface Order {
@@ -22,5 +22,11 @@ export class OrdersController {
     this.logger.log(
       `order ${order.order_id} (${order.status}) entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`,
     );
+  }
+
+  /** Request-response (`client.send('orders-stats', {})`): this worker's tally. */
+  @MessagePattern('orders-stats', REDIS_STREAMS_TRANSPORT)
+  stats(@Ctx() ctx: RedisStreamsContext): { handled: number; consumer: string } {
+    return { handled: this.handled, consumer: ctx.getConsumer() };
   }
 }
