@@ -106,42 +106,25 @@ describe('RedisStreamsClient.send', () => {
     expect(answers).toEqual(Array.from({ length: 1000 }, (_, i) => `answer-${i}`));
   });
 
-  it('still answers a waiting caller when the consumer died mid-request: after a restart under the same name', async () => {
+  it.each([
+    { after: 'a restart under the same name', first: 'worker-1', second: 'worker-1', minIdleMs: 600_000, source: 'drain' },
+    { after: 'a peer reclaims it', first: 'dies', second: 'peer', minIdleMs: 300, source: 'reclaim' },
+  ])('still answers a waiting caller when the consumer died mid-request: after $after', async ({ first, second, minIdleMs, source }) => {
     const prefix = uniquePrefix();
-    const first = await consumer(prefix, { consumer: 'worker-1', minIdleMs: 600_000 });
+    const dying = await consumer(prefix, { consumer: first, minIdleMs });
     let hang!: () => void;
-    first.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
+    dying.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
     const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
     const answer = lastValueFrom(client.send('quote', { n: 1 }));
-    await waitFor(() => first.recorder.calls.length === 1, { message: 'the first consumer to take the request' });
-    // "Crash": its connections drop without a goodbye, the request stays pending under worker-1.
-    for (const conn of first.server.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
-    const second = await consumer(prefix, { consumer: 'worker-1', minIdleMs: 600_000 });
-    second.recorder.behavior = () => 'recovered';
+    await waitFor(() => dying.recorder.calls.length === 1, { message: 'the first consumer to take the request' });
+    // "Crash": its connections drop without a goodbye; the request stays pending under its name.
+    for (const conn of dying.server.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
+    const rescuer = await consumer(prefix, { consumer: second, minIdleMs });
+    rescuer.recorder.behavior = () => `answered after ${source}`;
     try {
-      expect(await answer).toBe('recovered');
-      await waitFor(() => second.settled.length === 1, { message: 'the recovered request to be acked' });
-      expect(second.settled.map((e) => [e.source, e.outcome])).toEqual([['drain', 'acked']]);
-    } finally {
-      hang();
-    }
-  });
-
-  it('still answers a waiting caller when the consumer died mid-request: after a peer reclaims it', async () => {
-    const prefix = uniquePrefix();
-    const first = await consumer(prefix, { consumer: 'dies', minIdleMs: 300 });
-    let hang!: () => void;
-    first.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
-    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
-    const answer = lastValueFrom(client.send('quote', { n: 1 }));
-    await waitFor(() => first.recorder.calls.length === 1, { message: 'the first consumer to take the request' });
-    for (const conn of first.server.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
-    const peer = await consumer(prefix, { consumer: 'peer', minIdleMs: 300 });
-    peer.recorder.behavior = () => 'reclaimed';
-    try {
-      expect(await answer).toBe('reclaimed');
-      await waitFor(() => peer.settled.length === 1, { message: 'the recovered request to be acked' });
-      expect(peer.settled.map((e) => [e.source, e.outcome])).toEqual([['reclaim', 'acked']]);
+      expect(await answer).toBe(`answered after ${source}`);
+      await waitFor(() => rescuer.settled.length === 1, { message: 'the recovered request to be acked' });
+      expect(rescuer.settled.map((e) => [e.source, e.outcome])).toEqual([[source, 'acked']]);
     } finally {
       hang();
     }
