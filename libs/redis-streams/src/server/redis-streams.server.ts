@@ -22,7 +22,8 @@ const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the 
 
 /**
  * Nest transport strategy over one Redis Stream consumer group. Every `@EventPattern(key)`
- * handler makes `key` (plus `keyPrefix`) a stream this server's consumer reads.
+ * and `@MessagePattern(key)` handler makes `key` (plus `keyPrefix`) a stream this server's
+ * consumer reads.
  *
  * `close()` stops taking entries, lets the entry in hand finish and be settled, hands the
  * rest of its batch back to the group, then closes both connections.
@@ -109,11 +110,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     this.closing ??= (async () => {
       if (!this.loop) return;
       this._status$.next(RedisStreamsStatus.CLOSING);
+      this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
       await this.loop.stop();
       await this.loopDone;
       await this.lanes?.close();
       this.laneStatus?.unsubscribe();
       this._status$.next(RedisStreamsStatus.CLOSED);
+      this.logger.log(`consumer "${this.options.consumer}" stopped`);
     })();
     return this.closing;
   }
