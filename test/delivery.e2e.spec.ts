@@ -82,20 +82,6 @@ describe('delivery and settle', () => {
     expect(await pendingCount(app.key())).toBe(2);
   });
 
-  it('logs and keeps an undecodable entry pending without stopping the loop', async () => {
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
-    const r = redis.client();
-    const bad = await r.xadd(app.key(), '*', 'data', '{not json');
-    const good = await r.xadd(app.key(), '*', 'data', '{"ok":true}');
-    await waitFor(() => app.settled.length === 2, { message: 'both entries settled' });
-    expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
-      [bad, 'undecodable'],
-      [good, 'acked'],
-    ]);
-    expect(String(app.settled[0]!.error)).toMatch(/field "data" cannot be deserialized \(.*JSON/);
-    expect(app.recorder.calls.map((c) => c.id)).toEqual([good]);
-  });
-
   it('keeps Nest interceptors, exception filters and processing hooks working', async () => {
     const events: string[] = [];
     @Injectable()

@@ -13,3 +13,5 @@ export { EntryDecodeError } from './codec/entry-codec.js';
 export { FIELD } from './codec/wire-format.js';
 export { JsonDeserializer, JsonSerializer } from './codec/json.js';
 export type { DeliverySource } from './redis/stream-entry.js';
+export { DeadLetterException, isDeadLetter } from './dead-letter.exception.js';
+export type { DeadLetter } from './codec/dead-letter-codec.js';

@@ -63,6 +63,11 @@ export class ConsumerLoop {
     );
   }
 
+  /** Entries fetched and not yet settled. */
+  inHand(): { stream: string; id: string }[] {
+    return this.lease.entries();
+  }
+
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
   async stop(): Promise<void> {
     if (this.stopping) return;

@@ -38,6 +38,10 @@ export class Lease {
     }
   }
 
+  entries(): { stream: string; id: string }[] {
+    return [...this.held].flatMap(([stream, ids]) => [...ids].map((id) => ({ stream, id })));
+  }
+
   drop(entry: StreamEntry): void {
     this.held.get(entry.stream)?.delete(entry.id);
   }

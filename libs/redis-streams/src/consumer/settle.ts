@@ -1,7 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Deserializer } from '@nestjs/microservices';
-import { decodeEntry, EntryDecodeError, type DecodedEntry } from '../codec/entry-codec.js';
+import { encodeDeadLetter } from '../codec/dead-letter-codec.js';
+import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
 import { RedisStreamsContext } from '../context.js';
+import { isDeadLetter } from '../dead-letter.exception.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from '../server/events.js';
@@ -19,25 +21,39 @@ export interface SettleDeps {
   group: string;
   consumer: string;
   keyPrefix: string;
+  maxDeliveries: number;
+  deadLetterStream: ((stream: string) => string) | false;
+  maxEntryBytes: number | undefined;
+  handlerTimeoutMs: number | undefined;
   logger: LoggerService;
   onSettled: (event: SettledEvent) => void;
 }
 
 /**
- * One entry: decode → dispatch → XACK on success, or leave it pending (it returns through
- * reclaim). Handler failures are reported, never thrown; only a failing XACK (Redis down)
- * rejects, and then the entry is still pending under this consumer, so nothing is lost.
+ * One entry: decode → dispatch → XACK on success; on failure leave it pending (it returns
+ * through reclaim) or, when it can never succeed, move it to the dead-letter stream.
+ * Handler failures are reported, never thrown; only Redis failing rejects, and then the entry
+ * is still pending under this consumer, so nothing is lost.
  */
 export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
+  const giveUp = (reason: string, error?: unknown) => deadLetter(deps, entry, base, reason, error);
+
+  // Delivered again and again without ever being settled: its consumers died or timed out on it.
+  if (entry.deliveryCount > deps.maxDeliveries) {
+    return giveUp(`delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
+  }
+  const bytes = entryBytes(entry);
+  if (deps.maxEntryBytes !== undefined && bytes > deps.maxEntryBytes) {
+    return giveUp(`entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
+  }
   let decoded: DecodedEntry;
   try {
     decoded = await decodeEntry(entry, deps.deserializer);
   } catch (error) {
-    const reason = error instanceof EntryDecodeError ? error.message : String(error);
-    deps.logger.error(`${reason}; left pending (delivery ${entry.deliveryCount})`);
-    return report(deps, { ...base, outcome: 'undecodable', error });
+    return giveUp(describe(error), error);
   }
+
   const pattern = entry.stream.slice(deps.keyPrefix.length);
   const context = new RedisStreamsContext({
     stream: entry.stream,
@@ -50,10 +66,14 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     headers: decoded.headers,
   });
   try {
-    await deps.dispatch(pattern, decoded, context);
+    await withTimeout(deps.dispatch(pattern, decoded, context), deps.handlerTimeoutMs);
   } catch (error) {
+    if (isDeadLetter(error)) return giveUp(`handler refused it: ${describe(error)}`, error);
+    if (entry.deliveryCount >= deps.maxDeliveries) {
+      return giveUp(`handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describe(error)}`, error);
+    }
     deps.logger.error(
-      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount}): ${describe(error)}; left pending`,
+      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describe(error)}; left pending`,
     );
     return report(deps, { ...base, outcome: 'failed', error });
   }
@@ -61,9 +81,59 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
   return report(deps, { ...base, outcome: 'acked' });
 }
 
+/** Moves the entry to its dead-letter stream and acks it (one atomic step), or leaves it pending when that is disabled. */
+async function deadLetter(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  base: Omit<SettledEvent, 'outcome'>,
+  reason: string,
+  error: unknown = new Error(reason),
+): Promise<SettledEvent> {
+  const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
+  if (!deps.deadLetterStream) {
+    deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`);
+    return report(deps, { ...base, outcome: 'failed', error });
+  }
+  const deadStream = deps.deadLetterStream(entry.stream);
+  const fields = encodeDeadLetter({
+    stream: entry.stream,
+    sourceId: entry.id,
+    group: deps.group,
+    consumer: deps.consumer,
+    deliveryCount: entry.deliveryCount,
+    error: reason,
+    fields: [...(entry.fields ?? [])],
+    deadAt: Date.now(),
+  });
+  const deadId = await deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, fields);
+  if (deadId === null) {
+    // A peer reclaimed it (our lease lapsed) or it was acked: it is theirs to settle now.
+    deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
+    return report(deps, { ...base, outcome: 'failed', error });
+  }
+  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`);
+  return report(deps, { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId });
+}
+
 function report(deps: SettleDeps, event: SettledEvent): SettledEvent {
   deps.onSettled(event);
   return event;
+}
+
+function entryBytes(entry: StreamEntry): number {
+  let bytes = 0;
+  for (const part of entry.fields ?? []) bytes += Buffer.byteLength(part);
+  return bytes;
+}
+
+/** The handler keeps running after a timeout (JS cannot cancel it); only its outcome is ignored. */
+function withTimeout(work: Promise<void>, ms: number | undefined): Promise<void> {
+  if (ms === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`handler timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
 
 /** Nest turns handler errors into `{ status, message }` objects; print those readably. */

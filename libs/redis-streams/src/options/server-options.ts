@@ -47,11 +47,29 @@ export interface RedisStreamsServerOptions {
   serializer?: Serializer<unknown, string>;
   /** Reply streams expire this long after the last reply written to them (a client that went away). Default: 60000. */
   replyTtlMs?: number;
+  /**
+   * Deliveries an entry gets: a handler failure on the last one, or a delivery past it (the
+   * consumer died every time), moves the entry to its dead-letter stream. Default: 5.
+   */
+  maxDeliveries?: number;
+  /**
+   * Dead-letter stream of a source stream, or `false` to keep poison entries pending (retried
+   * every `minIdleMs`, forever). Default: `` stream => `${stream}:dead` ``.
+   */
+  deadLetterStream?: ((stream: string) => string) | false;
+  /** Entries larger than this (sum of field and value bytes) are dead-lettered unparsed. Default: none. */
+  maxEntryBytes?: number;
+  /** A handler still running after this long counts as failed (the entry stays pending, the loop goes on). Default: none. */
+  handlerTimeoutMs?: number;
+  /** `close()` gives the entry in hand at most this long, then logs it as abandoned (still pending) and closes. Default: none. */
+  shutdownTimeoutMs?: number;
 }
 
-export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection'>> & {
-  connection: RedisOptions;
-};
+type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'shutdownTimeoutMs';
+export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | Optional>> &
+  Pick<RedisStreamsServerOptions, Optional> & {
+    connection: RedisOptions;
+  };
 
 const KNOWN_OPTIONS = [
   'connection',
@@ -68,7 +86,14 @@ const KNOWN_OPTIONS = [
   'deserializer',
   'serializer',
   'replyTtlMs',
+  'maxDeliveries',
+  'deadLetterStream',
+  'maxEntryBytes',
+  'handlerTimeoutMs',
+  'shutdownTimeoutMs',
 ] as const;
+
+export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
 
 export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',
@@ -80,6 +105,7 @@ export const SERVER_DEFAULTS = {
   retryInitialDelayMs: 100,
   retryMaxDelayMs: 5000,
   replyTtlMs: 60_000,
+  maxDeliveries: 5,
 } as const;
 
 /** Validates once, at construction, and fills in the defaults. */
@@ -115,5 +141,20 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),
     serializer: withMethod('serializer', input.serializer, 'serialize', new JsonSerializer()),
     replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
+    maxDeliveries: positiveInt('maxDeliveries', input.maxDeliveries, SERVER_DEFAULTS.maxDeliveries),
+    deadLetterStream: deadLetterStream(input.deadLetterStream),
+    maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
+    handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
+    shutdownTimeoutMs: optionalInt('shutdownTimeoutMs', input.shutdownTimeoutMs),
   };
+}
+
+function optionalInt(option: string, value: unknown): number | undefined {
+  return value === undefined ? undefined : positiveInt(option, value, 0);
+}
+
+function deadLetterStream(value: unknown): ((stream: string) => string) | false {
+  if (value === undefined) return defaultDeadLetterStream;
+  if (value === false || typeof value === 'function') return value as ((stream: string) => string) | false;
+  throw new InvalidOptionError('deadLetterStream', 'must be a function (stream => key) or false');
 }

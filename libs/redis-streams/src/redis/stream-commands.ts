@@ -25,8 +25,20 @@ end
 return owned
 `;
 
-type LeaseConnection = Redis & {
+// Moves one entry to its dead-letter stream and acks it, in one step, only while `consumer`
+// still owns it: a crash can neither lose it nor write it to the dead-letter stream twice.
+// KEYS: source, dead-letter stream; ARGV: group, consumer, id, dead-letter fields…
+const DEAD_LETTER_SCRIPT = `
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if not p[1] or p[1][2] ~= ARGV[2] then return false end
+local deadId = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 4))
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+return deadId
+`;
+
+type ScriptedConnection = Redis & {
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
+  streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
 };
 
 /**
@@ -34,14 +46,15 @@ type LeaseConnection = Redis & {
  * Knows the group; the consumer name is passed in, so one instance serves any consumer.
  */
 export class StreamCommands {
-  private readonly conn: LeaseConnection;
+  private readonly conn: ScriptedConnection;
 
   constructor(
     conn: Redis,
     private readonly group: string,
   ) {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
-    this.conn = conn as LeaseConnection;
+    conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
+    this.conn = conn as ScriptedConnection;
   }
 
   /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */
@@ -110,6 +123,14 @@ export class StreamCommands {
     if (ids.length === 0) return [];
     const owned = await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids);
     return owned.map(String);
+  }
+
+  /**
+   * Appends `fields` to `deadStream` and acks `id` in `stream`, atomically, if `consumer` still
+   * owns the entry. Returns the dead-letter entry id, or null when the entry was no longer ours.
+   */
+  async deadLetter(stream: string, deadStream: string, consumer: string, id: string, fields: readonly string[]): Promise<string | null> {
+    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, ...fields);
   }
 
   /**

@@ -3,10 +3,10 @@ import type { DeliverySource } from '../redis/stream-entry.js';
 export type SettleOutcome =
   /** The handler succeeded and the entry was acked. */
   | 'acked'
-  /** The handler failed: the entry stays pending and comes back through reclaim. */
+  /** The handler failed (or timed out): the entry stays pending and comes back through reclaim. */
   | 'failed'
-  /** The entry cannot be turned into a payload: it stays pending (dead-lettering comes later). */
-  | 'undecodable';
+  /** Moved to the dead-letter stream and acked: poison, undecodable, too large, or refused by the handler. */
+  | 'dead-lettered';
 
 export interface SettledEvent {
   stream: string;
@@ -15,6 +15,8 @@ export interface SettledEvent {
   deliveryCount: number;
   source: DeliverySource;
   error?: unknown;
+  /** Id of the entry in the dead-letter stream, when `outcome` is `'dead-lettered'`. */
+  deadLetterId?: string;
 }
 
 /** Events of `server.on(...)`; statuses travel through `server.status`. */

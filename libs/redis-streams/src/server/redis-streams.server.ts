@@ -67,6 +67,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       group: options.group,
       consumer: options.consumer,
       keyPrefix: options.keyPrefix,
+      maxDeliveries: options.maxDeliveries,
+      deadLetterStream: options.deadLetterStream,
+      maxEntryBytes: options.maxEntryBytes,
+      handlerTimeoutMs: options.handlerTimeoutMs,
       logger: this.logger,
       onSettled: (event) => this.emit('settled', event),
     };
@@ -112,13 +116,29 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this._status$.next(RedisStreamsStatus.CLOSING);
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
       await this.loop.stop();
-      await this.loopDone;
+      await this.settleInHand();
       await this.lanes?.close();
       this.laneStatus?.unsubscribe();
       this._status$.next(RedisStreamsStatus.CLOSED);
       this.logger.log(`consumer "${this.options.consumer}" stopped`);
     })();
     return this.closing;
+  }
+
+  /** Waits for the loop to finish the entry in hand, at most `shutdownTimeoutMs`. */
+  private async settleInHand(): Promise<void> {
+    const limit = this.options.shutdownTimeoutMs;
+    if (limit === undefined) return this.loopDone;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limit)));
+    const result = await Promise.race([this.loopDone, timedOut]).finally(() => clearTimeout(timer));
+    if (result === 'timeout') {
+      // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
+      const abandoned = this.loop?.inHand() ?? [];
+      this.logger.error(
+        `shutdownTimeoutMs (${limit}) passed: abandoning ${abandoned.length} entries in hand, left pending: ${abandoned.map((e) => `${e.stream} ${e.id}`).join(', ')}`,
+      );
+    }
   }
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {

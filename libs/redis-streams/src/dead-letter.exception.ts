@@ -1,0 +1,17 @@
+import { RpcException } from '@nestjs/microservices';
+
+/**
+ * Throw it from a handler to say "do not retry": the entry goes to its dead-letter stream at
+ * once. An `RpcException`, so Nest's exception layer hands its marker through to the transport.
+ */
+export class DeadLetterException extends RpcException {
+  constructor(reason: string) {
+    super({ status: 'error', message: reason, deadLetter: true });
+  }
+}
+
+/** True for a {@link DeadLetterException} as it comes out of Nest's RPC exception filter. */
+export function isDeadLetter(err: unknown): boolean {
+  if (err instanceof DeadLetterException) return true;
+  return typeof err === 'object' && err !== null && (err as { deadLetter?: unknown }).deadLetter === true;
+}

@@ -1,0 +1,129 @@
+import { RpcException } from '@nestjs/microservices';
+import { DeadLetterException, type DeadLetter } from 'nestjs-redis-streams';
+import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+const deadLetters = async (key: string): Promise<DeadLetter[]> =>
+  (await redis.client().xrange(`${key}:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
+const pendingCount = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
+
+describe('poison entries and the dead-letter stream', () => {
+  it('dead-letters an entry whose handler fails on its last allowed delivery, with its origin, fields and last error', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 50, minIdleMs: 200, maxDeliveries: 3 });
+    app.recorder.behavior = (call) => {
+      // An RpcException's error is what Nest hands the transport; a plain Error arrives as "Internal server error".
+      throw new RpcException(`boom ${call.deliveryCount}`);
+    };
+    const id = (await redis.client().xadd(app.key(), '*', 'order_id', '13', 'status', 'cursed'))!;
+    await waitFor(() => app.settled.some((e) => e.outcome === 'dead-lettered'), { message: 'the entry to be dead-lettered' });
+
+    expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 2, 3]);
+    expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'dead-lettered']);
+    const [dead, ...more] = await deadLetters(app.key());
+    expect(more).toEqual([]);
+    expect(dead).toMatchObject({
+      id: app.settled[2]!.deadLetterId,
+      stream: app.key(),
+      sourceId: id,
+      group: 'g',
+      consumer: 'c',
+      deliveryCount: 3,
+      fields: ['order_id', '13', 'status', 'cursed'],
+    });
+    expect(dead!.error).toMatch(/handler failed on delivery 3 of 3: boom 3/);
+    expect(await pendingCount(app.key())).toBe(0);
+  });
+
+  it('dead-letters an entry delivered past maxDeliveries without running its handler (its consumers kept dying)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const id = (await r.xadd(key, '*', 'n', '1'))!;
+    // Three deliveries already, each to a consumer that died; now pending under C, whose self-drain makes it the 4th.
+    await r.xreadgroup('GROUP', 'g', 'd1', 'STREAMS', key, '>');
+    await r.xclaim(key, 'g', 'C', 0, id, 'RETRYCOUNT', 3);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, maxDeliveries: 3 });
+    await waitFor(() => app.settled.length === 1, { message: 'the entry to be settled' });
+    expect(app.settled[0]).toMatchObject({ outcome: 'dead-lettered', source: 'drain' });
+    expect(app.recorder.calls).toEqual([]);
+    expect((await deadLetters(key))[0]!.error).toBe('delivered 4 times (maxDeliveries 3) without being settled');
+  });
+
+  it('dead-letters undecodable, empty-headed and oversized entries at once, without reaching a handler or stopping the loop', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 1024 });
+    const r = redis.client();
+    const badJson = await r.xadd(app.key(), '*', 'data', '{not json');
+    const badHeaders = await r.xadd(app.key(), '*', 'data', '{}', 'headers', '[1,2]');
+    const huge = await r.xadd(app.key(), '*', 'data', JSON.stringify({ blob: 'x'.repeat(4096) }));
+    const good = await r.xadd(app.key(), '*', 'data', '{"ok":true}');
+    await waitFor(() => app.settled.length === 4, { message: 'four settled entries' });
+    expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
+      [badJson, 'dead-lettered'],
+      [badHeaders, 'dead-lettered'],
+      [huge, 'dead-lettered'],
+      [good, 'acked'],
+    ]);
+    expect(app.recorder.idsOf()).toEqual([good]);
+    const reasons = (await deadLetters(app.key())).map((d) => d.error);
+    expect(reasons[0]).toMatch(/field "data" cannot be deserialized/);
+    expect(reasons[1]).toMatch(/field "headers" must be a JSON object of strings/);
+    expect(reasons[2]).toMatch(/entry is \d+ bytes, above maxEntryBytes \(1024\)/);
+    expect(await pendingCount(app.key())).toBe(0);
+  });
+
+  it('dead-letters at once when the handler throws DeadLetterException', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    app.recorder.behavior = () => {
+      throw new DeadLetterException('unknown customer');
+    };
+    await redis.client().xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => app.settled.length === 1, { message: 'the entry to be settled' });
+    expect(app.settled[0]).toMatchObject({ outcome: 'dead-lettered', deliveryCount: 1 });
+    expect((await deadLetters(app.key()))[0]!.error).toBe('handler refused it: unknown customer');
+  });
+
+  it('keeps poison entries pending when dead-lettering is disabled, and goes on with the rest', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, deadLetterStream: false });
+    const r = redis.client();
+    const bad = await r.xadd(app.key(), '*', 'data', 'nope');
+    const good = await r.xadd(app.key(), '*', 'data', '1');
+    await waitFor(() => app.settled.length === 2, { message: 'both settled' });
+    expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
+      [bad, 'failed'],
+      [good, 'acked'],
+    ]);
+    expect(await r.exists(`${app.key()}:dead`)).toBe(0);
+    expect(await pendingCount(app.key())).toBe(1);
+  });
+
+  it('does not dead-letter an entry this consumer no longer owns', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
+    const r = redis.client();
+    let fail!: () => void;
+    app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new DeadLetterException('late'))));
+    const id = (await r.xadd(app.key(), '*', 'n', '1'))!;
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler to start' });
+    // A peer takes the entry over (as after a lapsed lease) before the handler gives up.
+    await r.xclaim(app.key(), 'g', 'peer', 0, id);
+    fail();
+    await waitFor(() => app.settled.length === 1, { message: 'the entry to be settled' });
+    expect(app.settled[0]!.outcome).toBe('failed');
+    expect(await r.exists(`${app.key()}:dead`)).toBe(0);
+    const pending = (await r.xpending(app.key(), 'g', '-', '+', 10)) as [string, string][];
+    expect(pending.map(([pendingId, owner]) => [pendingId, owner])).toEqual([[id, 'peer']]);
+  });
+});
