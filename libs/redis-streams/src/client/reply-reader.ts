@@ -8,6 +8,8 @@ import type { StreamEntry } from '../redis/stream-entry.js';
 
 /** Most replies taken per read. */
 const REPLY_BATCH = 100;
+/** How long `close()` tries to delete the reply stream. */
+const DROP_TIMEOUT_MS = 1000;
 
 export interface ReplyReaderDeps {
   lanes: Lanes;
@@ -54,7 +56,12 @@ export class ReplyReader {
     await this.d.lanes.unblock();
     for (const callback of this.waiting.values()) callback({ err: new Error('nestjs-redis-streams: the client was closed before the reply arrived'), isDisposed: true });
     this.waiting.clear();
-    await this.d.commands.drop(this.d.key).catch(() => {});
+    // Best effort: when Redis is unreachable the stream's TTL removes it instead.
+    if (this.d.lanes.command.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, DROP_TIMEOUT_MS)));
+      await Promise.race([this.d.commands.drop(this.d.key).catch(() => {}), giveUp]).finally(() => clearTimeout(timer));
+    }
   }
 
   private run(): Subscription {

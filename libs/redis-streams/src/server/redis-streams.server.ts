@@ -55,9 +55,17 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     }
     if (streams.length === 0) return callback();
     const { options } = this;
-    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, options.blockMs, (lane, err) =>
-      this.logger.warn(`${lane} connection: ${err.message}`),
-    ));
+    let started = false;
+    // A misconfiguration (bad password, missing ACL right, WRONGTYPE key) fails `listen` instead of retrying forever.
+    const failStart = (error: unknown) => {
+      started = true;
+      void this.close();
+      callback(error);
+    };
+    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, options.blockMs, (lane, err) => {
+      if (!started && !isRetryable(err)) return failStart(err);
+      this.logger.warn(`${lane} connection: ${err.message}`);
+    }));
     this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
     const commands = new StreamCommands(lanes.command, options.group);
     const settleDeps: SettleDeps = {
@@ -74,7 +82,6 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       logger: this.logger,
       onSettled: (event) => this.emit('settled', event),
     };
-    let started = false;
     const loop = (this.loop = new ConsumerLoop({
       streams,
       options,
@@ -87,12 +94,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         this.emit('deleted', stream, ids);
       },
       onError: (error, retryInMs) => {
-        if (!started && !isRetryable(error)) {
-          // A misconfiguration at start (WRONGTYPE, NOPERM, bad password) fails `listen`.
-          started = true;
-          void this.close();
-          return callback(error);
-        }
+        if (!started && !isRetryable(error)) return failStart(error);
         const log = isRetryable(error) ? 'warn' : 'error';
         this.logger[log](`consumer loop: ${describe(error)}; retrying in ${retryInMs} ms`);
         this.emit('error', error, retryInMs);

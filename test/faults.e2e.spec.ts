@@ -1,0 +1,140 @@
+import type { Redis } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
+import { useProducers } from './support/producer.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { timed, waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+const producer = useProducers();
+
+const pendingCount = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
+
+/** The least a consumer (server) needs; README "Minimal ACL". */
+const CONSUMER_ACL = '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xgroup|create +xreadgroup +xautoclaim +xpending +xack +xclaim +xadd +pexpire +multi +exec +evalsha +eval';
+/** The least a producer (client) needs; README "Minimal ACL". */
+const PRODUCER_ACL = '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xadd +xread +xdel +pexpire +del +multi +exec +evalsha +eval +xlen +xrange +xinfo|groups +xpending +xtrim';
+
+async function aclUser(admin: Redis, name: string, prefix: string, rules: string): Promise<{ host: string; port: number; username: string; password: string }> {
+  await admin.call('ACL', 'SETUSER', name, 'reset', 'on', '>pw', `~${prefix}*`, ...rules.split(' '));
+  return { host: '127.0.0.1', port: redis.port, username: name, password: 'pw' };
+}
+
+describe('faults the loop must survive', () => {
+  it('resumes after its blocking connection is killed, without running the entry in hand twice', async () => {
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    let release!: () => void;
+    app.recorder.behavior = (call) => (call.payload as { slow?: string }).slow ? new Promise<void>((resolve) => (release = resolve)) : undefined;
+    const r = redis.client();
+    const inHand = await r.xadd(app.key(), '*', 'slow', '1');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the slow handler' });
+    const [, blocking] = app.server.unwrap<[Redis, Redis]>();
+    await r.client('KILL', 'ID', String(await blocking.client('ID')));
+    release();
+    const after = await r.xadd(app.key(), '*', 'n', '2');
+    await waitFor(() => app.settled.some((e) => e.id === after), { message: 'the next entry after the kill' });
+    expect(app.recorder.idsOf().filter((id) => id === inHand)).toHaveLength(1);
+    expect(app.settled.filter((e) => e.id === inHand).map((e) => e.outcome)).toEqual(['acked']);
+    expect(await pendingCount(app.key())).toBe(0);
+  });
+
+  it('waits out CLIENT PAUSE without a busy loop and resumes', async () => {
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 });
+    const r = redis.client();
+    await r.xadd(app.key(), '*', 'n', 'before');
+    await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
+    const stats = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
+    const before = await stats();
+    await r.client('PAUSE', 1500, 'ALL');
+    // The producer's XADD waits for the pause too; the consumer must take it once the pause ends.
+    const { ms } = await timed(async () => {
+      const id = await r.xadd(app.key(), '*', 'n', 'during');
+      await waitFor(() => app.settled.some((e) => e.id === id), { message: 'the entry written during the pause' });
+    });
+    expect(ms).toBeGreaterThanOrEqual(1000);
+    // At ~1 beat per blockMs (100 ms) a paused second costs a handful of reclaims, not thousands.
+    expect((await stats()) - before).toBeLessThan(60);
+  });
+
+  it('gives up on a handler that never returns after handlerTimeoutMs, goes on, and still shuts down within shutdownTimeoutMs', async () => {
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      keyPrefix: uniquePrefix(),
+      blockMs: 50,
+      minIdleMs: 60_000,
+      handlerTimeoutMs: 200,
+      shutdownTimeoutMs: 300,
+    });
+    app.recorder.behavior = (call) => ((call.payload as { hang?: string }).hang ? new Promise(() => {}) : undefined);
+    const r = redis.client();
+    const hung = await r.xadd(app.key(), '*', 'hang', '1');
+    const next = await r.xadd(app.key(), '*', 'n', '2');
+    await waitFor(() => app.settled.length === 2, { message: 'both entries settled' });
+    expect(app.settled.map((e) => [e.id, e.outcome])).toEqual([
+      [hung, 'failed'],
+      [next, 'acked'],
+    ]);
+    expect(String(app.settled[0]!.error)).toMatch(/handler timed out after 200 ms/);
+
+    // Another one that hangs, in hand while we close.
+    const inHand = await r.xadd(app.key(), '*', 'hang', '2');
+    await waitFor(() => app.recorder.idsOf().includes(inHand!), { message: 'the second hanging handler' });
+    const { ms } = await timed(() => app.close());
+    expect(ms).toBeLessThan(1000);
+    // Abandoned, not lost: still pending.
+    expect(((await r.xpending(app.key(), 'g', '-', '+', 10)) as [string][]).map(([id]) => id)).toEqual([hung, inHand]);
+  });
+
+  it('fails listen() with a clear error on a wrong password instead of retrying forever', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const name = `locked-${prefix.slice(2, 10)}`;
+    const connection = await aclUser(admin, name, prefix, CONSUMER_ACL);
+    try {
+      await expect(start({ connection: { ...connection, password: 'wrong' }, keyPrefix: prefix })).rejects.toThrow(/^WRONGPASS/);
+    } finally {
+      await admin.call('ACL', 'DELUSER', name);
+    }
+  });
+
+  it('fails listen() with an error naming the stream when the ACL user lacks a right', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const name = `noxgroup-${prefix.slice(2, 10)}`;
+    const connection = await aclUser(admin, name, prefix, CONSUMER_ACL.replace('+xgroup|create ', ''));
+    try {
+      await expect(start({ connection, group: 'g', keyPrefix: prefix })).rejects.toThrow(new RegExp(`^NOPERM .*\\(XGROUP CREATE "g" on stream "${prefix}orders"\\)`));
+    } finally {
+      await admin.call('ACL', 'DELUSER', name);
+    }
+  });
+
+  it('runs consumer and producer under the documented minimal ACL users (events, requests, shutdown)', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const tag = prefix.slice(2, 10);
+    const consumerConn = await aclUser(admin, `consumer-${tag}`, prefix, CONSUMER_ACL);
+    const producerConn = await aclUser(admin, `producer-${tag}`, prefix, PRODUCER_ACL);
+    try {
+      const app = await start({ connection: consumerConn, group: 'g', keyPrefix: prefix, blockMs: 30_000 }, { controllers: [RequestsController] });
+      app.recorder.behavior = (call) => (call.pattern === 'quote' ? 'quoted' : undefined);
+      const { client, close } = await producer({ connection: producerConn, keyPrefix: prefix, retention: { maxLen: 1000, safe: true } });
+      const id = await lastValueFrom(client.emit('orders', { n: 1 }));
+      await waitFor(() => app.settled.some((e) => e.id === id && e.outcome === 'acked'), { message: 'the event under ACL users' });
+      expect(await lastValueFrom(client.send('quote', {}))).toBe('quoted');
+      // Parked on BLOCK 30000: closing needs CLIENT UNBLOCK, which the ACL grants.
+      const { ms } = await timed(() => app.close());
+      expect(ms).toBeLessThan(1000);
+      // Closing the client deletes its reply stream: DEL is in the producer's ACL.
+      await close();
+      expect(await admin.exists(client.replyStream)).toBe(0);
+    } finally {
+      await admin.call('ACL', 'DELUSER', `consumer-${tag}`, `producer-${tag}`);
+    }
+  });
+});
