@@ -15,3 +15,4 @@ export { JsonDeserializer, JsonSerializer } from './codec/json.js';
 export type { DeliverySource } from './redis/stream-entry.js';
 export { DeadLetterException, isDeadLetter } from './dead-letter.exception.js';
 export type { DeadLetter } from './codec/dead-letter-codec.js';
+export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
