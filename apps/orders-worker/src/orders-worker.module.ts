@@ -1,14 +1,16 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { HandlingRecorder } from './handling-recorder.js';
 import { OrdersController } from './orders.controller.js';
-import { WORK_MS } from './tokens.js';
+import { DEMO, REDIS_URL } from './tokens.js';
+import type { DemoBehaviour } from './worker-config.js';
 
 @Module({})
 export class OrdersWorkerModule {
-  static register(workMs: number): DynamicModule {
+  static register(demo: DemoBehaviour, redisUrl: string): DynamicModule {
     return {
       module: OrdersWorkerModule,
       controllers: [OrdersController],
-      providers: [{ provide: WORK_MS, useValue: workMs }],
+      providers: [{ provide: DEMO, useValue: demo }, { provide: REDIS_URL, useValue: redisUrl }, HandlingRecorder],
     };
   }
 }

@@ -1,7 +1,9 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
-import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
-import { WORK_MS } from './tokens.js';
+import { HandlingRecorder } from './handling-recorder.js';
+import { DEMO } from './tokens.js';
+import { seededRandom, type DemoBehaviour } from './worker-config.js';
 
 interface Order {
   order_id: string;
@@ -11,17 +13,27 @@ interface Order {
 @Controller()
 export class OrdersController {
   private readonly logger = new Logger('orders');
+  private readonly random: () => number;
   private handled = 0;
 
-  constructor(@Inject(WORK_MS) private readonly workMs: number) {}
+  constructor(
+    @Inject(DEMO) private readonly demo: DemoBehaviour,
+    private readonly recorder: HandlingRecorder,
+  ) {
+    this.random = seededRandom(demo.seed);
+  }
 
   @StreamPattern('orders')
   async handleOrder(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext): Promise<void> {
-    if (this.workMs > 0) await new Promise((resolve) => setTimeout(resolve, this.workMs));
+    const { workMs, jitterMs, failRate, quiet } = this.demo;
+    const ms = workMs + (jitterMs > 0 ? Math.floor(this.random() * (jitterMs + 1)) : 0);
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+    if (failRate > 0 && this.random() < failRate) throw new RpcException(`simulated failure of order ${order.order_id}`);
+    await this.recorder.record(ctx.getId());
     this.handled++;
-    this.logger.log(
-      `order ${order.order_id} (${order.status}) entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`,
-    );
+    if (!quiet) {
+      this.logger.log(`order ${order.order_id} (${order.status}) entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`);
+    }
   }
 
   /** Request-response (`client.send('orders-stats', {})`): this worker's tally. */

@@ -1,2 +1,4 @@
-/** Simulated work per order, in ms (DEMO_WORK_MS). */
-export const WORK_MS = Symbol('WORK_MS');
+/** The demo handler's behaviour (DemoBehaviour). */
+export const DEMO = Symbol('DEMO');
+/** The Redis URL the worker was given. */
+export const REDIS_URL = Symbol('REDIS_URL');
