@@ -5,6 +5,8 @@ import type { Lanes } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import type { SettledEvent } from '../server/events.js';
+import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
 import { groupIds, Lease } from './lease.js';
 
 /** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
@@ -16,8 +18,9 @@ export interface ConsumerLoopDeps {
   options: ResolvedServerOptions;
   commands: StreamCommands;
   lanes: Lanes;
-  /** Settles one entry; rejects only when Redis failed (the entry is then still pending). */
-  settle: (entry: StreamEntry, source: DeliverySource) => Promise<unknown>;
+  /** Decides one entry (`'acked'`: succeeded, to be acked); rejects only when Redis failed (the entry is then still pending). */
+  settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  onSettled: (event: SettledEvent) => void;
   logger: LoggerService;
   onDeleted: (stream: string, ids: string[]) => void;
   onError: (error: unknown, retryInMs: number) => void;
@@ -29,7 +32,8 @@ export interface ConsumerLoopDeps {
  * One consumer's loop:
  *   self-drain: XREADGROUP … STREAMS k… 0 until empty (own un-acked work, at once)
  *   then every beat: reclaim (XAUTOCLAIM of idle peer entries) → park (XREADGROUP BLOCK … >)
- * Each fetched batch is settled entry by entry; `stop()` is honoured between entries only.
+ * Each fetched batch is settled `concurrency` entries at a time and acked in one round trip;
+ * `stop()` is honoured between entries only.
  * Any Redis failure restarts the pipeline (groups re-created, own PEL re-drained) after a backoff.
  */
 export class ConsumerLoop {
@@ -39,8 +43,19 @@ export class ConsumerLoop {
   private readonly reclaimCursor = new Map<string, string>();
   private parked: Promise<unknown> | undefined;
 
+  private readonly batchDeps: BatchSettlerDeps;
+
   constructor(private readonly d: ConsumerLoopDeps) {
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
+    this.batchDeps = {
+      commands: d.commands,
+      lease: this.lease,
+      settle: d.settle,
+      onSettled: d.onSettled,
+      concurrency: d.options.concurrency,
+      handBackIdleMs: d.options.minIdleMs,
+      stopping: () => this.stopping,
+    };
   }
 
   /** Emits the number of entries each step fetched; completes after `stop()`. */
@@ -156,16 +171,8 @@ export class ConsumerLoop {
     return entries.length;
   }
 
-  private async settleBatch(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
-    this.lease.hold(entries);
-    for (let i = 0; i < entries.length; i++) {
-      if (this.stopping) {
-        await this.lease.handBack(entries.slice(i), this.d.options.minIdleMs);
-        return;
-      }
-      await this.d.settle(entries[i]!, source);
-      this.lease.drop(entries[i]!);
-    }
+  private settleBatch(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+    return settleBatch(this.batchDeps, entries, source);
   }
 
   /**

@@ -26,14 +26,13 @@ export interface SettleDeps {
   maxEntryBytes: number | undefined;
   handlerTimeoutMs: number | undefined;
   logger: LoggerService;
-  onSettled: (event: SettledEvent) => void;
 }
 
 /**
- * One entry: decode → dispatch → XACK on success; on failure leave it pending (it returns
- * through reclaim) or, when it can never succeed, move it to the dead-letter stream.
- * Handler failures are reported, never thrown; only Redis failing rejects, and then the entry
- * is still pending under this consumer, so nothing is lost.
+ * One entry: decode → dispatch → `'acked'` on success (the batch settler sends the XACK); on
+ * failure leave it pending (it returns through reclaim) or, when it can never succeed, move it
+ * to the dead-letter stream. Handler failures are logged and returned, never thrown; only Redis
+ * failing rejects, and then the entry is still pending under this consumer, so nothing is lost.
  */
 export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
@@ -75,10 +74,9 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     deps.logger.error(
       `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describe(error)}; left pending`,
     );
-    return report(deps, { ...base, outcome: 'failed', error });
+    return { ...base, outcome: 'failed', error };
   }
-  await deps.commands.ack(entry.stream, [entry.id]);
-  return report(deps, { ...base, outcome: 'acked' });
+  return { ...base, outcome: 'acked' };
 }
 
 /** Moves the entry to its dead-letter stream and acks it (one atomic step), or leaves it pending when that is disabled. */
@@ -92,7 +90,7 @@ async function deadLetter(
   const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
   if (!deps.deadLetterStream) {
     deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`);
-    return report(deps, { ...base, outcome: 'failed', error });
+    return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
   const fields = encodeDeadLetter({
@@ -109,15 +107,10 @@ async function deadLetter(
   if (deadId === null) {
     // A peer reclaimed it (our lease lapsed) or it was acked: it is theirs to settle now.
     deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
-    return report(deps, { ...base, outcome: 'failed', error });
+    return { ...base, outcome: 'failed', error };
   }
   deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`);
-  return report(deps, { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId });
-}
-
-function report(deps: SettleDeps, event: SettledEvent): SettledEvent {
-  deps.onSettled(event);
-  return event;
+  return { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId };
 }
 
 function entryBytes(entry: StreamEntry): number {

@@ -23,6 +23,8 @@ export interface RedisStreamsServerOptions {
   consumer?: string;
   /** COUNT of every XREADGROUP / XAUTOCLAIM. Default: 10. */
   batchSize?: number;
+  /** Entries of one fetched batch handled at the same time (their acks still go in one round trip). Default: 1. */
+  concurrency?: number;
   /** BLOCK of the park read: the longest a beat lasts when no work arrives. Default: 5000. */
   blockMs?: number;
   /** XAUTOCLAIM min-idle-time: a peer's entry idle this long is taken over. Default: 30000. */
@@ -76,6 +78,7 @@ const KNOWN_OPTIONS = [
   'group',
   'consumer',
   'batchSize',
+  'concurrency',
   'blockMs',
   'minIdleMs',
   'leaseRenewMs',
@@ -98,6 +101,7 @@ export const defaultDeadLetterStream = (stream: string): string => `${stream}:de
 export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',
   batchSize: 10,
+  concurrency: 1,
   blockMs: 5000,
   minIdleMs: 30_000,
   groupStartId: '0',
@@ -130,6 +134,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     group: nonEmpty('group', input.group, SERVER_DEFAULTS.group),
     consumer: nonEmpty('consumer', input.consumer, `${hostname()}-${process.pid}`),
     batchSize: positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize),
+    concurrency: positiveInt('concurrency', input.concurrency, SERVER_DEFAULTS.concurrency),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs),
     minIdleMs,

@@ -114,6 +114,23 @@ export class StreamCommands {
     return this.conn.xack(stream, this.group, ...ids);
   }
 
+  /** Acks entries of any streams in one round trip: one XACK per stream, pipelined. */
+  async ackMany(entries: readonly StreamEntry[]): Promise<void> {
+    const byStream = new Map<string, string[]>();
+    for (const e of entries) {
+      const ids = byStream.get(e.stream);
+      if (ids) ids.push(e.id);
+      else byStream.set(e.stream, [e.id]);
+    }
+    if (byStream.size === 1) {
+      for (const [stream, ids] of byStream) await this.conn.xack(stream, this.group, ...ids);
+      return;
+    }
+    const pipeline = this.conn.pipeline();
+    for (const [stream, ids] of byStream) pipeline.xack(stream, this.group, ...ids);
+    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
+  }
+
   /**
    * Sets the idle time of the entries `consumer` still owns among `ids` to `idleMs`
    * (0 renews the lease; `minIdleMs` hands them to the next peer that beats). Returns the

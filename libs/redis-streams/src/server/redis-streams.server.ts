@@ -80,7 +80,6 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       maxEntryBytes: options.maxEntryBytes,
       handlerTimeoutMs: options.handlerTimeoutMs,
       logger: this.logger,
-      onSettled: (event) => this.emit('settled', event),
     };
     const loop = (this.loop = new ConsumerLoop({
       streams,
@@ -89,6 +88,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       lanes,
       logger: this.logger,
       settle: (entry, source) => settle(settleDeps, entry, source),
+      onSettled: (event) => this.emit('settled', event),
       onDeleted: (stream, ids) => {
         this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
         this.emit('deleted', stream, ids);

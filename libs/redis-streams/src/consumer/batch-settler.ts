@@ -1,0 +1,53 @@
+import type { SettledEvent } from '../server/events.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import type { Lease } from './lease.js';
+
+export interface BatchSettlerDeps {
+  commands: StreamCommands;
+  lease: Lease;
+  /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
+  settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  onSettled: (event: SettledEvent) => void;
+  concurrency: number;
+  /** Idle time given to fetched entries that were not started when the loop stops. */
+  handBackIdleMs: number;
+  stopping: () => boolean;
+}
+
+/**
+ * Settles one fetched batch: up to `concurrency` entries at a time, in fetch order, and all
+ * successful ones acked together in one round trip when the batch is done. Until then their
+ * lease is kept, so no peer can take them. When the loop stops, entries not yet started are
+ * handed back and the ones in hand finish and are acked.
+ */
+export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+  if (entries.length === 0) return;
+  d.lease.hold(entries);
+  const succeeded: { entry: StreamEntry; event: SettledEvent }[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < entries.length && !d.stopping()) {
+      const entry = entries[next++]!;
+      const event = await d.settle(entry, source);
+      if (event.outcome === 'acked') {
+        succeeded.push({ entry, event });
+      } else {
+        d.lease.drop(entry);
+        d.onSettled(event);
+      }
+    }
+  };
+  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
+  if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
+  if (succeeded.length > 0) {
+    await d.commands.ackMany(succeeded.map((s) => s.entry));
+    for (const { entry, event } of succeeded) {
+      d.lease.drop(entry);
+      d.onSettled(event);
+    }
+  }
+  // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
+}
