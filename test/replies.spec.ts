@@ -49,4 +49,12 @@ describe('reply parsing', () => {
     expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
     expect(Object.keys(payload as object)).toEqual(['__proto__', 'a']);
   });
+
+  it('does not let a JSON payload with __proto__ or constructor keys pollute prototypes', async () => {
+    const data = '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"a":1}';
+    const { payload } = await decodeEntry({ stream: 's', id: '1-0', fields: ['data', data], deliveryCount: 1 }, new JsonDeserializer());
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
+    expect((payload as { a: number }).a).toBe(1);
+  });
 });
