@@ -21,35 +21,47 @@ export interface DecodedEntry {
   request?: { correlationId: string; replyTo: string };
 }
 
-/** Field list → object; `Object.fromEntries` defines own properties, so a field named `__proto__` stays data. */
+/** Field list → object. A field named `__proto__` is defined as an own property, so it stays data. */
 export function fieldsToRecord(fields: readonly string[]): Record<string, string> {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) pairs.push([fields[i]!, fields[i + 1]!]);
-  return Object.fromEntries(pairs);
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name === '__proto__') Object.defineProperty(record, name, { value: fields[i + 1], enumerable: true, writable: true, configurable: true });
+    else record[name] = fields[i + 1]!;
+  }
+  return record;
 }
 
 /**
  * Entry → handler payload. With a `data` field: its deserialized value (what our client
  * writes). Without: the field map as a plain object (what `XADD orders * order_id 1001` writes).
  */
-export async function decodeEntry(entry: StreamEntry, deserializer: Deserializer<string, unknown>): Promise<DecodedEntry> {
+export function decodeEntry(entry: StreamEntry, deserializer: Deserializer<string, unknown>): DecodedEntry | Promise<DecodedEntry> {
   const fail = (reason: string) => new EntryDecodeError(entry.stream, entry.id, reason);
   if (entry.fields === null) throw fail('the entry was deleted from the stream');
   if (entry.fields.length === 0) throw fail('the entry has no fields');
   const fields = fieldsToRecord(entry.fields);
-  if (!Object.hasOwn(fields, FIELD.data)) return { payload: { ...fields }, fields, headers: {} };
+  // The handler gets its own copy: changing the payload does not change ctx.getFields().
+  if (!Object.hasOwn(fields, FIELD.data)) return { payload: fieldsToRecord(entry.fields), fields, headers: {} };
 
-  let payload: unknown;
-  try {
-    payload = await deserializer.deserialize(fields[FIELD.data]!, { channel: entry.stream });
-  } catch (err) {
-    throw fail(`field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`);
-  }
   const headers = parseHeaders(fields[FIELD.headers], fail);
   const correlationId = fields[FIELD.correlationId];
   const replyTo = fields[FIELD.replyTo];
   const request = correlationId && replyTo ? { correlationId, replyTo } : undefined;
-  return { payload, fields, headers, ...(request ? { request } : {}) };
+  const decoded = (payload: unknown): DecodedEntry => ({ payload, fields, headers, ...(request ? { request } : {}) });
+  const cannot = (err: unknown) => fail(`field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`);
+  let payload: unknown;
+  try {
+    payload = deserializer.deserialize(fields[FIELD.data]!, { channel: entry.stream });
+  } catch (err) {
+    throw cannot(err);
+  }
+  // Synchronous deserializers (the JSON default) skip a promise per entry.
+  return payload instanceof Promise
+    ? payload.then(decoded, (err: unknown) => {
+        throw cannot(err);
+      })
+    : decoded(payload);
 }
 
 function parseHeaders(raw: string | undefined, fail: (reason: string) => Error): Record<string, string> {

@@ -41,6 +41,7 @@ export class ConsumerLoop {
   private readonly stop$ = new Subject<void>();
   private readonly lease: Lease;
   private readonly reclaimCursor = new Map<string, string>();
+  private lastReclaimAt = 0;
   private parked: Promise<unknown> | undefined;
 
   private readonly batchDeps: BatchSettlerDeps;
@@ -134,6 +135,12 @@ export class ConsumerLoop {
   /** Step 2: take over entries idle past `minIdleMs`, carrying each stream's cursor across beats. */
   private async reclaim(): Promise<number> {
     const { commands, options } = this.d;
+    // An idle beat lasts blockMs; a busy one (the park returned entries at once) can be far
+    // shorter, and an XAUTOCLAIM per batch would cost a round trip each: under load, reclaim
+    // at most once per blockMs. Recovery still happens within minIdleMs + blockMs.
+    const now = Date.now();
+    if (now - this.lastReclaimAt < options.blockMs) return 0;
+    this.lastReclaimAt = now;
     let claimed = 0;
     for (const stream of this.d.streams) {
       for (let emptyScans = 0; !this.stopping && emptyScans < MAX_EMPTY_SCANS_PER_BEAT; ) {

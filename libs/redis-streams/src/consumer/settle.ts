@@ -36,21 +36,21 @@ export interface SettleDeps {
  */
 export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
-  const giveUp = (reason: string, error?: unknown) => deadLetter(deps, entry, base, reason, error);
 
   // Delivered again and again without ever being settled: its consumers died or timed out on it.
   if (entry.deliveryCount > deps.maxDeliveries) {
-    return giveUp(`delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
+    return deadLetter(deps, entry, base, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
   }
-  const bytes = entryBytes(entry);
-  if (deps.maxEntryBytes !== undefined && bytes > deps.maxEntryBytes) {
-    return giveUp(`entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
+  if (deps.maxEntryBytes !== undefined) {
+    const bytes = entryBytes(entry);
+    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, base, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
   }
   let decoded: DecodedEntry;
   try {
-    decoded = await decodeEntry(entry, deps.deserializer);
+    const decoding = decodeEntry(entry, deps.deserializer);
+    decoded = decoding instanceof Promise ? await decoding : decoding;
   } catch (error) {
-    return giveUp(describe(error), error);
+    return deadLetter(deps, entry, base, describe(error), error);
   }
 
   const pattern = entry.stream.slice(deps.keyPrefix.length);
@@ -65,18 +65,19 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     headers: decoded.headers,
   });
   try {
-    await withTimeout(deps.dispatch(pattern, decoded, context), deps.handlerTimeoutMs);
+    const work = deps.dispatch(pattern, decoded, context);
+    await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
-    if (isDeadLetter(error)) return giveUp(`handler refused it: ${describe(error)}`, error);
+    if (isDeadLetter(error)) return deadLetter(deps, entry, base, `handler refused it: ${describe(error)}`, error);
     if (entry.deliveryCount >= deps.maxDeliveries) {
-      return giveUp(`handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describe(error)}`, error);
+      return deadLetter(deps, entry, base, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describe(error)}`, error);
     }
     deps.logger.error(
       `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describe(error)}; left pending`,
     );
     return { ...base, outcome: 'failed', error };
   }
-  return { ...base, outcome: 'acked' };
+  return { stream: base.stream, id: base.id, deliveryCount: base.deliveryCount, source, outcome: 'acked' };
 }
 
 /** Moves the entry to its dead-letter stream and acks it (one atomic step), or leaves it pending when that is disabled. */
@@ -120,8 +121,7 @@ function entryBytes(entry: StreamEntry): number {
 }
 
 /** The handler keeps running after a timeout (JS cannot cancel it); only its outcome is ignored. */
-function withTimeout(work: Promise<void>, ms: number | undefined): Promise<void> {
-  if (ms === undefined) return work;
+function withTimeout(work: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`handler timed out after ${ms} ms`)), ms);

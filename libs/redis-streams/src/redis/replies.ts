@@ -69,7 +69,13 @@ function parseEntry(stream: string, item: unknown, deliveryCount: number): Strea
   if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
   const [id, fields] = item as [unknown, unknown];
   if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
-  return { stream, id: String(id), fields: fields === null ? null : fields.map(String), deliveryCount };
+  return { stream, id: String(id), fields: fields === null ? null : asStrings(fields), deliveryCount };
+}
+
+/** ioredis already hands strings; copy only when it did not (Buffers, numbers). */
+function asStrings(values: unknown[]): string[] {
+  for (const v of values) if (typeof v !== 'string') return values.map(String);
+  return values as string[];
 }
 
 /** Orders two stream ids (`ms-seq`) numerically. */

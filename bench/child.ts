@@ -1,0 +1,114 @@
+// One system under test in its own process, so peak RSS and round trips are its own.
+// Modes: drain (consume `n` preloaded entries, report time and costs) and consume (report latencies on "report").
+import { Redis } from 'ioredis';
+import { Session } from 'node:inspector/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createInterface } from 'node:readline';
+import { startConsumer, type ConsumerOptions, type SystemName } from './systems.js';
+
+interface Args extends ConsumerOptions {
+  mode: 'drain' | 'consume';
+  system: SystemName;
+  n?: number;
+  /** Simulated I/O per message, in ms. */
+  ioMs?: number;
+  /** Count round trips and sample allocations (slower: a separate run). */
+  profile?: boolean;
+}
+
+const args = JSON.parse(process.argv[2]!) as Args;
+const now = () => performance.timeOrigin + performance.now();
+const emit = (value: unknown, then?: () => void) => process.stdout.write(JSON.stringify(value) + '\n', then);
+
+// Round trips: every command sent on its own, plus one per pipeline (MULTI included).
+const counters = { commands: 0, roundTrips: 0 };
+if (args.profile) {
+  const seen = new WeakSet<object>();
+  const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, ...args: unknown[]) => unknown };
+  const original = proto.sendCommand;
+  proto.sendCommand = function (this: Redis, ...args: unknown[]) {
+    const stream = args[1] as object | undefined;
+    counters.commands++;
+    if (!stream) counters.roundTrips++;
+    else if (!seen.has(stream)) (seen.add(stream), counters.roundTrips++);
+    return original.apply(this, args);
+  };
+}
+
+async function drain(): Promise<void> {
+  const n = args.n!;
+  let handled = 0;
+  const admin = new Redis(args.url);
+  const session = args.profile ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+  }
+  // From the first message handled, so that a framework's boot time is not counted as throughput.
+  let start = 0;
+  const consumer = await startConsumer(args.system, args, async () => {
+    if (handled++ === 0) start = now();
+    if (args.ioMs) await sleep(args.ioMs);
+  });
+  // Done = every message handled and acknowledged (nothing pending / waiting).
+  for (;;) {
+    if (handled >= n && (await settled(admin))) break;
+    await sleep(5);
+  }
+  const ms = now() - start;
+  let bytesPerEntry: number | undefined;
+  if (session) {
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
+    bytesPerEntry = Math.round(totalSelfSize(profile.head) / n);
+  }
+  const { roundTrips, commands } = counters;
+  await consumer.stop();
+  admin.disconnect();
+  emit({
+    ms,
+    msgsPerSec: (n / ms) * 1000,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
+  });
+}
+
+async function settled(admin: Redis): Promise<boolean> {
+  if (args.system === 'bullmq') {
+    const counts = await admin.multi().llen(`bull:${args.key}:wait`).llen(`bull:${args.key}:active`).exec();
+    return counts!.every(([, c]) => Number(c) === 0);
+  }
+  const summary = (await admin.xpending(args.key, args.group)) as [number];
+  return Number(summary[0]) === 0;
+}
+
+interface Node {
+  selfSize: number;
+  children: Node[];
+}
+function totalSelfSize(node: Node): number {
+  return node.children.reduce((sum, child) => sum + totalSelfSize(child), node.selfSize);
+}
+
+async function consume(): Promise<void> {
+  const latencies: number[] = [];
+  let last = 0;
+  const consumer = await startConsumer(args.system, args, async (message) => {
+    const t = Number(message.t);
+    last = now();
+    if (t) latencies.push(last - t);
+    if (args.ioMs) await sleep(args.ioMs);
+  });
+  emit({ ready: true });
+  const progress = setInterval(() => emit({ progress: latencies.length }), 100);
+  const stop = async (report: boolean) => {
+    clearInterval(progress);
+    await consumer.stop();
+    // Exit only once the (large) report line is flushed to the pipe.
+    if (report) emit({ latencies: latencies.map((l) => Math.round(l * 100) / 100), last }, () => process.exit(0));
+    else process.exit(0);
+  };
+  createInterface({ input: process.stdin }).on('line', (line) => line.trim() === 'report' && void stop(true));
+  process.once('SIGTERM', () => void stop(false));
+}
+
+await (args.mode === 'drain' ? drain() : consume());
