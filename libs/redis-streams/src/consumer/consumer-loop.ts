@@ -4,10 +4,10 @@ import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import { groupIds, type DeliverySource, type StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from '../server/events.js';
 import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
-import { groupIds, Lease } from './lease.js';
+import { Lease } from './lease.js';
 
 /** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
 const MAX_EMPTY_SCANS_PER_BEAT = 4;

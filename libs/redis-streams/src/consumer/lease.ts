@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 
 /**
  * The entries this consumer holds (fetched, not yet settled). Every `renewMs` their idle
@@ -72,14 +72,4 @@ export class Lease {
       }
     }
   }
-}
-
-export function groupIds(entries: readonly StreamEntry[]): Map<string, string[]> {
-  const byStream = new Map<string, string[]>();
-  for (const e of entries) {
-    const ids = byStream.get(e.stream);
-    if (ids) ids.push(e.id);
-    else byStream.set(e.stream, [e.id]);
-  }
-  return byStream;
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { isBusyGroup } from './redis-errors.js';
 import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply, type AutoClaimResult } from './replies.js';
-import type { StreamEntry } from './stream-entry.js';
+import { groupIds, type StreamEntry } from './stream-entry.js';
 
 // Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
 // delivery count alone) and reports which it owned: an entry a peer took meanwhile must
@@ -116,12 +116,7 @@ export class StreamCommands {
 
   /** Acks entries of any streams in one round trip: one XACK per stream, pipelined. */
   async ackMany(entries: readonly StreamEntry[]): Promise<void> {
-    const byStream = new Map<string, string[]>();
-    for (const e of entries) {
-      const ids = byStream.get(e.stream);
-      if (ids) ids.push(e.id);
-      else byStream.set(e.stream, [e.id]);
-    }
+    const byStream = groupIds(entries);
     if (byStream.size === 1) {
       for (const [stream, ids] of byStream) await this.conn.xack(stream, this.group, ...ids);
       return;

@@ -11,3 +11,14 @@ export interface StreamEntry {
 
 /** How an entry reached the loop. */
 export type DeliverySource = 'drain' | 'reclaim' | 'new';
+
+/** Entry ids by stream, in order: one command per stream. */
+export function groupIds(entries: readonly StreamEntry[]): Map<string, string[]> {
+  const byStream = new Map<string, string[]>();
+  for (const e of entries) {
+    const ids = byStream.get(e.stream);
+    if (ids) ids.push(e.id);
+    else byStream.set(e.stream, [e.id]);
+  }
+  return byStream;
+}
