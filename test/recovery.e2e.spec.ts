@@ -58,8 +58,9 @@ describe('recovery of own and peer work', () => {
     const handledAt: number[] = [];
     app.recorder.behavior = () => void handledAt.push(Date.now());
     await waitFor(() => app.recorder.calls.length === 6, { message: 'six reclaimed entries' });
-    // Redis decides idleness with its own clock; the host clock only bounds it from below.
-    expect(Math.min(...handledAt) - deliveredBefore).toBeGreaterThanOrEqual(minIdleMs);
+    // Redis decides idleness with its own clock, which it caches per event-loop turn (a few ms
+    // behind under load); the host clock only bounds it from below, hence the small slack.
+    expect(Math.min(...handledAt) - deliveredBefore).toBeGreaterThanOrEqual(minIdleMs - 50);
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(app.recorder.calls.every((c) => c.deliveryCount === 2 && c.consumer === 'live')).toBe(true);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['reclaim']));

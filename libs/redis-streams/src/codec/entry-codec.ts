@@ -18,7 +18,7 @@ export interface DecodedEntry {
   fields: Record<string, string>;
   headers: Record<string, string>;
   /** Set when the entry is a request (`send`): where and under which id to reply. */
-  request?: { correlationId: string; replyTo: string };
+  request: { correlationId: string; replyTo: string } | undefined;
 }
 
 /** Field list → object. A field named `__proto__` is defined as an own property, so it stays data. */
@@ -37,43 +37,51 @@ export function fieldsToRecord(fields: readonly string[]): Record<string, string
  * writes). Without: the field map as a plain object (what `XADD orders * order_id 1001` writes).
  */
 export function decodeEntry(entry: StreamEntry, deserializer: Deserializer<string, unknown>): DecodedEntry | Promise<DecodedEntry> {
-  const fail = (reason: string) => new EntryDecodeError(entry.stream, entry.id, reason);
-  if (entry.fields === null) throw fail('the entry was deleted from the stream');
-  if (entry.fields.length === 0) throw fail('the entry has no fields');
+  if (entry.fields === null) throw new EntryDecodeError(entry.stream, entry.id, 'the entry was deleted from the stream');
+  if (entry.fields.length === 0) throw new EntryDecodeError(entry.stream, entry.id, 'the entry has no fields');
   const fields = fieldsToRecord(entry.fields);
   // The handler gets its own copy: changing the payload does not change ctx.getFields().
-  if (!Object.hasOwn(fields, FIELD.data)) return { payload: fieldsToRecord(entry.fields), fields, headers: {} };
+  if (!Object.hasOwn(fields, FIELD.data)) return { payload: fieldsToRecord(entry.fields), fields, headers: NO_HEADERS, request: undefined };
 
-  const headers = parseHeaders(fields[FIELD.headers], fail);
+  const headers = parseHeaders(entry, fields[FIELD.headers]);
   const correlationId = fields[FIELD.correlationId];
   const replyTo = fields[FIELD.replyTo];
   const request = correlationId && replyTo ? { correlationId, replyTo } : undefined;
-  const decoded = (payload: unknown): DecodedEntry => ({ payload, fields, headers, ...(request ? { request } : {}) });
-  const cannot = (err: unknown) => fail(`field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`);
   let payload: unknown;
   try {
     payload = deserializer.deserialize(fields[FIELD.data]!, { channel: entry.stream });
   } catch (err) {
-    throw cannot(err);
+    throw cannotDeserialize(entry, err);
   }
   // Synchronous deserializers (the JSON default) skip a promise per entry.
-  return payload instanceof Promise
-    ? payload.then(decoded, (err: unknown) => {
-        throw cannot(err);
-      })
-    : decoded(payload);
+  if (payload instanceof Promise) {
+    return payload.then(
+      (value: unknown) => ({ payload: value, fields, headers, request }),
+      (err: unknown) => {
+        throw cannotDeserialize(entry, err);
+      },
+    );
+  }
+  return { payload, fields, headers, request };
 }
 
-function parseHeaders(raw: string | undefined, fail: (reason: string) => Error): Record<string, string> {
-  if (raw === undefined) return {};
+/** Shared, frozen: entries without headers all get this one (no allocation per entry). */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+function cannotDeserialize(entry: StreamEntry, err: unknown): EntryDecodeError {
+  return new EntryDecodeError(entry.stream, entry.id, `field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`);
+}
+
+function parseHeaders(entry: StreamEntry, raw: string | undefined): Record<string, string> {
+  if (raw === undefined) return NO_HEADERS;
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw fail(`field "${FIELD.headers}" is not valid JSON`);
+    throw new EntryDecodeError(entry.stream, entry.id, `field "${FIELD.headers}" is not valid JSON`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string')) {
-    throw fail(`field "${FIELD.headers}" must be a JSON object of strings`);
+    throw new EntryDecodeError(entry.stream, entry.id, `field "${FIELD.headers}" must be a JSON object of strings`);
   }
   return parsed as Record<string, string>;
 }

@@ -24,14 +24,17 @@ export interface BatchSettlerDeps {
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
   if (entries.length === 0) return;
   d.lease.hold(entries);
-  const succeeded: { entry: StreamEntry; event: SettledEvent }[] = [];
+  // Parallel arrays: no wrapper object per entry on the hot path.
+  const succeeded: StreamEntry[] = [];
+  const events: SettledEvent[] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < entries.length && !d.stopping()) {
       const entry = entries[next++]!;
       const event = await d.settle(entry, source);
       if (event.outcome === 'acked') {
-        succeeded.push({ entry, event });
+        succeeded.push(entry);
+        events.push(event);
       } else {
         d.lease.drop(entry);
         d.onSettled(event);
@@ -41,10 +44,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
   if (succeeded.length > 0) {
-    await d.commands.ackMany(succeeded.map((s) => s.entry));
-    for (const { entry, event } of succeeded) {
-      d.lease.drop(entry);
-      d.onSettled(event);
+    await d.commands.ackMany(succeeded);
+    for (let i = 0; i < succeeded.length; i++) {
+      d.lease.drop(succeeded[i]!);
+      d.onSettled(events[i]!);
     }
   }
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.

@@ -12,7 +12,7 @@ import type { SettledEvent } from '../server/events.js';
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
  * entry may be acked, rejects when it must stay pending.
  */
-export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<void>;
+export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<unknown>;
 
 export interface SettleDeps {
   commands: StreamCommands;
@@ -35,22 +35,20 @@ export interface SettleDeps {
  * failing rejects, and then the entry is still pending under this consumer, so nothing is lost.
  */
 export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
-  const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
-
   // Delivered again and again without ever being settled: its consumers died or timed out on it.
   if (entry.deliveryCount > deps.maxDeliveries) {
-    return deadLetter(deps, entry, base, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
+    return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
   }
   if (deps.maxEntryBytes !== undefined) {
     const bytes = entryBytes(entry);
-    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, base, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
+    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
   }
   let decoded: DecodedEntry;
   try {
     const decoding = decodeEntry(entry, deps.deserializer);
     decoded = decoding instanceof Promise ? await decoding : decoding;
   } catch (error) {
-    return deadLetter(deps, entry, base, describe(error), error);
+    return deadLetter(deps, entry, source, describe(error), error);
   }
 
   const pattern = entry.stream.slice(deps.keyPrefix.length);
@@ -68,26 +66,31 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     const work = deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
-    if (isDeadLetter(error)) return deadLetter(deps, entry, base, `handler refused it: ${describe(error)}`, error);
+    if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describe(error)}`, error);
     if (entry.deliveryCount >= deps.maxDeliveries) {
-      return deadLetter(deps, entry, base, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describe(error)}`, error);
+      return deadLetter(deps, entry, source, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describe(error)}`, error);
     }
     deps.logger.error(
       `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describe(error)}; left pending`,
     );
-    return { ...base, outcome: 'failed', error };
+    return { ...baseOf(entry, source), outcome: 'failed', error };
   }
-  return { stream: base.stream, id: base.id, deliveryCount: base.deliveryCount, source, outcome: 'acked' };
+  return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'acked' };
+}
+
+function baseOf(entry: StreamEntry, source: DeliverySource): Omit<SettledEvent, 'outcome'> {
+  return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
 }
 
 /** Moves the entry to its dead-letter stream and acks it (one atomic step), or leaves it pending when that is disabled. */
 async function deadLetter(
   deps: SettleDeps,
   entry: StreamEntry,
-  base: Omit<SettledEvent, 'outcome'>,
+  source: DeliverySource,
   reason: string,
   error: unknown = new Error(reason),
 ): Promise<SettledEvent> {
+  const base = baseOf(entry, source);
   const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
   if (!deps.deadLetterStream) {
     deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`);
@@ -121,7 +124,7 @@ function entryBytes(entry: StreamEntry): number {
 }
 
 /** The handler keeps running after a timeout (JS cannot cancel it); only its outcome is ignored. */
-function withTimeout(work: Promise<void>, ms: number): Promise<void> {
+function withTimeout(work: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`handler timed out after ${ms} ms`)), ms);

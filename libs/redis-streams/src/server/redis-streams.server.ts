@@ -17,10 +17,9 @@ import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import type { RedisStreamsEvents } from './events.js';
 import { writeReplies } from './reply-writer.js';
 
-/** Waits for a handler's result, whatever its shape; rejects when it failed. */
-async function settled(result: unknown): Promise<void> {
-  const value: unknown = await result;
-  if (isObservable(value)) await lastValueFrom(value, { defaultValue: undefined });
+/** A handler's resolved result: an Observable still has to complete (or error). */
+function settleValue(value: unknown): Promise<unknown> | undefined {
+  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
 // What Nest's other transports answer to a request without a handler.
@@ -193,14 +192,16 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
    * Requests (`send`): the handler's values and errors are written to the caller's reply
    * stream; only a reply Redis refused rejects.
    */
-  private dispatch(commands: StreamCommands, pattern: string, entry: DecodedEntry, ctx: RedisStreamsContext): Promise<void> {
+  private dispatch(commands: StreamCommands, pattern: string, entry: DecodedEntry, ctx: RedisStreamsContext): Promise<unknown> {
     // Patterns are stream keys, already normalized: a direct lookup (Nest's getHandlerByPattern
     // first tries JSON.parse, which throws for every plain key: a quarter of the drain's CPU).
     const handler = this.messageHandlers.get(pattern);
     const { request } = entry;
     if (!request) {
       if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
-      return this.runInHooks(ctx, () => settled(handler(entry.payload, ctx)));
+      // The hot path: no tracing hooks installed, so no wrapper, closure or async frame per entry.
+      if (!this.hooksInstalled()) return Promise.resolve(handler(entry.payload, ctx)).then(settleValue);
+      return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(settleValue));
     }
     const reply = async (packet: WritePacket) =>
       commands.reply(request.replyTo, await encodeReply(request.correlationId, packet, this.options.serializer), this.options.replyTtlMs);
@@ -217,10 +218,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     }
   }
 
+  private hooksInstalled(): boolean {
+    return this.onProcessingStartHook !== this.defaultStartHook || this.onProcessingEndHook !== undefined;
+  }
+
   /** Runs `body` between Nest's processing start and end hooks (tracing); settles with `body`. */
-  private runInHooks(ctx: RedisStreamsContext, body: () => Promise<void>): Promise<void> {
-    // No tracing hooks installed: skip the wrapper (one promise and closure less per entry).
-    if (this.onProcessingStartHook === this.defaultStartHook && !this.onProcessingEndHook) return body();
+  private runInHooks(ctx: RedisStreamsContext, body: () => Promise<unknown>): Promise<unknown> {
+    if (!this.hooksInstalled()) return body();
     return new Promise<void>((resolve, reject) => {
       const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
         try {
