@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+// The chaos schedule and the quiesce poll (with its deadline) are timed on purpose.
+import { setTimeout as sleepMs } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { seededRandom } from '../../apps/orders-worker/src/worker-config.js';
 import { requireBuilt, repoRoot } from '../support/built.js';
@@ -144,7 +146,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const finalExitCodes = await Promise.all(
       slots.map(async (slot) => {
         slot.proc.kill('SIGTERM');
-        return Promise.race([slot.exit, sleepMs(15_000).then(() => -1)]);
+        return Promise.race([slot.exit, sleepMs(15_000, -1)]);
       }),
     );
 
@@ -172,8 +174,4 @@ async function groupProgress(admin: Redis, stream: string): Promise<{ lag: numbe
     if (info.name === GROUP) return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
   }
   throw new Error(`group ${GROUP} is gone from ${stream}`);
-}
-
-function sleepMs(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
