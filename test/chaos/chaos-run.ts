@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { seededRandom } from '../../apps/orders-worker/src/worker-config.js';
+import { decodeDeadLetter } from '../../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { requireBuilt, repoRoot } from '../support/built.js';
 
 export interface ChaosOptions {
@@ -151,7 +152,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     );
 
     const handledCounts = await admin.hgetall(recordKey);
-    const dead = new Set((await admin.xrange(`${stream}:dead`, '-', '+')).map(([, f]) => f[f.indexOf('sourceId') + 1]));
+    const dead = new Set((await admin.xrange(`${stream}:dead`, '-', '+')).map(([id, f]) => decodeDeadLetter(id, f).sourceId));
     let handled = 0;
     let duplicates = 0;
     for (const count of Object.values(handledCounts)) {

@@ -189,10 +189,8 @@ export class ConsumerLoop {
   private async dropDeleted(entries: StreamEntry[]): Promise<StreamEntry[]> {
     const deleted = entries.filter((e) => e.fields === null);
     if (deleted.length === 0) return entries;
-    for (const [stream, ids] of groupIds(deleted)) {
-      this.d.onDeleted(stream, ids);
-      await this.d.commands.ack(stream, ids);
-    }
+    for (const [stream, ids] of groupIds(deleted)) this.d.onDeleted(stream, ids);
+    await this.d.commands.ackMany(deleted);
     return entries.filter((e) => e.fields !== null);
   }
 

@@ -109,11 +109,6 @@ export class StreamCommands {
     return parsePendingCounts(reply);
   }
 
-  async ack(stream: string, ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    return this.conn.xack(stream, this.group, ...ids);
-  }
-
   /** Acks entries of any streams in one round trip: one XACK per stream, pipelined. */
   async ackMany(entries: readonly StreamEntry[]): Promise<void> {
     const byStream = groupIds(entries);
