@@ -1,4 +1,5 @@
 import { BaseRpcContext } from '@nestjs/microservices';
+import { fieldsToRecord } from './codec/entry-codec.js';
 
 export interface RedisStreamsContextArgs {
   /** Full stream key (prefix included). */
@@ -14,6 +15,29 @@ export interface RedisStreamsContextArgs {
   fields: Record<string, string>;
   /** The producer's `headers` field (a JSON object of strings); `{}` when absent. */
   headers: Record<string, string>;
+}
+
+/**
+ * The args of one delivered entry. `fields` is built from the raw field list on first use:
+ * most handlers never ask, and the hot path then allocates no record for it.
+ */
+export class EntryContextArgs implements RedisStreamsContextArgs {
+  private record: Record<string, string> | undefined;
+
+  constructor(
+    readonly stream: string,
+    readonly pattern: string,
+    readonly id: string,
+    readonly group: string,
+    readonly consumer: string,
+    readonly deliveryCount: number,
+    readonly headers: Record<string, string>,
+    private readonly rawFields: readonly string[],
+  ) {}
+
+  get fields(): Record<string, string> {
+    return (this.record ??= fieldsToRecord(this.rawFields));
+  }
 }
 
 /** What `@Ctx()` gives a handler of this transport. */

@@ -15,7 +15,6 @@ export class EntryDecodeError extends Error {
 
 export interface DecodedEntry {
   payload: unknown;
-  fields: Record<string, string>;
   headers: Record<string, string>;
   /** Set when the entry is a request (`send`): where and under which id to reply. */
   request: { correlationId: string; replyTo: string } | undefined;
@@ -39,30 +38,58 @@ export function fieldsToRecord(fields: readonly string[]): Record<string, string
 export function decodeEntry(entry: StreamEntry, deserializer: Deserializer<string, unknown>): DecodedEntry | Promise<DecodedEntry> {
   if (entry.fields === null) throw new EntryDecodeError(entry.stream, entry.id, 'the entry was deleted from the stream');
   if (entry.fields.length === 0) throw new EntryDecodeError(entry.stream, entry.id, 'the entry has no fields');
-  const fields = fieldsToRecord(entry.fields);
-  // The handler gets its own copy: changing the payload does not change ctx.getFields().
-  if (!Object.hasOwn(fields, FIELD.data)) return { payload: fieldsToRecord(entry.fields), fields, headers: NO_HEADERS, request: undefined };
+  const known = knownFields(entry.fields);
+  if (known.data === undefined) return { payload: fieldsToRecord(entry.fields), headers: NO_HEADERS, request: undefined };
 
-  const headers = parseHeaders(entry, fields[FIELD.headers]);
-  const correlationId = fields[FIELD.correlationId];
-  const replyTo = fields[FIELD.replyTo];
+  const headers = parseHeaders(entry, known.headers);
+  const { correlationId, replyTo } = known;
   const request = correlationId && replyTo ? { correlationId, replyTo } : undefined;
   let payload: unknown;
   try {
-    payload = deserializer.deserialize(fields[FIELD.data]!, { channel: entry.stream });
+    payload = deserializer.deserialize(known.data, { channel: entry.stream });
   } catch (err) {
     throw cannotDeserialize(entry, err);
   }
   // Synchronous deserializers (the JSON default) skip a promise per entry.
   if (payload instanceof Promise) {
     return payload.then(
-      (value: unknown) => ({ payload: value, fields, headers, request }),
+      (value: unknown) => ({ payload: value, headers, request }),
       (err: unknown) => {
         throw cannotDeserialize(entry, err);
       },
     );
   }
-  return { payload, fields, headers, request };
+  return { payload, headers, request };
+}
+
+/**
+ * The fields this package gives a meaning to, in one pass over the list (no record per entry:
+ * `ctx.getFields()` builds one only when asked). A repeated name keeps its last value, as a
+ * record would.
+ */
+function knownFields(fields: readonly string[]): { data?: string; headers?: string; correlationId?: string; replyTo?: string } {
+  let data: string | undefined;
+  let headers: string | undefined;
+  let correlationId: string | undefined;
+  let replyTo: string | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const value = fields[i + 1];
+    switch (fields[i]) {
+      case FIELD.data:
+        data = value;
+        break;
+      case FIELD.headers:
+        headers = value;
+        break;
+      case FIELD.correlationId:
+        correlationId = value;
+        break;
+      case FIELD.replyTo:
+        replyTo = value;
+        break;
+    }
+  }
+  return { data, headers, correlationId, replyTo };
 }
 
 /** Shared, frozen: entries without headers all get this one (no allocation per entry). */

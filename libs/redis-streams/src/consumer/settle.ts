@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { Deserializer } from '@nestjs/microservices';
 import { encodeDeadLetter } from '../codec/dead-letter-codec.js';
 import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
-import { RedisStreamsContext } from '../context.js';
+import { EntryContextArgs, RedisStreamsContext } from '../context.js';
 import { isDeadLetter } from '../dead-letter.exception.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
@@ -52,16 +52,9 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
   }
 
   const pattern = entry.stream.slice(deps.keyPrefix.length);
-  const context = new RedisStreamsContext({
-    stream: entry.stream,
-    pattern,
-    id: entry.id,
-    group: deps.group,
-    consumer: deps.consumer,
-    deliveryCount: entry.deliveryCount,
-    fields: decoded.fields,
-    headers: decoded.headers,
-  });
+  const context = new RedisStreamsContext(
+    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!),
+  );
   try {
     const work = deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
