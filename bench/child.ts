@@ -46,8 +46,9 @@ async function drain(): Promise<void> {
   }
   // From the first message handled, so that a framework's boot time is not counted as throughput.
   let start = 0;
+  let cpuAtStart: NodeJS.CpuUsage | undefined;
   const consumer = await startConsumer(args.system, args, async () => {
-    if (handled++ === 0) start = now();
+    if (handled++ === 0) (start = now()), (cpuAtStart = process.cpuUsage());
     if (args.ioMs) await sleep(args.ioMs);
   });
   // Done = every message handled and acknowledged (nothing pending / waiting).
@@ -56,6 +57,7 @@ async function drain(): Promise<void> {
     await sleep(5);
   }
   const ms = now() - start;
+  const cpu = process.cpuUsage(cpuAtStart);
   let bytesPerEntry: number | undefined;
   if (session) {
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
@@ -67,6 +69,8 @@ async function drain(): Promise<void> {
   emit({
     ms,
     msgsPerSec: (n / ms) * 1000,
+    // The consumer process's own CPU (user + system) per entry: steadier than wall time on a shared machine.
+    cpuUsPerEntry: (cpu.user + cpu.system) / n,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
   });

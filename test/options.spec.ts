@@ -12,6 +12,7 @@ describe('options', () => {
     [{ group: '' }, 'group'],
     [{ consumer: '  ' }, 'consumer'],
     [{ groupStartId: '>' }, 'groupStartId'],
+    [{ readAhead: 'yes' }, 'readAhead'],
     [{ keyPrefix: 5 }, 'keyPrefix'],
     [{ retryInitialDelayMs: 500, retryMaxDelayMs: 100 }, 'retryMaxDelayMs'],
     [{ connection: 'http://127.0.0.1:6379' }, 'connection'],

@@ -1,11 +1,11 @@
 import type { SettledEvent } from '../server/events.js';
-import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
 
 export interface BatchSettlerDeps {
-  commands: StreamCommands;
   lease: Lease;
+  acks: AckPipeline;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   onSettled: (event: SettledEvent) => void;
@@ -17,9 +17,10 @@ export interface BatchSettlerDeps {
 
 /**
  * Settles one fetched batch: up to `concurrency` entries at a time, in fetch order, and all
- * successful ones acked together in one round trip when the batch is done. Until then their
- * lease is kept, so no peer can take them. When the loop stops, entries not yet started are
- * handed back and the ones in hand finish and are acked.
+ * successful ones acked together in one round trip when the batch is done (sent, not awaited:
+ * see AckPipeline). Until the ack is confirmed their lease is kept, so no peer can take them.
+ * When the loop stops, entries not yet started are handed back and the ones in hand finish and
+ * are acked.
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
   if (entries.length === 0) return;
@@ -43,13 +44,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   };
   const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
-  if (succeeded.length > 0) {
-    await d.commands.ackMany(succeeded);
-    for (let i = 0; i < succeeded.length; i++) {
-      d.lease.drop(succeeded[i]!);
-      d.onSettled(events[i]!);
-    }
-  }
+  if (succeeded.length > 0) await d.acks.send(succeeded, events);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   if (failed) throw failed.reason;

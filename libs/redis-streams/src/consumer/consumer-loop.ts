@@ -6,6 +6,7 @@ import { isRetryable } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type DeliverySource, type StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from '../server/events.js';
+import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
 import { Lease } from './lease.js';
 
@@ -32,6 +33,7 @@ export interface ConsumerLoopDeps {
  * One consumer's loop:
  *   self-drain: XREADGROUP … STREAMS k… 0 until empty (own un-acked work, at once)
  *   then every beat: reclaim (XAUTOCLAIM of idle peer entries) → park (XREADGROUP BLOCK … >)
+ *   (after a full batch, the next park is read ahead while the batch is settled)
  * Each fetched batch is settled `concurrency` entries at a time and acked in one round trip;
  * `stop()` is honoured between entries only.
  * Any Redis failure restarts the pipeline (groups re-created, own PEL re-drained) after a backoff.
@@ -40,17 +42,21 @@ export class ConsumerLoop {
   private stopping = false;
   private readonly stop$ = new Subject<void>();
   private readonly lease: Lease;
+  private readonly acks: AckPipeline;
   private readonly reclaimCursor = new Map<string, string>();
   private lastReclaimAt = 0;
   private parked: Promise<unknown> | undefined;
+  /** The next park's read, already sent (`readAhead`). */
+  private ahead: Promise<StreamEntry[]> | undefined;
 
   private readonly batchDeps: BatchSettlerDeps;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
+    this.acks = new AckPipeline(d.commands, this.lease, d.onSettled);
     this.batchDeps = {
-      commands: d.commands,
       lease: this.lease,
+      acks: this.acks,
       settle: d.settle,
       onSettled: d.onSettled,
       concurrency: d.options.concurrency,
@@ -63,7 +69,8 @@ export class ConsumerLoop {
   run(): Observable<number> {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
     return defer(() => this.ensureGroups()).pipe(
-      concatMap(() => concat(this.selfDrain$(), this.beats$())),
+      // The last batch's ack is confirmed (and reported) before the loop completes.
+      concatMap(() => concat(this.selfDrain$(), this.beats$(), defer(() => this.acks.flush()).pipe(map(() => 0)))),
       retry({
         resetOnSuccess: true,
         delay: (error: unknown, attempt: number) => {
@@ -93,6 +100,9 @@ export class ConsumerLoop {
   }
 
   private async ensureGroups(): Promise<void> {
+    // Self-drain must not read entries whose ack is still on its way: it would run them again.
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${String(err)}`));
+    await this.dropAhead();
     this.lease.stop();
     for (const stream of this.d.streams) {
       const created = await this.d.commands.ensureGroup(stream, this.d.options.groupStartId).catch((err: unknown) => {
@@ -160,22 +170,68 @@ export class ConsumerLoop {
     return claimed;
   }
 
-  /** Step 3: wait up to `blockMs` for new entries on the private lane, then settle them. */
+  /**
+   * Step 3: wait up to `blockMs` for new entries on the private lane, then settle them. After
+   * a full batch (more is waiting) the next park is sent at once (`readAhead`), so Redis
+   * serves it while this batch is handled instead of after.
+   */
   private async park(): Promise<number> {
     if (this.stopping) return 0;
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    const entries = await (ahead ?? this.parkRead());
+    if (this.d.options.readAhead && entries.length >= this.d.options.batchSize && !this.stopping) this.readAhead();
+    try {
+      await this.settleBatch(entries, 'new');
+    } finally {
+      if (this.stopping) await this.handBackAhead();
+    }
+    return entries.length;
+  }
+
+  /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */
+  private async parkRead(): Promise<StreamEntry[]> {
     const { commands, lanes, options } = this.d;
     await lanes.prepareBlocking();
-    if (this.stopping) return 0;
+    if (this.stopping) return [];
     const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), options.batchSize, options.blockMs);
     this.parked = read;
-    let entries: StreamEntry[];
     try {
-      entries = await read;
+      const entries = await read;
+      // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
+      this.lease.hold(entries);
+      return entries;
     } finally {
-      this.parked = undefined;
+      if (this.parked === read) this.parked = undefined;
     }
-    await this.settleBatch(entries, 'new');
-    return entries.length;
+  }
+
+  private readAhead(): void {
+    const ahead = this.parkRead();
+    // Awaited by the next park (which reports its failure); until then it must not count as unhandled.
+    ahead.catch(() => undefined);
+    this.ahead = ahead;
+  }
+
+  /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
+  private async handBackAhead(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    const entries = ahead ? await ahead.catch(() => []) : [];
+    if (entries.length > 0) await this.lease.handBack(entries, this.d.options.minIdleMs);
+  }
+
+  /**
+   * Before a restart: a read-ahead still out is woken and waited for, and its result dropped.
+   * Its entries are then in this consumer's PEL, where self-drain finds them: settling them
+   * from both would run their handlers twice.
+   */
+  private async dropAhead(): Promise<void> {
+    const ahead = this.ahead;
+    if (!ahead) return;
+    this.ahead = undefined;
+    await this.d.lanes.unblock();
+    await ahead.catch(() => undefined);
   }
 
   private settleBatch(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {

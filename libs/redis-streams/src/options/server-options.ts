@@ -3,7 +3,7 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { RedisOptions } from 'ioredis';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { resolveConnection, type ConnectionOption } from './connection.js';
-import { InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+import { boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
  * Options of {@link RedisStreamsServer}. Every field maps to one Redis argument or one
@@ -25,6 +25,13 @@ export interface RedisStreamsServerOptions {
   batchSize?: number;
   /** Entries of one fetched batch handled at the same time (their acks still go in one round trip). Default: 1. */
   concurrency?: number;
+  /**
+   * When a park returns a full batch (more is waiting), send the next park's XREADGROUP at
+   * once, so Redis serves it while this batch is handled. Up to two batches are then this
+   * consumer's (leased; `close()` hands the unstarted ones back). Turn it off for slow
+   * handlers whose backlog idle peers should share entry by entry. Default: true.
+   */
+  readAhead?: boolean;
   /** BLOCK of the park read: the longest a beat lasts when no work arrives. Default: 5000. */
   blockMs?: number;
   /** XAUTOCLAIM min-idle-time: a peer's entry idle this long is taken over. Default: 30000. */
@@ -79,6 +86,7 @@ const KNOWN_OPTIONS = [
   'consumer',
   'batchSize',
   'concurrency',
+  'readAhead',
   'blockMs',
   'minIdleMs',
   'leaseRenewMs',
@@ -102,6 +110,7 @@ export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',
   batchSize: 10,
   concurrency: 1,
+  readAhead: true,
   blockMs: 5000,
   minIdleMs: 30_000,
   groupStartId: '0',
@@ -135,6 +144,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     consumer: nonEmpty('consumer', input.consumer, `${hostname()}-${process.pid}`),
     batchSize: positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize),
     concurrency: positiveInt('concurrency', input.concurrency, SERVER_DEFAULTS.concurrency),
+    readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs),
     minIdleMs,

@@ -47,3 +47,9 @@ export function withMethod<T>(option: string, value: unknown, method: string, fa
   }
   return value as T;
 }
+
+export function boolean(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidOptionError(option, `must be true or false, got ${JSON.stringify(value)}`);
+  return value;
+}

@@ -1,0 +1,42 @@
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import type { SettledEvent } from '../server/events.js';
+import type { Lease } from './lease.js';
+
+/**
+ * Sends each batch's acks (one round trip) without making the next batch wait for Redis'
+ * answer: the loop goes on reading and handling while the XACK travels. At most one ack is in
+ * flight, so batches are acked and reported in order. An entry stays leased, and its `settled`
+ * event waits, until its ack is confirmed; a failed ack is reported by the next `send` or
+ * `flush` (its entries are still pending under this consumer, so self-drain runs them again).
+ */
+export class AckPipeline {
+  private inFlight: Promise<void> | undefined;
+
+  constructor(
+    private readonly commands: StreamCommands,
+    private readonly lease: Lease,
+    private readonly onSettled: (event: SettledEvent) => void,
+  ) {}
+
+  /** Waits for the previous ack (rethrowing its failure), then sends this one. */
+  async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
+    await this.flush();
+    const ack = this.commands.ackMany(entries).then(() => {
+      for (let i = 0; i < entries.length; i++) {
+        this.lease.drop(entries[i]!);
+        this.onSettled(events[i]!);
+      }
+    });
+    // Awaited by the next send or flush; until then its failure must not count as unhandled.
+    ack.catch(() => undefined);
+    this.inFlight = ack;
+  }
+
+  /** Resolves once no ack is in flight; rejects (once) with the failure of the last one. */
+  async flush(): Promise<void> {
+    const ack = this.inFlight;
+    this.inFlight = undefined;
+    await ack;
+  }
+}

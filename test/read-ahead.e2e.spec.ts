@@ -1,0 +1,109 @@
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+/** `n` entries written before the consumer starts: a backlog of full batches. */
+async function preload(prefix: string, n: number): Promise<string[]> {
+  const r = redis.client();
+  const key = `${prefix}orders`;
+  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+  return ids;
+}
+
+type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: number];
+const pendingOf = async (key: string): Promise<PendingRow[]> => (await redis.client().xpending(key, 'g', '-', '+', 100)) as PendingRow[];
+
+/** A handler that waits until the test releases it; `entered` counts the calls so far. */
+function gate() {
+  const releases: (() => void)[] = [];
+  return {
+    behavior: () => new Promise<void>((resolve) => releases.push(resolve)),
+    get entered() {
+      return releases.length;
+    },
+    releaseAll: () => releases.splice(0).forEach((release) => release()),
+  };
+}
+
+describe('read-ahead', () => {
+  it('reads the next batch while a full one is handled, and on close hands both unstarted parts back', async () => {
+    const prefix = uniquePrefix();
+    const ids = await preload(prefix, 10);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000 });
+    const handler = gate();
+    app.recorder.behavior = handler.behavior;
+
+    // The first entry is in hand and the second batch is already delivered to this consumer.
+    await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'both batches pending under "c"' });
+    expect(handler.entered).toBe(1);
+
+    const closing = app.close();
+    handler.releaseAll();
+    await closing;
+    expect(app.recorder.idsOf()).toEqual([ids[0]]);
+    const pending = await pendingOf(app.key());
+    // The four not started of the first batch and the whole read-ahead batch: idle past minIdleMs, never handled.
+    expect(pending.map(([id]) => id)).toEqual(ids.slice(1));
+    expect(pending.every(([, , idle, count]) => idle >= 60_000 && count === 1)).toBe(true);
+
+    // A peer's first reclaim takes them at once; each is handled exactly once overall.
+    const peer = await start({ connection: redis.url, group: 'g', consumer: 'd', keyPrefix: prefix, batchSize: 10, blockMs: 100, minIdleMs: 60_000 });
+    await waitFor(() => peer.settled.length === 9, { message: 'the peer settles the nine handed back' });
+    expect(peer.settled.every((e) => e.outcome === 'acked' && e.source === 'reclaim')).toBe(true);
+    expect([...app.recorder.idsOf(), ...peer.recorder.idsOf()].sort()).toEqual(ids);
+    expect(await pendingOf(app.key())).toEqual([]);
+  });
+
+  it('keeps the lease of a read-ahead batch while it waits its turn, so a peer cannot take it', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // counts XAUTOCLAIM calls server-wide
+    const prefix = uniquePrefix();
+    const ids = await preload(prefix, 10);
+    const short = { connection: redis.url, group: 'g', keyPrefix: prefix, batchSize: 5, blockMs: 50, minIdleMs: 300, leaseRenewMs: 100 };
+    const app = await start({ ...short, consumer: 'c' });
+    const handler = gate();
+    app.recorder.behavior = handler.behavior;
+    await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'both batches pending under "c"' });
+
+    const r = redis.client();
+    const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
+    const before = await autoClaims();
+    const peer = await start({ ...short, consumer: 'd' });
+    try {
+      // Twenty reclaim beats (at most one per blockMs) span far more than minIdleMs.
+      await waitFor(async () => (await autoClaims()) - before >= 20, { message: 'twenty XAUTOCLAIMs by the peer', timeoutMs: 10_000 });
+      expect(peer.recorder.calls).toEqual([]);
+      expect((await pendingOf(app.key())).every(([, consumer]) => consumer === 'c')).toBe(true);
+    } finally {
+      // A failed check must not leave the handler hung (afterEach closes the app).
+      app.recorder.behavior = () => undefined;
+      handler.releaseAll();
+    }
+    await waitFor(() => app.settled.length === 10, { message: 'all ten settled by "c"' });
+    expect(app.recorder.idsOf()).toEqual(ids);
+    expect(peer.recorder.calls).toEqual([]);
+  });
+
+  it('with readAhead: false, reads nothing more until the batch in hand is settled', async () => {
+    const prefix = uniquePrefix();
+    const ids = await preload(prefix, 10);
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000, readAhead: false });
+    const handler = gate();
+    app.recorder.behavior = handler.behavior;
+    await waitFor(() => handler.entered === 1, { message: 'the first entry in hand' });
+    const closing = app.close();
+    handler.releaseAll();
+    await closing;
+    // Only the first batch was ever delivered: the group's last delivered id is its last entry.
+    expect((await pendingOf(app.key())).map(([id]) => id)).toEqual(ids.slice(1, 5));
+    const [group] = (await redis.client().xinfo('GROUPS', app.key())) as unknown[][];
+    expect(group![group!.indexOf('last-delivered-id') + 1]).toBe(ids[4]);
+  });
+});
