@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { concat, concatMap, defer, EMPTY, expand, finalize, from, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
+import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
 import { isRetryable } from '../redis/redis-errors.js';
@@ -68,9 +68,8 @@ export class ConsumerLoop {
   /** Emits the number of entries each step fetched; completes after `stop()`. */
   run(): Observable<number> {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
-    return defer(() => this.ensureGroups()).pipe(
-      // The last batch's ack is confirmed (and reported) before the loop completes.
-      concatMap(() => concat(this.selfDrain$(), this.beats$(), defer(() => this.acks.flush()).pipe(map(() => 0)))),
+    const loop$ = defer(() => this.ensureGroups()).pipe(
+      concatMap(() => concat(this.selfDrain$(), this.beats$())),
       retry({
         resetOnSuccess: true,
         delay: (error: unknown, attempt: number) => {
@@ -82,8 +81,14 @@ export class ConsumerLoop {
           return timer(retryInMs).pipe(takeUntil(this.stop$));
         },
       }),
-      finalize(() => this.lease.stop()),
     );
+    return concat(loop$, defer(() => this.finish()).pipe(ignoreElements())).pipe(finalize(() => this.lease.stop()));
+  }
+
+  /** After the last beat: a read-ahead batch goes back, and the last ack is confirmed (and reported). */
+  private async finish(): Promise<void> {
+    await this.handBackAhead();
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${String(err)}`));
   }
 
   /** Entries fetched and not yet settled. */
@@ -128,7 +133,9 @@ export class ConsumerLoop {
         if (last) next.set(s, last.id);
         else next.delete(s);
       }
-      await this.settleBatch(await this.withDeliveryCounts(await this.dropDeleted(entries)), 'drain');
+      const live = await this.dropDeleted(entries);
+      this.lease.hold(live);
+      await this.settleBatch(await this.withDeliveryCounts(live), 'drain');
       return entries.length;
     });
     return step$.pipe(expand((n) => (n > 0 && !this.stopping ? step$ : EMPTY)));
@@ -160,6 +167,7 @@ export class ConsumerLoop {
         if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
         if (result.entries.length > 0) {
           claimed += result.entries.length;
+          this.lease.hold(result.entries);
           await this.settleBatch(await this.withDeliveryCounts(result.entries), 'reclaim');
         } else {
           emptyScans++;
