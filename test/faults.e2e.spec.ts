@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
+import { aclUser as aclUserOn, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
@@ -12,17 +13,9 @@ afterAll(async () => redis?.stop());
 const start = useApps();
 const producer = useProducers();
 
+const aclUser = (admin: Redis, name: string, prefix: string, rules: string) => aclUserOn(admin, redis.port, name, prefix, rules);
+
 const pendingCount = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
-
-/** The least a consumer (server) needs; README "Minimal ACL". */
-const CONSUMER_ACL = '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xgroup|create +xreadgroup +xautoclaim +xpending +xack +xclaim +xadd +pexpire +multi +exec +evalsha +eval';
-/** The least a producer (client) needs; README "Minimal ACL". */
-const PRODUCER_ACL = '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xadd +xread +xdel +pexpire +del +multi +exec +evalsha +eval +xlen +xrange +xinfo|groups +xpending +xtrim';
-
-async function aclUser(admin: Redis, name: string, prefix: string, rules: string): Promise<{ host: string; port: number; username: string; password: string }> {
-  await admin.call('ACL', 'SETUSER', name, 'reset', 'on', '>pw', `~${prefix}*`, ...rules.split(' '));
-  return { host: '127.0.0.1', port: redis.port, username: name, password: 'pw' };
-}
 
 describe('faults the loop must survive', () => {
   it('resumes after its blocking connection is killed, without running the entry in hand twice', async () => {
@@ -136,5 +129,23 @@ describe('faults the loop must survive', () => {
     } finally {
       await admin.call('ACL', 'DELUSER', `consumer-${tag}`, `producer-${tag}`);
     }
+  });
+
+  it('still closes when its connections can never come back (its ACL user was deleted mid-command)', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const name = `gone-${prefix.slice(2, 10)}`;
+    const connection = await aclUser(admin, name, prefix, CONSUMER_ACL);
+    const app = await start({ connection, group: 'g', keyPrefix: prefix, blockMs: 100, commandTimeoutMs: 500, retryMaxDelayMs: 500 });
+    const errors: string[] = [];
+    app.server.on('error', (err: unknown) => errors.push(String(err)));
+    // Kills both connections while the first reclaim is on its way; every reconnect then fails
+    // authentication, so ioredis holds that XAUTOCLAIM for a reconnect that never comes.
+    await admin.call('ACL', 'DELUSER', name);
+    await waitFor(() => errors.length > 0, { message: 'the held command to time out' });
+    expect(errors[0]).toMatch(/timed out/i);
+    let timer: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), 10_000)));
+    await expect(Promise.race([app.close().then(() => 'closed' as const), hung]).finally(() => clearTimeout(timer))).resolves.toBe('closed');
   });
 });

@@ -13,6 +13,7 @@ describe('options', () => {
     [{ consumer: '  ' }, 'consumer'],
     [{ groupStartId: '>' }, 'groupStartId'],
     [{ readAhead: 'yes' }, 'readAhead'],
+    [{ commandTimeoutMs: 0 }, 'commandTimeoutMs'],
     [{ keyPrefix: 5 }, 'keyPrefix'],
     [{ retryInitialDelayMs: 500, retryMaxDelayMs: 100 }, 'retryMaxDelayMs'],
     [{ connection: 'http://127.0.0.1:6379' }, 'connection'],

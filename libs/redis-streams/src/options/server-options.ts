@@ -46,6 +46,12 @@ export interface RedisStreamsServerOptions {
   groupStartId?: '0' | '$';
   /** Prepended to every pattern to form the stream key. Default: `''`. */
   keyPrefix?: string;
+  /**
+   * Deadline of each non-blocking command (acks, reclaims, leases). A command cut by a
+   * disconnect whose reconnect never succeeds (a deleted ACL user) fails after this long
+   * instead of holding the loop, and `close()`, forever. Default: 10000.
+   */
+  commandTimeoutMs?: number;
   /** First delay after a failed Redis call; doubles up to `retryMaxDelayMs`. Default: 100. */
   retryInitialDelayMs?: number;
   /** Longest delay between retries of the loop. Default: 5000. */
@@ -92,6 +98,7 @@ const KNOWN_OPTIONS = [
   'leaseRenewMs',
   'groupStartId',
   'keyPrefix',
+  'commandTimeoutMs',
   'retryInitialDelayMs',
   'retryMaxDelayMs',
   'deserializer',
@@ -115,6 +122,7 @@ export const SERVER_DEFAULTS = {
   minIdleMs: 30_000,
   groupStartId: '0',
   keyPrefix: '',
+  commandTimeoutMs: 10_000,
   retryInitialDelayMs: 100,
   retryMaxDelayMs: 5000,
   replyTtlMs: 60_000,
@@ -151,6 +159,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     leaseRenewMs,
     groupStartId,
     keyPrefix: string('keyPrefix', input.keyPrefix, SERVER_DEFAULTS.keyPrefix),
+    commandTimeoutMs: positiveInt('commandTimeoutMs', input.commandTimeoutMs, SERVER_DEFAULTS.commandTimeoutMs),
     retryInitialDelayMs,
     retryMaxDelayMs,
     deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),

@@ -18,7 +18,13 @@ export class Lanes {
   readonly state$: Observable<LaneState>;
   private blockingClientId: number | undefined;
 
-  constructor(options: RedisOptions, name: string, blockMs: number, onError: (lane: string, err: Error) => void) {
+  /**
+   * `commandTimeoutMs`: deadline of each command on the command lane. ioredis keeps a command
+   * cut by a disconnect until a reconnect succeeds, which may be never (the ACL user was
+   * deleted, the password rotated): without a deadline its caller, and a `close()` waiting
+   * for it, would wait forever.
+   */
+  constructor(options: RedisOptions, name: string, blockMs: number, onError: (lane: string, err: Error) => void, commandTimeoutMs?: number) {
     const make = (lane: 'command' | 'blocking') => {
       const conn = new Redis({
         ...options,
@@ -28,6 +34,7 @@ export class Lanes {
         // ioredis re-sends a park cut by a reconnect; this client-side deadline (BLOCK + grace)
         // keeps one that is lost for good from hanging the loop.
         ...(lane === 'blocking' ? { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS } : {}),
+        ...(lane === 'command' && commandTimeoutMs !== undefined ? { commandTimeout: options.commandTimeout ?? commandTimeoutMs } : {}),
       });
       // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
       conn.on('error', (err: Error) => onError(lane, err));

@@ -72,7 +72,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, options.blockMs, (lane, err) => {
       if (!started && !isRetryable(err)) return failStart(err);
       this.logger.warn(`${lane} connection: ${err.message}`);
-    }));
+    }, options.commandTimeoutMs));
     this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
     const commands = new StreamCommands(lanes.command, options.group);
     const settleDeps: SettleDeps = {
