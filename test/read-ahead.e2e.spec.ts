@@ -1,3 +1,4 @@
+import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -105,5 +106,44 @@ describe('read-ahead', () => {
     expect((await pendingOf(app.key())).map(([id]) => id)).toEqual(ids.slice(1, 5));
     const [group] = (await redis.client().xinfo('GROUPS', app.key())) as unknown[][];
     expect(group![group!.indexOf('last-delivered-id') + 1]).toBe(ids[4]);
+  });
+
+  it('after a failed ack restarts the loop, runs a read-ahead batch once (self-drain takes it, not the stale read)', async () => {
+    const prefix = uniquePrefix();
+    const ids = await preload(prefix, 15);
+    const admin = redis.client();
+    const user = `ra-${prefix.slice(2, 10)}`;
+    const connection = await aclUser(admin, redis.port, user, prefix, CONSUMER_ACL);
+    try {
+      const app = await start({ connection, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 500 });
+      const handler = gate();
+      app.recorder.behavior = handler.behavior;
+      await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'first batch in hand, second read ahead' });
+
+      // Acks now fail: the first batch's ack fails while the second batch is handled (and the
+      // third read ahead); the second batch's ack reports it and the loop restarts.
+      await admin.call('ACL', 'SETUSER', user, '-xack');
+      const errors: string[] = [];
+      app.server.on('error', (err: unknown) => {
+        errors.push(String(err));
+        void admin.call('ACL', 'SETUSER', user, '+xack');
+      });
+      app.recorder.behavior = () => undefined;
+      handler.releaseAll();
+
+      await waitFor(async () => errors.length > 0 && (await pendingOf(app.key())).length === 0 && app.recorder.calls.length >= 25, {
+        message: 'every entry acked after the restart',
+      });
+      expect(errors[0]).toMatch(/NOPERM/);
+      const runs = (id: string) => app.recorder.idsOf().filter((handled) => handled === id).length;
+      // Their acks failed, so self-drain runs them again (at-least-once) ...
+      expect(ids.slice(0, 10).map(runs)).toEqual(Array(10).fill(2));
+      // ... but the read-ahead batch, delivered and never started, runs once.
+      expect(ids.slice(10).map(runs)).toEqual(Array(5).fill(1));
+      // Before the user goes: deleting it cuts its connections.
+      await app.close();
+    } finally {
+      await admin.call('ACL', 'DELUSER', user);
+    }
   });
 });
