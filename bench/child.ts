@@ -108,7 +108,7 @@ async function consume(): Promise<void> {
     clearInterval(progress);
     await consumer.stop();
     // Exit only once the (large) report line is flushed to the pipe.
-    if (report) emit({ latencies: latencies.map((l) => Math.round(l * 100) / 100), last }, () => process.exit(0));
+    if (report) emit({ latencies: latencies.map((l) => Math.round(l * 100) / 100), last, peakRssMb: process.resourceUsage().maxRSS / 1024 }, () => process.exit(0));
     else process.exit(0);
   };
   createInterface({ input: process.stdin }).on('line', (line) => line.trim() === 'report' && void stop(true));

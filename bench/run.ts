@@ -52,6 +52,8 @@ interface Row {
 }
 interface Latency {
   msgsPerSec: number;
+  /** The largest of the consumers' peak RSS. */
+  peakRssMb: number;
   p50: number;
   p99: number;
   delivered: number;
@@ -229,7 +231,7 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
   const consumers = Array.from({ length: k }, (_, i) => {
     const proc = spawnChild({ mode: 'consume', system, key, url: redis.url, group: 'bench', consumer: `c${i}`, batchSize: BATCH, concurrency: 1 });
     const lines = createInterface({ input: proc.stdout! });
-    const state = { proc, ready: false, progress: 0, report: undefined as undefined | { latencies: number[]; last: number } };
+    const state = { proc, ready: false, progress: 0, report: undefined as undefined | { latencies: number[]; last: number; peakRssMb: number } };
     lines.on('line', (line) => {
       const msg = JSON.parse(line);
       if (msg.ready) state.ready = true;
@@ -271,6 +273,7 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
   else if (system === 'bullmq') await cleanup('bullmq', key);
   return {
     msgsPerSec: (latencies.length / (finished - start)) * 1000,
+    peakRssMb: Math.max(...consumers.map((c) => c.report!.peakRssMb)),
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     delivered: latencies.length,
@@ -392,8 +395,8 @@ function toMarkdown(r: typeof result): string {
     `Benchmark ${r.smoke ? '(smoke sizes, not for quoting) ' : ''}— ${r.date}`,
     `Machine: ${r.machine}. Drain: ${n(r.sizes.drain)} preloaded entries, batch ${r.batchSize}, no-op handler; raw loop and nestjs-redis-streams take turns ${r.sizes.drainRounds} times, medians shown (runs: raw ${raw.drain?.runs.join(', ')}; ours ${ours.drain?.runs.join(', ')}). Steady: ${r.sizes.steadySeconds} s windows, fixed rate ${n(r.sizes.offeredRate)} msgs/s or full speed.`,
     '',
-    '| system | drain msgs/s | drain × raw | drain peak RSS MB | fixed-rate p50 / p99 ms (1 consumer) | full speed msgs/s (1 / 4 consumers) | full speed × raw (1) | full speed p50 / p99 ms (1) | recovery of 1,000 pending ms (minIdleMs + blockMs) | self-drain after restart ms | SIGTERM → exit ms (parked / busy) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| system | drain msgs/s | drain × raw | drain peak RSS MB | fixed-rate p50 / p99 ms (1 consumer) | full speed msgs/s (1 / 4 consumers) | full speed × raw (1) | full speed p50 / p99 ms (1) | full speed peak RSS MB (1 / 4) | recovery of 1,000 pending ms (minIdleMs + blockMs) | self-drain after restart ms | SIGTERM → exit ms (parked / busy) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map((row) =>
       [
         row.system,
@@ -404,12 +407,13 @@ function toMarkdown(r: typeof result): string {
         row.full1 ? `${n(row.full1.msgsPerSec)} / ${n(row.full4?.msgsPerSec)}` : '—',
         x(row.full1?.msgsPerSec, rawFull),
         lat(row.full1),
+        row.full1 ? `${n(row.full1.peakRssMb)} / ${n(row.full4?.peakRssMb)}` : '—',
         row.recoveryMs === undefined ? '—' : `${n(row.recoveryMs)} (${n(r.recovery.floorMs)})`,
         n(row.selfDrainMs),
         row.shutdownParkedMs === undefined ? '—' : `${n(row.shutdownParkedMs)} / ${n(row.shutdownBusyMs)}`,
       ].join(' | ').replace(/^/, '| ').replace(/$/, ' |'),
     ),
-    r.ceiling ? `| redis-benchmark XADD (server ceiling, -P 16 -c 50) | ${n(r.ceiling.msgsPerSec)} | ${x(r.ceiling.msgsPerSec, rawDrain)} | — | — | — | — | — | — | — | — |` : '',
+    r.ceiling ? `| redis-benchmark XADD (server ceiling, -P 16 -c 50) | ${n(r.ceiling.msgsPerSec)} | ${x(r.ceiling.msgsPerSec, rawDrain)} | — | — | — | — | — | — | — | — | — |` : '',
     '',
     `Pub/sub delivered ${r.rows.find((x) => x.system.startsWith('Nest Transport'))?.full1?.delivered ?? '—'} of ${r.rows.find((x) => x.system.startsWith('Nest Transport'))?.full1?.sent ?? '—'} at full speed (no durability). Other NestJS Redis Streams transports: none installable from this registry (checked: ${r.otherTransportsChecked.join(', ')}).`,
     '',
