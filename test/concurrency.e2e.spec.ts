@@ -1,3 +1,4 @@
+import { preloadOrders } from './support/backlog.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -8,15 +9,7 @@ afterAll(async () => redis?.stop());
 
 const start = useApps();
 
-/** `n` entries written before the consumer starts, so that one read fetches them all. */
-async function preload(prefix: string, n: number): Promise<string[]> {
-  const r = redis.client();
-  const key = `${prefix}orders`;
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
-  return ids;
-}
+const preload = (prefix: string, n: number): Promise<string[]> => preloadOrders(redis.client(), prefix, n);
 
 describe('concurrency and batched acks', () => {
   it('handles up to `concurrency` entries of a batch at once and acks the batch in one XACK', async (ctx) => {

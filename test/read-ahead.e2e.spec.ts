@@ -1,4 +1,5 @@
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
+import { preloadOrders } from './support/backlog.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -9,15 +10,7 @@ afterAll(async () => redis?.stop());
 
 const start = useApps();
 
-/** `n` entries written before the consumer starts: a backlog of full batches. */
-async function preload(prefix: string, n: number): Promise<string[]> {
-  const r = redis.client();
-  const key = `${prefix}orders`;
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
-  return ids;
-}
+const preload = (prefix: string, n: number): Promise<string[]> => preloadOrders(redis.client(), prefix, n);
 
 type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: number];
 const pendingOf = async (key: string): Promise<PendingRow[]> => (await redis.client().xpending(key, 'g', '-', '+', 100)) as PendingRow[];
