@@ -66,6 +66,29 @@ describe('RedisStreamsClient.emit', () => {
       await offline.close();
     }
   });
+  it('fails an emit whose XADD was cut off and whose connection never comes back, instead of hanging', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // pauses the whole server
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const user = `cut-${prefix.slice(2, 10)}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>secret', `~${prefix}*`, '+@all');
+    const { client } = await producer({ connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' }, keyPrefix: prefix, commandTimeoutMs: 500 });
+    await lastValueFrom(client.emit('orders', { n: 0 }));
+    const blocked = async () => Number(/blocked_clients:(\d+)/.exec(await admin.info('clients'))?.[1]);
+    const before = await blocked();
+    // The server holds the next XADD; deleting the user then cuts the connection under it, and
+    // every reconnect fails authentication: ioredis keeps that XADD for a reconnect that never comes.
+    await admin.call('CLIENT', 'PAUSE', 10_000, 'WRITE');
+    try {
+      const emitted = lastValueFrom(client.emit('orders', { n: 1 }));
+      emitted.catch(() => undefined);
+      await waitFor(async () => (await blocked()) > before, { message: 'the XADD held by the pause' });
+      await admin.call('ACL', 'DELUSER', user);
+      await expect(emitted).rejects.toThrow(new RegExp(`XADD to stream "${prefix}orders" failed: no answer within 500 ms; the entry may or may not have been written`));
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+  });
 });
 
 describe('RedisStreamsClient.send', () => {

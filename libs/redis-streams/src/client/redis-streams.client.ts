@@ -7,6 +7,7 @@ import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
 import { Lanes } from '../redis/lanes.js';
+import { isCommandTimeout } from '../redis/redis-errors.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
@@ -51,7 +52,7 @@ export class RedisStreamsClient extends ClientProxy {
       const lanes = (this.lanes = new Lanes(this.options.connection, `client:${this.replyStream}`, this.options.replyBlockMs, (lane, err) => {
         this.logger.warn(`${lane} connection: ${err.message}`);
         if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
-      }));
+      }, this.options.commandTimeoutMs));
       this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.replies = new ReplyReader({
@@ -141,6 +142,8 @@ export class RedisStreamsClient extends ClientProxy {
       if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${trimError.message}`);
       return id;
     } catch (err) {
+      // Sent, then the connection was cut and never came back in time: Redis may have written it.
+      if (isCommandTimeout(err)) throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
   }

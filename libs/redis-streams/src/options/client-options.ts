@@ -11,7 +11,7 @@ export interface RedisStreamsClientOptions {
   connection?: ConnectionOption;
   /** Prepended to every pattern to form the stream key; match the server's. Default: `''`. */
   keyPrefix?: string;
-  /** How long `emit`/`send` wait for Redis to take an entry (including a reconnect) before failing. Default: 5000. */
+  /** How long `emit`/`send` wait for Redis to take an entry (including a reconnect), and for the answer to each command once sent. Default: 5000. */
   commandTimeoutMs?: number;
   /** Retention of every stream this client writes to. Default: none (streams grow until trimmed elsewhere). */
   retention?: RetentionPolicy;

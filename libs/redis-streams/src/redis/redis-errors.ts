@@ -25,3 +25,6 @@ export function isRetryable(err: unknown): boolean {
   // ioredis' own errors: no Redis error prefix (an upper-case word) at the start.
   return !/^[A-Z]{3,}\b/.test(text);
 }
+
+/** ioredis' `commandTimeout` expired: no answer came (the command may still have run). */
+export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Command timed out';
