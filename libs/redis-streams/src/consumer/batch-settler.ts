@@ -18,9 +18,9 @@ export interface BatchSettlerDeps {
 /**
  * Settles one fetched batch (leased by whoever fetched it): up to `concurrency` entries at a
  * time, in fetch order, and all successful ones acked together in one round trip when the
- * batch is done (sent, not awaited: see AckPipeline). Until the ack is confirmed their lease is kept, so no peer can take them.
- * When the loop stops, entries not yet started are handed back and the ones in hand finish and
- * are acked.
+ * batch is done (sent, not awaited: see AckPipeline). Until the ack is confirmed their lease
+ * is kept, so no peer can take them. When the loop stops, entries not yet started are handed
+ * back and the ones in hand finish and are acked.
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
   if (entries.length === 0) return;

@@ -185,9 +185,7 @@ export class ConsumerLoop {
    */
   private async park(): Promise<number> {
     if (this.stopping) return 0;
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    const entries = await (ahead ?? this.parkRead());
+    const entries = await (this.takeAhead() ?? this.parkRead());
     if (this.d.options.readAhead && entries.length >= this.d.options.batchSize && !this.stopping) this.readAhead();
     try {
       await this.settleBatch(entries, 'new');
@@ -214,6 +212,13 @@ export class ConsumerLoop {
     }
   }
 
+  /** The read-ahead, if one is out; it is the caller's from now on. */
+  private takeAhead(): Promise<StreamEntry[]> | undefined {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    return ahead;
+  }
+
   private readAhead(): void {
     const ahead = this.parkRead();
     // Awaited by the next park (which reports its failure); until then it must not count as unhandled.
@@ -223,9 +228,7 @@ export class ConsumerLoop {
 
   /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
   private async handBackAhead(): Promise<void> {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    const entries = ahead ? await ahead.catch(() => []) : [];
+    const entries = (await this.takeAhead()?.catch(() => [])) ?? [];
     if (entries.length > 0) await this.lease.handBack(entries, this.d.options.minIdleMs);
   }
 
@@ -235,9 +238,8 @@ export class ConsumerLoop {
    * from both would run their handlers twice.
    */
   private async dropAhead(): Promise<void> {
-    const ahead = this.ahead;
+    const ahead = this.takeAhead();
     if (!ahead) return;
-    this.ahead = undefined;
     await this.d.lanes.unblock();
     await ahead.catch(() => undefined);
   }
