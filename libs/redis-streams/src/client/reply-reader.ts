@@ -82,7 +82,7 @@ export class ReplyReader {
   }
 
   private async read(): Promise<StreamEntry[]> {
-    await this.d.lanes.prepareBlocking();
+    if (!(await this.d.lanes.prepareBlocking(this.d.blockMs))) return [];
     return this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs);
   }
 

@@ -198,8 +198,8 @@ export class ConsumerLoop {
   /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */
   private async parkRead(): Promise<StreamEntry[]> {
     const { commands, lanes, options } = this.d;
-    await lanes.prepareBlocking();
-    if (this.stopping) return [];
+    // Not connected within a beat: an empty park, and the beat goes on.
+    if (!(await lanes.prepareBlocking(options.blockMs, this.stop$)) || this.stopping) return [];
     const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), options.batchSize, options.blockMs);
     this.parked = read;
     try {

@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { BehaviorSubject, combineLatest, distinctUntilChanged, map, type Observable } from 'rxjs';
+import { BehaviorSubject, combineLatest, distinctUntilChanged, filter, firstValueFrom, map, NEVER, of, race, timeout, type Observable } from 'rxjs';
 
 /** How long past BLOCK a park may go unanswered before it counts as lost. */
 const BLOCKING_GRACE_MS = 2000;
@@ -17,6 +17,7 @@ export class Lanes {
   /** Both lanes' states folded into one: ready only when both are. */
   readonly state$: Observable<LaneState>;
   private blockingClientId: number | undefined;
+  private readonly blockingState$: Observable<LaneState>;
 
   /**
    * `commandTimeoutMs`: deadline of each command on the command lane. ioredis keeps a command
@@ -31,9 +32,15 @@ export class Lanes {
         connectionName: `${name}:${lane}`,
         // The loop retries with its own backoff; commands must not wait in ioredis forever.
         maxRetriesPerRequest: options.maxRetriesPerRequest ?? 1,
-        // ioredis re-sends a park cut by a reconnect; this client-side deadline (BLOCK + grace)
-        // keeps one that is lost for good from hanging the loop.
-        ...(lane === 'blocking' ? { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS } : {}),
+        // A park is never sent later than asked: ioredis would send one queued while
+        // disconnected (offline queue), or re-send one cut by a disconnect, after the reconnect
+        // even when its client-side deadline (BLOCK + grace) had already settled it, and that
+        // XREADGROUP … > would deliver entries to a reply nobody reads (they would sit in the
+        // PEL until a reclaim). Parks wait for the lane to be ready instead (prepareBlocking),
+        // and a cut one ends at its deadline.
+        ...(lane === 'blocking'
+          ? { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS, enableOfflineQueue: false, autoResendUnfulfilledCommands: false }
+          : {}),
         ...(lane === 'command' && commandTimeoutMs !== undefined ? { commandTimeout: options.commandTimeout ?? commandTimeoutMs } : {}),
       });
       // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
@@ -44,17 +51,31 @@ export class Lanes {
     this.blocking = make('blocking');
     // A reconnect gets a new client id; fetch it again before the next park.
     this.blocking.on('close', () => (this.blockingClientId = undefined));
-    this.state$ = combineLatest([laneState(this.command), laneState(this.blocking)]).pipe(
+    this.blockingState$ = laneState(this.blocking);
+    this.state$ = combineLatest([laneState(this.command), this.blockingState$]).pipe(
       map(([a, b]) => (a === b ? a : a === 'closed' || b === 'closed' ? 'closed' : a === 'ready' ? b : a)),
       distinctUntilChanged(),
     );
   }
 
-  /** Learns the blocking lane's client id (once per connection) so that a park can be woken. */
-  async prepareBlocking(): Promise<void> {
+  /**
+   * Waits until the blocking lane is connected, at most `timeoutMs` or until `cancel$` emits,
+   * then learns its client id (once per connection) so that a park can be woken. False: not
+   * connected in time (no park should be sent).
+   */
+  async prepareBlocking(timeoutMs: number, cancel$: Observable<unknown> = NEVER): Promise<boolean> {
+    if (this.blocking.status !== 'ready') {
+      const ready$ = this.blockingState$.pipe(
+        filter((s) => s === 'ready' || s === 'closed'),
+        map((s) => s === 'ready'),
+      );
+      const ready = await firstValueFrom(race(ready$, cancel$.pipe(map(() => false))).pipe(timeout({ first: timeoutMs, with: () => of(false) })));
+      if (!ready) return false;
+    }
     if (this.blockingClientId === undefined) {
       this.blockingClientId = Number(await this.blocking.client('ID'));
     }
+    return true;
   }
 
   /** Ends a park at once, as if BLOCK had timed out. Returns false when nothing was parked. */
