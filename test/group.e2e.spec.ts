@@ -26,7 +26,7 @@ describe('consumer group behaviour', () => {
     const r = redis.client();
     const ids: string[] = [];
     for (let i = 0; i < 400; i++) ids.push((await r.xadd(a.key(), '*', 'n', String(i)))!);
-    await waitFor(() => a.recorder.calls.length + b.recorder.calls.length >= 400, { message: '400 handled entries' });
+    await waitFor(() => a.settled.length + b.settled.length >= 400, { message: '400 settled entries' });
 
     const handled = [...a.recorder.idsOf(), ...b.recorder.idsOf()];
     expect(handled.length).toBe(400);

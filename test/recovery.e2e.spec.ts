@@ -30,7 +30,7 @@ describe('recovery of own and peer work', () => {
     const ids = await leavePending(`${prefix}orders`, 'C', 25);
     // minIdleMs of ten minutes: only self-drain can deliver these within the test's deadline.
     const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 4, blockMs: 100, minIdleMs: 600_000 });
-    await waitFor(() => app.recorder.calls.length === 25, { message: '25 drained entries' });
+    await waitFor(() => app.settled.length === 25, { message: '25 drained entries settled' });
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
     expect(app.recorder.calls.every((c) => c.deliveryCount === 2)).toBe(true);
@@ -57,7 +57,7 @@ describe('recovery of own and peer work', () => {
     const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 50, minIdleMs });
     const handledAt: number[] = [];
     app.recorder.behavior = () => void handledAt.push(Date.now());
-    await waitFor(() => app.recorder.calls.length === 6, { message: 'six reclaimed entries' });
+    await waitFor(() => app.settled.length === 6, { message: 'six reclaimed entries settled' });
     // Redis decides idleness with its own clock, which it caches per event-loop turn (a few ms
     // behind under load); the host clock only bounds it from below, hence the small slack.
     expect(Math.min(...handledAt) - deliveredBefore).toBeGreaterThanOrEqual(minIdleMs - 50);
@@ -129,7 +129,7 @@ describe('entries trimmed while pending', () => {
     // Trim one of our own pending entries and the dead peer's one out of the stream.
     await r.xdel(key, own[1]!, peerId);
     const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
-    await waitFor(() => app.deleted.length === 2 && app.recorder.calls.length === 2, { message: 'two deletions reported and two entries handled' });
+    await waitFor(() => app.deleted.length === 2 && app.settled.length === 2, { message: 'two deletions reported and two entries settled' });
     expect([...app.deleted].sort()).toEqual([own[1], peerId].sort());
     expect(app.recorder.idsOf()).toEqual([own[0], own[2]]);
     expect(await pendingOf(key)).toEqual([]);

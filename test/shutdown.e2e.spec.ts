@@ -70,7 +70,7 @@ describe('shutdown at settle points', () => {
     // minIdleMs is a minute: only the hand-back (idle set to minIdleMs) lets the peer reclaim them now.
     const app = await start({ connection: redis.url, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
     const peer = app;
-    await waitFor(() => peer.recorder.calls.length === 4, { message: 'the peer to settle the four handed-back entries' });
+    await waitFor(() => peer.settled.length === 4, { message: 'the peer to settle the four handed-back entries' });
     expect(peer.recorder.idsOf()).toEqual(ids.slice(1));
     expect(peer.settled.map((e) => e.source)).toEqual(['reclaim', 'reclaim', 'reclaim', 'reclaim']);
     // Handing back did not count as a delivery: the peer's is the second.
