@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
+import { TRIM_EVERY } from '../libs/redis-streams/src/redis/producer-commands.js';
 import { uniquePrefix } from './support/test-app.js';
 
 let redis: TestRedis;
@@ -63,8 +64,23 @@ describe('retention', () => {
     expect((await present(admin, key)).size).toBe(301);
     await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', key, '>');
     await admin.xack(key, 'g', ...ids, last);
-    await lastValueFrom(client.emit('aged', {}));
+    // The trim script runs on one write in TRIM_EVERY: within that many, the stream is trimmed.
+    for (let i = 0; i < TRIM_EVERY; i++) await lastValueFrom(client.emit('aged', {}));
     // All acked and older than 1 ms: trimmed down to what MINID ~ keeps (whole nodes only).
     expect((await present(admin, key)).size).toBeLessThan(301);
+  });
+
+  it('safe mode keeps every entry while the stream has no group yet (nobody has read anything)', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix, retention: { maxLen: 10, safe: true } });
+    for (let i = 0; i < 300; i++) await lastValueFrom(client.emit('early', { i }));
+    expect(await admin.xlen(`${prefix}early`)).toBe(300);
+    // Once a group exists and has read and acked everything, the same policy trims again.
+    await admin.xgroup('CREATE', `${prefix}early`, 'g', '0');
+    const read = (await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', `${prefix}early`, '>')) as [string, [string, string[]][]][];
+    await admin.xack(`${prefix}early`, 'g', ...read[0]![1].map(([id]) => id));
+    for (let i = 0; i < TRIM_EVERY; i++) await lastValueFrom(client.emit('early', { i: 300 + i }));
+    expect(await admin.xlen(`${prefix}early`)).toBeLessThan(300);
   });
 });

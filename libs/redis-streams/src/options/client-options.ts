@@ -1,7 +1,8 @@
 import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { RedisOptions } from 'ioredis';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import { validateRetention, type RetentionPolicy } from '../redis/retention.js';
+import type { RetentionPolicy } from '../redis/retention.js';
+import { validateRetention } from './retention-options.js';
 import { resolveConnection, type ConnectionOption } from './connection.js';
 import { InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 

@@ -1,0 +1,64 @@
+/**
+ * Trims a stream to its policy bound, never past what a group still needs (when safe): for
+ * each group, its oldest pending entry and everything after its last-delivered id; and while
+ * the stream has no group at all, nothing. Atomic, so a group cannot move between reading the
+ * bound and trimming. Also serves unsafe policies that set both maxLen and maxAgeMs.
+ *
+ * Cost: the bound that groups allow is found first, in O(groups) (XINFO GROUPS and one
+ * XPENDING … 1 per group); the length bound then looks only at entries below it, at most as
+ * many as the stream is over `maxLen` (capped by ARGV[4]), all of which the XTRIM then removes.
+ * A lagging group therefore costs nothing to scan: every entry it still needs is above the bound.
+ *
+ * KEYS[1] stream; ARGV[1] maxLen (0: none); ARGV[2] age bound id ('': none); ARGV[3] '1' = safe;
+ * ARGV[4] most entries examined per call. Returns the number of entries removed.
+ */
+export const TRIM_SCRIPT = `
+local function parse(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+local function less(a, b)
+  local am, as = parse(a)
+  local bm, bs = parse(b)
+  if am ~= bm then return am < bm end
+  return as < bs
+end
+local function after(id)
+  local ms, seq = parse(id)
+  return string.format('%.0f-%.0f', ms, seq + 1)
+end
+local key = KEYS[1]
+local maxLen = tonumber(ARGV[1])
+local keep = nil
+if ARGV[3] == '1' then
+  local groups = redis.call('XINFO', 'GROUPS', key)
+  if #groups == 0 then return 0 end
+  for _, g in ipairs(groups) do
+    local info = {}
+    for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+    local need = after(info['last-delivered-id'])
+    if tonumber(info['pending']) > 0 then
+      local oldest = redis.call('XPENDING', key, info['name'], '-', '+', 1)[1]
+      if oldest and less(oldest[1], need) then need = oldest[1] end
+    end
+    if keep == nil or less(need, keep) then keep = need end
+  end
+end
+local bound = nil
+if maxLen > 0 then
+  local excess = redis.call('XLEN', key) - maxLen
+  if excess > 0 then
+    local upper = '+'
+    if keep ~= nil then upper = '(' .. keep end
+    local old = redis.call('XRANGE', key, '-', upper, 'COUNT', math.min(excess, tonumber(ARGV[4])))
+    if #old > 0 then bound = after(old[#old][1]) end
+  end
+end
+if ARGV[2] ~= '' and (bound == nil or less(bound, ARGV[2])) then bound = ARGV[2] end
+if bound == nil then return 0 end
+if keep ~= nil and less(keep, bound) then bound = keep end
+return redis.call('XTRIM', key, 'MINID', '~', bound)
+`;
+
+/** Most entries the trim script looks at in one call: trimming a large backlog takes several writes. */
+export const TRIM_SCAN_LIMIT = 10_000;
