@@ -132,4 +132,31 @@ describe('delivery and settle', () => {
     expect(events.filter((e) => e === 'hook:start').length).toBe(3);
     expect(events.filter((e) => e === 'hook:end').length).toBe(3);
   });
+
+  it('gives reclaimed entries their exact delivery count, even among many failing entries of its own in the same id range', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+    await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 40, 'STREAMS', key, '>');
+    // Two entries in the middle belong to a dead peer: delivered 3 times, idle for long.
+    const [a, b] = [ids[5]!, ids[15]!];
+    await r.xclaim(key, 'g', 'dead', 0, a, b, 'IDLE', 1_000_000_000, 'RETRYCOUNT', 3, 'JUSTID');
+    // "c" restarts: its own 38 fail again (pending around a and b); reclaiming a and b makes their 4th delivery.
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 2, blockMs: 50, minIdleMs: 600_000, maxDeliveries: 3 });
+    app.recorder.behavior = () => {
+      throw new Error('still failing');
+    };
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 2, { message: 'the twice-reclaimed entries dead-lettered' });
+    // Past maxDeliveries: dead-lettered unrun, with Redis' count, never a default of 1.
+    expect(app.recorder.idsOf()).not.toContain(a);
+    expect(app.recorder.idsOf()).not.toContain(b);
+    expect(app.settled.filter((e) => e.source === 'reclaim').map((e) => [e.id, e.deliveryCount, e.outcome])).toEqual([
+      [a, 4, 'dead-lettered'],
+      [b, 4, 'dead-lettered'],
+    ]);
+    expect(app.recorder.calls.filter((c) => c.id !== a && c.id !== b).every((c) => c.deliveryCount === 2)).toBe(true);
+  });
 });

@@ -36,11 +36,26 @@ describe('consumer group behaviour', () => {
     expect(await r.xpending(a.key(), 'g', '-', '+', 10)).toEqual([]);
   });
 
-  it('re-creates the group after NOGROUP (group destroyed under a running server) and goes on', async () => {
+  it('re-creates the group after NOGROUP (group destroyed under a running server) without replaying what it already settled', async () => {
     const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 });
-    await roundTrip(app, 'before');
+    for (let i = 0; i < 6; i++) await roundTrip(app, `before-${i}`);
     await redis.client().xgroup('DESTROY', app.key(), 'g');
     await roundTrip(app, 'after');
+    // Six settled before, one after: none of the six ran again.
+    expect(app.recorder.calls.map((c) => (c.payload as { tag: string }).tag)).toEqual(['before-0', 'before-1', 'before-2', 'before-3', 'before-4', 'before-5', 'after']);
+  });
+
+  it('after FLUSHALL reads the new stream from groupStartId, even when its ids are below the ones it saw before', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // never flush a server the test does not own
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 });
+    await roundTrip(app, 'before');
+    const r = redis.client();
+    await r.flushall();
+    // A new stream whose ids start far below the old ones (as on a server with a clock behind).
+    await r.xadd(app.key(), '1-1', 'tag', 'low');
+    await waitFor(() => app.settled.some((e) => e.id === '1-1' && e.outcome === 'acked'), { message: 'the low-id entry of the new stream' });
+    await roundTrip(app, 'after');
+    expect(app.recorder.calls.map((c) => (c.payload as { tag: string }).tag)).toEqual(['before', 'low', 'after']);
   });
 
   it('survives its stream being deleted while parked (UNBLOCKED) and goes on', async () => {

@@ -61,4 +61,11 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(await worker.exit).toBe(1);
     expect(worker.output()).toContain('STREAMS_BATCH must be an integer');
   });
+
+  it('exits 1 with the URL and the cause when Redis is unreachable at start', async () => {
+    const worker = startWorker({ REDIS_URL: 'redis://:hunter2@127.0.0.1:1', STREAMS_STARTUP_TIMEOUT_MS: '500' });
+    expect(await worker.exit).toBe(1);
+    expect(worker.output()).toMatch(/could not start within 500 ms: redis:\/\/:\*\*\*@127\.0\.0\.1:1 .*ECONNREFUSED/);
+    expect(worker.output()).not.toContain('hunter2');
+  });
 });

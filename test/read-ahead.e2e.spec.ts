@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { preloadOrders } from './support/backlog.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
@@ -138,5 +139,28 @@ describe('read-ahead', () => {
     } finally {
       await admin.call('ACL', 'DELUSER', user);
     }
+  });
+
+  it('does not lose a read-ahead batch when a handler blocks the event loop past blockMs plus any client-side grace', async () => {
+    const prefix = uniquePrefix();
+    const [first] = await preload(prefix, 1);
+    const blockMs = 1000;
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 1, blockMs, minIdleMs: 600_000 });
+    app.recorder.behavior = async (call) => {
+      if (call.id !== first) return;
+      // The read-ahead is parked by now. Another process writes the next entry while this
+      // handler holds the event loop well past BLOCK: Redis answers the park during the block.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      spawn('redis-cli', ['-p', String(redis.port), 'XADD', app.key(), '*', 'n', 'during-the-block'], { stdio: 'ignore' });
+      const until = Date.now() + blockMs + 3500;
+      while (Date.now() < until); // a synchronous handler: nothing else runs meanwhile
+    };
+    // minIdleMs is ten minutes: only the read-ahead itself can deliver the second entry in time.
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'the entry written during the block handled', timeoutMs: 15_000 });
+    expect(app.recorder.calls.map((c) => [c.payload, c.deliveryCount])).toEqual([
+      [{ n: '0' }, 1],
+      [{ n: 'during-the-block' }, 1],
+    ]);
+    expect(await pendingOf(app.key())).toEqual([]);
   });
 });

@@ -1,8 +1,8 @@
-import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply } from '../libs/redis-streams/src/redis/replies.js';
+import { compareIds, idBefore, parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion } from '../libs/redis-streams/src/redis/replies.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 
-// Pure reply parsing: the shapes below are what Redis 6.2/7 and ioredis' three reply modes hand out.
+// Pure reply parsing: the shapes below are what Redis 7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {
   const items = [['1-0', ['a', '1']], ['2-0', ['b', '2']]];
 
@@ -19,7 +19,7 @@ describe('reply parsing', () => {
     expect(parseReadReply(['s', [], 't', []], 1)).toEqual([]);
   });
 
-  it('reads both XAUTOCLAIM reply shapes and collects deleted ids', () => {
+  it('reads the XAUTOCLAIM reply of Redis 7 (with its deleted ids) and refuses the 2-element shape of 6.2', () => {
     expect(parseAutoClaimReply('s', ['5-0', items, ['3-0']])).toEqual({
       cursor: '5-0',
       entries: [
@@ -28,14 +28,34 @@ describe('reply parsing', () => {
       ],
       deletedIds: ['3-0'],
     });
-    // Redis 6.2: no third element; a deleted entry comes back with nil fields.
-    expect(parseAutoClaimReply('s', ['0-0', [['4-0', null]]])).toEqual({ cursor: '0-0', entries: [], deletedIds: ['4-0'] });
+    // Redis 6.2 (refused at start): no third element, a deleted entry as nil fields that stays in the PEL.
+    expect(() => parseAutoClaimReply('s', ['0-0', [['4-0', null]]])).toThrow(/unexpected XAUTOCLAIM reply shape/);
+    expect(() => parseAutoClaimReply('s', ['0-0', [['4-0', null]], []])).toThrow(/unexpected XAUTOCLAIM reply shape/);
   });
 
   it('rejects shapes it does not know with a clear error', () => {
     expect(() => parseAutoClaimReply('s', 'OK')).toThrow(/unexpected XAUTOCLAIM reply shape/);
     expect(() => parseReadReply(42, 1)).toThrow(/unexpected XREADGROUP reply shape/);
-    expect(() => parsePendingCounts([['1-0']])).toThrow(/unexpected XPENDING reply shape/);
+    expect(() => parsePendingRow('1-0', [['1-0']])).toThrow(/unexpected XPENDING reply shape/);
+    expect(() => parsePendingRow('1-0', [['2-0', 'c', 5, 1]])).toThrow(/unexpected XPENDING reply shape/);
+    expect(() => parseServerVersion('# Server\r\nos:Linux\r\n')).toThrow(/unexpected INFO server reply shape/);
+    expect(() => parseLastGeneratedId(['length', 0])).toThrow(/unexpected XINFO STREAM reply shape/);
+  });
+
+  it('reads one XPENDING row per id: owner and delivery count, or nothing when no longer pending', () => {
+    expect(parsePendingRow('1-0', [['1-0', 'c', 5, 3]])).toEqual({ consumer: 'c', deliveryCount: 3 });
+    expect(parsePendingRow('1-0', [])).toBeUndefined();
+  });
+
+  it('reads the server version of Redis and of Valkey', () => {
+    expect(parseServerVersion('# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n')).toMatchObject({ major: 7, minor: 0, server: 'Redis 7.0.15' });
+    expect(parseServerVersion('# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n')).toMatchObject({ major: 7, minor: 2, server: 'Valkey 8.1.0 (redis_version 7.2.4)' });
+  });
+
+  it('steps back one id, across a millisecond boundary too', () => {
+    expect(idBefore('5-3')).toBe('5-2');
+    expect(idBefore('5-0')).toBe('4-18446744073709551615');
+    expect(idBefore('0-0')).toBe('0-0');
   });
 
   it('orders stream ids numerically, not as strings', () => {

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { requireBuilt, repoRoot } from './support/built.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
@@ -76,5 +78,26 @@ describe('shutdown at settle points', () => {
     // Handing back did not count as a delivery: the peer's is the second.
     expect(peer.recorder.calls.map((c) => c.deliveryCount)).toEqual([2, 2, 2, 2]);
     expect(await r.xpending(key, 'g', '-', '+', 10)).toEqual([]);
+  });
+
+  it('after shutdownTimeoutMs, close() is terminal: no timer or connection of the transport is left and the process exits by itself', async () => {
+    requireBuilt('libs/redis-streams/dist/index.js');
+    const script = `${repoRoot}test/fixtures/hung-handler-close.mjs`;
+    const child = spawn(process.execPath, [script, redis.url, uniquePrefix()], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      // The lease renews every 300 ms here: a lease timer left running would keep the child alive.
+      await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(await exited, out).toBe(0);
+    const report = JSON.parse(out.trim().split('\n').at(-1)!) as { closed: boolean; timersBefore: number; timersAfter: number };
+    expect(report.closed).toBe(true);
+    // No timer of the transport (lease, retry, wake) outlives close().
+    expect(report.timersAfter).toBe(report.timersBefore);
   });
 });

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 
 /** The least a consumer (server) needs; README "Minimal ACL". */
 export const CONSUMER_ACL =
-  '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xgroup|create +xreadgroup +xautoclaim +xpending +xack +xclaim +xadd +pexpire +multi +exec +evalsha +eval';
+  '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xgroup|create +xreadgroup +xautoclaim +xpending +xack +xclaim +xinfo|stream +xadd +pexpire +multi +exec +evalsha +eval';
 /** The least a producer (client) needs; README "Minimal ACL". */
 export const PRODUCER_ACL =
   '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xadd +xread +xdel +pexpire +del +multi +exec +evalsha +eval +xlen +xrange +xinfo|groups +xpending +xtrim';

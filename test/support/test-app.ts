@@ -1,4 +1,4 @@
-import { Controller, Injectable, type INestMicroservice } from '@nestjs/common';
+import { Controller, Injectable, type INestMicroservice, type LoggerService } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions, type SettledEvent } from 'nestjs-redis-streams';
@@ -76,7 +76,10 @@ export interface TestApp {
 export const uniquePrefix = (): string => `t-${randomUUID().slice(0, 8)}:`;
 
 /** Builds a microservice from the Nest testing module with our transport, and starts it. */
-export async function startApp(options: RedisStreamsServerOptions, extra: { controllers?: any[]; providers?: any[] } = {}): Promise<TestApp> {
+export async function startApp(
+  options: RedisStreamsServerOptions,
+  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService } = {},
+): Promise<TestApp> {
   const moduleRef = await Test.createTestingModule({
     controllers: [StreamsController, ...(extra.controllers ?? [])],
     providers: [Recorder, ...(extra.providers ?? [])],
@@ -87,7 +90,7 @@ export async function startApp(options: RedisStreamsServerOptions, extra: { cont
   // Registered before listen(): the first self-drain may report right away.
   server.on('settled', (e) => settled.push(e));
   server.on('deleted', (_stream, ids) => deleted.push(...ids));
-  const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
+  const app = moduleRef.createNestMicroservice({ strategy: server, logger: extra.logger ?? (process.env.TEST_LOGS ? undefined : false) });
   await app.listen();
   let closing: Promise<void> | undefined;
   return {

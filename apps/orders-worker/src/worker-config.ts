@@ -34,6 +34,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): { transport:
     blockMs: int('STREAMS_BLOCK_MS'),
     minIdleMs: int('STREAMS_MIN_IDLE_MS'),
     maxDeliveries: int('STREAMS_MAX_DELIVERIES'),
+    startupTimeoutMs: int('STREAMS_STARTUP_TIMEOUT_MS'),
     keyPrefix: env.STREAMS_KEY_PREFIX || undefined,
   };
   // Undefined keeps the transport default; dropping the keys keeps the options readable in logs.

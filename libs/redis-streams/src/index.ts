@@ -1,5 +1,6 @@
 export { RedisStreamsServer } from './server/redis-streams.server.js';
-export type { RedisStreamsEvents, SettledEvent, SettleOutcome } from './server/events.js';
+export type { RedisStreamsEvents } from './server/events.js';
+export type { DeliverySource, SettledEvent, SettleOutcome } from './consumer/settled-event.js';
 export { RedisStreamsStatus } from './status.js';
 export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
 export { RedisStreamsRecord } from './client/record.js';
@@ -7,12 +8,11 @@ export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/clien
 export type { RetentionPolicy } from './redis/retention.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';
 export { REDIS_STREAMS_TRANSPORT, StreamPattern } from './transport.js';
-export { SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';
+export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';
 export { InvalidOptionError } from './options/validate.js';
 export { EntryDecodeError } from './codec/entry-codec.js';
 export { FIELD } from './codec/wire-format.js';
 export { JsonDeserializer, JsonSerializer } from './codec/json.js';
-export type { DeliverySource } from './redis/stream-entry.js';
 export { DeadLetterException, isDeadLetter } from './dead-letter.exception.js';
 export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
+import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
 import { Lanes } from '../redis/lanes.js';
@@ -43,13 +44,13 @@ export class RedisStreamsClient extends ClientProxy {
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
     this.options = resolveClientOptions(options);
-    this.replyStream = `${this.options.keyPrefix}replies:${randomUUID()}`;
+    this.replyStream = newReplyStream(this.options.keyPrefix);
   }
 
   /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
   connect(): Promise<void> {
     if (!this.lanes) {
-      const lanes = (this.lanes = new Lanes(this.options.connection, `client:${this.replyStream}`, this.options.replyBlockMs, (lane, err) => {
+      const lanes = (this.lanes = new Lanes(this.options.connection, `client:${this.replyStream}`, (lane, err) => {
         this.logger.warn(`${lane} connection: ${err.message}`);
         if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
       }, this.options.commandTimeoutMs));

@@ -83,7 +83,7 @@ export class ReplyReader {
 
   private async read(): Promise<StreamEntry[]> {
     if (!(await this.d.lanes.prepareBlocking(this.d.blockMs))) return [];
-    return this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs);
+    return this.d.lanes.awaitPark(this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs), this.d.blockMs);
   }
 
   private async route(entries: StreamEntry[]): Promise<void> {

@@ -1,7 +1,7 @@
-import type { SettledEvent } from '../server/events.js';
-import type { DeliverySource, StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 export interface BatchSettlerDeps {
   lease: Lease;

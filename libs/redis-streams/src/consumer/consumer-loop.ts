@@ -2,13 +2,18 @@ import type { LoggerService } from '@nestjs/common';
 import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
-import { isRetryable } from '../redis/redis-errors.js';
+import { isRetryable, UnsupportedServerError } from '../redis/redis-errors.js';
+import { compareIds } from '../redis/replies.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import { groupIds, type DeliverySource, type StreamEntry } from '../redis/stream-entry.js';
-import type { SettledEvent } from '../server/events.js';
+import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
+import { DeliveryMarks } from './delivery-marks.js';
 import { Lease } from './lease.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
+
+/** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */
+const MIN_SERVER = { major: 7, minor: 0 };
 
 /** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
 const MAX_EMPTY_SCANS_PER_BEAT = 4;
@@ -48,17 +53,22 @@ export class ConsumerLoop {
   private parked: Promise<unknown> | undefined;
   /** The next park's read, already sent (`readAhead`). */
   private ahead: Promise<StreamEntry[]> | undefined;
+  private readonly marks = new DeliveryMarks();
 
   private readonly batchDeps: BatchSettlerDeps;
 
   constructor(private readonly d: ConsumerLoopDeps) {
+    const onSettled = (event: SettledEvent) => {
+      this.marks.settled(event);
+      d.onSettled(event);
+    };
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
-    this.acks = new AckPipeline(d.commands, this.lease, d.onSettled);
+    this.acks = new AckPipeline(d.commands, this.lease, onSettled);
     this.batchDeps = {
       lease: this.lease,
       acks: this.acks,
       settle: d.settle,
-      onSettled: d.onSettled,
+      onSettled,
       concurrency: d.options.concurrency,
       handBackIdleMs: d.options.minIdleMs,
       stopping: () => this.stopping,
@@ -96,6 +106,12 @@ export class ConsumerLoop {
     return this.lease.entries();
   }
 
+  /** After `close()` gave up waiting for a hung handler: nothing of ours may keep running for it. */
+  abandon(): void {
+    this.stopping = true;
+    this.lease.stop();
+  }
+
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -108,16 +124,37 @@ export class ConsumerLoop {
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
     await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${String(err)}`));
     await this.dropAhead();
+    const held = this.lease.heldIds();
     this.lease.stop();
+    const { commands, options } = this.d;
+    const { version, major, minor, server } = await commands.serverVersion();
+    if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
+      throw new UnsupportedServerError(`needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server} (redis_version ${version})`);
+    }
     for (const stream of this.d.streams) {
-      const created = await this.d.commands.ensureGroup(stream, this.d.options.groupStartId).catch((err: unknown) => {
+      const startId = await this.groupStartId(stream, held.get(stream) ?? []);
+      const created = await commands.ensureGroup(stream, startId).catch((err: unknown) => {
         // Keep Redis' own prefix (WRONGTYPE, NOPERM…) first: retry decisions read it.
-        throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${this.d.options.group}" on stream "${stream}")`, { cause: err });
+        throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${options.group}" on stream "${stream}")`, { cause: err });
       });
-      if (created) this.d.logger.log(`created group "${this.d.options.group}" on stream "${stream}"`);
+      if (created) this.d.logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
     }
     this.lease.start();
     this.d.onReady();
+  }
+
+  /**
+   * Where a missing group starts. The first time: `groupStartId`. After this consumer has read
+   * from the stream (the group was lost: XGROUP DESTROY, a server that lost its data): where it
+   * left off, so the entries it settled do not run again; but a stream that never reached the
+   * ids it saw is a new stream (FLUSHALL, an empty restart), read from `groupStartId`.
+   */
+  private async groupStartId(stream: string, held: readonly string[]): Promise<string> {
+    const resume = this.marks.resumeId(stream, held);
+    const seen = this.marks.highestOf(stream);
+    if (resume === undefined || seen === undefined) return this.d.options.groupStartId;
+    const last = await this.d.commands.lastGeneratedId(stream);
+    return last !== null && compareIds(last, seen) >= 0 ? resume : this.d.options.groupStartId;
   }
 
   /** Step 1: this consumer's own pending entries, oldest first, until a read comes back empty. */
@@ -133,6 +170,7 @@ export class ConsumerLoop {
         if (last) next.set(s, last.id);
         else next.delete(s);
       }
+      this.marks.delivered(entries);
       const live = await this.dropDeleted(entries);
       this.lease.hold(live);
       await this.settleBatch(await this.withDeliveryCounts(live), 'drain');
@@ -167,6 +205,7 @@ export class ConsumerLoop {
         if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
         if (result.entries.length > 0) {
           claimed += result.entries.length;
+          this.marks.delivered(result.entries);
           this.lease.hold(result.entries);
           await this.settleBatch(await this.withDeliveryCounts(result.entries), 'reclaim');
         } else {
@@ -203,7 +242,9 @@ export class ConsumerLoop {
     const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), options.batchSize, options.blockMs);
     this.parked = read;
     try {
-      const entries = await read;
+      // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
+      const entries = await lanes.awaitPark(read, options.blockMs);
+      this.marks.delivered(entries);
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
       this.lease.hold(entries);
       return entries;
@@ -260,13 +301,26 @@ export class ConsumerLoop {
     return entries.filter((e) => e.fields !== null);
   }
 
-  /** Drained and reclaimed entries were delivered before: one XPENDING per stream gives their counts. */
+  /**
+   * Drained and reclaimed entries were delivered before: their exact counts (one XPENDING per
+   * entry, one round trip). An entry that is no longer this consumer's (a peer took it, or it
+   * was acked meanwhile) is not ours to settle: it is dropped from the batch, never given a
+   * made-up count.
+   */
   private async withDeliveryCounts(entries: StreamEntry[]): Promise<StreamEntry[]> {
-    for (const [stream, ids] of groupIds(entries)) {
-      const counts = await this.d.commands.deliveryCounts(stream, this.d.options.consumer, ids, this.d.options.batchSize);
-      for (const e of entries) if (e.stream === stream) e.deliveryCount = counts.get(e.id) ?? 1;
-    }
-    return entries;
+    const rows = await this.d.commands.pendingRows(entries);
+    const kept: StreamEntry[] = [];
+    entries.forEach((e, i) => {
+      const row = rows[i];
+      if (row && row.consumer === this.d.options.consumer) {
+        e.deliveryCount = row.deliveryCount;
+        kept.push(e);
+        return;
+      }
+      this.lease.drop(e);
+      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${row.consumer}"'s` : 'acked'}): skipped`);
+    });
+    return kept;
   }
 
   /** Ends a park now rather than after `blockMs`. The read may not have reached the server yet, so retry briefly. */

@@ -38,6 +38,11 @@ export class Lease {
     }
   }
 
+  /** Ids held, by stream. */
+  heldIds(): Map<string, string[]> {
+    return new Map([...this.held].map(([stream, ids]) => [stream, [...ids]]));
+  }
+
   entries(): { stream: string; id: string }[] {
     return [...this.held].flatMap(([stream, ids]) => [...ids].map((id) => ({ stream, id })));
   }

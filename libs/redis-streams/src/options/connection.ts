@@ -37,3 +37,14 @@ export function resolveConnection(connection: ConnectionOption | undefined): Red
   }
   return { ...connection };
 }
+
+/** The connection as a URL for logs and errors, password masked: `redis://user:***@host:port/db`. */
+export function describeConnection(options: RedisOptions): string {
+  if (options.path) return `unix:${options.path}`;
+  const scheme = options.tls ? 'rediss' : 'redis';
+  const user = options.username ?? '';
+  const auth = options.password ? `${user}:***@` : user ? `${user}@` : '';
+  const host = options.host ?? '127.0.0.1';
+  const db = options.db ? `/${options.db}` : '';
+  return `${scheme}://${auth}${host.includes(':') ? `[${host}]` : host}:${options.port ?? 6379}${db}`;
+}

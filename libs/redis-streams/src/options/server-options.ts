@@ -3,7 +3,7 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { RedisOptions } from 'ioredis';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { resolveConnection, type ConnectionOption } from './connection.js';
-import { boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
  * Options of {@link RedisStreamsServer}. Every field maps to one Redis argument or one
@@ -21,7 +21,7 @@ export interface RedisStreamsServerOptions {
    * process. Default: `<hostname>-<pid>` (unique, but new on every restart).
    */
   consumer?: string;
-  /** COUNT of every XREADGROUP / XAUTOCLAIM. Default: 10. */
+  /** COUNT of every XREADGROUP / XAUTOCLAIM, at most {@link MAX_BATCH_SIZE}. Default: 10. */
   batchSize?: number;
   /** Entries of one fetched batch handled at the same time (their acks still go in one round trip). Default: 1. */
   concurrency?: number;
@@ -52,6 +52,12 @@ export interface RedisStreamsServerOptions {
    * instead of holding the loop, and `close()`, forever. Default: 10000.
    */
   commandTimeoutMs?: number;
+  /**
+   * How long `listen()` (so `app.listen()`) may take: when Redis is still unreachable then, it
+   * fails with the URL (password masked) and the last error, so a worker pointed at a wrong
+   * host exits instead of hanging. After the start, the loop retries forever. Default: 30000.
+   */
+  startupTimeoutMs?: number;
   /** First delay after a failed Redis call; doubles up to `retryMaxDelayMs`. Default: 100. */
   retryInitialDelayMs?: number;
   /** Longest delay between retries of the loop. Default: 5000. */
@@ -99,6 +105,7 @@ const KNOWN_OPTIONS = [
   'groupStartId',
   'keyPrefix',
   'commandTimeoutMs',
+  'startupTimeoutMs',
   'retryInitialDelayMs',
   'retryMaxDelayMs',
   'deserializer',
@@ -110,6 +117,13 @@ const KNOWN_OPTIONS = [
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
 ] as const;
+
+/**
+ * Upper bound of `batchSize`. A consumer holds up to two batches per stream (one in hand, one
+ * read ahead), each leased, delivery-counted and acked as one step; past a thousand entries a
+ * batch only adds memory and latency, not throughput.
+ */
+export const MAX_BATCH_SIZE = 1000;
 
 export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
 
@@ -123,6 +137,7 @@ export const SERVER_DEFAULTS = {
   groupStartId: '0',
   keyPrefix: '',
   commandTimeoutMs: 10_000,
+  startupTimeoutMs: 30_000,
   retryInitialDelayMs: 100,
   retryMaxDelayMs: 5000,
   replyTtlMs: 60_000,
@@ -150,7 +165,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     connection: resolveConnection(input.connection),
     group: nonEmpty('group', input.group, SERVER_DEFAULTS.group),
     consumer: nonEmpty('consumer', input.consumer, `${hostname()}-${process.pid}`),
-    batchSize: positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize),
+    batchSize: atMost('batchSize', positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize), MAX_BATCH_SIZE),
     concurrency: positiveInt('concurrency', input.concurrency, SERVER_DEFAULTS.concurrency),
     readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
@@ -160,6 +175,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     groupStartId,
     keyPrefix: string('keyPrefix', input.keyPrefix, SERVER_DEFAULTS.keyPrefix),
     commandTimeoutMs: positiveInt('commandTimeoutMs', input.commandTimeoutMs, SERVER_DEFAULTS.commandTimeoutMs),
+    startupTimeoutMs: positiveInt('startupTimeoutMs', input.startupTimeoutMs, SERVER_DEFAULTS.startupTimeoutMs),
     retryInitialDelayMs,
     retryMaxDelayMs,
     deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),

@@ -53,3 +53,8 @@ export function boolean(option: string, value: unknown, fallback: boolean): bool
   if (typeof value !== 'boolean') throw new InvalidOptionError(option, `must be true or false, got ${JSON.stringify(value)}`);
   return value;
 }
+
+export function atMost(option: string, value: number, max: number): number {
+  if (value > max) throw new InvalidOptionError(option, `must be at most ${max}, got ${value}`);
+  return value;
+}

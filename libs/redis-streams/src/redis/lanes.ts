@@ -1,8 +1,16 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, filter, firstValueFrom, map, NEVER, of, race, timeout, type Observable } from 'rxjs';
 
-/** How long past BLOCK a park may go unanswered before it counts as lost. */
-const BLOCKING_GRACE_MS = 2000;
+/** How long past BLOCK (and again past CLIENT UNBLOCK) a park may go unanswered before its connection counts as dead. */
+const PARK_GRACE_MS = 2000;
+
+/** A park whose connection closed or went silent: whatever it delivered is in this consumer's PEL, unseen. */
+export class ParkLostError extends Error {
+  constructor(reason: string) {
+    super(`blocking read lost: ${reason}`);
+    this.name = 'ParkLostError';
+  }
+}
 
 export type LaneState = 'connecting' | 'ready' | 'reconnecting' | 'closed';
 
@@ -25,7 +33,7 @@ export class Lanes {
    * deleted, the password rotated): without a deadline its caller, and a `close()` waiting
    * for it, would wait forever.
    */
-  constructor(options: RedisOptions, name: string, blockMs: number, onError: (lane: string, err: Error) => void, commandTimeoutMs?: number) {
+  constructor(options: RedisOptions, name: string, onError: (lane: string, err: Error) => void, commandTimeoutMs?: number) {
     const make = (lane: 'command' | 'blocking') => {
       const conn = new Redis({
         ...options,
@@ -33,14 +41,12 @@ export class Lanes {
         // The loop retries with its own backoff; commands must not wait in ioredis forever.
         maxRetriesPerRequest: options.maxRetriesPerRequest ?? 1,
         // A park is never sent later than asked: ioredis would send one queued while
-        // disconnected (offline queue), or re-send one cut by a disconnect, after the reconnect
-        // even when its client-side deadline (BLOCK + grace) had already settled it, and that
-        // XREADGROUP … > would deliver entries to a reply nobody reads (they would sit in the
-        // PEL until a reclaim). Parks wait for the lane to be ready instead (prepareBlocking),
-        // and a cut one ends at its deadline.
-        ...(lane === 'blocking'
-          ? { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS, enableOfflineQueue: false, autoResendUnfulfilledCommands: false }
-          : {}),
+        // disconnected (offline queue), or re-send one cut by a disconnect, after the reconnect,
+        // and that XREADGROUP … > would deliver entries to a reply nobody reads. Parks wait for
+        // the lane to be ready instead (prepareBlocking). No client-side deadline either
+        // (ioredis' blockingTimeout): it would drop a reply that arrived while the event loop
+        // was busy; awaitPark waits for Redis' answer and detects a dead lane itself.
+        ...(lane === 'blocking' ? { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, blockingTimeout: 0, commandTimeout: undefined } : {}),
         ...(lane === 'command' && commandTimeoutMs !== undefined ? { commandTimeout: options.commandTimeout ?? commandTimeoutMs } : {}),
       });
       // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
@@ -76,6 +82,39 @@ export class Lanes {
       this.blockingClientId = Number(await this.blocking.client('ID'));
     }
     return true;
+  }
+
+  /**
+   * Redis' answer to a blocking read sent on the blocking lane, however late the event loop
+   * gets to it: a handler that held the loop past BLOCK must not cost the entries Redis
+   * delivered meanwhile. Past BLOCK + grace the park is woken (CLIENT UNBLOCK) and waited for
+   * once more; a lane silent even then, or closed while parked, is dropped and the park fails
+   * with {@link ParkLostError} (what it delivered, if anything, is in this consumer's PEL,
+   * where a restart's self-drain finds it).
+   */
+  async awaitPark<T>(read: Promise<T>, blockMs: number): Promise<T> {
+    const conn = this.blocking;
+    let timer: NodeJS.Timeout | undefined;
+    let onClose: (() => void) | undefined;
+    const lost = new Promise<never>((_, reject) => {
+      onClose = () => reject(new ParkLostError('the connection closed while parked'));
+      conn.once('close', onClose);
+    });
+    const within = (ms: number) => new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), ms)));
+    try {
+      let answer = await Promise.race([read, lost, within(blockMs + PARK_GRACE_MS)]);
+      if (answer !== 'silent') return answer;
+      clearTimeout(timer);
+      await this.unblock();
+      answer = await Promise.race([read, lost, within(PARK_GRACE_MS)]);
+      if (answer !== 'silent') return answer;
+      conn.disconnect(true);
+      throw new ParkLostError(`no answer within ${blockMs + 2 * PARK_GRACE_MS} ms of BLOCK ${blockMs}, even after CLIENT UNBLOCK`);
+    } finally {
+      clearTimeout(timer);
+      conn.off('close', onClose!);
+      lost.catch(() => undefined);
+    }
   }
 
   /** Ends a park at once, as if BLOCK had timed out. Returns false when nothing was parked. */

@@ -19,6 +19,7 @@ const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTE
  * error) needs a human, so the loop reports it loudly and backs off to its longest delay.
  */
 export function isRetryable(err: unknown): boolean {
+  if (err instanceof UnsupportedServerError) return false;
   const text = message(err);
   if (isNoGroup(err) || isUnblocked(err)) return true;
   if (TRANSIENT_PREFIXES.some((p) => text.startsWith(p))) return true;
@@ -28,3 +29,24 @@ export function isRetryable(err: unknown): boolean {
 
 /** ioredis' `commandTimeout` expired: no answer came (the command may still have run). */
 export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Command timed out';
+
+/**
+ * A write the settle step needed (a request's reply) that Redis refused or never answered.
+ * It is Redis' failure, not the handler's: the entry stays pending and the loop takes its
+ * Redis-failure path, as for a failed XACK. The message keeps Redis' own prefix first
+ * (NOPERM, OOM …), so retry decisions still read it.
+ */
+export class RedisWriteError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${message(cause)} (${what})`, { cause });
+    this.name = 'RedisWriteError';
+  }
+}
+
+/** The server is older than what this package is tested on: no retry can fix that. */
+export class UnsupportedServerError extends Error {
+  constructor(detail: string) {
+    super(`nestjs-redis-streams: unsupported server: ${detail}`);
+    this.name = 'UnsupportedServerError';
+  }
+}

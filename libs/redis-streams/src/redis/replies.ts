@@ -39,30 +39,53 @@ function streamPairs(reply: unknown): [unknown, unknown][] {
 }
 
 
-/** Parses an XAUTOCLAIM reply: `[cursor, entries, deletedIds]` (Redis >= 7) or `[cursor, entries]` (6.2, deleted entries as nil). */
+/**
+ * Parses an XAUTOCLAIM reply: `[cursor, entries, deletedIds]`, the shape of Redis >= 7.0 (the
+ * oldest server this package accepts). Deleted ids were already dropped from the PEL by Redis.
+ */
 export function parseAutoClaimReply(stream: string, reply: unknown): AutoClaimResult {
-  if (!Array.isArray(reply) || reply.length < 2 || !Array.isArray(reply[1])) throw new ReplyShapeError('XAUTOCLAIM', reply);
-  const entries: StreamEntry[] = [];
-  const deletedIds: string[] = Array.isArray(reply[2]) ? reply[2].map(String) : [];
-  for (const item of reply[1] as unknown[]) {
-    // Redis 6.2 lists a deleted entry as nil (or [id, nil]); it already left the PEL.
-    if (item === null) continue;
-    const entry = parseEntry(stream, item, 0);
-    if (entry.fields === null) deletedIds.push(entry.id);
-    else entries.push(entry);
+  if (!Array.isArray(reply) || reply.length !== 3 || !Array.isArray(reply[1]) || !Array.isArray(reply[2])) {
+    throw new ReplyShapeError('XAUTOCLAIM', reply);
   }
-  return { cursor: String(reply[0]), entries, deletedIds };
+  const entries: StreamEntry[] = [];
+  for (const item of reply[1] as unknown[]) {
+    const entry = parseEntry(stream, item, 0);
+    if (entry.fields === null) throw new ReplyShapeError('XAUTOCLAIM', reply);
+    entries.push(entry);
+  }
+  return { cursor: String(reply[0]), entries, deletedIds: (reply[2] as unknown[]).map(String) };
 }
 
-/** Parses an extended XPENDING reply into id → delivery count. */
-export function parsePendingCounts(reply: unknown): Map<string, number> {
-  const counts = new Map<string, number>();
+/** One entry's row of `XPENDING key group id id 1`: who owns it and how often it was delivered; undefined when not pending. */
+export interface PendingRow {
+  readonly consumer: string;
+  readonly deliveryCount: number;
+}
+
+export function parsePendingRow(id: string, reply: unknown): PendingRow | undefined {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XPENDING', reply);
-  for (const row of reply) {
-    if (!Array.isArray(row) || row.length < 4) throw new ReplyShapeError('XPENDING', reply);
-    counts.set(String(row[0]), Number(row[3]));
-  }
-  return counts;
+  if (reply.length === 0) return undefined;
+  const row = reply[0] as unknown;
+  if (!Array.isArray(row) || row.length < 4 || String(row[0]) !== id) throw new ReplyShapeError('XPENDING', reply);
+  return { consumer: String(row[1]), deliveryCount: Number(row[3]) };
+}
+
+/** `redis_version` of an `INFO server` reply (Valkey reports its Redis-compatible version there too). */
+export function parseServerVersion(info: string): { version: string; major: number; minor: number; server: string } {
+  const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+  const version = field('redis_version');
+  const match = version ? /^(\d+)\.(\d+)/.exec(version) : null;
+  if (!version || !match) throw new ReplyShapeError('INFO server', info.slice(0, 200));
+  const server = field('server_name') === 'valkey' ? `Valkey ${field('valkey_version') ?? '?'} (redis_version ${version})` : `Redis ${version}`;
+  return { version, major: Number(match[1]), minor: Number(match[2]), server };
+}
+
+/** `last-generated-id` of an `XINFO STREAM` reply (flat field/value list, or a map under RESP3). */
+export function parseLastGeneratedId(reply: unknown): string {
+  const value =
+    Array.isArray(reply) ? reply[reply.indexOf('last-generated-id') + 1] : reply instanceof Map ? reply.get('last-generated-id') : (reply as Record<string, unknown> | null)?.['last-generated-id'];
+  if (typeof value !== 'string' || !/^\d+-\d+$/.test(value)) throw new ReplyShapeError('XINFO STREAM', reply);
+  return value;
 }
 
 function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
@@ -76,6 +99,13 @@ function parseEntry(stream: string, item: unknown, deliveryCount: number): Strea
 function asStrings(values: unknown[]): string[] {
   for (const v of values) if (typeof v !== 'string') return values.map(String);
   return values as string[];
+}
+
+/** The id just before `id`: XGROUP CREATE at it makes `id` the group's next delivery. */
+export function idBefore(id: string): string {
+  const [ms = 0n, seq = 0n] = id.split('-').map(BigInt);
+  if (seq > 0n) return `${ms}-${seq - 1n}`;
+  return ms > 0n ? `${ms - 1n}-18446744073709551615` : '0-0';
 }
 
 /** Orders two stream ids (`ms-seq`) numerically. */

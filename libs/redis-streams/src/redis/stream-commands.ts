@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { isBusyGroup } from './redis-errors.js';
-import { compareIds, parseAutoClaimReply, parsePendingCounts, parseReadReply, type AutoClaimResult } from './replies.js';
+import { parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type PendingRow } from './replies.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 
 // Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
@@ -35,6 +35,13 @@ local deadId = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 4))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 return deadId
 `;
+
+/**
+ * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
+ * shorter script keeps every other client's wait short. Longer id lists go in several calls,
+ * pipelined.
+ */
+const IDS_PER_SCRIPT_CALL = 1000;
 
 type ScriptedConnection = Redis & {
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
@@ -93,20 +100,34 @@ export class StreamCommands {
   }
 
   /**
-   * Delivery counts of `consumer`'s pending entries among `ids` (one XPENDING call for the
-   * whole batch). Ids missing from the answer are no longer pending under `consumer`.
+   * Owner and delivery count of each entry, exactly: one `XPENDING key group id id 1` per
+   * entry, pipelined in one round trip. Undefined for an entry no longer pending (acked).
    */
-  async deliveryCounts(stream: string, consumer: string, ids: readonly string[], extra = 0): Promise<Map<string, number>> {
-    if (ids.length === 0) return new Map();
-    let min = ids[0]!;
-    let max = ids[0]!;
-    for (const id of ids) {
-      if (compareIds(id, min) < 0) min = id;
-      if (compareIds(id, max) > 0) max = id;
+  async pendingRows(entries: readonly StreamEntry[]): Promise<(PendingRow | undefined)[]> {
+    if (entries.length === 0) return [];
+    const pipeline = this.conn.pipeline();
+    for (const e of entries) pipeline.xpending(e.stream, this.group, e.id, e.id, 1);
+    const results = (await pipeline.exec()) ?? [];
+    return entries.map((e, i) => {
+      const [err, reply] = results[i] ?? [new Error('XPENDING got no reply'), null];
+      if (err) throw err;
+      return parsePendingRow(e.id, reply);
+    });
+  }
+
+  /** The stream's `last-generated-id`, or null when the key does not exist. */
+  async lastGeneratedId(stream: string): Promise<string | null> {
+    try {
+      return parseLastGeneratedId(await this.conn.xinfo('STREAM', stream));
+    } catch (err) {
+      if (err instanceof Error && /^ERR no such key/.test(err.message)) return null;
+      throw err;
     }
-    // The range may also hold other entries of ours (in hand elsewhere): `extra` leaves room.
-    const reply = await this.conn.xpending(stream, this.group, min, max, ids.length + extra, consumer);
-    return parsePendingCounts(reply);
+  }
+
+  /** The server's version, from `INFO server`. */
+  async serverVersion(): Promise<ReturnType<typeof parseServerVersion>> {
+    return parseServerVersion(await this.conn.info('server'));
   }
 
   /** Acks entries of any streams in one round trip: one XACK per stream, pipelined. */
@@ -128,8 +149,17 @@ export class StreamCommands {
    */
   async setIdle(stream: string, consumer: string, ids: readonly string[], idleMs: number): Promise<string[]> {
     if (ids.length === 0) return [];
-    const owned = await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids);
-    return owned.map(String);
+    if (ids.length <= IDS_PER_SCRIPT_CALL) return (await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids)).map(String);
+    const pipeline = this.conn.pipeline() as ReturnType<Redis['pipeline']> & { streamsLease(...args: unknown[]): unknown };
+    for (let i = 0; i < ids.length; i += IDS_PER_SCRIPT_CALL) {
+      pipeline.streamsLease(stream, this.group, consumer, idleMs, ...ids.slice(i, i + IDS_PER_SCRIPT_CALL));
+    }
+    const owned: string[] = [];
+    for (const [err, reply] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      for (const id of reply as unknown[]) owned.push(String(id));
+    }
+    return owned;
   }
 
   /**
@@ -145,7 +175,15 @@ export class StreamCommands {
    * MULTI, so a stream whose client went away expires instead of growing.
    */
   async reply(replyTo: string, fields: readonly string[], ttlMs: number): Promise<void> {
-    const results = await this.conn.multi().xadd(replyTo, 'MAXLEN', '~', REPLY_STREAM_MAXLEN, '*', ...fields).pexpire(replyTo, ttlMs).exec();
+    const results = await this.conn
+      .multi()
+      .xadd(replyTo, 'MAXLEN', '~', REPLY_STREAM_MAXLEN, '*', ...fields)
+      .pexpire(replyTo, ttlMs)
+      .exec()
+      .catch((err: Error & { previousErrors?: Error[] }) => {
+        // EXECABORT only says that a queued command was refused: report the refusal (NOPERM …).
+        throw err.previousErrors?.[0] ?? err;
+      });
     const failed = results?.find(([err]) => err);
     if (failed) throw failed[0];
   }

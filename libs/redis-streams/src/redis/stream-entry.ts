@@ -9,9 +9,6 @@ export interface StreamEntry {
   deliveryCount: number;
 }
 
-/** How an entry reached the loop. */
-export type DeliverySource = 'drain' | 'reclaim' | 'new';
-
 /** Entry ids by stream, in order: one command per stream. */
 export function groupIds(entries: readonly StreamEntry[]): Map<string, string[]> {
   const byStream = new Map<string, string[]>();

@@ -1,23 +1,4 @@
-import type { DeliverySource } from '../redis/stream-entry.js';
-
-export type SettleOutcome =
-  /** The handler succeeded and the entry was acked. */
-  | 'acked'
-  /** The handler failed (or timed out): the entry stays pending and comes back through reclaim. */
-  | 'failed'
-  /** Moved to the dead-letter stream and acked: poison, undecodable, too large, or refused by the handler. */
-  | 'dead-lettered';
-
-export interface SettledEvent {
-  stream: string;
-  id: string;
-  outcome: SettleOutcome;
-  deliveryCount: number;
-  source: DeliverySource;
-  error?: unknown;
-  /** Id of the entry in the dead-letter stream, when `outcome` is `'dead-lettered'`. */
-  deadLetterId?: string;
-}
+import type { SettledEvent } from '../consumer/settled-event.js';
 
 /** Events of `server.on(...)`; statuses travel through `server.status`. */
 export interface RedisStreamsEvents {

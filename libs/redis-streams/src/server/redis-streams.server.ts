@@ -4,13 +4,15 @@ import { EventEmitter } from 'node:events';
 import { isObservable, lastValueFrom, map, throwError, type Subscription } from 'rxjs';
 import type { Redis } from 'ioredis';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
-import { describe, settle, type SettleDeps } from '../consumer/settle.js';
+import { settle, type SettleDeps } from '../consumer/settle.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
+import { describeError } from '../describe-error.js';
+import { describeConnection } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import { Lanes } from '../redis/lanes.js';
-import { isRetryable } from '../redis/redis-errors.js';
+import { isRetryable, RedisWriteError } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
@@ -45,6 +47,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private loopDone: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private laneStatus: Subscription | undefined;
+  private loopRun: Subscription | undefined;
+  private startupTimer: NodeJS.Timeout | undefined;
 
   private readonly defaultStartHook = this.onProcessingStartHook;
 
@@ -63,13 +67,23 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     if (streams.length === 0) return callback();
     const { options } = this;
     let started = false;
-    // A misconfiguration (bad password, missing ACL right, WRONGTYPE key) fails `listen` instead of retrying forever.
+    let lastError: unknown;
+    // Until the first start, `listen` must answer: with an error for what needs a human (bad
+    // password, missing ACL right, WRONGTYPE key, an old server) at once, and for what may heal
+    // (Redis unreachable) after `startupTimeoutMs`. Once started, the loop retries forever.
     const failStart = (error: unknown) => {
+      if (started) return;
       started = true;
+      clearTimeout(this.startupTimer);
       void this.close();
       callback(error);
     };
-    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, options.blockMs, (lane, err) => {
+    this.startupTimer = setTimeout(() => {
+      const cause = lastError === undefined ? 'no answer' : describeError(lastError);
+      failStart(new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${describeConnection(options.connection)} unreachable: ${cause}`, { cause: lastError }));
+    }, options.startupTimeoutMs);
+    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, (lane, err) => {
+      lastError = err;
       if (!started && !isRetryable(err)) return failStart(err);
       this.logger.warn(`${lane} connection: ${err.message}`);
     }, options.commandTimeoutMs));
@@ -101,26 +115,32 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         this.emit('deleted', stream, ids);
       },
       onError: (error, retryInMs) => {
+        lastError = error;
         if (!started && !isRetryable(error)) return failStart(error);
         const log = isRetryable(error) ? 'warn' : 'error';
-        this.logger[log](`consumer loop: ${describe(error)}; retrying in ${retryInMs} ms`);
+        this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
         this.emit('error', error, retryInMs);
       },
       onReady: () => {
         if (started) return;
         started = true;
+        clearTimeout(this.startupTimer);
         this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}`);
         callback();
       },
     }));
     this.loopDone = new Promise<void>((resolve) => {
-      loop.run().subscribe({ complete: resolve, error: resolve });
+      this.loopRun = loop.run().subscribe({ complete: resolve, error: resolve });
     });
   }
 
-  /** Resolves once the entry in hand is settled and both connections are closed. */
+  /**
+   * Resolves once the entry in hand is settled (or abandoned after `shutdownTimeoutMs`) and
+   * both connections are closed. Terminal: nothing of the transport runs after it.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      clearTimeout(this.startupTimer);
       if (!this.loop) return;
       this._status$.next(RedisStreamsStatus.CLOSING);
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
@@ -147,6 +167,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.error(
         `shutdownTimeoutMs (${limit}) passed: abandoning ${abandoned.length} entries in hand, left pending: ${abandoned.map((e) => `${e.stream} ${e.id}`).join(', ')}`,
       );
+      // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
+      // no retry timer, no late ack.
+      this.loopRun?.unsubscribe();
+      this.loop?.abandon();
     }
   }
 
@@ -170,7 +194,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.events.emit(event, ...args);
     } catch (err) {
       // A listener's bug must not stop the loop.
-      this.logger.error(`"${event}" listener threw: ${describe(err)}`);
+      this.logger.error(`"${event}" listener threw: ${describeError(err)}`);
     }
   }
 
@@ -203,8 +227,14 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       if (!this.hooksInstalled()) return Promise.resolve(handler(entry.payload, ctx)).then(settleValue);
       return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(settleValue));
     }
-    const reply = async (packet: WritePacket) =>
-      commands.reply(request.replyTo, await encodeReply(request.correlationId, packet, this.options.serializer), this.options.replyTtlMs);
+    const reply = async (packet: WritePacket) => {
+      const fields = await encodeReply(request.correlationId, packet, this.options.serializer);
+      try {
+        await commands.reply(request.replyTo, fields, this.options.replyTtlMs);
+      } catch (err) {
+        throw new RedisWriteError(`reply to "${request.replyTo}" for entry ${ctx.getId()} of "${ctx.getStream()}"`, err);
+      }
+    };
     if (!handler || handler.isEventHandler) return reply({ err: NO_MESSAGE_HANDLER, isDisposed: true });
     return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
   }

@@ -1,0 +1,67 @@
+import { Logger } from '@nestjs/common';
+import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
+import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: number];
+
+/** `n` entries delivered to consumer `c` and never acked, all made to look idle for an hour. */
+async function heldEntries(key: string, n: number): Promise<StreamEntry[]> {
+  const r = redis.client();
+  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  for (let done = 0; done < n; done += 5000) {
+    const pipeline = r.pipeline();
+    for (let i = done; i < Math.min(n, done + 5000); i++) pipeline.xadd(key, '*', 'n', String(i));
+    await pipeline.exec();
+  }
+  await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', n, 'STREAMS', key, '>');
+  const ids = (await r.xpending(key, 'g', '-', '+', n) as PendingRow[]).map(([id]) => id);
+  for (let i = 0; i < ids.length; i += 5000) await r.xclaim(key, 'g', 'c', 0, ...ids.slice(i, i + 5000), 'IDLE', 3_600_000, 'JUSTID');
+  return ids.map((id) => ({ stream: key, id, fields: [], deliveryCount: 1 }));
+}
+
+describe('lease renewal', () => {
+  it('renews 20,000 held ids of one stream (more than one Lua call can unpack)', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const entries = await heldEntries(key, 20_000);
+    const conn = redis.client();
+    const warnings: string[] = [];
+    const logger = new Logger('lease-test');
+    logger.warn = (message: unknown) => void warnings.push(String(message));
+    const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 50, logger);
+    lease.hold(entries);
+    lease.start();
+    try {
+      // Renewed: every one idle far below the hour it started at, and still c's with one delivery.
+      await waitFor(async () => ((await conn.xpending(key, 'g', '-', '+', 20_000)) as PendingRow[]).every(([, , idle]) => idle < 60_000), {
+        message: 'all 20,000 leases renewed',
+      });
+      const rows = (await conn.xpending(key, 'g', '-', '+', 20_000)) as PendingRow[];
+      expect(rows).toHaveLength(20_000);
+      expect(rows.every(([, consumer, , deliveries]) => consumer === 'c' && deliveries === 1)).toBe(true);
+      expect(warnings).toEqual([]);
+    } finally {
+      lease.stop();
+    }
+  });
+
+  it('hands back 20,000 held ids at once', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const entries = await heldEntries(key, 20_000);
+    const conn = redis.client();
+    await conn.xclaim(key, 'g', 'c', 0, entries[0]!.id, 'IDLE', 0, 'JUSTID');
+    const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 60_000, new Logger('lease-test'));
+    lease.hold(entries);
+    await lease.handBack(entries, 7_200_000);
+    const rows = (await conn.xpending(key, 'g', '-', '+', 20_000)) as PendingRow[];
+    expect(rows.every(([, , idle]) => idle >= 7_200_000)).toBe(true);
+    expect(lease.entries()).toEqual([]);
+  });
+});

@@ -1,0 +1,37 @@
+import { createServer } from 'node:net';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as { port: number };
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+describe('start-up', () => {
+  it('fails listen() after startupTimeoutMs when Redis is unreachable, naming the URL (password masked) and the cause', async () => {
+    const port = await closedPort();
+    const failure = start({ connection: `redis://worker:s3cret@127.0.0.1:${port}/2`, keyPrefix: uniquePrefix(), startupTimeoutMs: 500 });
+    const error = await failure.then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(error!.message).toMatch(new RegExp(`could not start within 500 ms: redis://worker:\\*\\*\\*@127\\.0\\.0\\.1:${port}/2 .*ECONNREFUSED`));
+    expect(error!.message).not.toContain('s3cret');
+  });
+
+  it('starts normally when Redis answers within the deadline', async () => {
+    const app = await start({ connection: redis.url, keyPrefix: uniquePrefix(), startupTimeoutMs: 500 });
+    expect(app.server.options.startupTimeoutMs).toBe(500);
+  });
+});

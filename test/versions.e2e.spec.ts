@@ -1,0 +1,31 @@
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { versionProxy } from './support/version-proxy.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+describe('supported Redis versions', () => {
+  it('refuses a server older than Redis 7.0 at start, with a clear error, instead of misreading its replies', async () => {
+    const real = /redis_version:(\S+)/.exec(await redis.client().info('server'))![1]!;
+    // Same length as the real version, major 6: what a Redis 6.x server reports.
+    const proxy = await versionProxy(redis, real, `6${real.slice(1)}`);
+    try {
+      await expect(start({ connection: { host: '127.0.0.1', port: proxy.port }, keyPrefix: uniquePrefix() })).rejects.toThrow(
+        `nestjs-redis-streams: unsupported server: needs Redis 7.0 or later (Valkey 7.2 or later); the server is Redis 6${real.slice(1)}`,
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('accepts the server CI runs', async () => {
+    const info = await redis.client().info('server');
+    const [major] = /redis_version:(\d+)/.exec(info)!.slice(1).map(Number);
+    expect(major).toBeGreaterThanOrEqual(7);
+    await start({ connection: redis.url, keyPrefix: uniquePrefix() });
+  });
+});
