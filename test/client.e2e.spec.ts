@@ -1,6 +1,7 @@
 import { RpcException } from '@nestjs/microservices';
 import { RedisStreamsClient, RedisStreamsRecord } from 'nestjs-redis-streams';
 import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
+import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
@@ -158,13 +159,21 @@ describe('RedisStreamsClient.send', () => {
     const app = await consumer(prefix);
     let release!: () => void;
     app.recorder.behavior = (call) => ((call.payload as { slow?: boolean }).slow ? new Promise((resolve) => (release = () => resolve('late'))) : 'fast');
-    const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
+    const logs = captureLogs();
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix }, logs.logger);
+    const clientErrors: unknown[] = [];
+    client.on('error', (err) => clientErrors.push(err));
     await expect(firstValueFrom(client.send('quote', { slow: true }).pipe(timeout(200)))).rejects.toThrow(/Timeout/);
     await waitFor(() => typeof release === 'function', { message: 'the slow handler to start' });
     release();
     await waitFor(() => app.settled.length === 1, { message: 'the late reply to be written' });
-    // The client keeps working and routes the next answer correctly.
+    expect(app.settled[0]!.outcome).toBe('acked');
+    // The client keeps working and routes the next answer correctly; by then the late reply was read.
     expect(await lastValueFrom(client.send('quote', {}))).toBe('fast');
+    await waitFor(async () => (await redis.client().xlen(client.replyStream)) === 0, { message: 'both replies read' });
+    // Dropped without an error: none emitted, none logged (warn or error) by the client.
+    expect(clientErrors).toEqual([]);
+    expect(logs.lines.filter((l) => /^(warn|error) /.test(l))).toEqual([]);
   });
 
   it('keeps its reply stream small and short-lived: read replies are deleted, the stream has a TTL and is deleted on close', async () => {

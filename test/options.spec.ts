@@ -1,5 +1,35 @@
-import { CLIENT_DEFAULTS, InvalidOptionError, RedisStreamsClient, RedisStreamsServer, SERVER_DEFAULTS } from 'nestjs-redis-streams';
+import { InvalidOptionError, JsonDeserializer, JsonSerializer, MAX_BATCH_SIZE, RedisStreamsClient, RedisStreamsServer } from 'nestjs-redis-streams';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+/** The README table whose header row is `header`: option name → its "default" cell. */
+function readmeDefaults(header: string): Map<string, string> {
+  const lines = readme.split('\n');
+  const start = lines.indexOf(header);
+  if (start === -1) throw new Error(`README.md has no table headed ${header}`);
+  const rows = new Map<string, string>();
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break;
+    const [, name, value] = /^\| `([^`]+)` \| (.*?) \| /.exec(line)!;
+    rows.set(name!, value!);
+  }
+  return rows;
+}
+
+/** What a README default cell means, checked against the resolved option. */
+function matchesDoc(cell: string, actual: unknown, resolved: Record<string, unknown>): boolean {
+  if (cell === 'none') return actual === undefined;
+  if (cell === 'JSON') return actual instanceof JsonSerializer || actual instanceof JsonDeserializer;
+  if (cell === '`redis://127.0.0.1:6379`') return JSON.stringify(actual) === JSON.stringify({ host: '127.0.0.1', port: 6379 });
+  if (cell === '`<hostname>-<pid>`') return actual === `${hostname()}-${process.pid}`;
+  if (cell === '`minIdleMs / 3`') return actual === Math.floor((resolved.minIdleMs as number) / 3);
+  if (cell === '`` s => `${s}:dead` ``') return typeof actual === 'function' && actual('orders') === 'orders:dead';
+  const literal = /^`(.*)`$/.exec(cell)?.[1];
+  if (literal === undefined) throw new Error(`cannot read the README default ${cell}`);
+  return JSON.stringify(actual) === JSON.stringify(JSON.parse(literal.replaceAll("'", '"')));
+}
 
 describe('options', () => {
   it.each([
@@ -13,6 +43,7 @@ describe('options', () => {
     [{ consumer: '  ' }, 'consumer'],
     [{ groupStartId: '>' }, 'groupStartId'],
     [{ readAhead: 'yes' }, 'readAhead'],
+    [{ startupTimeoutMs: 0 }, 'startupTimeoutMs'],
     [{ commandTimeoutMs: 0 }, 'commandTimeoutMs'],
     [{ keyPrefix: 5 }, 'keyPrefix'],
     [{ retryInitialDelayMs: 500, retryMaxDelayMs: 100 }, 'retryMaxDelayMs'],
@@ -26,10 +57,18 @@ describe('options', () => {
     expect(make).toThrow(`invalid option "${option}"`);
   });
 
-  it('fills in the documented defaults', () => {
-    const { options } = new RedisStreamsServer();
-    expect(options).toMatchObject({ ...SERVER_DEFAULTS, leaseRenewMs: 10_000, consumer: `${hostname()}-${process.pid}` });
-    expect(options.connection).toEqual({ host: '127.0.0.1', port: 6379 });
+  it('fills in the defaults README.md documents, and documents every option', () => {
+    const options = new RedisStreamsServer().options as unknown as Record<string, unknown>;
+    const documented = readmeDefaults('| option | default | meaning |');
+    expect([...documented.keys()].sort()).toEqual(Object.keys(options).sort());
+    for (const [name, cell] of documented) expect(matchesDoc(cell, options[name], options), `${name}: README says ${cell}`).toBe(true);
+  });
+
+  it(`bounds batchSize at ${MAX_BATCH_SIZE}, as README.md says`, () => {
+    expect(new RedisStreamsServer({ batchSize: MAX_BATCH_SIZE }).options.batchSize).toBe(MAX_BATCH_SIZE);
+    expect(() => new RedisStreamsServer({ batchSize: MAX_BATCH_SIZE + 1 })).toThrow(`invalid option "batchSize": must be at most ${MAX_BATCH_SIZE}`);
+    expect(readmeDefaults('| option | default | meaning |').get('batchSize')).toBe('`10`');
+    expect(readme).toContain(`at most \`${MAX_BATCH_SIZE}\``);
   });
 
   it('parses a redis:// URL with credentials and database', () => {
@@ -52,8 +91,10 @@ describe('client options', () => {
     expect(() => new RedisStreamsClient(options as never)).toThrow(`invalid option "${option}"`);
   });
 
-  it('fills in the documented defaults', () => {
-    const { options } = new RedisStreamsClient();
-    expect(options).toMatchObject({ ...CLIENT_DEFAULTS, retention: undefined, streamRetention: {} });
+  it('fills in the defaults README.md documents, and documents every option', () => {
+    const options = new RedisStreamsClient().options as unknown as Record<string, unknown>;
+    const documented = readmeDefaults('| client option | default | meaning |');
+    expect([...documented.keys()].sort()).toEqual(Object.keys(options).sort());
+    for (const [name, cell] of documented) expect(matchesDoc(cell, options[name], options), `${name}: README says ${cell}`).toBe(true);
   });
 });

@@ -72,7 +72,8 @@ describe('read-ahead', () => {
     const before = await autoClaims();
     const peer = await start({ ...short, consumer: 'd' });
     try {
-      // Twenty reclaim beats (at most one per blockMs) span far more than minIdleMs.
+      // Twenty XAUTOCLAIMs: ten beats (one call per stream it reads, orders and payments; at most
+      // one beat per blockMs, 50 ms), so more than minIdleMs (300 ms).
       await waitFor(async () => (await autoClaims()) - before >= 20, { message: 'twenty XAUTOCLAIMs by the peer', timeoutMs: 10_000 });
       expect(peer.recorder.calls).toEqual([]);
       expect((await pendingOf(app.key())).every(([, consumer]) => consumer === 'c')).toBe(true);

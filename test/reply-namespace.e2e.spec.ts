@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
+import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
@@ -26,9 +27,15 @@ async function snapshot(r: Redis, key: string) {
 }
 
 describe('replies go only to reply streams (replyTo is untrusted input)', () => {
-  it('refuses a request whose replyTo names a work stream: the stream stays byte-for-byte intact and the request is dead-lettered', async () => {
+  it.each([
+    { as: 'a user with every right' },
+    { as: 'the README\'s minimal consumer ACL user', acl: true },
+  ])('refuses a request whose replyTo names a work stream ($as): the stream stays byte-for-byte intact and the request is dead-lettered', async ({ acl }) => {
     const prefix = uniquePrefix();
     const r = redis.client();
+    const user = `rn-${prefix.slice(2, 10)}`;
+    const connection = acl ? await aclUser(r, redis.port, user, prefix, CONSUMER_ACL) : redis.url;
+    onTestFinished(async () => void (acl && (await r.call('ACL', 'DELUSER', user))));
     const victim = `${prefix}orders-archive`;
     await r.xgroup('CREATE', victim, 'other-team', '0', 'MKSTREAM');
     const pipeline = r.pipeline();
@@ -38,7 +45,7 @@ describe('replies go only to reply streams (replyTo is untrusted input)', () => 
     expect(before.xlen).toBe(3000);
 
     const logs = captureLogs();
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100 }, { controllers: [RequestsController], logger: logs.logger });
+    const app = await start({ connection, group: 'g', keyPrefix: prefix, blockMs: 100 }, { controllers: [RequestsController], logger: logs.logger });
     app.recorder.behavior = () => 'answer';
     const hostile = [
       victim,

@@ -1,14 +1,32 @@
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
-/** The least a consumer (server) needs; README "Minimal ACL". */
-export const CONSUMER_ACL =
-  '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xgroup|create +xreadgroup +xautoclaim +xpending +xack +xclaim +xinfo|stream +xadd +pexpire +multi +exec +evalsha +eval';
-/** The least a producer (client) needs; README "Minimal ACL". */
-export const PRODUCER_ACL =
-  '+hello +client|setname +client|id +client|unblock +info +ping +select +quit +xadd +xread +xdel +pexpire +del +multi +exec +evalsha +eval +xlen +xrange +xinfo|groups +xpending +xtrim';
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
-/** Creates (or resets) an ACL user limited to keys under `prefix`; returns ioredis options for it. */
-export async function aclUser(admin: Redis, port: number, name: string, prefix: string, rules: string): Promise<{ host: string; port: number; username: string; password: string }> {
-  await admin.call('ACL', 'SETUSER', name, 'reset', 'on', '>pw', `~${prefix}*`, ...rules.split(' '));
+/** The rules of the README's `ACL SETUSER <user> …` line (section "Minimal ACL"), selectors kept whole. */
+function readmeAcl(user: string): string[] {
+  const line = readme.split('\n').find((l) => l.startsWith(`ACL SETUSER ${user} `));
+  if (!line) throw new Error(`README.md has no "ACL SETUSER ${user}" line`);
+  return line.slice(`ACL SETUSER ${user} `.length).match(/\([^)]*\)|\S+/g)!;
+}
+
+/** The consumer's (RedisStreamsServer) rules, exactly as README "Minimal ACL" documents them (keys under `app:`). */
+export const CONSUMER_ACL: readonly string[] = readmeAcl('orders-worker');
+/** The producer's (RedisStreamsClient) rules, as README "Minimal ACL" documents them. */
+export const PRODUCER_ACL: readonly string[] = readmeAcl('orders-api');
+
+/**
+ * Creates (or resets) an ACL user with `rules` (README's `app:` key prefix replaced by `prefix`,
+ * its password by `pw`); returns ioredis options for it.
+ */
+export async function aclUser(
+  admin: Redis,
+  port: number,
+  name: string,
+  prefix: string,
+  rules: readonly string[],
+): Promise<{ host: string; port: number; username: string; password: string }> {
+  const mine = rules.map((r) => (r.startsWith('>') ? '>pw' : r.replaceAll('app:', prefix)));
+  await admin.call('ACL', 'SETUSER', name, 'reset', ...mine);
   return { host: '127.0.0.1', port, username: name, password: 'pw' };
 }

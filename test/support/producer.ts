@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import type { ClientProxy } from '@nestjs/microservices';
 import { ClientsModule } from '@nestjs/microservices';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -10,11 +11,11 @@ export interface TestProducer {
 }
 
 /** A producer app: the client registered the way users do, through ClientsModule with `customClass`. */
-export async function startProducer(options: RedisStreamsClientOptions): Promise<TestProducer> {
+export async function startProducer(options: RedisStreamsClientOptions, logger?: LoggerService): Promise<TestProducer> {
   const moduleRef = await Test.createTestingModule({
     imports: [ClientsModule.register([{ name: 'ORDERS', customClass: RedisStreamsClient, options }])],
   }).compile();
-  moduleRef.useLogger(process.env.TEST_LOGS ? console : false);
+  moduleRef.useLogger(logger ?? (process.env.TEST_LOGS ? console : false));
   await moduleRef.init();
   const client = moduleRef.get<ClientProxy>('ORDERS') as RedisStreamsClient;
   let closing: Promise<void> | undefined;
@@ -27,8 +28,8 @@ export function useProducers(): typeof startProducer {
   afterEach(async () => {
     await Promise.all(producers.splice(0).map((p) => p.close()));
   });
-  return async (options) => {
-    const producer = await startProducer(options);
+  return async (options, logger) => {
+    const producer = await startProducer(options, logger);
     producers.push(producer);
     return producer;
   };

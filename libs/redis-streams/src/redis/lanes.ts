@@ -94,26 +94,24 @@ export class Lanes {
    */
   async awaitPark<T>(read: Promise<T>, blockMs: number): Promise<T> {
     const conn = this.blocking;
-    let timer: NodeJS.Timeout | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    const after = (ms: number) => new Promise<'silent'>((resolve) => timers.push(setTimeout(() => resolve('silent'), ms)));
     let onClose: (() => void) | undefined;
     const lost = new Promise<never>((_, reject) => {
       onClose = () => reject(new ParkLostError('the connection closed while parked'));
       conn.once('close', onClose);
     });
-    const within = (ms: number) => new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), ms)));
+    lost.catch(() => undefined);
     try {
-      let answer = await Promise.race([read, lost, within(blockMs + PARK_GRACE_MS)]);
-      if (answer !== 'silent') return answer;
-      clearTimeout(timer);
-      await this.unblock();
-      answer = await Promise.race([read, lost, within(PARK_GRACE_MS)]);
-      if (answer !== 'silent') return answer;
+      if ((await Promise.race([read, lost, after(blockMs + PARK_GRACE_MS)])) !== 'silent') return await read;
+      // Wake it; the grace runs from Redis' answer to the UNBLOCK (a paused server answers late, not never).
+      const woken = this.unblock().then(() => after(PARK_GRACE_MS));
+      if ((await Promise.race([read, lost, woken])) !== 'silent') return await read;
       conn.disconnect(true);
-      throw new ParkLostError(`no answer within ${blockMs + 2 * PARK_GRACE_MS} ms of BLOCK ${blockMs}, even after CLIENT UNBLOCK`);
+      throw new ParkLostError(`no answer to a park with BLOCK ${blockMs}, even ${PARK_GRACE_MS} ms after CLIENT UNBLOCK`);
     } finally {
-      clearTimeout(timer);
+      for (const t of timers) clearTimeout(t);
       conn.off('close', onClose!);
-      lost.catch(() => undefined);
     }
   }
 
