@@ -126,4 +126,39 @@ describe('poison entries and the dead-letter stream', () => {
     const pending = (await r.xpending(app.key(), 'g', '-', '+', 10)) as [string, string][];
     expect(pending.map(([pendingId, owner]) => [pendingId, owner])).toEqual([[id, 'peer']]);
   });
+
+  it('leaves an entry pending and goes on when its dead-letter stream refuses it (its ids exhausted by a hostile write)', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    await r.xadd(`${prefix}orders:dead`, '18446744073709551615-18446744073709551615', 'x', 'y');
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 });
+    const poison = await r.xadd(`${prefix}orders`, '*', 'data', '{not json');
+    const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders`), { message: 'the poison entry settled' });
+    const [event] = app.settled.filter((e) => e.stream === `${prefix}orders`);
+    expect(event).toMatchObject({ outcome: 'failed' });
+    expect(String((event!.error as Error).message)).toMatch(/could not be dead-lettered.*exhausted/);
+    // Not lost: still pending, back through reclaim after minIdleMs.
+    expect(((await r.xpending(`${prefix}orders`, 'g', '-', '+', 10)) as [string][]).map(([id]) => id)).toEqual([poison]);
+  });
+
+  it('dead-letters an entry without its copy when Redis refuses the copy (larger than proto-max-bulk-len), and goes on', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // changes the server's configuration
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const [, limit] = (await r.config('GET', 'proto-max-bulk-len')) as [string, string];
+    await r.config('SET', 'proto-max-bulk-len', String(1024 * 1024));
+    onTestFinished(async () => void (await redis.client().config('SET', 'proto-max-bulk-len', limit)));
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 });
+    // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB.
+    const poison = await r.xadd(`${prefix}orders`, '*', 'data', '\u0001'.repeat(200_000));
+    const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === poison && e.outcome === 'dead-lettered'), { message: 'the poison entry dead-lettered' });
+    const [dead] = await deadLetters(`${prefix}orders`);
+    expect(dead).toMatchObject({ sourceId: poison, fields: [] });
+    expect(dead!.error).toMatch(/cannot be deserialized.*\(the entry's fields were not copied: .*bulk length/);
+    expect(await pendingCount(`${prefix}orders`)).toBe(0);
+  });
 });

@@ -118,4 +118,22 @@ describe('a reply Redis refuses to write', () => {
       await admin.call('ACL', 'DELUSER', user);
     }
   });
+
+  it('dead-letters at once a request whose reply stream can never take a reply (its ids exhausted), without stalling the loop', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const replyTo = `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11`;
+    await r.xadd(replyTo, '18446744073709551615-18446744073709551615', 'x', 'y');
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, maxDeliveries: 5 }, { controllers: [RequestsController] });
+    app.recorder.behavior = () => 'answer';
+    const request = await r.xadd(`${prefix}quote`, '*', 'data', '{}', 'correlationId', 'c1', 'replyTo', replyTo);
+    const innocent = await r.xadd(`${prefix}orders`, '*', 'n', '1');
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
+    const requests = () => app.settled.filter((e) => e.stream === `${prefix}quote`);
+    await waitFor(() => requests().length > 0, { message: 'the request settled' });
+    expect(requests().map((e) => [e.id, e.outcome])).toEqual([[request, 'dead-lettered']]);
+    expect(app.recorder.idsOf('quote')).toEqual([request]);
+    const [dead] = (await r.xrange(`${prefix}quote:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
+    expect(dead!.error).toMatch(/reply to .* refused: ERR The stream has exhausted the last possible ID.*can never be answered/);
+  });
 });

@@ -3,6 +3,8 @@ import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { TRIM_EVERY } from '../libs/redis-streams/src/redis/producer-commands.js';
+import { TRIM_SCAN_LIMIT } from '../libs/redis-streams/src/redis/trim-script.js';
+import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
 
 let redis: TestRedis;
@@ -82,5 +84,72 @@ describe('retention', () => {
     await admin.xack(`${prefix}early`, 'g', ...read[0]![1].map(([id]) => id));
     for (let i = 0; i < TRIM_EVERY; i++) await lastValueFrom(client.emit('early', { i: 300 + i }));
     expect(await admin.xlen(`${prefix}early`)).toBeLessThan(300);
+  });
+
+  it('never trims pending or unread entries of a stream whose ids are above 2^53 ms (a hostile XADD with an explicit id)', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const key = `${prefix}hostile`;
+    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    // Every later '*' id shares this millisecond part, which a double cannot hold exactly.
+    await admin.xadd(key, '9007199254740995-0', 'n', 'hostile');
+    for (let i = 0; i < 300; i++) await admin.xadd(key, '*', 'n', String(i));
+    const read = (await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 101, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
+    const delivered = read[0]![1].map(([id]) => id);
+    await admin.xack(key, 'g', ...delivered.slice(0, 100));
+    const before = new Set((await admin.xrange(key, '-', '+')).map(([id]) => id));
+    const needed = [...before].filter((id) => !delivered.slice(0, 100).includes(id));
+    expect(needed).toHaveLength(201); // one pending, two hundred never delivered
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix, retention: { maxLen: 10, safe: true } });
+    await lastValueFrom(client.emit('hostile', {}));
+    const left = await present(admin, key);
+    expect(needed.filter((id) => !left.has(id))).toEqual([]);
+  });
+
+  it('trims past a group whose last-delivered id has a sequence near 2^64, without a script error', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const key = `${prefix}maxseq`;
+    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 150; i++) await admin.xadd(key, `5-${i}`, 'n', String(i));
+    await admin.xadd(key, '5-18446744073709551614', 'n', 'last');
+    await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', key, '>');
+    await admin.xack(key, 'g', ...(await admin.xrange(key, '-', '+')).map(([id]) => id));
+    const logs = captureLogs();
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix, retention: { maxLen: 10, safe: true } }, logs.logger);
+    await lastValueFrom(client.emit('maxseq', {}));
+    expect(logs.lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+    // Everything was acked: the length bound applies (all but the newest entries go).
+    expect(await admin.xlen(key)).toBeLessThan(100);
+  });
+
+  it('takes a maxAgeMs longer than the clock has run (nothing is that old) without failing the write', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const { client } = await producer(
+      { connection: redis.url, keyPrefix: prefix, streamRetention: { plain: { maxAgeMs: 1e14 }, safe: { maxAgeMs: 1e14, safe: true }, both: { maxAgeMs: 1e14, maxLen: 5 } } },
+      logs.logger,
+    );
+    for (const pattern of ['plain', 'safe', 'both']) await expect(lastValueFrom(client.emit(pattern, {}))).resolves.toMatch(/^\d+-\d+$/);
+    expect(logs.lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+  });
+
+  it('bounds the work of one trim: after a long lag is caught up, one write removes at most 100 entries', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const key = `${prefix}caughtup`;
+    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const pipeline = admin.pipeline();
+    for (let i = 0; i < 5000; i++) pipeline.xadd(key, '*', 'n', String(i));
+    await pipeline.exec();
+    const read = (await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 5000, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
+    await admin.xack(key, 'g', ...read[0]![1].map(([id]) => id));
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix, retention: { maxLen: 10, safe: true } });
+    await lastValueFrom(client.emit('caughtup', {}));
+    const removed = 5001 - (await admin.xlen(key));
+    // The script reads the entries it removes (Lua has no ids-only range): a bounded number per write.
+    expect(removed).toBeGreaterThan(0);
+    expect(removed).toBeLessThanOrEqual(100);
+    expect(TRIM_SCAN_LIMIT).toBeLessThanOrEqual(100);
   });
 });

@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
     const results = await dlq.redrive(deadStream, values.all ? 'all' : ids);
     for (const r of results) {
       if (values.json) console.log(JSON.stringify(r));
-      else console.log(r.newId ? `${r.id} → ${r.stream} ${r.newId}` : `${r.id}: no longer in "${deadStream}", skipped`);
+      else console.log(r.newId ? `${r.id} → ${r.stream} ${r.newId}` : `${r.id}: skipped (no longer in "${deadStream}", or its fields were not copied)`);
     }
     return results.every((r) => r.newId) ? 0 : 1;
   } finally {

@@ -1,9 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
 import { encodeDeadLetter } from '../codec/dead-letter-codec.js';
+import { describeError } from '../describe-error.js';
+import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
-import type { DeliverySource } from './settled-event.js';
-import type { SettledEvent } from './settled-event.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 export interface DeadLettererDeps {
   commands: StreamCommands;
@@ -15,8 +16,12 @@ export interface DeadLettererDeps {
 
 /**
  * Moves the entry to its dead-letter stream and acks it (one atomic script), or leaves it
- * pending when dead-lettering is disabled. Rejects only when Redis failed (the entry is then
- * still pending under this consumer).
+ * pending when dead-lettering is disabled. The dead letter carries a copy of the entry's fields
+ * unless `copy` is false, or the copy cannot be made or Redis refuses it (too large for
+ * JavaScript or for `proto-max-bulk-len`): then it goes without, saying why. When Redis
+ * refuses even that (the dead-letter stream's ids used up, NOPERM), the entry stays pending,
+ * reported as failed, and the loop goes on: one entry never stalls the others. Rejects only
+ * when Redis could not be reached (the entry is then still pending under this consumer).
  */
 export async function deadLetter(
   deps: DeadLettererDeps,
@@ -24,6 +29,7 @@ export async function deadLetter(
   source: DeliverySource,
   reason: string,
   error: unknown = new Error(reason),
+  copy = true,
 ): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
   const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
@@ -32,17 +38,45 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  const fields = encodeDeadLetter({
-    stream: entry.stream,
-    sourceId: entry.id,
-    group: deps.group,
-    consumer: deps.consumer,
-    deliveryCount: entry.deliveryCount,
-    error: reason,
-    fields: [...(entry.fields ?? [])],
-    deadAt: Date.now(),
-  });
-  const deadId = await deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, fields);
+  const letter = (withCopy: boolean, omitted?: string) =>
+    encodeDeadLetter({
+      stream: entry.stream,
+      sourceId: entry.id,
+      group: deps.group,
+      consumer: deps.consumer,
+      deliveryCount: entry.deliveryCount,
+      error: omitted === undefined ? reason : `${reason} (the entry's fields were not copied: ${omitted})`,
+      fields: withCopy ? [...(entry.fields ?? [])] : [],
+      deadAt: Date.now(),
+    });
+  const move = (fields: string[]) => deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, fields);
+  const cannot = (err: unknown): SettledEvent => {
+    // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
+    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${describeError(err)}), left pending`);
+    return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${describeError(err)}`, { cause: err }) };
+  };
+
+  let fields: string[];
+  let copied = copy;
+  try {
+    fields = letter(copy, copy ? undefined : 'too large');
+  } catch (err) {
+    fields = letter(false, describeError(err));
+    copied = false;
+  }
+  let deadId: string | null;
+  try {
+    deadId = await move(fields);
+  } catch (err) {
+    if (!isRefusal(err)) throw err;
+    if (!copied) return cannot(err);
+    try {
+      deadId = await move(letter(false, describeError(err)));
+    } catch (again) {
+      if (!isRefusal(again)) throw again;
+      return cannot(again);
+    }
+  }
   if (deadId === null) {
     // A peer reclaimed it (our lease lapsed) or it was acked: it is theirs to settle now.
     deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);

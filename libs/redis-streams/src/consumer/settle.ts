@@ -41,7 +41,8 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
   }
   if (deps.maxEntryBytes !== undefined) {
     const bytes = entryBytes(entry);
-    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`);
+    // Too large to hold twice: the dead letter says where it is, the entry stays in its stream.
+    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`, undefined, false);
   }
   let decoded: DecodedEntry;
   try {
@@ -56,7 +57,7 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
       deps,
       entry,
       source,
-      `replyTo ${JSON.stringify(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
+      `replyTo ${preview(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
     );
   }
 
@@ -68,8 +69,12 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     const work = deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
-    // Redis' failure, not the handler's: the loop's Redis-failure path (the entry stays pending).
-    if (error instanceof RedisWriteError) throw error;
+    if (error instanceof RedisWriteError) {
+      // The reply key itself refuses (a hostile write made it another type, or used up its ids).
+      if (error.permanent) return deadLetter(deps, entry, source, `${error.what} refused: ${error.refusal}; the request can never be answered`, error);
+      // Redis' failure, not the handler's: the loop's Redis-failure path (the entry stays pending).
+      throw error;
+    }
     if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
     if (entry.deliveryCount >= deps.maxDeliveries) {
       return deadLetter(deps, entry, source, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`, error);
@@ -80,6 +85,12 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
   }
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'acked' };
+}
+
+/** A value quoted for a log line or a dead-letter reason, at most ~200 characters of it. */
+function preview(value: string): string {
+  const quoted = JSON.stringify(value.length > 200 ? value.slice(0, 200) : value);
+  return value.length > 200 ? `${quoted}… (${value.length} characters)` : quoted;
 }
 
 function entryBytes(entry: StreamEntry): number {

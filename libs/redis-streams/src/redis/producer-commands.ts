@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { parseReadReply } from './replies.js';
-import { xaddTrimArgs, type RetentionPolicy } from './retention.js';
+import { ageBoundId, xaddTrimArgs, type RetentionPolicy } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
 import type { StreamEntry } from './stream-entry.js';
 
@@ -30,10 +30,10 @@ export class ProducerCommands {
     const inline = xaddTrimArgs(policy, now);
     const writes = this.writesSinceTrim.get(stream) ?? 0;
     this.writesSinceTrim.set(stream, (writes + 1) % TRIM_EVERY);
-    if (!policy || inline.length > 0 || writes !== 0) {
+    if (!policy || inline.length > 0 || writes !== 0 || (!policy.safe && policy.maxLen === undefined)) {
       return { id: (await this.conn.call('XADD', stream, ...inline, '*', ...fields)) as string };
     }
-    const ageBound = policy.maxAgeMs === undefined ? '' : `${now - policy.maxAgeMs}-0`;
+    const ageBound = ageBoundId(policy.maxAgeMs, now) ?? '';
     const pipeline = this.conn.pipeline().call('XADD', stream, '*', ...fields) as ReturnType<Redis['pipeline']> & {
       streamsTrim(...args: unknown[]): unknown;
     };

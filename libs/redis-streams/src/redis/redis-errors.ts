@@ -31,15 +31,35 @@ export function isRetryable(err: unknown): boolean {
 export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Command timed out';
 
 /**
+ * A refusal that retrying cannot cure: Redis answered with an error reply (not a lost
+ * connection, not a transient state such as LOADING). NOPERM, OOM, WRONGTYPE, a protocol error …
+ */
+export const isRefusal = (err: unknown): boolean => err instanceof Error && /^[A-Z]{3,}\b/.test(err.message) && !isRetryable(err);
+
+/** A refusal due to the key itself (its type, its ids used up): the same write to it will never succeed. */
+export const isKeyRefusal = (err: unknown): boolean => /^WRONGTYPE\b|^ERR The stream has exhausted the last possible ID/.test(message(err));
+
+/**
  * A write the settle step needed (a request's reply) that Redis refused or never answered.
  * It is Redis' failure, not the handler's: the entry stays pending and the loop takes its
  * Redis-failure path, as for a failed XACK. The message keeps Redis' own prefix first
- * (NOPERM, OOM …), so retry decisions still read it.
+ * (NOPERM, OOM …), so retry decisions still read it. `permanent`: the key itself refuses
+ * (see isKeyRefusal), so no retry can ever succeed.
  */
 export class RedisWriteError extends Error {
-  constructor(what: string, cause: unknown) {
+  readonly permanent: boolean;
+
+  constructor(
+    readonly what: string,
+    cause: unknown,
+  ) {
     super(`${message(cause)} (${what})`, { cause });
     this.name = 'RedisWriteError';
+    this.permanent = isKeyRefusal(cause);
+  }
+
+  get refusal(): string {
+    return message(this.cause);
   }
 }
 
