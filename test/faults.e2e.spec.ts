@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { connect, createServer, type Socket } from 'node:net';
 import { RedisStreamsStatus } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { aclUser as aclUserOn, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
@@ -167,4 +168,77 @@ describe('faults the loop must survive', () => {
     void app.close().then(() => (closed = true));
     await waitFor(() => closed, { message: 'close() to return' });
   });
+
+  it('keeps parking when its blocking connection goes silent right after a reconnect (CLIENT ID never answered)', async () => {
+    const proxy = await silencingProxy(redis.port);
+    try {
+      const app = await start({ connection: { host: '127.0.0.1', port: proxy.port }, group: 'g', consumer: 'k1', keyPrefix: uniquePrefix(), blockMs: 300, minIdleMs: 600_000, retryMaxDelayMs: 200 });
+      const r = redis.client();
+      const first = await r.xadd(app.key(), '*', 'n', 'first');
+      await waitFor(() => app.settled.some((e) => e.id === first), { message: 'the first entry' });
+      proxy.silenceNextClientId();
+      const row = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').find((l) => l.includes('k1:blocking'))!;
+      await r.client('KILL', 'ADDR', /addr=(\S+)/.exec(row)![1]!);
+      await waitFor(() => proxy.silenced() === 1, { message: 'the CLIENT ID after the reconnect swallowed' });
+      const second = await r.xadd(app.key(), '*', 'n', 'second');
+      await waitFor(() => app.settled.some((e) => e.id === second), { message: 'the second entry, once the silent lane is dropped' });
+      const { ms } = await timed(() => app.close());
+      expect(ms).toBeLessThan(5000);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('closes within shutdownTimeoutMs and a second or two even while Redis is paused (CLIENT PAUSE ALL)', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // pauses the whole server; last in this file
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, shutdownTimeoutMs: 1000, commandTimeoutMs: 1000 });
+    const r = redis.client();
+    const id = await r.xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => app.settled.some((e) => e.id === id), { message: 'the first entry' });
+    await r.client('PAUSE', 8000, 'ALL');
+    let closed = false;
+    void app.close().then(() => (closed = true));
+    // Eight seconds of pause: only the transport's own deadlines can end close() before it does.
+    await waitFor(() => closed, { message: 'close() during the pause', timeoutMs: 5000 });
+  });
 });
+
+/**
+ * A loopback proxy to Redis that, once told, swallows a blocking lane's next CLIENT ID and
+ * everything after it on that connection: a connection gone silent right after connecting.
+ */
+async function silencingProxy(port: number) {
+  let armed = false;
+  let silenced = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let blockingLane = false;
+    let dead = false;
+    client.on('data', (d: Buffer) => {
+      const text = d.toString('latin1');
+      if (text.includes(':blocking')) blockingLane = true;
+      if (armed && blockingLane && /CLIENT\r\n\$2\r\nID\r\n/i.test(text)) {
+        dead = true;
+        armed = false;
+        silenced++;
+      }
+      if (!dead) upstream.write(d);
+    });
+    upstream.on('data', (d: Buffer) => void (dead || client.write(d)));
+    for (const s of [client, upstream]) s.on('error', () => s.destroy());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    silenceNextClientId: () => void (armed = true),
+    silenced: () => silenced,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

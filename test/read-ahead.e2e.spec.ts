@@ -165,3 +165,23 @@ describe('read-ahead', () => {
     expect(await pendingOf(app.key())).toEqual([]);
   });
 });
+
+describe('read-ahead and its own reclaim', () => {
+  it('does not run a held read-ahead batch twice when its own reclaim finds it idle (event loop blocked past minIdleMs)', async () => {
+    const prefix = uniquePrefix();
+    await preload(prefix, 4);
+    let first = true;
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'solo', keyPrefix: prefix, batchSize: 2, blockMs: 200, minIdleMs: 1000, leaseRenewMs: 300 });
+    app.recorder.behavior = () => {
+      if (!first) return;
+      first = false;
+      const until = Date.now() + 1500;
+      while (Date.now() < until); // holds the event loop: no lease renewal meanwhile
+    };
+    await waitFor(() => new Set(app.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)).size === 4, { message: 'four entries acked' });
+    // Batches are settled in fetch order: once an entry written now is settled, every batch fetched before it is done.
+    const end = await redis.client().xadd(app.key(), '*', 'n', 'end');
+    await waitFor(() => app.settled.some((e) => e.id === end), { message: 'the end marker' });
+    expect(app.recorder.calls.filter((c) => c.id !== end)).toHaveLength(4);
+  });
+});

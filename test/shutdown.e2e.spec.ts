@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { requireBuilt, repoRoot } from './support/built.js';
+import { captureLogs } from './support/logs.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
@@ -99,5 +100,43 @@ describe('shutdown at settle points', () => {
     expect(report.closed).toBe(true);
     // No timer of the transport (lease, retry, wake) outlives close().
     expect(report.timersAfter).toBe(report.timersBefore);
+  });
+
+  it('after shutdownTimeoutMs, a handler that finishes late changes nothing: no settled event, no write, and the unstarted entries were handed back at close', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const key = `${prefix}orders`;
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 8; i++) await r.xadd(key, '*', 'n', String(i));
+    const logs = captureLogs();
+    const minIdleMs = 60_000;
+    const app = await start(
+      { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 4, concurrency: 2, blockMs: 100, minIdleMs, shutdownTimeoutMs: 300 },
+      { logger: logs.logger },
+    );
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let returned = 0;
+    app.recorder.behavior = async () => {
+      await released;
+      returned++;
+      throw new Error('late failure');
+    };
+    await waitFor(() => app.recorder.calls.length === 2, { message: 'two in hand' });
+    await app.close();
+    const settledAtClose = app.settled.length;
+    const linesAtClose = logs.lines.length;
+    // Two in hand (abandoned, still pending); the two not started and the read-ahead batch handed back.
+    const pending = (await r.xpending(key, 'g', '-', '+', 20)) as [string, string, number, number][];
+    const inHand = new Set(app.recorder.idsOf());
+    expect(pending.filter(([id]) => !inHand.has(id)).every(([, , idle]) => idle >= minIdleMs)).toBe(true);
+    expect(pending.filter(([id]) => !inHand.has(id))).toHaveLength(6);
+    release();
+    await waitFor(() => returned === 2, { message: 'the late handlers to return' });
+    // Let their continuations run (microtasks and already-failed I/O): a few turns of the event loop, not a timer.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(app.settled.length - settledAtClose).toBe(0);
+    // Only the handler's own failure is logged (by Nest, and as "left pending", which it is); no write, warning or event of the transport.
+    expect(logs.lines.slice(linesAtClose).filter((l) => !/late failure|^error handler for stream .* failed on entry .*; left pending$/.test(l))).toEqual([]);
   });
 });

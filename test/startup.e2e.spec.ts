@@ -1,6 +1,9 @@
+import { Test } from '@nestjs/testing';
+import { RedisStreamsServer } from 'nestjs-redis-streams';
 import { createServer } from 'node:net';
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { Recorder, StreamsController, uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -33,5 +36,32 @@ describe('start-up', () => {
   it('starts normally when Redis answers within the deadline', async () => {
     const app = await start({ connection: redis.url, keyPrefix: uniquePrefix(), startupTimeoutMs: 500 });
     expect(app.server.options.startupTimeoutMs).toBe(500);
+  });
+});
+
+describe('start-up, unlucky', () => {
+  it('names the connection error as the cause, not the retry that gave up on it', async () => {
+    const port = await closedPort();
+    const error = await start({ connection: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix(), startupTimeoutMs: 2000 }).then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+    expect(error?.message).toMatch(new RegExp(`could not start within 2000 ms: redis://127\\.0\\.0\\.1:${port} unreachable: connect ECONNREFUSED`));
+  });
+
+  it('rejects listen() when close() is called before the consumer started', async () => {
+    const port = await closedPort();
+    const server = new RedisStreamsServer({ connection: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix(), startupTimeoutMs: 60_000 });
+    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
+    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    const listening = app.listen().then(
+      () => 'resolved',
+      (err: Error) => err.message,
+    );
+    // Closed while it is still trying to connect.
+    await waitFor(() => server.status !== undefined && (() => { try { return server.unwrap().length === 2; } catch { return false; } })(), { message: 'listen() to be under way' });
+    await server.close();
+    expect(await listening).toMatch(/closed before it started/);
+    await app.close();
   });
 });

@@ -13,6 +13,8 @@ export interface BatchSettlerDeps {
   /** Idle time given to fetched entries that were not started when the loop stops. */
   handBackIdleMs: number;
   stopping: () => boolean;
+  /** `close()` gave up waiting: whatever finishes late changes nothing (no ack, no hand-back, no event). */
+  abandoned: () => boolean;
 }
 
 /**
@@ -31,7 +33,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const worker = async (): Promise<void> => {
     while (next < entries.length && !d.stopping()) {
       const entry = entries[next++]!;
+      d.lease.begin(entry);
       const event = await d.settle(entry, source);
+      if (d.abandoned()) return;
       if (event.outcome === 'acked') {
         succeeded.push(entry);
         events.push(event);
@@ -42,6 +46,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
     }
   };
   const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
+  if (d.abandoned()) return;
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
   if (succeeded.length > 0) await d.acks.send(succeeded, events);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.

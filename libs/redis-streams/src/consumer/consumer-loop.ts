@@ -45,6 +45,7 @@ export interface ConsumerLoopDeps {
  */
 export class ConsumerLoop {
   private stopping = false;
+  private abandoned = false;
   private readonly stop$ = new Subject<void>();
   private readonly lease: Lease;
   private readonly acks: AckPipeline;
@@ -59,6 +60,7 @@ export class ConsumerLoop {
 
   constructor(private readonly d: ConsumerLoopDeps) {
     const onSettled = (event: SettledEvent) => {
+      if (this.abandoned) return;
       this.marks.settled(event);
       d.onSettled(event);
     };
@@ -72,6 +74,7 @@ export class ConsumerLoop {
       concurrency: d.options.concurrency,
       handBackIdleMs: d.options.minIdleMs,
       stopping: () => this.stopping,
+      abandoned: () => this.abandoned,
     };
   }
 
@@ -106,10 +109,17 @@ export class ConsumerLoop {
     return this.lease.entries();
   }
 
-  /** After `close()` gave up waiting for a hung handler: nothing of ours may keep running for it. */
-  abandon(): void {
+  /**
+   * After `close()` gave up waiting for a hung handler: the entries fetched and not started
+   * are handed back (idle set to minIdleMs, so the next peer's beat takes them), and nothing
+   * of ours keeps running for the ones in hand (no lease renewal, and a late result is ignored).
+   */
+  async abandon(): Promise<void> {
     this.stopping = true;
+    this.abandoned = true;
+    const unstarted = this.lease.unstarted();
     this.lease.stop();
+    await this.lease.handBackIds(unstarted, this.d.options.minIdleMs);
   }
 
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
@@ -132,12 +142,13 @@ export class ConsumerLoop {
       throw new UnsupportedServerError(`needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server} (redis_version ${version})`);
     }
     for (const stream of this.d.streams) {
-      const startId = await this.groupStartId(stream, held.get(stream) ?? []);
+      const startId = await this.groupStartId(stream);
       const created = await commands.ensureGroup(stream, startId).catch((err: unknown) => {
         // Keep Redis' own prefix (WRONGTYPE, NOPERM…) first: retry decisions read it.
         throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${options.group}" on stream "${stream}")`, { cause: err });
       });
       if (created) this.d.logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
+      await this.rejoin(stream, held.get(stream) ?? []);
     }
     this.lease.start();
     this.d.onReady();
@@ -145,16 +156,33 @@ export class ConsumerLoop {
 
   /**
    * Where a missing group starts. The first time: `groupStartId`. After this consumer has read
-   * from the stream (the group was lost: XGROUP DESTROY, a server that lost its data): where it
-   * left off, so the entries it settled do not run again; but a stream that never reached the
-   * ids it saw is a new stream (FLUSHALL, an empty restart), read from `groupStartId`.
+   * from the stream (the group was lost: XGROUP DESTROY, a server that lost its data): the
+   * highest id delivered to it, so the entries it settled do not run again (what it still
+   * owes is re-delivered to it by `rejoin`). A stream that never reached that id is a new
+   * stream (deleted and written anew, FLUSHALL, an empty restart): `groupStartId`.
    */
-  private async groupStartId(stream: string, held: readonly string[]): Promise<string> {
-    const resume = this.marks.resumeId(stream, held);
+  private async groupStartId(stream: string): Promise<string> {
     const seen = this.marks.highestOf(stream);
-    if (resume === undefined || seen === undefined) return this.d.options.groupStartId;
+    if (seen === undefined) return this.d.options.groupStartId;
     const last = await this.d.commands.lastGeneratedId(stream);
-    return last !== null && compareIds(last, seen) >= 0 ? resume : this.d.options.groupStartId;
+    if (last !== null && compareIds(last, seen) >= 0) return seen;
+    this.marks.forget(stream);
+    return this.d.options.groupStartId;
+  }
+
+  /** After a restart: if the group was lost meanwhile (re-created here or by a peer), take back what this consumer still owed. */
+  private async rejoin(stream: string, held: readonly string[]): Promise<void> {
+    const highest = this.marks.highestOf(stream);
+    if (highest === undefined) return;
+    const owed = this.marks.owed(stream, held);
+    const { lost, owned } = await this.d.commands.recoverGroup(stream, this.d.options.consumer, highest, owed);
+    this.marks.keepOwned(stream, owned);
+    const untracked = this.marks.takeUntracked(stream);
+    if (!lost) return;
+    this.d.logger.warn(
+      `group "${this.d.options.group}" of stream "${stream}" was lost and re-created: this consumer resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
+        (untracked > 0 ? `; ${untracked} more failed entries were past what it tracks and will not be retried` : ''),
+    );
   }
 
   /** Step 1: this consumer's own pending entries, oldest first, until a read comes back empty. */
@@ -203,11 +231,14 @@ export class ConsumerLoop {
         const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, options.batchSize);
         this.reclaimCursor.set(stream, result.cursor);
         if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
-        if (result.entries.length > 0) {
-          claimed += result.entries.length;
-          this.marks.delivered(result.entries);
-          this.lease.hold(result.entries);
-          await this.settleBatch(await this.withDeliveryCounts(result.entries), 'reclaim');
+        // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
+        // was held): the batch that holds them settles them; settling them here too would run them twice.
+        const claimedNow = result.entries.filter((e) => !this.lease.holds(e));
+        if (claimedNow.length > 0) {
+          claimed += claimedNow.length;
+          this.marks.delivered(claimedNow);
+          this.lease.hold(claimedNow);
+          await this.settleBatch(await this.withDeliveryCounts(claimedNow), 'reclaim');
         } else {
           emptyScans++;
         }
@@ -269,6 +300,7 @@ export class ConsumerLoop {
 
   /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
   private async handBackAhead(): Promise<void> {
+    if (this.abandoned) return; // abandon() handed it back already
     const entries = (await this.takeAhead()?.catch(() => [])) ?? [];
     if (entries.length > 0) await this.lease.handBack(entries, this.d.options.minIdleMs);
   }

@@ -1,21 +1,22 @@
-import { compareIds, idBefore } from '../redis/replies.js';
+import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
 
-/** Failed entries remembered per stream; past this, a lost group is re-created at `groupStartId`. */
+/** Failed entries remembered per stream; past this, new failures are not tracked (and counted). */
 const MAX_FAILED_TRACKED = 10_000;
 
 /**
- * Where this consumer left off in each stream, so that a group lost to NOGROUP (XGROUP DESTROY,
- * a server that lost its data) can be re-created there instead of at `groupStartId`, which
- * would run every entry it already settled again. It remembers the highest id delivered to it
- * and the entries it still owes: those whose handler failed here and that it has not seen
- * settled since (their pending state goes with the group). Entries in hand are the lease's.
+ * What this consumer knows of its place in each stream, so that a lost group (XGROUP DESTROY,
+ * a server that lost its data) is re-created where it left off rather than at `groupStartId`
+ * (which would run every settled entry again): the highest id delivered to it, and the entries
+ * it still owes, those whose handler failed here and that it has not seen settled since, with
+ * their delivery counts (their pending state goes with the group). Entries in hand are the
+ * lease's.
  */
 export class DeliveryMarks {
   private readonly highest = new Map<string, string>();
-  private readonly failed = new Map<string, Set<string>>();
-  private readonly overflowed = new Set<string>();
+  private readonly failed = new Map<string, Map<string, number>>();
+  private readonly untracked = new Map<string, number>();
 
   delivered(entries: readonly StreamEntry[]): void {
     for (const e of entries) {
@@ -30,9 +31,9 @@ export class DeliveryMarks {
       ids?.delete(event.id);
       return;
     }
-    if (!ids) this.failed.set(event.stream, (ids = new Set()));
-    if (ids.size >= MAX_FAILED_TRACKED) this.overflowed.add(event.stream);
-    else ids.add(event.id);
+    if (!ids) this.failed.set(event.stream, (ids = new Map()));
+    if (ids.size < MAX_FAILED_TRACKED || ids.has(event.id)) ids.set(event.id, event.deliveryCount);
+    else this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);
   }
 
   /** The highest id delivered to this consumer from `stream`, if any. */
@@ -40,18 +41,32 @@ export class DeliveryMarks {
     return this.highest.get(stream);
   }
 
-  /**
-   * The id to re-create a lost group at: just before the oldest entry this consumer still
-   * owes (`held`: in hand or fetched), else its highest delivered id. Undefined when it knows
-   * nothing of the stream, or owes more than it could remember (then `groupStartId` it is).
-   */
-  resumeId(stream: string, held: readonly string[]): string | undefined {
-    const top = this.highest.get(stream);
-    if (top === undefined || this.overflowed.has(stream)) return undefined;
-    let oldestOwed: string | undefined;
-    for (const id of [...(this.failed.get(stream) ?? []), ...held]) {
-      if (oldestOwed === undefined || compareIds(id, oldestOwed) < 0) oldestOwed = id;
-    }
-    return oldestOwed === undefined || compareIds(oldestOwed, top) > 0 ? top : idBefore(oldestOwed);
+  /** What it owes: failed here and not seen settled since, and `held` (fetched, not settled), with delivery counts. */
+  owed(stream: string, held: readonly string[]): [id: string, deliveryCount: number][] {
+    const owed = new Map(this.failed.get(stream) ?? []);
+    for (const id of held) if (!owed.has(id)) owed.set(id, 1);
+    return [...owed];
+  }
+
+  /** After a recovery: of the failed entries, only those now pending under this consumer are still owed. */
+  keepOwned(stream: string, pending: readonly string[]): void {
+    const ids = this.failed.get(stream);
+    if (!ids) return;
+    const mine = new Set(pending);
+    for (const id of ids.keys()) if (!mine.has(id)) ids.delete(id);
+  }
+
+  /** Failures that came past the limit since the last call (their retry depends on the group surviving). */
+  takeUntracked(stream: string): number {
+    const n = this.untracked.get(stream) ?? 0;
+    this.untracked.delete(stream);
+    return n;
+  }
+
+  /** The stream was deleted and written anew: nothing known of the old one applies. */
+  forget(stream: string): void {
+    this.highest.delete(stream);
+    this.failed.delete(stream);
+    this.untracked.delete(stream);
   }
 }

@@ -10,6 +10,8 @@ import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
  */
 export class Lease {
   private readonly held = new Map<string, Set<string>>();
+  /** Of the held entries, those whose handler has been called. */
+  private readonly begun = new Map<string, Set<string>>();
   private timer: Subscription | undefined;
 
   constructor(
@@ -28,6 +30,29 @@ export class Lease {
     this.timer?.unsubscribe();
     this.timer = undefined;
     this.held.clear();
+    this.begun.clear();
+  }
+
+  /** The entry's handler is being called: it is in hand, no longer merely fetched. */
+  begin(entry: StreamEntry): void {
+    let ids = this.begun.get(entry.stream);
+    if (!ids) this.begun.set(entry.stream, (ids = new Set()));
+    ids.add(entry.id);
+  }
+
+  holds(entry: StreamEntry): boolean {
+    return this.held.get(entry.stream)?.has(entry.id) ?? false;
+  }
+
+  /** Held entries whose handler was never called (the rest of a batch, a read-ahead batch), by stream. */
+  unstarted(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const [stream, ids] of this.held) {
+      const begun = this.begun.get(stream);
+      const rest = [...ids].filter((id) => !begun?.has(id));
+      if (rest.length > 0) out.set(stream, rest);
+    }
+    return out;
   }
 
   hold(entries: readonly StreamEntry[]): void {
@@ -49,12 +74,17 @@ export class Lease {
 
   drop(entry: StreamEntry): void {
     this.held.get(entry.stream)?.delete(entry.id);
+    this.begun.get(entry.stream)?.delete(entry.id);
   }
 
   /** Entries held but not started when the loop stops: make them idle at once so the next peer's beat takes them. */
   async handBack(entries: readonly StreamEntry[], idleMs: number): Promise<void> {
     for (const e of entries) this.drop(e);
-    for (const [stream, ids] of groupIds(entries)) {
+    await this.handBackIds(groupIds(entries), idleMs);
+  }
+
+  async handBackIds(byStream: Map<string, string[]>, idleMs: number): Promise<void> {
+    for (const [stream, ids] of byStream) {
       await this.commands.setIdle(stream, this.consumer, ids, idleMs).catch((err: unknown) => {
         // Still pending under our name: self-drain or a later reclaim recovers them.
         this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${String(err)}`);

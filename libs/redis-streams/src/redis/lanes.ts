@@ -4,6 +4,9 @@ import { BehaviorSubject, combineLatest, distinctUntilChanged, filter, firstValu
 /** How long past BLOCK (and again past CLIENT UNBLOCK) a park may go unanswered before its connection counts as dead. */
 const PARK_GRACE_MS = 2000;
 
+/** How long `close()` waits for Redis to answer QUIT before it just drops the connection. */
+const QUIT_WAIT_MS = 1000;
+
 /** A park whose connection closed or went silent: whatever it delivered is in this consumer's PEL, unseen. */
 export class ParkLostError extends Error {
   constructor(reason: string) {
@@ -79,7 +82,15 @@ export class Lanes {
       if (!ready) return false;
     }
     if (this.blockingClientId === undefined) {
-      this.blockingClientId = Number(await this.blocking.client('ID'));
+      // Bounded like a park: a lane that goes silent right after connecting is dropped, not waited on.
+      let timer: NodeJS.Timeout | undefined;
+      const silent = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs + PARK_GRACE_MS)));
+      const id = await Promise.race([this.blocking.client('ID').catch(() => undefined), silent]).finally(() => clearTimeout(timer));
+      if (id === undefined) {
+        this.blocking.disconnect(true);
+        return false;
+      }
+      this.blockingClientId = Number(id);
     }
     return true;
   }
@@ -122,13 +133,16 @@ export class Lanes {
     return Number(woken) === 1;
   }
 
-  /** QUIT both lanes; a lane that cannot say goodbye (down) is disconnected. */
+  /** QUIT both lanes; a lane that cannot say goodbye (down, or a paused server) within a second is disconnected. */
   async close(): Promise<void> {
     await Promise.all(
       [this.command, this.blocking].map(async (conn) => {
         if (conn.status === 'end') return;
         if (conn.status !== 'ready') return conn.disconnect();
-        await conn.quit().catch(() => conn.disconnect());
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), QUIT_WAIT_MS)));
+        const said = await Promise.race([conn.quit().catch(() => 'late' as const), late]).finally(() => clearTimeout(timer));
+        if (said === 'late') conn.disconnect();
       }),
     );
   }

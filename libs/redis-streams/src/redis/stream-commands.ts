@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { isBusyGroup } from './redis-errors.js';
 import { parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type PendingRow } from './replies.js';
+import { RECOVER_SCRIPT } from './recover-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 
 // Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
@@ -44,6 +45,7 @@ return deadId
 const IDS_PER_SCRIPT_CALL = 1000;
 
 type ScriptedConnection = Redis & {
+  streamsRecover(key: string, group: string, consumer: string, highest: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
 };
@@ -61,6 +63,7 @@ export class StreamCommands {
   ) {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
+    conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
     this.conn = conn as ScriptedConnection;
   }
 
@@ -113,6 +116,17 @@ export class StreamCommands {
       if (err) throw err;
       return parsePendingRow(e.id, reply);
     });
+  }
+
+  /**
+   * Re-attaches `consumer` to a group that may have been lost and re-created (RECOVER_SCRIPT):
+   * moves it past `highest` and re-delivers the `owed` entries nobody has pending, when the
+   * group does not know the consumer. Returns whether it was lost, and which owed ids are now
+   * pending under the consumer.
+   */
+  async recoverGroup(stream: string, consumer: string, highest: string, owed: readonly [string, number][]): Promise<{ lost: boolean; owned: string[] }> {
+    const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, ...owed.flatMap(([id, count]) => [id, String(count)]));
+    return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
   }
 
   /** The stream's `last-generated-id`, or null when the key does not exist. */

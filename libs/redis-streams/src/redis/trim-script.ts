@@ -1,3 +1,5 @@
+import { LUA_IDS } from './lua-ids.js';
+
 /**
  * Trims a stream to its policy bound, never past what a group still needs (when safe): for
  * each group, its oldest pending entry and everything after its last-delivered id; and while
@@ -13,37 +15,7 @@
  * KEYS[1] stream; ARGV[1] maxLen (0: none); ARGV[2] age bound id ('': none); ARGV[3] '1' = safe;
  * ARGV[4] most entries examined per call. Returns the number of entries removed.
  */
-export const TRIM_SCRIPT = `
--- Ids are compared and stepped as decimal strings: a millisecond part above 2^53 (any producer
--- may XADD an explicit id) or a sequence near 2^64 would lose digits as a Lua number.
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return (ms:gsub('^0+(%d)', '%1')), (seq:gsub('^0+(%d)', '%1'))
-end
-local function numless(a, b)
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
-local function less(a, b)
-  local am, as = parse(a)
-  local bm, bs = parse(b)
-  if am ~= bm then return numless(am, bm) end
-  return numless(as, bs)
-end
-local function incr(n)
-  local i = #n
-  while i > 0 and n:sub(i, i) == '9' do i = i - 1 end
-  if i == 0 then return '1' .. string.rep('0', #n) end
-  return n:sub(1, i - 1) .. string.char(n:byte(i) + 1) .. string.rep('0', #n - i)
-end
-local MAX = '18446744073709551615'
--- The id right after 'id', or nil when there is none (id is the largest possible).
-local function after(id)
-  local ms, seq = parse(id)
-  if seq ~= MAX then return ms .. '-' .. incr(seq) end
-  if ms ~= MAX then return incr(ms) .. '-0' end
-  return nil
-end
+export const TRIM_SCRIPT = `${LUA_IDS}
 local key = KEYS[1]
 local maxLen = tonumber(ARGV[1])
 local keep = nil

@@ -49,6 +49,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private laneStatus: Subscription | undefined;
   private loopRun: Subscription | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
+  private abortStart: ((error: unknown) => void) | undefined;
 
   private readonly defaultStartHook = this.onProcessingStartHook;
 
@@ -65,9 +66,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       return callback(err);
     }
     if (streams.length === 0) return callback();
+    if (this.closing) return callback(new Error('nestjs-redis-streams: closed before it started'));
     const { options } = this;
     let started = false;
-    let lastError: unknown;
+    let laneError: unknown;
+    let loopError: unknown;
     // Until the first start, `listen` must answer: with an error for what needs a human (bad
     // password, missing ACL right, WRONGTYPE key, an old server) at once, and for what may heal
     // (Redis unreachable) after `startupTimeoutMs`. Once started, the loop retries forever.
@@ -78,12 +81,19 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       void this.close();
       callback(error);
     };
+    this.abortStart = failStart;
     this.startupTimer = setTimeout(() => {
-      const cause = lastError === undefined ? 'no answer' : describeError(lastError);
-      failStart(new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${describeConnection(options.connection)} unreachable: ${cause}`, { cause: lastError }));
+      // While a connection is down, its error is the cause (the loop's own only says it gave up waiting).
+      const down = lanes.command.status !== 'ready' || lanes.blocking.status !== 'ready';
+      const cause = (down ? (laneError ?? loopError) : (loopError ?? laneError));
+      failStart(
+        new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${describeConnection(options.connection)} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`, {
+          cause,
+        }),
+      );
     }, options.startupTimeoutMs);
     const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, (lane, err) => {
-      lastError = err;
+      laneError = err;
       if (!started && !isRetryable(err)) return failStart(err);
       this.logger.warn(`${lane} connection: ${err.message}`);
     }, options.commandTimeoutMs));
@@ -115,7 +125,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         this.emit('deleted', stream, ids);
       },
       onError: (error, retryInMs) => {
-        lastError = error;
+        loopError = error;
         if (!started && !isRetryable(error)) return failStart(error);
         const log = isRetryable(error) ? 'warn' : 'error';
         this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
@@ -141,6 +151,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.startupTimer);
+      // `listen` must answer: an app closed while still starting gets an error, not silence.
+      this.abortStart?.(new Error('nestjs-redis-streams: closed before it started'));
       if (!this.loop) return;
       this._status$.next(RedisStreamsStatus.CLOSING);
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
@@ -169,8 +181,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       );
       // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
       // no retry timer, no late ack.
+      await this.loop?.abandon();
       this.loopRun?.unsubscribe();
-      this.loop?.abandon();
     }
   }
 

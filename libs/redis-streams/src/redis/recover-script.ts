@@ -1,0 +1,55 @@
+import { LUA_IDS } from './lua-ids.js';
+
+/**
+ * Re-attaches one consumer to a group that may have been lost (XGROUP DESTROY, a server that
+ * lost its data) and re-created, by itself or by a peer. A consumer the group does not list
+ * has not read from it since it was (re-)created: then, atomically,
+ * - the group's last-delivered id moves forward to the highest id this consumer had delivered,
+ *   if it is below (what the consumer saw was delivered before the loss, and runs not again);
+ * - each entry the consumer still owed (failed here, or fetched and not settled) that nobody
+ *   has pending and that still exists is delivered to it again, with its old delivery count
+ *   (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT), the last-delivered id
+ *   put back after. Its self-drain then settles them.
+ * A consumer the group lists has lost nothing: the script only reports which owed ids are
+ * still pending under it (the others were settled elsewhere, or deleted).
+ *
+ * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] highest id delivered to it ('' none),
+ * then id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
+ * pending under it among those owed }.
+ */
+export const RECOVER_SCRIPT = `${LUA_IDS}
+local key, group, me, highest = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local last = nil
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
+  local info = {}
+  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+  if info['name'] == group then last = info['last-delivered-id'] end
+end
+if last == nil then return {0, {}} end
+local known = false
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
+  for i = 1, #c, 2 do
+    if c[i] == 'name' and c[i + 1] == me then known = true end
+  end
+end
+local lost = not known
+if lost and highest ~= '' and less(last, highest) then
+  redis.call('XGROUP', 'SETID', key, group, highest)
+  last = highest
+end
+local owned = {}
+for i = 4, #ARGV, 2 do
+  local id = ARGV[i]
+  local p = redis.call('XPENDING', key, group, id, id, 1)[1]
+  if p then
+    if p[2] == me then owned[#owned + 1] = id end
+  elseif lost and not less(last, id) and #redis.call('XRANGE', key, id, id) == 1 then
+    redis.call('XGROUP', 'SETID', key, group, before(id))
+    redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', key, '>')
+    redis.call('XCLAIM', key, group, me, 0, id, 'RETRYCOUNT', ARGV[i + 1], 'JUSTID')
+    redis.call('XGROUP', 'SETID', key, group, last)
+    owned[#owned + 1] = id
+  end
+end
+return {lost and 1 or 0, owned}
+`;

@@ -1,0 +1,127 @@
+import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+const tagOf = (c: { payload: unknown }) => (c.payload as { tag: string }).tag;
+/** Handler calls per tag, over every app. */
+function counts(apps: TestApp[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const a of apps) for (const c of a.recorder.calls) out[tagOf(c)] = (out[tagOf(c)] ?? 0) + 1;
+  return out;
+}
+const add = async (app: TestApp, tag: string): Promise<string> => (await redis.client().xadd(app.key(), '*', 'tag', tag))!;
+async function settled(apps: TestApp[], id: string, outcome = 'acked'): Promise<void> {
+  await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), { message: `${id} ${outcome}` });
+}
+/** Everything in the stream was delivered and settled (so no replay is still on its way). */
+async function quiesced(key: string): Promise<void> {
+  const r = redis.client();
+  await waitFor(
+    async () => {
+      const [group] = (await r.xinfo('GROUPS', key)) as unknown[][];
+      const [[lastId] = []] = await r.xrevrange(key, '+', '-', 'COUNT', 1);
+      const field = (name: string) => group?.[group.indexOf(name) + 1];
+      return group !== undefined && field('last-delivered-id') === lastId && Number(field('pending')) === 0;
+    },
+    { message: 'every entry delivered and settled' },
+  );
+}
+
+describe('a lost group (XGROUP DESTROY) re-created under load', () => {
+  it('re-owns the entry it still owed, without replaying the acked entries after it', async () => {
+    const prefix = uniquePrefix();
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 });
+    a.recorder.behavior = (c) => {
+      if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
+    };
+    const bad = await add(a, 'bad');
+    await settled([a], bad, 'failed');
+    for (let i = 0; i < 5; i++) await settled([a], await add(a, `ok${i}`));
+    await redis.client().xgroup('DESTROY', a.key(), 'g');
+    await settled([a], bad);
+    await settled([a], await add(a, 'after'));
+    await quiesced(a.key());
+    expect(counts([a])).toEqual({ bad: 2, ok0: 1, ok1: 1, ok2: 1, ok3: 1, ok4: 1, after: 1 });
+    // Its delivery count carried over the loss: the second try is delivery 2, not 1 again.
+    expect(a.recorder.calls.filter((c) => tagOf(c) === 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('does not re-own an owed entry that was deleted from the stream meanwhile', async () => {
+    const prefix = uniquePrefix();
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 });
+    a.recorder.behavior = (c) => {
+      if (tagOf(c) === 'bad') throw new Error('fails');
+    };
+    const bad = await add(a, 'bad');
+    await settled([a], bad, 'failed');
+    await redis.client().xdel(a.key(), bad);
+    for (let i = 0; i < 5; i++) await settled([a], await add(a, `ok${i}`));
+    await redis.client().xgroup('DESTROY', a.key(), 'g');
+    await settled([a], await add(a, 'after'));
+    await quiesced(a.key());
+    expect(counts([a])).toEqual({ bad: 1, ok0: 1, ok1: 1, ok2: 1, ok3: 1, ok4: 1, after: 1 });
+  });
+
+  it('lets a consumer re-own what it owed even when a peer re-created the group above it first', async () => {
+    const prefix = uniquePrefix();
+    const base = { connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 };
+    // b comes back late (long retry delay); a comes back at once and re-creates the group.
+    const b = await start({ ...base, consumer: 'b', retryInitialDelayMs: 1500 });
+    b.recorder.behavior = (c) => {
+      if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
+    };
+    const bad = await add(b, 'bad');
+    await settled([b], bad, 'failed');
+    const a = await start({ ...base, consumer: 'a', retryInitialDelayMs: 10 });
+    for (let i = 0; !a.settled.some((e) => e.outcome === 'acked'); i++) await settled([a, b], await add(a, `ok${i}`));
+    await redis.client().xgroup('DESTROY', a.key(), 'g');
+    await settled([a, b], await add(a, 'after'));
+    await settled([b], bad);
+    await quiesced(a.key());
+    const c = counts([a, b]);
+    expect(c.bad).toBe(2);
+    expect(Object.entries(c).filter(([tag, n]) => tag !== 'bad' && n !== 1)).toEqual([]);
+  });
+
+  it('with concurrency and a read-ahead batch out when the group goes, runs every entry once (the failed one twice)', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const key = `${prefix}orders`;
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 12; i++) await r.xadd(key, '*', 'tag', `x${i}`);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, batchSize: 6, concurrency: 3 });
+    a.recorder.behavior = async (c) => {
+      await gate;
+      if (tagOf(c) === 'x2' && c.deliveryCount === 1) throw new Error('fails once');
+    };
+    // Three in hand, three waiting, six read ahead: all twelve pending under "a".
+    await waitFor(async () => a.recorder.calls.length >= 3 && ((await r.xpending(key, 'g')) as [number])[0] === 12, { message: 'a batch in hand and one read ahead' });
+    await r.xgroup('DESTROY', key, 'g');
+    open();
+    await settled([a], await add(a, 'after'));
+    await waitFor(() => a.recorder.calls.filter((c) => tagOf(c) === 'x2').length === 2, { message: 'x2 retried' });
+    await quiesced(key);
+    const c = counts([a]);
+    for (let i = 0; i < 12; i++) expect(c[`x${i}`], `x${i}`).toBe(i === 2 ? 2 : 1);
+  });
+});
+
+describe('DeliveryMarks', () => {
+  it('forgets failed entries once settled, even after more failed at once than it can remember', () => {
+    const marks = new DeliveryMarks();
+    const base = { stream: 's', deliveryCount: 1, source: 'new' as const };
+    for (let i = 0; i < 10_001; i++) marks.settled({ ...base, id: `1-${i}`, outcome: 'failed' });
+    expect(marks.owed('s', []).length).toBe(10_000);
+    for (let i = 0; i < 10_001; i++) marks.settled({ ...base, id: `1-${i}`, outcome: 'acked' });
+    expect(marks.owed('s', [])).toEqual([]);
+  });
+});
