@@ -82,6 +82,7 @@ console.log(row('safe (trim script)', safe));
 console.log(
   `safe ÷ plain: server ${(median(safe.map((r) => r.serverUs)) / median(plain.map((r) => r.serverUs))).toFixed(2)}×, client ${(median(safe.map((r) => r.clientUs)) / median(plain.map((r) => r.clientUs))).toFixed(2)}× (medians of ${ROUNDS} interleaved rounds)`,
 );
+if (flags.smoke) console.log('smoke size (CI keeps the script from rotting): these ratios are not measurements; run without --smoke');
 console.log(`entries left: safe ${safeLeft} (the group still needs all of them), plain ${plainLeft} (trimmed regardless)`);
 admin.disconnect();
 await redis.stop();
