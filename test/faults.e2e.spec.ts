@@ -189,17 +189,23 @@ describe('faults the loop must survive', () => {
     }
   });
 
-  it('closes within shutdownTimeoutMs and a second or two even while Redis is paused (CLIENT PAUSE ALL)', async (ctx) => {
+  it('closes within shutdownTimeoutMs and a few seconds even while Redis is paused (CLIENT PAUSE ALL), default commandTimeoutMs', async (ctx) => {
     if (!redis.owned) ctx.skip(); // pauses the whole server; last in this file
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, shutdownTimeoutMs: 1000, commandTimeoutMs: 1000 });
+    const prefix = uniquePrefix();
     const r = redis.client();
-    const id = await r.xadd(app.key(), '*', 'n', '1');
-    await waitFor(() => app.settled.some((e) => e.id === id), { message: 'the first entry' });
-    await r.client('PAUSE', 8000, 'ALL');
-    let closed = false;
-    void app.close().then(() => (closed = true));
-    // Eight seconds of pause: only the transport's own deadlines can end close() before it does.
-    await waitFor(() => closed, { message: 'close() during the pause', timeoutMs: 5000 });
+    const key = `${prefix}orders`;
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 4; i++) await r.xadd(key, '*', 'n', String(i));
+    const idle = await start({ connection: redis.url, group: 'g2', keyPrefix: prefix, blockMs: 30_000 });
+    const hung = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, batchSize: 4, shutdownTimeoutMs: 1000 });
+    hung.recorder.behavior = () => new Promise(() => {});
+    await waitFor(() => hung.recorder.calls.length === 1, { message: 'a hung handler, three entries waiting behind it' });
+    await waitFor(async () => String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').filter((row) => / cmd=xreadgroup /.test(row) && / flags=b /.test(row)).length >= 1, { message: 'the idle consumer parked' });
+    await r.client('PAUSE', 12_000, 'ALL');
+    let closed = 0;
+    for (const app of [idle, hung]) void app.close().then(() => closed++);
+    // Twelve seconds of pause, commandTimeoutMs 10 s: only the transport's own short deadlines end close() before.
+    await waitFor(() => closed === 2, { message: 'both close() during the pause', timeoutMs: 6000 });
   });
 });
 

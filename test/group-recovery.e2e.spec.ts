@@ -115,7 +115,48 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
   });
 });
 
+describe('a lost group noticed late', () => {
+  it('gives a consumer that was busy in a handler while a peer re-created the group its failed entry back (its acks found nothing pending)', async () => {
+    const prefix = uniquePrefix();
+    const base = { connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, retryInitialDelayMs: 10 };
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const c = await start({ ...base, consumer: 'c' });
+    c.recorder.behavior = async (call) => {
+      if (tagOf(call) === 'bad' && call.deliveryCount === 1) throw new Error('first try fails');
+      if (tagOf(call).startsWith('slow')) await gate;
+    };
+    const bad = await add(c, 'bad');
+    await settled([c], bad, 'failed');
+    const a = await start({ ...base, consumer: 'a' });
+    for (let i = 0; !a.settled.some((e) => e.outcome === 'acked'); i++) await settled([a, c], await add(a, `ok${i}`));
+    // c is now in a handler; a is parked, so only a sees the NOGROUP and re-creates the group.
+    for (let i = 0; !c.recorder.calls.some((call) => tagOf(call).startsWith('slow')); i++) {
+      await add(c, `slow${i}`);
+      await waitFor(() => c.recorder.calls.some((call) => tagOf(call).startsWith('slow')) || a.recorder.calls.some((call) => tagOf(call) === `slow${i}`), { message: `slow${i} taken` });
+    }
+    await redis.client().xgroup('DESTROY', c.key(), 'g');
+    await settled([a, c], await add(a, 'after'));
+    // c's handler ends; its XACK answers 0 (no error): that is how it learns the group went.
+    open();
+    await settled([c], bad);
+    expect(c.recorder.calls.filter((call) => tagOf(call) === 'bad').map((call) => call.deliveryCount)).toEqual([1, 2]);
+  });
+});
+
 describe('DeliveryMarks', () => {
+  it('keeps entries it took back in a recovery owed until they are settled (a second loss before its self-drain loses nothing)', () => {
+    const marks = new DeliveryMarks();
+    marks.delivered([{ stream: 's', id: '1-5', fields: [], deliveryCount: 1 }]);
+    // A read-ahead batch (held) was taken back: it is owed now, with the failed one.
+    marks.settled({ stream: 's', id: '1-1', deliveryCount: 2, source: 'new', outcome: 'failed' });
+    const owed = marks.owed('s', ['1-4', '1-5']);
+    marks.keepOwned('s', owed, ['1-1', '1-4', '1-5']);
+    expect(marks.owed('s', []).sort()).toEqual([['1-1', 2], ['1-4', 1], ['1-5', 1]]);
+    marks.settled({ stream: 's', id: '1-4', deliveryCount: 2, source: 'drain', outcome: 'acked' });
+    expect(marks.owed('s', []).map(([id]) => id).sort()).toEqual(['1-1', '1-5']);
+  });
+
   it('forgets failed entries once settled, even after more failed at once than it can remember', () => {
     const marks = new DeliveryMarks();
     const base = { stream: 's', deliveryCount: 1, source: 'new' as const };

@@ -17,12 +17,15 @@ export class AckPipeline {
     private readonly commands: StreamCommands,
     private readonly lease: Lease,
     private readonly onSettled: (event: SettledEvent) => void,
+    /** Streams where an ack found entries no longer pending (see StreamCommands.ackMany). */
+    private readonly onShortAck: (streams: string[]) => void,
   ) {}
 
   /** Waits for the previous ack (rethrowing its failure), then sends this one. */
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
-    const ack = this.commands.ackMany(entries).then(() => {
+    const ack = this.commands.ackMany(entries).then((short) => {
+      if (short.length > 0) this.onShortAck(short);
       for (let i = 0; i < entries.length; i++) {
         this.lease.drop(entries[i]!);
         this.onSettled(events[i]!);

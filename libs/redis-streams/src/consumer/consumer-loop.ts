@@ -15,6 +15,9 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
 /** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */
 const MIN_SERVER = { major: 7, minor: 0 };
 
+/** How long stopping may wait on Redis to wake a park, or to take entries back after a hung handler. */
+const WAKE_WITHIN_MS = 1000;
+
 /** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
 const MAX_EMPTY_SCANS_PER_BEAT = 4;
 
@@ -43,6 +46,14 @@ export interface ConsumerLoopDeps {
  * `stop()` is honoured between entries only.
  * Any Redis failure restarts the pipeline (groups re-created, own PEL re-drained) after a backoff.
  */
+/** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
+class GroupLostError extends Error {
+  constructor(streams: string[]) {
+    super(`acks on ${streams.map((s) => `"${s}"`).join(', ')} found entries no longer pending (their group may have been lost and re-created): rejoining`);
+    this.name = 'GroupLostError';
+  }
+}
+
 export class ConsumerLoop {
   private stopping = false;
   private abandoned = false;
@@ -55,6 +66,8 @@ export class ConsumerLoop {
   /** The next park's read, already sent (`readAhead`). */
   private ahead: Promise<StreamEntry[]> | undefined;
   private readonly marks = new DeliveryMarks();
+  /** Streams whose acks found entries no longer pending: the group may have been lost without an error to say so. */
+  private readonly lossSeen = new Set<string>();
 
   private readonly batchDeps: BatchSettlerDeps;
 
@@ -65,7 +78,9 @@ export class ConsumerLoop {
       d.onSettled(event);
     };
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
-    this.acks = new AckPipeline(d.commands, this.lease, onSettled);
+    this.acks = new AckPipeline(d.commands, this.lease, onSettled, (streams) => {
+      for (const stream of streams) this.lossSeen.add(stream);
+    });
     this.batchDeps = {
       lease: this.lease,
       acks: this.acks,
@@ -119,7 +134,8 @@ export class ConsumerLoop {
     this.abandoned = true;
     const unstarted = this.lease.unstarted();
     this.lease.stop();
-    await this.lease.handBackIds(unstarted, this.d.options.minIdleMs);
+    // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
+    await within(this.lease.handBackIds(unstarted, this.d.options.minIdleMs), WAKE_WITHIN_MS, undefined);
   }
 
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
@@ -170,13 +186,18 @@ export class ConsumerLoop {
     return this.d.options.groupStartId;
   }
 
-  /** After a restart: if the group was lost meanwhile (re-created here or by a peer), take back what this consumer still owed. */
+  /**
+   * After a restart: if the group was lost meanwhile (re-created here or by a peer), take back
+   * what this consumer still owed. A group re-created by a peer while this consumer was busy
+   * in a handler gives no error (XACK on it answers 0): its short acks say so instead.
+   */
   private async rejoin(stream: string, held: readonly string[]): Promise<void> {
     const highest = this.marks.highestOf(stream);
+    const force = this.lossSeen.delete(stream);
     if (highest === undefined) return;
     const owed = this.marks.owed(stream, held);
-    const { lost, owned } = await this.d.commands.recoverGroup(stream, this.d.options.consumer, highest, owed);
-    this.marks.keepOwned(stream, owned);
+    const { lost, owned } = await this.d.commands.recoverGroup(stream, this.d.options.consumer, highest, owed, force);
+    this.marks.keepOwned(stream, owed, owned);
     const untracked = this.marks.takeUntracked(stream);
     if (!lost) return;
     this.d.logger.warn(
@@ -209,10 +230,17 @@ export class ConsumerLoop {
 
   /** Steps 2 and 3, repeated until stopped. */
   private beats$(): Observable<number> {
-    const beat$ = defer(() => this.reclaim()).pipe(
+    const beat$ = defer(() => this.checkGroups()).pipe(
+      concatMap(() => this.reclaim()),
       concatMap((reclaimed) => from(this.park()).pipe(map((parked) => reclaimed + parked))),
     );
     return beat$.pipe(repeat({ delay: () => (this.stopping ? EMPTY : of(0)) }));
+  }
+
+  /** A short ack (entries no longer pending) restarts the pipeline, whose rejoin takes back what the lost group owed this consumer. */
+  private async checkGroups(): Promise<void> {
+    if (this.lossSeen.size === 0 || this.stopping) return;
+    throw new GroupLostError([...this.lossSeen]);
   }
 
   /** Step 2: take over entries idle past `minIdleMs`, carrying each stream's cursor across beats. */
@@ -355,14 +383,24 @@ export class ConsumerLoop {
     return kept;
   }
 
-  /** Ends a park now rather than after `blockMs`. The read may not have reached the server yet, so retry briefly. */
+  /**
+   * Ends a park now rather than after `blockMs`. The read may not have reached the server yet,
+   * so retry briefly; at most a second in all, however slow Redis is to answer (a paused server).
+   */
   private async wake(): Promise<void> {
-    const deadline = Date.now() + 1000;
+    const deadline = Date.now() + WAKE_WITHIN_MS;
     while (this.parked && Date.now() < deadline) {
-      if (await this.d.lanes.unblock()) return;
+      if (await within(this.d.lanes.unblock(), deadline - Date.now(), false)) return;
       await new Promise((r) => setTimeout(r, 10));
     }
     // Could not reach the server to unblock: drop the blocking lane, the read fails and the loop ends.
     if (this.parked) this.d.lanes.blocking.disconnect();
   }
+}
+
+/** `work`'s result, or `fallback` once `ms` have passed (the work itself goes on, unobserved). */
+async function within<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), Math.max(0, ms))));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

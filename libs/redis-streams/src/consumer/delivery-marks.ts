@@ -15,6 +15,7 @@ const MAX_FAILED_TRACKED = 10_000;
  */
 export class DeliveryMarks {
   private readonly highest = new Map<string, string>();
+  /** Entries it owes by stream (id → delivery count): failed here, or re-delivered to it by a recovery, and not settled since. */
   private readonly failed = new Map<string, Map<string, number>>();
   private readonly untracked = new Map<string, number>();
 
@@ -48,12 +49,16 @@ export class DeliveryMarks {
     return [...owed];
   }
 
-  /** After a recovery: of the failed entries, only those now pending under this consumer are still owed. */
-  keepOwned(stream: string, pending: readonly string[]): void {
-    const ids = this.failed.get(stream);
-    if (!ids) return;
+  /**
+   * After a recovery: what it owes is exactly what is now pending under it among what it owed
+   * (`owed`, with counts). The others were settled elsewhere or deleted. Entries it takes back
+   * stay owed until settled, so a second loss before its self-drain reads them loses nothing.
+   */
+  keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
     const mine = new Set(pending);
-    for (const id of ids.keys()) if (!mine.has(id)) ids.delete(id);
+    const kept = new Map(owed.filter(([id]) => mine.has(id)));
+    if (kept.size > 0) this.failed.set(stream, kept);
+    else this.failed.delete(stream);
   }
 
   /** Failures that came past the limit since the last call (their retry depends on the group surviving). */

@@ -14,7 +14,9 @@ import { LUA_IDS } from './lua-ids.js';
  * still pending under it (the others were settled elsewhere, or deleted).
  *
  * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] highest id delivered to it ('' none),
- * then id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
+ * ARGV[4] '1' to treat the group as lost although it lists the consumer (its acks found entries
+ * no longer pending: a peer re-created the group, and the consumer has read from it since), then
+ * id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
  * pending under it among those owed }.
  */
 export const RECOVER_SCRIPT = `${LUA_IDS}
@@ -32,13 +34,13 @@ for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
     if c[i] == 'name' and c[i + 1] == me then known = true end
   end
 end
-local lost = not known
+local lost = (not known) or ARGV[4] == '1'
 if lost and highest ~= '' and less(last, highest) then
   redis.call('XGROUP', 'SETID', key, group, highest)
   last = highest
 end
 local owned = {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local id = ARGV[i]
   local p = redis.call('XPENDING', key, group, id, id, 1)[1]
   if p then

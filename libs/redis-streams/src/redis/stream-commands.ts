@@ -45,7 +45,7 @@ return deadId
 const IDS_PER_SCRIPT_CALL = 1000;
 
 type ScriptedConnection = Redis & {
-  streamsRecover(key: string, group: string, consumer: string, highest: string, ...owed: string[]): Promise<[number, string[]]>;
+  streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
 };
@@ -121,11 +121,18 @@ export class StreamCommands {
   /**
    * Re-attaches `consumer` to a group that may have been lost and re-created (RECOVER_SCRIPT):
    * moves it past `highest` and re-delivers the `owed` entries nobody has pending, when the
-   * group does not know the consumer. Returns whether it was lost, and which owed ids are now
-   * pending under the consumer.
+   * group does not know the consumer or `force` says a loss was seen otherwise. Returns whether
+   * it was treated as lost, and which owed ids are now pending under the consumer.
    */
-  async recoverGroup(stream: string, consumer: string, highest: string, owed: readonly [string, number][]): Promise<{ lost: boolean; owned: string[] }> {
-    const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, ...owed.flatMap(([id, count]) => [id, String(count)]));
+  async recoverGroup(
+    stream: string,
+    consumer: string,
+    highest: string,
+    owed: readonly [string, number][],
+    force: boolean,
+  ): Promise<{ lost: boolean; owned: string[] }> {
+    const args = owed.flatMap(([id, count]) => [id, String(count)]);
+    const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
     return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
   }
 
@@ -144,16 +151,23 @@ export class StreamCommands {
     return parseServerVersion(await this.conn.info('server'));
   }
 
-  /** Acks entries of any streams in one round trip: one XACK per stream, pipelined. */
-  async ackMany(entries: readonly StreamEntry[]): Promise<void> {
+  /**
+   * Acks entries of any streams in one round trip: one XACK per stream, pipelined. Returns the
+   * streams where Redis acked fewer than it was given: those entries were no longer pending
+   * (a peer took and settled them, or the group was lost and re-created meanwhile).
+   */
+  async ackMany(entries: readonly StreamEntry[]): Promise<string[]> {
     const byStream = groupIds(entries);
-    if (byStream.size === 1) {
-      for (const [stream, ids] of byStream) await this.conn.xack(stream, this.group, ...ids);
-      return;
-    }
     const pipeline = this.conn.pipeline();
     for (const [stream, ids] of byStream) pipeline.xack(stream, this.group, ...ids);
-    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
+    const results = (await pipeline.exec()) ?? [];
+    const short: string[] = [];
+    [...byStream].forEach(([stream, ids], i) => {
+      const [err, acked] = results[i] ?? [new Error('XACK got no reply'), 0];
+      if (err) throw err;
+      if (Number(acked) < ids.length) short.push(stream);
+    });
+    return short;
   }
 
   /**
