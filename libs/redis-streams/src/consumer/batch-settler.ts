@@ -15,6 +15,14 @@ export interface BatchSettlerDeps {
   stopping: () => boolean;
   /** `close()` gave up waiting: whatever finishes late changes nothing (no ack, no hand-back, no event). */
   abandoned: () => boolean;
+  /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
+  inProgress: Set<BatchProgress>;
+}
+
+export interface BatchProgress {
+  readonly entries: readonly StreamEntry[];
+  /** Entries before this index have had their handler called. */
+  next: number;
 }
 
 /**
@@ -29,11 +37,11 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   // Parallel arrays: no wrapper object per entry on the hot path.
   const succeeded: StreamEntry[] = [];
   const events: SettledEvent[] = [];
-  let next = 0;
+  const progress: BatchProgress = { entries, next: 0 };
+  d.inProgress.add(progress);
   const worker = async (): Promise<void> => {
-    while (next < entries.length && !d.stopping()) {
-      const entry = entries[next++]!;
-      d.lease.begin(entry);
+    while (progress.next < entries.length && !d.stopping()) {
+      const entry = entries[progress.next++]!;
       const event = await d.settle(entry, source);
       if (d.abandoned()) return;
       if (event.outcome === 'acked') {
@@ -46,7 +54,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
     }
   };
   const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
+  d.inProgress.delete(progress);
   if (d.abandoned()) return;
+  const { next } = progress;
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
   if (succeeded.length > 0) await d.acks.send(succeeded, events);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.

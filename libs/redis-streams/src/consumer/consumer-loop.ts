@@ -7,7 +7,7 @@ import { compareIds } from '../redis/replies.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { AckPipeline } from './ack-pipeline.js';
-import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
+import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
 import { Lease } from './lease.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -66,6 +66,7 @@ export class ConsumerLoop {
   /** The next park's read, already sent (`readAhead`). */
   private ahead: Promise<StreamEntry[]> | undefined;
   private readonly marks = new DeliveryMarks();
+  private readonly inProgress = new Set<BatchProgress>();
   /** Streams whose acks found entries no longer pending: the group may have been lost without an error to say so. */
   private readonly lossSeen = new Set<string>();
 
@@ -90,6 +91,7 @@ export class ConsumerLoop {
       handBackIdleMs: d.options.minIdleMs,
       stopping: () => this.stopping,
       abandoned: () => this.abandoned,
+      inProgress: this.inProgress,
     };
   }
 
@@ -132,7 +134,9 @@ export class ConsumerLoop {
   async abandon(): Promise<void> {
     this.stopping = true;
     this.abandoned = true;
-    const unstarted = this.lease.unstarted();
+    const begun = new Set<StreamEntry>();
+    for (const batch of this.inProgress) for (let i = 0; i < batch.next; i++) begun.add(batch.entries[i]!);
+    const unstarted = this.lease.heldExcept(begun);
     this.lease.stop();
     // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
     await within(this.lease.handBackIds(unstarted, this.d.options.minIdleMs), WAKE_WITHIN_MS, undefined);

@@ -20,7 +20,10 @@ export class DeliveryMarks {
   private readonly untracked = new Map<string, number>();
 
   delivered(entries: readonly StreamEntry[]): void {
-    for (const e of entries) {
+    // Redis returns each stream's entries in id order: only the last of a run can be a new high.
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (entries[i + 1]?.stream === e.stream) continue;
       const top = this.highest.get(e.stream);
       if (top === undefined || compareIds(e.id, top) > 0) this.highest.set(e.stream, e.id);
     }

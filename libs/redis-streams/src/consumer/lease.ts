@@ -10,8 +10,6 @@ import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
  */
 export class Lease {
   private readonly held = new Map<string, Set<string>>();
-  /** Of the held entries, those whose handler has been called. */
-  private readonly begun = new Map<string, Set<string>>();
   private timer: Subscription | undefined;
 
   constructor(
@@ -30,26 +28,23 @@ export class Lease {
     this.timer?.unsubscribe();
     this.timer = undefined;
     this.held.clear();
-    this.begun.clear();
-  }
-
-  /** The entry's handler is being called: it is in hand, no longer merely fetched. */
-  begin(entry: StreamEntry): void {
-    let ids = this.begun.get(entry.stream);
-    if (!ids) this.begun.set(entry.stream, (ids = new Set()));
-    ids.add(entry.id);
   }
 
   holds(entry: StreamEntry): boolean {
     return this.held.get(entry.stream)?.has(entry.id) ?? false;
   }
 
-  /** Held entries whose handler was never called (the rest of a batch, a read-ahead batch), by stream. */
-  unstarted(): Map<string, string[]> {
+  /** Held entries not among `begun` (those whose handler was called), by stream. */
+  heldExcept(begun: ReadonlySet<StreamEntry>): Map<string, string[]> {
+    const skip = new Map<string, Set<string>>();
+    for (const e of begun) {
+      let ids = skip.get(e.stream);
+      if (!ids) skip.set(e.stream, (ids = new Set()));
+      ids.add(e.id);
+    }
     const out = new Map<string, string[]>();
     for (const [stream, ids] of this.held) {
-      const begun = this.begun.get(stream);
-      const rest = [...ids].filter((id) => !begun?.has(id));
+      const rest = [...ids].filter((id) => !skip.get(stream)?.has(id));
       if (rest.length > 0) out.set(stream, rest);
     }
     return out;
@@ -74,7 +69,6 @@ export class Lease {
 
   drop(entry: StreamEntry): void {
     this.held.get(entry.stream)?.delete(entry.id);
-    this.begun.get(entry.stream)?.delete(entry.id);
   }
 
   /** Entries held but not started when the loop stops: make them idle at once so the next peer's beat takes them. */

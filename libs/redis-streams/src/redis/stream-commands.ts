@@ -158,6 +158,11 @@ export class StreamCommands {
    */
   async ackMany(entries: readonly StreamEntry[]): Promise<string[]> {
     const byStream = groupIds(entries);
+    if (byStream.size === 1) {
+      // The hot path (one stream): a plain command, no pipeline object per batch.
+      const [stream, ids] = byStream.entries().next().value!;
+      return Number(await this.conn.xack(stream, this.group, ...ids)) < ids.length ? [stream] : [];
+    }
     const pipeline = this.conn.pipeline();
     for (const [stream, ids] of byStream) pipeline.xack(stream, this.group, ...ids);
     const results = (await pipeline.exec()) ?? [];
