@@ -27,7 +27,7 @@ async function poisoned(count: number) {
 }
 
 const cli = async (...args: string[]) => {
-  const script = requireBuilt('libs/redis-streams/dist/cli/dlq.js');
+  const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
   const { stdout } = await promisify(execFile)(process.execPath, [script, ...args, '--url', redis.url], { cwd: repoRoot });
   return stdout;
 };
@@ -66,5 +66,30 @@ describe('dead-letter tooling', () => {
     expect(redriven.trim().split('\n')).toHaveLength(2);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'both re-driven entries handled' });
     expect(await redis.client().xlen(dead)).toBe(0);
+  });
+
+  it('answers --help on stdout with exit 0, and refuses an unknown command, a bad URL and an unreachable server clearly', async () => {
+    const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
+    const run = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [script, ...args], { cwd: repoRoot }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+      );
+    const help = await run('--help');
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toMatch(/^usage:/);
+
+    const unknown = await run('purge', 'orders:dead', '--url', redis.url);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "purge"/);
+
+    const badUrl = await run('list', 'orders:dead', '--url', 'http://127.0.0.1:6379');
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr).toMatch(/invalid option "connection": URL must start with redis:\/\/ or rediss:\/\//);
+
+    const down = await run('list', 'orders:dead', '--url', 'redis://ops:s3cret@127.0.0.1:1/2');
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1\/2: connect ECONNREFUSED/);
+    expect(down.stderr).not.toContain('s3cret');
   });
 });

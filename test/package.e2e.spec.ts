@@ -3,7 +3,8 @@ import { repoRoot, requireBuilt } from './support/built.js';
 
 describe('the built package', () => {
   it('imports from plain Node by its package name, as an installed dependency would', () => {
-    requireBuilt('libs/redis-streams/dist/index.js');
+    requireBuilt('libs/redis-streams/dist/esm/index.js');
+    requireBuilt('libs/redis-streams/dist/cjs/index.js');
     const script = `
       import 'reflect-metadata';
       import * as lib from 'nestjs-redis-streams';
@@ -16,10 +17,55 @@ describe('the built package', () => {
     expect(out.exports).toEqual(expect.arrayContaining(['RedisStreamsServer', 'RedisStreamsContext', 'StreamPattern', 'RedisStreamsStatus', 'InvalidOptionError']));
   });
 
-  it('packs the build output and its typings, not the sources', () => {
+  it('packs only what a user needs: both builds with their typings, README, LICENSE (an allow-list)', () => {
     const [pack] = JSON.parse(execFileSync('npm', ['pack', '-w', 'nestjs-redis-streams', '--dry-run', '--json'], { cwd: repoRoot, encoding: 'utf8' }));
     const files: string[] = pack.files.map((f: { path: string }) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/server/redis-streams.server.js']));
-    expect(files.filter((f) => f.startsWith('src/') || f.endsWith('.tsbuildinfo'))).toEqual([]);
+    const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/(esm|cjs)\/.+\.(js|d\.ts)$/, /^dist\/cjs\/package\.json$/];
+    expect(files.filter((f) => !allowed.some((pattern) => pattern.test(f)))).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/esm/cli/dlq.js']));
+    // Every module ships in both builds, each with its declarations.
+    const modules = (dir: string, ext: string) => files.filter((f) => f.startsWith(dir) && f.endsWith(ext)).map((f) => f.slice(dir.length, -ext.length)).sort();
+    expect(modules('dist/cjs/', '.js')).toEqual(modules('dist/esm/', '.js'));
+    expect(modules('dist/esm/', '.d.ts')).toEqual(modules('dist/esm/', '.js'));
+    expect(modules('dist/cjs/', '.d.ts')).toEqual(modules('dist/cjs/', '.js'));
+  });
+
+  it('serves require() with a CommonJS build of the same API', () => {
+    const script = `
+      require('reflect-metadata');
+      const lib = require('nestjs-redis-streams');
+      const server = new lib.RedisStreamsServer({ group: 'g', consumer: 'c' });
+      console.log(JSON.stringify({ exports: Object.keys(lib).sort(), group: server.options.group, file: require.resolve('nestjs-redis-streams') }));
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: repoRoot, encoding: 'utf8' }));
+    expect(out.group).toBe('g');
+    expect(out.file).toMatch(/dist\/cjs\/index\.js$/);
+    const esm = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', "import * as lib from 'nestjs-redis-streams'; console.log(JSON.stringify(Object.keys(lib).sort()))"], { cwd: repoRoot, encoding: 'utf8' }));
+    expect(out.exports).toEqual(esm);
+  });
+
+  it('has no dual-package hazard: instanceof and isDeadLetter hold across the ESM and CommonJS copies', () => {
+    const script = `
+      import 'reflect-metadata';
+      import { createRequire } from 'node:module';
+      import { RpcException } from '@nestjs/microservices';
+      import * as esm from 'nestjs-redis-streams';
+      const cjs = createRequire(import.meta.url)('nestjs-redis-streams');
+      const args = { stream: 's', pattern: 's', id: '1-0', group: 'g', consumer: 'c', deliveryCount: 1, fields: {}, headers: {} };
+      const invalid = (lib) => { try { new lib.RedisStreamsServer({ batchSize: 0 }); } catch (err) { return err; } };
+      class Sub extends esm.RedisStreamsContext {}
+      console.log(JSON.stringify({
+        twoCopies: esm.RedisStreamsContext !== cjs.RedisStreamsContext,
+        context: new cjs.RedisStreamsContext(args) instanceof esm.RedisStreamsContext && new esm.RedisStreamsContext(args) instanceof cjs.RedisStreamsContext,
+        deadLetter: new cjs.DeadLetterException('x') instanceof esm.DeadLetterException && new esm.DeadLetterException('x') instanceof cjs.DeadLetterException,
+        rpc: new cjs.DeadLetterException('x') instanceof RpcException && new esm.DeadLetterException('x') instanceof RpcException,
+        isDeadLetter: esm.isDeadLetter(new cjs.DeadLetterException('x')) && cjs.isDeadLetter(new esm.DeadLetterException('x')),
+        record: new cjs.RedisStreamsRecord({}) instanceof esm.RedisStreamsRecord && new esm.RedisStreamsRecord({}) instanceof cjs.RedisStreamsRecord,
+        invalidOption: invalid(cjs) instanceof esm.InvalidOptionError && invalid(esm) instanceof cjs.InvalidOptionError,
+        notEverything: !({} instanceof esm.RedisStreamsContext) && !(new cjs.RedisStreamsContext(args) instanceof Sub),
+      }));
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' }));
+    expect(out).toEqual({ twoCopies: true, context: true, deadLetter: true, rpc: true, isDeadLetter: true, record: true, invalidOption: true, notEverything: true });
   });
 });

@@ -82,7 +82,7 @@ describe('shutdown at settle points', () => {
   });
 
   it('after shutdownTimeoutMs, close() is terminal: no timer or connection of the transport is left and the process exits by itself', async () => {
-    requireBuilt('libs/redis-streams/dist/index.js');
+    requireBuilt('libs/redis-streams/dist/esm/index.js');
     const script = `${repoRoot}test/fixtures/hung-handler-close.mjs`;
     const child = spawn(process.execPath, [script, redis.url, uniquePrefix()], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -1,3 +1,4 @@
+import { brand } from './brand.js';
 import { BaseRpcContext } from '@nestjs/microservices';
 import { fieldsToRecord } from './codec/entry-codec.js';
 
@@ -82,3 +83,4 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs
     return this.a.headers;
   }
 }
+brand(RedisStreamsContext, 'RedisStreamsContext');

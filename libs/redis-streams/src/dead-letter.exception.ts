@@ -1,3 +1,4 @@
+import { brand } from './brand.js';
 import { RpcException } from '@nestjs/microservices';
 
 /**
@@ -9,6 +10,7 @@ export class DeadLetterException extends RpcException {
     super({ status: 'error', message: reason, deadLetter: true });
   }
 }
+brand(DeadLetterException, 'DeadLetterException');
 
 /** True for a {@link DeadLetterException} as it comes out of Nest's RPC exception filter. */
 export function isDeadLetter(err: unknown): boolean {

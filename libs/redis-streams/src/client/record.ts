@@ -1,3 +1,4 @@
+import { brand } from '../brand.js';
 /**
  * A payload with entry headers, for `client.emit(pattern, record)` / `client.send(pattern, record)`.
  * The consumer reads the headers with `ctx.getHeaders()`.
@@ -14,3 +15,4 @@ export class RedisStreamsRecord<T = unknown> {
     }
   }
 }
+brand(RedisStreamsRecord, 'RedisStreamsRecord');

@@ -1,3 +1,4 @@
+import { brand } from '../brand.js';
 import type { Deserializer } from '@nestjs/microservices';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { FIELD } from './wire-format.js';
@@ -12,6 +13,7 @@ export class EntryDecodeError extends Error {
     this.name = 'EntryDecodeError';
   }
 }
+brand(EntryDecodeError, 'EntryDecodeError');
 
 export interface DecodedEntry {
   payload: unknown;

@@ -1,3 +1,4 @@
+import { brand } from '../brand.js';
 /** Thrown at construction for a bad option; the message names the option. */
 export class InvalidOptionError extends Error {
   constructor(
@@ -8,6 +9,7 @@ export class InvalidOptionError extends Error {
     this.name = 'InvalidOptionError';
   }
 }
+brand(InvalidOptionError, 'InvalidOptionError');
 
 /** A typo such as `minIdle` would otherwise silently keep the default. */
 export function rejectUnknown(input: object, known: readonly string[], path = ''): void {

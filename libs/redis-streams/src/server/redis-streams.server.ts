@@ -37,8 +37,6 @@ const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the 
  */
 export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
-  // Failures are awaited and reported here, so Nest need not log them a second time.
-  override readonly propagatesEventHandlerErrors = true;
   protected override readonly logger = new Logger(RedisStreamsServer.name);
   readonly options: Readonly<ResolvedServerOptions>;
   private readonly events = new EventEmitter();
@@ -55,6 +53,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
 
   constructor(options: RedisStreamsServerOptions = {}) {
     super();
+    // Nest 12 swallows an event handler's error unless its transport says it reports them (as we
+    // do: a failed entry stays pending). Nest 11 always propagated them and has no such field, so
+    // it is set here rather than declared, which compiles against both.
+    (this as unknown as { propagatesEventHandlerErrors: boolean }).propagatesEventHandlerErrors = true;
     this.options = resolveServerOptions(options);
   }
 
