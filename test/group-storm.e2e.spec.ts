@@ -51,8 +51,11 @@ describe('a storm of lost groups', () => {
       }
     };
     await Promise.all([produce(), storm()]);
-    await waitFor(() => succeeded.size === n, { timeoutMs: 20_000, message: 'every entry to succeed once' });
-    const missing = [...Array(n).keys()].map((i) => `e${i}`).filter((tag) => !succeeded.has(tag));
-    expect(missing).toEqual([]);
-  }, 60_000);
+    const missing = () => [...Array(n).keys()].map((i) => `e${i}`).filter((tag) => !succeeded.has(tag));
+    // Generous: owed entries of a lost group come back after minIdleMs, and CI runs other files alongside.
+    await waitFor(() => succeeded.size === n, { timeoutMs: 60_000, message: 'every entry to succeed once' }).catch((err: Error) => {
+      throw new Error(`${err.message}; ${missing().length} never succeeded: ${missing().slice(0, 20).join(', ')}`);
+    });
+    expect(missing()).toEqual([]);
+  }, 120_000);
 });

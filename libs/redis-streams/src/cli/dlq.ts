@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { Redis } from 'ioredis';
 import { parseArgs } from 'node:util';
+import { describeError } from '../describe-error.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
+import { describeConnection, resolveConnection } from '../options/connection.js';
 
 const USAGE = `usage:
   redis-streams-dlq list    <dead-letter-stream> [--count N] [--after ID] [--json] [--url redis://…]
@@ -24,12 +26,29 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const [command, deadStream, ...ids] = positionals;
-  if (values.help || !command || !deadStream || !['list', 'redrive'].includes(command)) {
-    console.error(USAGE);
-    return values.help ? 0 : 2;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
   }
-  const redis = new Redis(values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, retryStrategy: () => null });
-  redis.on('error', () => {});
+  if (!command || !deadStream) {
+    console.error(USAGE);
+    return 2;
+  }
+  if (!['list', 'redrive'].includes(command)) {
+    console.error(`redis-streams-dlq: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  // Refused like the server's `connection` option refuses it (InvalidOptionError naming the problem).
+  const connection = resolveConnection(values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const redis = new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
+  let cause: unknown;
+  redis.on('error', (err: unknown) => (cause = err));
+  try {
+    await redis.connect();
+  } catch (err) {
+    throw new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(cause ?? err)}`);
+  }
   const dlq = new DeadLetters(redis);
   try {
     if (command === 'list') {
@@ -61,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`redis-streams-dlq: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
+    console.error(`redis-streams-dlq: ${describeError(err)}`);
+    process.exit(err instanceof Error && err.name === 'TypeError' && /parseArgs|Unknown option/i.test(err.message) ? 2 : 1);
   },
 );

@@ -1,0 +1,63 @@
+// node scripts/run-fixtures.mjs [name…]: each fixture under fixtures/ is a small app of its own.
+// It is copied to a fresh directory, installs its own dependencies plus the packed library
+// tarball (exactly as a user would: npm install <tarball>), and runs its own `npm test` against a
+// throwaway redis-server on a free loopback port (REDIS_URL). Prints one line per fixture.
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const only = process.argv.slice(2);
+const names = readdirSync(`${root}fixtures`).filter((n) => existsSync(`${root}fixtures/${n}/package.json`) && (only.length === 0 || only.includes(n)));
+const tarball = execFileSync(process.execPath, [`${root}scripts/pack-lib.mjs`], { encoding: 'utf8' }).trim();
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+
+async function startRedis() {
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  for (let i = 0; i < 200; i++) {
+    try {
+      if (execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG') return { port, proc };
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 25)); // poll interval while redis-server starts
+  }
+  throw new Error(`redis-server on port ${port} did not answer`);
+}
+
+const run = (cmd, args, cwd, env = {}) => execFileSync(cmd, args, { cwd, stdio: 'inherit', env: { ...process.env, ...env } });
+let failed = 0;
+for (const name of names) {
+  const dir = mkdtempSync(`${tmpdir()}/nrs-fixture-${name}-`);
+  cpSync(`${root}fixtures/${name}`, dir, { recursive: true, filter: (src) => !/node_modules|dist$/.test(src) });
+  const started = Date.now();
+  const redis = await startRedis();
+  try {
+    process.stdout.write(`fixture ${name}: installing into ${dir}\n`);
+    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], dir);
+    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--no-save', tarball], dir);
+    const versions = execFileSync('npm', ['ls', '--depth=0'], { cwd: dir, encoding: 'utf8' });
+    process.stdout.write(`fixture ${name}: ${versions.split('\n').filter((l) => /@nestjs\/core|ioredis|typescript|jest@|vitest|nestjs-redis-streams/.test(l)).map((l) => l.replace(/^[^\w@]+/, '')).join(', ')}\n`);
+    run('npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+    process.stdout.write(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  } catch (err) {
+    failed++;
+    process.stdout.write(`fixture ${name}: FAILED (${err.message})\n`);
+  } finally {
+    redis.proc.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+process.exit(failed === 0 ? 0 : 1);

@@ -1,0 +1,34 @@
+// node scripts/test-nest11.mjs: the repository's whole test suite once more, against the lower end
+// of the peer ranges: @nestjs/* 11 and ioredis 5. The working tree is copied to a fresh directory,
+// its devDependencies are moved to those majors (no lockfile, so npm resolves them as a user's
+// install would), and `npm test` runs there: build, type-check, every test.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(`${tmpdir()}/nrs-nest11-`);
+const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
+  .split('\n')
+  .filter((f) => f && !f.startsWith('fixtures/') && f !== 'package-lock.json');
+for (const f of files) {
+  mkdirSync(dirname(`${dir}/${f}`), { recursive: true });
+  cpSync(`${root}${f}`, `${dir}/${f}`);
+}
+const pkg = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
+for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', '@nestjs/testing']) pkg.devDependencies[name] = '^11.0.0';
+pkg.devDependencies.ioredis = '^5.0.0';
+writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
+
+const run = (cmd, args) => execFileSync(cmd, args, { cwd: dir, stdio: 'inherit' });
+try {
+  process.stdout.write(`nest11: installing @nestjs/* 11 and ioredis 5 into ${dir}\n`);
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error']);
+  const versions = execFileSync('npm', ['ls', '@nestjs/core', '@nestjs/microservices', 'ioredis', '--depth=0'], { cwd: dir, encoding: 'utf8' });
+  process.stdout.write(versions);
+  run('npm', ['test']);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
