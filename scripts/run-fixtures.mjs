@@ -11,6 +11,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const only = process.argv.slice(2);
 const names = readdirSync(`${root}fixtures`).filter((n) => existsSync(`${root}fixtures/${n}/package.json`) && (only.length === 0 || only.includes(n)));
+if (names.length === 0) {
+  process.stderr.write(`run-fixtures: no fixture named ${only.join(', ')} under fixtures/\n`);
+  process.exit(1);
+}
 const tarball = execFileSync(process.execPath, [`${root}scripts/pack-lib.mjs`], { encoding: 'utf8' }).trim();
 
 const freePort = () =>
@@ -49,7 +53,7 @@ for (const name of names) {
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], dir);
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--no-save', tarball], dir);
     const versions = execFileSync('npm', ['ls', '--depth=0'], { cwd: dir, encoding: 'utf8' });
-    process.stdout.write(`fixture ${name}: ${versions.split('\n').filter((l) => /@nestjs\/core|ioredis|typescript|jest@|vitest|nestjs-redis-streams/.test(l)).map((l) => l.replace(/^[^\w@]+/, '')).join(', ')}\n`);
+    process.stdout.write(`fixture ${name}: ${versions.split('\n').filter((l) => /@nestjs\/core|ioredis|rxjs|reflect-metadata|typescript|jest@|vitest|nestjs-redis-streams/.test(l)).map((l) => l.replace(/^[^\w@]+/, '')).join(', ')}\n`);
     run('npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
     process.stdout.write(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
   } catch (err) {

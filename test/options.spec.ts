@@ -71,6 +71,16 @@ describe('options', () => {
     expect(readme).toContain(`at most \`${MAX_BATCH_SIZE}\``);
   });
 
+  it('never echoes a password when it refuses a connection URL', () => {
+    for (const connection of ['redis://app:s3cret@redis.internal:6379x', 'redis://:s3cret@127.0.0.1:99999', 'http://app:s3cret@127.0.0.1:6379']) {
+      const make = () => new RedisStreamsServer({ connection });
+      expect(make).toThrow(InvalidOptionError);
+      if (connection.startsWith('redis')) expect(make).toThrow(/not a valid URL: ".*:\*\*\*@/);
+      expect(make).not.toThrow(/s3cret/);
+      expect(() => new RedisStreamsClient({ connection })).not.toThrow(/s3cret/);
+    }
+  });
+
   it('parses a redis:// URL with credentials and database', () => {
     const { options } = new RedisStreamsServer({ connection: 'redis://user:p%40ss@[::1]:6380/3' });
     expect(options.connection).toEqual({ host: '::1', port: 6380, db: 3, username: 'user', password: 'p@ss' });

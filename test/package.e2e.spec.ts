@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { repoRoot, requireBuilt } from './support/built.js';
 
 describe('the built package', () => {
@@ -67,5 +68,29 @@ describe('the built package', () => {
     `;
     const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' }));
     expect(out).toEqual({ twoCopies: true, context: true, deadLetter: true, rpc: true, isDeadLetter: true, record: true, invalidOption: true, notEverything: true });
+  });
+
+  it('has interchangeable ESM and CommonJS typings for what a handler and a producer pass around', () => {
+    // An ESM app whose CommonJS dependency takes a context or a record from it: TypeScript sees both builds' declarations.
+    const dir = `${repoRoot}dist/dual-types`;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/package.json`, JSON.stringify({ type: 'module' }));
+    writeFileSync(
+      `${dir}/check.ts`,
+      `import { DeadLetterException, RedisStreamsContext, RedisStreamsRecord } from 'nestjs-redis-streams';
+import type * as cjs from '../../libs/redis-streams/dist/cjs/index.js';
+declare const ctx: RedisStreamsContext;
+declare const cjsCtx: cjs.RedisStreamsContext;
+export const toCjs: cjs.RedisStreamsContext = ctx;
+export const fromCjs: RedisStreamsContext = cjsCtx;
+export const record: cjs.RedisStreamsRecord = new RedisStreamsRecord({}, { a: 'b' });
+export const error: cjs.DeadLetterException = new DeadLetterException('x');
+`,
+    );
+    writeFileSync(
+      `${dir}/tsconfig.json`,
+      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['check.ts'] }),
+    );
+    execFileSync(process.execPath, [`${repoRoot}node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], { encoding: 'utf8' });
   });
 });

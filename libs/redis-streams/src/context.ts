@@ -41,46 +41,46 @@ export class EntryContextArgs implements RedisStreamsContextArgs {
   }
 }
 
-/** What `@Ctx()` gives a handler of this transport. */
+/**
+ * What `@Ctx()` gives a handler of this transport. No private members: the ESM and CommonJS
+ * typings of the class then describe the same shape, so one is assignable to the other in an
+ * app whose dependencies load both builds.
+ */
 export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs]> {
   constructor(args: RedisStreamsContextArgs) {
     super([args]);
   }
 
-  private get a(): RedisStreamsContextArgs {
-    return this.args[0];
-  }
-
   getStream(): string {
-    return this.a.stream;
+    return this.args[0].stream;
   }
 
   getPattern(): string {
-    return this.a.pattern;
+    return this.args[0].pattern;
   }
 
   getId(): string {
-    return this.a.id;
+    return this.args[0].id;
   }
 
   getGroup(): string {
-    return this.a.group;
+    return this.args[0].group;
   }
 
   getConsumer(): string {
-    return this.a.consumer;
+    return this.args[0].consumer;
   }
 
   getDeliveryCount(): number {
-    return this.a.deliveryCount;
+    return this.args[0].deliveryCount;
   }
 
   getFields(): Record<string, string> {
-    return this.a.fields;
+    return this.args[0].fields;
   }
 
   getHeaders(): Record<string, string> {
-    return this.a.headers;
+    return this.args[0].headers;
   }
 }
 brand(RedisStreamsContext, 'RedisStreamsContext');

@@ -12,7 +12,7 @@ export function resolveConnection(connection: ConnectionOption | undefined): Red
     try {
       url = new URL(connection);
     } catch {
-      throw new InvalidOptionError('connection', `not a valid URL: ${JSON.stringify(connection)}`);
+      throw new InvalidOptionError('connection', `not a valid URL: ${JSON.stringify(maskPassword(connection))}`);
     }
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
       throw new InvalidOptionError('connection', `URL must start with redis:// or rediss://, got ${url.protocol}//`);
@@ -36,6 +36,11 @@ export function resolveConnection(connection: ConnectionOption | undefined): Red
     throw new InvalidOptionError('connection.keyPrefix', 'use the transport option "keyPrefix" instead');
   }
   return { ...connection };
+}
+
+/** A URL as text with its password (between ':' and '@' after the scheme) masked, even when it does not parse. */
+function maskPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
 }
 
 /** The connection as a URL for logs and errors, password masked: `redis://user:***@host:port/db`. */
