@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { connect, createServer, type Socket } from 'node:net';
 import { RedisStreamsStatus } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
+import { waitParked } from './support/parked.js';
 import { aclUser as aclUserOn, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
@@ -200,7 +201,7 @@ describe('faults the loop must survive', () => {
     const hung = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, batchSize: 4, shutdownTimeoutMs: 1000 });
     hung.recorder.behavior = () => new Promise(() => {});
     await waitFor(() => hung.recorder.calls.length === 1, { message: 'a hung handler, three entries waiting behind it' });
-    await waitFor(async () => String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').filter((row) => / cmd=xreadgroup /.test(row) && / flags=b /.test(row)).length >= 1, { message: 'the idle consumer parked' });
+    await waitParked(r, 'g2:', 'the idle consumer parked');
     await r.client('PAUSE', 12_000, 'ALL');
     let closed = 0;
     for (const app of [idle, hung]) void app.close().then(() => closed++);

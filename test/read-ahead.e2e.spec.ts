@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { preloadOrders } from './support/backlog.js';
+import { waitParked } from './support/parked.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -149,9 +150,9 @@ describe('read-ahead', () => {
     const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 1, blockMs, minIdleMs: 600_000 });
     app.recorder.behavior = async (call) => {
       if (call.id !== first) return;
-      // The read-ahead is parked by now. Another process writes the next entry while this
-      // handler holds the event loop well past BLOCK: Redis answers the park during the block.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Once the read-ahead is parked, another process writes the next entry while this handler
+      // holds the event loop well past BLOCK: Redis answers the park during the block.
+      await waitParked(redis.client(), 'g:c:blocking', 'the read-ahead parked');
       spawn('redis-cli', ['-p', String(redis.port), 'XADD', app.key(), '*', 'n', 'during-the-block'], { stdio: 'ignore' });
       const until = Date.now() + blockMs + 3500;
       while (Date.now() < until); // a synchronous handler: nothing else runs meanwhile

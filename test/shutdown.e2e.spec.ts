@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { captureLogs } from './support/logs.js';
+import { waitParked } from './support/parked.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
@@ -45,10 +46,7 @@ describe('shutdown at settle points', () => {
     // Make sure the loop is parked: one entry round-trips, then the consumer blocks again.
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
-    await waitFor(async () => {
-      const rows = String(await redis.client().call('CLIENT', 'LIST', 'TYPE', 'normal'));
-      return rows.split('\n').some((row) => row.includes(':blocking') && / cmd=xreadgroup /.test(row) && / flags=b /.test(row));
-    }, { message: 'the blocking lane to park' });
+    await waitParked(redis.client());
     const { ms } = await timed(() => app.close());
     expect(ms).toBeLessThan(1000);
   });
