@@ -5,6 +5,7 @@ import { decodeReply } from '../codec/reply-codec.js';
 import type { Lanes } from '../redis/lanes.js';
 import type { ProducerCommands } from '../redis/producer-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import { within } from '../within.js';
 
 /** Most replies taken per read. */
 const REPLY_BATCH = 100;
@@ -57,11 +58,7 @@ export class ReplyReader {
     for (const callback of this.waiting.values()) callback({ err: new Error('nestjs-redis-streams: the client was closed before the reply arrived'), isDisposed: true });
     this.waiting.clear();
     // Best effort: when Redis is unreachable the stream's TTL removes it instead.
-    if (this.d.lanes.command.status === 'ready') {
-      let timer: NodeJS.Timeout | undefined;
-      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, DROP_TIMEOUT_MS)));
-      await Promise.race([this.d.commands.drop(this.d.key).catch(() => {}), giveUp]).finally(() => clearTimeout(timer));
-    }
+    if (this.d.lanes.command.status === 'ready') await within(this.d.commands.drop(this.d.key).catch(() => {}), DROP_TIMEOUT_MS, undefined);
   }
 
   private run(): Subscription {

@@ -9,6 +9,7 @@ import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
+import { within } from '../within.js';
 import { Lease } from './lease.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
@@ -37,6 +38,14 @@ export interface ConsumerLoopDeps {
   onReady: () => void;
 }
 
+/** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
+class GroupLostError extends Error {
+  constructor(streams: string[]) {
+    super(`acks on ${streams.map((s) => `"${s}"`).join(', ')} found entries no longer pending (their group may have been lost and re-created): rejoining`);
+    this.name = 'GroupLostError';
+  }
+}
+
 /**
  * One consumer's loop:
  *   self-drain: XREADGROUP … STREAMS k… 0 until empty (own un-acked work, at once)
@@ -46,14 +55,6 @@ export interface ConsumerLoopDeps {
  * `stop()` is honoured between entries only.
  * Any Redis failure restarts the pipeline (groups re-created, own PEL re-drained) after a backoff.
  */
-/** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
-class GroupLostError extends Error {
-  constructor(streams: string[]) {
-    super(`acks on ${streams.map((s) => `"${s}"`).join(', ')} found entries no longer pending (their group may have been lost and re-created): rejoining`);
-    this.name = 'GroupLostError';
-  }
-}
-
 export class ConsumerLoop {
   private stopping = false;
   private abandoned = false;
@@ -134,9 +135,8 @@ export class ConsumerLoop {
   async abandon(): Promise<void> {
     this.stopping = true;
     this.abandoned = true;
-    const begun = new Set<StreamEntry>();
-    for (const batch of this.inProgress) for (let i = 0; i < batch.next; i++) begun.add(batch.entries[i]!);
-    const unstarted = this.lease.heldExcept(begun);
+    const begun = [...this.inProgress].flatMap((batch) => batch.entries.slice(0, batch.next));
+    const unstarted = this.lease.heldIds(begun);
     this.lease.stop();
     // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
     await within(this.lease.handBackIds(unstarted, this.d.options.minIdleMs), WAKE_WITHIN_MS, undefined);
@@ -400,11 +400,4 @@ export class ConsumerLoop {
     // Could not reach the server to unblock: drop the blocking lane, the read fails and the loop ends.
     if (this.parked) this.d.lanes.blocking.disconnect();
   }
-}
-
-/** `work`'s result, or `fallback` once `ms` have passed (the work itself goes on, unobserved). */
-async function within<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), Math.max(0, ms))));
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

@@ -2,21 +2,21 @@ import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
 
-/** Failed entries remembered per stream; past this, new failures are not tracked (and counted). */
-const MAX_FAILED_TRACKED = 10_000;
+/** Owed entries remembered per stream; past this, new failures are not tracked (and counted). */
+const MAX_OWED_TRACKED = 10_000;
 
 /**
  * What this consumer knows of its place in each stream, so that a lost group (XGROUP DESTROY,
  * a server that lost its data) is re-created where it left off rather than at `groupStartId`
  * (which would run every settled entry again): the highest id delivered to it, and the entries
- * it still owes, those whose handler failed here and that it has not seen settled since, with
- * their delivery counts (their pending state goes with the group). Entries in hand are the
- * lease's.
+ * it still owes (failed here, or taken back by a recovery, and not seen settled since) with
+ * their delivery counts, since their pending state goes with the group. Entries in hand are
+ * the lease's.
  */
 export class DeliveryMarks {
   private readonly highest = new Map<string, string>();
-  /** Entries it owes by stream (id → delivery count): failed here, or re-delivered to it by a recovery, and not settled since. */
-  private readonly failed = new Map<string, Map<string, number>>();
+  /** By stream: id → delivery count. */
+  private readonly owing = new Map<string, Map<string, number>>();
   private readonly untracked = new Map<string, number>();
 
   delivered(entries: readonly StreamEntry[]): void {
@@ -30,13 +30,13 @@ export class DeliveryMarks {
   }
 
   settled(event: SettledEvent): void {
-    let ids = this.failed.get(event.stream);
+    let ids = this.owing.get(event.stream);
     if (event.outcome !== 'failed') {
       ids?.delete(event.id);
       return;
     }
-    if (!ids) this.failed.set(event.stream, (ids = new Map()));
-    if (ids.size < MAX_FAILED_TRACKED || ids.has(event.id)) ids.set(event.id, event.deliveryCount);
+    if (!ids) this.owing.set(event.stream, (ids = new Map()));
+    if (ids.size < MAX_OWED_TRACKED || ids.has(event.id)) ids.set(event.id, event.deliveryCount);
     else this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);
   }
 
@@ -47,7 +47,7 @@ export class DeliveryMarks {
 
   /** What it owes: failed here and not seen settled since, and `held` (fetched, not settled), with delivery counts. */
   owed(stream: string, held: readonly string[]): [id: string, deliveryCount: number][] {
-    const owed = new Map(this.failed.get(stream) ?? []);
+    const owed = new Map(this.owing.get(stream) ?? []);
     for (const id of held) if (!owed.has(id)) owed.set(id, 1);
     return [...owed];
   }
@@ -60,8 +60,8 @@ export class DeliveryMarks {
   keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
     const mine = new Set(pending);
     const kept = new Map(owed.filter(([id]) => mine.has(id)));
-    if (kept.size > 0) this.failed.set(stream, kept);
-    else this.failed.delete(stream);
+    if (kept.size > 0) this.owing.set(stream, kept);
+    else this.owing.delete(stream);
   }
 
   /** Failures that came past the limit since the last call (their retry depends on the group surviving). */
@@ -74,7 +74,7 @@ export class DeliveryMarks {
   /** The stream was deleted and written anew: nothing known of the old one applies. */
   forget(stream: string): void {
     this.highest.delete(stream);
-    this.failed.delete(stream);
+    this.owing.delete(stream);
     this.untracked.delete(stream);
   }
 }

@@ -34,22 +34,6 @@ export class Lease {
     return this.held.get(entry.stream)?.has(entry.id) ?? false;
   }
 
-  /** Held entries not among `begun` (those whose handler was called), by stream. */
-  heldExcept(begun: ReadonlySet<StreamEntry>): Map<string, string[]> {
-    const skip = new Map<string, Set<string>>();
-    for (const e of begun) {
-      let ids = skip.get(e.stream);
-      if (!ids) skip.set(e.stream, (ids = new Set()));
-      ids.add(e.id);
-    }
-    const out = new Map<string, string[]>();
-    for (const [stream, ids] of this.held) {
-      const rest = [...ids].filter((id) => !skip.get(stream)?.has(id));
-      if (rest.length > 0) out.set(stream, rest);
-    }
-    return out;
-  }
-
   hold(entries: readonly StreamEntry[]): void {
     for (const e of entries) {
       let ids = this.held.get(e.stream);
@@ -58,9 +42,16 @@ export class Lease {
     }
   }
 
-  /** Ids held, by stream. */
-  heldIds(): Map<string, string[]> {
-    return new Map([...this.held].map(([stream, ids]) => [stream, [...ids]]));
+  /** Ids held, by stream, but for `except` (at abandon: those whose handler was called). */
+  heldIds(except: readonly StreamEntry[] = []): Map<string, string[]> {
+    const skip = groupIds(except);
+    const out = new Map<string, string[]>();
+    for (const [stream, ids] of this.held) {
+      const skipped = new Set(skip.get(stream));
+      const rest = [...ids].filter((id) => !skipped.has(id));
+      if (rest.length > 0) out.set(stream, rest);
+    }
+    return out;
   }
 
   entries(): { stream: string; id: string }[] {

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { within } from '../within.js';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, filter, firstValueFrom, map, NEVER, of, race, timeout, type Observable } from 'rxjs';
 
 /** How long past BLOCK (and again past CLIENT UNBLOCK) a park may go unanswered before its connection counts as dead. */
@@ -83,9 +84,7 @@ export class Lanes {
     }
     if (this.blockingClientId === undefined) {
       // Bounded like a park: a lane that goes silent right after connecting is dropped, not waited on.
-      let timer: NodeJS.Timeout | undefined;
-      const silent = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs + PARK_GRACE_MS)));
-      const id = await Promise.race([this.blocking.client('ID').catch(() => undefined), silent]).finally(() => clearTimeout(timer));
+      const id = await within(this.blocking.client('ID').catch(() => undefined), timeoutMs + PARK_GRACE_MS, undefined);
       if (id === undefined) {
         this.blocking.disconnect(true);
         return false;
@@ -139,10 +138,8 @@ export class Lanes {
       [this.command, this.blocking].map(async (conn) => {
         if (conn.status === 'end') return;
         if (conn.status !== 'ready') return conn.disconnect();
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), QUIT_WAIT_MS)));
-        const said = await Promise.race([conn.quit().catch(() => 'late' as const), late]).finally(() => clearTimeout(timer));
-        if (said === 'late') conn.disconnect();
+        const said = await within(conn.quit().then(() => true, () => false), QUIT_WAIT_MS, false);
+        if (!said) conn.disconnect();
       }),
     );
   }

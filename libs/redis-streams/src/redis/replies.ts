@@ -101,13 +101,6 @@ function asStrings(values: unknown[]): string[] {
   return values as string[];
 }
 
-/** The id just before `id`: XGROUP CREATE at it makes `id` the group's next delivery. */
-export function idBefore(id: string): string {
-  const [ms = 0n, seq = 0n] = id.split('-').map(BigInt);
-  if (seq > 0n) return `${ms}-${seq - 1n}`;
-  return ms > 0n ? `${ms - 1n}-18446744073709551615` : '0-0';
-}
-
 /** Orders two stream ids (`ms-seq`) numerically: by length, then by text, of each part (no BigInt: the hot path calls it). */
 export function compareIds(a: string, b: string): number {
   const da = a.indexOf('-');

@@ -17,6 +17,7 @@ import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import type { RedisStreamsEvents } from './events.js';
+import { within } from '../within.js';
 import { writeReplies } from './reply-writer.js';
 
 /** A handler's resolved result: an Observable still has to complete (or error). */
@@ -172,10 +173,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private async settleInHand(): Promise<void> {
     const limit = this.options.shutdownTimeoutMs;
     if (limit === undefined) return this.loopDone;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limit)));
-    const result = await Promise.race([this.loopDone, timedOut]).finally(() => clearTimeout(timer));
-    if (result === 'timeout') {
+    const settled = await within(this.loopDone!.then(() => true), limit, false);
+    if (!settled) {
       // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
       const abandoned = this.loop?.inHand() ?? [];
       this.logger.error(
