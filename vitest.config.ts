@@ -1,6 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/** The core suites that run a second time on a local Redis Cluster (the `cluster` project). */
+const ON_CLUSTER = [
+  'test/delivery.e2e.spec.ts',
+  'test/recovery.e2e.spec.ts',
+  'test/shutdown.e2e.spec.ts',
+  'test/dead-letter.e2e.spec.ts',
+  'test/dlq.e2e.spec.ts',
+  'test/client.e2e.spec.ts',
+];
+
 export default defineConfig({
   resolve: {
     // Tests run against the library's source, imported by its package name as users do.
@@ -8,10 +18,22 @@ export default defineConfig({
   },
   test: {
     globals: true,
-    include: ['test/**/*.spec.ts'],
     pool: 'forks',
     reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: ON_CLUSTER,
+          env: { TEST_REDIS: 'cluster' },
+          globalSetup: ['./test/support/cluster-global-setup.ts'],
+          hookTimeout: 60_000,
+        },
+      },
+    ],
   },
 });

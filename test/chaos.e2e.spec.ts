@@ -1,18 +1,28 @@
 import { runChaos } from './chaos/chaos-run.js';
+import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 
 // CI runs 5,000 entries; `npm run test:chaos` runs 100,000 (CHAOS_ENTRIES), same seed unless CHAOS_SEED.
+// CHAOS_CLUSTER=1 runs it on a local Redis Cluster (3 masters, 3 replicas) instead of one server.
 const entries = Number(process.env.CHAOS_ENTRIES ?? 5000);
 const seed = Number(process.env.CHAOS_SEED ?? 7);
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const onCluster = process.env.CHAOS_CLUSTER === '1';
+let redis: TestRedis | undefined;
+let cluster: TestCluster | undefined;
+beforeAll(async () => {
+  if (onCluster) cluster = await startCluster();
+  else redis = await startRedis();
+}, 60_000);
+afterAll(async () => {
+  await redis?.stop();
+  await cluster?.stop();
+});
 
-describe('chaos: workers killed and restarted while a producer appends', () => {
+describe(`chaos: workers killed and restarted while a producer appends${onCluster ? ', on a Redis Cluster' : ''}`, () => {
   it(`loses nothing and leaves nothing pending (${entries} entries, seed ${seed})`, { timeout: Math.max(180_000, entries * 10) }, async () => {
     const lines: string[] = [];
-    const result = await runChaos({ redisUrl: redis.url, entries, seed, maxQuiesceMs: Math.max(120_000, entries * 2), log: (l) => lines.push(l) });
+    const result = await runChaos({ ...(cluster ? { clusterUrls: cluster.urls } : { redisUrl: redis!.url }), entries, seed, maxQuiesceMs: Math.max(120_000, entries * 2), log: (l) => lines.push(l) });
     const summary =
       `chaos: ${result.produced} entries, ${result.handled} handled, ${result.deadLettered} dead-lettered, ` +
       `${result.duplicates} duplicate deliveries, ${result.lost.length} lost; ${result.kills} SIGKILL, ${result.terms} SIGTERM, ` +

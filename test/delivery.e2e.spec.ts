@@ -16,7 +16,7 @@ const pendingCount = async (key: string, group = 'g'): Promise<number> => Number
 
 describe('delivery and settle', () => {
   it('injects providers into controllers (decorator metadata is emitted under the test build)', async () => {
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
     expect(app.app.get(Recorder)).toBeInstanceOf(Recorder);
     // The controller received the same Recorder: a call reaches it.
     await redis.client().xadd(app.key(), '*', 'k', 'v');
@@ -24,7 +24,7 @@ describe('delivery and settle', () => {
   });
 
   it('dispatches redis-cli field maps and JSON `data` entries to the right handler with payload and context, then acks', async () => {
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 200 });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 200 });
     const r = redis.client();
     const plainId = await r.xadd(app.key('orders'), '*', 'order_id', '1001', 'status', 'pending');
     const jsonId = await r.xadd(app.key('payments'), '*', 'data', JSON.stringify({ amount: 12.5, tags: ['a'], nested: { ok: true } }));
@@ -47,7 +47,7 @@ describe('delivery and settle', () => {
   });
 
   it('leaves a failed entry pending, re-delivers it after minIdleMs with delivery count 2, and acks it once the handler succeeds', async () => {
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 300 });
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 300 });
     app.recorder.behavior = (call) => {
       if (call.deliveryCount === 1) throw new Error('transient failure');
     };
@@ -68,7 +68,7 @@ describe('delivery and settle', () => {
   });
 
   it('treats an errored Observable and a rejected Promise as failures, a completed Observable as success', async () => {
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
     app.recorder.behavior = (call) => {
       const kind = (call.payload as { kind: string }).kind;
       if (kind === 'observable-error') return throwError(() => new Error('stream failed'));
@@ -110,7 +110,7 @@ describe('delivery and settle', () => {
       }
     }
     const prefix = uniquePrefix();
-    const moduleApp = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
+    const moduleApp = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
     moduleApp.server.setOnProcessingStartHook((_t, _c, done) => {
       events.push('hook:start');
       return done();
@@ -145,7 +145,7 @@ describe('delivery and settle', () => {
     const [a, b] = [ids[5]!, ids[15]!];
     await r.xclaim(key, 'g', 'dead', 0, a, b, 'IDLE', 1_000_000_000, 'RETRYCOUNT', 3, 'JUSTID');
     // "c" restarts: its own 38 fail again (pending around a and b); reclaiming a and b makes their 4th delivery.
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 2, blockMs: 50, minIdleMs: 600_000, maxDeliveries: 3 });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 2, blockMs: 50, minIdleMs: 600_000, maxDeliveries: 3 });
     app.recorder.behavior = () => {
       throw new Error('still failing');
     };

@@ -85,6 +85,36 @@ describe('options', () => {
     const { options } = new RedisStreamsServer({ connection: 'redis://user:p%40ss@[::1]:6380/3' });
     expect(options.connection).toEqual({ host: '::1', port: 6380, db: 3, username: 'user', password: 'p@ss' });
   });
+
+  it('takes a cluster as node URLs (credentials shared) or { cluster, options }, and refuses what a cluster cannot be', () => {
+    const urls = new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000', 'redis://app:s3cret@127.0.0.1:7001'] });
+    expect(urls.options.connection).toEqual({
+      cluster: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '127.0.0.1', port: 7001 },
+      ],
+      options: { redisOptions: { username: 'app', password: 's3cret' } },
+    });
+    const nodes = new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { scaleReads: 'master' } } });
+    expect(nodes.options.connection).toEqual({ cluster: [{ host: '127.0.0.1', port: 7000 }], options: { scaleReads: 'master' } });
+    // The default dead-letter key of an untagged stream shares its slot on a cluster only.
+    expect(nodes.options.deadLetterStream && nodes.options.deadLetterStream('orders')).toBe('{orders}:dead');
+    expect(nodes.options.deadLetterStream && nodes.options.deadLetterStream('app:{orders:3}')).toBe('app:{orders:3}:dead');
+    expect(urls.options.deadLetterStream).not.toBe(new RedisStreamsServer({}).options.deadLetterStream);
+    expect(new RedisStreamsServer({}).options.deadLetterStream && new RedisStreamsServer({}).options.deadLetterStream('orders')).toBe('orders:dead');
+    for (const [connection, option] of [
+      [[], 'connection.cluster'],
+      [{ cluster: [] }, 'connection.cluster'],
+      [['redis://127.0.0.1:7000/2'], 'connection.cluster[0]'],
+      [['http://127.0.0.1:7000'], 'connection.cluster[0]'],
+      [{ cluster: [{ host: '127.0.0.1', port: 0 }] }, 'connection.cluster[0].port'],
+      [{ cluster: [{ port: 7000 }] }, 'connection.cluster[0].host'],
+      [{ cluster: [{ host: '127.0.0.1', port: 7000 }], options: { keyPrefix: 'x:' } }, 'connection.options.keyPrefix'],
+    ] as const) {
+      expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`));
+    }
+    expect(() => new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000/1'] })).not.toThrow(/s3cret/);
+  });
 });
 
 describe('client options', () => {
@@ -97,6 +127,10 @@ describe('client options', () => {
     [{ streamRetention: { orders: { safe: 'yes', maxLen: 1 } } }, 'streamRetention.orders.safe'],
     [{ serializer: JSON }, 'serializer'],
     [{ timeout: 5 }, 'timeout'],
+    [{ partitions: { orders: 0 } }, 'partitions.orders'],
+    [{ partitions: { orders: 65 } }, 'partitions.orders'],
+    [{ partitions: 6 }, 'partitions'],
+    [{ partitionKey: 'customer' }, 'partitionKey'],
   ])('rejects %j at construction, naming "%s"', (options, option) => {
     expect(() => new RedisStreamsClient(options as never)).toThrow(`invalid option "${option}"`);
   });

@@ -29,7 +29,7 @@ describe('recovery of own and peer work', () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 25);
     // minIdleMs of ten minutes: only self-drain can deliver these within the test's deadline.
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 4, blockMs: 100, minIdleMs: 600_000 });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 4, blockMs: 100, minIdleMs: 600_000 });
     await waitFor(() => app.settled.length === 25, { message: '25 drained entries settled' });
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
@@ -40,7 +40,7 @@ describe('recovery of own and peer work', () => {
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 5);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 2, blockMs: 100, minIdleMs: 600_000 });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 2, blockMs: 100, minIdleMs: 600_000 });
     app.recorder.behavior = (call) => {
       if (call.id === ids[1]) throw new Error('poison');
     };
@@ -54,7 +54,7 @@ describe('recovery of own and peer work', () => {
     const minIdleMs = 1000;
     const deliveredBefore = Date.now();
     const ids = await leavePending(`${prefix}orders`, 'dead', 6);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 50, minIdleMs });
     const handledAt: number[] = [];
     app.recorder.behavior = () => void handledAt.push(Date.now());
     await waitFor(() => app.settled.length === 6, { message: 'six reclaimed entries settled' });
@@ -80,7 +80,7 @@ describe('recovery of own and peer work', () => {
     const keeper = setInterval(() => void refresh().catch(() => {}), 50);
     try {
       // COUNT 2 scans ~20 PEL entries per call: restarting at 0-0 each time would never pass the wall.
-      const app = await start({ connection: redis.url, group: 'g', consumer: 'sweeper', keyPrefix: prefix, batchSize: 2, blockMs: 20, minIdleMs: 1000 });
+      const app = await start({ connection: redis.connection, group: 'g', consumer: 'sweeper', keyPrefix: prefix, batchSize: 2, blockMs: 20, minIdleMs: 1000 });
       await waitFor(() => behind.every((id) => app.recorder.idsOf().includes(id)), { message: 'the entries behind the wall' });
       expect(await pendingOf(key, 'dead')).toEqual([]);
     } finally {
@@ -97,7 +97,7 @@ describe('recovery of own and peer work', () => {
     const first = await r.xadd(key, '*', 'n', '1');
     const second = await r.xadd(key, '*', 'n', '2');
     const minIdleMs = 300;
-    const slow = await start({ connection: redis.url, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const slow = await start({ connection: redis.connection, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
     let release!: () => void;
     slow.recorder.behavior = (call) =>
       call.id === first ? new Promise<void>((resolve) => (release = resolve)) : undefined;
@@ -105,7 +105,7 @@ describe('recovery of own and peer work', () => {
 
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
     const before = await autoClaims();
-    const peer = await start({ connection: redis.url, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const peer = await start({ connection: redis.connection, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs });
     // The first entry is in hand and the second waits behind it in the same batch. The slow
     // consumer does not beat while its batch is in hand, so every XAUTOCLAIM now is the peer's:
     // one per stream it reads (orders, payments) per beat, at most one beat per blockMs (50 ms).
@@ -139,7 +139,7 @@ describe('entries trimmed while pending', () => {
     await r.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', key, '>');
     // Trim one of our own pending entries and the dead peer's one out of the stream.
     await r.xdel(key, own[1]!, peerId);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
     await waitFor(() => app.deleted.length === 2 && app.settled.length === 2, { message: 'two deletions reported and two entries settled' });
     expect([...app.deleted].sort()).toEqual([own[1], peerId].sort());
     expect(app.recorder.idsOf()).toEqual([own[0], own[2]]);

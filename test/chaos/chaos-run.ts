@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 // The chaos schedule and the quiesce poll (with its deadline) are timed on purpose.
 import { setTimeout as sleepMs } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { seededRandom } from '../../apps/orders-worker/src/worker-config.js';
 import { decodeDeadLetter } from '../../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { requireBuilt, repoRoot } from '../support/built.js';
 
 export interface ChaosOptions {
-  redisUrl: string;
+  redisUrl?: string;
+  /** Run on a Redis Cluster instead: its node URLs (the workers get REDIS_CLUSTER_URLS). */
+  clusterUrls?: string[];
   /** Entries the producer appends. */
   entries: number;
   seed: number;
@@ -60,7 +62,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const stream = `${prefix}orders`;
   const recordKey = `${prefix}handled`;
   const main = requireBuilt('dist/apps/orders-worker/main.js');
-  const admin = new Redis(o.redisUrl);
+  const admin: Redis = o.clusterUrls
+    ? (new Cluster(o.clusterUrls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) }))) as unknown as Redis)
+    : new Redis(o.redisUrl!);
+  // On a cluster the dead-letter stream shares the stream's slot: `{stream}:dead`.
+  const deadStream = o.clusterUrls ? `{${stream}}:dead` : `${stream}:dead`;
   const slots: Slot[] = [];
   let generation = 0;
 
@@ -71,7 +77,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       stdio: 'ignore',
       env: {
         ...process.env,
-        REDIS_URL: o.redisUrl,
+        ...(o.clusterUrls ? { REDIS_CLUSTER_URLS: o.clusterUrls.join(',') } : { REDIS_URL: o.redisUrl }),
         STREAMS_GROUP: GROUP,
         STREAMS_CONSUMER: name,
         STREAMS_KEY_PREFIX: prefix,
@@ -152,7 +158,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     );
 
     const handledCounts = await admin.hgetall(recordKey);
-    const dead = new Set((await admin.xrange(`${stream}:dead`, '-', '+')).map(([id, f]) => decodeDeadLetter(id, f).sourceId));
+    const dead = new Set((await admin.xrange(deadStream, '-', '+')).map(([id, f]) => decodeDeadLetter(id, f).sourceId));
     let handled = 0;
     let duplicates = 0;
     for (const count of Object.values(handledCounts)) {

@@ -1,13 +1,17 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { waitFor } from './wait-for.js';
 
-/** Waits until a blocking lane whose connection name contains `name` is parked in XREADGROUP … BLOCK on the server. */
-export async function waitParked(admin: Redis, name = ':blocking', message = 'the blocking lane to park'): Promise<void> {
+/** CLIENT LIST of the node, or of every master of a cluster (a lane parks on its slot's master). */
+async function clientRows(admin: Redis | Cluster): Promise<string[]> {
+  const nodes = 'nodes' in admin && typeof admin.nodes === 'function' && (admin as Cluster).isCluster ? (admin as Cluster).nodes('master') : [admin as Redis];
+  const lists = await Promise.all(nodes.map((n) => n.call('CLIENT', 'LIST', 'TYPE', 'normal')));
+  return lists.flatMap((list) => String(list).split('\n'));
+}
+
+/** Waits until `count` blocking lanes whose connection name contains `name` are parked in XREADGROUP … BLOCK on the server (or cluster). */
+export async function waitParked(admin: Redis | Cluster, name = ':blocking', message = 'the blocking lane to park', count = 1): Promise<void> {
   await waitFor(
-    async () =>
-      String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))
-        .split('\n')
-        .some((row) => row.includes(name) && / cmd=xreadgroup /.test(row) && / flags=b /.test(row)),
+    async () => (await clientRows(admin)).filter((row) => row.includes(name) && / cmd=xreadgroup /.test(row) && / flags=b /.test(row)).length >= count,
     { message },
   );
 }

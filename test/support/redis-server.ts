@@ -1,15 +1,26 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { ConnectionOption } from 'nestjs-redis-streams';
 import { waitFor } from './wait-for.js';
 
+/** The default dead-letter key of a stream: `<key>:dead`, on a cluster `{<key>}:dead` (same slot as the stream). */
+export const deadLetterKey = (key: string): string => (process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`);
+
+/** True in the `cluster` test project: the suites that run there talk to a shared local Redis Cluster. */
+export const CLUSTER_MODE = process.env.TEST_REDIS === 'cluster';
+
 export interface TestRedis {
-  /** redis:// URL of the server. */
+  /** redis:// URL of the server (one node only: on a cluster, use `connection`). */
   readonly url: string;
+  /** The transport's `connection` option: the URL, or on a cluster its node URLs. */
+  readonly connection: ConnectionOption;
+  /** True on a cluster. */
+  readonly cluster: boolean;
   readonly port: number;
   /** True when this file started the server itself (so it may restart or stop it). */
   readonly owned: boolean;
-  /** A fresh admin connection for the test's own commands. */
+  /** A fresh admin connection for the test's own commands (on a cluster an ioredis Cluster, typed as Redis: keyed commands work alike). */
   client(): Redis;
   /** Kills the server and starts a new, empty one on the same port (owned servers only). */
   restart(): Promise<void>;
@@ -30,6 +41,7 @@ export async function startRedis(): Promise<TestRedis> {
   };
   const closeClients = () => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
+  if (CLUSTER_MODE) return clusterBackend((await import('vitest')).inject('redisClusterUrls'));
   const external = process.env.REDIS_URL;
   if (external) {
     const url = new URL(external);
@@ -38,6 +50,8 @@ export async function startRedis(): Promise<TestRedis> {
     }
     return {
       url: external,
+      connection: external,
+      cluster: false,
       port: Number(url.port || 6379),
       owned: false,
       client: client(external),
@@ -51,6 +65,8 @@ export async function startRedis(): Promise<TestRedis> {
   let proc = await spawnRedis(port);
   return {
     url,
+    connection: url,
+    cluster: false,
     port,
     owned: true,
     client: client(url),
@@ -63,6 +79,34 @@ export async function startRedis(): Promise<TestRedis> {
       await stopProcess(proc);
     },
   };
+}
+
+/** The cluster the `cluster` project's global setup started (test/support/cluster-global-setup.ts), shared by its files. */
+function clusterBackend(urls: string[]): TestRedis {
+  const clients: Cluster[] = [];
+  return {
+    get url(): string {
+      throw new Error('this suite runs on a cluster: use redis.connection, not redis.url');
+    },
+    connection: urls,
+    cluster: true,
+    port: Number(new URL(urls[0]!).port),
+    owned: false,
+    client: () => {
+      const c = new Cluster(urls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) })), { redisOptions: { maxRetriesPerRequest: 1 } });
+      c.on('error', () => {});
+      clients.push(c);
+      return c as unknown as Redis;
+    },
+    restart: () => Promise.reject(new Error('cannot restart the shared cluster')),
+    stop: async () => void (await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())))),
+  };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    redisClusterUrls: string[];
+  }
 }
 
 async function spawnRedis(port: number): Promise<ChildProcess> {

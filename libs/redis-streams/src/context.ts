@@ -5,8 +5,10 @@ import { fieldsToRecord } from './codec/entry-codec.js';
 export interface RedisStreamsContextArgs {
   /** Full stream key (prefix included). */
   stream: string;
-  /** The handler pattern: the stream key without the transport's `keyPrefix`. */
+  /** The handler pattern: the stream key without the transport's `keyPrefix` (a partitioned stream's logical name). */
   pattern: string;
+  /** Of a partitioned stream: the partition the entry was read from (`{orders:3}` → 3); otherwise undefined. */
+  partition?: number | undefined;
   id: string;
   group: string;
   consumer: string;
@@ -34,6 +36,7 @@ export class EntryContextArgs implements RedisStreamsContextArgs {
     readonly deliveryCount: number,
     readonly headers: Record<string, string>,
     private readonly rawFields: readonly string[],
+    readonly partition?: number,
   ) {}
 
   get fields(): Record<string, string> {
@@ -81,6 +84,11 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs
 
   getHeaders(): Record<string, string> {
     return this.args[0].headers;
+  }
+
+  /** The partition of a partitioned stream the entry came from; undefined for a plain stream. */
+  getPartition(): number | undefined {
+    return this.args[0].partition;
   }
 }
 brand(RedisStreamsContext, 'RedisStreamsContext');

@@ -16,3 +16,5 @@ export { JsonDeserializer, JsonSerializer } from './codec/json.js';
 export { DeadLetterException, isDeadLetter } from './dead-letter.exception.js';
 export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
+export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';
+export type { ClusterConnection, ConnectionOption } from './options/connection.js';

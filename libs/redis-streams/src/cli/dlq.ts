@@ -1,16 +1,19 @@
 #!/usr/bin/env node
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { parseArgs } from 'node:util';
 import { describeError } from '../describe-error.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import { describeConnection, resolveConnection } from '../options/connection.js';
+import { describeConnection, isCluster, resolveConnection } from '../options/connection.js';
 
 const USAGE = `usage:
+  redis-streams-dlq find    <stream> [--json] [--url redis://…]
   redis-streams-dlq list    <dead-letter-stream> [--count N] [--after ID] [--json] [--url redis://…]
   redis-streams-dlq redrive <dead-letter-stream> (<id> … | --all) [--json] [--url redis://…]
 
-The URL defaults to $REDIS_URL, then redis://127.0.0.1:6379. A dead-letter stream is named
-<stream>:dead unless the server's deadLetterStream option says otherwise.`;
+The URL defaults to $REDIS_URL, then redis://127.0.0.1:6379. On a Redis Cluster pass its nodes
+instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS).
+A dead-letter stream is named <stream>:dead ({<stream>}:dead on a cluster when the stream key
+has no hash tag) unless the server's deadLetterStream option says otherwise.`;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -18,6 +21,7 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       url: { type: 'string' },
+      cluster: { type: 'string' },
       count: { type: 'string', default: '100' },
       after: { type: 'string' },
       all: { type: 'boolean', default: false },
@@ -34,13 +38,16 @@ async function main(argv: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  if (!['list', 'redrive'].includes(command)) {
+  if (!['find', 'list', 'redrive'].includes(command)) {
     console.error(`redis-streams-dlq: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
   // Refused like the server's `connection` option refuses it (InvalidOptionError naming the problem).
-  const connection = resolveConnection(values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  const redis = new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  const clusterUrls = values.cluster ?? (values.url ? undefined : process.env.REDIS_CLUSTER_URLS);
+  const connection = resolveConnection(clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));
+  const redis = isCluster(connection)
+    ? new Cluster(connection.cluster, { ...connection.options, lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1 } })
+    : new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
   redis.on('error', (err: unknown) => (cause = err));
@@ -51,6 +58,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const dlq = new DeadLetters(redis);
   try {
+    if (command === 'find') {
+      const found = await dlq.find(deadStream);
+      if (values.json) console.log(JSON.stringify(found));
+      else if (found.length === 0) console.log(`no dead-letter stream of "${deadStream}" under the default names`);
+      else for (const name of found) console.log(`${name}  ${await dlq.count(name)} entries`);
+      return 0;
+    }
     if (command === 'list') {
       const count = Number(values.count);
       if (!Number.isSafeInteger(count) || count <= 0) throw new Error(`--count must be a positive integer, got ${values.count}`);

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
@@ -13,6 +13,7 @@ import { isCommandTimeout } from '../redis/redis-errors.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import { RedisStreamsRecord } from './record.js';
+import { partitionKey, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
 
 /** Events of `client.on(...)`. */
@@ -38,6 +39,8 @@ export class RedisStreamsClient extends ClientProxy {
   private commands: ProducerCommands | undefined;
   private replies: ReplyReader | undefined;
   private laneStatus: Subscription | undefined;
+  /** Next round-robin partition per partitioned pattern. */
+  private readonly nextPartition = new Map<string, number>();
   /** This client's reply stream. */
   readonly replyStream: string;
 
@@ -50,10 +53,17 @@ export class RedisStreamsClient extends ClientProxy {
   /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
   connect(): Promise<void> {
     if (!this.lanes) {
-      const lanes = (this.lanes = new Lanes(this.options.connection, `client:${this.replyStream}`, (lane, err) => {
-        this.logger.warn(`${lane} connection: ${err.message}`);
-        if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
-      }, this.options.commandTimeoutMs));
+      const lanes = (this.lanes = new Lanes({
+        connection: this.options.connection,
+        name: `client:${this.replyStream}`,
+        onError: (lane, err) => {
+          this.logger.warn(`${lane} connection: ${err.message}`);
+          if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
+        },
+        commandTimeoutMs: this.options.commandTimeoutMs,
+        // On a cluster, replies are read from the master of the reply stream's slot.
+        slotKey: this.replyStream,
+      }));
       this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.replies = new ReplyReader({
@@ -85,8 +95,8 @@ export class RedisStreamsClient extends ClientProxy {
     this.events.on(event, callback);
   }
 
-  /** `[command, blocking]` ioredis connections. */
-  unwrap<T = [Redis, Redis]>(): T {
+  /** `[command, blocking]` ioredis connections (on a cluster, the command one is an ioredis `Cluster`). */
+  unwrap<T = [Redis | Cluster, Redis]>(): T {
     if (!this.lanes) throw new Error('Not initialized. Please call the "connect" method first.');
     return [this.lanes.command, this.lanes.blocking] as T;
   }
@@ -112,8 +122,8 @@ export class RedisStreamsClient extends ClientProxy {
 
   /** Payload (and headers) → entry fields; an unserializable payload fails here, before anything is written. */
   private async encode(packet: ReadPacket): Promise<{ stream: string; fields: string[] }> {
-    const stream = this.options.keyPrefix + this.normalizePattern(packet.pattern);
     const record = packet.data instanceof RedisStreamsRecord ? packet.data : new RedisStreamsRecord(packet.data);
+    const stream = this.streamOf(this.normalizePattern(packet.pattern), record);
     let data: string;
     try {
       data = await this.options.serializer.serialize(record.data);
@@ -134,7 +144,7 @@ export class RedisStreamsClient extends ClientProxy {
     if (!lanes) throw fail('the client is closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
-      await firstValueFrom(lanes.state$.pipe(filter((s) => s === 'ready'), timeout(this.options.commandTimeoutMs))).catch(() => {
+      await firstValueFrom(lanes.commandState$.pipe(filter((s) => s === 'ready'), timeout(this.options.commandTimeoutMs))).catch(() => {
         throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms`);
       });
     }
@@ -147,6 +157,21 @@ export class RedisStreamsClient extends ClientProxy {
       if (isCommandTimeout(err)) throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  /** The stream key of an entry: `keyPrefix + pattern`, or on a partitioned stream the partition its key routes to. */
+  private streamOf(pattern: string, record: RedisStreamsRecord): string {
+    const partitions = this.options.partitions[pattern];
+    if (partitions === undefined) return this.options.keyPrefix + pattern;
+    const key = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data);
+    let index: number;
+    if (key !== undefined) index = partitionOf(key, partitions);
+    else {
+      // Round-robin from a random start, so that many producers do not all begin on partition 0.
+      index = (this.nextPartition.get(pattern) ?? Math.floor(Math.random() * partitions)) % partitions;
+      this.nextPartition.set(pattern, index + 1);
+    }
+    return partitionKey(this.options.keyPrefix, pattern, index);
   }
 
   private retentionOf(pattern: unknown): RetentionPolicy | undefined {

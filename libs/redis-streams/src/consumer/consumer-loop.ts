@@ -36,6 +36,11 @@ export interface ConsumerLoopDeps {
   onError: (error: unknown, retryInMs: number) => void;
   /** Called once the groups exist, every time the loop (re)starts. */
   onReady: () => void;
+  /**
+   * Resolves once the transport has started (every reader's groups exist, `listen` answered):
+   * no handler runs before, as with one reader. Default: at once.
+   */
+  started?: Promise<void>;
 }
 
 /** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
@@ -99,7 +104,9 @@ export class ConsumerLoop {
   /** Emits the number of entries each step fetched; completes after `stop()`. */
   run(): Observable<number> {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
+    const started$ = defer(() => this.d.started ?? Promise.resolve()).pipe(takeUntil(this.stop$));
     const loop$ = defer(() => this.ensureGroups()).pipe(
+      concatMap(() => started$),
       concatMap(() => concat(this.selfDrain$(), this.beats$())),
       retry({
         resetOnSuccess: true,
@@ -398,6 +405,6 @@ export class ConsumerLoop {
       await new Promise((r) => setTimeout(r, 10));
     }
     // Could not reach the server to unblock: drop the blocking lane, the read fails and the loop ends.
-    if (this.parked) this.d.lanes.blocking.disconnect();
+    if (this.parked) this.d.lanes.dropBlocking();
   }
 }

@@ -18,8 +18,15 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
  */
 export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<unknown>;
 
+/** What a stream key is to the app: its handler pattern, and its partition when the stream is partitioned. */
+export interface StreamOrigin {
+  pattern: string;
+  partition?: number;
+}
+
 export interface SettleDeps extends DeadLettererDeps {
   dispatch: Dispatch;
+  originOf: (stream: string) => StreamOrigin;
   deserializer: Deserializer<string, unknown>;
   keyPrefix: string;
   maxDeliveries: number;
@@ -61,9 +68,9 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
     );
   }
 
-  const pattern = entry.stream.slice(deps.keyPrefix.length);
+  const { pattern, partition } = deps.originOf(entry.stream);
   const context = new RedisStreamsContext(
-    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!),
+    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
   );
   try {
     const work = deps.dispatch(pattern, decoded, context);

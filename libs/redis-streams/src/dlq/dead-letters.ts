@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
+import type { RedisConnection } from '../redis/connect.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 
 // Re-appends one dead letter's original fields to its source stream and deletes it from the
@@ -31,8 +32,20 @@ export interface RedriveResult {
  * to their source stream (as new entries, so their handler runs again with a fresh delivery count).
  */
 export class DeadLetters {
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisConnection) {
     redis.defineCommand('streamsRedrive', { numberOfKeys: 2, lua: REDRIVE_SCRIPT });
+  }
+
+  /**
+   * The dead-letter streams holding letters of `stream` under the default names, whichever
+   * exist: `<stream>:dead` (one node, or a hash-tagged key) and `{<stream>}:dead` (a cluster).
+   */
+  async find(stream: string): Promise<string[]> {
+    const names = [...new Set([defaultDeadLetterStream(stream), clusterDeadLetterStream(stream)])];
+    const found: string[] = [];
+    // One EXISTS per key: on a cluster the two names are in different slots.
+    for (const name of names) if (Number(await this.redis.exists(name)) === 1) found.push(name);
+    return found;
   }
 
   /** Oldest first, starting after `after` (exclusive), at most `count`. */
@@ -51,7 +64,7 @@ export class DeadLetters {
     const results: RedriveResult[] = [];
     const targets = ids === 'all' ? await this.listAll(deadStream) : await this.pick(deadStream, ids);
     for (const { id, stream } of targets) {
-      const newId = (await (this.redis as Redis & { streamsRedrive(...a: string[]): Promise<string | null> }).streamsRedrive(deadStream, stream, id)) ?? null;
+      const newId = (await (this.redis as RedisConnection & { streamsRedrive(...a: string[]): Promise<string | null> }).streamsRedrive(deadStream, stream, id)) ?? null;
       results.push({ id, stream, newId });
     }
     return results;

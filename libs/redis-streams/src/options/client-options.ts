@@ -1,14 +1,14 @@
 import type { Deserializer, Serializer } from '@nestjs/microservices';
-import type { RedisOptions } from 'ioredis';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import type { RetentionPolicy } from '../redis/retention.js';
+import { checkPartitions } from '../partitions.js';
 import { validateRetention } from './retention-options.js';
-import { resolveConnection, type ConnectionOption } from './connection.js';
+import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /** Options of {@link RedisStreamsClient}; defaults in README.md and below. */
 export interface RedisStreamsClientOptions {
-  /** ioredis options or a `redis://` / `rediss://` URL. Default: `redis://127.0.0.1:6379`. */
+  /** ioredis options or a `redis://` / `rediss://` URL; a cluster: node URLs or `{ cluster: [...] }`. Default: `redis://127.0.0.1:6379`. */
   connection?: ConnectionOption;
   /** Prepended to every pattern to form the stream key; match the server's. Default: `''`. */
   keyPrefix?: string;
@@ -26,11 +26,16 @@ export interface RedisStreamsClientOptions {
   replyBlockMs?: number;
   /** The reply stream expires this long after the client stops renewing it (it went away). Default: 60000. */
   replyTtlMs?: number;
+  /** Partition count per pattern, matching the server's `@StreamPattern(pattern, { partitions })`. Default: none (plain streams). */
+  partitions?: Record<string, number>;
+  /** The routing key of an entry of a partitioned stream when its `RedisStreamsRecord` names none. Default: none (round-robin). */
+  partitionKey?: (pattern: string, data: unknown) => string | undefined;
 }
 
-export type ResolvedClientOptions = Required<Omit<RedisStreamsClientOptions, 'connection' | 'retention'>> & {
-  connection: RedisOptions;
+export type ResolvedClientOptions = Required<Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey'>> & {
+  connection: ResolvedConnection;
   retention: RetentionPolicy | undefined;
+  partitionKey: RedisStreamsClientOptions['partitionKey'];
 };
 
 export const CLIENT_DEFAULTS = {
@@ -50,6 +55,8 @@ const KNOWN_OPTIONS = [
   'deserializer',
   'replyBlockMs',
   'replyTtlMs',
+  'partitions',
+  'partitionKey',
 ] as const;
 
 export function resolveClientOptions(input: RedisStreamsClientOptions = {}): ResolvedClientOptions {
@@ -69,8 +76,24 @@ export function resolveClientOptions(input: RedisStreamsClientOptions = {}): Res
       streamRetention[pattern] = validateRetention(`streamRetention.${pattern}`, policy)!;
     }
   }
+  const partitions: Record<string, number> = {};
+  if (input.partitions !== undefined) {
+    if (typeof input.partitions !== 'object' || input.partitions === null) throw new InvalidOptionError('partitions', 'must be an object of pattern → partition count');
+    for (const [pattern, count] of Object.entries(input.partitions)) {
+      try {
+        partitions[pattern] = checkPartitions(pattern, count);
+      } catch (err) {
+        throw new InvalidOptionError(`partitions.${pattern}`, (err as Error).message.replace(`${pattern}: partitions `, ''));
+      }
+    }
+  }
+  if (input.partitionKey !== undefined && typeof input.partitionKey !== 'function') {
+    throw new InvalidOptionError('partitionKey', 'must be a function (pattern, data) => string | undefined');
+  }
   return {
     connection: resolveConnection(input.connection),
+    partitions,
+    partitionKey: input.partitionKey,
     keyPrefix: string('keyPrefix', input.keyPrefix, CLIENT_DEFAULTS.keyPrefix),
     commandTimeoutMs: positiveInt('commandTimeoutMs', input.commandTimeoutMs, CLIENT_DEFAULTS.commandTimeoutMs),
     retention: validateRetention('retention', input.retention),

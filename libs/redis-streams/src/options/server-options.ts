@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import type { Deserializer, Serializer } from '@nestjs/microservices';
-import type { RedisOptions } from 'ioredis';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import { resolveConnection, type ConnectionOption } from './connection.js';
+import { hashTagOf } from '../redis/slots.js';
+import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
@@ -75,7 +75,9 @@ export interface RedisStreamsServerOptions {
   maxDeliveries?: number;
   /**
    * Dead-letter stream of a source stream, or `false` to keep poison entries pending (retried
-   * every `minIdleMs`, forever). Default: `` stream => `${stream}:dead` ``.
+   * every `minIdleMs`, forever). Default: `` stream => `${stream}:dead` ``; on a cluster, when
+   * the stream key has no hash tag, `` `{${stream}}:dead` `` (same slot as the stream, so the
+   * move and its XACK stay one script).
    */
   deadLetterStream?: ((stream: string) => string) | false;
   /** Entries larger than this (sum of field and value bytes) are dead-lettered unparsed. Default: none. */
@@ -89,7 +91,7 @@ export interface RedisStreamsServerOptions {
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'shutdownTimeoutMs';
 export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | Optional>> &
   Pick<RedisStreamsServerOptions, Optional> & {
-    connection: RedisOptions;
+    connection: ResolvedConnection;
   };
 
 const KNOWN_OPTIONS = [
@@ -127,6 +129,9 @@ export const MAX_BATCH_SIZE = 1000;
 
 export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
 
+/** On a cluster the dead-letter key must share its stream's slot: `{orders}:dead` hashes like `orders`. */
+export const clusterDeadLetterStream = (stream: string): string => (hashTagOf(stream) === undefined ? `{${stream}}:dead` : `${stream}:dead`);
+
 export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',
   batchSize: 10,
@@ -161,8 +166,9 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
   if (groupStartId !== '0' && groupStartId !== '$') {
     throw new InvalidOptionError('groupStartId', `must be '0' or '$', got ${JSON.stringify(groupStartId)}`);
   }
+  const connection = resolveConnection(input.connection);
   return {
-    connection: resolveConnection(input.connection),
+    connection,
     group: nonEmpty('group', input.group, SERVER_DEFAULTS.group),
     consumer: nonEmpty('consumer', input.consumer, `${hostname()}-${process.pid}`),
     batchSize: atMost('batchSize', positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize), MAX_BATCH_SIZE),
@@ -182,7 +188,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     serializer: withMethod('serializer', input.serializer, 'serialize', new JsonSerializer()),
     replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
     maxDeliveries: positiveInt('maxDeliveries', input.maxDeliveries, SERVER_DEFAULTS.maxDeliveries),
-    deadLetterStream: deadLetterStream(input.deadLetterStream),
+    deadLetterStream: deadLetterStream(input.deadLetterStream, isCluster(connection) ? clusterDeadLetterStream : defaultDeadLetterStream),
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
     handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
     shutdownTimeoutMs: optionalInt('shutdownTimeoutMs', input.shutdownTimeoutMs),
@@ -193,8 +199,8 @@ function optionalInt(option: string, value: unknown): number | undefined {
   return value === undefined ? undefined : positiveInt(option, value, 0);
 }
 
-function deadLetterStream(value: unknown): ((stream: string) => string) | false {
-  if (value === undefined) return defaultDeadLetterStream;
+function deadLetterStream(value: unknown, byDefault: (stream: string) => string): ((stream: string) => string) | false {
+  if (value === undefined) return byDefault;
   if (value === false || typeof value === 'function') return value as ((stream: string) => string) | false;
   throw new InvalidOptionError('deadLetterStream', 'must be a function (stream => key) or false');
 }

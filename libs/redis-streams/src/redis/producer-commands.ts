@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connect.js';
 import { parseReadReply } from './replies.js';
 import { ageBoundId, xaddTrimArgs, type RetentionPolicy } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
@@ -16,7 +17,7 @@ export const TRIM_EVERY = 20;
 export class ProducerCommands {
   private readonly writesSinceTrim = new Map<string, number>();
 
-  constructor(private readonly conn: Redis) {
+  constructor(private readonly conn: RedisConnection) {
     conn.defineCommand('streamsTrim', { numberOfKeys: 1, lua: TRIM_SCRIPT });
   }
 

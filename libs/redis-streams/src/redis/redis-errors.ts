@@ -11,7 +11,8 @@ export const isBusyGroup = (err: unknown): boolean => message(err).startsWith('B
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 
-const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
+// MOVED/ASK: a cluster slot moved (failover, resharding) under a command ioredis could not follow.
+const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT', 'MOVED', 'ASK'];
 
 /**
  * Errors that heal by themselves or by re-creating the group: connection loss, a restarting

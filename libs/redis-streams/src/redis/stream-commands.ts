@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connect.js';
 import { isBusyGroup } from './redis-errors.js';
 import { parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type PendingRow } from './replies.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
@@ -44,7 +45,7 @@ return deadId
  */
 const IDS_PER_SCRIPT_CALL = 1000;
 
-type ScriptedConnection = Redis & {
+type ScriptedConnection = RedisConnection & {
   streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
@@ -58,7 +59,7 @@ export class StreamCommands {
   private readonly conn: ScriptedConnection;
 
   constructor(
-    conn: Redis,
+    conn: RedisConnection,
     private readonly group: string,
   ) {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
@@ -84,7 +85,7 @@ export class StreamCommands {
    * `blockMs` undefined: no BLOCK. Runs on `conn` (the private lane for blocking reads).
    */
   async readGroup(
-    conn: Redis,
+    conn: RedisConnection,
     consumer: string,
     streams: readonly string[],
     ids: readonly string[],

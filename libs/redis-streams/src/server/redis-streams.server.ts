@@ -1,17 +1,19 @@
 import { Logger } from '@nestjs/common';
 import { CustomTransportStrategy, Server, type MessageHandler, type WritePacket } from '@nestjs/microservices';
 import { EventEmitter } from 'node:events';
-import { isObservable, lastValueFrom, map, throwError, type Subscription } from 'rxjs';
-import type { Redis } from 'ioredis';
+import { combineLatest, distinctUntilChanged, isObservable, lastValueFrom, map, throwError, type Subscription } from 'rxjs';
+import type { Cluster, Redis } from 'ioredis';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
-import { settle, type SettleDeps } from '../consumer/settle.js';
+import { settle, type SettleDeps, type StreamOrigin } from '../consumer/settle.js';
+import { checkPartitions, partitionKeys } from '../partitions.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
-import { describeConnection } from '../options/connection.js';
+import { describeConnection, isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
-import { Lanes } from '../redis/lanes.js';
+import { closeCommandLane, foldLaneStates, Lanes, openCommandLane, type CommandLane } from '../redis/lanes.js';
+import { groupBySlot, slotOf } from '../redis/slots.js';
 import { isRetryable, RedisWriteError } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
@@ -25,6 +27,18 @@ function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
+/** Most slot lanes (each a blocking connection) one server opens on a cluster. */
+export const MAX_SLOT_LANES = 64;
+
+/** One reader: the loop over the streams of one slot (all streams on one node), and its lanes. */
+interface Reader {
+  lanes: Lanes;
+  loop: ConsumerLoop;
+  /** Resolves when the loop has finished. */
+  done: Promise<void>;
+  run: Subscription;
+}
+
 // What Nest's other transports answer to a request without a handler.
 const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
 
@@ -34,19 +48,22 @@ const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the 
  * consumer reads.
  *
  * `close()` stops taking entries, lets the entry in hand finish and be settled, hands the
- * rest of its batch back to the group, then closes both connections.
+ * rest of its batch back to the group, then closes its connections.
+ *
+ * On a Redis Cluster it runs one reader per hash slot its streams use (streams sharing a hash
+ * tag share one): each parks on its slot's master, so no command ever spans slots.
  */
 export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   protected override readonly logger = new Logger(RedisStreamsServer.name);
   readonly options: Readonly<ResolvedServerOptions>;
   private readonly events = new EventEmitter();
-  private lanes: Lanes | undefined;
-  private loop: ConsumerLoop | undefined;
-  private loopDone: Promise<void> | undefined;
+  private command: CommandLane | undefined;
+  private readers: Reader[] = [];
   private closing: Promise<void> | undefined;
+  /** Stream key → handler pattern (and partition), for every stream read. */
+  private readonly origins = new Map<string, StreamOrigin>();
   private laneStatus: Subscription | undefined;
-  private loopRun: Subscription | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
   private abortStart: ((error: unknown) => void) | undefined;
 
@@ -63,8 +80,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
 
   listen(callback: (err?: unknown, ...optionalParams: unknown[]) => void): void {
     let streams: string[];
+    let slotGroups: string[][];
     try {
       streams = this.streamKeys();
+      slotGroups = this.readerStreams(streams);
     } catch (err) {
       return callback(err);
     }
@@ -87,7 +106,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     this.abortStart = failStart;
     this.startupTimer = setTimeout(() => {
       // While a connection is down, its error is the cause (the loop's own only says it gave up waiting).
-      const down = lanes.command.status !== 'ready' || lanes.blocking.status !== 'ready';
+      const down = this.readers.some((r) => !r.lanes.ready());
       const cause = (down ? (laneError ?? loopError) : (loopError ?? laneError));
       failStart(
         new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${describeConnection(options.connection)} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`, {
@@ -95,16 +114,19 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         }),
       );
     }, options.startupTimeoutMs);
-    const lanes = (this.lanes = new Lanes(options.connection, `${options.group}:${options.consumer}`, (lane, err) => {
+    const name = `${options.group}:${options.consumer}`;
+    const onLaneError = (lane: string, err: Error) => {
       laneError = err;
       if (!started && !isRetryable(err)) return failStart(err);
       this.logger.warn(`${lane} connection: ${err.message}`);
-    }, options.commandTimeoutMs));
-    this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
-    const commands = new StreamCommands(lanes.command, options.group);
+    };
+    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
+    const command = (this.command = openCommandLane(options.connection, name, onLaneError, options.commandTimeoutMs));
+    const commands = new StreamCommands(command.conn, options.group);
     const settleDeps: SettleDeps = {
       commands,
       dispatch: (pattern, entry, ctx) => this.dispatch(commands, pattern, entry, ctx),
+      originOf: (stream) => this.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
       deserializer: options.deserializer,
       group: options.group,
       consumer: options.consumer,
@@ -115,53 +137,76 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       handlerTimeoutMs: options.handlerTimeoutMs,
       logger: this.logger,
     };
-    const loop = (this.loop = new ConsumerLoop({
-      streams,
-      options,
-      commands,
-      lanes,
-      logger: this.logger,
-      settle: (entry, source) => settle(settleDeps, entry, source),
-      onSettled: (event) => this.emit('settled', event),
-      onDeleted: (stream, ids) => {
-        this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
-        this.emit('deleted', stream, ids);
-      },
-      onError: (error, retryInMs) => {
-        loopError = error;
-        if (!started && !isRetryable(error)) return failStart(error);
-        const log = isRetryable(error) ? 'warn' : 'error';
-        this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-        this.emit('error', error, retryInMs);
-      },
-      onReady: () => {
-        if (started) return;
-        started = true;
-        clearTimeout(this.startupTimer);
-        this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}`);
-        callback();
-      },
-    }));
-    this.loopDone = new Promise<void>((resolve) => {
-      this.loopRun = loop.run().subscribe({ complete: resolve, error: resolve });
+    const ready = new Set<ConsumerLoop>();
+    let markStarted!: () => void;
+    const startedAll = new Promise<void>((resolve) => (markStarted = resolve));
+    this.readers = slotGroups.map((group) => {
+      const lanes = new Lanes({
+        connection: options.connection,
+        name: slotGroups.length === 1 ? name : `${name}:${slotOf(group[0]!)}`,
+        onError: onLaneError,
+        command,
+        slotKey: group[0]!,
+      });
+      const loop: ConsumerLoop = new ConsumerLoop({
+        streams: group,
+        options,
+        commands,
+        lanes,
+        logger: this.logger,
+        settle: (entry, source) => settle(settleDeps, entry, source),
+        onSettled: (event) => this.emit('settled', event),
+        onDeleted: (stream, ids) => {
+          this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
+          this.emit('deleted', stream, ids);
+        },
+        onError: (error, retryInMs) => {
+          loopError = error;
+          if (!started && !isRetryable(error)) return failStart(error);
+          const log = isRetryable(error) ? 'warn' : 'error';
+          this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
+          this.emit('error', error, retryInMs);
+        },
+        onReady: () => {
+          ready.add(loop);
+          if (started || ready.size < slotGroups.length) return;
+          started = true;
+          clearTimeout(this.startupTimer);
+          const lanesNote = slotGroups.length > 1 ? ` (${slotGroups.length} slot lanes)` : '';
+          this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`);
+          callback();
+          markStarted();
+        },
+        started: startedAll,
+      });
+      let run: Subscription | undefined;
+      const done = new Promise<void>((resolve) => {
+        run = loop.run().subscribe({ complete: resolve, error: resolve });
+      });
+      return { lanes, loop, done, run: run! };
     });
+    this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
+      .pipe(map((states) => STATUS_OF_LANES[foldLaneStates(states)]), distinctUntilChanged())
+      .subscribe((s) => this._status$.next(s));
   }
 
   /**
    * Resolves once the entry in hand is settled (or abandoned after `shutdownTimeoutMs`) and
-   * both connections are closed. Terminal: nothing of the transport runs after it.
+   * every connection is closed. Terminal: nothing of the transport runs after it.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.startupTimer);
       // `listen` must answer: an app closed while still starting gets an error, not silence.
       this.abortStart?.(new Error('nestjs-redis-streams: closed before it started'));
-      if (!this.loop) return;
+      if (this.readers.length === 0) return;
       this._status$.next(RedisStreamsStatus.CLOSING);
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
-      await this.loop.stop();
-      await this.settleInHand();
-      await this.lanes?.close();
+      // Every lane woken at once: stopping takes as long as the slowest, not their sum.
+      await Promise.all(this.readers.map((r) => r.loop.stop()));
+      await Promise.all(this.readers.map((r) => this.settleInHand(r)));
+      await Promise.all(this.readers.map((r) => r.lanes.close()));
+      if (this.command) await closeCommandLane(this.command);
       this.laneStatus?.unsubscribe();
       this._status$.next(RedisStreamsStatus.CLOSED);
       this.logger.log(`consumer "${this.options.consumer}" stopped`);
@@ -169,22 +214,45 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this.closing;
   }
 
-  /** Waits for the loop to finish the entry in hand, at most `shutdownTimeoutMs`. */
-  private async settleInHand(): Promise<void> {
+  /** Waits for a reader to finish the entry in hand, at most `shutdownTimeoutMs`. */
+  private async settleInHand(reader: Reader): Promise<void> {
     const limit = this.options.shutdownTimeoutMs;
-    if (limit === undefined) return this.loopDone;
-    const settled = await within(this.loopDone!.then(() => true), limit, false);
+    if (limit === undefined) return reader.done;
+    const settled = await within(reader.done.then(() => true), limit, false);
     if (!settled) {
       // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
-      const abandoned = this.loop?.inHand() ?? [];
+      const abandoned = reader.loop.inHand();
       this.logger.error(
         `shutdownTimeoutMs (${limit}) passed: abandoning ${abandoned.length} entries in hand, left pending: ${abandoned.map((e) => `${e.stream} ${e.id}`).join(', ')}`,
       );
       // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
       // no retry timer, no late ack.
-      await this.loop?.abandon();
-      this.loopRun?.unsubscribe();
+      await reader.loop.abandon();
+      reader.run.unsubscribe();
     }
+  }
+
+  /**
+   * The streams of each reader. One node: one reader for all. A cluster: one reader per hash
+   * slot (a multi-key read must stay in one slot), whose dead-letter keys must share that slot.
+   */
+  private readerStreams(streams: string[]): string[][] {
+    if (!isCluster(this.options.connection)) return [streams];
+    const dead = this.options.deadLetterStream;
+    for (const stream of streams) {
+      if (dead && slotOf(dead(stream)) !== slotOf(stream)) {
+        throw new Error(
+          `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Put the stream key in its hash tag (e.g. "{${stream}}:dead")`,
+        );
+      }
+    }
+    const groups = groupBySlot(streams);
+    if (groups.length > MAX_SLOT_LANES) {
+      throw new Error(
+        `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid"`,
+      );
+    }
+    return groups;
   }
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
@@ -192,12 +260,12 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this;
   }
 
-  /** `[command, blocking]` ioredis connections. */
-  unwrap<T = [Redis, Redis]>(): T {
-    if (!this.lanes) {
+  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot lane…]`. */
+  unwrap<T = [Redis | Cluster, ...Redis[]]>(): T {
+    if (!this.command) {
       throw new Error('Not initialized. Please call the "listen"/"startAllMicroservices" method before accessing the server.');
     }
-    return [this.lanes.command, this.lanes.blocking] as T;
+    return [this.command.conn, ...this.readers.flatMap((r) => r.lanes.blockingConnection() ?? [])] as T;
   }
 
   private emit(event: string, ...args: unknown[]): void {
@@ -211,14 +279,29 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     }
   }
 
-  /** Every handler pattern (events and requests alike) is a stream key. */
+  /**
+   * Every handler pattern (events and requests alike) is a stream key; a partitioned one
+   * (`@StreamPattern('orders', { partitions: n })`) is n keys.
+   */
   private streamKeys(): string[] {
     const keys: string[] = [];
-    for (const pattern of this.messageHandlers.keys()) {
-      if (pattern.startsWith('{')) {
+    this.origins.clear();
+    for (const [pattern, handler] of this.messageHandlers) {
+      // An object pattern, as Nest serializes it; a hash-tagged key (`{orders}.paid`) is a string.
+      if (pattern.startsWith('{"') || pattern === '{}') {
         throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
       }
-      keys.push(this.options.keyPrefix + pattern);
+      const partitions = (handler.extras as { partitions?: unknown } | undefined)?.partitions;
+      if (partitions === undefined) {
+        keys.push(this.options.keyPrefix + pattern);
+        this.origins.set(this.options.keyPrefix + pattern, { pattern });
+        continue;
+      }
+      checkPartitions(`nestjs-redis-streams: @StreamPattern('${pattern}')`, partitions);
+      partitionKeys(this.options.keyPrefix, pattern, partitions as number).forEach((key, partition) => {
+        keys.push(key);
+        this.origins.set(key, { pattern, partition });
+      });
     }
     if (keys.length === 0) this.logger.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
     return keys;

@@ -1,0 +1,83 @@
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
+import { isCluster, type ResolvedConnection } from '../options/connection.js';
+
+/** What the command lane talks through: one node, or ioredis' Cluster (which follows MOVED/ASK itself). */
+export type RedisConnection = Redis | Cluster;
+
+/**
+ * The command lane: every non-blocking command. `commandTimeoutMs` is each command's deadline
+ * (see Lanes). On a cluster, one ioredis Cluster serves every slot lane of a consumer.
+ */
+export function openCommandConnection(connection: ResolvedConnection, name: string, commandTimeoutMs?: number): RedisConnection {
+  const lane = (node: RedisOptions): RedisOptions => ({
+    ...node,
+    connectionName: name,
+    // The loop retries with its own backoff; commands must not wait in ioredis forever.
+    maxRetriesPerRequest: node.maxRetriesPerRequest ?? 1,
+    ...(commandTimeoutMs !== undefined ? { commandTimeout: node.commandTimeout ?? commandTimeoutMs } : {}),
+  });
+  if (!isCluster(connection)) return new Redis(lane(connection));
+  const options = { ...connection.options, redisOptions: lane(connection.options.redisOptions ?? {}) };
+  return commandTimeoutMs === undefined ? new Cluster(connection.cluster, options) : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
+}
+
+/**
+ * An ioredis Cluster whose every command has a deadline, even where the nodes' `commandTimeout`
+ * never starts: a command waiting in the Cluster's own offline queue (no slot map yet, a
+ * failover), and a pipeline or MULTI, which waits for the slot map with no deadline at all,
+ * forever once the Cluster has ended.
+ */
+class DeadlineCluster extends Cluster {
+  constructor(
+    nodes: ClusterNode[],
+    options: ClusterOptions,
+    private readonly deadlineMs: number,
+  ) {
+    // ioredis 6 types the options by reply mapping; ours are the legacy (RESP2) kind.
+    super(nodes, options as never);
+  }
+
+  override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
+    command.setTimeout(this.deadlineMs);
+    return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
+  }
+
+  override delayUntilReady(callback: (err?: Error | null) => void): void {
+    // Ended or being closed by us: it will never be ready.
+    if (this.status === 'end' || this.status === 'disconnecting') return callback(new Error('Connection is closed.'));
+    let answered = false;
+    const answer = (err?: Error | null) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      callback(err);
+    };
+    const timer = setTimeout(() => answer(new Error(`Command timed out (the cluster was not ready within ${this.deadlineMs} ms)`)), this.deadlineMs);
+    super.delayUntilReady(answer);
+  }
+}
+
+/**
+ * A blocking lane: one node, whatever the deployment (a park names keys of one slot, so it is
+ * served by one master). Never sends a park later than asked: ioredis would send one queued
+ * while disconnected (offline queue), or re-send one cut by a disconnect, after the reconnect,
+ * and that XREADGROUP … > would deliver entries to a reply nobody reads. Parks wait for the
+ * lane to be ready instead (Lanes.prepareBlocking). No client-side deadline either (ioredis'
+ * blockingTimeout): it would drop a reply that arrived while the event loop was busy.
+ */
+export function openBlockingConnection(node: RedisOptions, name: string): Redis {
+  return new Redis({
+    ...node,
+    connectionName: name,
+    maxRetriesPerRequest: node.maxRetriesPerRequest ?? 1,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    blockingTimeout: 0,
+    commandTimeout: undefined,
+  });
+}
+
+/** One node's options on a cluster: the shared node options, at `host:port`. */
+export function nodeOptions(connection: ResolvedConnection, host: string, port: number): RedisOptions {
+  return isCluster(connection) ? { ...connection.options.redisOptions, host, port } : connection;
+}

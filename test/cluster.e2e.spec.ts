@@ -1,0 +1,230 @@
+import { Controller, Injectable } from '@nestjs/common';
+import { Ctx, Payload } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { DeadLetters, partitionKey, RedisStreamsClient, RedisStreamsContext, RedisStreamsRecord, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { lastValueFrom } from 'rxjs';
+import { waitParked } from './support/parked.js';
+import { startCluster, type TestCluster } from './support/redis-cluster.js';
+import { uniquePrefix } from './support/test-app.js';
+import { timed, waitFor } from './support/wait-for.js';
+
+let cluster: TestCluster;
+beforeAll(async () => (cluster = await startCluster()), 60_000);
+afterAll(async () => cluster?.stop());
+
+interface Seen {
+  stream: string;
+  id: string;
+  pattern: string;
+  partition: number | undefined;
+  consumer: string;
+  payload: unknown;
+}
+
+@Injectable()
+class Seen$ {
+  readonly calls: Seen[] = [];
+  gate: Promise<unknown> = Promise.resolve();
+  record(payload: unknown, ctx: RedisStreamsContext): Promise<unknown> {
+    this.calls.push({ stream: ctx.getStream(), id: ctx.getId(), pattern: ctx.getPattern(), partition: ctx.getPartition(), consumer: ctx.getConsumer(), payload });
+    return this.gate;
+  }
+}
+
+@Controller()
+class ThreeStreams {
+  constructor(private readonly seen: Seen$) {}
+  @StreamPattern('a')
+  a(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+  @StreamPattern('b')
+  b(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+  @StreamPattern('c')
+  c(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+}
+
+@Controller()
+class SixPartitions {
+  constructor(private readonly seen: Seen$) {}
+  @StreamPattern('orders', { partitions: 6 })
+  orders(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+}
+
+@Controller()
+class FourPartitions {
+  constructor(private readonly seen: Seen$) {}
+  @StreamPattern('orders', { partitions: 4 })
+  orders(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+}
+
+@Controller()
+class TwoPartitions {
+  constructor(private readonly seen: Seen$) {}
+  @StreamPattern('orders', { partitions: 2 })
+  orders(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+    return this.seen.record(p, ctx);
+  }
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+async function startWorker(controller: new (...args: any[]) => unknown, options: RedisStreamsServerOptions) {
+  const moduleRef = await Test.createTestingModule({ controllers: [controller], providers: [Seen$] }).compile();
+  const server = new RedisStreamsServer({ connection: cluster.urls, group: 'g', ...options });
+  const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
+  await app.listen();
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= app.close());
+  closers.push(close);
+  return { app, server, seen: app.get(Seen$), close };
+}
+
+function client(options: ConstructorParameters<typeof RedisStreamsClient>[0]) {
+  const c = new RedisStreamsClient({ connection: cluster.urls, ...options });
+  closers.push(() => c.close());
+  return c;
+}
+
+/** A key prefix under which `a`, `b` and `c` hash to three different masters. */
+async function prefixOnThreeMasters(): Promise<string> {
+  for (;;) {
+    const prefix = uniquePrefix();
+    const masters = await Promise.all(['a', 'b', 'c'].map((p) => cluster.masterOf(prefix + p)));
+    if (new Set(masters).size === 3) return prefix;
+  }
+}
+
+const blockingLanes = async (name: string) => {
+  const rows = await Promise.all((await cluster.masters()).map(async (port) => String(await cluster.node(port).call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').map((row) => ({ port, row }))));
+  return rows.flat().filter(({ row }) => row.includes(`name=${name}`) && row.includes(':blocking'));
+};
+
+describe('on a Redis Cluster', () => {
+  it('reads streams on three masters with one parked lane each: new entries of all three within a beat, and close() returns in < 1 s', async () => {
+    const prefix = await prefixOnThreeMasters();
+    const worker = await startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, blockMs: 5000 });
+    const admin = cluster.client();
+    await waitParked(admin, 'g:c1:', 'three parked lanes', 3);
+    // One blocking connection per slot, each on the master that serves it.
+    const lanes = await blockingLanes('g:c1:');
+    expect(lanes).toHaveLength(3);
+    expect(new Set(lanes.map((l) => l.port))).toEqual(new Set(await Promise.all(['a', 'b', 'c'].map((p) => cluster.masterOf(prefix + p)))));
+
+    // All three lanes are parked: each entry wakes its own, well within one BLOCK of 5 s.
+    const { ms } = await timed(async () => {
+      await Promise.all(['a', 'b', 'c'].map((p) => admin.xadd(prefix + p, '*', 'n', p)));
+      await waitFor(() => worker.seen.calls.length === 3, { message: 'one entry from each stream', timeoutMs: 5000 });
+    });
+    expect(ms).toBeLessThan(2500);
+    expect(worker.seen.calls.map((c) => c.pattern).sort()).toEqual(['a', 'b', 'c']);
+
+    await waitParked(admin, 'g:c1:', 'three parked lanes again', 3);
+    const closed = await timed(() => worker.close());
+    expect(closed.ms).toBeLessThan(1000);
+  });
+
+  it('spreads a 6-partition stream over all three masters; same key, same partition; 2 consumers handle 20,000 entries exactly once', async () => {
+    const prefix = uniquePrefix();
+    const masters = new Set(await Promise.all(Array.from({ length: 6 }, (_, i) => cluster.masterOf(partitionKey(prefix, 'orders', i)))));
+    expect(masters.size).toBe(3);
+    const w1 = await startWorker(SixPartitions, { consumer: 'w1', keyPrefix: prefix, batchSize: 100, blockMs: 200 });
+    const w2 = await startWorker(SixPartitions, { consumer: 'w2', keyPrefix: prefix, batchSize: 100, blockMs: 200 });
+    const producer = client({ keyPrefix: prefix, partitions: { orders: 6 } });
+    const total = 20_000;
+    const ids = new Array<string>(total);
+    for (let from = 0; from < total; from += 1000) {
+      await Promise.all(
+        Array.from({ length: 1000 }, async (_, j) => {
+          const i = from + j;
+          ids[i] = await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ i, customer: `c${i % 1000}` }, {}, { partitionKey: `c${i % 1000}` })));
+        }),
+      );
+    }
+    const calls = () => [...w1.seen.calls, ...w2.seen.calls];
+    await waitFor(() => calls().length >= total, { message: `${total} handled`, timeoutMs: 60_000 });
+
+    const all = calls();
+    expect(all).toHaveLength(total);
+    expect(new Set(all.map((c) => (c.payload as { i: number }).i)).size).toBe(total);
+    expect(new Set(all.map((c) => `${c.stream} ${c.id}`)).size).toBe(total);
+    const partitionsOfKey = new Map<string, Set<number>>();
+    for (const c of all) {
+      const { customer } = c.payload as { customer: string };
+      expect(c.pattern).toBe('orders');
+      expect(c.stream).toBe(partitionKey(prefix, 'orders', c.partition!));
+      partitionsOfKey.set(customer, (partitionsOfKey.get(customer) ?? new Set()).add(c.partition!));
+    }
+    expect(partitionsOfKey.size).toBe(1000);
+    expect([...partitionsOfKey.values()].every((p) => p.size === 1)).toBe(true);
+    // Every partition got work, so every master did.
+    expect(new Set(all.map((c) => c.partition))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
+    expect(new Set(all.map((c) => c.consumer))).toEqual(new Set(['w1', 'w2']));
+    const admin = cluster.client();
+    for (let i = 0; i < 6; i++) expect(((await admin.xpending(partitionKey(prefix, 'orders', i), 'g')) as [number])[0]).toBe(0);
+  }, 120_000);
+
+  it('changing the partition count loses nothing when the old partitions are drained before they are dropped (the documented procedure)', async () => {
+    const prefix = uniquePrefix();
+    let release!: () => void;
+    const old = await startWorker(FourPartitions, { consumer: 'w', keyPrefix: prefix, batchSize: 50, blockMs: 200 });
+    old.seen.gate = new Promise((resolve) => (release = () => resolve(undefined)));
+    // Producers on 4 partitions write while the consumer is busy: entries wait in all four.
+    const before = client({ keyPrefix: prefix, partitions: { orders: 4 } });
+    for (let i = 0; i < 400; i++) await lastValueFrom(before.emit('orders', { i }));
+    // Step 1: producers move to 2 partitions; partitions 2 and 3 get no new entries.
+    const after = client({ keyPrefix: prefix, partitions: { orders: 2 } });
+    for (let i = 400; i < 600; i++) await lastValueFrom(after.emit('orders', { i }));
+    release();
+    // Step 2: consumers still read 4 partitions until partitions 2 and 3 have no lag and nothing pending.
+    const admin = cluster.client();
+    const drained = async (key: string) => {
+      const [group] = (await admin.xinfo('GROUPS', key)) as unknown[][];
+      const info = Object.fromEntries((group as unknown[]).reduce<[unknown, unknown][]>((acc, v, i, arr) => (i % 2 === 0 ? [...acc, [v, arr[i + 1]]] : acc), []));
+      return info.lag === 0 && info.pending === 0;
+    };
+    await waitFor(async () => (await drained(partitionKey(prefix, 'orders', 2))) && (await drained(partitionKey(prefix, 'orders', 3))), { message: 'partitions 2 and 3 drained', timeoutMs: 20_000 });
+    // Step 3: consumers move to 2 partitions; step 4: the old keys go.
+    await old.close();
+    const next = await startWorker(TwoPartitions, { consumer: 'w', keyPrefix: prefix, blockMs: 200 });
+    await admin.del(partitionKey(prefix, 'orders', 2));
+    await admin.del(partitionKey(prefix, 'orders', 3));
+    for (let i = 600; i < 700; i++) await lastValueFrom(after.emit('orders', { i }));
+    const handled = () => [...old.seen.calls, ...next.seen.calls].map((c) => (c.payload as { i: number }).i);
+    await waitFor(() => new Set(handled()).size === 700, { message: 'all 700 handled', timeoutMs: 20_000 });
+    expect(handled()).toHaveLength(700);
+  }, 60_000);
+
+  it('keeps dead letters in their stream\'s slot ({stream}:dead), and DeadLetters finds them under either name', async () => {
+    const prefix = uniquePrefix();
+    const worker = await startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, blockMs: 200, maxDeliveries: 1 });
+    worker.seen.gate = Promise.reject(new Error('poison'));
+    worker.seen.gate.catch(() => undefined);
+    const admin = cluster.client();
+    await admin.xadd(`${prefix}a`, '*', 'n', '1');
+    const dead = `{${prefix}a}:dead`;
+    await waitFor(async () => (await admin.xlen(dead)) === 1, { message: 'the dead letter' });
+    expect(await cluster.keySlot(dead)).toBe(await cluster.keySlot(`${prefix}a`));
+    expect(await new DeadLetters(admin).find(`${prefix}a`)).toEqual([dead]);
+    // A dead-letter stream written by a single-node deployment (`<stream>:dead`) is found too.
+    await admin.xadd(`${prefix}a:dead`, '*', 'stream', `${prefix}a`);
+    expect(await new DeadLetters(admin).find(`${prefix}a`)).toEqual([`${prefix}a:dead`, dead]);
+  });
+
+  it('refuses to start when a dead-letter stream would be in another slot than its stream, naming both', async () => {
+    await expect(startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), deadLetterStream: (s) => `dead:${s}` })).rejects.toThrow(
+      /dead-letter stream "dead:.*a" of ".*a" is in another cluster slot/,
+    );
+  });
+});

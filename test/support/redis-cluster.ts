@@ -1,0 +1,445 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
+import { waitFor } from './wait-for.js';
+
+export interface ClusterNode {
+  host: string;
+  port: number;
+}
+
+export interface TestCluster {
+  /** All 6 nodes as seeds. */
+  readonly nodes: ClusterNode[];
+  /** redis://127.0.0.1:<port> of each node. */
+  readonly urls: string[];
+  /** A fresh admin ioredis Cluster client (closed by stop()). */
+  client(): Cluster;
+  /** A fresh admin connection to one node (closed by stop()). */
+  node(port: number): Redis;
+  /** Ports of the nodes whose process still runs (all but the ones killMaster() killed). */
+  live(): number[];
+  /** Port of the master currently serving the slot of `key` (asks CLUSTER SLOTS of a live node). */
+  masterOf(key: string): Promise<number>;
+  /** Ports of the current masters (live ones). */
+  masters(): Promise<number[]>;
+  /** CLUSTER KEYSLOT computed by Redis. */
+  keySlot(key: string): Promise<number>;
+  /**
+   * Manual failover: CLUSTER FAILOVER on a synced replica of the master of `key`'s slot; resolves once that
+   * replica reports ROLE master, every live node agrees it serves the slot, and cluster_state:ok everywhere.
+   * `ms` runs from the CLUSTER FAILOVER command to that agreement.
+   */
+  failover(key: string): Promise<{ oldMaster: number; newMaster: number; ms: number }>;
+  /**
+   * kill -9 of the master of `key`'s slot; resolves once a replica got promoted (automatic failover after
+   * cluster-node-timeout), all live nodes agree and report cluster_state:ok. `ms` runs from the kill.
+   */
+  killMaster(key: string): Promise<{ oldMaster: number; newMaster: number; ms: number }>;
+  /** Kills every node (by pid) and removes the temp dir; idempotent. */
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+/** 3 masters with one replica each: the smallest cluster `redis-cli --cluster create --cluster-replicas 1` accepts. */
+const NODE_COUNT = 6;
+const NODE_TIMEOUT_MS = 2000;
+/** Redis listens for the cluster bus on port + 10000, so base ports stay below 55536. */
+const BUS_OFFSET = 10_000;
+const PORT_MIN = 20_000;
+const PORT_MAX = 45_000;
+
+interface Node {
+  readonly port: number;
+  readonly proc: ChildProcess;
+  readonly log: string;
+  /** Resolves once the process is gone (exit, or a spawn error): never waited on twice, never hangs on a dead node. */
+  readonly exited: Promise<void>;
+  dead: boolean;
+}
+
+/** Thrown when a binary is missing: retrying with other ports would not help. */
+class MissingBinaryError extends Error {}
+
+const missing = (binary: string, err: Error) =>
+  new MissingBinaryError(`could not run ${binary} (${err.message}). Install it: apt-get install -y redis-server (it brings redis-cli too).`);
+
+/**
+ * A throwaway 6-node Redis Cluster (3 masters, 3 replicas) on random loopback ports, in a fresh temp dir.
+ * Resolves once every slot is assigned, every node reports cluster_state:ok and every replica has finished
+ * its first sync, so a test may fail over at once. A failed `redis-cli --cluster create` is retried once on
+ * new ports (a port can be taken between the check and the bind).
+ */
+export async function startCluster(): Promise<TestCluster> {
+  try {
+    return await launch();
+  } catch (first) {
+    if (first instanceof MissingBinaryError) throw first;
+    try {
+      return await launch();
+    } catch (second) {
+      throw new Error(`could not start a local Redis Cluster twice:\n1) ${String(first)}\n2) ${String(second)}`, { cause: second });
+    }
+  }
+}
+
+async function launch(): Promise<TestCluster> {
+  const ports = await pickPorts(NODE_COUNT);
+  const dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
+  const nodes: Node[] = [];
+  const byPort = (port: number): Node => {
+    const node = nodes.find((n) => n.port === port);
+    if (!node) throw new Error(`port ${port} is not a node of this cluster (${ports.join(', ')})`);
+    return node;
+  };
+  const live = () => nodes.filter((n) => !n.dead).map((n) => n.port);
+
+  // Polling connections of the harness itself, one per node; kept apart from the test's so a test closing
+  // or breaking its own clients cannot break the harness.
+  const admins = new Map<number, Redis>();
+  const cmd = <T>(port: number, command: string, ...args: (string | number)[]): Promise<T> => {
+    // A killed node is never asked: its connection would only retry until the poll's deadline.
+    if (byPort(port).dead) return Promise.reject(new Error(`node ${port} is dead`));
+    let admin = admins.get(port);
+    if (!admin) {
+      // No request retries and a short reconnect: a poll fails fast and waitFor asks again.
+      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+      admin.on('error', () => {});
+      admins.set(port, admin);
+    }
+    return admin.call(command, args) as Promise<T>;
+  };
+  const dropAdmin = (port: number) => {
+    admins.get(port)?.disconnect();
+    admins.delete(port);
+  };
+
+  const clients: (Redis | Cluster)[] = [];
+  const track = <C extends Redis | Cluster>(c: C): C => {
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  };
+
+  // Last resort when stop() never runs (e.g. beforeAll timed out while this was still starting): no node may
+  // outlive this process. Vitest ends a fork worker with SIGTERM, which skips 'exit' handlers, so both are caught.
+  // Synchronous, as 'exit' handlers must be.
+  const killNow = () => {
+    for (const n of nodes) if (!n.dead) n.proc.kill('SIGKILL');
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a leftover temp dir is harmless; a throw here would mask the real exit
+    }
+  };
+  const onSigterm = () => {
+    killNow();
+    process.off('exit', killNow);
+    // Keep SIGTERM fatal: re-raise it once no other listener (another cluster's, the runner's) is left to act.
+    if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+  };
+  process.on('exit', killNow);
+  process.once('SIGTERM', onSigterm);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const c of [...clients, ...admins.values()]) c.disconnect();
+      await Promise.all(
+        nodes.map(async (n) => {
+          if (!n.dead) n.proc.kill('SIGKILL'); // throwaway data: no need for a graceful shutdown
+          await n.exited.catch(() => {}); // a spawn error was already reported by start-up
+        }),
+      );
+      await rm(dir, { recursive: true, force: true });
+      process.off('exit', killNow);
+      process.off('SIGTERM', onSigterm);
+    })());
+
+  /** Appends the end of the nodes' logs to a failure: "Manual failover timed out" and the like only show there. */
+  const withLogs = async <T>(about: number[], action: Promise<T>): Promise<T> => {
+    try {
+      return await action;
+    } catch (err) {
+      const logs = await Promise.all(about.map(async (port) => `--- node ${port} log ---\n${await logTail(byPort(port).log)}`));
+      throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
+    }
+  };
+
+  const clusterInfo = async (port: number) => parseInfo(await cmd<string>(port, 'CLUSTER', 'INFO'));
+  const replication = async (port: number) => parseInfo(await cmd<string>(port, 'INFO', 'replication'));
+  const role = (port: number) => cmd<unknown[]>(port, 'ROLE');
+  const anyLive = () => {
+    const port = live()[0];
+    if (port === undefined) throw new Error('no live node left in the cluster');
+    return port;
+  };
+  const keySlot = (key: string) => cmd<number>(anyLive(), 'CLUSTER', 'KEYSLOT', key);
+  /**
+   * Node `port`'s view of who serves which slots. Only masters: Redis 7.0 leaves a replica out of CLUSTER SLOTS
+   * while its replication offset is 0, i.e. until the master's first write or its ping 10 s later.
+   */
+  const rangesIn = async (port: number) => {
+    const ranges = await cmd<[number, number, [string, number, string]][]>(port, 'CLUSTER', 'SLOTS');
+    return ranges.map(([start, end, master]) => ({ start, end, master: master[1] }));
+  };
+  /** The master serving `slot` in the view of node `port`. */
+  const ownerIn = async (port: number, slot: number): Promise<number | undefined> =>
+    (await rangesIn(port)).find(({ start, end }) => start <= slot && slot <= end)?.master;
+  /** Every live node reports cluster_state:ok and sees `master` serving `slot`. */
+  const agreed = async (slot: number, master: number) => {
+    for (const port of live()) {
+      if ((await clusterInfo(port)).cluster_state !== 'ok' || (await ownerIn(port, slot)) !== master) return false;
+    }
+    return true;
+  };
+  /** Every live node's CLUSTER NODES shows `replica` as a (non-failed) replica of `master`. */
+  const knownAsReplica = async (replica: number, master: number) => {
+    for (const port of live()) {
+      // <id> <ip:port@cport> <flags> <master id or -> …
+      const lines = (await cmd<string>(port, 'CLUSTER', 'NODES')).trim().split('\n').map((line) => line.split(' '));
+      const at = (p: number) => lines.find((fields) => fields[1]?.startsWith(`${HOST}:${p}@`));
+      const [r, m] = [at(replica), at(master)];
+      if (!r || !m || !r[2]!.split(',').includes('slave') || r[2]!.includes('fail') || r[3] !== m[0]) return false;
+    }
+    return true;
+  };
+  /**
+   * The master `replica` is synced to, if both ends say so: the replica reports master_link_status:up a little
+   * before the master turns it from wait_bgsave to state=online (on its first ACK), and only then does the master
+   * list it in ROLE or count it for WAIT.
+   */
+  const syncedTo = async (replica: number): Promise<number | undefined> => {
+    const r = await replication(replica);
+    const master = Number(r.master_port);
+    if (r.role !== 'slave' || r.master_link_status !== 'up' || byPort(master).dead) return undefined;
+    const listed = Object.entries(await replication(master)).some(([k, v]) => /^slave\d+$/.test(k) && v.includes(`,port=${replica},state=online,`));
+    return listed ? master : undefined;
+  };
+  /**
+   * A live replica of the master serving `slot`, synced to it and known as its replica by every live node.
+   * Either missing makes a failover time out silently ("Manual failover timed out" in the replica's log): the
+   * master ignores a manual-failover request from a node it does not know as its replica, and the other masters
+   * refuse their vote likewise. Gossip spreads that knowledge about a second after CLUSTER REPLICATE.
+   */
+  const failoverCandidate = async (slot: number): Promise<{ master: number; replica: number }> => {
+    const master = await ownerIn(anyLive(), slot);
+    if (master === undefined) throw new Error(`no master serves slot ${slot}`);
+    const replicas: number[] = [];
+    for (const port of live()) {
+      const r = await replication(port);
+      if (r.role === 'slave' && Number(r.master_port) === master) replicas.push(port);
+    }
+    if (replicas.length === 0) throw new Error(`master ${master} of slot ${slot} has no live replica to promote`);
+    const replica = await withLogs(
+      [master, ...replicas],
+      waitFor(
+        async () => {
+          for (const port of replicas) if ((await syncedTo(port)) === master && (await knownAsReplica(port, master))) return port;
+          return undefined;
+        },
+        { timeoutMs: 20_000, intervalMs: 50, message: `a replica of ${master} (${replicas.join(', ')}) synced and known to every node` },
+      ),
+    );
+    return { master, replica };
+  };
+
+  try {
+    nodes.push(...ports.map((port) => spawnNode(dir, port)));
+    await Promise.all(
+      nodes.map((n) =>
+        Promise.race([
+          n.exited.then(async () => {
+            throw new Error(`redis-server on port ${n.port} exited during start-up:\n${await logTail(n.log)}`);
+          }),
+          waitFor(() => cmd<string>(n.port, 'PING'), { timeoutMs: 10_000, message: `redis-server on port ${n.port}` }),
+        ]),
+      ),
+    );
+    await createCluster(ports);
+    await waitFor(
+      async () => {
+        for (const port of ports) {
+          const info = await clusterInfo(port);
+          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT)) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 20_000, intervalMs: 50, message: 'cluster_state:ok with all 16384 slots and 6 known nodes on every node' },
+    );
+    // Wait for the first sync here rather than inside failover(): with --repl-diskless-sync-delay 0 it takes
+    // well under a second, and WAIT 1 in a test would otherwise block on it as well.
+    await waitFor(
+      async () => {
+        let ready = 0;
+        for (const port of ports) {
+          const master = await syncedTo(port);
+          if (master !== undefined && (await knownAsReplica(port, master))) ready++; // see failoverCandidate()
+        }
+        return ready === NODE_COUNT / 2;
+      },
+      { timeoutMs: 20_000, intervalMs: 50, message: 'all 3 replicas synced (master_link_status:up, state=online) and known to every node' },
+    );
+  } catch (err) {
+    if (err instanceof MissingBinaryError) {
+      await stop();
+      throw err;
+    }
+    // Capture the logs before stop() removes the dir.
+    const logs = await Promise.all(nodes.map(async (n) => `--- node ${n.port} log ---\n${await logTail(n.log)}`));
+    await stop();
+    throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
+  }
+
+  return {
+    nodes: ports.map((port) => ({ host: HOST, port })),
+    urls: ports.map((port) => `redis://${HOST}:${port}`),
+    client: () => track(new Cluster(ports.map((port) => ({ host: HOST, port })))),
+    node: (port) => {
+      byPort(port); // only this cluster's nodes
+      return track(new Redis({ host: HOST, port, maxRetriesPerRequest: 1 }));
+    },
+    live,
+    keySlot,
+    masterOf: async (key) => {
+      const slot = await keySlot(key);
+      const owner = await ownerIn(anyLive(), slot);
+      if (owner === undefined) throw new Error(`no master serves slot ${slot} of ${key}`);
+      return owner;
+    },
+    masters: async () => {
+      const ranges = await rangesIn(anyLive());
+      return [...new Set(ranges.map((range) => range.master))].filter((port) => !byPort(port).dead).sort((a, b) => a - b);
+    },
+    failover: async (key) => {
+      const slot = await keySlot(key);
+      const { master: oldMaster, replica: newMaster } = await failoverCandidate(slot);
+      const start = performance.now();
+      await cmd(newMaster, 'CLUSTER', 'FAILOVER');
+      await withLogs(
+        [newMaster, oldMaster],
+        waitFor(async () => (await role(newMaster))[0] === 'master' && (await agreed(slot, newMaster)), {
+          timeoutMs: 15_000,
+          intervalMs: 20,
+          message: `replica ${newMaster} to take slot ${slot} over from ${oldMaster} (CLUSTER FAILOVER)`,
+        }),
+      );
+      return { oldMaster, newMaster, ms: performance.now() - start };
+    },
+    killMaster: async (key) => {
+      const slot = await keySlot(key);
+      // A replica that never synced considers its data too old and does not stand for election.
+      const { master: oldMaster, replica } = await failoverCandidate(slot);
+      const victim = byPort(oldMaster);
+      const start = performance.now();
+      victim.proc.kill('SIGKILL');
+      await victim.exited;
+      dropAdmin(oldMaster);
+      const newMaster = await withLogs(
+        [replica],
+        waitFor(
+          async () => {
+            const owner = await ownerIn(anyLive(), slot);
+            if (owner === undefined || owner === oldMaster) return undefined;
+            return (await role(owner))[0] === 'master' && (await agreed(slot, owner)) ? owner : undefined;
+          },
+          {
+            timeoutMs: 30_000,
+            intervalMs: 20,
+            message: `a replica of the killed master ${oldMaster} to take slot ${slot} over (cluster-node-timeout ${NODE_TIMEOUT_MS} ms)`,
+          },
+        ),
+      );
+      return { oldMaster, newMaster, ms: performance.now() - start };
+    },
+    stop,
+  };
+}
+
+function spawnNode(dir: string, port: number): Node {
+  const log = join(dir, `node-${port}.log`);
+  const args = [
+    '--port', String(port), '--bind', HOST,
+    '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
+    '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', log,
+    // The default 5 s delay only waits for more replicas to share one transfer; each master here has one.
+    '--repl-diskless-sync-delay', '0',
+  ];
+  const proc = spawn('redis-server', args, { stdio: 'ignore' });
+  let spawnError: Error | undefined;
+  const node: Node = {
+    port,
+    proc,
+    log,
+    dead: false,
+    exited: new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.once('error', (err) => {
+        spawnError = err;
+        resolve();
+      });
+    }).then(() => {
+      node.dead = true;
+      if (spawnError) throw missing('redis-server', spawnError);
+    }),
+  };
+  return node;
+}
+
+function createCluster(ports: number[]): Promise<void> {
+  const args = ['--cluster', 'create', ...ports.map((p) => `${HOST}:${p}`), '--cluster-replicas', '1', '--cluster-yes'];
+  return new Promise((resolve, reject) =>
+    // redis-cli waits for the nodes to join without a deadline of its own.
+    execFile('redis-cli', args, { timeout: 30_000 }, (err, stdout, stderr) => {
+      if (!err) return resolve();
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(missing('redis-cli', err));
+      const why = err.killed ? 'timed out after 30 s' : `exit code ${String(err.code)}`;
+      reject(new Error(`redis-cli ${args.join(' ')} failed (${why}):\n${tail(stdout + stderr)}`));
+    }),
+  );
+}
+
+/** `count` random base ports whose port and bus port (+10000) are both free on the loopback interface. */
+async function pickPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  const taken = new Set<number>(); // base and bus ports already chosen: ranges overlap, so one node's bus may not be another's base
+  for (let tries = 0; ports.length < count; tries++) {
+    if (tries > 1000) throw new Error(`found no ${count} free port pairs (P, P+${BUS_OFFSET}) in ${PORT_MIN}-${PORT_MAX}`);
+    const port = PORT_MIN + Math.floor(Math.random() * (PORT_MAX - PORT_MIN));
+    const bus = port + BUS_OFFSET;
+    if (taken.has(port) || taken.has(bus) || !(await isFree(port)) || !(await isFree(bus))) continue;
+    taken.add(port).add(bus);
+    ports.push(port);
+  }
+  return ports;
+}
+
+/** Listens briefly on `port`: the only reliable way to know nothing else holds it. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, HOST, () => srv.close(() => resolve(true)));
+  });
+}
+
+function parseInfo(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const at = line.indexOf(':');
+    if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return fields;
+}
+
+async function logTail(path: string): Promise<string> {
+  return tail(await readFile(path, 'utf8').catch(() => '(no log)'));
+}
+
+function tail(text: string, lines = 15): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
