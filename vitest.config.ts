@@ -1,6 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/** Files that start their own local Redis Cluster (failover tests must not disturb the shared one). */
+const OWN_CLUSTER = ['test/cluster*.e2e.spec.ts'];
+
 /** The core suites that run a second time on a local Redis Cluster (the `cluster` project). */
 const ON_CLUSTER = [
   'test/delivery.e2e.spec.ts',
@@ -23,15 +26,18 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
-      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'] } },
+      // groupOrder: the cluster files run after the one-node ones, not beside them, so neither
+      // load changes the other's timing (two cores; a cluster is six more servers).
+      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'], exclude: OWN_CLUSTER, sequence: { groupOrder: 0 } } },
       {
         extends: true,
         test: {
           name: 'cluster',
-          include: ON_CLUSTER,
+          include: [...ON_CLUSTER, ...OWN_CLUSTER],
           env: { TEST_REDIS: 'cluster' },
           globalSetup: ['./test/support/cluster-global-setup.ts'],
           hookTimeout: 60_000,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -106,10 +106,12 @@ async function prefixOnThreeMasters(): Promise<string> {
   }
 }
 
-const blockingLanes = async (name: string) => {
-  const rows = await Promise.all((await cluster.masters()).map(async (port) => String(await cluster.node(port).call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').map((row) => ({ port, row }))));
-  return rows.flat().filter(({ row }) => row.includes(`name=${name}`) && row.includes(':blocking'));
+/** Connections whose name starts with `name`, on every live node. */
+const connections = async (name: string) => {
+  const rows = await Promise.all(cluster.live().map(async (port) => String(await cluster.node(port).call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').map((row) => ({ port, row }))));
+  return rows.flat().filter(({ row }) => row.includes(`name=${name}`));
 };
+const blockingLanes = async (name: string) => (await connections(name)).filter(({ row }) => row.includes(':blocking'));
 
 describe('on a Redis Cluster', () => {
   it('reads streams on three masters with one parked lane each: new entries of all three within a beat, and close() returns in < 1 s', async () => {
@@ -121,6 +123,10 @@ describe('on a Redis Cluster', () => {
     const lanes = await blockingLanes('g:c1:');
     expect(lanes).toHaveLength(3);
     expect(new Set(lanes.map((l) => l.port))).toEqual(new Set(await Promise.all(['a', 'b', 'c'].map((p) => cluster.masterOf(prefix + p)))));
+    // Besides: one command connection per node the consumer's ioredis Cluster talks to (at most one per node).
+    const command = (await connections('g:c1:')).filter(({ row }) => row.includes(':command'));
+    console.log(`connections of a consumer reading 3 slots: ${lanes.length} blocking + ${command.length} command (${command.map((c) => c.port).join(', ')})`);
+    expect(new Set(command.map((c) => c.port)).size).toBe(command.length);
 
     // All three lanes are parked: each entry wakes its own, well within one BLOCK of 5 s.
     const { ms } = await timed(async () => {
