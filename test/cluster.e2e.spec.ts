@@ -2,15 +2,26 @@ import { Controller, Injectable } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { DeadLetters, partitionKey, RedisStreamsClient, RedisStreamsContext, RedisStreamsRecord, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { lastValueFrom } from 'rxjs';
+import { requireBuilt, repoRoot } from './support/built.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
 import { waitParked } from './support/parked.js';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { uniquePrefix } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 
 let cluster: TestCluster;
-beforeAll(async () => (cluster = await startCluster()), 60_000);
-afterAll(async () => cluster?.stop());
+let single: TestRedis;
+beforeAll(async () => {
+  cluster = await startCluster();
+  single = await startRedis({ standalone: true });
+}, 60_000);
+afterAll(async () => {
+  await cluster?.stop();
+  await single?.stop();
+});
 
 interface Seen {
   stream: string;
@@ -232,5 +243,83 @@ describe('on a Redis Cluster', () => {
     await expect(startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), deadLetterStream: (s) => `dead:${s}` })).rejects.toThrow(
       /dead-letter stream "dead:.*a" of ".*a" is in another cluster slot/,
     );
+  });
+
+  it('close() while XGROUP CREATE is in flight on the masters resolves', async () => {
+    const admins = (await cluster.masters()).map((port) => cluster.node(port));
+    const moduleRef = await Test.createTestingModule({ controllers: [ThreeStreams], providers: [Seen$] }).compile();
+    const server = new RedisStreamsServer({ connection: cluster.urls, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 500 });
+    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    for (const admin of admins) await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
+    onTestFinished(async () => void (await Promise.all(admins.map((a) => a.call('CLIENT', 'UNPAUSE')))));
+    const listening = app.listen().then(
+      () => 'resolved',
+      (err: Error) => err.message,
+    );
+    await waitFor(async () => (await Promise.all(admins.map((a) => a.call('CLIENT', 'LIST', 'TYPE', 'normal')))).some((list) => /cmd=xgroup/.test(String(list))), {
+      message: 'XGROUP CREATE in flight',
+    });
+    const closing = server.close();
+    for (const admin of admins) await admin.call('CLIENT', 'UNPAUSE');
+    // A deadline for the assertion, not a synchronisation sleep.
+    const outcome = await Promise.race([closing.then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5000).unref())]);
+    expect(outcome).toBe('closed');
+    expect(await listening).toMatch(/closed before it started/);
+  });
+
+  it('a one-node URL of a cluster node fails the start at once (MOVED needs a human there), saying to pass the cluster', async () => {
+    const port = (await cluster.masters())[0]!;
+    let prefix: string;
+    do prefix = uniquePrefix();
+    while ((await cluster.masterOf(`${prefix}a`)) === port && (await cluster.masterOf(`${prefix}b`)) === port && (await cluster.masterOf(`${prefix}c`)) === port);
+    const { value: error, ms } = await timed(() => startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, connection: `redis://127.0.0.1:${port}`, startupTimeoutMs: 10_000 }).then(() => undefined, (err: Error) => err));
+    expect(error?.message).toMatch(/^MOVED .*a cluster node: pass the cluster's node URLs/);
+    expect(ms).toBeLessThan(5000);
+  });
+
+  it('cluster URLs of a server without cluster mode fail the start clearly, and close() does not wait commandTimeoutMs', async () => {
+    const { value: error, ms } = await timed(() => startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), connection: [single.url], startupTimeoutMs: 3000 }).then(() => undefined, (err: Error) => err));
+    // Redis' own answer, at once: the server is up, its mode is wrong.
+    expect(error?.message).toMatch(/cluster support disabled/);
+    expect(ms).toBeLessThan(2000);
+  });
+
+  it.each(['x{}y', 'a}b', '{}orders', 'a{b'])('starts a stream with odd braces ("%s") and dead-letters it into its own slot', async (pattern) => {
+    @Controller()
+    class Odd {
+      constructor(private readonly seen: Seen$) {}
+      @StreamPattern(pattern)
+      h(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+        return this.seen.record(p, ctx);
+      }
+    }
+    const prefix = uniquePrefix();
+    const worker = await startWorker(Odd, { consumer: 'c1', keyPrefix: prefix, blockMs: 200, maxDeliveries: 1 });
+    worker.seen.gate = Promise.reject(new Error('poison'));
+    worker.seen.gate.catch(() => undefined);
+    const admin = cluster.client();
+    await admin.xadd(prefix + pattern, '*', 'n', '1');
+    await waitFor(() => worker.seen.calls.length === 1, { message: 'the entry to be handled' });
+    const [dead] = await waitFor(async () => (await new DeadLetters(admin).find(prefix + pattern)).filter((key) => key !== `${prefix + pattern}:dead`), { message: 'its dead-letter stream' });
+    expect(await cluster.keySlot(dead!)).toBe(await cluster.keySlot(prefix + pattern));
+    expect(await admin.xlen(dead!)).toBe(1);
+  });
+
+  it('refuses partitions under a keyPrefix whose hash tag would put them all in one slot', async () => {
+    await expect(startWorker(SixPartitions, { consumer: 'c1', keyPrefix: `{${uniquePrefix()}}:` })).rejects.toThrow(/keyPrefix .* hash tag: the 6 partitions of "orders" would all share one slot/);
+  });
+
+  it('re-drives dead letters a one-node deployment left in "<stream>:dead" (another slot), with the CLI', async () => {
+    const prefix = uniquePrefix();
+    const admin = cluster.client();
+    const stream = `${prefix}orders`;
+    const legacy = `${stream}:dead`;
+    expect(await cluster.keySlot(legacy)).not.toBe(await cluster.keySlot(stream));
+    await admin.xadd(legacy, '*', 'stream', stream, 'sourceId', '1-1', 'group', 'g', 'consumer', 'c', 'deliveryCount', '5', 'error', 'x', 'fields', JSON.stringify(['data', '{"n":1}']), 'deadAt', String(Date.now()));
+    const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
+    const { stdout } = await promisify(execFile)(process.execPath, [script, 'redrive', legacy, '--all', '--json', '--cluster', cluster.urls.join(',')], { cwd: repoRoot });
+    expect(JSON.parse(stdout.trim())).toMatchObject({ stream, newId: expect.stringMatching(/^\d+-\d+$/) });
+    expect(await admin.xlen(stream)).toBe(1);
+    expect(await admin.xlen(legacy)).toBe(0);
   });
 });

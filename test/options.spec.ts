@@ -114,6 +114,12 @@ describe('options', () => {
       expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`));
     }
     expect(() => new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000/1'] })).not.toThrow(/s3cret/);
+    // Seeds of one cluster share credentials and scheme: a mix is refused, never silently reduced to the first seed's.
+    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'redis://u:s3cret@127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]": .*same credentials and scheme/);
+    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]"/);
+    expect(() => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { redisOptions: { db: 1 } } } })).toThrow(
+      /invalid option "connection.options.redisOptions.db": a cluster has only database 0/,
+    );
   });
 });
 

@@ -64,4 +64,25 @@ describe('start-up, unlucky', () => {
     expect(await listening).toMatch(/closed before it started/);
     await app.close();
   });
+
+  it('close() while XGROUP CREATE is in flight resolves (the start it cut short never comes back to hold the loop)', async () => {
+    const admin = redis.client();
+    const server = new RedisStreamsServer({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 500 });
+    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
+    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    // Writes paused: XGROUP CREATE waits in Redis until close() was called.
+    await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
+    onTestFinished(async () => void (await redis.client().call('CLIENT', 'UNPAUSE')));
+    const listening = app.listen().then(
+      () => 'resolved',
+      (err: Error) => err.message,
+    );
+    await waitFor(async () => /cmd=xgroup/.test(String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))), { message: 'XGROUP CREATE in flight' });
+    const closing = server.close();
+    await admin.call('CLIENT', 'UNPAUSE');
+    // A deadline for the assertion, not a synchronisation sleep.
+    const outcome = await Promise.race([closing.then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5000).unref())]);
+    expect(outcome).toBe('closed');
+    expect(await listening).toMatch(/closed before it started/);
+  });
 });

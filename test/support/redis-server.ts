@@ -29,9 +29,10 @@ export interface TestRedis {
 
 /**
  * One throwaway redis-server per test file on a free loopback port (no persistence), or
- * the server at REDIS_URL when that is set. Fails with a clear message when neither works.
+ * the server at REDIS_URL when that is set; in the cluster project, the shared cluster unless
+ * `standalone` asks for one node. Fails with a clear message when neither works.
  */
-export async function startRedis(): Promise<TestRedis> {
+export async function startRedis({ standalone = false }: { standalone?: boolean } = {}): Promise<TestRedis> {
   const clients: Redis[] = [];
   const client = (url: string) => () => {
     const c = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -41,7 +42,7 @@ export async function startRedis(): Promise<TestRedis> {
   };
   const closeClients = () => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
-  if (CLUSTER_MODE) return clusterBackend((await import('vitest')).inject('redisClusterUrls'));
+  if (CLUSTER_MODE && !standalone) return clusterBackend((await import('vitest')).inject('redisClusterUrls'));
   const external = process.env.REDIS_URL;
   if (external) {
     const url = new URL(external);

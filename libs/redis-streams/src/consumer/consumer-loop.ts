@@ -34,6 +34,8 @@ export interface ConsumerLoopDeps {
   logger: LoggerService;
   onDeleted: (stream: string, ids: string[]) => void;
   onError: (error: unknown, retryInMs: number) => void;
+  /** On a cluster MOVED/ASK are a moved slot, retried; on one node they say the URL names a cluster node. */
+  onCluster?: boolean;
   /** Called once the groups exist, every time the loop (re)starts. */
   onReady: () => void;
   /**
@@ -104,7 +106,8 @@ export class ConsumerLoop {
   /** Emits the number of entries each step fetched; completes after `stop()`. */
   run(): Observable<number> {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
-    const started$ = defer(() => this.d.started ?? Promise.resolve()).pipe(takeUntil(this.stop$));
+    // Stopped before the gate opened (close() during the start): the gate never opens, go straight to finish.
+    const started$ = defer(() => (this.stopping ? EMPTY : from(this.d.started ?? Promise.resolve()).pipe(takeUntil(this.stop$))));
     const loop$ = defer(() => this.ensureGroups()).pipe(
       concatMap(() => started$),
       concatMap(() => concat(this.selfDrain$(), this.beats$())),
@@ -112,7 +115,7 @@ export class ConsumerLoop {
         resetOnSuccess: true,
         delay: (error: unknown, attempt: number) => {
           if (this.stopping) return EMPTY;
-          const retryInMs = isRetryable(error)
+          const retryInMs = isRetryable(error, this.d.onCluster)
             ? Math.min(retryMaxDelayMs, retryInitialDelayMs * 2 ** (attempt - 1))
             : retryMaxDelayMs;
           this.d.onError(error, retryInMs);

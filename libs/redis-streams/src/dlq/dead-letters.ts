@@ -1,5 +1,6 @@
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { slotOf } from '../redis/slots.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 
 // Re-appends one dead letter's original fields to its source stream and deletes it from the
@@ -64,10 +65,32 @@ export class DeadLetters {
     const results: RedriveResult[] = [];
     const targets = ids === 'all' ? await this.listAll(deadStream) : await this.pick(deadStream, ids);
     for (const { id, stream } of targets) {
-      const newId = (await (this.redis as RedisConnection & { streamsRedrive(...a: string[]): Promise<string | null> }).streamsRedrive(deadStream, stream, id)) ?? null;
+      const newId = this.acrossSlots(deadStream, stream)
+        ? await this.redriveAcrossSlots(deadStream, stream, id)
+        : ((await (this.redis as RedisConnection & { streamsRedrive(...a: string[]): Promise<string | null> }).streamsRedrive(deadStream, stream, id)) ?? null);
       results.push({ id, stream, newId });
     }
     return results;
+  }
+
+  /** On a cluster, a dead-letter stream named the one-node way (`orders:dead`) is in another slot than its source. */
+  private acrossSlots(deadStream: string, stream: string): boolean {
+    return (this.redis as { isCluster?: boolean }).isCluster === true && slotOf(deadStream) !== slotOf(stream);
+  }
+
+  /**
+   * The script's steps, one by one (one script cannot name keys of two slots): append, then
+   * delete. A crash between them leaves the letter to be re-driven twice, never lost; two
+   * operators re-driving the same letter at once may both append it.
+   */
+  private async redriveAcrossSlots(deadStream: string, stream: string, id: string): Promise<string | null> {
+    const [entry] = await this.redis.xrange(deadStream, id, id);
+    if (!entry) return null;
+    const letter = decodeDeadLetter(id, entry[1]);
+    if (letter.stream !== stream || letter.fields.length === 0) return null;
+    const newId = await this.redis.xadd(stream, '*', ...letter.fields);
+    await this.redis.xdel(deadStream, id);
+    return newId;
   }
 
   private async listAll(deadStream: string): Promise<{ id: string; stream: string }[]> {

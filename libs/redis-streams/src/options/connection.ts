@@ -50,14 +50,22 @@ function resolveCluster(input: ClusterConnection): ResolvedCluster {
   if (options.keyPrefix || options.redisOptions?.keyPrefix) {
     throw new InvalidOptionError('connection.options.keyPrefix', 'use the transport option "keyPrefix" instead');
   }
+  if (options.redisOptions?.db) throw new InvalidOptionError('connection.options.redisOptions.db', 'a cluster has only database 0');
+  // Credentials and TLS of the URLs apply to every node (a cluster shares them): all seeds must agree.
   let fromUrls: RedisOptions | undefined;
+  let shared: string | undefined;
   const cluster = seeds.map((seed: unknown, i) => {
     const what = `connection.cluster[${i}]`;
     if (typeof seed === 'string') {
       const node = fromUrl(what, seed);
       if (node.db) throw new InvalidOptionError(what, 'a cluster has only database 0');
-      // Credentials and TLS of the URLs apply to every node (a cluster shares them).
-      fromUrls ??= { ...(node.username ? { username: node.username } : {}), ...(node.password ? { password: node.password } : {}), ...(node.tls ? { tls: node.tls } : {}) };
+      const auth = { ...(node.username ? { username: node.username } : {}), ...(node.password ? { password: node.password } : {}), ...(node.tls ? { tls: node.tls } : {}) };
+      const same = JSON.stringify(auth);
+      if (shared !== undefined && same !== shared) {
+        throw new InvalidOptionError(what, 'every seed URL of a cluster must have the same credentials and scheme (they apply to all nodes)');
+      }
+      shared = same;
+      fromUrls = auth;
       return { host: node.host!, port: node.port! };
     }
     if (typeof seed !== 'object' || seed === null) throw new InvalidOptionError(what, 'expected { host, port } or a redis:// URL');

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Deserializer, Serializer } from '@nestjs/microservices';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import { hashTagOf } from '../redis/slots.js';
+import { sameSlotKey } from '../redis/slots.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
@@ -129,8 +129,14 @@ export const MAX_BATCH_SIZE = 1000;
 
 export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
 
-/** On a cluster the dead-letter key must share its stream's slot: `{orders}:dead` hashes like `orders`. */
-export const clusterDeadLetterStream = (stream: string): string => (hashTagOf(stream) === undefined ? `{${stream}}:dead` : `${stream}:dead`);
+const clusterDeadLetterKeys = new Map<string, string>();
+
+/** On a cluster the dead-letter key must share its stream's slot: `{orders}:dead` hashes like `orders` (see sameSlotKey). */
+export const clusterDeadLetterStream = (stream: string): string => {
+  let key = clusterDeadLetterKeys.get(stream);
+  if (key === undefined) clusterDeadLetterKeys.set(stream, (key = sameSlotKey(stream, ':dead')));
+  return key;
+};
 
 export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',

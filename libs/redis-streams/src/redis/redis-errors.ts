@@ -11,16 +11,21 @@ export const isBusyGroup = (err: unknown): boolean => message(err).startsWith('B
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 
-// MOVED/ASK: a cluster slot moved (failover, resharding) under a command ioredis could not follow.
-const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT', 'MOVED', 'ASK'];
+const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
+
+/** A cluster redirection: the key's slot is served by another node. */
+export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) /.test(message(err));
 
 /**
  * Errors that heal by themselves or by re-creating the group: connection loss, a restarting
- * or failing-over server, a deleted stream. Anything else (WRONGTYPE, NOPERM, a syntax
- * error) needs a human, so the loop reports it loudly and backs off to its longest delay.
+ * or failing-over server, a deleted stream; on a cluster also a slot that moved under a
+ * command ioredis could not follow (MOVED/ASK on a blocking lane). Anything else (WRONGTYPE,
+ * NOPERM, a syntax error, MOVED from a one-node connection to a cluster node) needs a human,
+ * so the loop reports it loudly and backs off to its longest delay.
  */
-export function isRetryable(err: unknown): boolean {
+export function isRetryable(err: unknown, onCluster = false): boolean {
   if (err instanceof UnsupportedServerError) return false;
+  if (isRedirection(err)) return onCluster;
   const text = message(err);
   if (isNoGroup(err) || isUnblocked(err)) return true;
   if (TRANSIENT_PREFIXES.some((p) => text.startsWith(p))) return true;

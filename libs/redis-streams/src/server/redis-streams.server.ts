@@ -13,8 +13,8 @@ import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import { closeCommandLane, foldLaneStates, Lanes, openCommandLane, type CommandLane } from '../redis/lanes.js';
-import { groupBySlot, slotOf } from '../redis/slots.js';
-import { isRetryable, RedisWriteError } from '../redis/redis-errors.js';
+import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
+import { isRedirection, isRetryable, RedisWriteError } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
@@ -39,6 +39,11 @@ interface Reader {
   run: Subscription;
 }
 
+/** MOVED on a one-node connection: the URL names a node of a cluster. */
+function clusterNodeError(error: unknown): Error {
+  return new Error(`${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`, { cause: error });
+}
+
 // What Nest's other transports answer to a request without a handler.
 const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
 
@@ -61,6 +66,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private command: CommandLane | undefined;
   private readers: Reader[] = [];
   private closing: Promise<void> | undefined;
+  /** Every reader started (listen answered without error): from then on entries may be in hand. */
+  private startedOk = false;
   /** Stream key → handler pattern (and partition), for every stream read. */
   private readonly origins = new Map<string, StreamOrigin>();
   private laneStatus: Subscription | undefined;
@@ -115,9 +122,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       );
     }, options.startupTimeoutMs);
     const name = `${options.group}:${options.consumer}`;
-    const onLaneError = (lane: string, err: Error) => {
+    const onCluster = isCluster(options.connection);
+    const onLaneError = (lane: string, failure: Error) => {
+      // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
+      const nodeError = (failure as { lastNodeError?: unknown }).lastNodeError;
+      const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
       laneError = err;
-      if (!started && !isRetryable(err)) return failStart(err);
+      if (!started && !isRetryable(nodeError instanceof Error ? nodeError : err, onCluster)) return failStart(err);
       this.logger.warn(`${lane} connection: ${err.message}`);
     };
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
@@ -160,10 +171,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
           this.emit('deleted', stream, ids);
         },
+        onCluster,
         onError: (error, retryInMs) => {
           loopError = error;
-          if (!started && !isRetryable(error)) return failStart(error);
-          const log = isRetryable(error) ? 'warn' : 'error';
+          if (!started && !isRetryable(error, onCluster)) return failStart(isRedirection(error) ? clusterNodeError(error) : error);
+          const log = isRetryable(error, onCluster) ? 'warn' : 'error';
           this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
           this.emit('error', error, retryInMs);
         },
@@ -171,6 +183,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           ready.add(loop);
           if (started || ready.size < slotGroups.length) return;
           started = true;
+          this.startedOk = true;
           clearTimeout(this.startupTimer);
           const lanesNote = slotGroups.length > 1 ? ` (${slotGroups.length} slot lanes)` : '';
           this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`);
@@ -204,14 +217,21 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
       // Every lane woken at once: stopping takes as long as the slowest, not their sum.
       await Promise.all(this.readers.map((r) => r.loop.stop()));
+      // Not started: no handler ran, nothing is in hand. Commands of the start still waiting on an
+      // unready Redis (up to commandTimeoutMs) are cut now rather than waited for.
+      if (!this.startedOk) await this.closeConnections();
       await Promise.all(this.readers.map((r) => this.settleInHand(r)));
-      await Promise.all(this.readers.map((r) => r.lanes.close()));
-      if (this.command) await closeCommandLane(this.command);
+      await this.closeConnections();
       this.laneStatus?.unsubscribe();
       this._status$.next(RedisStreamsStatus.CLOSED);
       this.logger.log(`consumer "${this.options.consumer}" stopped`);
     })();
     return this.closing;
+  }
+
+  private async closeConnections(): Promise<void> {
+    await Promise.all(this.readers.map((r) => r.lanes.close()));
+    if (this.command) await closeCommandLane(this.command);
   }
 
   /** Waits for a reader to finish the entry in hand, at most `shutdownTimeoutMs`. */
@@ -242,7 +262,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     for (const stream of streams) {
       if (dead && slotOf(dead(stream)) !== slotOf(stream)) {
         throw new Error(
-          `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Put the stream key in its hash tag (e.g. "{${stream}}:dead")`,
+          `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Give it the stream's slot (e.g. "${sameSlotKey(stream, ':dead')}")`,
         );
       }
     }
@@ -298,7 +318,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         continue;
       }
       checkPartitions(`nestjs-redis-streams: @StreamPattern('${pattern}')`, partitions);
-      partitionKeys(this.options.keyPrefix, pattern, partitions as number).forEach((key, partition) => {
+      const keysOf = partitionKeys(this.options.keyPrefix, pattern, partitions as number);
+      // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
+      if (isCluster(this.options.connection) && keysOf.some((key, i) => hashTagOf(key) !== `${pattern}:${i}`)) {
+        const why = hashTagOf(this.options.keyPrefix) !== undefined ? `keyPrefix "${this.options.keyPrefix}" has a hash tag` : `the pattern has braces`;
+        throw new Error(`nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keysOf[0]}, …); use a keyPrefix and pattern without braces`);
+      }
+      keysOf.forEach((key, partition) => {
         keys.push(key);
         this.origins.set(key, { pattern, partition });
       });
