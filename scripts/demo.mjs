@@ -5,6 +5,10 @@
 //   npm run demo                     feed 300 orders, keep running until Ctrl-C
 //   npm run demo -- --orders 1000    feed more
 //   npm run demo -- --once           exit 0 once every order is acked (used by the tests)
+//   npm run demo -- --cluster        on a throwaway local Redis Cluster (6 nodes, scripts/local-cluster.mjs)
+//
+// REDIS_CLUSTER_URLS (comma-separated node URLs) runs it on that cluster instead, --cluster or not;
+// STREAMS_PARTITIONS=n makes the `orders` stream n partitions (worker and producer alike).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -12,35 +16,49 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { startLocalCluster } from './local-cluster.mjs';
 
 const { values: args } = parseArgs({
   options: {
     orders: { type: 'string', default: '300' },
     once: { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
+    cluster: { type: 'boolean', default: false },
   },
 });
 const total = Number(args.orders);
 if (!Number.isSafeInteger(total) || total < 0) fail(`--orders must be a whole number, got ${args.orders}`);
+const partitions = partitionCount(process.env.STREAMS_PARTITIONS);
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const group = process.env.STREAMS_GROUP || 'orders-workers';
-const stream = `${process.env.STREAMS_KEY_PREFIX ?? ''}orders`;
+const prefix = process.env.STREAMS_KEY_PREFIX ?? '';
+// The keys of the `orders` stream: one, or one per partition ({orders:0} … as the library names them).
+const streams = partitions === undefined ? [`${prefix}orders`] : (await import('nestjs-redis-streams')).partitionKeys(prefix, 'orders', partitions);
 const children = new Set();
 let embedded; // { proc, dir } of the throwaway redis-server, when we started one
+let localCluster; // the throwaway local cluster, when we started one
 let stopping = false;
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 
-const redisUrl = process.env.REDIS_URL || (await startEmbeddedRedis());
-const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+// A cluster: REDIS_CLUSTER_URLS, or with --cluster a throwaway local one. Otherwise one server.
+const givenClusterUrls = process.env.REDIS_CLUSTER_URLS?.trim() ? process.env.REDIS_CLUSTER_URLS.split(',').map((u) => u.trim()) : undefined;
+const clusterUrls = givenClusterUrls ?? (args.cluster ? await startThrowawayCluster() : undefined);
+const redisUrl = clusterUrls ? undefined : process.env.REDIS_URL || (await startEmbeddedRedis());
+const where = clusterUrls ? `cluster ${clusterUrls[0]} (+${clusterUrls.length - 1} nodes)` : redisUrl;
+const admin = clusterUrls ? clusterAdmin(clusterUrls) : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 admin.on('error', () => {});
-await admin.ping().catch((err) => fail(`cannot reach Redis at ${redisUrl}: ${err.message}`));
-const startLength = await admin.xlen(stream);
-say(`redis   ${redisUrl}${process.env.REDIS_URL ? '' : ' (embedded, throwaway)'}`);
+await within(admin.ping(), 10_000, 'no answer within 10 s').catch((err) => fail(`cannot reach Redis at ${where}: ${err.message}`));
+const startLengths = await Promise.all(streams.map((key) => admin.xlen(key)));
+const throwaway = localCluster ? ' (local, throwaway)' : embedded ? ' (embedded, throwaway)' : '';
+say(`redis   ${where}${throwaway}`);
+if (partitions !== undefined) say(`stream  "orders" in ${partitions} partitions: ${streams.join(', ')}`);
+// Where the worker and the producer connect: the cluster wins over REDIS_URL in both.
+const redisEnv = clusterUrls ? { REDIS_CLUSTER_URLS: clusterUrls.join(',') } : { REDIS_URL: redisUrl };
 
 const worker = spawn(process.execPath, [join(root, 'dist/apps/orders-worker/main.js')], {
-  env: { ...process.env, REDIS_URL: redisUrl, STREAMS_GROUP: group, STREAMS_CONSUMER: process.env.STREAMS_CONSUMER || 'demo-worker-1', DEMO_WORK_MS: process.env.DEMO_WORK_MS || '5' },
+  env: { ...process.env, ...redisEnv, STREAMS_GROUP: group, STREAMS_CONSUMER: process.env.STREAMS_CONSUMER || 'demo-worker-1', DEMO_WORK_MS: process.env.DEMO_WORK_MS || '5' },
   stdio: ['ignore', 'pipe', 'pipe'],
   detached: true, // Ctrl-C reaches us; we stop the worker first, then Redis, so the order in hand is acked.
 });
@@ -61,7 +79,7 @@ const stop = async (reason) => {
   const pending = await pendingCount();
   say(`worker exited with ${code}; ${pending} entries pending in group "${group}"`);
   admin.disconnect();
-  await stopEmbeddedRedis();
+  await stopThrowawayRedis();
   process.exit(code === 0 ? 0 : 1);
 };
 process.on('SIGINT', () => void stop('Ctrl-C'));
@@ -70,7 +88,7 @@ process.on('SIGTERM', () => void stop('SIGTERM'));
 // The producer: apps/orders-api emits the orders through RedisStreamsClient, then asks the
 // worker for its tally with a request (client.send).
 const api = spawn(process.execPath, [join(root, 'dist/apps/orders-api/main.js')], {
-  env: { ...process.env, REDIS_URL: redisUrl, DEMO_ORDERS: String(total) },
+  env: { ...process.env, ...redisEnv, DEMO_ORDERS: String(total) },
   stdio: ['ignore', 'pipe', 'pipe'],
   detached: true,
 });
@@ -85,24 +103,80 @@ apiExit.then((code) => (apiCode = code));
 const startedAt = Date.now();
 for (;;) {
   const { lag, pending } = await groupProgress();
-  const written = (await admin.xlen(stream).catch(() => 0)) - startLength;
+  const written = (await writtenPerStream()).reduce((sum, n) => sum + n, 0);
   say(`progress ${Math.max(0, written - lag - pending)}/${total} acked (written ${written}, lag ${lag}, pending ${pending})`);
   if (apiCode !== undefined && apiCode !== 0) fail(`the producer (apps/orders-api) exited with ${apiCode}`);
   if (apiCode === 0 && lag + pending === 0) break;
   await new Promise((r) => setTimeout(r, 500));
 }
 say(`all ${total} orders acked in ${Date.now() - startedAt} ms`);
+if (partitions !== undefined) {
+  const written = await writtenPerStream();
+  say(`per partition: ${streams.map((key, i) => `${key} ${written[i]}`).join(', ')}`);
+}
 if (args.once) await stop('--once');
-else say('the worker keeps listening: try `redis-cli -u ' + redisUrl + ' XADD ' + stream + ' "*" order_id 42 status pending`; Ctrl-C to stop');
+else {
+  const cli = clusterUrls ? `redis-cli -c -u ${clusterUrls[0]}` : `redis-cli -u ${redisUrl}`;
+  say(`the worker keeps listening: try \`${cli} XADD '${streams[0]}' "*" order_id 42 status pending\`; Ctrl-C to stop`);
+}
 
+/** Lag and pending of the worker's group, summed over the stream's keys (XINFO GROUPS is per key). */
 async function groupProgress() {
-  const groups = await admin.xinfo('GROUPS', stream).catch(() => []);
+  const each = await Promise.all(streams.map((key) => keyProgress(key)));
+  return each.reduce((sum, p) => ({ lag: sum.lag + p.lag, pending: sum.pending + p.pending }), { lag: 0, pending: 0 });
+}
+
+async function keyProgress(key) {
+  const groups = await admin.xinfo('GROUPS', key).catch(() => []);
   for (const g of groups) {
     const info = {};
     for (let i = 0; i + 1 < g.length; i += 2) info[g[i]] = g[i + 1];
     if (info.name === group) return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
   }
   return { lag: 0, pending: 0 }; // the worker has not created its group yet
+}
+
+/** Entries added to each key since the start. */
+async function writtenPerStream() {
+  return Promise.all(streams.map(async (key, i) => (await admin.xlen(key).catch(() => startLengths[i])) - startLengths[i]));
+}
+
+async function startThrowawayCluster() {
+  localCluster = await startLocalCluster({ log: (line) => say(line) }).catch((err) => fail(`cannot start a local Redis Cluster: ${err.message}`));
+  return localCluster.urls;
+}
+
+/** An ioredis Cluster on the seed nodes; the URLs' credentials and TLS apply to every node. */
+function clusterAdmin(urls) {
+  let nodes;
+  try {
+    nodes = urls.map((text) => new URL(text));
+  } catch {
+    fail(`REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs, got ${urls.join(',').replace(/\/\/([^:/@]*):[^@]*@/g, '//$1:***@')}`);
+  }
+  const first = nodes[0];
+  return new Cluster(
+    nodes.map((url) => ({ host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 6379) })),
+    {
+      redisOptions: {
+        maxRetriesPerRequest: 1,
+        ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+        ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+        ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
+      },
+    },
+  );
+}
+
+function partitionCount(raw) {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  if (!/^\s*\d+\s*$/.test(raw) || Number(raw) < 1) fail(`STREAMS_PARTITIONS must be a positive integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+function within(promise, ms, message) {
+  let timer;
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
 }
 
 async function pendingCount() {
@@ -136,7 +210,8 @@ async function startEmbeddedRedis() {
   }
 }
 
-async function stopEmbeddedRedis() {
+async function stopThrowawayRedis() {
+  await localCluster?.stop();
   if (!embedded) return;
   const exited = new Promise((resolve) => embedded.proc.once('exit', resolve));
   embedded.proc.kill('SIGTERM');

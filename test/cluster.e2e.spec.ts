@@ -1,4 +1,5 @@
-import { Controller, Injectable } from '@nestjs/common';
+import { Controller, Injectable, type LoggerService } from '@nestjs/common';
+import { captureLogs } from './support/logs.js';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { DeadLetters, partitionKey, RedisStreamsClient, RedisStreamsContext, RedisStreamsRecord, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
@@ -91,10 +92,10 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
 
-async function startWorker(controller: new (...args: any[]) => unknown, options: RedisStreamsServerOptions) {
+async function startWorker(controller: new (...args: any[]) => unknown, options: RedisStreamsServerOptions, logger?: LoggerService) {
   const moduleRef = await Test.createTestingModule({ controllers: [controller], providers: [Seen$] }).compile();
   const server = new RedisStreamsServer({ connection: cluster.urls, group: 'g', ...options });
-  const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
+  const app = moduleRef.createNestMicroservice({ strategy: server, logger: logger ?? (process.env.TEST_LOGS ? undefined : false) });
   await app.listen();
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= app.close());
@@ -321,5 +322,18 @@ describe('on a Redis Cluster', () => {
     expect(JSON.parse(stdout.trim())).toMatchObject({ stream, newId: expect.stringMatching(/^\d+-\d+$/) });
     expect(await admin.xlen(stream)).toBe(1);
     expect(await admin.xlen(legacy)).toBe(0);
+  });
+
+  it('warns at start about entries under the keys of another partition count (a client and a server that disagree)', async () => {
+    const prefix = uniquePrefix();
+    const admin = cluster.client();
+    // A producer without `partitions` wrote the plain key; one with 8 wrote partition 6.
+    await admin.xadd(`${prefix}orders`, '*', 'n', '1');
+    await admin.xadd(partitionKey(prefix, 'orders', 6), '*', 'n', '2');
+    const logs = captureLogs();
+    await startWorker(SixPartitions, { consumer: 'c1', keyPrefix: prefix, blockMs: 200 }, logs.logger);
+    await waitFor(() => logs.lines.filter((l) => l.startsWith('warn') && /no handler of this consumer reads/.test(l)).length === 2, { message: 'two warnings' });
+    expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entries that no handler of this consumer reads`);
+    expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entries`);
   });
 });

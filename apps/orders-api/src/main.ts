@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { clientOptions } from './api-config.js';
 import { OrdersApiModule } from './orders-api.module.js';
 import { OrdersProducer } from './orders-producer.js';
 
@@ -11,14 +12,7 @@ async function main(): Promise<void> {
     if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got ${process.env[name]}`);
     return value;
   };
-  const app = await NestFactory.createApplicationContext(
-    OrdersApiModule.register({
-      connection: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
-      keyPrefix: process.env.STREAMS_KEY_PREFIX || '',
-      // A demo stream that keeps growing would be a bad example: keep ~10k, never an unacked one.
-      retention: { maxLen: 10_000, safe: true },
-    }),
-  );
+  const app = await NestFactory.createApplicationContext(OrdersApiModule.register(clientOptions()));
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
   const producer = app.get(OrdersProducer);
   await producer.emitOrders(int('DEMO_ORDERS', 300), int('DEMO_FIRST_ORDER_ID', 1001));

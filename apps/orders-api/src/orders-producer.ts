@@ -6,6 +6,8 @@ import { lastValueFrom, timeout } from 'rxjs';
 export const ORDERS_CLIENT = 'ORDERS_CLIENT';
 
 const STATUSES = ['pending', 'paid', 'shipped'] as const;
+/** Demo orders come from this many customers. */
+const CUSTOMERS = 40;
 
 /** Emits demo orders through the transport's ClientProxy, then asks the worker for its tally. */
 @Injectable()
@@ -17,9 +19,13 @@ export class OrdersProducer {
   async emitOrders(count: number, firstId: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const order = { order_id: String(firstId + i), status: STATUSES[i % STATUSES.length] };
+      const id = firstId + i;
+      const order = { order_id: String(id), customer_id: `customer-${id % CUSTOMERS}`, status: STATUSES[i % STATUSES.length] };
+      // On a partitioned stream (STREAMS_PARTITIONS) the customer picks the partition: one customer's
+      // orders stay in one partition, in order. On a plain stream the key is not used.
+      const record = new RedisStreamsRecord(order, { source: 'orders-api' }, { partitionKey: order.customer_id });
       // The id Redis gave the entry: the worker sees the same one in ctx.getId().
-      ids.push(await lastValueFrom(this.client.emit<string>('orders', new RedisStreamsRecord(order, { source: 'orders-api' }))));
+      ids.push(await lastValueFrom(this.client.emit<string>('orders', record)));
     }
     this.logger.log(`emitted ${count} orders (${ids[0]} … ${ids.at(-1)})`);
     return ids;

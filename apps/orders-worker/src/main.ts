@@ -6,8 +6,8 @@ import { OrdersWorkerModule } from './orders-worker.module.js';
 import { workerConfig } from './worker-config.js';
 
 async function bootstrap(): Promise<void> {
-  const { transport, demo } = workerConfig();
-  const app = await NestFactory.createMicroservice<MicroserviceOptions>(OrdersWorkerModule.register(demo, String(transport.connection)), {
+  const { transport, connection, demo, ordersPartitions } = workerConfig();
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(OrdersWorkerModule.register(demo, connection, ordersPartitions), {
     strategy: new RedisStreamsServer(transport),
   });
   // SIGTERM/SIGINT: finish and ack the entry in hand, close Redis, exit 0.

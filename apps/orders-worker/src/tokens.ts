@@ -1,4 +1,4 @@
 /** The demo handler's behaviour (DemoBehaviour). */
 export const DEMO = Symbol('DEMO');
-/** The Redis URL the worker was given. */
-export const REDIS_URL = Symbol('REDIS_URL');
+/** Where Redis is: the worker's `connection` (a redis:// URL, or the node URLs of a cluster). */
+export const REDIS_CONNECTION = Symbol('REDIS_CONNECTION');

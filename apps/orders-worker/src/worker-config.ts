@@ -1,4 +1,4 @@
-import type { RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { MAX_PARTITIONS, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
 
 /** How the demo handler behaves; the chaos test turns on the knobs after `workMs`. */
 export interface DemoBehaviour {
@@ -16,8 +16,18 @@ export interface DemoBehaviour {
   quiet: boolean;
 }
 
+/** The worker's settings: the transport's options, the demo handler's behaviour, the `orders` stream's partitions. */
+export interface WorkerConfig {
+  transport: RedisStreamsServerOptions;
+  /** `transport.connection`: REDIS_URL, or the node URLs of REDIS_CLUSTER_URLS. */
+  connection: string | string[];
+  demo: DemoBehaviour;
+  /** Partition count of the `orders` stream (STREAMS_PARTITIONS); undefined: one plain stream. */
+  ordersPartitions: number | undefined;
+}
+
 /** Reads the worker's settings from the environment (12-factor); unset means the transport default. */
-export function workerConfig(env: NodeJS.ProcessEnv = process.env): { transport: RedisStreamsServerOptions; demo: DemoBehaviour } {
+export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const number = (name: string, parse: (raw: string) => number, check: (v: number) => boolean, what: string): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === '') return undefined;
@@ -26,8 +36,10 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): { transport:
     return value;
   };
   const int = (name: string) => number(name, Number, Number.isSafeInteger, 'an integer');
+  // A cluster (REDIS_CLUSTER_URLS, its seed nodes) wins over one server (REDIS_URL).
+  const connection = clusterUrls(env.REDIS_CLUSTER_URLS) ?? (env.REDIS_URL || 'redis://127.0.0.1:6379');
   const transport: RedisStreamsServerOptions = {
-    connection: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    connection,
     group: env.STREAMS_GROUP || undefined,
     consumer: env.STREAMS_CONSUMER || undefined,
     batchSize: int('STREAMS_BATCH'),
@@ -49,7 +61,46 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): { transport:
     recordKey: env.DEMO_RECORD_KEY || undefined,
     quiet: env.DEMO_QUIET === '1',
   };
-  return { transport, demo };
+  return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS) };
+}
+
+/**
+ * REDIS_CLUSTER_URLS: comma-separated seed nodes of a Redis Cluster (`redis://host:port`, or
+ * `rediss://`), e.g. `redis://127.0.0.1:7000,redis://127.0.0.1:7001`. Any reachable node will
+ * do: the client discovers the others. Undefined when unset or empty.
+ */
+export function clusterUrls(raw: string | undefined): string[] | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const urls = raw.split(',').map((url) => url.trim());
+  urls.forEach((url, i) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      // reported below
+    }
+    if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
+      throw new Error(
+        `REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(maskPassword(url))} as node ${i + 1} of ${urls.length}`,
+      );
+    }
+  });
+  return urls;
+}
+
+/** STREAMS_PARTITIONS: the `orders` stream as n keys `{orders:0}` … `{orders:n-1}`. Undefined when unset or empty. */
+export function partitionCount(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = Number(raw);
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(value) || value < 1 || value > MAX_PARTITIONS) {
+    throw new Error(`STREAMS_PARTITIONS must be a positive integer (1 to ${MAX_PARTITIONS}), got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/** A URL as text with its password masked (`redis://user:***@host`), even when it does not parse. */
+export function maskPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
 }
 
 /** mulberry32: a small seeded PRNG, so a chaos run's handler failures can be replayed. */

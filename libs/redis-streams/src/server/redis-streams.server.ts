@@ -5,7 +5,8 @@ import { combineLatest, distinctUntilChanged, isObservable, lastValueFrom, map, 
 import type { Cluster, Redis } from 'ioredis';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
 import { settle, type SettleDeps, type StreamOrigin } from '../consumer/settle.js';
-import { checkPartitions, partitionKeys } from '../partitions.js';
+import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
+import type { RedisConnection } from '../redis/connect.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
@@ -27,8 +28,8 @@ function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
-/** Most slot lanes (each a blocking connection) one server opens on a cluster. */
-export const MAX_SLOT_LANES = 64;
+/** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
+export const MAX_SLOT_LANES = 128;
 
 /** One reader: the loop over the streams of one slot (all streams on one node), and its lanes. */
 interface Reader {
@@ -189,6 +190,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`);
           callback();
           markStarted();
+          void this.warnStrays(command.conn);
         },
         started: startedAll,
       });
@@ -227,6 +229,33 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.log(`consumer "${this.options.consumer}" stopped`);
     })();
     return this.closing;
+  }
+
+  /**
+   * Entries under keys no handler reads: a producer and a consumer that disagree on a stream's
+   * partition count (the plain key of a partitioned stream, the next partition, or partition 0 of
+   * a plain one). Reported once at start; what is there waits, it is not lost.
+   */
+  private async warnStrays(conn: RedisConnection): Promise<void> {
+    const strays = new Map<string, string>();
+    for (const [key, { pattern, partition }] of this.origins) {
+      const plain = this.options.keyPrefix + pattern;
+      if (partition === undefined) strays.set(partitionKey(this.options.keyPrefix, pattern, 0), `@StreamPattern('${pattern}') reads the plain key`);
+      else {
+        const count = [...this.origins.values()].filter((o) => o.pattern === pattern).length;
+        const why = `@StreamPattern('${pattern}', { partitions: ${count} })`;
+        strays.set(plain, why);
+        strays.set(partitionKey(this.options.keyPrefix, pattern, count), why);
+      }
+      strays.delete(key);
+    }
+    for (const key of this.origins.keys()) strays.delete(key);
+    for (const [key, why] of strays) {
+      const length = await conn.xlen(key).catch(() => 0);
+      if (length > 0) {
+        this.logger.warn(`stream "${key}" holds ${length} entries that no handler of this consumer reads (${why}): do producers use another partition count?`);
+      }
+    }
   }
 
   private async closeConnections(): Promise<void> {
@@ -269,7 +298,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     const groups = groupBySlot(streams);
     if (groups.length > MAX_SLOT_LANES) {
       throw new Error(
-        `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid"`,
+        `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid", or use fewer partitions`,
       );
     }
     return groups;
