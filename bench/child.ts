@@ -1,5 +1,6 @@
 // One system under test in its own process, so peak RSS and round trips are its own.
-// Modes: drain (consume `n` preloaded entries, report time and costs) and consume (report latencies on "report").
+// Modes: drain (consume `n` preloaded entries, report time and costs), consume (report latencies on "report")
+// and share (one of several processes draining one backlog together: the parent says "go" and "report").
 import { Redis } from 'ioredis';
 import { Session } from 'node:inspector/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { startConsumer, type ConsumerOptions, type SystemName } from './systems.js';
 
 interface Args extends ConsumerOptions {
-  mode: 'drain' | 'consume';
+  mode: 'drain' | 'consume' | 'share';
   system: SystemName;
   n?: number;
   /** Simulated I/O per message, in ms. */
@@ -115,4 +116,37 @@ async function consume(): Promise<void> {
   process.once('SIGTERM', () => void stop(false));
 }
 
-await (args.mode === 'drain' ? drain() : consume());
+/**
+ * One consumer process of a group drain the parent times: built (Nest app initialised) before
+ * the parent's "go", so that every process starts reading at about the same moment; reports
+ * how many entries it handled (every 5 ms while that changes), and on "report" when it handled
+ * its first one and the CPU it used since.
+ */
+async function share(): Promise<void> {
+  let handled = 0;
+  let first = 0;
+  let cpuAtFirst: NodeJS.CpuUsage | undefined;
+  const lines = createInterface({ input: process.stdin });
+  const go = new Promise<void>((resolve) => lines.on('line', (line) => line.trim() === 'go' && resolve()));
+  const reported = new Promise<void>((resolve) => lines.on('line', (line) => line.trim() === 'report' && resolve()));
+  const consumer = await startConsumer(
+    args.system,
+    args,
+    () => {
+      if (handled++ === 0) (first = now()), (cpuAtFirst = process.cpuUsage());
+    },
+    async () => {
+      emit({ ready: true });
+      await go;
+    },
+  );
+  let told = 0;
+  const progress = setInterval(() => handled !== told && emit({ progress: (told = handled) }), 5);
+  await reported;
+  const cpu = process.cpuUsage(cpuAtFirst);
+  clearInterval(progress);
+  await consumer.stop();
+  emit({ handled, first, cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0, peakRssMb: process.resourceUsage().maxRSS / 1024 }, () => process.exit(0));
+}
+
+await (args.mode === 'drain' ? drain() : args.mode === 'share' ? share() : consume());

@@ -1,10 +1,12 @@
-// npm run bench [-- --smoke]: every system on the same throwaway redis-server, in one run,
-// reported as ratios to the raw ioredis loop measured in that same run.
+// npm run bench [-- --smoke] [-- --only cluster]: every system on the same throwaway redis-server, in one run,
+// reported as ratios to the raw ioredis loop measured in that same run; then the Redis Cluster section
+// (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone and replaces it
+// in the existing results file, keeping the rest.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { ClientProxyFactory, Transport, type ClientProxy } from '@nestjs/microservices';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,12 +15,14 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { startRedis } from '../test/support/redis-server.js';
+import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
 import type { SystemName } from './systems.js';
 
 // Nest's ClientRedis logs its connections on stdout, which carries the table.
 Logger.overrideLogger(['error']);
-const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false } } });
+const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
+if (flags.only !== undefined && flags.only !== 'cluster') throw new Error(`bench: --only takes "cluster", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 2_000 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -32,9 +36,17 @@ const BATCH = 100;
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
 const OTHER_TRANSPORTS_CHECKED = ['@tamimaj/nestjs-redis-streams', 'nestjs-redis-stream-microservice', '@stijlbreuk/nestjs-redis-streams-transport'];
 
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+if (flags.only === 'cluster') {
+  log(`Redis Cluster section only; ${smoke ? 'SMOKE sizes' : 'full sizes'}`);
+  const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
+  const markdown = clusterMarkdown(cluster);
+  process.stdout.write(markdown + '\n');
+  replaceClusterSection(cluster, markdown);
+  process.exit(0);
+}
 const redis = await startRedis();
 const admin = new Redis(redis.url);
-const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 const children = new Set<ChildProcess>();
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
@@ -142,6 +154,9 @@ row('nestjs-redis-streams').selfDrainMs = await recovery('self');
 row('nestjs-redis-streams').shutdownParkedMs = await shutdown(false);
 row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 
+log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
+const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
+
 // ---------------------------------------------------------------------------------------------
 const raw = row('raw-ioredis');
 const ours = row('nestjs-redis-streams');
@@ -163,6 +178,7 @@ const result = {
   recovery: { minIdleMs, blockMs, floorMs: minIdleMs + blockMs },
   targets,
   otherTransportsChecked: OTHER_TRANSPORTS_CHECKED,
+  cluster,
 };
 const markdown = toMarkdown(result);
 process.stdout.write(markdown + '\n');
@@ -179,6 +195,20 @@ process.exit(0);
 /** The bench sources' folder (results live beside them, not in the build output). */
 function pathToBench(): URL {
   return new URL('../../../bench/', import.meta.url);
+}
+
+/** `--only cluster`: the cluster section replaces its previous self in the results files; the rest stays as it was. */
+function replaceClusterSection(cluster: ClusterSection, markdown: string): void {
+  mkdirSync(new URL('./results/', pathToBench()), { recursive: true });
+  const base = new URL(`./results/${smoke ? 'smoke' : 'latest'}`, pathToBench()).href;
+  const json = new URL(`${base}.json`);
+  const md = new URL(`${base}.md`);
+  const previous = existsSync(json) ? JSON.parse(readFileSync(json, 'utf8')) : {};
+  writeFileSync(json, JSON.stringify({ ...previous, cluster }, null, 2) + '\n');
+  const text = existsSync(md) ? readFileSync(md, 'utf8').trimEnd() : '';
+  const at = text.indexOf(CLUSTER_HEADING);
+  const kept = (at < 0 ? text : text.slice(0, at)).trimEnd();
+  writeFileSync(md, (kept ? `${kept}\n\n` : '') + markdown + '\n');
 }
 
 async function preload(system: SystemName, key: string, n: number): Promise<void> {
@@ -428,6 +458,8 @@ function toMarkdown(r: typeof result): string {
     ...r.scaling.map((s) => `| ${s.system} | ${s.concurrency} | ${n(s.msgsPerSec)} |`),
     '',
     `Targets: drain ${targets.drainVsRaw.toFixed(2)}× the raw loop (floor 0.8×), ${targets.drainVsBullmq.toFixed(2)}× BullMQ at concurrency 1 (floor 3×).`,
+    '',
+    clusterMarkdown(r.cluster),
   ];
   return lines.filter((l, i, all) => !(l === '' && all[i - 1] === '')).join('\n');
 }

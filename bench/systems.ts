@@ -19,6 +19,10 @@ export interface ConsumerOptions {
   concurrency: number;
   blockMs?: number;
   minIdleMs?: number;
+  /** nestjs-redis-streams on a Redis Cluster: its node URLs (then `url` is unused). */
+  cluster?: string[];
+  /** nestjs-redis-streams: read `key` as a partitioned stream, `@StreamPattern(key, { partitions })`. */
+  partitions?: number;
 }
 
 export interface RunningConsumer {
@@ -27,7 +31,8 @@ export interface RunningConsumer {
 
 export type SystemName = 'raw-ioredis' | 'nestjs-redis-streams' | 'bullmq' | 'nest-redis-pubsub';
 
-export async function startConsumer(system: SystemName, o: ConsumerOptions, handler: Handler): Promise<RunningConsumer> {
+/** `beforeListen` (Nest systems): awaited once the app is built, before it connects and starts reading. */
+export async function startConsumer(system: SystemName, o: ConsumerOptions, handler: Handler, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
   switch (system) {
     case 'raw-ioredis':
       return rawLoop(o, handler);
@@ -35,7 +40,7 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
       return nestApp(
         {
           strategy: new RedisStreamsServer({
-            connection: o.url,
+            connection: o.cluster ?? o.url,
             group: o.group,
             consumer: o.consumer,
             batchSize: o.batchSize,
@@ -44,12 +49,13 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
             minIdleMs: o.minIdleMs ?? 30_000,
           }),
         },
-        StreamPattern(o.key),
+        StreamPattern(o.key, o.partitions === undefined ? undefined : { partitions: o.partitions }),
         handler,
+        beforeListen,
       );
     case 'nest-redis-pubsub': {
       const { hostname, port } = new URL(o.url);
-      return nestApp({ transport: Transport.REDIS, options: { host: hostname, port: Number(port) } }, EventPattern<string>(o.key), handler);
+      return nestApp({ transport: Transport.REDIS, options: { host: hostname, port: Number(port) } }, EventPattern<string>(o.key), handler, beforeListen);
     }
     case 'bullmq': {
       const worker = new Worker(o.key, async (job) => handler(job.data), {
@@ -89,7 +95,7 @@ async function rawLoop(o: ConsumerOptions, handler: Handler): Promise<RunningCon
 }
 
 /** A Nest microservice whose one controller method, decorated at run time, calls `handler`. */
-async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator, handler: Handler): Promise<RunningConsumer> {
+async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator, handler: Handler, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
   class BenchController {
     handle(message: { t?: string | number }) {
       return handler(message);
@@ -100,6 +106,10 @@ async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator,
   class BenchModule {}
   Module({ controllers: [BenchController] })(BenchModule);
   const app: INestMicroservice = await NestFactory.createMicroservice<MicroserviceOptions>(BenchModule, { ...options, logger: false });
+  if (beforeListen) {
+    await app.init();
+    await beforeListen();
+  }
   await app.listen();
   return { stop: () => app.close() };
 }
