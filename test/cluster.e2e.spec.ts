@@ -336,4 +336,22 @@ describe('on a Redis Cluster', () => {
     expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entries that no handler of this consumer reads`);
     expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entries`);
   });
+
+  // Last: it fails masters over. Options a user may pass that change how ioredis follows a moved slot.
+  it.each([
+    ['maxRedirections: 1', { maxRedirections: 1 }],
+    ['enableOfflineQueue: false', { enableOfflineQueue: false }],
+    ['clusterRetryStrategy: () => null', { clusterRetryStrategy: () => null }],
+  ] as const)('heals after a manual failover with %s', async (_name, options) => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const worker = await startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, blockMs: 1000, connection: { cluster: cluster.nodes, options } }, logs.logger);
+    const admin = cluster.client();
+    await waitParked(admin, 'g:c1:', 'three parked lanes', 3);
+    await cluster.failover(`${prefix}a`);
+    const id = await admin.xadd(`${prefix}a`, '*', 'n', 'after');
+    await waitFor(() => worker.seen.calls.some((c) => c.id === id), { message: 'the entry written after the failover', timeoutMs: 15_000 }).catch((err: Error) => {
+      throw new Error(`${err.message}; last warnings: ${logs.lines.filter((l) => l.startsWith('warn')).slice(-3).join(' | ')}`);
+    });
+  }, 30_000);
 });

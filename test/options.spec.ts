@@ -114,6 +114,10 @@ describe('options', () => {
       expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`));
     }
     expect(() => new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000/1'] })).not.toThrow(/s3cret/);
+    // With maxRedirections 0 ioredis reports every error reply (BUSYGROUP, NOGROUP …) as "Too many Cluster redirections".
+    expect(() => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { maxRedirections: 0 } } })).toThrow(
+      /invalid option "connection.options.maxRedirections": must be at least 1/,
+    );
     // Seeds of one cluster share credentials and scheme: a mix is refused, never silently reduced to the first seed's.
     expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'redis://u:s3cret@127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]": .*same credentials and scheme/);
     expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]"/);

@@ -68,4 +68,13 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(worker.output()).toMatch(/could not start within 500 ms: redis:\/\/:\*\*\*@127\.0\.0\.1:1 .*ECONNREFUSED/);
     expect(worker.output()).not.toContain('hunter2');
   });
+
+  it('exits 0 on SIGTERM while still starting (nothing was in hand)', async () => {
+    const worker = startWorker({ REDIS_URL: 'redis://127.0.0.1:1', STREAMS_STARTUP_TIMEOUT_MS: '60000' });
+    // Under way: the connection has failed at least once and is being retried.
+    await waitFor(() => /ECONNREFUSED/.test(worker.output()), { message: 'the start to be under way' });
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exit).toBe(0);
+    expect(worker.output()).toContain('stopped before the consumer started');
+  });
 });

@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import { DEMO, REDIS_CONNECTION } from './tokens.js';
 import type { DemoBehaviour } from './worker-config.js';
 
-/** Counts successful handlings per entry id in a Redis hash (DEMO_RECORD_KEY), so a test can count duplicates. */
+/** Counts successful handlings per entry (its id; `<stream> <id>` on a partitioned stream) in a Redis hash (DEMO_RECORD_KEY), so a test can count duplicates. */
 @Injectable()
 export class HandlingRecorder implements OnApplicationShutdown {
   private readonly redis: Redis | Cluster | null;

@@ -16,6 +16,12 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((err: unknown) => {
+  // SIGTERM while still starting (on a cluster, every slot's group must exist first): nothing was
+  // in hand, so the stop is as orderly as one after the start.
+  if (err instanceof Error && /closed before it started/.test(err.message)) {
+    console.log('stopped before the consumer started');
+    process.exit(0);
+  }
   console.error(err);
   process.exit(1);
 });

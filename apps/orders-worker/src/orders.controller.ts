@@ -37,7 +37,8 @@ export function ordersController(partitions?: number): Type<unknown> {
       const ms = workMs + (jitterMs > 0 ? Math.floor(this.random() * (jitterMs + 1)) : 0);
       if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
       if (failRate > 0 && this.random() < failRate) throw new RpcException(`simulated failure of order ${order.order_id}`);
-      await this.recorder.record(ctx.getId());
+      // Partitions are separate streams whose ids can coincide: their entries are told apart by key.
+      await this.recorder.record(ctx.getPartition() === undefined ? ctx.getId() : `${ctx.getStream()} ${ctx.getId()}`);
       this.handled++;
       if (!quiet) {
         const partition = ctx.getPartition();

@@ -51,6 +51,10 @@ function resolveCluster(input: ClusterConnection): ResolvedCluster {
     throw new InvalidOptionError('connection.options.keyPrefix', 'use the transport option "keyPrefix" instead');
   }
   if (options.redisOptions?.db) throw new InvalidOptionError('connection.options.redisOptions.db', 'a cluster has only database 0');
+  if (options.maxRedirections !== undefined && !(options.maxRedirections >= 1)) {
+    // ioredis then reports every error reply (BUSYGROUP, NOGROUP …) as "Too many Cluster redirections".
+    throw new InvalidOptionError('connection.options.maxRedirections', 'must be at least 1 (0 turns every Redis error into "Too many Cluster redirections")');
+  }
   // Credentials and TLS of the URLs apply to every node (a cluster shares them): all seeds must agree.
   let fromUrls: RedisOptions | undefined;
   let shared: string | undefined;

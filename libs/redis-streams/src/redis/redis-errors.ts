@@ -13,8 +13,8 @@ export const isUnblocked = (err: unknown): boolean => message(err).startsWith('U
 
 const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
 
-/** A cluster redirection: the key's slot is served by another node. */
-export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) /.test(message(err));
+/** A cluster redirection: the key's slot is served by another node (or ioredis gave up following them). */
+export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) |^Too many Cluster redirections/.test(message(err));
 
 /**
  * Errors that heal by themselves or by re-creating the group: connection loss, a restarting

@@ -175,6 +175,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         onCluster,
         onError: (error, retryInMs) => {
           loopError = error;
+          // ioredis updates its slot map only on redirections it follows itself (none with
+          // maxRedirections 0, and none seen on a blocking lane): a moved slot must not stay unknown.
+          if (onCluster && isRedirection(error)) (command.conn as Cluster).refreshSlotsCache();
           if (!started && !isRetryable(error, onCluster)) return failStart(isRedirection(error) ? clusterNodeError(error) : error);
           const log = isRetryable(error, onCluster) ? 'warn' : 'error';
           this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
