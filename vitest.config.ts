@@ -12,6 +12,7 @@ const ON_CLUSTER = [
   'test/dead-letter.e2e.spec.ts',
   'test/dlq.e2e.spec.ts',
   'test/client.e2e.spec.ts',
+  'test/consumer-hygiene.e2e.spec.ts',
 ];
 
 export default defineConfig({

@@ -86,12 +86,19 @@ export interface RedisStreamsServerOptions {
   handlerTimeoutMs?: number;
   /** `close()` gives the entry in hand at most this long, then logs it as abandoned (still pending) and closes. Default: none. */
   shutdownTimeoutMs?: number;
+  /**
+   * Deletes consumers of the group idle for `idleMs` that own no pending entry (left behind by
+   * restarts under new names), checked and deleted in one script, at most once per `intervalMs`
+   * (default 300000) across all workers. Default: off (it needs two more ACL rights, see README).
+   */
+  consumerCleanup?: { idleMs: number; intervalMs?: number } | false;
 }
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'shutdownTimeoutMs';
-export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | Optional>> &
+export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | Optional>> &
   Pick<RedisStreamsServerOptions, Optional> & {
     connection: ResolvedConnection;
+    consumerCleanup: { idleMs: number; intervalMs: number } | false;
   };
 
 const KNOWN_OPTIONS = [
@@ -118,6 +125,7 @@ const KNOWN_OPTIONS = [
   'maxEntryBytes',
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
+  'consumerCleanup',
 ] as const;
 
 /**
@@ -198,7 +206,20 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
     handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
     shutdownTimeoutMs: optionalInt('shutdownTimeoutMs', input.shutdownTimeoutMs),
+    consumerCleanup: consumerCleanup(input.consumerCleanup),
   };
+}
+
+/** How often the consumer cleanup runs by default: often enough to keep XINFO CONSUMERS short, rarely enough to cost nothing. */
+export const CONSUMER_CLEANUP_INTERVAL_MS = 300_000;
+
+function consumerCleanup(value: unknown): { idleMs: number; intervalMs: number } | false {
+  if (value === undefined || value === false) return false;
+  if (typeof value !== 'object' || value === null) throw new InvalidOptionError('consumerCleanup', 'must be { idleMs, intervalMs? } or false');
+  rejectUnknown(value, ['idleMs', 'intervalMs'], 'consumerCleanup.');
+  const { idleMs, intervalMs } = value as { idleMs?: unknown; intervalMs?: unknown };
+  if (idleMs === undefined) throw new InvalidOptionError('consumerCleanup.idleMs', 'is required: how long a consumer must be idle to be deleted');
+  return { idleMs: positiveInt('consumerCleanup.idleMs', idleMs, 0), intervalMs: positiveInt('consumerCleanup.intervalMs', intervalMs, CONSUMER_CLEANUP_INTERVAL_MS) };
 }
 
 function optionalInt(option: string, value: unknown): number | undefined {

@@ -3,6 +3,7 @@ import type { RedisConnection } from './connect.js';
 import { isBusyGroup } from './redis-errors.js';
 import { parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type PendingRow } from './replies.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
+import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 
 // Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
@@ -49,6 +50,7 @@ type ScriptedConnection = RedisConnection & {
   streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
+  streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | null>;
 };
 
 /**
@@ -65,6 +67,7 @@ export class StreamCommands {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
     conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
+    conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
     this.conn = conn as ScriptedConnection;
   }
 
@@ -135,6 +138,15 @@ export class StreamCommands {
     const args = owed.flatMap(([id, count]) => [id, String(count)]);
     const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
     return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
+  }
+
+  /**
+   * Deletes the consumers of the group idle for `idleMs` or more that own no pending entry (never
+   * `self`), unless the group was cleaned within `intervalMs` (the `lock` key says so): null then.
+   */
+  async deleteIdleConsumers(stream: string, lock: string, self: string, idleMs: number, intervalMs: number): Promise<string[] | null> {
+    const deleted = await this.conn.streamsCleanConsumers(stream, lock, this.group, idleMs, intervalMs, self);
+    return deleted === null ? null : deleted.map(String);
   }
 
   /** The stream's `last-generated-id`, or null when the key does not exist. */

@@ -3,6 +3,7 @@ import { CustomTransportStrategy, Server, type MessageHandler, type WritePacket 
 import { EventEmitter } from 'node:events';
 import { combineLatest, distinctUntilChanged, isObservable, lastValueFrom, map, throwError, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
+import { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
 import { settle, type SettleDeps, type StreamOrigin } from '../consumer/settle.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
@@ -67,6 +68,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private command: CommandLane | undefined;
   private readers: Reader[] = [];
   private closing: Promise<void> | undefined;
+  private hygiene: ConsumerHygiene | undefined;
   /** Every reader started (listen answered without error): from then on entries may be in hand. */
   private startedOk = false;
   /** Stream key → handler pattern (and partition), for every stream read. */
@@ -194,6 +196,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           callback();
           markStarted();
           void this.warnStrays(command.conn);
+          this.startHygiene(streams, commands);
         },
         started: startedAll,
       });
@@ -221,7 +224,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this._status$.next(RedisStreamsStatus.CLOSING);
       this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
       // Every lane woken at once: stopping takes as long as the slowest, not their sum.
-      await Promise.all(this.readers.map((r) => r.loop.stop()));
+      await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
       // Not started: no handler ran, nothing is in hand. Commands of the start still waiting on an
       // unready Redis (up to commandTimeoutMs) are cut now rather than waited for.
       if (!this.startedOk) await this.closeConnections();
@@ -259,6 +262,26 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         this.logger.warn(`stream "${key}" holds ${length} entries that no handler of this consumer reads (${why}): do producers use another partition count?`);
       }
     }
+  }
+
+  /** `consumerCleanup`: deletes consumers left behind, beside the loops. */
+  private startHygiene(streams: string[], commands: StreamCommands): void {
+    const { consumerCleanup, consumer, connection } = this.options;
+    if (!consumerCleanup || this.closing) return;
+    this.hygiene = new ConsumerHygiene({
+      streams,
+      commands,
+      consumer,
+      ...consumerCleanup,
+      // The lock shares its stream's slot (one script names both), like the dead-letter key.
+      lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, ':cleanup') : `${stream}:cleanup`),
+      onDeleted: (stream, names) => {
+        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.join(', ')}`);
+        this.emit('consumersDeleted', stream, names);
+      },
+      logger: this.logger,
+    });
+    this.hygiene.start();
   }
 
   private async closeConnections(): Promise<void> {
