@@ -13,6 +13,7 @@ const ON_CLUSTER = [
   'test/dlq.e2e.spec.ts',
   'test/client.e2e.spec.ts',
   'test/consumer-hygiene.e2e.spec.ts',
+  'test/inspect-cli.e2e.spec.ts',
 ];
 
 export default defineConfig({

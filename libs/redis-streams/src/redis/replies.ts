@@ -88,6 +88,23 @@ export function parseLastGeneratedId(reply: unknown): string {
   return value;
 }
 
+/** An XINFO reply's field/value list (RESP2 flat array, or a RESP3 map) as a record. */
+export function parseInfoRecord(reply: unknown): Record<string, unknown> {
+  if (reply instanceof Map) return Object.fromEntries(reply);
+  if (!Array.isArray(reply)) {
+    if (typeof reply === 'object' && reply !== null) return reply as Record<string, unknown>;
+    throw new ReplyShapeError('XINFO', reply);
+  }
+  const record: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < reply.length; i += 2) record[String(reply[i])] = reply[i + 1];
+  return record;
+}
+
+/** The ms part of a stream id: when the entry was added (for auto-generated ids). */
+export function idTime(id: string): number {
+  return Number(id.slice(0, id.indexOf('-')));
+}
+
 function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
   if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
   const [id, fields] = item as [unknown, unknown];

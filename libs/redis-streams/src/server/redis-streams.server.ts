@@ -274,7 +274,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       consumer,
       ...consumerCleanup,
       // The lock shares its stream's slot (one script names both), like the dead-letter key.
-      lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, ':cleanup') : `${stream}:cleanup`),
+      // Per group: two groups of one stream clean their own consumers on their own schedule.
+      lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${this.options.group}`) : `${stream}:cleanup:${this.options.group}`),
       onDeleted: (stream, names) => {
         this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.join(', ')}`);
         this.emit('consumersDeleted', stream, names);

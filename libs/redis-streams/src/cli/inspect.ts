@@ -1,0 +1,133 @@
+import type { Cluster, Redis } from 'ioredis';
+import { DeadLetters } from '../dlq/dead-letters.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { idTime, parseInfoRecord } from '../redis/replies.js';
+
+export interface ConsumerReport {
+  name: string;
+  pending: number;
+  idleMs: number;
+  /** Age of its oldest pending entry (from the entry id's time); null when it owns none. */
+  oldestPendingAgeMs: number | null;
+}
+
+export interface GroupReport {
+  name: string;
+  pending: number;
+  lastDeliveredId: string;
+  /** Entries not yet delivered to the group; null when Redis cannot tell (after XDEL/XTRIM in the range). */
+  lag: number | null;
+  entriesRead: number | null;
+  consumers: ConsumerReport[];
+}
+
+export interface StreamReport {
+  stream: string;
+  length: number;
+  lastGeneratedId: string;
+  entriesAdded: number;
+  groups: GroupReport[];
+  /** Dead-letter streams of this stream under the default names, with their length. */
+  deadLetters: { stream: string; length: number }[];
+}
+
+/** What an operator asks first about each stream: how long, how far behind, who holds what, what died. */
+export async function inspectStreams(redis: RedisConnection, streams: readonly string[], group?: string, now = Date.now()): Promise<StreamReport[]> {
+  const dlq = new DeadLetters(redis);
+  const reports: StreamReport[] = [];
+  for (const stream of streams) {
+    const info = parseInfoRecord(await redis.xinfo('STREAM', stream));
+    const groups: GroupReport[] = [];
+    for (const raw of (await redis.xinfo('GROUPS', stream)) as unknown[]) {
+      const g = parseInfoRecord(raw);
+      const name = String(g.name);
+      if (group !== undefined && name !== group) continue;
+      const consumers: ConsumerReport[] = [];
+      for (const rawConsumer of (await redis.xinfo('CONSUMERS', stream, name)) as unknown[]) {
+        const c = parseInfoRecord(rawConsumer);
+        const pending = Number(c.pending);
+        const [oldest] = pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string][]) : [];
+        consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: oldest ? Math.max(0, now - idTime(oldest[0])) : null });
+      }
+      groups.push({
+        name,
+        pending: Number(g.pending),
+        lastDeliveredId: String(g['last-delivered-id']),
+        lag: g.lag === null || g.lag === undefined ? null : Number(g.lag),
+        entriesRead: g['entries-read'] === null || g['entries-read'] === undefined ? null : Number(g['entries-read']),
+        consumers,
+      });
+    }
+    const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
+    reports.push({
+      stream,
+      length: Number(info.length),
+      lastGeneratedId: String(info['last-generated-id']),
+      entriesAdded: Number(info['entries-added'] ?? info.length),
+      groups,
+      deadLetters,
+    });
+  }
+  return reports;
+}
+
+/** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
+export async function findStreams(redis: RedisConnection, pattern: string): Promise<string[]> {
+  const nodes: Redis[] = (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+  const keys = new Set<string>();
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream')) as [string, string[]];
+      cursor = next;
+      for (const key of batch) keys.add(key);
+    } while (cursor !== '0');
+  }
+  const withGroups: string[] = [];
+  for (const key of [...keys].sort()) if (((await redis.xinfo('GROUPS', key)) as unknown[]).length > 0) withGroups.push(key);
+  return withGroups;
+}
+
+/** Entries per second produced (per stream) and consumed (per group) between two reports. */
+export interface Rates {
+  produced: Map<string, number>;
+  consumed: Map<string, number>;
+}
+
+export function rates(before: StreamReport[], after: StreamReport[], seconds: number): Rates {
+  const produced = new Map<string, number>();
+  const consumed = new Map<string, number>();
+  for (const now of after) {
+    const then = before.find((r) => r.stream === now.stream);
+    if (!then) continue;
+    produced.set(now.stream, Math.max(0, now.entriesAdded - then.entriesAdded) / seconds);
+    for (const g of now.groups) {
+      const was = then.groups.find((x) => x.name === g.name);
+      if (was?.entriesRead !== null && was?.entriesRead !== undefined && g.entriesRead !== null) {
+        consumed.set(`${now.stream} ${g.name}`, Math.max(0, g.entriesRead - was.entriesRead) / seconds);
+      }
+    }
+  }
+  return { produced, consumed };
+}
+
+const age = (ms: number | null): string => (ms === null ? '-' : ms < 1000 ? `${ms} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`);
+
+/** The reports as text, one block per stream; with rates when watching. */
+export function renderReports(reports: StreamReport[], r?: Rates): string {
+  const lines: string[] = [];
+  for (const s of reports) {
+    const producing = r?.produced.get(s.stream);
+    lines.push(`${s.stream}  length ${s.length}  last id ${s.lastGeneratedId}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`);
+    for (const d of s.deadLetters) lines.push(`  dead letters: ${d.stream} ${d.length}`);
+    if (s.groups.length === 0) lines.push('  no consumer group');
+    for (const g of s.groups) {
+      const consuming = r?.consumed.get(`${s.stream} ${g.name}`);
+      lines.push(
+        `  group ${g.name}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${g.lastDeliveredId}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
+      );
+      for (const c of g.consumers) lines.push(`    ${c.name}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
+    }
+  }
+  return lines.join('\n');
+}

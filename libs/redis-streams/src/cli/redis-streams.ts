@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+// redis-streams: what an operator needs beside the workers. inspect, dlq, consumers prune.
+import type { Cluster } from 'ioredis';
+import { parseArgs } from 'node:util';
+import { DeadLetters } from '../dlq/dead-letters.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { sameSlotKey } from '../redis/slots.js';
+import { StreamCommands } from '../redis/stream-commands.js';
+import { CONNECTION_FLAGS, CONNECTION_HELP, connect, runMain } from './cli-connection.js';
+import { DLQ_COMMANDS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
+
+const USAGE = `usage:
+  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--json] [--watch [--interval MS] [--times N]]
+  redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
+  redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
+  (each with [--url redis://…] or [--cluster redis://…,…])
+
+inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
+per consumer its pending count, idle time and the age of its oldest pending entry. Without stream
+names, every stream matching --match (default *) that has a consumer group. --watch refreshes in
+place every --interval ms (default 2000) with entries/s produced and consumed.
+consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry.
+
+${CONNECTION_HELP}
+${DLQ_NAMING}`;
+
+const fail = (message: string): number => {
+  console.error(`redis-streams: ${message}\n\n${USAGE}`);
+  return 2;
+};
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      ...CONNECTION_FLAGS,
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+      match: { type: 'string', default: '*' },
+      group: { type: 'string' },
+      watch: { type: 'boolean', default: false },
+      interval: { type: 'string', default: '2000' },
+      times: { type: 'string' },
+      'idle-ms': { type: 'string' },
+      count: { type: 'string', default: '100' },
+      after: { type: 'string' },
+      all: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const [command, ...rest] = positionals;
+  if (!command) return fail('a command is needed');
+  if (command === 'dlq') {
+    const [sub, target, ...ids] = rest;
+    if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
+    return withRedis(values, (redis) => runDlq(new DeadLetters(redis), sub, target, ids, values));
+  }
+  if (command === 'consumers') {
+    const [sub, stream] = rest;
+    if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
+    const idleMs = positive('--idle-ms', values['idle-ms']);
+    if (!values.group) return fail('consumers prune needs --group');
+    const group = values.group;
+    return withRedis(values, async (redis) => {
+      // A lock of its own that expires at once: an operator's prune does not wait for the workers' interval.
+      const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, ':prune') : `${stream}:prune`;
+      const deleted = (await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, '', idleMs, 1)) ?? [];
+      if (values.json) console.log(JSON.stringify(deleted));
+      else console.log(deleted.length === 0 ? `no consumer of "${group}" on "${stream}" idle past ${idleMs} ms with nothing pending` : `deleted ${deleted.length}: ${deleted.join(', ')}`);
+      return 0;
+    });
+  }
+  if (command === 'inspect') {
+    const intervalMs = positive('--interval', values.interval);
+    const times = values.times === undefined ? (values.watch ? Infinity : 1) : positive('--times', values.times);
+    return withRedis(values, async (redis) => {
+      const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
+      let previous: { reports: StreamReport[]; at: number } | undefined;
+      for (let i = 0; i < times; i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
+        const at = Date.now();
+        const reports = await inspectStreams(redis, streams, values.group, at);
+        const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
+        previous = { reports, at };
+        if (values.json) {
+          const withRates = r ? { produced: Object.fromEntries(r.produced), consumed: Object.fromEntries(r.consumed) } : undefined;
+          console.log(JSON.stringify(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
+        } else {
+          // In place, like top: clear the screen and draw again.
+          if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
+          console.log(`${new Date(at).toISOString()}  ${streams.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
+          console.log(renderReports(reports, r));
+        }
+      }
+      return 0;
+    });
+  }
+  return fail(`unknown command "${command}"`);
+}
+
+function positive(flag: string, raw: string | undefined): number {
+  const n = Number(raw);
+  if (raw === undefined || !Number.isSafeInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer, got ${raw}`);
+  return n;
+}
+
+async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
+  const redis = await connect(values);
+  try {
+    return await run(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+runMain('redis-streams', main);
