@@ -1,5 +1,6 @@
 import { RedisStreamsServer } from 'nestjs-redis-streams';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { captureLogs } from './support/logs.js';
+import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -90,5 +91,63 @@ describe('consumer hygiene (consumerCleanup)', () => {
     const [pending] = (await r.xpending(key, 'g')) as [number];
     expect(pending).toBe(delivered);
     expect(delivered).toBeGreaterThan(0);
+  });
+
+  it('cleans each group of a stream on its own schedule (one lock per group)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'ga', '0', 'MKSTREAM');
+    await r.xgroup('CREATE', key, 'gb', '0');
+    for (let i = 0; i < 3; i++) {
+      await r.call('XGROUP', 'CREATECONSUMER', key, 'ga', `gone-${i}`);
+      await r.call('XGROUP', 'CREATECONSUMER', key, 'gb', `gone-${i}`);
+    }
+    const idle = async (group: string) => ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).every((row) => Number(row[row.indexOf('idle') + 1]) >= 300);
+    await waitFor(async () => (await idle('ga')) && (await idle('gb')), { message: 'idle past 300 ms' });
+    const options = { connection: redis.connection, keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 300, intervalMs: 60_000 } };
+    await start({ ...options, group: 'ga', consumer: 'a' });
+    await start({ ...options, group: 'gb', consumer: 'b' });
+    const names = async (group: string) => ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).map((row) => String(row[row.indexOf('name') + 1]));
+    // Group gb's cleanup is not shut out by ga's lock, taken just before within the same interval.
+    await waitFor(async () => (await names('ga')).join() === 'a' && (await names('gb')).join() === 'b', { message: 'both groups cleaned' });
+  });
+
+  it('says once, naming the key, when its lock key is a key of someone else (no expiry)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    await deadConsumers(key, 3);
+    const lock = CLUSTER_MODE ? `{${key}}:cleanup:g` : `${key}:cleanup:g`;
+    await redis.client().set(lock, 'a user value');
+    const logs = captureLogs();
+    await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 1000, intervalMs: 50 } }, { logger: logs.logger });
+    const about = () => logs.lines.filter((l) => l.includes(`lock key "${lock}" exists without an expiry`));
+    await waitFor(() => about().length === 1, { message: 'the warning' });
+    // Several intervals later: still once, and the user's key untouched.
+    await waitFor(async () => (await consumers(key)).size === 4 && logs.lines.length > 0, { message: 'intervals to pass' });
+    expect(about()).toHaveLength(1);
+    expect(await redis.client().get(lock)).toBe('a user value');
+  });
+
+  // ACL users live on one node: the one-node run covers it.
+  it.skipIf(CLUSTER_MODE)('without the ACL rights, says once which rights it needs, and the loop goes on', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    await deadConsumers(key, 3);
+    const user = `hyg-${prefix.slice(2, 10)}`;
+    await redis.client().call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '+@all', '-xinfo|consumers', '-xgroup|delconsumer');
+    const logs = captureLogs();
+    const app = await start(
+      { connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' }, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 1, intervalMs: 50 } },
+      { logger: logs.logger },
+    );
+    const failures = () => logs.lines.filter((l) => l.startsWith('warn') && l.includes(`consumer cleanup of "${key}"`));
+    await waitFor(() => failures().length >= 1, { message: 'the failure' });
+    expect(failures()[0]).toContain('it needs +xinfo|consumers +xgroup|delconsumer +set');
+    // idleMs 1 is below blockMs 100: parked live consumers would be deleted too, and it says so.
+    expect(logs.text()).toContain('consumerCleanup.idleMs (1) is not well above blockMs (100)');
+    await redis.client().xadd(key, '*', 'n', '1');
+    await waitFor(() => app.settled.length === 1, { message: 'the loop to handle an entry' });
+    expect(failures()).toHaveLength(1);
   });
 });

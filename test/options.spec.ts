@@ -114,6 +114,9 @@ describe('options', () => {
       expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`));
     }
     expect(() => new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000/1'] })).not.toThrow(/s3cret/);
+    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, intervalMs: 2 ** 31 } })).toThrow(/invalid option "consumerCleanup.intervalMs"/);
+    expect(() => new RedisStreamsServer({ consumerCleanup: { intervalMs: 1000 } as never })).toThrow(/invalid option "consumerCleanup.idleMs": is required/);
+    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, every: 5 } as never })).toThrow(/invalid option "consumerCleanup.every"/);
     // With maxRedirections 0 ioredis reports every error reply (BUSYGROUP, NOGROUP …) as "Too many Cluster redirections".
     expect(() => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { maxRedirections: 0 } } })).toThrow(
       /invalid option "connection.options.maxRedirections": must be at least 1/,

@@ -24,6 +24,8 @@ export class ConsumerHygiene {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  /** The last failure logged per stream: the same one is logged once, not every interval. */
+  private readonly lastFailure = new Map<string, string>();
 
   constructor(private readonly d: ConsumerHygieneDeps) {}
 
@@ -51,9 +53,15 @@ export class ConsumerHygiene {
       if (this.stopped) return;
       try {
         const deleted = await this.d.commands.deleteIdleConsumers(stream, this.d.lockOf(stream), this.d.consumer, this.d.idleMs, this.d.intervalMs);
+        this.lastFailure.delete(stream);
         if (deleted && deleted.length > 0) this.d.onDeleted(stream, deleted);
       } catch (err) {
-        this.d.logger.warn(`consumer cleanup of "${stream}" failed (tried again in ${this.d.intervalMs} ms): ${describeError(err)}`);
+        const failure = describeError(err);
+        if (this.lastFailure.get(stream) === failure) continue;
+        this.lastFailure.set(stream, failure);
+        // Inside a script Redis 7.0 reports a missing ACL right as "ERR … can't run this command".
+        const hint = /NOPERM|can't run this command/.test(failure) ? '; it needs +xinfo|consumers +xgroup|delconsumer +set (or consumerCleanup: false)' : '';
+        this.d.logger.warn(`consumer cleanup of "${stream}" failed, tried again every ${this.d.intervalMs} ms (logged again when the error changes): ${failure}${hint}`);
       }
     }
   }

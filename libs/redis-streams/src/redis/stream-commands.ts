@@ -50,7 +50,7 @@ type ScriptedConnection = RedisConnection & {
   streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
-  streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | null>;
+  streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | number | null>;
 };
 
 /**
@@ -146,6 +146,7 @@ export class StreamCommands {
    */
   async deleteIdleConsumers(stream: string, lock: string, self: string, idleMs: number, intervalMs: number): Promise<string[] | null> {
     const deleted = await this.conn.streamsCleanConsumers(stream, lock, this.group, idleMs, intervalMs, self);
+    if (typeof deleted === 'number') throw new Error(`the cleanup's lock key "${lock}" exists without an expiry: it is not this transport's lock (rename that key); no consumer deleted`);
     return deleted === null ? null : deleted.map(String);
   }
 

@@ -268,6 +268,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private startHygiene(streams: string[], commands: StreamCommands): void {
     const { consumerCleanup, consumer, connection } = this.options;
     if (!consumerCleanup || this.closing) return;
+    if (consumerCleanup.idleMs <= 2 * this.options.blockMs) {
+      // Redis counts a consumer parked in XREADGROUP BLOCK as idle from the start of the read.
+      this.logger.warn(`consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${this.options.blockMs}): live consumers parked that long are deleted too (and re-created by their next read)`);
+    }
     this.hygiene = new ConsumerHygiene({
       streams,
       commands,
