@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -70,7 +71,7 @@ describe('redis-streams inspect', () => {
     const frames = watched.stdout.trim().split('\n').map((line) => JSON.parse(line) as { at: number; streams: unknown[]; rates?: { produced: Record<string, number>; consumed: Record<string, number> } });
     expect(frames).toHaveLength(2);
     expect(frames[0]!.rates).toBeUndefined();
-    expect(frames[1]!.rates).toEqual({ produced: { [key]: 0 }, consumed: { [`${key} g`]: 0 } });
+    expect(frames[1]!.rates).toEqual({ produced: { [key]: 0 }, consumed: { [key]: { g: 0 } } });
   });
 });
 
@@ -100,5 +101,86 @@ describe('redis-streams consumers prune and dlq', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1: connect ECONNREFUSED/);
     expect(down.stderr).not.toContain('s3cret');
+  });
+});
+
+describe('redis-streams, what the review broke', () => {
+  it('writes all of a large --json output to a pipe (no exit before stdout drained)', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    for (let i = 0; i < 400; i++) await r.xgroup('CREATE', `${prefix}s${String(i).padStart(3, '0')}-${'x'.repeat(100)}`, 'g', '0', 'MKSTREAM');
+    // A reader slower than the CLI (`sleep 1` before it reads: the fault under test, not a wait):
+    // past the pipe's 64 KiB buffer Node queues the rest, which an early process.exit() drops.
+    const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
+    const target = redis.cluster ? `--cluster ${(redis.connection as string[]).join(',')}` : `--url ${redis.url}`;
+    const { stdout } = await promisify(execFile)('sh', ['-c', `"${process.execPath}" "${script}" inspect --match '${prefix}*' --json ${target} | (sleep 1; cat)`], { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 });
+    expect(stdout.length).toBeGreaterThan(65_536);
+    expect(JSON.parse(stdout)).toHaveLength(400);
+  });
+
+  it('gives the oldest pending age from its idle time when the id is not a time (explicit ids)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await r.xadd(key, '1-1', 'n', '1');
+    await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1, 'STREAMS', key, '>');
+    const [report] = JSON.parse((await cli('inspect', key, '--json')).stdout) as any[];
+    expect(report.groups[0].consumers[0].oldestPendingAgeMs).toBeLessThan(60_000);
+  });
+
+  it('--watch finds streams that appear and survives one that goes, and nests rates by stream and group', async () => {
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    await r.xgroup('CREATE', `${prefix}a b`, 'c', '0', 'MKSTREAM');
+    await r.xgroup('CREATE', `${prefix}a`, 'b c', '0', 'MKSTREAM');
+    // One read each, so that the groups' entries-read is known (a rate needs it).
+    for (const [key, group] of [[`${prefix}a b`, 'c'], [`${prefix}a`, 'b c']] as const) {
+      await r.xadd(key, '*', 'n', '1');
+      await r.xreadgroup('GROUP', group, 'x', 'STREAMS', key, '>');
+    }
+    const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
+    const target = redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url];
+    const child = execFile(process.execPath, [script, 'inspect', '--match', `${prefix}*`, '--watch', '--interval', '300', '--times', '4', '--json', ...target], { cwd: repoRoot });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await waitFor(() => out.split('\n').filter(Boolean).length >= 1, { message: 'the first frame' });
+    await r.del(`${prefix}a`);
+    await r.xgroup('CREATE', `${prefix}new`, 'g', '0', 'MKSTREAM');
+    expect(await exited).toBe(0);
+    const frames = out.trim().split('\n').map((line) => JSON.parse(line) as { streams: { stream: string }[]; rates?: { consumed: Record<string, Record<string, number>> } });
+    expect(frames).toHaveLength(4);
+    expect(frames.at(-1)!.streams.map((s) => s.stream).sort()).toEqual([`${prefix}a b`, `${prefix}new`]);
+    expect(frames[1]!.rates!.consumed[`${prefix}a b`]).toEqual({ c: 0 });
+  });
+
+  it('refuses bad numbers as usage errors (exit 2), an --interval past a timer\'s range, and a database that does not exist', async () => {
+    for (const args of [['--interval', '0', '--watch'], ['--interval', '1.5', '--watch'], ['--times', '0'], ['--interval', String(2 ** 31), '--watch']]) {
+      const run = await cli('inspect', 'x', ...args);
+      expect(run.code, args.join(' ')).toBe(2);
+    }
+    const db = await cli('inspect', 'x', '--url', `${redis.cluster ? 'redis://127.0.0.1:1' : redis.url}/99`);
+    expect(db.code).toBe(1);
+    if (!redis.cluster) expect(db.stderr).toMatch(/DB index is out of range/);
+  });
+
+  it('names the key when a stream is missing or of another type', async () => {
+    const prefix = uniquePrefix();
+    await redis.client().set(`${prefix}str`, 'x');
+    const wrong = await cli('inspect', `${prefix}str`);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain(`"${prefix}str"`);
+    const missing = await cli('inspect', `${prefix}nothing`);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`no stream "${prefix}nothing"`);
+  });
+
+  it('prunes without touching a key of the user named like a lock, and never says "none" when it did not look', async () => {
+    const { key } = await scene();
+    await redis.client().set(`${key}:prune`, 'mine', 'PX', 60_000);
+    const pruned = await cli('consumers', 'prune', key, '--group', 'g', '--idle-ms', '1', '--json');
+    expect(JSON.parse(pruned.stdout)).toEqual(['gone']);
+    expect(await redis.client().get(`${key}:prune`)).toBe('mine');
   });
 });

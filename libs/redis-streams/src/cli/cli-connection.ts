@@ -22,21 +22,56 @@ export async function connect(values: { url?: string; cluster?: string }): Promi
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
   redis.on('error', (err: unknown) => (cause = err));
+  const failure = (err: unknown) => new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(nodeCause(cause) ?? err)}`);
   try {
     await redis.connect();
+    // A refused handshake step (SELECT of a database that does not exist) arrives as an 'error' event after connect().
+    await redis.ping();
   } catch (err) {
-    throw new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(cause ?? err)}`);
+    redis.disconnect();
+    throw failure(err);
+  }
+  if (cause !== undefined) {
+    redis.disconnect();
+    throw failure(cause);
   }
   return redis;
 }
 
-/** Runs a CLI's main: exit code 2 for usage errors (parseArgs' own included), 1 for failures, with the error on stderr. */
-export function runMain(name: string, main: (argv: string[]) => Promise<number>): void {
+/** ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause. */
+function nodeCause(err: unknown): unknown {
+  const node = (err as { lastNodeError?: unknown } | undefined)?.lastNodeError;
+  return node ?? err;
+}
+
+/** A wrong flag value or a missing argument: exit 2 with the usage, like parseArgs' own errors. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** A positive whole number flag, at most `max`. */
+export function positiveFlag(flag: string, raw: string | undefined, max = Number.MAX_SAFE_INTEGER): number {
+  const n = Number(raw);
+  if (raw === undefined || !Number.isSafeInteger(n) || n <= 0 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got ${raw}`);
+  return n;
+}
+
+/**
+ * Runs a CLI's main: exit code 2 for usage errors (parseArgs' own included), 1 for failures, with
+ * the error on stderr. The code is set, not forced: process.exit() would drop what stdout has not
+ * yet written to a pipe (everything past its 64 KiB buffer when the reader is slow).
+ */
+export function runMain(name: string, main: (argv: string[]) => Promise<number>, usage?: string): void {
+  // A reader that went away (`| head -1`): stop quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  });
   main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
+    (code) => void (process.exitCode = code),
     (err: unknown) => {
-      console.error(`${name}: ${describeError(err)}`);
-      process.exit(err instanceof Error && err.name === 'TypeError' && /parseArgs|Unknown option/i.test(err.message) ? 2 : 1);
+      const usageError = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+      console.error(`${name}: ${describeError(err)}${usageError && usage ? `\n\n${usage}` : ''}`);
+      process.exitCode = usageError ? 2 : 1;
     },
   );
 }

@@ -31,12 +31,29 @@ export interface StreamReport {
   deadLetters: { stream: string; length: number }[];
 }
 
-/** What an operator asks first about each stream: how long, how far behind, who holds what, what died. */
-export async function inspectStreams(redis: RedisConnection, streams: readonly string[], group?: string, now = Date.now()): Promise<StreamReport[]> {
+/** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
+const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
+
+/**
+ * What an operator asks first about each stream: how long, how far behind, who holds what, what
+ * died. `skipMissing`: a stream deleted since it was found is left out rather than an error.
+ */
+export async function inspectStreams(redis: RedisConnection, streams: readonly string[], group?: string, now = Date.now(), skipMissing = false): Promise<StreamReport[]> {
   const dlq = new DeadLetters(redis);
   const reports: StreamReport[] = [];
   for (const stream of streams) {
-    const info = parseInfoRecord(await redis.xinfo('STREAM', stream));
+    let rawInfo: unknown;
+    try {
+      rawInfo = await redis.xinfo('STREAM', stream);
+    } catch (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      if (/^ERR no such key/.test(text)) {
+        if (skipMissing) continue;
+        throw new Error(`no stream "${stream}"`);
+      }
+      throw new Error(`"${stream}": ${text}`, { cause: err });
+    }
+    const info = parseInfoRecord(rawInfo);
     const groups: GroupReport[] = [];
     for (const raw of (await redis.xinfo('GROUPS', stream)) as unknown[]) {
       const g = parseInfoRecord(raw);
@@ -46,8 +63,11 @@ export async function inspectStreams(redis: RedisConnection, streams: readonly s
       for (const rawConsumer of (await redis.xinfo('CONSUMERS', stream, name)) as unknown[]) {
         const c = parseInfoRecord(rawConsumer);
         const pending = Number(c.pending);
-        const [oldest] = pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string][]) : [];
-        consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: oldest ? Math.max(0, now - idTime(oldest[0])) : null });
+        // [id, consumer, idle since its last delivery, deliveries]; the id's time is its age when it is a time.
+        const [oldest] = pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string, string, number, number][]) : [];
+        const born = oldest ? idTime(oldest[0]) : NaN;
+        const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : Number(oldest[2])) : null;
+        consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: ageMs });
       }
       groups.push({
         name,
@@ -84,19 +104,23 @@ export async function findStreams(redis: RedisConnection, pattern: string): Prom
     } while (cursor !== '0');
   }
   const withGroups: string[] = [];
-  for (const key of [...keys].sort()) if (((await redis.xinfo('GROUPS', key)) as unknown[]).length > 0) withGroups.push(key);
+  for (const key of [...keys].sort()) {
+    // Deleted since the SCAN saw it: not there any more.
+    const groups = (await redis.xinfo('GROUPS', key).catch(() => [])) as unknown[];
+    if (groups.length > 0) withGroups.push(key);
+  }
   return withGroups;
 }
 
-/** Entries per second produced (per stream) and consumed (per group) between two reports. */
+/** Entries per second produced (per stream) and consumed (per stream, then group) between two reports. */
 export interface Rates {
   produced: Map<string, number>;
-  consumed: Map<string, number>;
+  consumed: Map<string, Map<string, number>>;
 }
 
 export function rates(before: StreamReport[], after: StreamReport[], seconds: number): Rates {
   const produced = new Map<string, number>();
-  const consumed = new Map<string, number>();
+  const consumed = new Map<string, Map<string, number>>();
   for (const now of after) {
     const then = before.find((r) => r.stream === now.stream);
     if (!then) continue;
@@ -104,25 +128,37 @@ export function rates(before: StreamReport[], after: StreamReport[], seconds: nu
     for (const g of now.groups) {
       const was = then.groups.find((x) => x.name === g.name);
       if (was?.entriesRead !== null && was?.entriesRead !== undefined && g.entriesRead !== null) {
-        consumed.set(`${now.stream} ${g.name}`, Math.max(0, g.entriesRead - was.entriesRead) / seconds);
+        if (!consumed.has(now.stream)) consumed.set(now.stream, new Map());
+        consumed.get(now.stream)!.set(g.name, Math.max(0, g.entriesRead - was.entriesRead) / seconds);
       }
     }
   }
   return { produced, consumed };
 }
 
-const age = (ms: number | null): string => (ms === null ? '-' : ms < 1000 ? `${ms} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`);
+const age = (ms: number | null): string =>
+  ms === null
+    ? '-'
+    : ms < 1000
+      ? `${ms} ms`
+      : ms < 120_000
+        ? `${(ms / 1000).toFixed(1)} s`
+        : ms < 7_200_000
+          ? `${(ms / 60_000).toFixed(1)} min`
+          : ms < 172_800_000
+            ? `${(ms / 3_600_000).toFixed(1)} h`
+            : `${(ms / 86_400_000).toFixed(1)} d`;
 
-/** The reports as text, one block per stream; with rates when watching. */
-export function renderReports(reports: StreamReport[], r?: Rates): string {
+/** The reports as text, one block per stream; with rates when watching. `group`: the one group asked for. */
+export function renderReports(reports: StreamReport[], r?: Rates, group?: string): string {
   const lines: string[] = [];
   for (const s of reports) {
     const producing = r?.produced.get(s.stream);
     lines.push(`${s.stream}  length ${s.length}  last id ${s.lastGeneratedId}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`);
     for (const d of s.deadLetters) lines.push(`  dead letters: ${d.stream} ${d.length}`);
-    if (s.groups.length === 0) lines.push('  no consumer group');
+    if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${group}"`);
     for (const g of s.groups) {
-      const consuming = r?.consumed.get(`${s.stream} ${g.name}`);
+      const consuming = r?.consumed.get(s.stream)?.get(g.name);
       lines.push(
         `  group ${g.name}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${g.lastDeliveredId}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
       );

@@ -6,7 +6,8 @@ import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { sameSlotKey } from '../redis/slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
-import { CONNECTION_FLAGS, CONNECTION_HELP, connect, runMain } from './cli-connection.js';
+import { randomUUID } from 'node:crypto';
+import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, runMain, UsageError } from './cli-connection.js';
 import { DLQ_COMMANDS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
@@ -25,10 +26,12 @@ consumers prune: deletes the group's consumers idle for --idle-ms or more that o
 ${CONNECTION_HELP}
 ${DLQ_NAMING}`;
 
-const fail = (message: string): number => {
-  console.error(`redis-streams: ${message}\n\n${USAGE}`);
-  return 2;
+const fail = (message: string): never => {
+  throw new UsageError(message);
 };
+
+/** The longest delay a Node timer takes (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -63,50 +66,51 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'consumers') {
     const [sub, stream] = rest;
     if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
-    const idleMs = positive('--idle-ms', values['idle-ms']);
+    const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
     if (!values.group) return fail('consumers prune needs --group');
     const group = values.group;
     return withRedis(values, async (redis) => {
-      // A lock of its own that expires at once: an operator's prune does not wait for the workers' interval.
-      const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, ':prune') : `${stream}:prune`;
-      const deleted = (await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, '', idleMs, 1)) ?? [];
+      // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
+      // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
+      const own = randomUUID();
+      const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
+      const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
+        throw new Error(`"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`, { cause: err });
+      });
+      if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
       if (values.json) console.log(JSON.stringify(deleted));
       else console.log(deleted.length === 0 ? `no consumer of "${group}" on "${stream}" idle past ${idleMs} ms with nothing pending` : `deleted ${deleted.length}: ${deleted.join(', ')}`);
       return 0;
     });
   }
   if (command === 'inspect') {
-    const intervalMs = positive('--interval', values.interval);
-    const times = values.times === undefined ? (values.watch ? Infinity : 1) : positive('--times', values.times);
+    const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
+    const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
     return withRedis(values, async (redis) => {
-      const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
       let previous: { reports: StreamReport[]; at: number } | undefined;
       for (let i = 0; i < times; i++) {
         if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
+        // Found again every refresh: streams come and go while one watches.
+        const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
         const at = Date.now();
-        const reports = await inspectStreams(redis, streams, values.group, at);
+        const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0);
         const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
         previous = { reports, at };
         if (values.json) {
-          const withRates = r ? { produced: Object.fromEntries(r.produced), consumed: Object.fromEntries(r.consumed) } : undefined;
+          const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
+          const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
           console.log(JSON.stringify(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
         } else {
           // In place, like top: clear the screen and draw again.
           if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
-          console.log(`${new Date(at).toISOString()}  ${streams.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
-          console.log(renderReports(reports, r));
+          console.log(`${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
+          console.log(renderReports(reports, r, values.group));
         }
       }
       return 0;
     });
   }
   return fail(`unknown command "${command}"`);
-}
-
-function positive(flag: string, raw: string | undefined): number {
-  const n = Number(raw);
-  if (raw === undefined || !Number.isSafeInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer, got ${raw}`);
-  return n;
 }
 
 async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
@@ -118,4 +122,4 @@ async function withRedis(values: { url?: string; cluster?: string }, run: (redis
   }
 }
 
-runMain('redis-streams', main);
+runMain('redis-streams', main, USAGE);
