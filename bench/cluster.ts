@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
 import { partitionKeys, RedisStreamsClient } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
+import { parseInfo } from '../test/support/redis-info.js';
 import { waitFor } from '../test/support/wait-for.js';
 
 export interface ClusterRun {
@@ -380,11 +381,3 @@ function median(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(0.5 * sorted.length))]!;
 }
 
-function parseInfo(text: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    const at = line.indexOf(':');
-    if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return fields;
-}

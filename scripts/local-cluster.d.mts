@@ -9,3 +9,6 @@ export interface LocalCluster {
 
 /** Starts the cluster; resolves once every node reports cluster_state:ok. `log` receives progress lines. */
 export function startLocalCluster(options?: { log?: (line: string) => void }): Promise<LocalCluster>;
+
+/** `count` random base ports below 45000 whose port and cluster bus port (+10000) are both free on 127.0.0.1. */
+export function pickPorts(count: number): Promise<number[]>;

@@ -207,8 +207,8 @@ async function poll(condition, timeoutMs, message) {
   }
 }
 
-/** `count` random base ports whose port and bus port (+10000) are both free on the loopback interface. */
-async function pickPorts(count) {
+/** `count` random base ports whose port and bus port (+10000) are both free on the loopback interface (the test harness uses it too). */
+export async function pickPorts(count) {
   const ports = [];
   const taken = new Set(); // one node's bus port may not be another's base port
   for (let tries = 0; ports.length < count; tries++) {

@@ -1,10 +1,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
+import { pickPorts } from '../../scripts/local-cluster.mjs';
+import { parseInfo } from './redis-info.js';
 import { waitFor } from './wait-for.js';
 
 export interface ClusterNode {
@@ -48,10 +49,6 @@ const HOST = '127.0.0.1';
 /** 3 masters with one replica each: the smallest cluster `redis-cli --cluster create --cluster-replicas 1` accepts. */
 const NODE_COUNT = 6;
 const NODE_TIMEOUT_MS = 2000;
-/** Redis listens for the cluster bus on port + 10000, so base ports stay below 55536. */
-const BUS_OFFSET = 10_000;
-const PORT_MIN = 20_000;
-const PORT_MAX = 45_000;
 
 interface Node {
   readonly port: number;
@@ -403,38 +400,8 @@ function createCluster(ports: number[]): Promise<void> {
   );
 }
 
-/** `count` random base ports whose port and bus port (+10000) are both free on the loopback interface. */
-async function pickPorts(count: number): Promise<number[]> {
-  const ports: number[] = [];
-  const taken = new Set<number>(); // base and bus ports already chosen: ranges overlap, so one node's bus may not be another's base
-  for (let tries = 0; ports.length < count; tries++) {
-    if (tries > 1000) throw new Error(`found no ${count} free port pairs (P, P+${BUS_OFFSET}) in ${PORT_MIN}-${PORT_MAX}`);
-    const port = PORT_MIN + Math.floor(Math.random() * (PORT_MAX - PORT_MIN));
-    const bus = port + BUS_OFFSET;
-    if (taken.has(port) || taken.has(bus) || !(await isFree(port)) || !(await isFree(bus))) continue;
-    taken.add(port).add(bus);
-    ports.push(port);
-  }
-  return ports;
-}
 
-/** Listens briefly on `port`: the only reliable way to know nothing else holds it. */
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, HOST, () => srv.close(() => resolve(true)));
-  });
-}
 
-function parseInfo(text: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    const at = line.indexOf(':');
-    if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return fields;
-}
 
 async function logTail(path: string): Promise<string> {
   return tail(await readFile(path, 'utf8').catch(() => '(no log)'));

@@ -9,6 +9,15 @@ has no hash tag) unless the server's deadLetterStream option says otherwise.`;
 
 export const DLQ_COMMANDS = ['find', 'list', 'redrive'];
 
+/** The flags of the dead-letter commands (both binaries). */
+export const DLQ_FLAGS = {
+  count: { type: 'string', default: '100' },
+  after: { type: 'string' },
+  all: { type: 'boolean', default: false },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
 /** `find` / `list` / `redrive` of dead letters; returns the exit code. */
 export async function runDlq(
   dlq: DeadLetters,

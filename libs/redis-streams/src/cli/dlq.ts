@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, runMain } from './cli-connection.js';
-import { DLQ_COMMANDS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 
 const USAGE = `usage:
   redis-streams-dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams-dlq ')}
@@ -18,11 +18,7 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       ...CONNECTION_FLAGS,
-      count: { type: 'string', default: '100' },
-      after: { type: 'string' },
-      all: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
+      ...DLQ_FLAGS,
     },
   });
   const [command, target, ...ids] = positionals;

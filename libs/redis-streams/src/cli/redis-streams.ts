@@ -8,7 +8,7 @@ import { sameSlotKey } from '../redis/slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { randomUUID } from 'node:crypto';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, runMain, UsageError } from './cli-connection.js';
-import { DLQ_COMMANDS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
 const USAGE = `usage:
@@ -39,17 +39,13 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       ...CONNECTION_FLAGS,
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
+      ...DLQ_FLAGS,
       match: { type: 'string', default: '*' },
       group: { type: 'string' },
       watch: { type: 'boolean', default: false },
       interval: { type: 'string', default: '2000' },
       times: { type: 'string' },
       'idle-ms': { type: 'string' },
-      count: { type: 'string', default: '100' },
-      after: { type: 'string' },
-      all: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
