@@ -31,9 +31,9 @@ export interface TestCluster {
   /** CLUSTER KEYSLOT computed by Redis. */
   keySlot(key: string): Promise<number>;
   /**
-   * Manual failover: CLUSTER FAILOVER on a synced replica of the master of `key`'s slot; resolves once that
-   * replica reports ROLE master, every live node agrees it serves the slot, and cluster_state:ok everywhere.
-   * `ms` runs from the CLUSTER FAILOVER command to that agreement.
+   * Manual failover: CLUSTER FAILOVER on a synced replica of the master of `key`'s slot (sent again, up to 3
+   * times, when Redis lets one lapse); resolves once that replica reports ROLE master, every live node agrees
+   * it serves the slot, and cluster_state:ok everywhere. `ms` runs from the CLUSTER FAILOVER that took to that agreement.
    */
   failover(key: string): Promise<{ oldMaster: number; newMaster: number; ms: number }>;
   /**
@@ -315,17 +315,24 @@ async function launch(): Promise<TestCluster> {
     failover: async (key) => {
       const slot = await keySlot(key);
       const { master: oldMaster, replica: newMaster } = await failoverCandidate(slot);
-      const start = performance.now();
-      await cmd(newMaster, 'CLUSTER', 'FAILOVER');
-      await withLogs(
-        [newMaster, oldMaster],
-        waitFor(async () => (await role(newMaster))[0] === 'master' && (await agreed(slot, newMaster)), {
-          timeoutMs: 15_000,
-          intervalMs: 20,
-          message: `replica ${newMaster} to take slot ${slot} over from ${oldMaster} (CLUSTER FAILOVER)`,
-        }),
-      );
-      return { oldMaster, newMaster, ms: performance.now() - start };
+      const tookOver = async () => (await role(newMaster))[0] === 'master' && (await agreed(slot, newMaster));
+      // Redis gives a manual failover 5 s, and lets it lapse now and then ("Manual failover timed
+      // out", more often right after another failover): the operator's move is to ask again.
+      for (let attempt = 1; ; attempt++) {
+        const start = performance.now();
+        await cmd(newMaster, 'CLUSTER', 'FAILOVER');
+        const done = await waitFor(tookOver, { timeoutMs: 7000, intervalMs: 20, message: 'the takeover' }).then(
+          () => true,
+          () => false,
+        );
+        if (done) return { oldMaster, newMaster, ms: performance.now() - start };
+        if (attempt === 3) {
+          await withLogs(
+            [newMaster, oldMaster],
+            Promise.reject(new Error(`replica ${newMaster} did not take slot ${slot} over from ${oldMaster} after ${attempt} CLUSTER FAILOVER`)),
+          );
+        }
+      }
     },
     killMaster: async (key) => {
       const slot = await keySlot(key);
