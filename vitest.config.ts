@@ -19,7 +19,10 @@ const ON_CLUSTER = [
 export default defineConfig({
   resolve: {
     // Tests run against the library's source, imported by its package name as users do.
-    alias: { 'nestjs-redis-streams': fileURLToPath(new URL('./libs/redis-streams/src/index.ts', import.meta.url)) },
+    alias: [
+      { find: /^nestjs-redis-streams$/, replacement: fileURLToPath(new URL('./libs/redis-streams/src/index.ts', import.meta.url)) },
+      { find: /^nestjs-redis-streams\/terminus$/, replacement: fileURLToPath(new URL('./libs/redis-streams/src/terminus/index.ts', import.meta.url)) },
+    ],
   },
   test: {
     globals: true,

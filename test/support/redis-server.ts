@@ -24,6 +24,10 @@ export interface TestRedis {
   client(): Redis;
   /** Kills the server and starts a new, empty one on the same port (owned servers only). */
   restart(): Promise<void>;
+  /** Kills the server and leaves it down until `revive()` (owned servers only). */
+  kill(): Promise<void>;
+  /** Starts a new, empty server on the port of the one `kill()` stopped. */
+  revive(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -57,6 +61,8 @@ export async function startRedis({ standalone = false }: { standalone?: boolean 
       owned: false,
       client: client(external),
       restart: () => Promise.reject(new Error('cannot restart a server given by REDIS_URL')),
+      kill: () => Promise.reject(new Error('cannot kill a server given by REDIS_URL')),
+      revive: () => Promise.reject(new Error('cannot revive a server given by REDIS_URL')),
       stop: async () => void (await closeClients()),
     };
   }
@@ -73,6 +79,10 @@ export async function startRedis({ standalone = false }: { standalone?: boolean 
     client: client(url),
     restart: async () => {
       await stopProcess(proc);
+      proc = await spawnRedis(port);
+    },
+    kill: () => stopProcess(proc),
+    revive: async () => {
       proc = await spawnRedis(port);
     },
     stop: async () => {
@@ -100,6 +110,8 @@ function clusterBackend(urls: string[]): TestRedis {
       return c as unknown as Redis;
     },
     restart: () => Promise.reject(new Error('cannot restart the shared cluster')),
+    kill: () => Promise.reject(new Error('cannot kill the shared cluster')),
+    revive: () => Promise.reject(new Error('cannot revive the shared cluster')),
     stop: async () => void (await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())))),
   };
 }

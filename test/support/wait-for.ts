@@ -1,14 +1,17 @@
+/** What a truthy value of T can be: `cond && value` waits for `value`. */
+type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
+
 /** Polls `condition` until it returns a truthy value or the deadline passes; never a fixed sleep. */
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
   { timeoutMs = 10_000, intervalMs = 20, message = 'condition' }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
-): Promise<NonNullable<T>> {
+): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await condition();
-      if (value) return value as NonNullable<T>;
+      if (value) return value as Truthy<T>;
       last = value;
     } catch (err) {
       last = err;

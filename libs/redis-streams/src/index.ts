@@ -18,3 +18,12 @@ export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';
 export type { ClusterConnection, ConnectionOption } from './options/connection.js';
+export {
+  checkLiveness,
+  checkReadiness,
+  DEFAULT_REDIS_DOWN_MS,
+  type HealthThresholds,
+  type HealthVerdict,
+  type RedisStreamsHealth,
+  type StreamHealth,
+} from './health/health.js';

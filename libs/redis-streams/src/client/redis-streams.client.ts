@@ -15,6 +15,8 @@ import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import { RedisStreamsRecord } from './record.js';
 import { partitionKey, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
+import { loadOtelApi } from '../telemetry/otel-api.js';
+import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
 
 /** Events of `client.on(...)`. */
 export interface RedisStreamsClientEvents {
@@ -43,6 +45,7 @@ export class RedisStreamsClient extends ClientProxy {
   private readonly nextPartition = new Map<string, number>();
   /** This client's reply stream. */
   readonly replyStream: string;
+  private telemetry: Promise<ProducerTelemetry | undefined> | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -102,28 +105,37 @@ export class RedisStreamsClient extends ClientProxy {
   }
 
   protected async dispatchEvent<T = string>(packet: ReadPacket): Promise<T> {
-    const { stream, fields } = await this.encode(packet);
-    return (await this.append(stream, packet.pattern, fields)) as T;
+    return (await this.write(packet)) as T;
   }
 
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     const correlationId = randomUUID();
     const unregister = this.replies!.register(correlationId, callback);
-    (async () => {
-      const { stream, fields } = await this.encode(packet);
-      fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
-      await this.append(stream, packet.pattern, fields);
-    })().catch((err: unknown) => {
+    this.write(packet, correlationId).catch((err: unknown) => {
       unregister();
       callback({ err, isDisposed: true });
     });
     return unregister;
   }
 
-  /** Payload (and headers) → entry fields; an unserializable payload fails here, before anything is written. */
-  private async encode(packet: ReadPacket): Promise<{ stream: string; fields: string[] }> {
+  /** Encodes and appends one entry (a request when `correlationId` is set), inside a `send` span when OpenTelemetry is there. */
+  private async write(packet: ReadPacket, correlationId?: string): Promise<string> {
     const record = packet.data instanceof RedisStreamsRecord ? packet.data : new RedisStreamsRecord(packet.data);
     const stream = this.streamOf(this.normalizePattern(packet.pattern), record);
+    const append = async (traceHeaders?: Record<string, string>) => {
+      const fields = await this.encode(stream, record, traceHeaders);
+      if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
+      return this.append(stream, packet.pattern, fields);
+    };
+    const telemetry = await (this.telemetry ??= this.options.telemetry ? loadOtelApi().then((api) => api && new ProducerTelemetry(api)) : Promise.resolve(undefined));
+    return telemetry ? telemetry.send(stream, correlationId, append) : append();
+  }
+
+  /**
+   * Payload (and headers) → entry fields; an unserializable payload fails here, before anything
+   * is written. The trace context's headers replace the record's own of the same name.
+   */
+  private async encode(stream: string, record: RedisStreamsRecord, traceHeaders: Record<string, string> | undefined): Promise<string[]> {
     let data: string;
     try {
       data = await this.options.serializer.serialize(record.data);
@@ -131,8 +143,9 @@ export class RedisStreamsClient extends ClientProxy {
       throw new Error(`nestjs-redis-streams: cannot write to stream "${stream}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const fields = [FIELD.data, data];
-    if (Object.keys(record.headers).length > 0) fields.push(FIELD.headers, JSON.stringify(record.headers));
-    return { stream, fields };
+    const headers = traceHeaders && Object.keys(traceHeaders).length > 0 ? { ...record.headers, ...traceHeaders } : record.headers;
+    if (Object.keys(headers).length > 0) fields.push(FIELD.headers, JSON.stringify(headers));
+    return fields;
   }
 
   /** XADD (with the stream's retention) once the connection is up, or a clear error after `commandTimeoutMs`. */

@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, timer } from 'rxjs';
+import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
 import { isRetryable, UnsupportedServerError } from '../redis/redis-errors.js';
@@ -45,6 +45,16 @@ export interface ConsumerLoopDeps {
   started?: Promise<void>;
 }
 
+/** How a loop is doing, for health checks. */
+export interface LoopVitals {
+  /** When a step of the loop last succeeded (its groups checked, a read, a reclaim, a beat); undefined before the first. */
+  lastBeatAt: number | undefined;
+  /** Since when the loop's Redis calls fail without a success in between; undefined while they succeed. */
+  failingSince: number | undefined;
+  /** Entries fetched and not yet settled, per stream. */
+  inHand: Map<string, number>;
+}
+
 /** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
 class GroupLostError extends Error {
   constructor(streams: string[]) {
@@ -79,6 +89,8 @@ export class ConsumerLoop {
   private readonly lossSeen = new Set<string>();
 
   private readonly batchDeps: BatchSettlerDeps;
+  private lastBeatAt: number | undefined;
+  private failingSince: number | undefined;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     const onSettled = (event: SettledEvent) => {
@@ -103,6 +115,11 @@ export class ConsumerLoop {
     };
   }
 
+  /** Full keys of the streams this loop reads. */
+  get streams(): readonly string[] {
+    return this.d.streams;
+  }
+
   /** Emits the number of entries each step fetched; completes after `stop()`. */
   run(): Observable<number> {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
@@ -111,10 +128,12 @@ export class ConsumerLoop {
     const loop$ = defer(() => this.ensureGroups()).pipe(
       concatMap(() => started$),
       concatMap(() => concat(this.selfDrain$(), this.beats$())),
+      tap(() => this.beat()),
       retry({
         resetOnSuccess: true,
         delay: (error: unknown, attempt: number) => {
           if (this.stopping) return EMPTY;
+          this.failingSince ??= Date.now();
           const retryInMs = isRetryable(error, this.d.onCluster)
             ? Math.min(retryMaxDelayMs, retryInitialDelayMs * 2 ** (attempt - 1))
             : retryMaxDelayMs;
@@ -130,6 +149,15 @@ export class ConsumerLoop {
   private async finish(): Promise<void> {
     await this.handBackAhead();
     await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${String(err)}`));
+  }
+
+  vitals(): LoopVitals {
+    return { lastBeatAt: this.lastBeatAt, failingSince: this.failingSince, inHand: this.lease.counts() };
+  }
+
+  private beat(): void {
+    this.lastBeatAt = Date.now();
+    this.failingSince = undefined;
   }
 
   /** Entries fetched and not yet settled. */
@@ -181,6 +209,7 @@ export class ConsumerLoop {
       await this.rejoin(stream, held.get(stream) ?? []);
     }
     this.lease.start();
+    this.beat();
     this.d.onReady();
   }
 

@@ -58,6 +58,11 @@ export class Lease {
     return [...this.held].flatMap(([stream, ids]) => [...ids].map((id) => ({ stream, id })));
   }
 
+  /** How many entries are held, per stream. */
+  counts(): Map<string, number> {
+    return new Map([...this.held].map(([stream, ids]) => [stream, ids.size]));
+  }
+
   drop(entry: StreamEntry): void {
     this.held.get(entry.stream)?.delete(entry.id);
   }

@@ -10,6 +10,7 @@ import type { StreamEntry } from '../redis/stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { withTimeout } from './handler-timeout.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
+import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-telemetry.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
@@ -32,6 +33,8 @@ export interface SettleDeps extends DeadLettererDeps {
   maxDeliveries: number;
   maxEntryBytes: number | undefined;
   handlerTimeoutMs: number | undefined;
+  /** Set when OpenTelemetry is there to report to. */
+  telemetry?: ConsumerTelemetry | undefined;
 }
 
 /**
@@ -41,7 +44,22 @@ export interface SettleDeps extends DeadLettererDeps {
  * thrown; only Redis failing rejects, and then the entry is still pending under this
  * consumer, so nothing is lost.
  */
-export async function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
+export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
+  const trace = deps.telemetry?.start(entry, source);
+  if (!trace) return decide(deps, entry, source, undefined);
+  return decide(deps, entry, source, trace).then(
+    (event) => {
+      trace.end(event);
+      return event;
+    },
+    (error: unknown) => {
+      trace.fail(error);
+      throw error;
+    },
+  );
+}
+
+async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
   // Delivered again and again without ever being settled: its consumers died, or Redis kept failing its settle step.
   if (entry.deliveryCount > deps.maxDeliveries) {
     return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
@@ -69,11 +87,12 @@ export async function settle(deps: SettleDeps, entry: StreamEntry, source: Deliv
   }
 
   const { pattern, partition } = deps.originOf(entry.stream);
+  trace?.open(decoded.headers, decoded.request?.correlationId, partition);
   const context = new RedisStreamsContext(
     new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
   );
   try {
-    const work = deps.dispatch(pattern, decoded, context);
+    const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, context)) : deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
     if (error instanceof RedisWriteError) {

@@ -4,7 +4,7 @@ import type { RetentionPolicy } from '../redis/retention.js';
 import { checkPartitions } from '../partitions.js';
 import { validateRetention } from './retention-options.js';
 import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
-import { InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+import { boolean, InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /** Options of {@link RedisStreamsClient}; defaults in README.md and below. */
 export interface RedisStreamsClientOptions {
@@ -30,6 +30,12 @@ export interface RedisStreamsClientOptions {
   partitions?: Record<string, number>;
   /** The routing key of an entry of a partitioned stream when its `RedisStreamsRecord` names none. Default: none (round-robin). */
   partitionKey?: (pattern: string, data: unknown) => string | undefined;
+  /**
+   * OpenTelemetry: a `send` span per `emit`/`send`, its context written to the entry's headers
+   * (`traceparent`, `tracestate`) for the consumer's `process` span. Reported when
+   * `@opentelemetry/api` is installed and an SDK registered. Default: true.
+   */
+  telemetry?: boolean;
 }
 
 export type ResolvedClientOptions = Required<Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey'>> & {
@@ -43,6 +49,7 @@ export const CLIENT_DEFAULTS = {
   commandTimeoutMs: 5000,
   replyBlockMs: 5000,
   replyTtlMs: 60_000,
+  telemetry: true,
 } as const;
 
 const KNOWN_OPTIONS = [
@@ -57,6 +64,7 @@ const KNOWN_OPTIONS = [
   'replyTtlMs',
   'partitions',
   'partitionKey',
+  'telemetry',
 ] as const;
 
 export function resolveClientOptions(input: RedisStreamsClientOptions = {}): ResolvedClientOptions {
@@ -102,5 +110,6 @@ export function resolveClientOptions(input: RedisStreamsClientOptions = {}): Res
     deserializer: withMethod('deserializer', input.deserializer, 'deserialize', new JsonDeserializer()),
     replyBlockMs,
     replyTtlMs,
+    telemetry: boolean('telemetry', input.telemetry, CLIENT_DEFAULTS.telemetry),
   };
 }

@@ -92,6 +92,12 @@ export interface RedisStreamsServerOptions {
    * (default 300000) across all workers. Default: off (it needs two more ACL rights, see README).
    */
   consumerCleanup?: { idleMs: number; intervalMs?: number } | false;
+  /**
+   * OpenTelemetry: a `process` span per entry (parented to the producer's span) and the
+   * messaging metrics, reported when `@opentelemetry/api` is installed and the app registered an
+   * SDK; without one they cost nothing measurable. `false` turns them off. Default: true.
+   */
+  telemetry?: boolean;
 }
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'shutdownTimeoutMs';
@@ -126,6 +132,7 @@ const KNOWN_OPTIONS = [
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
   'consumerCleanup',
+  'telemetry',
 ] as const;
 
 /**
@@ -151,6 +158,7 @@ export const SERVER_DEFAULTS = {
   batchSize: 10,
   concurrency: 1,
   readAhead: true,
+  telemetry: true,
   blockMs: 5000,
   minIdleMs: 30_000,
   groupStartId: '0',
@@ -188,6 +196,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     batchSize: atMost('batchSize', positiveInt('batchSize', input.batchSize, SERVER_DEFAULTS.batchSize), MAX_BATCH_SIZE),
     concurrency: positiveInt('concurrency', input.concurrency, SERVER_DEFAULTS.concurrency),
     readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
+    telemetry: boolean('telemetry', input.telemetry, SERVER_DEFAULTS.telemetry),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs),
     minIdleMs,

@@ -100,6 +100,29 @@ export function parseInfoRecord(reply: unknown): Record<string, unknown> {
   return record;
 }
 
+/** One group's row of `XINFO GROUPS`: what it still has to read (lag) and what it holds (pending). */
+export interface GroupInfo {
+  /** Entries not yet delivered to the group; null when Redis cannot tell (entries deleted past its last read). */
+  lag: number | null;
+  /** Entries delivered to the group and not yet acked (its PEL). */
+  pending: number;
+  lastDeliveredId: string;
+}
+
+/** The row of `group` in an `XINFO GROUPS` reply; undefined when the stream has no such group. */
+export function parseGroupInfo(reply: unknown, group: string): GroupInfo | undefined {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO GROUPS', reply);
+  for (const raw of reply) {
+    const row = parseInfoRecord(raw);
+    if (String(row.name) !== group) continue;
+    const pending = Number(row.pending);
+    const lag = row.lag === null || row.lag === undefined ? null : Number(row.lag);
+    if (!Number.isSafeInteger(pending) || (lag !== null && !Number.isSafeInteger(lag))) throw new ReplyShapeError('XINFO GROUPS', reply);
+    return { lag, pending, lastDeliveredId: String(row['last-delivered-id']) };
+  }
+  return undefined;
+}
+
 /** The ms part of a stream id: when the entry was added (for auto-generated ids). */
 export function idTime(id: string): number {
   return Number(id.slice(0, id.indexOf('-')));

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup } from './redis-errors.js';
-import { parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type PendingRow } from './replies.js';
+import { parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type GroupInfo, type PendingRow } from './replies.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
@@ -156,6 +156,16 @@ export class StreamCommands {
       return parseLastGeneratedId(await this.conn.xinfo('STREAM', stream));
     } catch (err) {
       if (err instanceof Error && /^ERR no such key/.test(err.message)) return null;
+      throw err;
+    }
+  }
+
+  /** This group's lag and pending count on `stream` (XINFO GROUPS); undefined when the stream or group is missing. */
+  async groupInfo(stream: string): Promise<GroupInfo | undefined> {
+    try {
+      return parseGroupInfo(await this.conn.xinfo('GROUPS', stream), this.group);
+    } catch (err) {
+      if (err instanceof Error && /^ERR no such key/.test(err.message)) return undefined;
       throw err;
     }
   }

@@ -1,0 +1,49 @@
+import type { GroupInfo } from '../redis/replies.js';
+
+/** One stream's figures for the group, as `XINFO GROUPS` last reported them. */
+export interface StreamGroupStats {
+  stream: string;
+  /** Entries not yet delivered to the group; null when Redis cannot tell (entries deleted past the group's last read). */
+  lag: number | null;
+  /** Entries delivered to the group and not yet acked, by any consumer. */
+  pending: number;
+}
+
+export interface GroupStatsReading {
+  stats: StreamGroupStats[];
+  /** When Redis answered (ms since the epoch). */
+  at: number;
+}
+
+/**
+ * Lag and pending count of the group on each stream, read with `XINFO GROUPS` (one per stream,
+ * pipelined) and kept: health checks and metric scrapes share one reading of at most a given
+ * age, so their rate never becomes a per-entry cost, and concurrent callers share one read.
+ */
+export class GroupStats {
+  private last: GroupStatsReading | undefined;
+  private reading: Promise<GroupStatsReading> | undefined;
+
+  constructor(
+    private readonly streams: readonly string[],
+    private readonly read: (stream: string) => Promise<GroupInfo | undefined>,
+  ) {}
+
+  /** A reading no older than `maxAgeMs`: the kept one, or a fresh one. */
+  get(maxAgeMs: number): Promise<GroupStatsReading> {
+    if (this.last && Date.now() - this.last.at <= maxAgeMs) return Promise.resolve(this.last);
+    return (this.reading ??= this.refresh().finally(() => (this.reading = undefined)));
+  }
+
+  /** The last reading, however old; undefined before the first. */
+  latest(): GroupStatsReading | undefined {
+    return this.last;
+  }
+
+  private async refresh(): Promise<GroupStatsReading> {
+    const infos = await Promise.all(this.streams.map((stream) => this.read(stream)));
+    // A stream or group not there (yet, or lost with the server's data, until the loop re-creates it): lag unknown, nothing pending.
+    const stats = this.streams.map((stream, i) => ({ stream, lag: infos[i] ? infos[i].lag : null, pending: infos[i]?.pending ?? 0 }));
+    return (this.last = { stats, at: Date.now() });
+  }
+}

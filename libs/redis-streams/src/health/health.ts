@@ -1,0 +1,69 @@
+/** What `server.health()` reports: the figures health checks decide on. */
+export interface RedisStreamsHealth {
+  /** `starting` until every reader's groups exist; `stopped` once `close()` began. */
+  state: 'starting' | 'running' | 'stopped';
+  group: string;
+  consumer: string;
+  /** How long the transport has been unable to talk to Redis (a connection down, or every call of a loop failing), in ms; 0 while it can. */
+  redisDownForMs: number;
+  streams: StreamHealth[];
+  /** Age of the lag and pending figures, in ms; undefined when they were never read. */
+  statsAgeMs: number | undefined;
+  /** Why the figures are older than asked (Redis unreachable, XINFO refused). */
+  statsError?: string;
+}
+
+/** One stream this consumer reads. */
+export interface StreamHealth {
+  stream: string;
+  /** Entries of the stream not yet delivered to the group; null when unknown (not read yet, or Redis cannot tell). */
+  lag: number | null;
+  /** Entries delivered to the group and not yet acked (all consumers); null when not read yet. */
+  pending: number | null;
+  /** Entries this consumer has fetched and not yet settled. */
+  inHand: number;
+  /** Since the last successful step of the loop reading this stream, in ms; undefined before the first. */
+  lastBeatAgeMs: number | undefined;
+}
+
+/** Thresholds of {@link checkLiveness} and {@link checkReadiness}. */
+export interface HealthThresholds {
+  /** Down once Redis has been unreachable this long (ms). Default 30,000. */
+  redisDownMs?: number;
+  /** Readiness: down while any stream's lag is above this. Default: not checked. */
+  maxLag?: number;
+  /** Readiness: down while any stream's pending count is above this. Default: not checked. */
+  maxPending?: number;
+}
+
+export const DEFAULT_REDIS_DOWN_MS = 30_000;
+
+export interface HealthVerdict {
+  up: boolean;
+  /** Why it is down. */
+  reasons: string[];
+}
+
+/** Live: started or starting, and not cut off from Redis for longer than `redisDownMs`. */
+export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
+  const reasons: string[] = [];
+  const redisDownMs = thresholds.redisDownMs ?? DEFAULT_REDIS_DOWN_MS;
+  if (health.state === 'stopped') reasons.push('the consumer is stopped');
+  if (health.redisDownForMs > redisDownMs) reasons.push(`Redis unreachable for ${health.redisDownForMs} ms (threshold ${redisDownMs} ms)`);
+  return { up: reasons.length === 0, reasons };
+}
+
+/** Ready: live, started, and every stream's lag and pending count within the thresholds set. */
+export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
+  const { reasons } = checkLiveness(health, thresholds);
+  if (health.state === 'starting') reasons.push('the consumer is starting');
+  const { maxLag, maxPending } = thresholds;
+  for (const s of health.streams) {
+    if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
+    if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
+  }
+  if ((maxLag !== undefined || maxPending !== undefined) && health.statsAgeMs === undefined && health.streams.length > 0) {
+    reasons.push(`lag and pending unknown${health.statsError ? `: ${health.statsError}` : ''}`);
+  }
+  return { up: reasons.length === 0, reasons };
+}

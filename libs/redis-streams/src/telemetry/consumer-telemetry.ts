@@ -1,0 +1,180 @@
+import type { Attributes, Context, Counter, Exception, Histogram, MeterProvider, Span, Tracer } from '@opentelemetry/api';
+import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
+import { describeError } from '../describe-error.js';
+import type { GroupStats } from '../health/group-stats.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import { observeGroupGauges } from './group-gauges.js';
+import type { OtelApi } from './otel-api.js';
+import { SdkPresence } from './sdk-presence.js';
+import { ATTR, DURATION_BUCKETS, errorType, METRIC, SCOPE, SYSTEM } from './semconv.js';
+
+/** One entry's `process` span and measurements, from the start of its settling to the decision. */
+export interface ProcessTrace {
+  /** Opens the span, parented to the producer's context found in the entry's headers (none: a root span). */
+  open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void;
+  /** Runs the handler with the span as the active context, so its own spans are children of it. */
+  run<T>(work: () => Promise<T>): Promise<T>;
+  /** Ends the span with the outcome (and the error, if any) and records the metrics. */
+  end(event: SettledEvent): void;
+  /** Redis failed while settling: the entry stays pending; recorded as `failed`. */
+  fail(error: unknown): void;
+}
+
+/** The instruments of one meter provider (the app's SDK), and its gauges' unregistering. */
+interface Instruments {
+  provider: MeterProvider;
+  duration: Histogram;
+  consumed: Counter;
+  unobserve: () => void;
+}
+
+/**
+ * The consumer side of the OpenTelemetry messaging conventions: a CONSUMER span `process <stream>`
+ * per entry, `messaging.process.duration`, `messaging.client.consumed.messages` and the lag and
+ * pending gauges. Nothing per entry while the app has no SDK registered.
+ */
+export class ConsumerTelemetry {
+  readonly tracer: Tracer;
+  private readonly presence: SdkPresence;
+  private instruments: Instruments | undefined;
+  /** Metric attributes per stream, outcome and error type: built once, not per entry. */
+  private readonly metricAttrs = new Map<string, Attributes>();
+
+  constructor(
+    readonly api: OtelApi,
+    readonly group: string,
+    readonly consumer: string,
+    private readonly stats: GroupStats,
+  ) {
+    this.tracer = api.trace.getTracer(SCOPE);
+    this.presence = new SdkPresence(api);
+    // The gauges report from the start, not from the first entry.
+    this.meters();
+  }
+
+  /** The entry's trace; undefined when there is no SDK to report to. */
+  start(entry: StreamEntry, source: DeliverySource): ProcessTrace | undefined {
+    const tracing = this.presence.tracing;
+    const instruments = this.meters();
+    if (!tracing && !instruments) return undefined;
+    return new EntryTrace(this, entry, source, tracing, instruments);
+  }
+
+  /** Records one settled entry's duration and outcome. */
+  measure(instruments: Instruments, stream: string, outcome: string, error: string | undefined, seconds: number): void {
+    const attrs = this.attributes(stream, outcome, error);
+    instruments.duration.record(seconds, attrs);
+    instruments.consumed.add(1, attrs);
+  }
+
+  dispose(): void {
+    this.instruments?.unobserve();
+    this.instruments = undefined;
+  }
+
+  /** The instruments on the app's current meter provider, made (again) when it changed. */
+  private meters(): Instruments | undefined {
+    const provider = this.presence.meterProvider;
+    if (provider === this.instruments?.provider) return this.instruments;
+    this.dispose();
+    if (!provider) return undefined;
+    const meter = provider.getMeter(SCOPE);
+    this.instruments = {
+      provider,
+      duration: meter.createHistogram(METRIC.processDuration, {
+        unit: 's',
+        description: 'Time to settle an entry: decode, handler, dead-lettering',
+        advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+      }),
+      consumed: meter.createCounter(METRIC.consumed, { unit: '{message}', description: 'Entries settled, by outcome (acked, failed, dead-lettered)' }),
+      unobserve: observeGroupGauges(meter, this.stats, this.group),
+    };
+    return this.instruments;
+  }
+
+  private attributes(stream: string, outcome: string, error: string | undefined): Attributes {
+    const key = `${stream}\u0000${outcome}\u0000${error ?? ''}`;
+    let attrs = this.metricAttrs.get(key);
+    if (!attrs) {
+      attrs = {
+        [ATTR.system]: SYSTEM,
+        [ATTR.operationName]: 'process',
+        [ATTR.destination]: stream,
+        [ATTR.group]: this.group,
+        [ATTR.outcome]: outcome,
+        ...(error === undefined ? {} : { [ATTR.errorType]: error }),
+      };
+      this.metricAttrs.set(key, attrs);
+    }
+    return attrs;
+  }
+}
+
+class EntryTrace implements ProcessTrace {
+  private readonly startedAt = performance.now();
+  private span: Span | undefined;
+  private parent: Context;
+
+  constructor(
+    private readonly t: ConsumerTelemetry,
+    private readonly entry: StreamEntry,
+    private readonly source: DeliverySource,
+    private readonly tracing: boolean,
+    private readonly instruments: Instruments | undefined,
+  ) {
+    this.parent = t.api.ROOT_CONTEXT;
+  }
+
+  open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
+    if (!this.tracing) return;
+    const { api, tracer } = this.t;
+    const { entry } = this;
+    // The producer's context is the parent; an entry without one (another producer) starts a trace.
+    if (headers) this.parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
+    const span = (this.span = tracer.startSpan(`process ${entry.stream}`, { kind: api.SpanKind.CONSUMER }, this.parent));
+    if (!span.isRecording()) return;
+    span.setAttributes({
+      [ATTR.system]: SYSTEM,
+      [ATTR.operationName]: 'process',
+      [ATTR.operationType]: 'process',
+      [ATTR.destination]: entry.stream,
+      [ATTR.group]: this.t.group,
+      [ATTR.clientId]: this.t.consumer,
+      [ATTR.messageId]: entry.id,
+      [ATTR.deliveryCount]: entry.deliveryCount,
+      [ATTR.deliverySource]: this.source,
+    });
+    if (partition !== undefined) span.setAttribute(ATTR.partition, String(partition));
+    if (conversationId !== undefined) span.setAttribute(ATTR.conversationId, conversationId);
+  }
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const { api } = this.t;
+    return this.span ? api.context.with(api.trace.setSpan(this.parent, this.span), work) : work();
+  }
+
+  end(event: SettledEvent): void {
+    const error = event.outcome === 'acked' ? undefined : event.error;
+    const type = event.outcome === 'acked' ? undefined : errorType(error);
+    // Refused before decoding (too many deliveries, too large, malformed): a span of its own.
+    if (this.tracing && !this.span) this.open(undefined);
+    const span = this.span;
+    if (span?.isRecording()) {
+      span.setAttribute(ATTR.outcome, event.outcome);
+      if (event.deadLetterId !== undefined) span.setAttribute(ATTR.deadLetterId, event.deadLetterId);
+      if (type !== undefined) {
+        // Nest hands a handler's failure over as `{ status, message }` (its RPC exception filter): recorded as it is.
+        span.recordException(typeof error === 'object' && error !== null ? (error as Exception) : describeError(error));
+        span.setAttribute(ATTR.errorType, type);
+        span.setStatus({ code: this.t.api.SpanStatusCode.ERROR, message: error === undefined ? event.outcome : describeError(error) });
+      }
+    }
+    span?.end();
+    if (this.instruments) this.t.measure(this.instruments, this.entry.stream, event.outcome, type, (performance.now() - this.startedAt) / 1000);
+  }
+
+  fail(error: unknown): void {
+    const { entry } = this;
+    this.end({ stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source: this.source, outcome: 'failed', error });
+  }
+}

@@ -1,0 +1,47 @@
+import type { MeterProvider } from '@opentelemetry/api';
+import type { OtelApi } from './otel-api.js';
+import { SCOPE } from './semconv.js';
+
+/** An SDK registered after the transport started is noticed within this long. */
+const RECHECK_MS = 1000;
+
+/**
+ * Whether the app registered an OpenTelemetry SDK: a tracer provider other than the API's no-op,
+ * a meter provider other than its no-op. Without one, the transport skips every per-entry step
+ * (no span, no context switch, no measurement): with the API installed and no SDK the cost must be
+ * nil, and even no-op spans cost about a microsecond per entry. Looked up at most once a second.
+ */
+export class SdkPresence {
+  private nextCheck = 0;
+  private tracingOn = false;
+  private meters: MeterProvider | undefined;
+  /** The API's own no-op tracer provider (what an unset global delegates to). */
+  private readonly noopTracerProvider: unknown;
+
+  constructor(private readonly api: OtelApi) {
+    this.noopTracerProvider = new api.ProxyTracerProvider().getDelegate();
+  }
+
+  get tracing(): boolean {
+    this.refresh();
+    return this.tracingOn;
+  }
+
+  /** The app's meter provider; undefined while it is the API's no-op. Instruments made before an SDK was registered stay no-ops: callers re-make theirs when this changes. */
+  get meterProvider(): MeterProvider | undefined {
+    this.refresh();
+    return this.meters;
+  }
+
+  private refresh(): void {
+    const now = Date.now();
+    if (now < this.nextCheck) return;
+    this.nextCheck = now + RECHECK_MS;
+    const { api } = this;
+    const provider = api.trace.getTracerProvider();
+    const delegate = provider instanceof api.ProxyTracerProvider ? provider.getDelegate() : provider;
+    this.tracingOn = delegate !== this.noopTracerProvider;
+    const meters = api.metrics.getMeterProvider();
+    this.meters = meters.getMeter(SCOPE) !== api.createNoopMeter() ? meters : undefined;
+  }
+}

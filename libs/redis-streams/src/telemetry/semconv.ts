@@ -1,0 +1,43 @@
+/**
+ * Names from the OpenTelemetry messaging semantic conventions, and this transport's own
+ * (`messaging.redis_streams.*`). Written out rather than taken from
+ * `@opentelemetry/semantic-conventions`, which would be a dependency for a dozen strings.
+ */
+export const ATTR = {
+  system: 'messaging.system',
+  operationName: 'messaging.operation.name',
+  operationType: 'messaging.operation.type',
+  destination: 'messaging.destination.name',
+  partition: 'messaging.destination.partition.id',
+  group: 'messaging.consumer.group.name',
+  clientId: 'messaging.client.id',
+  messageId: 'messaging.message.id',
+  conversationId: 'messaging.message.conversation_id',
+  errorType: 'error.type',
+  deliveryCount: 'messaging.redis_streams.delivery_count',
+  deliverySource: 'messaging.redis_streams.delivery_source',
+  outcome: 'messaging.redis_streams.outcome',
+  deadLetterId: 'messaging.redis_streams.dead_letter_id',
+} as const;
+
+/** `messaging.system`: Redis is not among the conventions' listed systems, so its own name. */
+export const SYSTEM = 'redis';
+
+export const METRIC = {
+  processDuration: 'messaging.process.duration',
+  consumed: 'messaging.client.consumed.messages',
+  lag: 'messaging.redis_streams.lag',
+  pending: 'messaging.redis_streams.pending',
+} as const;
+
+/** The conventions' advised buckets for `messaging.process.duration` (seconds). */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+/** The tracer's and meter's name (the instrumentation scope). */
+export const SCOPE = 'nestjs-redis-streams';
+
+/** `error.type`: the error's class name (low cardinality), as the conventions ask. */
+export function errorType(error: unknown): string {
+  if (error instanceof Error) return error.name || 'Error';
+  return '_OTHER';
+}

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { checkLiveness, checkReadiness, type HealthThresholds, type HealthVerdict, type RedisStreamsHealth } from '../health/health.js';
+
+/** What the indicator reads: a `RedisStreamsServer` (typed by shape, so the ESM and CommonJS builds both fit). */
+export interface HealthSource {
+  health(options?: { maxStatsAgeMs?: number }): Promise<RedisStreamsHealth>;
+}
+
+/**
+ * Terminus health indicator of a `RedisStreamsServer` (Terminus 11/12, `HealthIndicatorService`).
+ *
+ *   @Get('live') @HealthCheck() live() { return this.health.check([() => this.streams.isLive('orders-worker', server)]); }
+ *   @Get('ready') @HealthCheck() ready() { return this.health.check([() => this.streams.isReady('orders-worker', server, { maxLag: 1000 })]); }
+ *
+ * The result carries the figures either way: per stream lag, pending, entries in hand and last beat age.
+ */
+@Injectable()
+export class RedisStreamsHealthIndicator {
+  constructor(private readonly indicators: HealthIndicatorService) {}
+
+  /** Down once the consumer is stopped or has been cut off from Redis for longer than `redisDownMs` (default 30 s). */
+  async isLive(key: string, server: HealthSource, thresholds: Pick<HealthThresholds, 'redisDownMs'> = {}): Promise<HealthIndicatorResult> {
+    const health = await server.health();
+    return this.result(key, health, checkLiveness(health, thresholds));
+  }
+
+  /** Also down while starting, and while any stream's lag or pending count is above `maxLag` / `maxPending`. */
+  async isReady(key: string, server: HealthSource, thresholds: HealthThresholds = {}): Promise<HealthIndicatorResult> {
+    const health = await server.health();
+    return this.result(key, health, checkReadiness(health, thresholds));
+  }
+
+  private result(key: string, health: RedisStreamsHealth, verdict: HealthVerdict): HealthIndicatorResult {
+    const check = this.indicators.check(key);
+    const data = { ...health, ...(verdict.up ? {} : { reasons: verdict.reasons }) };
+    return verdict.up ? check.up(data) : check.down(data);
+  }
+}

@@ -1,0 +1,154 @@
+import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { Test } from '@nestjs/testing';
+import { checkLiveness, checkReadiness, type RedisStreamsServer } from 'nestjs-redis-streams';
+import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+// Killed and revived by a test: a server of this file's own.
+beforeAll(async () => (redis = await startRedis({ standalone: true })));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+/** A probe controller as an app writes one: Terminus' HealthCheckService over our indicator. */
+function probes(server: RedisStreamsServer, thresholds: { redisDownMs?: number; maxLag?: number; maxPending?: number }) {
+  @Controller('health')
+  class HealthController {
+    constructor(
+      private readonly health: HealthCheckService,
+      private readonly streams: RedisStreamsHealthIndicator,
+    ) {}
+
+    @Get('live')
+    @HealthCheck()
+    live() {
+      return this.health.check([() => this.streams.isLive('worker', server, thresholds)]);
+    }
+
+    @Get('ready')
+    @HealthCheck()
+    ready() {
+      return this.health.check([() => this.streams.isReady('worker', server, thresholds)]);
+    }
+  }
+  return HealthController;
+}
+
+async function probeApp(server: RedisStreamsServer, thresholds: { redisDownMs?: number; maxLag?: number; maxPending?: number }) {
+  const Probes = probes(server, thresholds);
+  const moduleRef = await Test.createTestingModule({
+    imports: [TerminusModule.forRoot({ logger: false })],
+    controllers: [Probes],
+    providers: [RedisStreamsHealthIndicator],
+  }).compile();
+  onTestFinished(() => moduleRef.close());
+  const controller = moduleRef.get(Probes);
+  /** `up` with the body, or `down` with the 503's body. */
+  const call = async (probe: 'live' | 'ready') => {
+    try {
+      return { status: 'up' as const, body: (await controller[probe]()) as Record<string, any> };
+    } catch (err) {
+      if (!(err instanceof ServiceUnavailableException)) throw err;
+      return { status: 'down' as const, body: err.getResponse() as Record<string, any> };
+    }
+  };
+  return call;
+}
+
+describe('server.health()', () => {
+  it('reports per stream the lag, pending, entries in hand and beat age while consuming', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    for (let n = 0; n < 8; n++) await admin.xadd(`${prefix}orders`, '*', 'n', String(n));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    onTestFinished(() => release());
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: prefix, blockMs: 50, batchSize: 3, readAhead: false });
+    app.recorder.behavior = () => released;
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
+
+    const health = await app.server.health({ maxStatsAgeMs: 0 });
+    expect(health).toMatchObject({ state: 'running', group: 'g', consumer: 'c1', redisDownForMs: 0 });
+    expect(health.statsAgeMs).toBeGreaterThanOrEqual(0);
+    const orders = health.streams.find((s) => s.stream === app.key())!;
+    expect(orders).toMatchObject({ lag: 5, pending: 3, inHand: 3 });
+    expect(orders.lastBeatAgeMs).toBeGreaterThanOrEqual(0);
+    expect(health.streams.map((s) => s.stream).sort()).toEqual([app.key(), app.key('payments')].sort());
+    expect(checkReadiness(health, { maxLag: 4 })).toEqual({ up: false, reasons: [`stream "${app.key()}": lag 5 above 4`] });
+    expect(checkReadiness(health, { maxLag: 5, maxPending: 3 }).up).toBe(true);
+
+    release();
+    await waitFor(async () => (await app.server.health({ maxStatsAgeMs: 0 })).streams.every((s) => s.lag === 0 && s.pending === 0 && s.inHand === 0), {
+      message: 'drained',
+    });
+  });
+
+  it('says stopped once closed', async () => {
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50 });
+    await app.close();
+    const health = await app.server.health();
+    expect(health.state).toBe('stopped');
+    expect(checkLiveness(health)).toEqual({ up: false, reasons: ['the consumer is stopped'] });
+  });
+});
+
+describe('RedisStreamsHealthIndicator (Terminus)', () => {
+  it('liveness: up while consuming, down within the threshold once Redis is killed, up again when it is back', async () => {
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, retryMaxDelayMs: 200 });
+    const probe = await probeApp(app.server, { redisDownMs: 500 });
+    const up = await probe('live');
+    expect(up.status).toBe('up');
+    expect(up.body.info.worker).toMatchObject({ status: 'up', state: 'running', redisDownForMs: 0 });
+
+    await redis.kill();
+    const killedAt = Date.now();
+    let revived = false;
+    onTestFinished(async () => void (revived || (await redis.revive())));
+    const down = await waitFor(async () => {
+      const r = await probe('live');
+      return r.status === 'down' && r;
+    }, { message: 'liveness down', timeoutMs: 10_000 });
+    const tookMs = Date.now() - killedAt;
+    expect(down.body.error.worker.status).toBe('down');
+    expect(down.body.error.worker.reasons[0]).toMatch(/^Redis unreachable for \d+ ms \(threshold 500 ms\)$/);
+    // Down after the threshold, not before, and soon after (polling, a scheduler under load).
+    expect(tookMs).toBeGreaterThanOrEqual(500);
+    expect(tookMs).toBeLessThan(5000);
+
+    await redis.revive();
+    revived = true;
+    await waitFor(async () => (await probe('live')).status === 'up', { message: 'liveness up again', timeoutMs: 15_000 });
+    // Still consuming: the loop re-created its group on the new, empty server.
+    await redis.client().xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'an entry handled after the outage' });
+  });
+
+  it('readiness: down while a stream’s lag is above maxLag, up once drained; liveness stays up', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    onTestFinished(() => release());
+    app.recorder.behavior = () => released;
+    const probe = await probeApp(app.server, { maxLag: 20 });
+    expect((await probe('ready')).status).toBe('up');
+
+    const admin = redis.client();
+    for (let n = 0; n < 40; n++) await admin.xadd(app.key(), '*', 'n', String(n));
+    const notReady = await waitFor(async () => {
+      const r = await probe('ready');
+      return r.status === 'down' && r;
+    }, { message: 'readiness down' });
+    expect(notReady.body.error.worker.reasons.join()).toMatch(new RegExp(`stream "${app.key()}": lag \\d+ above 20`));
+    expect(notReady.body.error.worker.streams.find((s: { stream: string }) => s.stream === app.key()).lag).toBeGreaterThan(20);
+    expect((await probe('live')).status).toBe('up');
+
+    release();
+    await waitFor(async () => (await probe('ready')).status === 'up', { message: 'ready once drained' });
+    expect(app.recorder.calls.length).toBeGreaterThanOrEqual(20);
+  });
+});
