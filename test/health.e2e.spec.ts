@@ -127,6 +127,35 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
     await waitFor(() => app.recorder.calls.length === 1, { message: 'an entry handled after the outage' });
   });
 
+  it('liveness: a frozen Redis (connection open, no answers) is down within the threshold, not after the park times out; probes answer fast meanwhile', async () => {
+    // blockMs 5000: the loop itself notices a silent server only when its park times out (5 s + 2 s).
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 5000 });
+    const probe = await probeApp(app.server, { redisDownMs: 500, maxLag: 100 });
+    await waitFor(async () => (await probe('ready')).status === 'up', { message: 'ready before the freeze' });
+    const admin = redis.client();
+    // Frozen for 4 s (CLIENT UNPAUSE would queue behind the pause itself).
+    await admin.call('CLIENT', 'PAUSE', '4000', 'ALL');
+    const frozenAt = Date.now();
+    let slowest = 0;
+    const down = await waitFor(
+      async () => {
+        const asked = Date.now();
+        const r = await probe('live');
+        slowest = Math.max(slowest, Date.now() - asked);
+        return r.status === 'down' && r;
+      },
+      { message: 'liveness down while Redis is frozen', timeoutMs: 6000 },
+    );
+    const tookMs = Date.now() - frozenAt;
+    expect(down.body.error.worker.reasons[0]).toMatch(/^Redis unreachable for \d+ ms \(threshold 500 ms\)$/);
+    expect(tookMs).toBeLessThan(3000);
+    // A liveness probe never waits on XINFO; its PING is given 250 ms.
+    expect(slowest).toBeLessThan(900);
+    const ready = await probe('ready');
+    expect(ready.status).toBe('down');
+    await waitFor(async () => (await probe('live')).status === 'up', { message: 'liveness up after the freeze', timeoutMs: 10_000 });
+  });
+
   it('readiness: down while a stream’s lag is above maxLag, up once drained; liveness stays up', async () => {
     const prefix = uniquePrefix();
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false });

@@ -62,7 +62,8 @@ export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThr
     if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
     if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
-  if ((maxLag !== undefined || maxPending !== undefined) && health.statsAgeMs === undefined && health.streams.length > 0) {
+  // Figures that could not be read now are not trusted: the last ones may be long gone.
+  if ((maxLag !== undefined || maxPending !== undefined) && health.streams.length > 0 && (health.statsAgeMs === undefined || health.statsError !== undefined)) {
     reasons.push(`lag and pending unknown${health.statsError ? `: ${health.statsError}` : ''}`);
   }
   return { up: reasons.length === 0, reasons };

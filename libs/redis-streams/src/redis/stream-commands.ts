@@ -170,6 +170,11 @@ export class StreamCommands {
     }
   }
 
+  /** PING: is the server answering at all? */
+  async ping(): Promise<void> {
+    await this.conn.ping();
+  }
+
   /** The server's version, from `INFO server`. */
   async serverVersion(): Promise<ReturnType<typeof parseServerVersion>> {
     return parseServerVersion(await this.conn.info('server'));

@@ -23,7 +23,7 @@ import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import type { RedisStreamsEvents } from './events.js';
 import { within } from '../within.js';
 import { writeReplies } from './reply-writer.js';
-import { GroupStats } from '../health/group-stats.js';
+import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
 import { loadOtelApi } from '../telemetry/otel-api.js';
@@ -32,9 +32,6 @@ import { loadOtelApi } from '../telemetry/otel-api.js';
 function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
-
-/** How long `health()` waits for XINFO before answering with the figures it has. */
-const STATS_WITHIN_MS = 1000;
 
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
@@ -83,9 +80,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private laneStatus: Subscription | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
   private abortStart: ((error: unknown) => void) | undefined;
-  private stats: GroupStats | undefined;
-  /** Since when a connection has not been ready; undefined while all are. */
-  private downSince: number | undefined;
+  private probe: HealthProbe | undefined;
   private telemetry: ConsumerTelemetry | undefined;
 
   private readonly defaultStartHook = this.onProcessingStartHook;
@@ -148,7 +143,14 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, onLaneError, options.commandTimeoutMs));
     const commands = new StreamCommands(command.conn, options.group);
-    this.stats = new GroupStats(streams, (stream) => commands.groupInfo(stream));
+    this.probe = new HealthProbe({
+      group: options.group,
+      consumer: options.consumer,
+      streams,
+      commands,
+      readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
+      state: () => (this.closing ? 'stopped' : this.startedOk ? 'running' : 'starting'),
+    });
     const settleDeps: SettleDeps = {
       commands,
       dispatch: (pattern, entry, ctx) => this.dispatch(commands, pattern, entry, ctx),
@@ -224,8 +226,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
       .pipe(map((states) => STATUS_OF_LANES[foldLaneStates(states)]), distinctUntilChanged())
       .subscribe((s) => {
-        if (s === RedisStreamsStatus.CONNECTED) this.downSince = undefined;
-        else this.downSince ??= Date.now();
+        this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
         this._status$.next(s);
       });
   }
@@ -235,57 +236,20 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     if (!this.options.telemetry) return;
     const api = await loadOtelApi();
     if (!api || this.closing) return;
-    settleDeps.telemetry = this.telemetry = new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.stats!);
+    settleDeps.telemetry = this.telemetry = new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
   }
 
   /**
    * The figures a health check decides on: whether the loops can talk to Redis, and per stream
    * the group's lag and pending count (XINFO GROUPS, read at most every `maxStatsAgeMs`, default
-   * 1000) and this consumer's entries in hand. Answers within about a second even when Redis
-   * does not: with the last figures it has, and `statsError` saying why.
+   * 1000; `stats: false` skips them, as liveness does) and this consumer's entries in hand.
+   * Answers within about a second even when Redis does not: with the last figures it has, and
+   * `statsError` saying why.
    */
-  async health(options: { maxStatsAgeMs?: number } = {}): Promise<RedisStreamsHealth> {
-    const now = Date.now();
-    const state = this.closing ? 'stopped' : this.startedOk ? 'running' : 'starting';
-    const vitals = this.readers.map((r) => r.loop.vitals());
-    const downSince = Math.min(this.downSince ?? Infinity, ...vitals.map((v) => v.failingSince ?? Infinity));
-    let statsError: string | undefined;
-    if (this.stats && state !== 'stopped') {
-      if (this.downSince !== undefined) statsError = 'Redis unreachable';
-      else {
-        const reading = this.stats.get(options.maxStatsAgeMs ?? 1000);
-        const answered = await within(
-          reading.then(
-            () => undefined,
-            (err: unknown) => describeError(err),
-          ),
-          STATS_WITHIN_MS,
-          `no answer to XINFO GROUPS within ${STATS_WITHIN_MS} ms`,
-        );
-        statsError = answered;
-      }
-    }
-    const latest = this.stats?.latest();
-    const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
-    const streams = this.readers.flatMap((reader, i) => {
-      const { lastBeatAt, inHand } = vitals[i]!;
-      return reader.loop.streams.map((stream) => ({
-        stream,
-        lag: figures.get(stream)?.lag ?? null,
-        pending: figures.get(stream)?.pending ?? null,
-        inHand: inHand.get(stream) ?? 0,
-        lastBeatAgeMs: lastBeatAt === undefined ? undefined : Math.max(0, Date.now() - lastBeatAt),
-      }));
-    });
-    return {
-      state,
-      group: this.options.group,
-      consumer: this.options.consumer,
-      redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
-      streams,
-      statsAgeMs: latest ? Math.max(0, Date.now() - latest.at) : undefined,
-      ...(statsError ? { statsError } : {}),
-    };
+  async health(options: { maxStatsAgeMs?: number; stats?: boolean } = {}): Promise<RedisStreamsHealth> {
+    if (this.probe) return this.probe.snapshot(options);
+    const state = this.closing ? 'stopped' : 'starting';
+    return { state, group: this.options.group, consumer: this.options.consumer, redisDownForMs: 0, streams: [], statsAgeMs: undefined };
   }
 
   /**

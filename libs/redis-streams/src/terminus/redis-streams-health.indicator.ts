@@ -4,7 +4,7 @@ import { checkLiveness, checkReadiness, type HealthThresholds, type HealthVerdic
 
 /** What the indicator reads: a `RedisStreamsServer` (typed by shape, so the ESM and CommonJS builds both fit). */
 export interface HealthSource {
-  health(options?: { maxStatsAgeMs?: number }): Promise<RedisStreamsHealth>;
+  health(options?: { maxStatsAgeMs?: number; stats?: boolean }): Promise<RedisStreamsHealth>;
 }
 
 /**
@@ -21,7 +21,8 @@ export class RedisStreamsHealthIndicator {
 
   /** Down once the consumer is stopped or has been cut off from Redis for longer than `redisDownMs` (default 30 s). */
   async isLive(key: string, server: HealthSource, thresholds: Pick<HealthThresholds, 'redisDownMs'> = {}): Promise<HealthIndicatorResult> {
-    const health = await server.health();
+    // Lag and pending do not decide liveness: not waited for (a probe's timeout is short).
+    const health = await server.health({ stats: false });
     return this.result(key, health, checkLiveness(health, thresholds));
   }
 

@@ -1,0 +1,107 @@
+import type { LoopVitals } from '../consumer/consumer-loop.js';
+import { describeError } from '../describe-error.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import { within } from '../within.js';
+import { GroupStats } from './group-stats.js';
+import type { RedisStreamsHealth } from './health.js';
+
+/** How long a health check waits for XINFO GROUPS before answering with the figures it has. */
+const STATS_WITHIN_MS = 1000;
+/** How long a health check waits for its PING: below Kubernetes' default probe timeout (1 s). */
+const PING_WITHIN_MS = 250;
+/** A Redis reply this recent (a beat of the loop, a PING) needs no new PING. */
+const FRESH_REPLY_MS = 1000;
+
+export interface HealthProbeDeps {
+  group: string;
+  consumer: string;
+  streams: readonly string[];
+  commands: StreamCommands;
+  /** Each reader's streams and how its loop is doing. */
+  readers: () => { streams: readonly string[]; vitals: LoopVitals }[];
+  state: () => RedisStreamsHealth['state'];
+}
+
+/**
+ * Builds what `server.health()` reports. "Redis unreachable" starts at the earliest of: a
+ * connection not ready, every call of a loop failing, or a PING of this probe left unanswered
+ * (a frozen server or a network black hole keeps the connection open and answers nothing: the
+ * loop alone would notice only when its park times out).
+ */
+export class HealthProbe {
+  readonly stats: GroupStats;
+  private lanesDownSince: number | undefined;
+  /** Since when a PING of this probe has gone unanswered; undefined once one is answered. */
+  private silentSince: number | undefined;
+  private lastReplyAt = 0;
+  private pinging: Promise<boolean> | undefined;
+
+  constructor(private readonly d: HealthProbeDeps) {
+    this.stats = new GroupStats(d.streams, (stream) => d.commands.groupInfo(stream));
+  }
+
+  /** The connections' state, as the server's status reports it. */
+  lanesReady(ready: boolean): void {
+    if (ready) this.lanesDownSince = undefined;
+    else this.lanesDownSince ??= Date.now();
+  }
+
+  async snapshot(options: { maxStatsAgeMs?: number; stats?: boolean }): Promise<RedisStreamsHealth> {
+    const state = this.d.state();
+    let readers = this.d.readers();
+    const lastBeat = Math.max(0, ...readers.map((r) => r.vitals.lastBeatAt ?? 0));
+    if (state !== 'stopped' && this.lanesDownSince === undefined) await this.ping(lastBeat);
+    let statsError: string | undefined;
+    if (options.stats !== false && state !== 'stopped') statsError = await this.readStats(options.maxStatsAgeMs ?? 1000);
+    readers = this.d.readers();
+    const now = Date.now();
+    const downSince = Math.min(this.lanesDownSince ?? Infinity, this.silentSince ?? Infinity, ...readers.map((r) => r.vitals.failingSince ?? Infinity));
+    const latest = this.stats.latest();
+    const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
+    return {
+      state,
+      group: this.d.group,
+      consumer: this.d.consumer,
+      redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
+      streams: readers.flatMap(({ streams, vitals }) =>
+        streams.map((stream) => ({
+          stream,
+          lag: figures.get(stream)?.lag ?? null,
+          pending: figures.get(stream)?.pending ?? null,
+          inHand: vitals.inHand.get(stream) ?? 0,
+          lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
+        })),
+      ),
+      statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
+      ...(statsError ? { statsError } : {}),
+    };
+  }
+
+  /** A PING when Redis has not been heard from for a second; unanswered within PING_WITHIN_MS, Redis counts as silent since it was sent. */
+  private async ping(lastBeat: number): Promise<void> {
+    if (this.silentSince === undefined && Date.now() - Math.max(lastBeat, this.lastReplyAt) < FRESH_REPLY_MS) return;
+    const sentAt = Date.now();
+    this.pinging ??= this.d.commands.ping().then(
+      () => {
+        this.lastReplyAt = Date.now();
+        this.silentSince = undefined;
+        return true;
+      },
+      () => false,
+    ).finally(() => (this.pinging = undefined));
+    if (!(await within(this.pinging, PING_WITHIN_MS, false))) this.silentSince ??= sentAt;
+  }
+
+  /** Refreshes the lag and pending figures; says why when they could not be. */
+  private async readStats(maxAgeMs: number): Promise<string | undefined> {
+    if (this.lanesDownSince !== undefined || this.silentSince !== undefined) return 'Redis unreachable';
+    return within(
+      this.stats.get(maxAgeMs).then(
+        () => undefined,
+        (err: unknown) => describeError(err),
+      ),
+      STATS_WITHIN_MS,
+      `no answer to XINFO GROUPS within ${STATS_WITHIN_MS} ms`,
+    );
+  }
+}
