@@ -9,6 +9,8 @@
 //
 // REDIS_CLUSTER_URLS (comma-separated node URLs) runs it on that cluster instead, --cluster or not;
 // STREAMS_PARTITIONS=n makes the `orders` stream n partitions (worker and producer alike).
+// The worker answers /health/live, /health/ready and /metrics on HEALTH_PORT (a free loopback
+// port unless set; HEALTH_HOST, HEALTH_MAX_LAG, HEALTH_MAX_PENDING, HEALTH_REDIS_DOWN_MS pass through).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -56,9 +58,21 @@ say(`redis   ${where}${throwaway}`);
 if (partitions !== undefined) say(`stream  "orders" in ${partitions} partitions: ${streams.join(', ')}`);
 // Where the worker and the producer connect: the cluster wins over REDIS_URL in both.
 const redisEnv = clusterUrls ? { REDIS_CLUSTER_URLS: clusterUrls.join(',') } : { REDIS_URL: redisUrl };
+// The worker's health and metrics listener (loopback unless HEALTH_HOST says otherwise).
+const healthPort = process.env.HEALTH_PORT?.trim() || String(await freePort());
+const healthHost = process.env.HEALTH_HOST?.trim() || '127.0.0.1';
+const healthBase = `http://${healthHost.includes(':') ? `[${healthHost}]` : healthHost}:${healthPort}`;
+say(`health  ${healthBase}/health/ready (and /health/live)  metrics ${healthBase}/metrics`);
 
 const worker = spawn(process.execPath, [join(root, 'dist/apps/orders-worker/main.js')], {
-  env: { ...process.env, ...redisEnv, STREAMS_GROUP: group, STREAMS_CONSUMER: process.env.STREAMS_CONSUMER || 'demo-worker-1', DEMO_WORK_MS: process.env.DEMO_WORK_MS || '5' },
+  env: {
+    ...process.env,
+    ...redisEnv,
+    STREAMS_GROUP: group,
+    STREAMS_CONSUMER: process.env.STREAMS_CONSUMER || 'demo-worker-1',
+    DEMO_WORK_MS: process.env.DEMO_WORK_MS || '5',
+    HEALTH_PORT: healthPort,
+  },
   stdio: ['ignore', 'pipe', 'pipe'],
   detached: true, // Ctrl-C reaches us; we stop the worker first, then Redis, so the order in hand is acked.
 });
@@ -114,10 +128,58 @@ if (partitions !== undefined) {
   const written = await writtenPerStream();
   say(`per partition: ${streams.map((key, i) => `${key} ${written[i]}`).join(', ')}`);
 }
+await showHealth();
 if (args.once) await stop('--once');
 else {
   const cli = clusterUrls ? `redis-cli -c -u ${clusterUrls[0]}` : `redis-cli -u ${redisUrl}`;
   say(`the worker keeps listening: try \`${cli} XADD '${streams[0]}' "*" order_id 42 status pending\`; Ctrl-C to stop`);
+  say(`health and metrics meanwhile: curl ${healthBase}/health/ready ; curl ${healthBase}/metrics`);
+}
+
+/** What the worker's /health/ready and /metrics answer now (a line each); never fails the demo. */
+async function showHealth() {
+  const get = async (path) => {
+    const res = await fetch(`${healthBase}${path}`, { signal: AbortSignal.timeout(5000) });
+    return { status: res.status, text: await res.text() };
+  };
+  try {
+    const ready = await get('/health/ready');
+    const figures = JSON.parse(ready.text).details?.['orders-worker'];
+    const mine = (figures?.streams ?? []).filter((s) => streams.includes(s.stream));
+    const lag = mine.reduce((sum, s) => sum + (s.lag ?? 0), 0);
+    const pending = mine.reduce((sum, s) => sum + (s.pending ?? 0), 0);
+    say(`health  GET /health/ready: ${ready.status} ${figures?.status ?? '?'} (state ${figures?.state ?? '?'}, lag ${lag}, pending ${pending})`);
+  } catch (err) {
+    say(`health  GET /health/ready: no answer (${err.message})`);
+  }
+  try {
+    // The counter is reported just after the ack: give it a moment to catch up with the last orders.
+    let acked = 0;
+    let status;
+    const deadline = Date.now() + 2000;
+    do {
+      const scrape = await get('/metrics');
+      status = scrape.status;
+      acked = ackedIn(scrape.text);
+      if (acked >= total || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (status === 200);
+    say(`metrics GET /metrics: ${status}, messaging_client_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`);
+  } catch (err) {
+    say(`metrics GET /metrics: no answer (${err.message})`);
+  }
+}
+
+/** Sum of the worker's acked-entries counter over the `orders` stream's keys, from Prometheus text. */
+function ackedIn(text) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^messaging_client_consumed_messages_total\{(.*)\} (\S+)$/.exec(line);
+    if (!m || !m[1].includes('messaging_redis_streams_outcome="acked"')) continue;
+    const destination = /messaging_destination_name="((?:[^"\\]|\\.)*)"/.exec(m[1])?.[1];
+    if (destination !== undefined && streams.includes(destination.replace(/\\(.)/g, '$1'))) sum += Number(m[2]);
+  }
+  return sum;
 }
 
 /** Lag and pending of the worker's group, summed over the stream's keys (XINFO GROUPS is per key). */

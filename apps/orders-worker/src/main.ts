@@ -1,18 +1,55 @@
 import 'reflect-metadata';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { MicroserviceOptions } from '@nestjs/microservices';
 import { RedisStreamsServer } from 'nestjs-redis-streams';
+import { healthBaseUrl, healthConfig, type HealthConfig } from './health-config.js';
 import { OrdersWorkerModule } from './orders-worker.module.js';
 import { workerConfig } from './worker-config.js';
 
 async function bootstrap(): Promise<void> {
   const { transport, connection, demo, ordersPartitions } = workerConfig();
-  const app = await NestFactory.createMicroservice<MicroserviceOptions>(OrdersWorkerModule.register(demo, connection, ordersPartitions), {
+  const health = healthConfig();
+  const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions);
+  if (health) return hybrid(orders, new RedisStreamsServer(transport), health);
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(orders, {
     strategy: new RedisStreamsServer(transport),
   });
   // SIGTERM/SIGINT: finish and ack the entry in hand, close Redis, exit 0.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
   await app.listen();
+}
+
+/**
+ * With HEALTH_PORT: the same worker as a hybrid app, the transport connected to a small HTTP
+ * app that answers `/health/live`, `/health/ready` and `/metrics` (Prometheus text).
+ */
+async function hybrid(orders: DynamicModule, server: RedisStreamsServer, health: HealthConfig): Promise<void> {
+  // Loaded only here: a worker without HEALTH_PORT never loads Express, Terminus or the OpenTelemetry SDK.
+  const [{ metrics }, { MeterProvider }, { PrometheusExporter }, { HealthModule }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-metrics'),
+    import('@opentelemetry/exporter-prometheus'),
+    import('./health.module.js'),
+  ]);
+  // Registered before the transport starts: it reports its metrics to the global MeterProvider it finds then.
+  // `/metrics` collects on request; the exporter opens no port of its own.
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
+
+  @Module({ imports: [orders, HealthModule.register(server, health.thresholds, exporter)] })
+  class OrdersWorkerHttpModule {}
+
+  const app = await NestFactory.create(OrdersWorkerHttpModule);
+  app.connectMicroservice<MicroserviceOptions>({ strategy: server }, { inheritAppConfig: true });
+  // SIGTERM/SIGINT: stop answering HTTP, finish and ack the entry in hand, close Redis, exit 0.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
+  // HTTP first: while the consumer starts (on a cluster, every slot's group must exist first),
+  // /health/live already answers and /health/ready says "starting" (503), rather than no answer.
+  await app.listen(health.port, health.host);
+  const base = healthBaseUrl(health);
+  Logger.log(`health ${base}/health/live ${base}/health/ready, metrics ${base}/metrics`, 'orders-worker');
+  await app.startAllMicroservices();
 }
 
 bootstrap().catch((err: unknown) => {
