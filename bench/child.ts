@@ -15,6 +15,10 @@ interface Args extends ConsumerOptions {
   ioMs?: number;
   /** Count round trips and sample allocations (slower: a separate run). */
   profile?: boolean;
+  /** Run with `@opentelemetry/api` unresolvable (the parent adds the hook that hides it). */
+  hideOtel?: boolean;
+  /** Register an OpenTelemetry SDK (spans and metrics recorded, exported nowhere), as an app that traces would. */
+  otelSdk?: boolean;
 }
 
 const args = JSON.parse(process.argv[2]!) as Args;
@@ -34,6 +38,27 @@ if (args.profile) {
     else if (!seen.has(stream)) (seen.add(stream), counters.roundTrips++);
     return original.apply(this, args);
   };
+}
+
+/** Whether this process can load `@opentelemetry/api` (the telemetry bench checks its variants are what they claim). */
+const otelApi = await import('@opentelemetry/api').then(
+  () => true,
+  () => false,
+);
+if (args.otelSdk) await registerOtelSdk();
+
+async function registerOtelSdk(): Promise<void> {
+  const { metrics, trace } = await import('@opentelemetry/api');
+  const { BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+  // Spans batched and dropped: the transport's cost of recording them, not an exporter's.
+  const discard = { export: (_spans: unknown, done: (r: { code: number }) => void) => done({ code: 0 }), shutdown: () => Promise.resolve() };
+  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: discard })] }));
+  class Reader extends MetricReader {
+    protected onForceFlush = () => Promise.resolve();
+    protected onShutdown = () => Promise.resolve();
+  }
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new Reader()] }));
 }
 
 async function drain(): Promise<void> {
@@ -73,6 +98,7 @@ async function drain(): Promise<void> {
     // The consumer process's own CPU (user + system) per entry: steadier than wall time on a shared machine.
     cpuUsPerEntry: (cpu.user + cpu.system) / n,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
+    otelApi,
     ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
   });
 }

@@ -1,7 +1,8 @@
-// npm run bench [-- --smoke] [-- --only cluster]: every system on the same throwaway redis-server, in one run,
+// npm run bench [-- --smoke] [-- --only cluster|telemetry]: every system on the same throwaway redis-server, in one run,
 // reported as ratios to the raw ioredis loop measured in that same run; then the Redis Cluster section
 // (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone and replaces it
-// in the existing results file, keeping the rest.
+// in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost section
+// alone (results/telemetry.md).
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { ClientProxyFactory, Transport, type ClientProxy } from '@nestjs/microservices';
@@ -22,7 +23,7 @@ import type { SystemName } from './systems.js';
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && flags.only !== 'cluster') throw new Error(`bench: --only takes "cluster", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && flags.only !== 'cluster' && flags.only !== 'telemetry') throw new Error(`bench: --only takes "cluster" or "telemetry", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 2_000 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -34,6 +35,7 @@ const SIZE = {
 };
 const BATCH = 100;
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
+const HIDE_OTEL = fileURLToPath(new URL('./hide-otel-api.mjs', pathToBench()));
 const OTHER_TRANSPORTS_CHECKED = ['@tamimaj/nestjs-redis-streams', 'nestjs-redis-stream-microservice', '@stijlbreuk/nestjs-redis-streams-transport'];
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -85,6 +87,14 @@ const fresh = (what: string) => `bench-${what}-${++uniq}`;
 
 // ---------------------------------------------------------------------------------------------
 log(`redis-server ${redis.url}; ${smoke ? 'SMOKE sizes' : 'full sizes'}`);
+if (flags.only === 'telemetry') {
+  const markdown = telemetryMarkdown(await telemetryCost());
+  process.stdout.write(markdown + '\n');
+  writeFileSync(new URL(`./results/telemetry${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
+  admin.disconnect();
+  await redis.stop();
+  process.exit(0);
+}
 const ceiling = redisBenchmarkXadd();
 
 // The raw loop and this transport take turns, DRAIN_ROUNDS times, and each reports its median:
@@ -109,6 +119,8 @@ for (const [system, runs] of drainRuns) {
     runs: runs.map((r) => Math.round(r.msgsPerSec)),
   };
 }
+
+const telemetry = await telemetryCost();
 
 log('per-entry costs');
 for (const system of ['raw-ioredis', 'nestjs-redis-streams'] as const) {
@@ -178,6 +190,7 @@ const result = {
   recovery: { minIdleMs, blockMs, floorMs: minIdleMs + blockMs },
   targets,
   otherTransportsChecked: OTHER_TRANSPORTS_CHECKED,
+  telemetry,
   cluster,
 };
 const markdown = toMarkdown(result);
@@ -191,6 +204,57 @@ await redis.stop();
 process.exit(0);
 
 // ---------------------------------------------------------------------------------------------
+
+type TelemetryVariant = 'no API' | 'API, telemetry: false' | 'API, no SDK' | 'API + SDK';
+interface TelemetryCost {
+  n: number;
+  rounds: number;
+  /** Median drain msgs/s and CPU µs per entry of each variant, and every run's msgs/s. */
+  variants: { variant: TelemetryVariant; msgsPerSec: number; cpuUsPerEntry: number; runs: number[] }[];
+}
+
+/**
+ * What OpenTelemetry costs the drain: without `@opentelemetry/api` (hidden from the child), with
+ * it but no SDK (the nil-cost promise), and with an SDK recording spans and metrics. The three
+ * take turns, round after round, and report medians.
+ */
+async function telemetryCost(): Promise<TelemetryCost> {
+  log('OpenTelemetry cost (nestjs-redis-streams drain: no API / API, telemetry off / API without SDK / API + SDK)');
+  const variants: TelemetryVariant[] = ['no API', 'API, telemetry: false', 'API, no SDK', 'API + SDK'];
+  const runs = new Map<TelemetryVariant, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
+  for (let round = 0; round < SIZE.drainRounds; round++) {
+    // A different variant goes first each round: no variant gets the machine's warmest or coldest slot every time.
+    for (const variant of [...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)]) {
+      const key = fresh('otel');
+      await preload('nestjs-redis-streams', key, SIZE.drain);
+      const result = await child({ mode: 'drain', system: 'nestjs-redis-streams', key, n: SIZE.drain, batchSize: BATCH, concurrency: 1, hideOtel: variant === 'no API', otelSdk: variant === 'API + SDK', ...(variant === 'API, telemetry: false' ? { telemetry: false } : {}) });
+      // The variant must be what it claims: the hook really hid the API, or it really was there.
+      if (result.otelApi !== (variant !== 'no API')) throw new Error(`bench: variant "${variant}" ran with @opentelemetry/api ${result.otelApi ? 'present' : 'absent'}`);
+      runs.set(variant, [...(runs.get(variant) ?? []), result]);
+      log(`  ${variant}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
+      await cleanup('nestjs-redis-streams', key);
+    }
+  }
+  return {
+    n: SIZE.drain,
+    rounds: SIZE.drainRounds,
+    variants: variants.map((variant) => {
+      const r = runs.get(variant)!;
+      return { variant, msgsPerSec: median(r.map((x) => x.msgsPerSec)), cpuUsPerEntry: median(r.map((x) => x.cpuUsPerEntry)), runs: r.map((x) => Math.round(x.msgsPerSec)) };
+    }),
+  };
+}
+
+function telemetryMarkdown(t: TelemetryCost): string {
+  const base = t.variants[0]!;
+  return [
+    `OpenTelemetry cost: drain of ${t.n.toLocaleString('en-US')} entries, batch ${BATCH}, no-op handler, the variants taking turns ${t.rounds} times, medians (× the run without the API).`,
+    '',
+    '| nestjs-redis-streams | drain msgs/s | × no API | CPU µs / entry | runs msgs/s |',
+    '| --- | ---: | ---: | ---: | --- |',
+    ...t.variants.map((v) => `| ${v.variant} | ${Math.round(v.msgsPerSec).toLocaleString('en-US')} | ${(v.msgsPerSec / base.msgsPerSec).toFixed(2)}× | ${v.cpuUsPerEntry.toFixed(1)} | ${v.runs.join(', ')} |`),
+  ].join('\n');
+}
 
 /** The bench sources' folder (results live beside them, not in the build output). */
 function pathToBench(): URL {
@@ -248,7 +312,7 @@ async function child(args: Record<string, unknown>): Promise<any> {
 }
 
 function spawnChild(args: Record<string, unknown>): ChildProcess {
-  const proc = spawn(process.execPath, [CHILD, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), CHILD, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   return proc;
@@ -458,6 +522,8 @@ function toMarkdown(r: typeof result): string {
     ...r.scaling.map((s) => `| ${s.system} | ${s.concurrency} | ${n(s.msgsPerSec)} |`),
     '',
     `Targets: drain ${targets.drainVsRaw.toFixed(2)}× the raw loop (floor 0.8×), ${targets.drainVsBullmq.toFixed(2)}× BullMQ at concurrency 1 (floor 3×).`,
+    '',
+    telemetryMarkdown(r.telemetry),
     '',
     clusterMarkdown(r.cluster),
   ];

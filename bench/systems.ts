@@ -23,6 +23,8 @@ export interface ConsumerOptions {
   cluster?: string[];
   /** nestjs-redis-streams: read `key` as a partitioned stream, `@StreamPattern(key, { partitions })`. */
   partitions?: number;
+  /** nestjs-redis-streams: its `telemetry` option (default true). */
+  telemetry?: boolean;
 }
 
 export interface RunningConsumer {
@@ -47,6 +49,7 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
             concurrency: o.concurrency,
             blockMs: o.blockMs ?? 1000,
             minIdleMs: o.minIdleMs ?? 30_000,
+            ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
           }),
         },
         StreamPattern(o.key, o.partitions === undefined ? undefined : { partitions: o.partitions }),
