@@ -1,0 +1,52 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, Payload } from '@nestjs/microservices';
+import { checkReadiness, partitionKeys, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+@Controller()
+class ThreePartitions {
+  constructor(private readonly recorder: Recorder) {}
+  @StreamPattern('jobs', { partitions: 3 })
+  jobs(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+}
+
+// Runs on one node and on a cluster, where the three partitions are three slots, each its own reader.
+describe('server.health() of a partitioned stream', () => {
+  it('reports every partition’s lag, pending and entries in hand; readiness follows them down and up', async () => {
+    const prefix = uniquePrefix();
+    const keys = partitionKeys(prefix, 'jobs', 3);
+    const admin = redis.client();
+    for (const key of keys) for (let n = 0; n < 6; n++) await admin.xadd(key, '*', 'n', String(n));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    onTestFinished(() => release());
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }, { controllers: [ThreePartitions] });
+    app.recorder.behavior = (call) => (call.pattern === 'jobs' ? released : undefined);
+    await waitFor(() => app.recorder.calls.length >= 1, { message: 'a job in hand' });
+
+    const health = await app.server.health({ maxStatsAgeMs: 0 });
+    const jobs = health.streams.filter((s) => keys.includes(s.stream));
+    expect(jobs.map((s) => s.stream).sort()).toEqual([...keys].sort());
+    // Each partition's figures are its own: every pending entry is in this consumer's hands, the rest waits.
+    for (const s of jobs) {
+      expect(s.pending).toBe(s.inHand);
+      expect(s.lag! + s.pending!).toBe(6);
+    }
+    expect(jobs.some((s) => s.inHand === 2)).toBe(true);
+    expect(checkReadiness(health, { maxLag: 3 }).up).toBe(false);
+
+    release();
+    await waitFor(async () => checkReadiness(await app.server.health({ maxStatsAgeMs: 0 }), { maxLag: 0, maxPending: 0 }).up, { message: 'drained and ready' });
+    expect(app.recorder.calls.filter((c) => c.pattern === 'jobs')).toHaveLength(18);
+  });
+});
