@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -333,6 +334,27 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
     // The listener closed with the app.
     await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
+  });
+
+  it('SIGTERM with a half-sent HTTP request open: the worker still stops at once, taking no new orders', async () => {
+    const { group, stream, env } = names();
+    const port = await freePort();
+    const worker = startWorker({ ...env, REDIS_URL: redis.url, HEALTH_PORT: String(port), STREAMS_BLOCK_MS: '200' });
+    await started(worker, port);
+    // A probe (or anyone) that sent part of a request and waits: the HTTP server must not wait for it.
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n');
+    socket.on('error', () => {});
+    onTestFinished(() => void socket.destroy());
+    const stoppedAt = Date.now();
+    worker.proc.kill('SIGTERM');
+    const exited = await Promise.race([worker.exit, new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 5000))]);
+    expect(exited).toBe(0);
+    expect(Date.now() - stoppedAt).toBeLessThan(5000);
+    const r = redis.client();
+    await addOrders(r, stream, 1, 1001);
+    expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
   });
 
   it.skipIf(process.platform !== 'linux')('without HEALTH_PORT opens no port; with it, only HEALTH_PORT on loopback', async () => {

@@ -87,6 +87,42 @@ describe('server.health()', () => {
     });
   });
 
+  it('a key Redis refuses (WRONGTYPE) is not "Redis unreachable": liveness stays up, readiness is down naming the refusal', async () => {
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, retryMaxDelayMs: 100 });
+    const admin = redis.client();
+    await admin.del(app.key());
+    await admin.set(app.key(), 'not a stream');
+    const health = await waitFor(async () => {
+      const h = await app.server.health({ stats: false });
+      return h.loopError !== undefined && h;
+    }, { message: 'the refusal reported' });
+    expect(health.loopError).toMatch(/WRONGTYPE/);
+    expect(health.redisDownForMs).toBe(0);
+    expect(checkLiveness(health, { redisDownMs: 0 }).up).toBe(true);
+    expect(checkReadiness(health).reasons).toEqual([expect.stringMatching(/^Redis refuses the consumer's calls: .*WRONGTYPE/)]);
+  });
+
+  it('readiness with maxLag is down while Redis reports no lag (entries deleted past the group’s last read)', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const ids: string[] = [];
+    for (let n = 0; n < 30; n++) ids.push((await admin.xadd(`${prefix}orders`, '*', 'n', String(n))) as string);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false });
+    app.recorder.behavior = () => released;
+    try {
+      await waitFor(() => app.recorder.calls.length === 1, { message: 'an entry in hand' });
+      await admin.xdel(app.key(), ids[20]!);
+      const health = await app.server.health({ maxStatsAgeMs: 0 });
+      expect(health.streams.find((s) => s.stream === app.key())!.lag).toBeNull();
+      expect(checkReadiness(health, { maxLag: 1000 }).reasons).toEqual([expect.stringMatching(/lag unknown/)]);
+      expect(checkReadiness(health).up).toBe(true);
+    } finally {
+      release(); // before afterEach closes the app, which waits for the entry in hand
+    }
+  });
+
   it('says stopped once closed', async () => {
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50 });
     await app.close();

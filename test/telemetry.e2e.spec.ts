@@ -169,6 +169,18 @@ describe('OpenTelemetry traces', () => {
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
   });
 
+  it('an entry refused before decoding (too large) still has the producer’s send span as parent', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 200 });
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(client.emit('orders', { blob: 'x'.repeat(500) }));
+    await waitFor(() => spanNamed(`process ${app.key()}`).length === 1, { message: 'the span' });
+    const [send] = spanNamed(`send ${app.key()}`);
+    const [span] = spanNamed(`process ${app.key()}`);
+    expect(span!.attributes['messaging.redis_streams.outcome']).toBe('dead-lettered');
+    expect(parentOf(span!)).toBe(send!.spanContext().spanId);
+  });
+
   it('telemetry: false reports nothing, on either side', async () => {
     const prefix = uniquePrefix();
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, telemetry: false });
@@ -229,6 +241,10 @@ describe('OpenTelemetry metrics', () => {
     expect(lag.map((p) => p.value)).toEqual([7]);
     expect(pending.map((p) => p.value)).toEqual([5]);
     expect(lag[0]!.attributes).toEqual({ 'messaging.system': 'redis', 'messaging.destination.name': app.key('payments'), 'messaging.consumer.group.name': 'g' });
+    // How old the figures are: what tells a frozen reading from a fresh one (an exporter repeats the last values).
+    const age = (await collect('messaging.redis_streams.stats.age'))?.dataPoints.filter((p) => p.attributes['messaging.consumer.group.name'] === 'g') ?? [];
+    expect(age.length).toBeGreaterThan(0);
+    expect(age.every((p) => typeof p.value === 'number' && p.value >= 0 && p.value < 10)).toBe(true);
     release();
     await waitFor(() => app.settled.length === 12, { message: 'all settled' });
   });

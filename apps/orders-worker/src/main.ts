@@ -40,7 +40,9 @@ async function hybrid(orders: DynamicModule, server: RedisStreamsServer, health:
   @Module({ imports: [orders, HealthModule.register(server, health.thresholds, exporter)] })
   class OrdersWorkerHttpModule {}
 
-  const app = await NestFactory.create(OrdersWorkerHttpModule);
+  // forceCloseConnections: a probe's half-sent request (or an idle keep-alive) must not hold the
+  // shutdown, during which the consumer, closed after the HTTP side, would keep taking orders.
+  const app = await NestFactory.create(OrdersWorkerHttpModule, { forceCloseConnections: true });
   app.connectMicroservice<MicroserviceOptions>({ strategy: server }, { inheritAppConfig: true });
   // SIGTERM/SIGINT: stop answering HTTP, finish and ack the entry in hand, close Redis, exit 0.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });

@@ -15,7 +15,7 @@ import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import { RedisStreamsRecord } from './record.js';
 import { partitionKey, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
-import { loadOtelApi } from '../telemetry/otel-api.js';
+import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
 
 /** Events of `client.on(...)`. */
@@ -45,7 +45,10 @@ export class RedisStreamsClient extends ClientProxy {
   private readonly nextPartition = new Map<string, number>();
   /** This client's reply stream. */
   readonly replyStream: string;
-  private telemetry: Promise<ProducerTelemetry | undefined> | undefined;
+  /** `@opentelemetry/api`, once `connect()` looked for it (undefined: absent, or `telemetry: false`). */
+  private api: OtelApi | undefined;
+  private producerTelemetry: ProducerTelemetry | undefined;
+  private apiLookedFor = false;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -54,7 +57,12 @@ export class RedisStreamsClient extends ClientProxy {
   }
 
   /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
-  connect(): Promise<void> {
+  async connect(): Promise<void> {
+    if (this.options.telemetry && !this.apiLookedFor) {
+      this.apiLookedFor = true;
+      this.api = await loadOtelApi();
+      if (this.api) this.producerTelemetry ??= new ProducerTelemetry(this.api);
+    }
     if (!this.lanes) {
       const lanes = (this.lanes = new Lanes({
         connection: this.options.connection,
@@ -77,9 +85,12 @@ export class RedisStreamsClient extends ClientProxy {
         ttlMs: this.options.replyTtlMs,
         deserializer: this.options.deserializer,
         logger: this.logger,
+        detached: (start) => {
+          const api = this.api;
+          return api ? api.context.with(api.ROOT_CONTEXT, start) : start();
+        },
       });
     }
-    return Promise.resolve();
   }
 
   /** Fails requests still waiting, deletes the reply stream, closes both connections. */
@@ -127,8 +138,9 @@ export class RedisStreamsClient extends ClientProxy {
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       return this.append(stream, packet.pattern, fields);
     };
-    const telemetry = await (this.telemetry ??= this.options.telemetry ? loadOtelApi().then((api) => api && new ProducerTelemetry(api)) : Promise.resolve(undefined));
-    return telemetry ? telemetry.send(stream, correlationId, append) : append();
+    await this.connect();
+    const telemetry = this.producerTelemetry;
+    return telemetry ? telemetry.send(stream, correlationId, record.headers, append) : append();
   }
 
   /**

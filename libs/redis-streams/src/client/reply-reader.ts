@@ -21,6 +21,11 @@ export interface ReplyReaderDeps {
   ttlMs: number;
   deserializer: Deserializer<string, unknown>;
   logger: LoggerService;
+  /**
+   * Starts the read loop outside the caller's trace context: the first `send` starts it, and
+   * every read for the client's lifetime would otherwise count as part of that one request.
+   */
+  detached?: <T>(start: () => T) => T;
 }
 
 /**
@@ -43,7 +48,7 @@ export class ReplyReader {
       return () => {};
     }
     this.waiting.set(correlationId, callback);
-    this.loop ??= this.run();
+    this.loop ??= this.d.detached ? this.d.detached(() => this.run()) : this.run();
     return () => this.waiting.delete(correlationId);
   }
 

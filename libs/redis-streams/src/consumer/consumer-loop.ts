@@ -2,13 +2,14 @@ import type { LoggerService } from '@nestjs/common';
 import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
-import { isRetryable, UnsupportedServerError } from '../redis/redis-errors.js';
+import { isErrorReply, isRetryable, UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/replies.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
+import { describeError } from '../describe-error.js';
 import { within } from '../within.js';
 import { Lease } from './lease.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -49,8 +50,10 @@ export interface ConsumerLoopDeps {
 export interface LoopVitals {
   /** When a step of the loop last succeeded (its groups checked, a read, a reclaim, a beat); undefined before the first. */
   lastBeatAt: number | undefined;
-  /** Since when the loop's Redis calls fail without a success in between; undefined while they succeed. */
+  /** Since when the loop's Redis calls fail for want of Redis (connection, timeout) without a success in between; undefined while they succeed. */
   failingSince: number | undefined;
+  /** Redis answers but refuses the loop's calls (WRONGTYPE, NOPERM…: needs a human, not a restart): the last refusal, until a success. */
+  refusal: string | undefined;
   /** Entries fetched and not yet settled, per stream. */
   inHand: Map<string, number>;
 }
@@ -91,6 +94,7 @@ export class ConsumerLoop {
   private readonly batchDeps: BatchSettlerDeps;
   private lastBeatAt: number | undefined;
   private failingSince: number | undefined;
+  private refusal: string | undefined;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     const onSettled = (event: SettledEvent) => {
@@ -133,7 +137,12 @@ export class ConsumerLoop {
         resetOnSuccess: true,
         delay: (error: unknown, attempt: number) => {
           if (this.stopping) return EMPTY;
-          this.failingSince ??= Date.now();
+          // An error reply proves Redis is reachable: only a missing answer counts toward "unreachable".
+          if (!isErrorReply(error)) this.failingSince ??= Date.now();
+          else {
+            this.failingSince = undefined;
+            if (!isRetryable(error, this.d.onCluster)) this.refusal = describeError(error);
+          }
           const retryInMs = isRetryable(error, this.d.onCluster)
             ? Math.min(retryMaxDelayMs, retryInitialDelayMs * 2 ** (attempt - 1))
             : retryMaxDelayMs;
@@ -152,12 +161,13 @@ export class ConsumerLoop {
   }
 
   vitals(): LoopVitals {
-    return { lastBeatAt: this.lastBeatAt, failingSince: this.failingSince, inHand: this.lease.counts() };
+    return { lastBeatAt: this.lastBeatAt, failingSince: this.failingSince, refusal: this.refusal, inHand: this.lease.counts() };
   }
 
   private beat(): void {
     this.lastBeatAt = Date.now();
     this.failingSince = undefined;
+    this.refusal = undefined;
   }
 
   /** Entries fetched and not yet settled. */

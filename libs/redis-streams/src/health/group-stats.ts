@@ -42,7 +42,7 @@ export class GroupStats {
 
   private async refresh(): Promise<GroupStatsReading> {
     const infos = await Promise.all(this.streams.map((stream) => this.read(stream)));
-    // A stream or group not there (yet, or lost with the server's data, until the loop re-creates it): lag unknown, nothing pending.
+    // A group not there (lost with the server's data, until the loop re-creates it): lag unknown, nothing pending.
     const stats = this.streams.map((stream, i) => ({ stream, lag: infos[i] ? infos[i].lag : null, pending: infos[i]?.pending ?? 0 }));
     return (this.last = { stats, at: Date.now() });
   }

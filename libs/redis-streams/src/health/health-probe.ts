@@ -56,6 +56,7 @@ export class HealthProbe {
     readers = this.d.readers();
     const now = Date.now();
     const downSince = Math.min(this.lanesDownSince ?? Infinity, this.silentSince ?? Infinity, ...readers.map((r) => r.vitals.failingSince ?? Infinity));
+    const loopError = readers.map((r) => r.vitals.refusal).find((r) => r !== undefined);
     const latest = this.stats.latest();
     const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
     return {
@@ -74,6 +75,7 @@ export class HealthProbe {
       ),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
       ...(statsError ? { statsError } : {}),
+      ...(loopError ? { loopError } : {}),
     };
   }
 

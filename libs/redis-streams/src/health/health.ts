@@ -11,12 +11,14 @@ export interface RedisStreamsHealth {
   statsAgeMs: number | undefined;
   /** Why the figures are older than asked (Redis unreachable, XINFO refused). */
   statsError?: string;
+  /** Redis answers but refuses a loop's calls (WRONGTYPE, NOPERM…): what it said. Not "unreachable": a restart cannot mend it. */
+  loopError?: string;
 }
 
 /** One stream this consumer reads. */
 export interface StreamHealth {
   stream: string;
-  /** Entries of the stream not yet delivered to the group; null when unknown (not read yet, or Redis cannot tell). */
+  /** Entries of the stream not yet delivered to the group; null when unknown (not read yet, or Redis cannot tell: entries deleted past the group's last read). */
   lag: number | null;
   /** Entries delivered to the group and not yet acked (all consumers); null when not read yet. */
   pending: number | null;
@@ -57,9 +59,12 @@ export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThre
 export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
   const { reasons } = checkLiveness(health, thresholds);
   if (health.state === 'starting') reasons.push('the consumer is starting');
+  if (health.loopError !== undefined) reasons.push(`Redis refuses the consumer's calls: ${health.loopError}`);
   const { maxLag, maxPending } = thresholds;
   for (const s of health.streams) {
     if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
+    // Redis gives no lag while entries were deleted past the group's last read (XDEL, a trim): not known to be within maxLag.
+    if (maxLag !== undefined && s.lag === null && health.statsAgeMs !== undefined) reasons.push(`stream "${s.stream}": lag unknown (Redis reports none: entries deleted past the group's last read)`);
     if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
   // Figures that could not be read now are not trusted: the last ones may be long gone.

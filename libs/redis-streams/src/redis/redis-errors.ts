@@ -33,6 +33,9 @@ export function isRetryable(err: unknown, onCluster = false): boolean {
   return !/^[A-Z]{3,}\b/.test(text);
 }
 
+/** Redis itself answered with this error (an upper-case prefix: WRONGTYPE, NOGROUP, LOADING …), as opposed to ioredis failing to reach it. */
+export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(message(err));
+
 /** ioredis' `commandTimeout` expired: no answer came (the command may still have run). */
 export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Command timed out';
 

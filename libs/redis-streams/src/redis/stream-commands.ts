@@ -160,12 +160,12 @@ export class StreamCommands {
     }
   }
 
-  /** This group's lag and pending count on `stream` (XINFO GROUPS); undefined when the stream or group is missing. */
+  /** This group's lag and pending count on `stream` (XINFO GROUPS); undefined when the group is missing. No stream: nothing waits. */
   async groupInfo(stream: string): Promise<GroupInfo | undefined> {
     try {
       return parseGroupInfo(await this.conn.xinfo('GROUPS', stream), this.group);
     } catch (err) {
-      if (err instanceof Error && /^ERR no such key/.test(err.message)) return undefined;
+      if (err instanceof Error && /^ERR no such key/.test(err.message)) return { lag: 0, pending: 0, lastDeliveredId: '0-0' };
       throw err;
     }
   }

@@ -186,7 +186,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         lanes,
         logger: this.logger,
         settle: (entry, source) => settle(settleDeps, entry, source),
-        onSettled: (event) => this.emit('settled', event),
+        onSettled: (event) => {
+          this.telemetry?.settled(event);
+          this.emit('settled', event);
+        },
         onDeleted: (stream, ids) => {
           this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
           this.emit('deleted', stream, ids);
@@ -236,7 +239,12 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     if (!this.options.telemetry) return;
     const api = await loadOtelApi();
     if (!api || this.closing) return;
-    settleDeps.telemetry = this.telemetry = new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
+    try {
+      settleDeps.telemetry = this.telemetry = new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
+    } catch (err) {
+      // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
+      this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
+    }
   }
 
   /**

@@ -2,9 +2,11 @@ import type { Attributes, Context, Counter, Exception, Histogram, MeterProvider,
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import { describeError } from '../describe-error.js';
 import type { GroupStats } from '../health/group-stats.js';
+import { FIELD } from '../codec/wire-format.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { observeGroupGauges } from './group-gauges.js';
 import type { OtelApi } from './otel-api.js';
+import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
 import { ATTR, DURATION_BUCKETS, errorType, METRIC, SCOPE, SYSTEM } from './semconv.js';
 
@@ -49,22 +51,42 @@ export class ConsumerTelemetry {
     this.tracer = api.trace.getTracer(SCOPE);
     this.presence = new SdkPresence(api);
     // The gauges report from the start, not from the first entry.
-    this.meters();
+    safely(api, 'meter provider', () => this.meters(), undefined);
   }
 
   /** The entry's trace; undefined when there is no SDK to report to. */
   start(entry: StreamEntry, source: DeliverySource): ProcessTrace | undefined {
     const tracing = this.presence.tracing;
-    const instruments = this.meters();
+    const instruments = safely(this.api, 'meter provider', () => this.meters(), undefined);
     if (!tracing && !instruments) return undefined;
     return new EntryTrace(this, entry, source, tracing, instruments);
   }
 
-  /** Records one settled entry's duration and outcome. */
-  measure(instruments: Instruments, stream: string, outcome: string, error: string | undefined, seconds: number): void {
-    const attrs = this.attributes(stream, outcome, error);
-    instruments.duration.record(seconds, attrs);
-    instruments.consumed.add(1, attrs);
+  /** How long each decided entry took, until its outcome is final (see `settled`). */
+  private readonly durations = new WeakMap<SettledEvent, number>();
+
+  /** The entry is decided (its span ended): its duration waits for the outcome to be final. */
+  decided(event: SettledEvent, seconds: number): void {
+    this.durations.set(event, seconds);
+  }
+
+  /**
+   * The outcome is final (an ack confirmed, a failure or dead letter reported): recorded now, so
+   * an entry whose ack was lost, or that `close()` abandoned, is not counted as acked (it runs
+   * again and is counted then).
+   */
+  settled(event: SettledEvent): void {
+    const seconds = this.durations.get(event);
+    if (seconds === undefined) return;
+    this.durations.delete(event);
+    safely(this.api, 'metric record', () => {
+      const instruments = this.meters();
+      if (!instruments) return;
+      const error = event.outcome === 'acked' ? undefined : errorType(event.error);
+      const attrs = this.attributes(event.stream, event.outcome, error);
+      instruments.duration.record(seconds, attrs);
+      instruments.consumed.add(1, attrs);
+    }, undefined);
   }
 
   dispose(): void {
@@ -127,6 +149,10 @@ class EntryTrace implements ProcessTrace {
 
   open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
     if (!this.tracing) return;
+    safely(this.t.api, 'span start', () => this.openSpan(headers, conversationId, partition), undefined);
+  }
+
+  private openSpan(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
     const { api, tracer } = this.t;
     const { entry } = this;
     // The producer's context is the parent; an entry without one (another producer) starts a trace.
@@ -150,14 +176,33 @@ class EntryTrace implements ProcessTrace {
 
   run<T>(work: () => Promise<T>): Promise<T> {
     const { api } = this.t;
-    return this.span ? api.context.with(api.trace.setSpan(this.parent, this.span), work) : work();
+    const span = this.span;
+    if (!span) return work();
+    // The handler runs exactly once: inside the span's context, or without it if the context manager fails.
+    let ran = false;
+    try {
+      return api.context.with(api.trace.setSpan(this.parent, span), () => {
+        ran = true;
+        return work();
+      });
+    } catch (err) {
+      if (ran) throw err;
+      safely(api, 'context manager', () => {
+        throw err;
+      }, undefined);
+      return work();
+    }
   }
 
   end(event: SettledEvent): void {
+    safely(this.t.api, 'span end', () => this.endSpan(event), undefined);
+  }
+
+  private endSpan(event: SettledEvent): void {
     const error = event.outcome === 'acked' ? undefined : event.error;
     const type = event.outcome === 'acked' ? undefined : errorType(error);
-    // Refused before decoding (too many deliveries, too large, malformed): a span of its own.
-    if (this.tracing && !this.span) this.open(undefined);
+    // Refused before decoding (too many deliveries, too large, malformed): still the producer's child when its headers say so.
+    if (this.tracing && !this.span) this.open(headersOf(this.entry));
     const span = this.span;
     if (span?.isRecording()) {
       span.setAttribute(ATTR.outcome, event.outcome);
@@ -170,7 +215,7 @@ class EntryTrace implements ProcessTrace {
       }
     }
     span?.end();
-    if (this.instruments) this.t.measure(this.instruments, this.entry.stream, event.outcome, type, (performance.now() - this.startedAt) / 1000);
+    if (this.instruments) this.t.decided(event, (performance.now() - this.startedAt) / 1000);
   }
 
   fail(error: unknown): void {
@@ -178,3 +223,25 @@ class EntryTrace implements ProcessTrace {
     this.end({ stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source: this.source, outcome: 'failed', error });
   }
 }
+
+/** The `headers` field of an entry settled without being decoded, if it is a JSON object of strings. */
+function headersOf(entry: StreamEntry): Record<string, string> | undefined {
+  const fields = entry.fields ?? [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] !== FIELD.headers) continue;
+    const raw = fields[i + 1]!;
+    // A too-large entry's headers are not parsed: that is what refusing it spares.
+    if (raw.length > MAX_HEADERS_CHARS) return undefined;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+      return Object.values(parsed).every((v) => typeof v === 'string') ? (parsed as Record<string, string>) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Headers longer than this are not read for a refused entry's span (a W3C context takes ~600 characters at most). */
+const MAX_HEADERS_CHARS = 8192;

@@ -6,17 +6,21 @@ import { ATTR, METRIC, SYSTEM } from './semconv.js';
 /** Gauges read XINFO GROUPS at most this often, however often they are collected. */
 export const GAUGE_STATS_MAX_AGE_MS = 5000;
 
-/** A collection waits this long for Redis; past it (Redis down) the gauges report nothing rather than stale figures. */
+/** A collection waits this long for Redis; past it (Redis down) the gauges report the last figures, and their age says how old. */
 const COLLECT_WITHIN_MS = 1000;
 
 /**
  * Observable gauges `messaging.redis_streams.lag` and `.pending` per stream of the group,
- * read only when the SDK collects (a scrape), from the shared {@link GroupStats}. Returns the
- * function that unregisters them.
+ * read only when the SDK collects (a scrape), from the shared {@link GroupStats}, and
+ * `messaging.redis_streams.stats.age`: how old those figures are (a cumulative exporter repeats
+ * the last values while Redis does not answer; the age is what tells). Returns the function
+ * that unregisters them.
  */
 export function observeGroupGauges(meter: Meter, stats: GroupStats, group: string): () => void {
   const lag = meter.createObservableGauge(METRIC.lag, { unit: '{message}', description: 'Entries of the stream not yet delivered to the consumer group' });
   const pending = meter.createObservableGauge(METRIC.pending, { unit: '{message}', description: 'Entries delivered to the consumer group and not yet acked' });
+  const age = meter.createObservableGauge(METRIC.statsAge, { unit: 's', description: 'Age of the lag and pending figures (XINFO GROUPS): grows while Redis does not answer' });
+  const groupAttrs = { [ATTR.system]: SYSTEM, [ATTR.group]: group };
   const attrs = new Map<string, Record<string, string>>();
   const attrsOf = (stream: string) => {
     let a = attrs.get(stream);
@@ -24,16 +28,18 @@ export function observeGroupGauges(meter: Meter, stats: GroupStats, group: strin
     return a;
   };
   const observe: BatchObservableCallback = async (result) => {
-    const reading = await within(
+    const reading = (await within(
       stats.get(GAUGE_STATS_MAX_AGE_MS).catch(() => undefined),
       COLLECT_WITHIN_MS,
       undefined,
-    );
-    for (const s of reading?.stats ?? []) {
+    )) ?? stats.latest();
+    if (!reading) return;
+    result.observe(age, Math.max(0, Date.now() - reading.at) / 1000, groupAttrs);
+    for (const s of reading.stats) {
       if (s.lag !== null) result.observe(lag, s.lag, attrsOf(s.stream));
       result.observe(pending, s.pending, attrsOf(s.stream));
     }
   };
-  meter.addBatchObservableCallback(observe, [lag, pending]);
-  return () => meter.removeBatchObservableCallback(observe, [lag, pending]);
+  meter.addBatchObservableCallback(observe, [lag, pending, age]);
+  return () => meter.removeBatchObservableCallback(observe, [lag, pending, age]);
 }

@@ -1,6 +1,7 @@
-import type { Tracer } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
 import { describeError } from '../describe-error.js';
 import type { OtelApi } from './otel-api.js';
+import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
 import { ATTR, errorType, SCOPE, SYSTEM } from './semconv.js';
 
@@ -20,34 +21,55 @@ export class ProducerTelemetry {
 
   /**
    * Runs `write` (the XADD) inside a span, giving it the headers that carry the span's context;
-   * `write` resolves with the entry id.
+   * `write` resolves with the entry id. A record that carries a `traceparent` of its own (a
+   * context relayed by hand) gets its span as a child of that context. Whatever the SDK throws,
+   * `write` runs exactly once.
    */
-  async send(stream: string, conversationId: string | undefined, write: (traceHeaders: Record<string, string>) => Promise<string>): Promise<string> {
+  async send(
+    stream: string,
+    conversationId: string | undefined,
+    recordHeaders: Record<string, string>,
+    write: (traceHeaders: Record<string, string>) => Promise<string>,
+  ): Promise<string> {
     const { api } = this;
     // No SDK: no span, and no headers either (a no-op propagator writes none).
     if (!this.presence.tracing) return write({});
+    const started = safely(api, 'span start', () => this.start(stream, conversationId, recordHeaders), undefined);
+    if (!started) return write({});
+    const { span, traceHeaders } = started;
+    try {
+      const id = await write(traceHeaders);
+      safely(api, 'span end', () => span.isRecording() && span.setAttribute(ATTR.messageId, id), undefined);
+      return id;
+    } catch (error) {
+      safely(
+        api,
+        'span end',
+        () => {
+          if (!span.isRecording()) return;
+          if (error instanceof Error) span.recordException(error);
+          span.setAttribute(ATTR.errorType, errorType(error));
+          span.setStatus({ code: api.SpanStatusCode.ERROR, message: describeError(error) });
+        },
+        undefined,
+      );
+      throw error;
+    } finally {
+      safely(api, 'span end', () => span.end(), undefined);
+    }
+  }
+
+  private start(stream: string, conversationId: string | undefined, recordHeaders: Record<string, string>): { span: Span; traceHeaders: Record<string, string> } {
+    const { api } = this;
     const active = api.context.active();
-    const span = this.tracer.startSpan(`send ${stream}`, { kind: api.SpanKind.PRODUCER }, active);
-    const recording = span.isRecording();
-    if (recording) {
+    const parent = recordHeaders.traceparent === undefined ? active : api.propagation.extract(active, recordHeaders);
+    const span = this.tracer.startSpan(`send ${stream}`, { kind: api.SpanKind.PRODUCER }, parent);
+    if (span.isRecording()) {
       span.setAttributes({ [ATTR.system]: SYSTEM, [ATTR.operationName]: 'send', [ATTR.operationType]: 'send', [ATTR.destination]: stream });
       if (conversationId !== undefined) span.setAttribute(ATTR.conversationId, conversationId);
     }
     const traceHeaders: Record<string, string> = {};
-    api.propagation.inject(api.trace.setSpan(active, span), traceHeaders);
-    try {
-      const id = await write(traceHeaders);
-      if (recording) span.setAttribute(ATTR.messageId, id);
-      return id;
-    } catch (error) {
-      if (recording) {
-        if (error instanceof Error) span.recordException(error);
-        span.setAttribute(ATTR.errorType, errorType(error));
-        span.setStatus({ code: api.SpanStatusCode.ERROR, message: describeError(error) });
-      }
-      throw error;
-    } finally {
-      span.end();
-    }
+    api.propagation.inject(api.trace.setSpan(parent, span), traceHeaders);
+    return { span, traceHeaders };
   }
 }

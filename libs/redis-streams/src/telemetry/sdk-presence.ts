@@ -1,5 +1,6 @@
 import type { MeterProvider } from '@opentelemetry/api';
 import type { OtelApi } from './otel-api.js';
+import { safely } from './safely.js';
 import { SCOPE } from './semconv.js';
 
 /** An SDK registered after the transport started is noticed within this long. */
@@ -38,10 +39,13 @@ export class SdkPresence {
     if (now < this.nextCheck) return;
     this.nextCheck = now + RECHECK_MS;
     const { api } = this;
-    const provider = api.trace.getTracerProvider();
-    const delegate = provider instanceof api.ProxyTracerProvider ? provider.getDelegate() : provider;
-    this.tracingOn = delegate !== this.noopTracerProvider;
-    const meters = api.metrics.getMeterProvider();
-    this.meters = meters.getMeter(SCOPE) !== api.createNoopMeter() ? meters : undefined;
+    this.tracingOn = safely(api, 'tracer provider', () => {
+      const provider = api.trace.getTracerProvider();
+      return (provider instanceof api.ProxyTracerProvider ? provider.getDelegate() : provider) !== this.noopTracerProvider;
+    }, false);
+    this.meters = safely(api, 'meter provider', () => {
+      const meters = api.metrics.getMeterProvider();
+      return meters.getMeter(SCOPE) !== api.createNoopMeter() ? meters : undefined;
+    }, undefined);
   }
 }

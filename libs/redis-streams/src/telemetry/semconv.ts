@@ -28,6 +28,7 @@ export const METRIC = {
   consumed: 'messaging.client.consumed.messages',
   lag: 'messaging.redis_streams.lag',
   pending: 'messaging.redis_streams.pending',
+  statsAge: 'messaging.redis_streams.stats.age',
 } as const;
 
 /** The conventions' advised buckets for `messaging.process.duration` (seconds). */

@@ -1,0 +1,22 @@
+import { describeError } from '../describe-error.js';
+import type { OtelApi } from './otel-api.js';
+
+const reported = new Set<string>();
+
+/**
+ * Runs a step of the app's OpenTelemetry SDK (a propagator, a tracer, a meter): whatever it
+ * throws is reported once per step through the API's diag logger and replaced by `fallback`.
+ * Telemetry must never change what happens to an entry: a throwing propagator once made an
+ * entry, and its batch, look like a Redis failure.
+ */
+export function safely<T>(api: OtelApi, step: string, fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (!reported.has(step)) {
+      reported.add(step);
+      api.diag.warn(`nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`);
+    }
+    return fallback;
+  }
+}
