@@ -96,6 +96,29 @@ describe('faults the loop must survive', () => {
     expect(((await r.xpending(app.key(), 'g', '-', '+', 10)) as [string][]).map(([id]) => id)).toEqual([hung, inHand]);
   });
 
+  it('an ack Redis refused is retried while the worker is idle: its entries are not held forever waiting for a next batch', async (ctx) => {
+    if (redis.cluster) return ctx.skip(); // ACL users live on one node
+    const admin = redis.client();
+    const user = `acker-${uniquePrefix().slice(2, 10)}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all');
+    const prefix = uniquePrefix();
+    const app = await start({ connection: `redis://${user}:pw@127.0.0.1:${redis.port}`, group: 'g', keyPrefix: prefix, blockMs: 200, minIdleMs: 60_000, retryMaxDelayMs: 100 });
+    let calls = 0;
+    app.recorder.behavior = async () => {
+      // The ack of this first handling is refused; then nothing else arrives.
+      if (++calls === 1) await admin.call('ACL', 'SETUSER', user, '-xack');
+    };
+    await admin.xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => calls === 1, { message: 'handled once' });
+    // Redis' ACL LOG records the refused XACK.
+    await waitFor(async () => JSON.stringify(await admin.call('ACL', 'LOG')).includes(user), { message: 'the XACK refused' });
+    await admin.call('ACL', 'SETUSER', user, '+xack');
+    // No new entry: the refused ack must still be noticed and the entry settled (run again, at-least-once).
+    await waitFor(() => app.settled.length === 1, { message: 'the entry settled without another batch' });
+    expect(await pendingCount(app.key())).toBe(0);
+    await admin.call('ACL', 'DELUSER', user);
+  });
+
   it('fails listen() with a clear error on a wrong password instead of retrying forever', async () => {
     const prefix = uniquePrefix();
     const admin = redis.client();

@@ -8,7 +8,8 @@ import type { Lease } from './lease.js';
  * answer: the loop goes on reading and handling while the XACK travels. At most one ack is in
  * flight, so batches are acked and reported in order. An entry stays leased, and its `settled`
  * event waits, until its ack is confirmed; a failed ack is reported by the next `send` or
- * `flush` (its entries are still pending under this consumer, so self-drain runs them again).
+ * `flush` (its entries are still pending under this consumer, so self-drain runs them again), and
+ * `onFailure` wakes the loop so that the next flush comes at once even when no batch follows.
  */
 export class AckPipeline {
   private inFlight: Promise<void> | undefined;
@@ -19,6 +20,8 @@ export class AckPipeline {
     private readonly onSettled: (event: SettledEvent) => void,
     /** Streams where an ack found entries no longer pending (see StreamCommands.ackMany). */
     private readonly onShortAck: (streams: string[]) => void,
+    /** An ack failed: told at once, so an idle loop does not hold its entries until a next batch. */
+    private readonly onFailure: () => void = () => {},
   ) {}
 
   /** Waits for the previous ack (rethrowing its failure), then sends this one. */
@@ -32,7 +35,7 @@ export class AckPipeline {
       }
     });
     // Awaited by the next send or flush; until then its failure must not count as unhandled.
-    ack.catch(() => undefined);
+    ack.catch(() => this.onFailure());
     this.inFlight = ack;
   }
 

@@ -95,6 +95,8 @@ export class ConsumerLoop {
   private lastBeatAt: number | undefined;
   private failingSince: number | undefined;
   private refusal: string | undefined;
+  /** An ack failed since the last flush: the next beat surfaces it. */
+  private ackFailed = false;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     const onSettled = (event: SettledEvent) => {
@@ -103,9 +105,19 @@ export class ConsumerLoop {
       d.onSettled(event);
     };
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
-    this.acks = new AckPipeline(d.commands, this.lease, onSettled, (streams) => {
-      for (const stream of streams) this.lossSeen.add(stream);
-    });
+    this.acks = new AckPipeline(
+      d.commands,
+      this.lease,
+      onSettled,
+      (streams) => {
+        for (const stream of streams) this.lossSeen.add(stream);
+      },
+      () => {
+        // The next beat flushes it (and restarts): wake a park rather than wait for a batch that may never come.
+        this.ackFailed = true;
+        if (this.parked) void this.d.lanes.unblock();
+      },
+    );
     this.batchDeps = {
       lease: this.lease,
       acks: this.acks,
@@ -292,6 +304,11 @@ export class ConsumerLoop {
 
   /** A short ack (entries no longer pending) restarts the pipeline, whose rejoin takes back what the lost group owed this consumer. */
   private async checkGroups(): Promise<void> {
+    if (this.ackFailed && !this.stopping) {
+      this.ackFailed = false;
+      // Rethrows the failed ack: the loop restarts and self-drain takes its entries again.
+      await this.acks.flush();
+    }
     if (this.lossSeen.size === 0 || this.stopping) return;
     throw new GroupLostError([...this.lossSeen]);
   }
