@@ -195,7 +195,8 @@ async function keyProgress(key) {
     for (let i = 0; i + 1 < g.length; i += 2) info[g[i]] = g[i + 1];
     if (info.name === group) return { lag: Number(info.lag ?? 0), pending: Number(info.pending ?? 0) };
   }
-  return { lag: 0, pending: 0 }; // the worker has not created its group yet
+  // The worker has not created its group yet: everything in the stream is still to be read.
+  return { lag: await admin.xlen(key).catch(() => 0), pending: 0 };
 }
 
 /** Entries added to each key since the start. */
