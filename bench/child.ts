@@ -19,25 +19,71 @@ interface Args extends ConsumerOptions {
   hideOtel?: boolean;
   /** Register an OpenTelemetry SDK (spans and metrics recorded, exported nowhere), as an app that traces would. */
   otelSdk?: boolean;
+  /** consume: also time each entry's stages (its XREADGROUP reply reaching JavaScript, its handler). */
+  stages?: boolean;
 }
 
 const args = JSON.parse(process.argv[2]!) as Args;
 const now = () => performance.timeOrigin + performance.now();
 const emit = (value: unknown, then?: () => void) => process.stdout.write(JSON.stringify(value) + '\n', then);
 
-// Round trips: every command sent on its own, plus one per pipeline (MULTI included).
+// Round trips: every command sent on its own, plus one per pipeline (MULTI included). The child's
+// own admin connection (it polls XPENDING to see the drain end) is not counted.
 const counters = { commands: 0, roundTrips: 0 };
+const uncounted = new WeakSet<Redis>();
+type SendCommand = (this: Redis, ...args: unknown[]) => unknown;
+const proto = Redis.prototype as unknown as { sendCommand: SendCommand };
 if (args.profile) {
   const seen = new WeakSet<object>();
-  const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, ...args: unknown[]) => unknown };
   const original = proto.sendCommand;
   proto.sendCommand = function (this: Redis, ...args: unknown[]) {
-    const stream = args[1] as object | undefined;
-    counters.commands++;
-    if (!stream) counters.roundTrips++;
-    else if (!seen.has(stream)) (seen.add(stream), counters.roundTrips++);
+    if (!uncounted.has(this)) {
+      const stream = args[1] as object | undefined;
+      counters.commands++;
+      if (!stream) counters.roundTrips++;
+      else if (!seen.has(stream)) (seen.add(stream), counters.roundTrips++);
+    }
     return original.apply(this, args);
   };
+}
+
+// Stages (consume mode): when each entry's XREADGROUP reply reached JavaScript, by the producer's
+// timestamp `t` (unique per entry), and how many entries each read returned.
+const arrivals = new Map<string, number>();
+const reads: number[] = [];
+if (args.stages) {
+  const original = proto.sendCommand;
+  proto.sendCommand = function (this: Redis, ...args: unknown[]) {
+    const command = args[0] as { name: string; promise: Promise<unknown> };
+    const result = original.apply(this, args);
+    if (command.name.toLowerCase() === 'xreadgroup') {
+      command.promise.then(
+        (reply) => {
+          const at = now();
+          let count = 0;
+          for (const entries of streamItems(reply)) {
+            for (const [, fields] of entries) {
+              count++;
+              if (fields) arrivals.set(fields[fields.indexOf('t') + 1]!, at);
+            }
+          }
+          reads.push(count);
+        },
+        () => undefined,
+      );
+    }
+    return result;
+  };
+}
+
+/** The entries of a read reply per stream, in the three shapes ioredis hands out (RESP2, RESP3 legacy-flattened, RESP3 map). */
+function streamItems(reply: unknown): [string, string[] | null][][] {
+  if (reply === null || reply === undefined) return [];
+  if (Array.isArray(reply)) {
+    if (reply.every((s) => Array.isArray(s) && s.length === 2 && Array.isArray(s[1]))) return reply.map((s) => s[1]);
+    return reply.filter((_, i) => i % 2 === 1);
+  }
+  return [...(reply instanceof Map ? reply.values() : Object.values(reply as object))];
 }
 
 /** Whether this process can load `@opentelemetry/api` (the telemetry bench checks its variants are what they claim). */
@@ -65,6 +111,7 @@ async function drain(): Promise<void> {
   const n = args.n!;
   let handled = 0;
   const admin = new Redis(args.url);
+  uncounted.add(admin);
   const session = args.profile ? new Session() : undefined;
   if (session) {
     session.connect();
@@ -94,6 +141,8 @@ async function drain(): Promise<void> {
   admin.disconnect();
   emit({
     ms,
+    // After stop: an entry handled twice (or one more delivered and handled late) shows here.
+    handled,
     msgsPerSec: (n / ms) * 1000,
     // The consumer process's own CPU (user + system) per entry: steadier than wall time on a shared machine.
     cpuUsPerEntry: (cpu.user + cpu.system) / n,
@@ -122,11 +171,19 @@ function totalSelfSize(node: Node): number {
 
 async function consume(): Promise<void> {
   const latencies: number[] = [];
+  /** With `stages`: per entry, [producer → reply in JavaScript, reply in JavaScript → handler] ms. */
+  const stages: [number, number][] = [];
   let last = 0;
+  let cpuAtFirst: NodeJS.CpuUsage | undefined;
   const consumer = await startConsumer(args.system, args, async (message) => {
     const t = Number(message.t);
     last = now();
+    cpuAtFirst ??= process.cpuUsage();
     if (t) latencies.push(last - t);
+    if (args.stages && t) {
+      const at = arrivals.get(String(message.t));
+      if (at !== undefined) stages.push([at - t, last - at]);
+    }
     if (args.ioMs) await sleep(args.ioMs);
   });
   emit({ ready: true });
@@ -135,7 +192,11 @@ async function consume(): Promise<void> {
     clearInterval(progress);
     await consumer.stop();
     // Exit only once the (large) report line is flushed to the pipe.
-    if (report) emit({ latencies: latencies.map((l) => Math.round(l * 100) / 100), last, peakRssMb: process.resourceUsage().maxRSS / 1024 }, () => process.exit(0));
+    const round = (l: number) => Math.round(l * 100) / 100;
+    // Its CPU (user + system) from its first entry on.
+    const cpu = process.cpuUsage(cpuAtFirst);
+    const extra = args.stages ? { stages: stages.map(([a, b]) => [round(a), round(b)]), reads } : {};
+    if (report) emit({ latencies: latencies.map(round), last, cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0, peakRssMb: process.resourceUsage().maxRSS / 1024, ...extra }, () => process.exit(0));
     else process.exit(0);
   };
   createInterface({ input: process.stdin }).on('line', (line) => line.trim() === 'report' && void stop(true));

@@ -1,11 +1,11 @@
 // npm run bench [-- --smoke] [-- --only cluster|telemetry]: every system on the same throwaway redis-server, in one run,
-// reported as ratios to the raw ioredis loop measured in that same run; then the Redis Cluster section
-// (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone and replaces it
-// in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost section
-// alone (results/telemetry.md).
+// reported as ratios to the better of two hand-written expert ioredis loops measured in that same run; then the
+// Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
+// and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
+// section alone (results/telemetry.md). `--smoke` runs everything at sizes too small to measure anything: it checks
+// that every system completes and the report is written (and fails otherwise).
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
-import { ClientProxyFactory, Transport, type ClientProxy } from '@nestjs/microservices';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -14,10 +14,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { lastValueFrom } from 'rxjs';
 import { startRedis } from '../test/support/redis-server.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
-import type { SystemName } from './systems.js';
+import { tryOtherTransports, type OtherTransports } from './other-transports.js';
+import type { ProducerArgs, ProducerSummary } from './producer.js';
+import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
 // Nest's ClientRedis logs its connections on stdout, which carries the table.
 Logger.overrideLogger(['error']);
@@ -29,14 +30,19 @@ const SIZE = {
   drainRounds: smoke ? 1 : 5,
   profile: smoke ? 1_000 : 20_000,
   scaling: smoke ? 300 : 3_000,
-  steadySeconds: smoke ? 1 : 4,
+  /** Fixed-rate rows: `offeredRate` msgs/s for `fixedSeconds`. */
   offeredRate: 1_000,
+  fixedSeconds: smoke ? 1 : 4,
+  /** Full-speed rows: this many entries, written as fast as the producer can. */
+  fullSpeed: smoke ? 5_000 : 100_000,
+  steadyRounds: smoke ? 1 : 3,
   recovery: smoke ? 100 : 1_000,
 };
 const BATCH = 100;
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
+const PRODUCER = fileURLToPath(new URL('./producer.js', import.meta.url));
 const HIDE_OTEL = fileURLToPath(new URL('./hide-otel-api.mjs', pathToBench()));
-const OTHER_TRANSPORTS_CHECKED = ['@tamimaj/nestjs-redis-streams', 'nestjs-redis-stream-microservice', '@stijlbreuk/nestjs-redis-streams-transport'];
+const SMOKE_NOTE = 'SMOKE RUN: sizes far too small to measure anything; no figure or ratio here is a measurement. It only checks that every system completes and that the report is written.';
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 if (flags.only === 'cluster') {
@@ -50,12 +56,25 @@ if (flags.only === 'cluster') {
 const redis = await startRedis();
 const admin = new Redis(redis.url);
 const children = new Set<ChildProcess>();
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+let redisStopped = false;
+process.on('exit', () => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  // A run that failed midway must not leave its redis-server behind.
+  if (!redisStopped) shutdownRedis(redis.port);
+});
 
+interface Drain {
+  msgsPerSec: number;
+  cpuUsPerEntry: number;
+  peakRssMb: number;
+  /** Every run's msgs/s, in round order. */
+  runs: number[];
+}
 interface Row {
   system: string;
-  drain?: { msgsPerSec: number; cpuUsPerEntry: number; peakRssMb: number; runs: number[] };
+  drain?: Drain;
   costs?: { roundTripsPer1k: number; commandsPer1k: number; bytesPerEntry?: number };
+  /** Medians over the steady rounds (4 consumers: one run). */
   fixed1?: Latency;
   full1?: Latency;
   full4?: Latency;
@@ -66,48 +85,64 @@ interface Row {
 }
 interface Latency {
   msgsPerSec: number;
+  /** The producer's own rate (first burst written → last confirmed). */
+  producerMsgsPerSec: number;
+  /** Entries written but not yet delivered (stream: the group's lag; BullMQ: waiting jobs) when the producer finished. */
+  backlogAtProducerEnd: number | undefined;
   /** The largest of the consumers' peak RSS. */
   peakRssMb: number;
   p50: number;
   p99: number;
   delivered: number;
   sent: number;
+  /** Every run's msgs/s, in round order. */
+  runs: number[];
 }
 
 const rows = new Map<SystemName, Row>([
-  ['raw-ioredis', { system: 'raw ioredis loop (reference)' }],
+  ['expert-pipelined', { system: 'expert ioredis loop: XACK pipelined with the next XREADGROUP' }],
+  ['expert-readahead', { system: 'expert ioredis loop: next XREADGROUP in flight while handling' }],
   ['nestjs-redis-streams', { system: 'nestjs-redis-streams' }],
   ['bullmq', { system: 'BullMQ Worker' }],
   ['nest-redis-pubsub', { system: 'Nest Transport.REDIS (pub/sub, fire-and-forget)' }],
+  ['naive-ioredis', { system: 'naive ioredis loop: awaits each XACK (the old yardstick)' }],
 ]);
 const row = (s: SystemName) => rows.get(s)!;
+/** Round `round`'s order: the list rotated by `round`, so that no system always gets the first (or last) slot. */
+const rotate = <T>(list: readonly T[], round: number): T[] => [...list.slice(round % list.length), ...list.slice(0, round % list.length)];
 let uniq = 0;
 // BullMQ refuses ':' in queue names.
 const fresh = (what: string) => `bench-${what}-${++uniq}`;
 
 // ---------------------------------------------------------------------------------------------
-log(`redis-server ${redis.url}; ${smoke ? 'SMOKE sizes' : 'full sizes'}`);
+log(`redis-server ${redis.url}; ${smoke ? `SMOKE sizes. ${SMOKE_NOTE}` : 'full sizes'}`);
 if (flags.only === 'telemetry') {
   const markdown = telemetryMarkdown(await telemetryCost());
   process.stdout.write(markdown + '\n');
   writeFileSync(new URL(`./results/telemetry${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
   admin.disconnect();
   await redis.stop();
+  redisStopped = true;
   process.exit(0);
 }
+const startedAt = performance.now();
 const ceiling = redisBenchmarkXadd();
 
-// The raw loop and this transport take turns, DRAIN_ROUNDS times, and each reports its median:
-// on a shared 2-core machine one run can be 30% off either way.
+log('other NestJS Redis Streams transports (npm search, npm view, npm install --dry-run)');
+const otherTransports = await tryOtherTransports(log);
+
+// Every system drains the same backlog size, DRAIN_ROUNDS times, taking turns (a different one first each
+// round), and each reports its median: on a shared 2-core machine one run can be 30% off either way.
 log('drain');
+const DRAIN_SYSTEMS: SystemName[] = ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'bullmq', 'naive-ioredis'];
 const drainRuns = new Map<SystemName, { msgsPerSec: number; cpuUsPerEntry: number; peakRssMb: number }[]>();
 for (let round = 0; round < SIZE.drainRounds; round++) {
-  for (const system of ['raw-ioredis', 'nestjs-redis-streams', ...(round === 0 ? (['bullmq'] as const) : [])] as const) {
+  for (const system of rotate(DRAIN_SYSTEMS, round)) {
     const key = fresh('drain');
     await preload(system, key, SIZE.drain);
     const result = await child({ mode: 'drain', system, key, n: SIZE.drain, batchSize: BATCH, concurrency: 1 });
     drainRuns.set(system, [...(drainRuns.get(system) ?? []), result]);
-    log(`  ${system}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
+    log(`  round ${round + 1} ${system}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
     await cleanup(system, key);
   }
 }
@@ -123,18 +158,20 @@ for (const [system, runs] of drainRuns) {
 const telemetry = await telemetryCost();
 
 log('per-entry costs');
-for (const system of ['raw-ioredis', 'nestjs-redis-streams'] as const) {
+for (const system of ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'naive-ioredis'] as const) {
   const key = fresh('costs');
   await preload(system, key, SIZE.profile);
   const result = await child({ mode: 'drain', system, key, n: SIZE.profile, batchSize: BATCH, concurrency: 1, profile: true });
   row(system).costs = { roundTripsPer1k: result.roundTripsPer1k, commandsPer1k: result.commandsPer1k, bytesPerEntry: result.bytesPerEntry };
+  log(`  ${system}: ${result.roundTripsPer1k.toFixed(1)} round trips / 1,000 entries`);
   await cleanup(system, key);
 }
 
 log('concurrency scaling (handler awaits 1 ms of I/O)');
 const scaling: { system: string; concurrency: number; msgsPerSec: number }[] = [];
 for (const [system, concurrency] of [
-  ['raw-ioredis', 1],
+  ['expert-pipelined', 1],
+  ['expert-readahead', 1],
   ['nestjs-redis-streams', 1],
   ['nestjs-redis-streams', 4],
   ['nestjs-redis-streams', 16],
@@ -150,12 +187,25 @@ for (const [system, concurrency] of [
   await cleanup(system, key);
 }
 
-log('steady state (end-to-end latency from append to handler)');
-for (const system of ['raw-ioredis', 'nestjs-redis-streams', 'bullmq', 'nest-redis-pubsub'] as const) {
-  row(system).fixed1 = await steady(system, 1, SIZE.offeredRate);
-  row(system).full1 = await steady(system, 1, undefined);
-  row(system).full4 = await steady(system, 4, undefined);
-  log(`  ${system}: full speed ${Math.round(row(system).full1!.msgsPerSec)} msgs/s (1 consumer), ${Math.round(row(system).full4!.msgsPerSec)} (4)`);
+// The same producer (bench/producer.ts, a process of its own) feeds every system: the same number of
+// entries, the same bursts, at a fixed rate and at full speed; the systems take turns round after round.
+log('steady state (end-to-end latency from append to handler; one producer process per run, the same for every system)');
+const STEADY_SYSTEMS: SystemName[] = ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'bullmq', 'nest-redis-pubsub'];
+const steadyRuns = new Map<SystemName, { fixed1: Run[]; full1: Run[]; full4: Run[] }>(STEADY_SYSTEMS.map((s) => [s, { fixed1: [], full1: [], full4: [] }]));
+for (let round = 0; round < SIZE.steadyRounds; round++) {
+  for (const system of rotate(STEADY_SYSTEMS, round)) {
+    const runs = steadyRuns.get(system)!;
+    runs.fixed1.push(await steady(system, 1, SIZE.offeredRate));
+    runs.full1.push(await steady(system, 1, undefined));
+    if (round === 0) runs.full4.push(await steady(system, 4, undefined));
+    const full = runs.full1.at(-1)!;
+    log(`  round ${round + 1} ${system}: full speed ${Math.round(full.msgsPerSec)} msgs/s (producer ${Math.round(full.producerMsgsPerSec)}), p50 ${full.p50.toFixed(1)} ms, backlog at producer end ${full.backlogAtProducerEnd ?? '—'}`);
+  }
+}
+for (const [system, runs] of steadyRuns) {
+  row(system).fixed1 = medianLatency(runs.fixed1);
+  row(system).full1 = medianLatency(runs.full1);
+  row(system).full4 = medianLatency(runs.full4);
 }
 
 log('recovery and shutdown (nestjs-redis-streams)');
@@ -170,40 +220,105 @@ log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer proc
 const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
 
 // ---------------------------------------------------------------------------------------------
-const raw = row('raw-ioredis');
 const ours = row('nestjs-redis-streams');
 const bull = row('bullmq');
+/** The better expert loop on a measure, by its median in this run: the reference of that measure. */
+const better = (measure: (r: Row) => number | undefined): { system: ExpertLoop; value: number } => {
+  const [system] = [...EXPERT_LOOPS].sort((a, b) => (measure(row(b)) ?? 0) - (measure(row(a)) ?? 0));
+  return { system: system!, value: measure(row(system!)) ?? NaN };
+};
+const reference = { drain: better((r) => r.drain?.msgsPerSec), full: better((r) => r.full1?.msgsPerSec) };
 const targets = {
-  drainVsRaw: ours.drain!.msgsPerSec / raw.drain!.msgsPerSec,
+  drainVsReference: ours.drain!.msgsPerSec / reference.drain.value,
+  fullSpeedVsReference: ours.full1!.msgsPerSec / reference.full.value,
   drainVsBullmq: ours.drain!.msgsPerSec / bull.drain!.msgsPerSec,
 };
 const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${execFileSync('redis-server', ['--version']).toString().split(' ')[2]?.replace('v=', 'Redis ')}`;
 const result = {
   date: new Date().toISOString(),
   smoke,
+  ...(smoke ? { note: SMOKE_NOTE } : {}),
   machine,
+  minutes: 0,
   sizes: SIZE,
   batchSize: BATCH,
   ceiling,
-  rows: [...rows.values()],
+  reference,
+  rows: [...rows.entries()].map(([name, r]) => ({ name, ...r })),
   scaling,
   recovery: { minIdleMs, blockMs, floorMs: minIdleMs + blockMs },
   targets,
-  otherTransportsChecked: OTHER_TRANSPORTS_CHECKED,
+  otherTransports,
   telemetry,
   cluster,
 };
+result.minutes = Math.round((performance.now() - startedAt) / 600) / 100;
 const markdown = toMarkdown(result);
 process.stdout.write(markdown + '\n');
 mkdirSync(new URL('./results/', pathToBench()), { recursive: true });
 const base = smoke ? 'smoke' : 'latest';
-writeFileSync(new URL(`./results/${base}.json`, pathToBench()), JSON.stringify(result, null, 2) + '\n');
-writeFileSync(new URL(`./results/${base}.md`, pathToBench()), markdown + '\n');
+const written = { json: new URL(`./results/${base}.json`, pathToBench()), md: new URL(`./results/${base}.md`, pathToBench()) };
+writeFileSync(written.json, JSON.stringify(result, null, 2) + '\n');
+writeFileSync(written.md, markdown + '\n');
 admin.disconnect();
 await redis.stop();
+redisStopped = true;
+const problems = incomplete();
+if (problems.length > 0) {
+  log(`FAILED: ${problems.length} check(s) did not pass:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  process.exit(1);
+}
+log(`every system completed every section, and the report is written (${fileURLToPath(written.md)}, ${fileURLToPath(written.json)}).`);
+if (smoke) log(SMOKE_NOTE);
 process.exit(0);
 
 // ---------------------------------------------------------------------------------------------
+
+/** What a run that completed must hold: every system measured in every section it takes part in, and the report on disk naming them all. */
+function incomplete(): string[] {
+  const problems: string[] = [];
+  const finite = (v: number | undefined) => v !== undefined && Number.isFinite(v) && v > 0;
+  for (const system of DRAIN_SYSTEMS) {
+    const d = row(system).drain;
+    if (!d || d.runs.length !== SIZE.drainRounds || !d.runs.every((r) => r > 0)) problems.push(`drain: ${system} has ${d?.runs.length ?? 0} of ${SIZE.drainRounds} runs`);
+  }
+  for (const system of ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'naive-ioredis'] as const) {
+    if (!finite(row(system).costs?.roundTripsPer1k)) problems.push(`per-entry costs: ${system} has no round-trip count`);
+  }
+  if (scaling.length !== 8 || !scaling.every((s) => finite(s.msgsPerSec))) problems.push('concurrency scaling: a case is missing');
+  for (const system of STEADY_SYSTEMS) {
+    for (const [what, l, runs] of [
+      ['fixed rate', row(system).fixed1, SIZE.steadyRounds],
+      ['full speed, 1 consumer', row(system).full1, SIZE.steadyRounds],
+      ['full speed, 4 consumers', row(system).full4, 1],
+    ] as const) {
+      if (!l || l.runs.length !== runs) problems.push(`steady ${what}: ${system} has ${l?.runs.length ?? 0} of ${runs} runs`);
+      // Durable systems deliver everything; pub/sub may drop, but something must have arrived.
+      else if (system === 'nest-redis-pubsub' ? l.delivered === 0 : l.delivered < l.sent) problems.push(`steady ${what}: ${system} delivered ${l.delivered} of ${l.sent}`);
+    }
+  }
+  for (const [what, v] of [
+    ['recovery by a peer', ours.recoveryMs],
+    ['self-drain', ours.selfDrainMs],
+    ['shutdown parked', ours.shutdownParkedMs],
+    ['shutdown busy', ours.shutdownBusyMs],
+  ] as const) {
+    if (!finite(v)) problems.push(`${what}: no figure`);
+  }
+  if (!telemetry.variants.every((v) => v.runs.length === SIZE.drainRounds)) problems.push('OpenTelemetry cost: a variant is missing runs');
+  if (cluster.cases.length !== 4 || !cluster.cases.every((c) => c.runs.length === cluster.rounds)) problems.push('Redis Cluster: a case is missing runs');
+  if (otherTransports.attempts.length === 0) problems.push('other transports: nothing was tried');
+  for (const file of [written.md, written.json]) {
+    if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
+  }
+  if (existsSync(written.md)) {
+    const text = readFileSync(written.md, 'utf8');
+    for (const r of rows.values()) if (!text.includes(r.system)) problems.push(`report: no row for "${r.system}"`);
+    if (!text.includes(CLUSTER_HEADING)) problems.push('report: no Redis Cluster section');
+    if (smoke && !text.includes(SMOKE_NOTE)) problems.push('report: the smoke note is missing');
+  }
+  return problems;
+}
 
 type TelemetryVariant = 'no API' | 'API, telemetry: false' | 'API, no SDK' | 'API + SDK';
 interface TelemetryCost {
@@ -305,23 +420,50 @@ async function cleanup(system: SystemName, key: string): Promise<void> {
 /** Runs the child to completion and returns its last JSON line. */
 async function child(args: Record<string, unknown>): Promise<any> {
   const proc = spawnChild({ group: 'bench', consumer: 'c1', url: redis.url, ...args });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   let last: any;
   for await (const line of createInterface({ input: proc.stdout! })) last = JSON.parse(line);
-  if (proc.exitCode !== 0 && proc.exitCode !== null) throw new Error(`bench child failed: ${JSON.stringify(args)}`);
+  const code = await exited;
+  if (code !== 0 || last === undefined) throw new Error(`bench child failed (exit ${code}): ${JSON.stringify(args)}`);
+  // Every preloaded entry handled exactly once (and, for the child to finish, none left pending).
+  if (args.mode === 'drain' && last.handled !== args.n) throw new Error(`bench: ${String(args.system)} handled ${last.handled} of ${String(args.n)} entries: ${JSON.stringify(args)}`);
   return last;
 }
 
-function spawnChild(args: Record<string, unknown>): ChildProcess {
-  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), CHILD, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
+function spawnChild(args: Record<string, unknown>, file = CHILD): ChildProcess {
+  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), file, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   return proc;
 }
 
-/** k consumers; a producer at `rate` msgs/s (or as fast as it can) for the steady window; latencies merged. */
-async function steady(system: SystemName, k: number, rate: number | undefined): Promise<Latency> {
+/** One steady-state run: its figures, before the rounds' medians. */
+type Run = Omit<Latency, 'runs'>;
+
+/** Medians of the runs' figures (each figure on its own); the runs' msgs/s listed. */
+function medianLatency(runs: Run[]): Latency {
+  const m = (f: (r: Run) => number | undefined) => median(runs.map(f).filter((v): v is number => v !== undefined));
+  return {
+    msgsPerSec: m((r) => r.msgsPerSec),
+    producerMsgsPerSec: m((r) => r.producerMsgsPerSec),
+    backlogAtProducerEnd: runs.some((r) => r.backlogAtProducerEnd !== undefined) ? m((r) => r.backlogAtProducerEnd) : undefined,
+    peakRssMb: Math.max(...runs.map((r) => r.peakRssMb)),
+    p50: m((r) => r.p50),
+    p99: m((r) => r.p99),
+    delivered: Math.min(...runs.map((r) => r.delivered)),
+    sent: Math.min(...runs.map((r) => r.sent)),
+    runs: runs.map((r) => Math.round(r.msgsPerSec)),
+  };
+}
+
+/**
+ * k consumers, then the producer process (bench/producer.ts): at `rate` msgs/s for SIZE.fixedSeconds,
+ * or SIZE.fullSpeed entries as fast as it can; latencies (append → handler) merged. Throughput runs from
+ * the producer's first write to the last entry handled.
+ */
+async function steady(system: SystemName, k: number, rate: number | undefined): Promise<Run> {
   const key = fresh('steady');
-  if (system !== 'bullmq' && system !== 'nest-redis-pubsub') await admin.xgroup('CREATE', key, 'bench', '$', 'MKSTREAM');
+  if (readsStream(system)) await admin.xgroup('CREATE', key, 'bench', '$', 'MKSTREAM');
   const consumers = Array.from({ length: k }, (_, i) => {
     const proc = spawnChild({ mode: 'consume', system, key, url: redis.url, group: 'bench', consumer: `c${i}`, batchSize: BATCH, concurrency: 1 });
     const lines = createInterface({ input: proc.stdout! });
@@ -334,79 +476,74 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
     });
     return state;
   });
-  await until(() => consumers.every((c) => c.ready), 20_000, 'consumers ready');
-  const send = await producer(system, key);
-  const start = performance.timeOrigin + performance.now();
-  let sent = 0;
-  const end = Date.now() + SIZE.steadySeconds * 1000;
-  while (Date.now() < end) {
-    const burst = rate === undefined ? BATCH : Math.max(1, Math.round(rate / 100));
-    await send.batch(burst);
-    sent += burst;
-    if (rate !== undefined) await sleep(10);
-  }
-  // Durable systems get everything; pub/sub may drop: wait for silence instead.
+  const kind: ProducerArgs['kind'] = system === 'bullmq' ? 'bullmq' : system === 'nest-redis-pubsub' ? 'pubsub' : 'stream';
+  const n = rate === undefined ? SIZE.fullSpeed : rate * SIZE.fixedSeconds;
+  // Bursts: a batch at full speed; at a fixed rate, one every 10 ms.
+  const burst = rate === undefined ? BATCH : Math.max(1, Math.round(rate / 100));
+  const producerArgs: ProducerArgs = { url: redis.url, kind, key, n, burst, ...(rate === undefined ? {} : { rate }) };
+  const producer = spawnChild(producerArgs as unknown as Record<string, unknown>, PRODUCER);
+  let producerReady = false;
+  let summary: ProducerSummary | undefined;
+  createInterface({ input: producer.stdout! }).on('line', (line) => {
+    const msg = JSON.parse(line);
+    if (msg.ready) producerReady = true;
+    if (msg.sent !== undefined) summary = msg;
+  });
+  await until(() => consumers.every((c) => c.ready) && producerReady, 30_000, 'consumers and producer ready');
+  producer.stdin!.write('go\n');
+  await until(() => summary !== undefined, 300_000, 'the producer');
+  const { sent, firstAt, lastAt } = summary!;
+  const backlogAtProducerEnd = await backlog(system, key);
+  // Pub/sub fans out: each of the k subscribers gets every message. A group shares them out.
+  const fanOut = system === 'nest-redis-pubsub' ? k : 1;
+  // Durable systems get everything; pub/sub may drop: wait for silence instead (no progress over two polls).
   let last = -1;
+  let quiet = 0;
   await until(
     () => {
       const total = consumers.reduce((s, c) => s + c.progress, 0);
-      const quiet = total === last;
+      quiet = total === last ? quiet + 1 : 0;
       last = total;
-      return total >= sent || (system === 'nest-redis-pubsub' && quiet);
+      return total >= sent * fanOut || (system === 'nest-redis-pubsub' && quiet >= 2);
     },
-    60_000,
+    300_000,
     'consumers to catch up',
     200,
   );
   for (const c of consumers) c.proc.stdin!.write('report\n');
   await until(() => consumers.every((c) => c.report), 20_000, 'reports');
-  await send.close();
   const latencies = consumers.flatMap((c) => c.report!.latencies).sort((a, b) => a - b);
   const finished = Math.max(...consumers.map((c) => c.report!.last));
-  if (system !== 'bullmq' && system !== 'nest-redis-pubsub') await admin.del(key);
-  else if (system === 'bullmq') await cleanup('bullmq', key);
+  await cleanup(system, key);
+  // Messages, not deliveries: with k pub/sub subscribers, a message delivered to all k counts once.
+  const delivered = latencies.length / fanOut;
+  // Durable systems: every entry handled exactly once, among all consumers.
+  if (system !== 'nest-redis-pubsub' && delivered !== sent) throw new Error(`bench: ${system} (${k} consumers) handled ${delivered} of ${sent} entries`);
   return {
-    msgsPerSec: (latencies.length / (finished - start)) * 1000,
+    msgsPerSec: (delivered / (finished - firstAt)) * 1000,
+    producerMsgsPerSec: (sent / (lastAt - firstAt)) * 1000,
+    backlogAtProducerEnd,
     peakRssMb: Math.max(...consumers.map((c) => c.report!.peakRssMb)),
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
-    delivered: latencies.length,
+    delivered,
     sent,
   };
 }
 
-async function producer(system: SystemName, key: string): Promise<{ batch(n: number): Promise<void>; close(): Promise<void> }> {
-  const t = () => String(performance.timeOrigin + performance.now());
-  if (system === 'bullmq') {
-    const queue = new Queue(key, { connection: { url: redis.url } });
-    return {
-      batch: async (n) => void (await queue.addBulk(Array.from({ length: n }, () => ({ name: 'job', data: { t: t() } })))),
-      close: () => queue.close(),
-    };
-  }
-  if (system === 'nest-redis-pubsub') {
-    const { hostname, port } = new URL(redis.url);
-    const client: ClientProxy = ClientProxyFactory.create({ transport: Transport.REDIS, options: { host: hostname, port: Number(port) } });
-    await client.connect();
-    return {
-      batch: async (n) => void (await Promise.all(Array.from({ length: n }, () => lastValueFrom(client.emit(key, { t: t() }), { defaultValue: undefined })))),
-      close: async () => void (await client.close()),
-    };
-  }
-  return {
-    batch: async (n) => {
-      const p = admin.pipeline();
-      for (let i = 0; i < n; i++) p.xadd(key, '*', 't', t());
-      await p.exec();
-    },
-    close: async () => {},
-  };
+/** Entries written and not yet delivered: a stream group's lag (Redis 7), BullMQ's waiting jobs; pub/sub keeps none. */
+async function backlog(system: SystemName, key: string): Promise<number | undefined> {
+  if (system === 'nest-redis-pubsub') return undefined;
+  if (system === 'bullmq') return Number(await admin.llen(`bull:${key}:wait`));
+  const [group] = (await admin.xinfo('GROUPS', key)) as unknown[][];
+  const lag = group?.[group.indexOf('lag') + 1];
+  return lag === null || lag === undefined ? undefined : Number(lag);
 }
 
 /** A consumer holding `SIZE.recovery` pending entries is SIGKILLed; a peer (or itself, restarted) settles them. */
 async function recovery(kind: 'peer' | 'self'): Promise<number> {
   const key = fresh('recovery');
-  await preload('raw-ioredis', key, SIZE.recovery);
+  await preload('nestjs-redis-streams', key, SIZE.recovery);
   // The victim takes every entry and dies holding them.
   const holder = new Redis(redis.url);
   await holder.xreadgroup('GROUP', 'bench', 'victim', 'COUNT', SIZE.recovery, 'STREAMS', key, '>');
@@ -440,7 +577,8 @@ async function shutdown(busy: boolean): Promise<number> {
     await admin.xadd(key, '*', 't', String(performance.timeOrigin + performance.now()));
     await until(() => progress > 0, 10_000, 'handler in hand');
   } else {
-    await sleep(300); // let it park
+    // Parked: Redis lists a client blocked (flag b) in XREADGROUP.
+    await until(async () => /flags=\S*b\S* .*cmd=xreadgroup/.test(String(await admin.client('LIST'))), 10_000, 'the consumer parked');
   }
   const start = performance.now();
   proc.kill('SIGTERM');
@@ -462,6 +600,16 @@ function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefin
   }
 }
 
+/** From an exit handler (synchronous): SHUTDOWN NOSAVE to the bench's own server. */
+function shutdownRedis(port: number): void {
+  try {
+    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore', timeout: 2000 });
+  } catch {
+    // Already gone.
+  }
+}
+
+/** Polls `condition` every `intervalMs` until it holds (no fixed waits: every wait in the harness is for something). */
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -478,50 +626,78 @@ function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
-
 function toMarkdown(r: typeof result): string {
   const n = (v: number | undefined, digits = 0) => (v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
   const x = (v: number | undefined, ref: number | undefined) => (v === undefined || ref === undefined ? '—' : `${(v / ref).toFixed(2)}×`);
   const lat = (l: Latency | undefined) => (l ? `${n(l.p50, 1)} / ${n(l.p99, 1)}` : '—');
-  const rawDrain = raw.drain?.msgsPerSec;
-  const rawFull = raw.full1?.msgsPerSec;
+  const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
+  const get = (s: SystemName) => row(s);
+  const refDrain = r.reference.drain;
+  const refFull = r.reference.full;
+  const pubsub = get('nest-redis-pubsub').full1;
+  const times = (k: number) => `${k} time${k === 1 ? '' : 's'}`;
+  const met = (v: number, floor: number) => `${v.toFixed(2)}× (target ≥ ${floor}×: ${v >= floor ? 'met' : 'missed'})`;
   const lines = [
-    `Benchmark ${r.smoke ? '(smoke sizes, not for quoting) ' : ''}— ${r.date}`,
-    `Machine: ${r.machine}. Drain: ${n(r.sizes.drain)} preloaded entries, batch ${r.batchSize}, no-op handler; raw loop and nestjs-redis-streams take turns ${r.sizes.drainRounds} times, medians shown (runs: raw ${raw.drain?.runs.join(', ')}; ours ${ours.drain?.runs.join(', ')}). Steady: ${r.sizes.steadySeconds} s windows, fixed rate ${n(r.sizes.offeredRate)} msgs/s or full speed.`,
+    `Benchmark ${r.smoke ? '(SMOKE sizes) ' : ''}— ${r.date} (${r.minutes} min)`,
+    ...(r.smoke ? ['', `> **${SMOKE_NOTE}**`] : []),
     '',
-    '| system | drain msgs/s | drain × raw | drain peak RSS MB | fixed-rate p50 / p99 ms (1 consumer) | full speed msgs/s (1 / 4 consumers) | full speed × raw (1) | full speed p50 / p99 ms (1) | full speed peak RSS MB (1 / 4) | recovery of 1,000 pending ms (minIdleMs + blockMs) | self-drain after restart ms | SIGTERM → exit ms (parked / busy) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...r.rows.map((row) =>
-      [
-        row.system,
-        n(row.drain?.msgsPerSec),
-        x(row.drain?.msgsPerSec, rawDrain),
-        n(row.drain?.peakRssMb),
-        lat(row.fixed1),
-        row.full1 ? `${n(row.full1.msgsPerSec)} / ${n(row.full4?.msgsPerSec)}` : '—',
-        x(row.full1?.msgsPerSec, rawFull),
-        lat(row.full1),
-        row.full1 ? `${n(row.full1.peakRssMb)} / ${n(row.full4?.peakRssMb)}` : '—',
-        row.recoveryMs === undefined ? '—' : `${n(row.recoveryMs)} (${n(r.recovery.floorMs)})`,
-        n(row.selfDrainMs),
-        row.shutdownParkedMs === undefined ? '—' : `${n(row.shutdownParkedMs)} / ${n(row.shutdownBusyMs)}`,
-      ].join(' | ').replace(/^/, '| ').replace(/$/, ' |'),
-    ),
-    r.ceiling ? `| redis-benchmark XADD (server ceiling, -P 16 -c 50) | ${n(r.ceiling.msgsPerSec)} | ${x(r.ceiling.msgsPerSec, rawDrain)} | — | — | — | — | — | — | — | — | — |` : '',
+    `Machine: ${r.machine}. Reference ("× ref"): the better of two hand-written expert ioredis loops at batch ${r.batchSize}, by its median in this run: drain \`${refDrain.system}\` (${n(refDrain.value)} msgs/s), full speed \`${refFull.system}\` (${n(refFull.value)} msgs/s). \`expert-pipelined\` sends each batch's XACK and the next XREADGROUP in one pipeline (one round trip per batch); \`expert-readahead\` sends the next XREADGROUP as soon as a batch arrives (on a second connection) and the batch's XACK without waiting for it; both await the handler per entry (bench/systems.ts).`,
     '',
-    `Pub/sub delivered ${r.rows.find((x) => x.system.startsWith('Nest Transport'))?.full1?.delivered ?? '—'} of ${r.rows.find((x) => x.system.startsWith('Nest Transport'))?.full1?.sent ?? '—'} at full speed (no durability). Other NestJS Redis Streams transports: none installable from this registry (checked: ${r.otherTransportsChecked.join(', ')}).`,
+    `Drain: ${n(r.sizes.drain)} preloaded entries, one consumer, batch ${r.batchSize}, no-op handler, from the first entry handled to the last acked. The ${DRAIN_SYSTEMS.length} systems take turns ${times(r.sizes.drainRounds)} (the order rotates, so each goes first in turn); medians shown, every run listed.`,
+    '',
+    '| drain | msgs/s (median) | × ref | runs msgs/s (round order) | consumer CPU µs / entry | peak RSS MB |',
+    '| --- | ---: | ---: | --- | ---: | ---: |',
+    ...DRAIN_SYSTEMS.map((s) => {
+      const d = get(s).drain;
+      return line([get(s).system, n(d?.msgsPerSec), x(d?.msgsPerSec, refDrain.value), d?.runs.join(', ') ?? '—', n(d?.cpuUsPerEntry, 1), n(d?.peakRssMb)]);
+    }),
+    r.ceiling ? line([`redis-benchmark XADD (server ceiling, -P 16 -c 50)`, n(r.ceiling.msgsPerSec), x(r.ceiling.msgsPerSec, refDrain.value), '—', '—', '—']) : '',
+    '',
+    `Steady state: latency from the producer's append to the handler. One producer program (bench/producer.ts, a process of its own, started afresh for every run) feeds every system the same number of entries in the same bursts (${r.batchSize} per round trip at full speed, one burst in flight): ${n(r.sizes.offeredRate)} msgs/s for ${r.sizes.fixedSeconds} s (bursts every 10 ms, on a schedule), or ${n(r.sizes.fullSpeed)} entries as fast as it can. Stream systems get XADDs; BullMQ gets jobs (one \`Queue.addBulk\` per burst: a queue, not a stream, so the same count and shape, not the very same entries); Transport.REDIS gets \`ClientProxy.emit\` messages (a burst awaited together; with 4 subscribers each gets every message, counted once). 1 consumer: the systems take turns ${times(r.sizes.steadyRounds)} (the order rotates), medians shown; 4 consumers: one run. Throughput runs from the producer's first write to the last entry handled.`,
+    '',
+    '| steady state | fixed-rate p50 / p99 ms (1 consumer) | full speed msgs/s (1 / 4 consumers) | full speed × ref (1) | full speed runs msgs/s (1) | full speed p50 / p99 ms (1) | producer msgs/s at full speed (1) | backlog in Redis when the producer finished (1) | full speed peak RSS MB (1 / 4) |',
+    '| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |',
+    ...STEADY_SYSTEMS.map((s) => {
+      const { fixed1, full1, full4 } = get(s);
+      return line([
+        get(s).system,
+        lat(fixed1),
+        full1 ? `${n(full1.msgsPerSec)} / ${n(full4?.msgsPerSec)}` : '—',
+        x(full1?.msgsPerSec, refFull.value),
+        full1?.runs.join(', ') ?? '—',
+        lat(full1),
+        n(full1?.producerMsgsPerSec),
+        full1?.backlogAtProducerEnd === undefined ? '—' : n(full1.backlogAtProducerEnd),
+        full1 ? `${n(full1.peakRssMb)} / ${n(full4?.peakRssMb)}` : '—',
+      ]);
+    }),
+    '',
+    `At full speed the producer writes as fast as it can on the same cores as the consumer and Redis. A consumer that keeps up shows its own latency; one that handles entries more slowly than the producer writes them falls behind, the entries wait in the stream (the backlog column: not yet delivered when the producer finished), and its full-speed p50 / p99 is the age of that backlog: it grows with the number of entries written, it is not a per-entry cost (docs/benchmarks.md, "Full speed: where entries wait"). Pub/sub delivered ${pubsub?.delivered ?? '—'} of ${pubsub?.sent ?? '—'} at full speed (no durability: a slow subscriber loses messages).`,
+    '',
+    `| nestjs-redis-streams | recovery of ${n(r.sizes.recovery)} pending ms (minIdleMs + blockMs) | self-drain after restart ms | SIGTERM → exit ms (parked / busy) |`,
+    '| --- | ---: | ---: | ---: |',
+    line(['nestjs-redis-streams', `${n(ours.recoveryMs)} (${n(r.recovery.floorMs)})`, n(ours.selfDrainMs), `${n(ours.shutdownParkedMs)} / ${n(ours.shutdownBusyMs)}`]),
+    '',
+    `Other NestJS Redis Streams transports, tried in this run: \`${r.otherTransports.search.command}\`: ${r.otherTransports.search.outcome}. Each candidate (from the search, or named in public docs and READMEs) was looked up with \`npm view <name> version\`, and each one the registry has was dry-run installed (\`npm install --dry-run --no-save\`) in a scratch folder pinning this project's Nest:`,
+    '',
+    ...r.otherTransports.attempts.map((a) => `- \`${a.name}\` (${a.from})${a.version ? ` ${a.version}` : ''}: ${a.outcome}`),
     '',
     '| per-entry costs (drain, no-op handler) | Redis round trips / 1,000 entries | Redis commands / 1,000 entries | bytes allocated / entry (sampled) | consumer CPU µs / entry |',
     '| --- | ---: | ---: | ---: | ---: |',
-    ...r.rows
-      .filter((row) => row.costs)
-      .map((row) => `| ${row.system} | ${n(row.costs!.roundTripsPer1k, 1)} | ${n(row.costs!.commandsPer1k, 1)} | ${n(row.costs!.bytesPerEntry)} | ${n(row.drain?.cpuUsPerEntry, 1)} |`),
+    ...(['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'naive-ioredis'] as const).map((s) => {
+      const c = get(s).costs;
+      return line([get(s).system, n(c?.roundTripsPer1k, 1), n(c?.commandsPer1k, 1), n(c?.bytesPerEntry), n(get(s).drain?.cpuUsPerEntry, 1)]);
+    }),
+    '',
+    `Round trips: every command the consumer's connections send on its own, plus one per pipeline (the child's XPENDING polls that detect the end are not counted). The read-ahead loop's reads and acks go out separately, so they count apart, but they overlap the handling instead of stalling it.`,
     '',
     '| concurrency (handler awaits 1 ms of I/O) | concurrency | msgs/s |',
     '| --- | ---: | ---: |',
     ...r.scaling.map((s) => `| ${s.system} | ${s.concurrency} | ${n(s.msgsPerSec)} |`),
     '',
-    `Targets: drain ${targets.drainVsRaw.toFixed(2)}× the raw loop (floor 0.8×), ${targets.drainVsBullmq.toFixed(2)}× BullMQ at concurrency 1 (floor 3×).`,
+    r.smoke
+      ? 'Targets: not evaluated (smoke run: ratios at these sizes are not measurements).'
+      : `Targets: drain ${met(r.targets.drainVsReference, 0.8)} the better expert loop; full speed (1 consumer) ${r.targets.fullSpeedVsReference.toFixed(2)}× it; drain ${met(r.targets.drainVsBullmq, 3)} BullMQ at concurrency 1.`,
     '',
     telemetryMarkdown(r.telemetry),
     '',
