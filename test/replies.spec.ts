@@ -1,6 +1,7 @@
 import { compareIds, parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion } from '../libs/redis-streams/src/redis/replies.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
+import { isBusyGroup } from '../libs/redis-streams/src/redis/redis-errors.js';
 
 // Pure reply parsing: the shapes below are what Redis 7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {
@@ -70,5 +71,16 @@ describe('reply parsing', () => {
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
     expect((payload as { a: number }).a).toBe(1);
+  });
+});
+
+describe('isBusyGroup', () => {
+  it('sees BUSYGROUP wrapped by ioredis Cluster after a redirection ("Too many Cluster redirections", lastNodeError)', () => {
+    const wrapped = Object.assign(new Error('Too many Cluster redirections. Last error: ReplyError: BUSYGROUP Consumer Group name already exists'), {
+      lastNodeError: new Error('BUSYGROUP Consumer Group name already exists'),
+    });
+    expect(isBusyGroup(wrapped)).toBe(true);
+    expect(isBusyGroup(new Error('BUSYGROUP Consumer Group name already exists'))).toBe(true);
+    expect(isBusyGroup(Object.assign(new Error('Too many Cluster redirections.'), { lastNodeError: new Error('MOVED 1 127.0.0.1:7000') }))).toBe(false);
   });
 });

@@ -5,8 +5,13 @@ const message = (err: unknown): string => (err instanceof Error ? err.message : 
 /** The group (or its stream) is gone: the server lost its data or someone destroyed it. */
 export const isNoGroup = (err: unknown): boolean => message(err).startsWith('NOGROUP');
 
-/** XGROUP CREATE on a group that exists. */
-export const isBusyGroup = (err: unknown): boolean => message(err).startsWith('BUSYGROUP');
+/**
+ * XGROUP CREATE on a group that exists. On a cluster ioredis may wrap it: after following a
+ * redirection to the slot's new master it reports "Too many Cluster redirections" with the node's
+ * BUSYGROUP as `lastNodeError`.
+ */
+export const isBusyGroup = (err: unknown): boolean =>
+  message(err).startsWith('BUSYGROUP') || message((err as { lastNodeError?: unknown } | null)?.lastNodeError ?? '').startsWith('BUSYGROUP');
 
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
