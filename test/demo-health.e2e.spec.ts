@@ -2,10 +2,9 @@ import { connect } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
 // The demo worker (apps/orders-worker) with HEALTH_PORT: a hybrid app answering /health/live,
@@ -78,17 +77,6 @@ async function started(worker: Worker, port: number): Promise<void> {
   await waitFor(() => worker.output().includes('Nest microservice successfully started') || worker.proc.exitCode !== null, { message: 'the worker to start' });
   expect(worker.proc.exitCode, worker.output()).toBeNull();
   expect(worker.output()).toContain(`health http://127.0.0.1:${port}/health/live http://127.0.0.1:${port}/health/ready, metrics http://127.0.0.1:${port}/metrics`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /**
@@ -349,8 +337,8 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     onTestFinished(() => void socket.destroy());
     const stoppedAt = Date.now();
     worker.proc.kill('SIGTERM');
-    const exited = await Promise.race([worker.exit, new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 5000))]);
-    expect(exited).toBe(0);
+    await waitFor(() => worker.proc.exitCode !== null, { timeoutMs: 5000, message: 'the worker to exit despite the open request' });
+    expect(await worker.exit).toBe(0);
     expect(Date.now() - stoppedAt).toBeLessThan(5000);
     const r = redis.client();
     await addOrders(r, stream, 1, 1001);

@@ -1,6 +1,6 @@
 import { context, metrics, propagation, trace, type Context, type MeterProvider as ApiMeterProvider, type TextMapGetter, type TextMapPropagator } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { Redis } from 'ioredis';
@@ -8,13 +8,8 @@ import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
-
-/** Collects on demand, as a Prometheus scrape would. */
-class PullReader extends MetricReader {
-  protected onForceFlush = () => Promise.resolve();
-  protected onShutdown = () => Promise.resolve();
-}
 
 /** Like Jaeger's propagator: decodeURIComponent on a header, so a malformed one throws URIError. */
 class DecodingPropagator implements TextMapPropagator {
@@ -37,10 +32,7 @@ beforeAll(async () => {
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
 });
 afterAll(async () => {
-  trace.disable();
-  metrics.disable();
-  propagation.disable();
-  context.disable();
+  disableOtelGlobals();
   await redis?.stop();
 });
 beforeEach(() => {

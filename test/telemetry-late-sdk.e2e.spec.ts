@@ -1,24 +1,18 @@
 import { metrics, propagation, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
+import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
-
-class PullReader extends MetricReader {
-  protected onForceFlush = () => Promise.resolve();
-  protected onShutdown = () => Promise.resolve();
-}
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => {
-  trace.disable();
-  metrics.disable();
-  propagation.disable();
+  disableOtelGlobals();
   await redis?.stop();
 });
 

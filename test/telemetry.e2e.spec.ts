@@ -1,7 +1,7 @@
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type MetricData } from '@opentelemetry/sdk-metrics';
+import { DataPointType, MeterProvider, type HistogramMetricData, type MetricData } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { RpcException } from '@nestjs/microservices';
 import { RedisStreamsRecord } from 'nestjs-redis-streams';
@@ -9,17 +9,8 @@ import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
-
-/** Collects on demand, as a Prometheus scrape would. */
-class PullReader extends MetricReader {
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 const spans = new InMemorySpanExporter();
 const reader = new PullReader();
@@ -37,10 +28,7 @@ beforeAll(async () => {
   metrics.setGlobalMeterProvider(meterProvider);
 });
 afterAll(async () => {
-  trace.disable();
-  metrics.disable();
-  propagation.disable();
-  context.disable();
+  disableOtelGlobals();
   await redis?.stop();
 });
 beforeEach(() => spans.reset());

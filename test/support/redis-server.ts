@@ -156,7 +156,8 @@ async function ping(url: string): Promise<boolean> {
   }
 }
 
-function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (the OS picks it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

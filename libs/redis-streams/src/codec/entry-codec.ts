@@ -94,6 +94,20 @@ function knownFields(fields: readonly string[]): { data?: string; headers?: stri
   return { data, headers, correlationId, replyTo };
 }
 
+/**
+ * The producer's headers of an entry that is not decoded (refused first: too large, delivered too
+ * often), for its trace span; undefined when absent, malformed, or longer than `maxChars`.
+ */
+export function headersOf(entry: StreamEntry, maxChars: number): Record<string, string> | undefined {
+  const raw = knownFields(entry.fields ?? []).headers;
+  if (raw === undefined || raw.length > maxChars) return undefined;
+  try {
+    return parseHeaders(entry, raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Shared, frozen: entries without headers all get this one (no allocation per entry). */
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 

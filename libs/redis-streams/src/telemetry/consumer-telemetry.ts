@@ -2,7 +2,7 @@ import type { Attributes, Context, Counter, Exception, Histogram, MeterProvider,
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import { describeError } from '../describe-error.js';
 import type { GroupStats } from '../health/group-stats.js';
-import { FIELD } from '../codec/wire-format.js';
+import { headersOf } from '../codec/entry-codec.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { observeGroupGauges } from './group-gauges.js';
 import type { OtelApi } from './otel-api.js';
@@ -204,7 +204,7 @@ class EntryTrace implements ProcessTrace {
     const error = event.outcome === 'acked' ? undefined : event.error;
     const type = event.outcome === 'acked' ? undefined : errorType(error);
     // Refused before decoding (too many deliveries, too large, malformed): still the producer's child when its headers say so.
-    if (this.tracing && !this.span) this.open(headersOf(this.entry));
+    if (this.tracing && !this.span) this.open(headersOf(this.entry, MAX_HEADERS_CHARS));
     const span = this.span;
     if (span?.isRecording()) {
       span.setAttribute(ATTR.outcome, event.outcome);
@@ -226,24 +226,5 @@ class EntryTrace implements ProcessTrace {
   }
 }
 
-/** The `headers` field of an entry settled without being decoded, if it is a JSON object of strings. */
-function headersOf(entry: StreamEntry): Record<string, string> | undefined {
-  const fields = entry.fields ?? [];
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] !== FIELD.headers) continue;
-    const raw = fields[i + 1]!;
-    // A too-large entry's headers are not parsed: that is what refusing it spares.
-    if (raw.length > MAX_HEADERS_CHARS) return undefined;
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
-      return Object.values(parsed).every((v) => typeof v === 'string') ? (parsed as Record<string, string>) : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-/** Headers longer than this are not read for a refused entry's span (a W3C context takes ~600 characters at most). */
+/** Headers longer than this are not read for a refused entry's span (a W3C context takes ~600 characters at most): refusing a too-large entry spares parsing it. */
 const MAX_HEADERS_CHARS = 8192;
