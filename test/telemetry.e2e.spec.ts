@@ -62,7 +62,8 @@ describe('OpenTelemetry traces', () => {
       span.end();
       return { id: emitted as string, requestSpan: span };
     });
-    await waitFor(() => spanNamed('handler work').length === 1, { message: 'the handler span' });
+    // The process span ends after the XACK, so after the handler's own span.
+    await waitFor(() => spanNamed('handler work').length === 1 && spanNamed(`process ${app.key()}`).length === 1, { message: 'the handler and process spans' });
 
     const [send] = spanNamed(`send ${app.key()}`);
     const [process] = spanNamed(`process ${app.key()}`);
@@ -129,7 +130,8 @@ describe('OpenTelemetry traces', () => {
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     expect(await lastValueFrom(client.send('quote', { n: 1 }))).toBe('ok');
-    await waitFor(() => spanNamed(`process ${prefix}quote`).length === 1, { message: 'the request span' });
+    // The answer can arrive before the XADD reply that ends the send span.
+    await waitFor(() => spanNamed(`process ${prefix}quote`).length === 1 && spanNamed(`send ${prefix}quote`).length === 1, { message: 'the request spans' });
     const [send] = spanNamed(`send ${prefix}quote`);
     const [process] = spanNamed(`process ${prefix}quote`);
     const conversation = app.recorder.calls[0]!.fields.correlationId;
