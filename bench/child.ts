@@ -2,6 +2,7 @@
 // Modes: drain (consume `n` preloaded entries, report time and costs), consume (report latencies on "report")
 // and share (one of several processes draining one backlog together: the parent says "go" and "report").
 import { Redis } from 'ioredis';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
@@ -135,6 +136,8 @@ async function drain(): Promise<void> {
   if (session) {
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
     bytesPerEntry = Math.round(totalSelfSize(profile.head) / n);
+    // Where the bytes were allocated, for a closer look (e.g. per function).
+    if (process.env.BENCH_HEAP_PROFILE) writeFileSync(process.env.BENCH_HEAP_PROFILE, JSON.stringify(profile));
   }
   const { roundTrips, commands } = counters;
   await consumer.stop();

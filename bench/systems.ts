@@ -33,7 +33,7 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
-export type SystemName = 'expert-pipelined' | 'expert-readahead' | 'naive-ioredis' | 'nestjs-redis-streams' | 'bullmq' | 'nest-redis-pubsub';
+export type SystemName = 'expert-pipelined' | 'expert-readahead' | 'naive-ioredis' | 'nestjs-redis-streams' | 'nestjs-redis-streams-batch' | 'bullmq' | 'nest-redis-pubsub';
 
 /** The hand-written ioredis loops: the references (expert-*) and the old, handicapped one (naive). */
 export const EXPERT_LOOPS = ['expert-pipelined', 'expert-readahead'] as const;
@@ -68,6 +68,26 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
         },
         StreamPattern(o.key, o.partitions === undefined ? undefined : { partitions: o.partitions }),
         handler,
+        beforeListen,
+      );
+    case 'nestjs-redis-streams-batch':
+      // A batch handler of `batchSize` entries per call: one Nest dispatch and one ack per batch.
+      return nestApp(
+        {
+          strategy: new RedisStreamsServer({
+            connection: o.cluster ?? o.url,
+            group: o.group,
+            consumer: o.consumer,
+            concurrency: o.concurrency,
+            blockMs: o.blockMs ?? 1000,
+            minIdleMs: o.minIdleMs ?? 30_000,
+            ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
+          }),
+        },
+        StreamPattern(o.key, { batch: { maxSize: o.batchSize } }),
+        async (entries: unknown) => {
+          for (const entry of entries as { payload: { t?: string | number } }[]) await handler(entry.payload);
+        },
         beforeListen,
       );
     case 'nest-redis-pubsub': {
@@ -203,9 +223,9 @@ async function naiveLoop(o: ConsumerOptions, handler: Handler): Promise<RunningC
 }
 
 /** A Nest microservice whose one controller method, decorated at run time, calls `handler`. */
-async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator, handler: Handler, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
+async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator, handler: (message: never) => unknown, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
   class BenchController {
-    handle(message: { t?: string | number }) {
+    handle(message: never) {
       return handler(message);
     }
   }

@@ -56,6 +56,35 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
   });
 
+  it('DEMO_BATCH_MAX=n: orders go to a batch handler of at most n, the same log line per order; a simulated failure fails only its order', async () => {
+    const group = `demo-${randomUUID().slice(0, 8)}`;
+    const prefix = `${group}:`;
+    const stream = `${prefix}orders`;
+    const r = redis.client();
+    const pipeline = r.pipeline();
+    for (let i = 0; i < 25; i++) pipeline.xadd(stream, '*', 'order_id', String(2000 + i), 'status', 'pending');
+    const ids = (await pipeline.exec())!.map(([, id]) => id as string);
+    const worker = startWorker({
+      REDIS_URL: redis.url,
+      STREAMS_KEY_PREFIX: prefix,
+      STREAMS_GROUP: group,
+      STREAMS_CONSUMER: 'worker-1',
+      STREAMS_BLOCK_MS: '100',
+      STREAMS_MIN_IDLE_MS: '300',
+      DEMO_BATCH_MAX: '10',
+      DEMO_FAIL_RATE: '0.2',
+      DEMO_SEED: '7',
+    });
+    // Every order logged once it succeeded (failed ones come back through reclaim until they do).
+    await waitFor(async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0, {
+      message: 'every order handled and acked',
+    });
+    expect(worker.output()).toMatch(/batch handler for "orders" failed on \d+ of \d+ entries/);
+    expect(worker.output()).toMatch(/simulated failure of order \d+/);
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exit).toBe(0);
+  });
+
   it('refuses a bad setting with a message naming it', async () => {
     const worker = startWorker({ REDIS_URL: redis.url, STREAMS_BATCH: 'lots' });
     expect(await worker.exit).toBe(1);

@@ -8,9 +8,9 @@ import { OrdersWorkerModule } from './orders-worker.module.js';
 import { workerConfig } from './worker-config.js';
 
 async function bootstrap(): Promise<void> {
-  const { transport, connection, demo, ordersPartitions } = workerConfig();
+  const { transport, connection, demo, ordersPartitions, ordersBatch } = workerConfig();
   const health = healthConfig();
-  const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions);
+  const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions, ordersBatch);
   if (health) return hybrid(orders, new RedisStreamsServer(transport), health);
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(orders, {
     strategy: new RedisStreamsServer(transport),

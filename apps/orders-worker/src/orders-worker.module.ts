@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import type { StreamBatchOptions } from 'nestjs-redis-streams';
 import { HandlingRecorder } from './handling-recorder.js';
 import { ordersController } from './orders.controller.js';
 import { DEMO, REDIS_CONNECTION } from './tokens.js';
@@ -6,11 +7,14 @@ import type { DemoBehaviour } from './worker-config.js';
 
 @Module({})
 export class OrdersWorkerModule {
-  /** `ordersPartitions`: the `orders` stream's partition count (STREAMS_PARTITIONS), undefined for one plain stream. */
-  static register(demo: DemoBehaviour, connection: string | string[], ordersPartitions?: number): DynamicModule {
+  /**
+   * `ordersPartitions`: the `orders` stream's partition count (STREAMS_PARTITIONS), undefined for
+   * one plain stream. `ordersBatch`: orders go to a batch handler (DEMO_BATCH_MAX).
+   */
+  static register(demo: DemoBehaviour, connection: string | string[], ordersPartitions?: number, ordersBatch?: StreamBatchOptions): DynamicModule {
     return {
       module: OrdersWorkerModule,
-      controllers: [ordersController(ordersPartitions)],
+      controllers: [ordersController(ordersPartitions, ordersBatch)],
       providers: [{ provide: DEMO, useValue: demo }, { provide: REDIS_CONNECTION, useValue: connection }, HandlingRecorder],
     };
   }

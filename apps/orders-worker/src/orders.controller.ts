@@ -1,6 +1,6 @@
 import { Controller, Inject, Logger, type Type } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
-import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { BatchFailure, REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern, type StreamBatchEntry, type StreamBatchOptions } from 'nestjs-redis-streams';
 import { HandlingRecorder } from './handling-recorder.js';
 import { DEMO } from './tokens.js';
 import { seededRandom, type DemoBehaviour } from './worker-config.js';
@@ -16,8 +16,9 @@ interface Order {
  * The worker's controller. A factory, because `@StreamPattern` takes the `orders` stream's
  * partition count when the class is defined, and that count is configuration
  * (STREAMS_PARTITIONS): `partitions` n makes the handler read `{orders:0}` … `{orders:n-1}`.
+ * With `batch` (DEMO_BATCH_MAX) the orders go to `handleOrders`, a batch handler, instead.
  */
-export function ordersController(partitions?: number): Type<unknown> {
+export function ordersController(partitions?: number, batch?: StreamBatchOptions): Type<unknown> {
   @Controller()
   class OrdersController {
     private readonly logger = new Logger('orders');
@@ -31,12 +32,27 @@ export function ordersController(partitions?: number): Type<unknown> {
       this.random = seededRandom(demo.seed);
     }
 
-    @StreamPattern('orders', partitions === undefined ? undefined : { partitions })
     async handleOrder(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+      const error = await this.handle(order, ctx);
+      if (error) throw error;
+    }
+
+    /** The batch handler: each order as `handleOrder` does it; the ones that fail are reported together. */
+    async handleOrders(@Payload() orders: StreamBatchEntry<Order>[]): Promise<void> {
+      const failures: { entry: StreamBatchEntry; error: unknown }[] = [];
+      for (const entry of orders) {
+        const error = await this.handle(entry.payload, entry.context);
+        if (error) failures.push({ entry, error });
+      }
+      if (failures.length > 0) throw new BatchFailure(failures);
+    }
+
+    /** One order: the simulated work, failure, record and log line. Its failure is returned, not thrown. */
+    private async handle(order: Order, ctx: RedisStreamsContext): Promise<RpcException | undefined> {
       const { workMs, jitterMs, failRate, quiet } = this.demo;
       const ms = workMs + (jitterMs > 0 ? Math.floor(this.random() * (jitterMs + 1)) : 0);
       if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
-      if (failRate > 0 && this.random() < failRate) throw new RpcException(`simulated failure of order ${order.order_id}`);
+      if (failRate > 0 && this.random() < failRate) return new RpcException(`simulated failure of order ${order.order_id}`);
       // Partitions are separate streams whose ids can coincide: their entries are told apart by key.
       await this.recorder.record(ctx.getPartition() === undefined ? ctx.getId() : `${ctx.getStream()} ${ctx.getId()}`);
       this.handled++;
@@ -46,6 +62,7 @@ export function ordersController(partitions?: number): Type<unknown> {
         const where = partition === undefined ? '' : ` partition ${partition}`;
         this.logger.log(`order ${order.order_id} (${order.status})${customer}${where} entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`);
       }
+      return undefined;
     }
 
     /** Request-response (`client.send('orders-stats', {})`): this worker's tally. */
@@ -54,5 +71,9 @@ export function ordersController(partitions?: number): Type<unknown> {
       return { handled: this.handled, consumer: ctx.getConsumer() };
     }
   }
+  // Decorated here, not in the class body: which method reads `orders` is configuration.
+  const method = batch ? 'handleOrders' : 'handleOrder';
+  const descriptor = Object.getOwnPropertyDescriptor(OrdersController.prototype, method)!;
+  StreamPattern('orders', { ...(partitions === undefined ? {} : { partitions }), ...(batch ? { batch } : {}) })(OrdersController.prototype, method, descriptor);
   return OrdersController;
 }

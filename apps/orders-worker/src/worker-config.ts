@@ -24,6 +24,8 @@ export interface WorkerConfig {
   demo: DemoBehaviour;
   /** Partition count of the `orders` stream (STREAMS_PARTITIONS); undefined: one plain stream. */
   ordersPartitions: number | undefined;
+  /** Orders handled by a batch handler of at most this many entries (DEMO_BATCH_MAX, waiting up to DEMO_BATCH_WAIT_MS); undefined: one at a time. */
+  ordersBatch: { maxSize: number; maxWaitMs?: number } | undefined;
 }
 
 /** Reads the worker's settings from the environment (12-factor); unset means the transport default. */
@@ -61,7 +63,11 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     recordKey: env.DEMO_RECORD_KEY || undefined,
     quiet: env.DEMO_QUIET === '1',
   };
-  return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS) };
+  const batchMax = number('DEMO_BATCH_MAX', Number, (v) => Number.isSafeInteger(v) && v > 0, 'a positive integer');
+  const batchWaitMs = number('DEMO_BATCH_WAIT_MS', Number, (v) => Number.isSafeInteger(v) && v >= 0, 'an integer of 0 or more');
+  if (batchWaitMs !== undefined && batchMax === undefined) throw new Error('DEMO_BATCH_WAIT_MS needs DEMO_BATCH_MAX');
+  const ordersBatch = batchMax === undefined ? undefined : { maxSize: batchMax, ...(batchWaitMs === undefined ? {} : { maxWaitMs: batchWaitMs }) };
+  return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS), ordersBatch };
 }
 
 /**

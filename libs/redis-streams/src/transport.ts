@@ -1,4 +1,5 @@
 import { EventPattern } from '@nestjs/microservices';
+import type { StreamBatchOptions } from './options/batch-options.js';
 
 /** `transportId` of {@link RedisStreamsServer}: handlers bound to it are served by no other transport. */
 export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol.for('nestjs-redis-streams');
@@ -10,7 +11,11 @@ export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol.for('nestjs-redis-s
  *
  * `partitions: n` makes `stream` a partitioned stream: n keys `{stream:0}` … `{stream:n-1}`
  * (spread over a cluster's masters), all handled here; `ctx.getPartition()` says which one.
+ *
+ * `batch: { maxSize, maxWaitMs? }` makes it a batch handler: `@Payload()` is an array of
+ * `StreamBatchEntry` (up to `maxSize`), `@Ctx()` a `RedisStreamsBatchContext`; one Nest
+ * dispatch and one XACK per call. Its streams get a reader (and blocking connection) of their own.
  */
-export function StreamPattern(stream: string, extras?: { partitions?: number } & Record<string, unknown>): MethodDecorator {
+export function StreamPattern(stream: string, extras?: { partitions?: number; batch?: StreamBatchOptions } & Record<string, unknown>): MethodDecorator {
   return EventPattern<string>(stream, REDIS_STREAMS_TRANSPORT, extras ?? {});
 }

@@ -8,6 +8,8 @@ export interface BatchSettlerDeps {
   acks: AckPipeline;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
+  batchHandler?: { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
   onSettled: (event: SettledEvent) => void;
   concurrency: number;
   /** Idle time given to fetched entries that were not started when the loop stops. */
@@ -26,34 +28,49 @@ export interface BatchProgress {
 }
 
 /**
- * Settles one fetched batch (leased by whoever fetched it): up to `concurrency` entries at a
- * time, in fetch order, and all successful ones acked together in one round trip when the
+ * Settles one fetched batch (leased by whoever fetched it): up to `concurrency` entries (or,
+ * for a batch handler, calls of up to `maxSize` entries) at a time, in fetch order, and all successful ones acked together in one round trip when the
  * batch is done (sent, not awaited: see AckPipeline). Until the ack is confirmed their lease
  * is kept, so no peer can take them. When the loop stops, entries not yet started are handed
- * back and the ones in hand finish and are acked.
+ * back and the ones in hand finish and are acked; the first `inHand` entries count as in hand
+ * (a batch handler's batch that was still filling).
  */
-export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
   if (entries.length === 0) return;
   // Parallel arrays: no wrapper object per entry on the hot path.
   const succeeded: StreamEntry[] = [];
   const events: SettledEvent[] = [];
   const progress: BatchProgress = { entries, next: 0 };
   d.inProgress.add(progress);
-  const worker = async (): Promise<void> => {
-    while (progress.next < entries.length && !d.stopping()) {
-      const entry = entries[progress.next++]!;
-      const event = await d.settle(entry, source);
-      if (d.abandoned()) return;
-      if (event.outcome === 'acked') {
-        succeeded.push(entry);
-        events.push(event);
-      } else {
-        d.lease.drop(entry);
-        d.onSettled(event);
-      }
+  const settled = (entry: StreamEntry, event: SettledEvent) => {
+    if (event.outcome === 'acked') {
+      succeeded.push(entry);
+      events.push(event);
+    } else {
+      d.lease.drop(entry);
+      d.onSettled(event);
     }
   };
-  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, entries.length) }, worker));
+  const { batchHandler } = d;
+  const worker = batchHandler
+    ? async (): Promise<void> => {
+        while (progress.next < entries.length && (!d.stopping() || progress.next < inHand)) {
+          const chunk = entries.slice(progress.next, (progress.next = Math.min(entries.length, progress.next + batchHandler.maxSize)));
+          const decided = await batchHandler.decide(chunk, source);
+          if (d.abandoned()) return;
+          for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
+        }
+      }
+    : async (): Promise<void> => {
+        while (progress.next < entries.length && !d.stopping()) {
+          const entry = entries[progress.next++]!;
+          const event = await d.settle(entry, source);
+          if (d.abandoned()) return;
+          settled(entry, event);
+        }
+      };
+  const units = batchHandler ? Math.ceil(entries.length / batchHandler.maxSize) : entries.length;
+  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, units) }, worker));
   d.inProgress.delete(progress);
   if (d.abandoned()) return;
   const { next } = progress;

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
-import type { ResolvedServerOptions } from '../options/server-options.js';
+import type { ResolvedBatchOptions } from '../options/batch-options.js';
+import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
 import { isErrorReply, isRetryable, UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/replies.js';
@@ -32,6 +33,11 @@ export interface ConsumerLoopDeps {
   /** Decides one entry (`'acked'`: succeeded, to be acked); rejects only when Redis failed (the entry is then still pending). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   onSettled: (event: SettledEvent) => void;
+  /**
+   * Set for a batch handler's streams: entries go to `decide` up to `maxSize` at a time, and a
+   * park that returns a batch not yet full waits up to `maxWaitMs` for more.
+   */
+  batch?: (ResolvedBatchOptions & { decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> }) | undefined;
   logger: LoggerService;
   onDeleted: (stream: string, ids: string[]) => void;
   onError: (error: unknown, retryInMs: number) => void;
@@ -97,6 +103,11 @@ export class ConsumerLoop {
   private refusal: string | undefined;
   /** An ack failed since the last flush: the next beat surfaces it. */
   private ackFailed = false;
+  /**
+   * COUNT of every read and reclaim: `batchSize`; for a batch handler, enough for `concurrency`
+   * calls of `maxSize` (at most MAX_BATCH_SIZE, unless one call alone needs more).
+   */
+  private readonly count: number;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     const onSettled = (event: SettledEvent) => {
@@ -104,6 +115,8 @@ export class ConsumerLoop {
       this.marks.settled(event);
       d.onSettled(event);
     };
+    const { batch } = d;
+    this.count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * d.options.concurrency, MAX_BATCH_SIZE)) : d.options.batchSize;
     this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
     this.acks = new AckPipeline(
       d.commands,
@@ -122,6 +135,7 @@ export class ConsumerLoop {
       lease: this.lease,
       acks: this.acks,
       settle: d.settle,
+      batchHandler: batch && { maxSize: batch.maxSize, decide: batch.decide },
       onSettled,
       concurrency: d.options.concurrency,
       handBackIdleMs: d.options.minIdleMs,
@@ -278,7 +292,7 @@ export class ConsumerLoop {
       const streams = [...next.keys()];
       if (streams.length === 0 || this.stopping) return 0;
       const { commands, lanes, options } = this.d;
-      const entries = await commands.readGroup(lanes.command, options.consumer, streams, streams.map((s) => next.get(s)!), options.batchSize);
+      const entries = await commands.readGroup(lanes.command, options.consumer, streams, streams.map((s) => next.get(s)!), this.count);
       for (const s of streams) {
         const last = entries.findLast((e) => e.stream === s);
         if (last) next.set(s, last.id);
@@ -326,7 +340,7 @@ export class ConsumerLoop {
     for (const stream of this.d.streams) {
       for (let emptyScans = 0; !this.stopping && emptyScans < MAX_EMPTY_SCANS_PER_BEAT; ) {
         const cursor = this.reclaimCursor.get(stream) ?? '0-0';
-        const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, options.batchSize);
+        const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, this.count);
         this.reclaimCursor.set(stream, result.cursor);
         if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
         // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
@@ -353,26 +367,49 @@ export class ConsumerLoop {
    */
   private async park(): Promise<number> {
     if (this.stopping) return 0;
-    const entries = await (this.takeAhead() ?? this.parkRead());
-    if (this.d.options.readAhead && entries.length >= this.d.options.batchSize && !this.stopping) this.readAhead();
+    const first = await (this.takeAhead() ?? this.parkRead());
+    const { batch } = this.d;
+    const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
+    const entries = filling ? await this.fill(first, batch.maxSize, batch.maxWaitMs) : first;
+    // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
+    const inHand = filling && this.stopping ? entries.length : 0;
+    if (this.d.options.readAhead && entries.length >= this.count && !this.stopping) this.readAhead();
     try {
-      await this.settleBatch(entries, 'new');
+      await this.settleBatch(entries, 'new', inHand);
     } finally {
       if (this.stopping) await this.handBackAhead();
     }
     return entries.length;
   }
 
+  /**
+   * A batch handler's park that returned fewer than `maxSize` entries: read more (Redis blocks)
+   * until it is full or `maxWaitMs` has passed since the first arrived. Stopping ends the wait
+   * at once; what is in hand is then settled.
+   */
+  private async fill(entries: StreamEntry[], maxSize: number, maxWaitMs: number): Promise<StreamEntry[]> {
+    const deadline = performance.now() + maxWaitMs;
+    while (entries.length < maxSize && !this.stopping) {
+      const leftMs = Math.floor(deadline - performance.now());
+      // BLOCK 0 would wait forever.
+      if (leftMs < 1) break;
+      const more = await this.parkRead(leftMs, maxSize - entries.length);
+      if (more.length === 0) break;
+      entries = entries.concat(more);
+    }
+    return entries;
+  }
+
   /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */
-  private async parkRead(): Promise<StreamEntry[]> {
+  private async parkRead(blockMs = this.d.options.blockMs, count = this.count): Promise<StreamEntry[]> {
     const { commands, lanes, options } = this.d;
     // Not connected within a beat: an empty park, and the beat goes on.
-    if (!(await lanes.prepareBlocking(options.blockMs, this.stop$)) || this.stopping) return [];
-    const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), options.batchSize, options.blockMs);
+    if (!(await lanes.prepareBlocking(blockMs, this.stop$)) || this.stopping) return [];
+    const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), count, blockMs);
     this.parked = read;
     try {
       // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
-      const entries = await lanes.awaitPark(read, options.blockMs);
+      const entries = await lanes.awaitPark(read, blockMs);
       this.marks.delivered(entries);
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
       this.lease.hold(entries);
@@ -415,8 +452,8 @@ export class ConsumerLoop {
     await ahead.catch(() => undefined);
   }
 
-  private settleBatch(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
-    return settleBatch(this.batchDeps, entries, source);
+  private settleBatch(entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
+    return settleBatch(this.batchDeps, entries, source, inHand);
   }
 
   /**

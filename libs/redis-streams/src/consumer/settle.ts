@@ -60,37 +60,10 @@ export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySou
 }
 
 async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
-  // Delivered again and again without ever being settled: its consumers died, or Redis kept failing its settle step.
-  if (entry.deliveryCount > deps.maxDeliveries) {
-    return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
-  }
-  if (deps.maxEntryBytes !== undefined) {
-    const bytes = entryBytes(entry);
-    // Too large to hold twice: the dead letter says where it is, the entry stays in its stream.
-    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`, undefined, false);
-  }
-  let decoded: DecodedEntry;
-  try {
-    const decoding = decodeEntry(entry, deps.deserializer);
-    decoded = decoding instanceof Promise ? await decoding : decoding;
-  } catch (error) {
-    return deadLetter(deps, entry, source, describeError(error), error);
-  }
-  // Refused before the handler runs and before any command touches the key: it can never be answered.
-  if (decoded.request && !isReplyStream(deps.keyPrefix, decoded.request.replyTo)) {
-    return deadLetter(
-      deps,
-      entry,
-      source,
-      `replyTo ${preview(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
-    );
-  }
-
-  const { pattern, partition } = deps.originOf(entry.stream);
-  trace?.open(decoded.headers, decoded.request?.correlationId, partition);
-  const context = new RedisStreamsContext(
-    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
-  );
+  const preparing = prepare(deps, entry, source, trace);
+  const ready = preparing instanceof Promise ? await preparing : preparing;
+  if (!(ready instanceof Ready)) return ready;
+  const { decoded, context, pattern } = ready;
   try {
     const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, context)) : deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
@@ -101,15 +74,84 @@ async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySour
       // Redis' failure, not the handler's: the loop's Redis-failure path (the entry stays pending).
       throw error;
     }
-    if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
-    if (entry.deliveryCount >= deps.maxDeliveries) {
-      return deadLetter(deps, entry, source, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`, error);
-    }
-    deps.logger.error(
-      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
-    );
-    return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
+    return handlerFailed(deps, entry, source, error);
   }
+  return acked(entry, source);
+}
+
+/** An entry decoded and checked, with its context: what its handler is called with. */
+export class Ready {
+  constructor(
+    readonly entry: StreamEntry,
+    readonly decoded: DecodedEntry,
+    readonly context: RedisStreamsContext,
+    readonly pattern: string,
+  ) {}
+}
+
+/**
+ * The checks before any handler runs (deliveries, size, decoding, the reply stream): the entry
+ * ready for its handler, or the event of refusing it (dead-lettered). Synchronous when nothing
+ * needs Redis or an asynchronous deserializer: the hot path then makes no promise here.
+ */
+export function prepare(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Ready | Promise<Ready | SettledEvent> {
+  // Delivered again and again without ever being settled: its consumers died, or Redis kept failing its settle step.
+  if (entry.deliveryCount > deps.maxDeliveries) {
+    return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
+  }
+  if (deps.maxEntryBytes !== undefined) {
+    const bytes = entryBytes(entry);
+    // Too large to hold twice: the dead letter says where it is, the entry stays in its stream.
+    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`, undefined, false);
+  }
+  let decoding: DecodedEntry | Promise<DecodedEntry>;
+  try {
+    decoding = decodeEntry(entry, deps.deserializer);
+  } catch (error) {
+    return deadLetter(deps, entry, source, describeError(error), error);
+  }
+  if (!(decoding instanceof Promise)) return checked(deps, entry, source, trace, decoding);
+  return decoding.then<Ready | SettledEvent, Ready | SettledEvent>(
+    (decoded) => checked(deps, entry, source, trace, decoded),
+    (error: unknown) => deadLetter(deps, entry, source, describeError(error), error),
+  );
+}
+
+function checked(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined, decoded: DecodedEntry): Ready | Promise<SettledEvent> {
+  // Refused before the handler runs and before any command touches the key: it can never be answered.
+  if (decoded.request && !isReplyStream(deps.keyPrefix, decoded.request.replyTo)) {
+    return deadLetter(
+      deps,
+      entry,
+      source,
+      `replyTo ${preview(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
+    );
+  }
+  const { pattern, partition } = deps.originOf(entry.stream);
+  trace?.open(decoded.headers, decoded.request?.correlationId, partition);
+  const context = new RedisStreamsContext(
+    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
+  );
+  return new Ready(entry, decoded, context, pattern);
+}
+
+/**
+ * The handler failed on this entry: refused for good (DeadLetterException) or on its last
+ * allowed delivery, it is dead-lettered; otherwise it stays pending and comes back.
+ */
+export function handlerFailed(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, error: unknown, quiet = false): SettledEvent | Promise<SettledEvent> {
+  if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
+  if (entry.deliveryCount >= deps.maxDeliveries) {
+    return deadLetter(deps, entry, source, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`, error);
+  }
+  if (!quiet) deps.logger.error(
+    `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
+  );
+  return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
+}
+
+/** The handler succeeded: to be acked (the batch settler sends the XACK). */
+export function acked(entry: StreamEntry, source: DeliverySource): SettledEvent {
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'acked' };
 }
 

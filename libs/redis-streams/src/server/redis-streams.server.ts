@@ -6,6 +6,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { ConsumerLoop } from '../consumer/consumer-loop.js';
 import { settle, type SettleDeps, type StreamOrigin } from '../consumer/settle.js';
+import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
+import type { RedisStreamsBatchContext, StreamBatchEntry } from '../batch.js';
+import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import type { RedisConnection } from '../redis/connect.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
@@ -33,6 +36,11 @@ function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
+/** A handler's result as a value: an Observable's last one (an interceptor makes every result one). */
+function resultOf(value: unknown): unknown {
+  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value;
+}
+
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
 
@@ -43,6 +51,12 @@ interface Reader {
   /** Resolves when the loop has finished. */
   done: Promise<void>;
   run: Subscription;
+}
+
+/** The streams one reader reads, and for a batch handler's reader its batch options. */
+interface ReaderStreams {
+  streams: string[];
+  batch?: ResolvedBatchOptions | undefined;
 }
 
 /** MOVED on a one-node connection: the URL names a node of a cluster. */
@@ -77,6 +91,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private startedOk = false;
   /** Stream key → handler pattern (and partition), for every stream read. */
   private readonly origins = new Map<string, StreamOrigin>();
+  /** Handler pattern → its batch options, for batch handlers (`@StreamPattern(key, { batch })`). */
+  private readonly batches = new Map<string, ResolvedBatchOptions>();
   private laneStatus: Subscription | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
   private abortStart: ((error: unknown) => void) | undefined;
@@ -96,7 +112,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
 
   listen(callback: (err?: unknown, ...optionalParams: unknown[]) => void): void {
     let streams: string[];
-    let slotGroups: string[][];
+    let slotGroups: ReaderStreams[];
     try {
       streams = this.streamKeys();
       slotGroups = this.readerStreams(streams);
@@ -151,9 +167,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
       state: () => (this.closing ? 'stopped' : this.startedOk ? 'running' : 'starting'),
     });
-    const settleDeps: SettleDeps = {
+    const settleDeps: BatchDecideDeps = {
       commands,
       dispatch: (pattern, entry, ctx) => this.dispatch(commands, pattern, entry, ctx),
+      dispatchBatch: (pattern, entries, ctx) => this.dispatchBatch(pattern, entries, ctx),
       originOf: (stream) => this.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
       deserializer: options.deserializer,
       group: options.group,
@@ -171,10 +188,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     // No handler runs before OpenTelemetry is found (or found missing): every entry is reported alike.
     const telemetryReady = this.startTelemetry(settleDeps);
     const handlersMayRun = Promise.all([startedAll, telemetryReady]).then(() => undefined);
-    this.readers = slotGroups.map((group) => {
+    this.readers = slotGroups.map(({ streams: group, batch }) => {
       const lanes = new Lanes({
         connection: options.connection,
-        name: slotGroups.length === 1 ? name : `${name}:${slotOf(group[0]!)}`,
+        name: slotGroups.length === 1 ? name : `${name}:${slotOf(group[0]!)}${batch ? ':batch' : ''}`,
         onError: onLaneError,
         command,
         slotKey: group[0]!,
@@ -186,6 +203,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         lanes,
         logger: this.logger,
         settle: (entry, source) => settle(settleDeps, entry, source),
+        batch: batch && { ...batch, decide: (entries, source) => decideBatch(settleDeps, entries, source) },
         onSettled: (event) => {
           this.telemetry?.settled(event);
           this.emit('settled', event);
@@ -363,11 +381,15 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   }
 
   /**
-   * The streams of each reader. One node: one reader for all. A cluster: one reader per hash
-   * slot (a multi-key read must stay in one slot), whose dead-letter keys must share that slot.
+   * The streams of each reader. One node: one reader for all, and one per batch handler (its
+   * reads fetch `maxSize` at a time). A cluster: the same, split by hash slot (a multi-key read
+   * must stay in one slot), whose dead-letter keys must share that slot.
    */
-  private readerStreams(streams: string[]): string[][] {
-    if (!isCluster(this.options.connection)) return [streams];
+  private readerStreams(streams: string[]): ReaderStreams[] {
+    const single = streams.filter((s) => !this.batches.has(this.origins.get(s)!.pattern));
+    const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
+    for (const [pattern, batch] of this.batches) sets.push({ streams: streams.filter((s) => this.origins.get(s)!.pattern === pattern), batch });
+    if (!isCluster(this.options.connection)) return sets;
     const dead = this.options.deadLetterStream;
     for (const stream of streams) {
       if (dead && slotOf(dead(stream)) !== slotOf(stream)) {
@@ -376,7 +398,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         );
       }
     }
-    const groups = groupBySlot(streams);
+    const groups = sets.flatMap(({ streams: set, batch }) => groupBySlot(set).map((group) => ({ streams: group, batch })));
     if (groups.length > MAX_SLOT_LANES) {
       throw new Error(
         `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid", or use fewer partitions`,
@@ -416,12 +438,17 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private streamKeys(): string[] {
     const keys: string[] = [];
     this.origins.clear();
+    this.batches.clear();
     for (const [pattern, handler] of this.messageHandlers) {
       // An object pattern, as Nest serializes it; a hash-tagged key (`{orders}.paid`) is a string.
       if (pattern.startsWith('{"') || pattern === '{}') {
         throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
       }
-      const partitions = (handler.extras as { partitions?: unknown } | undefined)?.partitions;
+      const { partitions, batch } = (handler.extras ?? {}) as { partitions?: unknown; batch?: unknown };
+      if (batch !== undefined) {
+        if (!handler.isEventHandler) throw new Error(`nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`);
+        this.batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
+      }
       if (partitions === undefined) {
         keys.push(this.options.keyPrefix + pattern);
         this.origins.set(this.options.keyPrefix + pattern, { pattern });
@@ -471,6 +498,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
   }
 
+  /** A batch handler: called once with every entry; resolves with what it returned (a BatchFailure says which failed). */
+  private dispatchBatch(pattern: string, entries: StreamBatchEntry[], ctx: RedisStreamsBatchContext): Promise<unknown> {
+    const handler = this.messageHandlers.get(pattern);
+    if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
+    return this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(resultOf));
+  }
+
   /** A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream. */
   private async produce(handler: MessageHandler, payload: unknown, ctx: RedisStreamsContext) {
     try {
@@ -485,13 +519,12 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   }
 
   /** Runs `body` between Nest's processing start and end hooks (tracing); settles with `body`. */
-  private runInHooks(ctx: RedisStreamsContext, body: () => Promise<unknown>): Promise<unknown> {
+  private runInHooks(ctx: RedisStreamsContext | RedisStreamsBatchContext, body: () => Promise<unknown>): Promise<unknown> {
     if (!this.hooksInstalled()) return body();
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<unknown>((resolve, reject) => {
       const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
         try {
-          await body();
-          resolve();
+          resolve(await body());
         } catch (err) {
           reject(err);
         } finally {

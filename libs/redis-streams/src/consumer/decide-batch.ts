@@ -1,0 +1,95 @@
+import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { describeError } from '../describe-error.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
+import { withTimeout } from './handler-timeout.js';
+import { acked, handlerFailed, prepare, Ready, settle, type SettleDeps } from './settle.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
+
+/** Calls a batch handler (`@StreamPattern(key, { batch })`) once with every entry; its outcome as for one entry. */
+export type DispatchBatch = (pattern: string, entries: StreamBatchEntry[], context: RedisStreamsBatchContext) => Promise<unknown>;
+
+export interface BatchDecideDeps extends SettleDeps {
+  dispatchBatch: DispatchBatch;
+}
+
+/**
+ * Decides a batch for a batch handler: each entry gets the single-entry checks (deliveries,
+ * size, decoding: refused ones are dead-lettered alone), then the rest go to ONE handler call.
+ * It succeeds: all `'acked'`. It throws a {@link BatchFailure}: the entries it lists failed
+ * (pending, or dead-lettered as for one entry), the others `'acked'`. It throws anything else:
+ * every entry failed. A request (`send`) to a batch pattern is answered as by an event handler.
+ * One event per entry, in order.
+ */
+export async function decideBatch(deps: BatchDecideDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]> {
+  const events: SettledEvent[] = new Array<SettledEvent>(entries.length);
+  const traces: (ProcessTrace | undefined)[] = entries.map((entry) => deps.telemetry?.start(entry, source));
+  try {
+    // The entries ready for the handler, by pattern (one reader's streams share one pattern; kept apart all the same).
+    const calls = new Map<string, { index: number[]; ready: Ready[] }>();
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      const preparing = prepare(deps, entry, source, traces[i]);
+      const ready = preparing instanceof Promise ? await preparing : preparing;
+      if (!(ready instanceof Ready)) events[i] = ready;
+      // Requests only: the single-entry path answers them (an event handler answers none).
+      else if (ready.decoded.request) events[i] = await settle({ ...deps, telemetry: undefined }, entry, source);
+      else {
+        let call = calls.get(ready.pattern);
+        if (!call) calls.set(ready.pattern, (call = { index: [], ready: [] }));
+        call.index.push(i);
+        call.ready.push(ready);
+      }
+    }
+    for (const [pattern, { index, ready }] of calls) {
+      const decided = await callHandler(deps, pattern, ready, source);
+      for (let j = 0; j < index.length; j++) events[index[j]!] = decided[j]!;
+    }
+  } catch (error) {
+    // Redis failed (dead-lettering): every entry is still pending under this consumer.
+    for (const trace of traces) trace?.fail(error);
+    throw error;
+  }
+  for (let i = 0; i < entries.length; i++) traces[i]?.end(events[i]!);
+  return events;
+}
+
+async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
+  const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
+  const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
+  let failures;
+  try {
+    const work = deps.dispatchBatch(pattern, items, context);
+    // Returning a BatchFailure says the same as throwing it.
+    failures = batchFailures(await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs)));
+  } catch (error) {
+    failures = batchFailures(error);
+    if (!failures) {
+      const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
+      logFailed(deps, pattern, events, error);
+      return events;
+    }
+  }
+  if (!failures) return ready.map((r) => acked(r.entry, source));
+  const failed = new Map(failures.map((f) => [`${f.stream}\u0000${f.id}`, f.error]));
+  const events = await Promise.all(
+    ready.map((r) => {
+      const key = `${r.entry.stream}\u0000${r.entry.id}`;
+      if (!failed.has(key)) return acked(r.entry, source);
+      const error = failed.get(key);
+      failed.delete(key);
+      return handlerFailed(deps, r.entry, source, error, true);
+    }),
+  );
+  logFailed(deps, pattern, events, failures[0]?.error);
+  if (failed.size > 0) deps.logger.warn(`batch handler of "${pattern}" reported ${failed.size} failed entries that were not in its batch: ignored`);
+  return events;
+}
+
+/** One line per call, not one per entry: a failed batch of 500 would flood the log. */
+function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly SettledEvent[], error: unknown): void {
+  const pending = events.filter((e) => e.outcome === 'failed');
+  if (pending.length === 0) return;
+  const ids = pending.slice(0, 5).map((e) => e.id).join(', ') + (pending.length > 5 ? ', …' : '');
+  deps.logger.error(`batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`);
+}
