@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, map, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
+import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
 import type { ResolvedBatchOptions } from '../options/batch-options.js';
 import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
@@ -20,6 +20,8 @@ const MIN_SERVER = { major: 7, minor: 0 };
 
 /** How long stopping may wait on Redis to wake a park, or to take entries back after a hung handler. */
 const WAKE_WITHIN_MS = 1000;
+
+const NEXT_BEAT = of(0);
 
 /** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
 const MAX_EMPTY_SCANS_PER_BEAT = 4;
@@ -309,11 +311,13 @@ export class ConsumerLoop {
 
   /** Steps 2 and 3, repeated until stopped. */
   private beats$(): Observable<number> {
-    const beat$ = defer(() => this.checkGroups()).pipe(
-      concatMap(() => this.reclaim()),
-      concatMap((reclaimed) => from(this.park()).pipe(map((parked) => reclaimed + parked))),
-    );
-    return beat$.pipe(repeat({ delay: () => (this.stopping ? EMPTY : of(0)) }));
+    // One async step per beat: under load a beat is one batch, and every operator here is paid per batch.
+    const beat$ = defer(async () => {
+      await this.checkGroups();
+      const reclaimed = await this.reclaim();
+      return reclaimed + (await this.park());
+    });
+    return beat$.pipe(repeat({ delay: () => (this.stopping ? EMPTY : NEXT_BEAT) }));
   }
 
   /** A short ack (entries no longer pending) restarts the pipeline, whose rejoin takes back what the lost group owed this consumer. */
@@ -345,7 +349,8 @@ export class ConsumerLoop {
         if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
         // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
         // was held): the batch that holds them settles them; settling them here too would run them twice.
-        const claimedNow = result.entries.filter((e) => !this.lease.holds(e));
+        const held = result.entries.length > 0 ? this.lease.idsOn(stream) : undefined;
+        const claimedNow = result.entries.filter((e) => !held!.has(e.id));
         if (claimedNow.length > 0) {
           claimed += claimedNow.length;
           this.marks.delivered(claimedNow);

@@ -9,7 +9,8 @@ import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
  * in hand or waiting its turn in the batch, however long its handler runs.
  */
 export class Lease {
-  private readonly held = new Map<string, Set<string>>();
+  /** By stream, the entries themselves: an object's identity hashes for free, a fresh id string would be hashed on every hold and drop. */
+  private readonly held = new Map<string, Set<StreamEntry>>();
   private timer: Subscription | undefined;
 
   constructor(
@@ -30,15 +31,22 @@ export class Lease {
     this.held.clear();
   }
 
-  holds(entry: StreamEntry): boolean {
-    return this.held.get(entry.stream)?.has(entry.id) ?? false;
+  /** Ids held on `stream` (a lookup set, made on each call). */
+  idsOn(stream: string): Set<string> {
+    return new Set(Array.from(this.held.get(stream) ?? [], (e) => e.id));
   }
 
   hold(entries: readonly StreamEntry[]): void {
+    let stream: string | undefined;
+    let set: Set<StreamEntry> | undefined;
     for (const e of entries) {
-      let ids = this.held.get(e.stream);
-      if (!ids) this.held.set(e.stream, (ids = new Set()));
-      ids.add(e.id);
+      // Entries of one stream come in runs: one map lookup per run.
+      if (e.stream !== stream) {
+        stream = e.stream;
+        set = this.held.get(stream);
+        if (!set) this.held.set(stream, (set = new Set()));
+      }
+      set!.add(e);
     }
   }
 
@@ -46,16 +54,16 @@ export class Lease {
   heldIds(except: readonly StreamEntry[] = []): Map<string, string[]> {
     const skip = groupIds(except);
     const out = new Map<string, string[]>();
-    for (const [stream, ids] of this.held) {
+    for (const [stream, held] of this.held) {
       const skipped = new Set(skip.get(stream));
-      const rest = [...ids].filter((id) => !skipped.has(id));
+      const rest = Array.from(held, (e) => e.id).filter((id) => !skipped.has(id));
       if (rest.length > 0) out.set(stream, rest);
     }
     return out;
   }
 
   entries(): { stream: string; id: string }[] {
-    return [...this.held].flatMap(([stream, ids]) => [...ids].map((id) => ({ stream, id })));
+    return [...this.held].flatMap(([stream, held]) => Array.from(held, (e) => ({ stream, id: e.id })));
   }
 
   /** How many entries are held, per stream. */
@@ -64,7 +72,7 @@ export class Lease {
   }
 
   drop(entry: StreamEntry): void {
-    this.held.get(entry.stream)?.delete(entry.id);
+    this.held.get(entry.stream)?.delete(entry);
   }
 
   /** Entries held but not started when the loop stops: make them idle at once so the next peer's beat takes them. */
@@ -85,10 +93,11 @@ export class Lease {
   private async renew(): Promise<void> {
     for (const [stream, set] of this.held) {
       if (set.size === 0) continue;
-      const ids = [...set];
+      const entries = [...set];
       try {
-        const owned = new Set(await this.commands.setIdle(stream, this.consumer, ids, 0));
-        const lost = ids.filter((id) => !owned.has(id) && set.has(id));
+        const owned = new Set(await this.commands.setIdle(stream, this.consumer, entries.map((e) => e.id), 0));
+        // Not ours on the server, and still held after the answer (not settled meanwhile).
+        const lost = entries.filter((e) => !owned.has(e.id) && set.has(e)).map((e) => e.id);
         if (lost.length > 0) {
           this.logger.warn(`lease lost on ${lost.length} entries of "${stream}" (${lost.slice(0, 5).join(', ')}): a peer reclaimed them`);
         }

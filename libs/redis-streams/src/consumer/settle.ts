@@ -1,4 +1,3 @@
-import type { LoggerService } from '@nestjs/common';
 import type { Deserializer } from '@nestjs/microservices';
 import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';

@@ -57,8 +57,8 @@ export class ConsumerTelemetry {
   /** The entry's trace; undefined when there is no SDK to report to. */
   start(entry: StreamEntry, source: DeliverySource): ProcessTrace | undefined {
     const tracing = this.presence.tracing;
-    // The hot path without an SDK: two cached flags, no closure, no allocation.
-    const provider = this.presence.meterProvider;
+    // The hot path without an SDK: two cached flags (one clock read), no closure, no allocation.
+    const provider = this.presence.lastMeterProvider;
     const instruments = provider === this.instruments?.provider ? this.instruments : safely(this.api, 'meter provider', () => this.meters(), undefined);
     if (!tracing && !instruments) return undefined;
     return new EntryTrace(this, entry, source, tracing, instruments);

@@ -34,6 +34,11 @@ export class SdkPresence {
     return this.meters;
   }
 
+  /** The meter provider as of the last look (no clock read): right after `tracing`, current. */
+  get lastMeterProvider(): MeterProvider | undefined {
+    return this.meters;
+  }
+
   private refresh(): void {
     const now = Date.now();
     if (now < this.nextCheck) return;
