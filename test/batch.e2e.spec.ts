@@ -1,17 +1,11 @@
-import { Controller, Injectable, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
-import { Ctx, Payload, RpcException } from '@nestjs/microservices';
-import {
-  BatchFailure,
-  DeadLetterException,
-  RedisStreamsBatchContext,
-  StreamPattern,
-  type StreamBatchEntry,
-  type StreamBatchOptions,
-} from 'nestjs-redis-streams';
+import { UseInterceptors } from '@nestjs/common';
+import { RpcException } from '@nestjs/microservices';
+import { BatchFailure, DeadLetterException, type StreamBatchOptions } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { addOrders as addEntries, BatchLog, batchController, CountingInterceptor, deliveredOf, pendingOf } from './support/batch-app.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -19,95 +13,19 @@ afterAll(async () => redis?.stop());
 
 const start = useApps();
 
-interface BatchCall {
-  ids: string[];
-  payloads: unknown[];
-  deliveryCounts: number[];
-  size: number;
-  pattern: string;
-}
-
-/** Records every batch handler call; a test decides what the handler does. */
-@Injectable()
-class BatchRecorder {
-  readonly calls: BatchCall[] = [];
-  /** Handler calls started and not finished. */
-  running = 0;
-  maxRunning = 0;
-  intercepted = 0;
-  behavior: (entries: StreamBatchEntry<Record<string, string>>[]) => unknown = () => undefined;
-
-  async handle(entries: StreamBatchEntry<Record<string, string>>[], ctx: RedisStreamsBatchContext): Promise<unknown> {
-    this.calls.push({
-      ids: entries.map((e) => e.context.getId()),
-      payloads: entries.map((e) => e.payload),
-      deliveryCounts: entries.map((e) => e.context.getDeliveryCount()),
-      size: ctx.getSize(),
-      pattern: ctx.getPattern(),
-    });
-    this.maxRunning = Math.max(this.maxRunning, ++this.running);
-    try {
-      return await this.behavior(entries);
-    } finally {
-      this.running--;
-    }
-  }
-
-  ids(): string[] {
-    return this.calls.flatMap((c) => c.ids);
-  }
-}
-
-@Injectable()
-class CountingInterceptor implements NestInterceptor {
-  constructor(private readonly recorder: BatchRecorder) {}
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    this.recorder.intercepted++;
-    return next.handle();
-  }
-}
-
-/** A controller whose `batched` handler takes batches of these options (decorated at run time, per test). */
-function batchController(batch: StreamBatchOptions) {
-  @Controller()
-  class BatchController {
-    constructor(private readonly recorder: BatchRecorder) {}
-    handle(entries: StreamBatchEntry<Record<string, string>>[], ctx: RedisStreamsBatchContext) {
-      return this.recorder.handle(entries, ctx);
-    }
-  }
-  const descriptor = Object.getOwnPropertyDescriptor(BatchController.prototype, 'handle')!;
-  UseInterceptors(CountingInterceptor)(BatchController.prototype, 'handle', descriptor);
-  StreamPattern('batched', { batch })(BatchController.prototype, 'handle', descriptor);
-  Payload()(BatchController.prototype, 'handle', 0);
-  Ctx()(BatchController.prototype, 'handle', 1);
-  return BatchController;
-}
-
-async function startBatch(batch: StreamBatchOptions, options: Record<string, unknown> = {}): Promise<TestApp & { batches: BatchRecorder }> {
+async function startBatch(batch: StreamBatchOptions, options: Record<string, unknown> = {}): Promise<TestApp & { batches: BatchLog }> {
+  const Ctl = batchController('batched', { batch }, (proto, key, d) => UseInterceptors(CountingInterceptor)(proto, key, d));
   const app = await start(
     { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, ...options },
-    { controllers: [batchController(batch)], providers: [BatchRecorder, CountingInterceptor] },
+    { controllers: [Ctl], providers: [BatchLog, CountingInterceptor] },
   );
-  return Object.assign(app, { batches: app.app.get(BatchRecorder) });
+  return Object.assign(app, { batches: app.app.get(BatchLog) });
 }
 
-async function addOrders(key: string, n: number, from = 0): Promise<string[]> {
-  const pipeline = redis.client().pipeline();
-  for (let i = from; i < from + n; i++) pipeline.xadd(key, '*', 'order_id', String(i));
-  return (await pipeline.exec())!.map(([err, id]) => {
-    if (err) throw err;
-    return id as string;
-  });
-}
-
-const pending = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
-/** Entries of the group delivered to some consumer and not acked yet (the batch is being filled or handled). */
-const delivered = async (key: string): Promise<number> => {
-  const info = (await redis.client().xinfo('GROUPS', key)) as unknown[][];
-  const group = info.map((g) => Object.fromEntries(Array.from({ length: g.length / 2 }, (_, i) => [g[2 * i], g[2 * i + 1]]))).find((g) => g.name === 'g');
-  return Number(group?.['entries-read'] ?? 0);
-};
+const addOrders = (key: string, n: number, from = 0) => addEntries(redis, key, n, from);
+const pending = (key: string) => pendingOf(redis, key);
+/** Entries of the group delivered to some consumer (fetched: filling or being handled). */
+const delivered = (key: string) => deliveredOf(redis, key);
 
 describe('batch handlers: @StreamPattern(key, { batch })', () => {
   it('hands a backlog over in calls of at most maxSize, payload and context per entry, one interceptor pass per call, and acks them all', async () => {

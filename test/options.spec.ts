@@ -37,6 +37,8 @@ describe('options', () => {
     [{ batchSize: 2.5 }, 'batchSize'],
     [{ blockMs: -1 }, 'blockMs'],
     [{ blockMs: '100' }, 'blockMs'],
+    // Past a day the park's watchdog timer would overflow Node's timer range and fire at once.
+    [{ blockMs: 2 ** 31 }, 'blockMs'],
     [{ minIdleMs: 0 }, 'minIdleMs'],
     [{ minIdleMs: 300, leaseRenewMs: 300 }, 'leaseRenewMs'],
     [{ group: '' }, 'group'],

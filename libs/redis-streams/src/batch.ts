@@ -41,26 +41,26 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[RedisStreamsBatchC
 }
 brand(RedisStreamsBatchContext, 'RedisStreamsBatchContext');
 
-/** One entry a batch handler failed on, as the transport reads it back. */
-export interface BatchEntryFailure {
-  stream: string;
-  id: string;
-  error: unknown;
-}
+/** Where a {@link BatchFailure} marks each entry it lists: on the entry's own context, which no interceptor or filter rewrites. */
+const FAILED = Symbol.for('nestjs-redis-streams/batch-entry-failed');
 
 /**
- * Throw (or return) it from a batch handler to say which entries failed: only those stay
- * pending (or are dead-lettered: a `DeadLetterException` as their error, or their last allowed
- * delivery); the rest of the batch is acked. Any other throw fails the whole batch.
- * An `RpcException`, so Nest's exception layer hands the list through to the transport.
+ * Throw it from a batch handler to say which entries failed: only those stay pending (or are
+ * dead-lettered: a `DeadLetterException` as their error, or their last allowed delivery); the
+ * rest of the batch is acked. Any other throw fails the whole batch.
+ *
+ * Making one marks the entries it lists on their contexts: that mark, not the thrown object,
+ * is what the transport reads, so an interceptor that maps results or an exception filter that
+ * rewrites errors cannot lose it. Returning it instead of throwing says the same.
  */
 export class BatchFailure extends RpcException {
   constructor(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string) {
-    const list: BatchEntryFailure[] = [];
+    let count = 0;
     for (const { entry, error } of failures) {
-      list.push({ stream: entry.context.getStream(), id: entry.context.getId(), error: error ?? new Error(message ?? 'failed in its batch') });
+      (entry.context as unknown as Record<symbol, unknown>)[FAILED] = { error: error ?? new Error(message ?? 'failed in its batch') };
+      count++;
     }
-    super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
+    super({ status: 'error', message: message ?? `${count} entries of the batch failed`, batchFailure: true });
   }
 
   /** Every entry in `entries` failed with `error`. */
@@ -70,9 +70,13 @@ export class BatchFailure extends RpcException {
 }
 brand(BatchFailure, 'BatchFailure');
 
-/** The failed entries a batch handler reported, from a {@link BatchFailure} as it comes out of Nest's RPC exception filter; undefined for any other error. */
-export function batchFailures(err: unknown): BatchEntryFailure[] | undefined {
+/** A {@link BatchFailure}, also as it comes out of Nest's RPC exception filter (its error object). */
+export function isBatchFailure(err: unknown): boolean {
   const error = err instanceof BatchFailure ? err.getError() : err;
-  const list = typeof error === 'object' && error !== null ? (error as { batchFailures?: unknown }).batchFailures : undefined;
-  return Array.isArray(list) ? (list as BatchEntryFailure[]) : undefined;
+  return typeof error === 'object' && error !== null && (error as { batchFailure?: unknown }).batchFailure === true;
+}
+
+/** The failure a {@link BatchFailure} marked on this entry's context, if any. */
+export function failureOf(context: RedisStreamsContext): { error: unknown } | undefined {
+  return (context as unknown as Record<symbol, { error: unknown } | undefined>)[FAILED];
 }

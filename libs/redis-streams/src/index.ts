@@ -7,7 +7,7 @@ export { RedisStreamsRecord } from './client/record.js';
 export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/client-options.js';
 export type { RetentionPolicy } from './redis/retention.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';
-export { BatchFailure, RedisStreamsBatchContext, type BatchEntryFailure, type RedisStreamsBatchContextArgs, type StreamBatchEntry } from './batch.js';
+export { BatchFailure, RedisStreamsBatchContext, type RedisStreamsBatchContextArgs, type StreamBatchEntry } from './batch.js';
 export type { StreamBatchOptions } from './options/batch-options.js';
 export { REDIS_STREAMS_TRANSPORT, StreamPattern } from './transport.js';
 export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';

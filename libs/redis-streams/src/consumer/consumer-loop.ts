@@ -105,6 +105,8 @@ export class ConsumerLoop {
   private refusal: string | undefined;
   /** An ack failed since the last flush: the next beat surfaces it. */
   private ackFailed = false;
+  /** When each batch handler's read came back (see fill). */
+  private readonly arrivals = new WeakMap<readonly StreamEntry[], number>();
   /**
    * COUNT of every read and reclaim: `batchSize`; for a batch handler, enough for `concurrency`
    * calls of `maxSize` (at most MAX_BATCH_SIZE, unless one call alone needs more).
@@ -375,7 +377,7 @@ export class ConsumerLoop {
     const first = await (this.takeAhead() ?? this.parkRead());
     const { batch } = this.d;
     const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
-    const entries = filling ? await this.fill(first, batch.maxSize, batch.maxWaitMs) : first;
+    const entries = filling ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs) : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
     const inHand = filling && this.stopping ? entries.length : 0;
     if (this.d.options.readAhead && entries.length >= this.count && !this.stopping) this.readAhead();
@@ -389,11 +391,10 @@ export class ConsumerLoop {
 
   /**
    * A batch handler's park that returned fewer than `maxSize` entries: read more (Redis blocks)
-   * until it is full or `maxWaitMs` has passed since the first arrived. Stopping ends the wait
-   * at once; what is in hand is then settled.
+   * until it is full or the `deadline` (`maxWaitMs` after the first arrived) has passed.
+   * Stopping ends the wait at once; what is in hand is then settled.
    */
-  private async fill(entries: StreamEntry[], maxSize: number, maxWaitMs: number): Promise<StreamEntry[]> {
-    const deadline = performance.now() + maxWaitMs;
+  private async fill(entries: StreamEntry[], maxSize: number, deadline: number): Promise<StreamEntry[]> {
     while (entries.length < maxSize && !this.stopping) {
       const leftMs = Math.floor(deadline - performance.now());
       // BLOCK 0 would wait forever.
@@ -418,6 +419,8 @@ export class ConsumerLoop {
       this.marks.delivered(entries);
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
       this.lease.hold(entries);
+      // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
+      if (this.d.batch && entries.length > 0) this.arrivals.set(entries, performance.now());
       return entries;
     } finally {
       if (this.parked === read) this.parked = undefined;

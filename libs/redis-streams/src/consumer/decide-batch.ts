@@ -1,4 +1,4 @@
-import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { failureOf, isBatchFailure, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
@@ -16,7 +16,7 @@ export interface BatchDecideDeps extends SettleDeps {
 /**
  * Decides a batch for a batch handler: each entry gets the single-entry checks (deliveries,
  * size, decoding: refused ones are dead-lettered alone), then the rest go to ONE handler call.
- * It succeeds: all `'acked'`. It throws a {@link BatchFailure}: the entries it lists failed
+ * It succeeds or throws a {@link BatchFailure}: the entries a BatchFailure marked failed
  * (pending, or dead-lettered as for one entry), the others `'acked'`. It throws anything else:
  * every entry failed. A request (`send`) to a batch pattern is answered as by an event handler.
  * One event per entry, in order.
@@ -57,32 +57,28 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
 async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
   const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
-  let failures;
   try {
     const work = deps.dispatchBatch(pattern, items, context);
-    // Returning a BatchFailure says the same as throwing it.
-    failures = batchFailures(await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs)));
+    await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
-    failures = batchFailures(error);
-    if (!failures) {
+    // Anything but a BatchFailure fails the whole call.
+    if (!isBatchFailure(error)) {
       const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
       logFailed(deps, pattern, events, error);
       return events;
     }
   }
-  if (!failures) return ready.map((r) => acked(r.entry, source));
-  const failed = new Map(failures.map((f) => [`${f.stream}\u0000${f.id}`, f.error]));
+  // Succeeded, or said which entries failed: those are marked on their contexts (see BatchFailure).
+  let firstError: unknown;
   const events = await Promise.all(
     ready.map((r) => {
-      const key = `${r.entry.stream}\u0000${r.entry.id}`;
-      if (!failed.has(key)) return acked(r.entry, source);
-      const error = failed.get(key);
-      failed.delete(key);
-      return handlerFailed(deps, r.entry, source, error, true);
+      const failed = failureOf(r.context);
+      if (!failed) return acked(r.entry, source);
+      firstError ??= failed.error;
+      return handlerFailed(deps, r.entry, source, failed.error, true);
     }),
   );
-  logFailed(deps, pattern, events, failures[0]?.error);
-  if (failed.size > 0) deps.logger.warn(`batch handler of "${pattern}" reported ${failed.size} failed entries that were not in its batch: ignored`);
+  logFailed(deps, pattern, events, firstError);
   return events;
 }
 

@@ -1,4 +1,4 @@
-import { MAX_BATCH_SIZE } from './server-options.js';
+import { MAX_BATCH_SIZE, MAX_BLOCK_MS } from './server-options.js';
 import { atMost, InvalidOptionError, positiveInt, rejectUnknown } from './validate.js';
 
 /** `@StreamPattern(stream, { batch })`: the handler gets an array of entries per call. */
@@ -8,7 +8,7 @@ export interface StreamBatchOptions {
   /**
    * How long a batch that is not full may wait for more entries, counted from when its first
    * entry arrived: it is handed over when full or when this runs out, never later. 0 hands over
-   * what one read returns. Default: 0.
+   * what one read returns. At most a day. Default: 0.
    */
   maxWaitMs?: number;
 }
@@ -21,7 +21,6 @@ export function resolveBatchOptions(what: string, value: unknown): ResolvedBatch
   rejectUnknown(value, ['maxSize', 'maxWaitMs'], `${what} batch.`);
   const { maxSize, maxWaitMs } = value as { maxSize?: unknown; maxWaitMs?: unknown };
   if (maxSize === undefined) throw new InvalidOptionError(`${what} batch.maxSize`, 'is required: the most entries per handler call');
-  // A wait is a BLOCK argument and a timer: at most a timer's range.
-  const waitMs = maxWaitMs === 0 ? 0 : atMost(`${what} batch.maxWaitMs`, positiveInt(`${what} batch.maxWaitMs`, maxWaitMs, 0), 2 ** 31 - 1);
+  const waitMs = maxWaitMs === 0 ? 0 : atMost(`${what} batch.maxWaitMs`, positiveInt(`${what} batch.maxWaitMs`, maxWaitMs, 0), MAX_BLOCK_MS);
   return { maxSize: atMost(`${what} batch.maxSize`, positiveInt(`${what} batch.maxSize`, maxSize, 0), MAX_BATCH_SIZE), maxWaitMs: waitMs };
 }

@@ -142,6 +142,12 @@ const KNOWN_OPTIONS = [
  */
 export const MAX_BATCH_SIZE = 1000;
 
+/**
+ * Longest BLOCK of a read (`blockMs`, a batch's `maxWaitMs`): a day. A park's watchdog timer runs
+ * a little past it, and Node fires a timer beyond 2^31 - 1 ms after 1 ms.
+ */
+export const MAX_BLOCK_MS = 86_400_000;
+
 export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
 
 const clusterDeadLetterKeys = new Map<string, string>();
@@ -198,7 +204,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
     telemetry: boolean('telemetry', input.telemetry, SERVER_DEFAULTS.telemetry),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
-    blockMs: positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs),
+    blockMs: atMost('blockMs', positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs), MAX_BLOCK_MS),
     minIdleMs,
     leaseRenewMs,
     groupStartId,

@@ -36,11 +36,6 @@ function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
-/** A handler's result as a value: an Observable's last one (an interceptor makes every result one). */
-function resultOf(value: unknown): unknown {
-  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value;
-}
-
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
 
@@ -51,6 +46,24 @@ interface Reader {
   /** Resolves when the loop has finished. */
   done: Promise<void>;
   run: Subscription;
+}
+
+/**
+ * Nest chains every event handler of one pattern, and the transport reads the first one's
+ * extras: the others must agree, or a batch handler would get single entries (or a
+ * single-entry handler arrays).
+ */
+function checkSameExtras(pattern: string, head: MessageHandler): void {
+  const shape = (h: MessageHandler) => {
+    const { partitions, batch } = (h.extras ?? {}) as { partitions?: unknown; batch?: unknown };
+    return JSON.stringify({ partitions, batch });
+  };
+  const nextOf = (h: MessageHandler) => h.next as MessageHandler | undefined;
+  for (let next = nextOf(head); next; next = nextOf(next)) {
+    if (shape(next) !== shape(head)) {
+      throw new Error(`nestjs-redis-streams: the handlers of "${pattern}" disagree on their partitions or batch options (${shape(head)} against ${shape(next)}): one stream is read one way`);
+    }
+  }
 }
 
 /** The streams one reader reads, and for a batch handler's reader its batch options. */
@@ -445,6 +458,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
       }
       const { partitions, batch } = (handler.extras ?? {}) as { partitions?: unknown; batch?: unknown };
+      checkSameExtras(pattern, handler);
       if (batch !== undefined) {
         if (!handler.isEventHandler) throw new Error(`nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`);
         this.batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
@@ -498,11 +512,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
   }
 
-  /** A batch handler: called once with every entry; resolves with what it returned (a BatchFailure says which failed). */
+  /** A batch handler: called once with every entry; settles as an event handler does. */
   private dispatchBatch(pattern: string, entries: StreamBatchEntry[], ctx: RedisStreamsBatchContext): Promise<unknown> {
     const handler = this.messageHandlers.get(pattern);
     if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
-    return this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(resultOf));
+    return this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(settleValue));
   }
 
   /** A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream. */
@@ -521,10 +535,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   /** Runs `body` between Nest's processing start and end hooks (tracing); settles with `body`. */
   private runInHooks(ctx: RedisStreamsContext | RedisStreamsBatchContext, body: () => Promise<unknown>): Promise<unknown> {
     if (!this.hooksInstalled()) return body();
-    return new Promise<unknown>((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
         try {
-          resolve(await body());
+          await body();
+          resolve();
         } catch (err) {
           reject(err);
         } finally {

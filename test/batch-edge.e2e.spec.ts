@@ -1,0 +1,192 @@
+/**
+ * Batch handlers: mixed batches (undecodable, oversized, past maxDeliveries,
+ * requests) with good entries; BatchFailure edge cases; guard refusals; timeouts.
+ */
+import { Controller, Injectable, UseGuards, type CanActivate } from '@nestjs/common';
+import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { BatchFailure, DeadLetterException, REDIS_STREAMS_TRANSPORT, type StreamBatchEntry } from 'nestjs-redis-streams';
+import { lastValueFrom, of, throwError } from 'rxjs';
+import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
+import { useProducers } from './support/producer.js';
+import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+const producer = useProducers();
+
+@Injectable()
+class RefuseGuard implements CanActivate {
+  canActivate() {
+    return false;
+  }
+}
+
+async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}, guard = false) {
+  const Ctl = batchController('batched', { batch }, guard ? (p, k, d) => UseGuards(RefuseGuard)(p, k, d) : undefined);
+  const app = await start(
+    { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, ...options },
+    { controllers: [Ctl], providers: [BatchLog, RefuseGuard] },
+  );
+  return Object.assign(app, { log: app.app.get(BatchLog) });
+}
+
+const deadIds = async (key: string) => (await redis.client().xrange(deadLetterKey(key), '-', '+')).map(([, f]) => f[f.indexOf('sourceId') + 1] ?? f.join(' '));
+
+describe('batch handlers: mixed batches and failure reports', () => {
+  it('self-drain batch with undecodable, oversized and over-delivered entries: only the good ones reach the call, the rest dead-lettered, none pending', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}batched`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const good1 = (await r.xadd(key, '*', 'order_id', '1'))!;
+    const badJson = (await r.xadd(key, '*', 'data', '{not json'))!;
+    const huge = (await r.xadd(key, '*', 'data', JSON.stringify({ blob: 'x'.repeat(4096) })))!;
+    const worn = (await r.xadd(key, '*', 'order_id', 'worn'))!;
+    const good2 = (await r.xadd(key, '*', 'order_id', '2'))!;
+    await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 10, 'STREAMS', key, '>');
+    await r.xclaim(key, 'g', 'c1', 0, worn, 'RETRYCOUNT', 9);
+    const app = await startBatch({ maxSize: 10 }, { keyPrefix: prefix, maxDeliveries: 3, maxEntryBytes: 1000, minIdleMs: 60_000 });
+    await waitFor(() => app.settled.length === 5, { message: 'five settled' });
+    const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
+    expect([good1, badJson, huge, worn, good2].map((id) => outcome[id])).toEqual(['acked', 'dead-lettered', 'dead-lettered', 'dead-lettered', 'acked']);
+    expect(app.log.calls.map((c) => c.ids)).toEqual([[good1, good2]]);
+    await waitFor(async () => (await pendingOf(redis, key)) === 0, { message: 'nothing pending' });
+    expect((await deadIds(key)).sort()).toEqual([badJson, huge, worn].sort());
+  });
+
+  it('a request (send) to a batch pattern is answered "no matching message handler" and acked; the events beside it reach the call', async () => {
+    const app = await startBatch({ maxSize: 4, maxWaitMs: 3_000 }, { minIdleMs: 60_000 });
+    const prefix = app.key('');
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    const [a] = await addOrders(redis, app.key('batched'), 1);
+    const answer = lastValueFrom(client.send('batched', { q: 1 })).then(
+      (v) => ({ ok: v }),
+      (e: unknown) => ({ err: e }),
+    );
+    const [b] = await addOrders(redis, app.key('batched'), 1, 1);
+    expect(await answer).toEqual({ err: 'There is no matching message handler defined in the remote service.' });
+    await waitFor(async () => app.log.ids().length === 2 && (await pendingOf(redis, app.key('batched'))) === 0, { message: 'all settled' });
+    expect(app.log.ids()).toEqual([a, b]);
+  });
+
+  it('a BatchFailure listing one entry twice, a foreign entry and a DeadLetterException: each listed entry fails once, the rest acked', async () => {
+    const app = await startBatch({ maxSize: 4, maxWaitMs: 5_000 }, { minIdleMs: 60_000 });
+    let previous: StreamBatchEntry[] = [];
+    app.log.behavior = (entries) => {
+      const foreign = previous[0];
+      previous = entries;
+      if (!foreign) return undefined;
+      throw new BatchFailure([
+        { entry: entries[0]!, error: new Error('first') },
+        { entry: entries[0]!, error: new DeadLetterException('first again, for good') },
+        { entry: foreign, error: new Error('not in this batch') },
+        { entry: entries[2]!, error: 'a string, not an Error' },
+      ]);
+    };
+    await addOrders(redis, app.key('batched'), 4);
+    await waitFor(() => app.settled.length === 4, { message: 'the first batch acked' });
+    const ids = await addOrders(redis, app.key('batched'), 4, 4);
+    await waitFor(() => app.settled.length === 8, { message: 'the second batch settled' });
+    const outcome = Object.fromEntries(app.settled.slice(4).map((e) => [e.id, e.outcome]));
+    // Duplicate: one of the two (the last listed wins); the string error is a plain failure.
+    expect(ids.map((id) => outcome[id])).toEqual(['dead-lettered', 'acked', 'failed', 'acked']);
+    expect(await pendingOf(redis, app.key('batched'))).toBe(1);
+  });
+
+  it('a guard that refuses: the entries stay pending, come back, and are dead-lettered past maxDeliveries (never acked)', async () => {
+    const app = await startBatch({ maxSize: 3, maxWaitMs: 2_000 }, { minIdleMs: 200, maxDeliveries: 2 }, true);
+    const ids = await addOrders(redis, app.key('batched'), 3);
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 3, { message: 'three dead letters' });
+    expect(app.settled.filter((e) => e.outcome === 'acked')).toEqual([]);
+    expect(app.log.calls).toEqual([]);
+    expect((await deadIds(app.key('batched'))).sort()).toEqual(ids.sort());
+  });
+
+  it('handlerTimeoutMs with a hung batch handler: the call counts as failed, entries come back and are dead-lettered; close() does not wait for the hung call', async () => {
+    const app = await startBatch({ maxSize: 3, maxWaitMs: 2_000 }, { minIdleMs: 200, maxDeliveries: 2, handlerTimeoutMs: 200, shutdownTimeoutMs: 2_000 });
+    app.log.behavior = () => new Promise(() => {});
+    const ids = await addOrders(redis, app.key('batched'), 3);
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 3, { message: 'three dead letters' });
+    expect(app.log.calls.map((c) => c.deliveryCounts)).toEqual([
+      [1, 1, 1],
+      [2, 2, 2],
+    ]);
+    expect((await deadIds(app.key('batched'))).sort()).toEqual(ids.sort());
+    const t0 = performance.now();
+    await app.close();
+    expect(performance.now() - t0).toBeLessThan(1_500);
+  });
+
+  it('a batch handler that throws a non-Error (a string, undefined) fails every entry: pending, not acked', async () => {
+    const app = await startBatch({ maxSize: 2, maxWaitMs: 2_000 }, { minIdleMs: 60_000 });
+    let n = 0;
+    app.log.behavior = () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error
+      throw n++ === 0 ? 'boom' : undefined;
+    };
+    await addOrders(redis, app.key('batched'), 2);
+    await waitFor(() => app.settled.length === 2, { message: 'first call settled' });
+    await addOrders(redis, app.key('batched'), 2, 2);
+    await waitFor(() => app.settled.length === 4, { message: 'second call settled' });
+    expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'failed', 'failed']);
+    expect(await pendingOf(redis, app.key('batched'))).toBe(4);
+  });
+
+  it('a BatchFailure returned inside an Observable, or erroring one, fails only its entries', async () => {
+    const app = await startBatch({ maxSize: 3, maxWaitMs: 3_000 }, { minIdleMs: 60_000 });
+    let n = 0;
+    app.log.behavior = (entries) => {
+      const failure = new BatchFailure([{ entry: entries[1]!, error: new Error('no') }]);
+      return n++ === 0 ? of(failure) : throwError(() => failure);
+    };
+    for (const round of [0, 1]) {
+      const ids = await addOrders(redis, app.key('batched'), 3, round * 3);
+      await waitFor(() => app.settled.length === 3 * (round + 1), { message: `round ${round}` });
+      const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
+      expect(ids.map((id) => outcome[id])).toEqual(['acked', 'failed', 'acked']);
+    }
+  });
+
+  it('batch on a @MessagePattern is refused at listen; on a plain @EventPattern it works', async () => {
+    @Controller()
+    class Req {
+      @MessagePattern('asked', REDIS_STREAMS_TRANSPORT, { batch: { maxSize: 2 } })
+      asked(@Payload() p: unknown) {
+        return p;
+      }
+    }
+    await expect(start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix() }, { controllers: [Req] })).rejects.toThrow(/batch handler answers no request/);
+    @Injectable()
+    class Seen {
+      sizes: number[] = [];
+    }
+    @Controller()
+    class Ev {
+      constructor(private readonly seen: Seen) {}
+      @EventPattern('evs', { batch: { maxSize: 2 } })
+      evs(@Payload() entries: StreamBatchEntry[]) {
+        this.seen.sizes.push(entries.length);
+      }
+    }
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 }, { controllers: [Ev], providers: [Seen] });
+    await addOrders(redis, app.key('evs'), 4);
+    await waitFor(() => app.settled.length === 4, { message: 'four acked' });
+    expect(app.app.get(Seen).sizes.every((s) => s <= 2)).toBe(true);
+  });
+
+  it('shutdown while a batch fills with concurrency 3: that batch is handed to the handler and acked; close() does not wait maxWaitMs', async () => {
+    const app = await startBatch({ maxSize: 10, maxWaitMs: 60_000 }, { blockMs: 60_000, concurrency: 3 });
+    const ids = await addOrders(redis, app.key('batched'), 4);
+    await waitFor(async () => (await pendingOf(redis, app.key('batched'))) === 4, { message: 'four fetched' });
+    const t0 = performance.now();
+    await app.close();
+    expect(performance.now() - t0).toBeLessThan(3_000);
+    expect(app.log.ids()).toEqual(ids);
+    expect(await pendingOf(redis, app.key('batched'))).toBe(0);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * Batch handlers: maxWaitMs ("handed over when full or when the wait runs out, counted from
+ * when its first entry arrived, never later") and concurrency.
+ */
+import { MAX_BLOCK_MS } from '../libs/redis-streams/src/options/server-options.js';
+import { addOrders, BatchLog, batchController, deliveredOf, pendingOf } from './support/batch-app.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}) {
+  const app = await start(
+    { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 20_000, ...options },
+    { controllers: [batchController('batched', { batch })], providers: [BatchLog] },
+  );
+  return Object.assign(app, { log: app.app.get(BatchLog) });
+}
+
+describe('batch handlers: maxWaitMs and concurrency', () => {
+  it('maxWaitMs at its maximum (a day) still waits for a full batch; past it, it is refused', async () => {
+    await expect(startBatch({ maxSize: 5, maxWaitMs: MAX_BLOCK_MS + 1 })).rejects.toThrow(/batch.maxWaitMs".*at most 86400000/);
+    const app = await startBatch({ maxSize: 5, maxWaitMs: MAX_BLOCK_MS });
+    const [first] = await addOrders(redis, app.key('batched'), 1);
+    await waitFor(async () => (await deliveredOf(redis, app.key('batched'))) === 1, { message: 'the first entry fetched' });
+    const rest = await addOrders(redis, app.key('batched'), 4, 1);
+    await waitFor(() => app.log.ids().length === 5, { message: 'all five handed over' });
+    expect(app.log.calls.map((c) => c.ids)).toEqual([[first, ...rest]]);
+  });
+
+  it('a short read-ahead batch whose wait ran out while the previous call ran (counted from its arrival) is handed over at once, not after another maxWaitMs', async () => {
+    const maxWaitMs = 3_000;
+    const app = await startBatch({ maxSize: 5, maxWaitMs });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    app.log.behavior = () => (app.log.calls.length === 1 ? gate : undefined);
+    try {
+      await addOrders(redis, app.key('batched'), 5);
+      await waitFor(() => app.log.running === 1, { message: 'the first (full) call running' });
+      // The full batch sent a read-ahead: this entry arrives in it while the first call runs.
+      const [late] = await addOrders(redis, app.key('batched'), 1, 5);
+      await waitFor(async () => (await deliveredOf(redis, app.key('batched'))) === 6, { message: 'the read-ahead took the sixth entry' });
+      const arrived = performance.now();
+      // Its maxWaitMs runs out while the first call still runs (a condition on the clock, not a sleep).
+      await waitFor(() => performance.now() - arrived > maxWaitMs, { timeoutMs: maxWaitMs + 5_000, message: 'maxWaitMs past the arrival' });
+      release();
+      // Counted from its arrival, its wait is over: handed over at once. Counted anew, it would take maxWaitMs more.
+      await waitFor(() => app.log.calls.length === 2, { timeoutMs: maxWaitMs - 1_000, message: 'the second call, well within another maxWaitMs' });
+      expect(app.log.calls[1]!.ids).toEqual([late]);
+    } finally {
+      release();
+    }
+  }, 30_000);
+
+  it('concurrency 4 with maxSize 250 runs four calls at a time on a backlog (a read brings concurrency x maxSize, at most 1,000)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}batched`;
+    for (let i = 0; i < 4; i++) await addOrders(redis, key, 250, i * 250);
+    const app = await startBatch({ maxSize: 250 }, { keyPrefix: prefix, concurrency: 4, blockMs: 100 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    app.log.behavior = () => gate;
+    try {
+      await waitFor(() => app.log.running === 4, { message: 'four calls at once' });
+    } finally {
+      release();
+    }
+    await waitFor(async () => (await pendingOf(redis, key)) === 0 && app.log.ids().length === 1000, { message: 'all acked' });
+  });
+});
