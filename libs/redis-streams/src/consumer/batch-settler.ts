@@ -29,11 +29,12 @@ export interface BatchProgress {
 
 /**
  * Settles one fetched batch (leased by whoever fetched it): up to `concurrency` entries (or,
- * for a batch handler, calls of up to `maxSize` entries) at a time, in fetch order, and all successful ones acked together in one round trip when the
- * batch is done (sent, not awaited: see AckPipeline). Until the ack is confirmed their lease
- * is kept, so no peer can take them. When the loop stops, entries not yet started are handed
- * back and the ones in hand finish and are acked; the first `inHand` entries count as in hand
- * (a batch handler's batch that was still filling).
+ * for a batch handler, calls of up to `maxSize` entries) at a time, in fetch order, and all
+ * successful ones acked together in one round trip when the batch is done (sent, not
+ * awaited: see AckPipeline). Until the ack is confirmed their lease is kept, so no peer can
+ * take them. When the loop stops, entries not yet started are handed back and the ones in
+ * hand finish and are acked; the first `inHand` entries count as in hand (a batch handler's
+ * batch that was still filling).
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
   if (entries.length === 0) return;
