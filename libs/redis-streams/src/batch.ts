@@ -41,26 +41,29 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[RedisStreamsBatchC
 }
 brand(RedisStreamsBatchContext, 'RedisStreamsBatchContext');
 
-/** Where a {@link BatchFailure} marks each entry it lists: on the entry's own context, which no interceptor or filter rewrites. */
-const FAILED = Symbol.for('nestjs-redis-streams/batch-entry-failed');
+/** One entry a batch handler said failed, as the transport reads it back. */
+interface EntryFailure {
+  stream: string;
+  id: string;
+  error: unknown;
+}
 
 /**
  * Throw it from a batch handler to say which entries failed: only those stay pending (or are
  * dead-lettered: a `DeadLetterException` as their error, or their last allowed delivery); the
- * rest of the batch is acked. Any other throw fails the whole batch.
- *
- * Making one marks the entries it lists on their contexts: that mark, not the thrown object,
- * is what the transport reads, so an interceptor that maps results or an exception filter that
- * rewrites errors cannot lose it. Returning it instead of throwing says the same.
+ * rest of the batch is acked. Any other throw fails the whole batch. Only a thrown one counts
+ * (a retry that then succeeds, or one made and not thrown, fails nothing); returned, it counts
+ * only as long as no interceptor rewrites the result. An `RpcException`, so Nest's exception
+ * layer hands the list through to the transport; an exception filter that rewrites it makes
+ * the whole batch fail, never ack an entry that was listed.
  */
 export class BatchFailure extends RpcException {
   constructor(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string) {
-    let count = 0;
+    const list: EntryFailure[] = [];
     for (const { entry, error } of failures) {
-      (entry.context as unknown as Record<symbol, unknown>)[FAILED] = { error: error ?? new Error(message ?? 'failed in its batch') };
-      count++;
+      list.push({ stream: entry.context.getStream(), id: entry.context.getId(), error: error ?? new Error(message ?? 'failed in its batch') });
     }
-    super({ status: 'error', message: message ?? `${count} entries of the batch failed`, batchFailure: true });
+    super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
   }
 
   /** Every entry in `entries` failed with `error`. */
@@ -70,13 +73,16 @@ export class BatchFailure extends RpcException {
 }
 brand(BatchFailure, 'BatchFailure');
 
-/** A {@link BatchFailure}, also as it comes out of Nest's RPC exception filter (its error object). */
-export function isBatchFailure(err: unknown): boolean {
+/**
+ * The entries a {@link BatchFailure} lists, by `stream\0id`, also as it comes out of Nest's
+ * RPC exception filter (its error object); undefined for anything else.
+ */
+export function batchFailures(err: unknown): Map<string, unknown> | undefined {
   const error = err instanceof BatchFailure ? err.getError() : err;
-  return typeof error === 'object' && error !== null && (error as { batchFailure?: unknown }).batchFailure === true;
+  const list = typeof error === 'object' && error !== null ? (error as { batchFailures?: unknown }).batchFailures : undefined;
+  if (!Array.isArray(list)) return undefined;
+  // A later listing of the same entry wins.
+  return new Map((list as EntryFailure[]).map((f) => [failureKey(f.stream, f.id), f.error]));
 }
 
-/** The failure a {@link BatchFailure} marked on this entry's context, if any. */
-export function failureOf(context: RedisStreamsContext): { error: unknown } | undefined {
-  return (context as unknown as Record<symbol, { error: unknown } | undefined>)[FAILED];
-}
+export const failureKey = (stream: string, id: string): string => `${stream}\u0000${id}`;

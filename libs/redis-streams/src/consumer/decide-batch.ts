@@ -1,4 +1,4 @@
-import { failureOf, isBatchFailure, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { batchFailures, failureKey, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
@@ -16,7 +16,7 @@ export interface BatchDecideDeps extends SettleDeps {
 /**
  * Decides a batch for a batch handler: each entry gets the single-entry checks (deliveries,
  * size, decoding: refused ones are dead-lettered alone), then the rest go to ONE handler call.
- * It succeeds or throws a {@link BatchFailure}: the entries a BatchFailure marked failed
+ * It succeeds: all `'acked'`. It throws a {@link BatchFailure}: the entries it lists failed
  * (pending, or dead-lettered as for one entry), the others `'acked'`. It throws anything else:
  * every entry failed. A request (`send`) to a batch pattern is answered as by an event handler.
  * One event per entry, in order.
@@ -57,25 +57,29 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
 async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
   const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
+  let failed: Map<string, unknown> | undefined;
   try {
     const work = deps.dispatchBatch(pattern, items, context);
-    await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
+    // A BatchFailure returned, untouched by interceptors, says the same as thrown.
+    failed = batchFailures(await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs)));
   } catch (error) {
+    failed = batchFailures(error);
     // Anything but a BatchFailure fails the whole call.
-    if (!isBatchFailure(error)) {
+    if (!failed) {
       const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
       logFailed(deps, pattern, events, error);
       return events;
     }
   }
-  // Succeeded, or said which entries failed: those are marked on their contexts (see BatchFailure).
+  if (!failed) return ready.map((r) => acked(r.entry, source));
   let firstError: unknown;
   const events = await Promise.all(
     ready.map((r) => {
-      const failed = failureOf(r.context);
-      if (!failed) return acked(r.entry, source);
-      firstError ??= failed.error;
-      return handlerFailed(deps, r.entry, source, failed.error, true);
+      const key = failureKey(r.entry.stream, r.entry.id);
+      if (!failed.has(key)) return acked(r.entry, source);
+      const error = failed.get(key);
+      firstError ??= error;
+      return handlerFailed(deps, r.entry, source, error, true);
     }),
   );
   logFailed(deps, pattern, events, firstError);

@@ -3,6 +3,9 @@ import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 
+/** The ids of held entries, each once: a group re-created under a read-ahead can deliver an id twice, as two objects. */
+const distinctIds = (held: ReadonlySet<StreamEntry>): string[] => [...new Set(Array.from(held, (e) => e.id))];
+
 /**
  * The entries this consumer holds (fetched, not yet settled). Every `renewMs` their idle
  * time is reset on the server, so a peer's XAUTOCLAIM never takes an entry that is still
@@ -56,19 +59,19 @@ export class Lease {
     const out = new Map<string, string[]>();
     for (const [stream, held] of this.held) {
       const skipped = new Set(skip.get(stream));
-      const rest = Array.from(held, (e) => e.id).filter((id) => !skipped.has(id));
+      const rest = distinctIds(held).filter((id) => !skipped.has(id));
       if (rest.length > 0) out.set(stream, rest);
     }
     return out;
   }
 
   entries(): { stream: string; id: string }[] {
-    return [...this.held].flatMap(([stream, held]) => Array.from(held, (e) => ({ stream, id: e.id })));
+    return [...this.held].flatMap(([stream, held]) => distinctIds(held).map((id) => ({ stream, id })));
   }
 
-  /** How many entries are held, per stream. */
+  /** How many entries are held, per stream (distinct ids). */
   counts(): Map<string, number> {
-    return new Map([...this.held].map(([stream, ids]) => [stream, ids.size]));
+    return new Map([...this.held].map(([stream, held]) => [stream, distinctIds(held).length]));
   }
 
   drop(entry: StreamEntry): void {

@@ -36,6 +36,11 @@ function settleValue(value: unknown): Promise<unknown> | undefined {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
 }
 
+/** A handler's result as a value: an Observable's last one. */
+function resultOf(value: unknown): unknown {
+  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value;
+}
+
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
 
@@ -50,19 +55,20 @@ interface Reader {
 
 /**
  * Nest chains every event handler of one pattern, and the transport reads the first one's
- * extras: the others must agree, or a batch handler would get single entries (or a
- * single-entry handler arrays).
+ * extras. The others must agree on `partitions`; a batch handler must be alone: two would each
+ * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
  */
-function checkSameExtras(pattern: string, head: MessageHandler): void {
-  const shape = (h: MessageHandler) => {
-    const { partitions, batch } = (h.extras ?? {}) as { partitions?: unknown; batch?: unknown };
-    return JSON.stringify({ partitions, batch });
-  };
+function checkChain(pattern: string, head: MessageHandler): void {
+  const extrasOf = (h: MessageHandler) => (h.extras ?? {}) as { partitions?: unknown; batch?: unknown };
   const nextOf = (h: MessageHandler) => h.next as MessageHandler | undefined;
-  for (let next = nextOf(head); next; next = nextOf(next)) {
-    if (shape(next) !== shape(head)) {
-      throw new Error(`nestjs-redis-streams: the handlers of "${pattern}" disagree on their partitions or batch options (${shape(head)} against ${shape(next)}): one stream is read one way`);
-    }
+  const chain: MessageHandler[] = [];
+  for (let h: MessageHandler | undefined = head; h; h = nextOf(h)) chain.push(h);
+  if (chain.length > 1 && chain.some((h) => extrasOf(h).batch !== undefined)) {
+    throw new Error(`nestjs-redis-streams: pattern "${pattern}" has ${chain.length} handlers, one of them a batch handler: a batch handler must be its stream's only handler`);
+  }
+  const partitions = chain.map((h) => extrasOf(h).partitions);
+  if (partitions.some((p) => p !== partitions[0])) {
+    throw new Error(`nestjs-redis-streams: the handlers of "${pattern}" disagree on partitions (${partitions.map(String).join(' against ')}): one stream is read one way`);
   }
 }
 
@@ -458,7 +464,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
       }
       const { partitions, batch } = (handler.extras ?? {}) as { partitions?: unknown; batch?: unknown };
-      checkSameExtras(pattern, handler);
+      checkChain(pattern, handler);
       if (batch !== undefined) {
         if (!handler.isEventHandler) throw new Error(`nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`);
         this.batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
@@ -512,11 +518,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
   }
 
-  /** A batch handler: called once with every entry; settles as an event handler does. */
+  /** A batch handler: called once with every entry; resolves with its result (a returned BatchFailure counts). */
   private dispatchBatch(pattern: string, entries: StreamBatchEntry[], ctx: RedisStreamsBatchContext): Promise<unknown> {
     const handler = this.messageHandlers.get(pattern);
     if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
-    return this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(settleValue));
+    return this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(resultOf));
   }
 
   /** A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream. */
@@ -535,11 +541,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   /** Runs `body` between Nest's processing start and end hooks (tracing); settles with `body`. */
   private runInHooks(ctx: RedisStreamsContext | RedisStreamsBatchContext, body: () => Promise<unknown>): Promise<unknown> {
     if (!this.hooksInstalled()) return body();
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<unknown>((resolve, reject) => {
       const started: unknown = this.onProcessingStartHook(this.transportId, ctx, async () => {
         try {
-          await body();
-          resolve();
+          resolve(await body());
         } catch (err) {
           reject(err);
         } finally {
