@@ -3,10 +3,10 @@
  * not thrown, and several handlers of one stream, against "only a thrown BatchFailure fails the
  * entries it lists, and nothing else acks an entry a handler failed".
  */
-import { Controller, Injectable, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor, type RpcExceptionFilter } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, RedisStreamsContext, StreamPattern, type StreamBatchEntry } from 'nestjs-redis-streams';
-import { defer, map, retry } from 'rxjs';
+import { defer, map, retry, throwError } from 'rxjs';
 import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -31,6 +31,15 @@ class WrapInterceptor implements NestInterceptor {
 class RetryOnce implements NestInterceptor {
   intercept(_context: ExecutionContext, next: CallHandler) {
     return defer(() => next.handle()).pipe(retry(1));
+  }
+}
+
+/** A catch-all filter that normalizes every error to one shape (`batchFailures: []` by default), keeping an RpcException's fields. */
+@Catch()
+class NormalizeFilter implements RpcExceptionFilter {
+  catch(exception: unknown, _host: ArgumentsHost) {
+    const inner = exception instanceof BatchFailure ? (exception.getError() as object) : {};
+    return throwError(() => ({ status: 'error', message: exception instanceof Error ? exception.message : String(exception), batchFailures: [], ...inner }));
   }
 }
 
@@ -79,6 +88,33 @@ describe('batch handlers inside Nest', () => {
     };
     const ids = await addOrders(redis, app.key('speculative'), 2);
     expect(await outcomesOf(app, ids)).toEqual(['acked', 'acked']);
+  });
+
+  it('a BatchFailure made for an earlier call and thrown again (a circuit breaker) fails every entry of this call', async () => {
+    const app = await startWith([batchController('stale', { batch: { maxSize: 2, maxWaitMs: 5_000 } })]);
+    let last: BatchFailure | undefined;
+    app.log.behavior = (entries) => {
+      // Open after the first failure: every later call rethrows the last error.
+      if (last) throw last;
+      last = BatchFailure.of([entries[0]!], new Error('downstream down'));
+      throw last;
+    };
+    const first = await addOrders(redis, app.key('stale'), 2);
+    expect(await outcomesOf(app, first)).toEqual(['failed', 'acked']);
+    const second = await addOrders(redis, app.key('stale'), 2, 2);
+    await waitFor(() => app.settled.length === 4, { message: 'the second batch settled' });
+    const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
+    expect(second.map((id) => outcome[id])).toEqual(['failed', 'failed']);
+  });
+
+  it('an exception filter that reshapes every error with an empty batchFailures list fails the whole batch, never acks it', async () => {
+    const app = await startWith([batchController('normalized', { batch: { maxSize: 2, maxWaitMs: 5_000 } }, (proto, key, d) => UseFilters(NormalizeFilter)(proto, key, d))]);
+    app.log.behavior = () => {
+      throw new Error('database down');
+    };
+    const ids = await addOrders(redis, app.key('normalized'), 2);
+    expect(await outcomesOf(app, ids)).toEqual(['failed', 'failed']);
+    expect(await pendingOf(redis, app.key('normalized'))).toBe(2);
   });
 
   it('a batch handler must be its stream’s only handler: a second one (batch or not, in either order) is refused at listen', async () => {

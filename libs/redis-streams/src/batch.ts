@@ -41,10 +41,9 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[RedisStreamsBatchC
 }
 brand(RedisStreamsBatchContext, 'RedisStreamsBatchContext');
 
-/** One entry a batch handler said failed, as the transport reads it back. */
+/** One entry a batch handler said failed, as the transport reads it back: by its context, which is this delivery's own. */
 interface EntryFailure {
-  stream: string;
-  id: string;
+  context: RedisStreamsContext;
   error: unknown;
 }
 
@@ -54,15 +53,14 @@ interface EntryFailure {
  * rest of the batch is acked. Any other throw fails the whole batch. Only a thrown one counts
  * (a retry that then succeeds, or one made and not thrown, fails nothing); returned, it counts
  * only as long as no interceptor rewrites the result. An `RpcException`, so Nest's exception
- * layer hands the list through to the transport; an exception filter that rewrites it makes
- * the whole batch fail, never ack an entry that was listed.
+ * layer hands the list through to the transport. Entries are named by their contexts, which
+ * are new on every delivery: one that names no entry of the call (made for an earlier call and
+ * thrown again, or rewritten by an exception filter) fails the whole batch, never acks it.
  */
 export class BatchFailure extends RpcException {
   constructor(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string) {
     const list: EntryFailure[] = [];
-    for (const { entry, error } of failures) {
-      list.push({ stream: entry.context.getStream(), id: entry.context.getId(), error: error ?? new Error(message ?? 'failed in its batch') });
-    }
+    for (const { entry, error } of failures) list.push({ context: entry.context, error: error ?? new Error(message ?? 'failed in its batch') });
     super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
   }
 
@@ -74,15 +72,13 @@ export class BatchFailure extends RpcException {
 brand(BatchFailure, 'BatchFailure');
 
 /**
- * The entries a {@link BatchFailure} lists, by `stream\0id`, also as it comes out of Nest's
- * RPC exception filter (its error object); undefined for anything else.
+ * The entries a {@link BatchFailure} lists, by context, also as it comes out of Nest's RPC
+ * exception filter (its error object, handed on as is); undefined for anything else.
  */
-export function batchFailures(err: unknown): Map<string, unknown> | undefined {
+export function batchFailures(err: unknown): Map<unknown, unknown> | undefined {
   const error = err instanceof BatchFailure ? err.getError() : err;
   const list = typeof error === 'object' && error !== null ? (error as { batchFailures?: unknown }).batchFailures : undefined;
   if (!Array.isArray(list)) return undefined;
   // A later listing of the same entry wins.
-  return new Map((list as EntryFailure[]).map((f) => [failureKey(f.stream, f.id), f.error]));
+  return new Map((list as Partial<EntryFailure>[]).map((f) => [f?.context, f?.error]));
 }
-
-export const failureKey = (stream: string, id: string): string => `${stream}\u0000${id}`;

@@ -1,4 +1,4 @@
-import { batchFailures, failureKey, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
@@ -57,32 +57,39 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
 async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
   const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
-  let failed: Map<string, unknown> | undefined;
+  let failed: Map<unknown, unknown> | undefined;
+  let thrown: unknown;
   try {
     const work = deps.dispatchBatch(pattern, items, context);
     // A BatchFailure returned, untouched by interceptors, says the same as thrown.
-    failed = batchFailures(await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs)));
+    const value = await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
+    failed = batchFailures(value);
+    thrown = value;
   } catch (error) {
     failed = batchFailures(error);
+    thrown = error;
     // Anything but a BatchFailure fails the whole call.
-    if (!failed) {
-      const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
-      logFailed(deps, pattern, events, error);
-      return events;
-    }
+    if (!failed) return failAll(deps, pattern, ready, source, error);
   }
   if (!failed) return ready.map((r) => acked(r.entry, source));
+  // One that names no entry of this call (an earlier call's, thrown again; an error a filter reshaped) says nothing about these.
+  if (!ready.some((r) => failed.has(r.context))) return failAll(deps, pattern, ready, source, thrown);
   let firstError: unknown;
   const events = await Promise.all(
     ready.map((r) => {
-      const key = failureKey(r.entry.stream, r.entry.id);
-      if (!failed.has(key)) return acked(r.entry, source);
-      const error = failed.get(key);
+      if (!failed.has(r.context)) return acked(r.entry, source);
+      const error = failed.get(r.context);
       firstError ??= error;
       return handlerFailed(deps, r.entry, source, error, true);
     }),
   );
   logFailed(deps, pattern, events, firstError);
+  return events;
+}
+
+async function failAll(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource, error: unknown): Promise<SettledEvent[]> {
+  const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
+  logFailed(deps, pattern, events, error);
   return events;
 }
 
