@@ -6,13 +6,14 @@
 // JavaScript → handler (waiting inside the consumer behind the entries read before it).
 //
 //   npm run build && npx tsc -p bench/tsconfig.json && node dist/bench-build/bench/latency-probe.js [--n 100000] [--rounds 3] [--rate msgs/s] [--variants 0,2]
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { parseInfo } from '../test/support/redis-info.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { shutdownRedis } from './shutdown-redis.js';
 import type { ProducerSummary } from './producer.js';
 import type { ConsumerOptions, SystemName } from './systems.js';
 
@@ -47,13 +48,7 @@ let redisStopped = false;
 process.on('exit', () => {
   procs.forEach((p) => p.kill('SIGKILL'));
   // A probe that failed midway must not leave its redis-server behind.
-  if (!redisStopped) {
-    try {
-      execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(redis.port), 'shutdown', 'nosave'], { stdio: 'ignore', timeout: 2000 });
-    } catch {
-      // Already gone.
-    }
-  }
+  if (!redisStopped) shutdownRedis(redis.port);
 });
 const log = (line: string) => process.stderr.write(`probe: ${line}\n`);
 

@@ -15,8 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-server.js';
+import { shutdownRedis } from './shutdown-redis.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
-import { tryOtherTransports, type OtherTransports } from './other-transports.js';
+import { tryOtherTransports } from './other-transports.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -603,14 +604,6 @@ function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefin
   }
 }
 
-/** From an exit handler (synchronous): SHUTDOWN NOSAVE to the bench's own server. */
-function shutdownRedis(port: number): void {
-  try {
-    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore', timeout: 2000 });
-  } catch {
-    // Already gone.
-  }
-}
 
 /** Polls `condition` every `intervalMs` until it holds (no fixed waits: every wait in the harness is for something). */
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {

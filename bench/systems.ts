@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { EventPattern, Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { RedisStreamsServer, StreamPattern } from 'nestjs-redis-streams';
+import { RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
 
 /** What every system under test hands the handler: the producer's timestamp, for latency. */
 export type Handler = (message: { t?: string | number }) => unknown;
@@ -53,19 +53,7 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
       return naiveLoop(o, handler);
     case 'nestjs-redis-streams':
       return nestApp(
-        {
-          strategy: new RedisStreamsServer({
-            connection: o.cluster ?? o.url,
-            group: o.group,
-            consumer: o.consumer,
-            batchSize: o.batchSize,
-            concurrency: o.concurrency,
-            blockMs: o.blockMs ?? 1000,
-            minIdleMs: o.minIdleMs ?? 30_000,
-            ...(o.readAhead === undefined ? {} : { readAhead: o.readAhead }),
-            ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
-          }),
-        },
+        { strategy: streamsServer(o, { batchSize: o.batchSize, ...(o.readAhead === undefined ? {} : { readAhead: o.readAhead }) }) },
         StreamPattern(o.key, o.partitions === undefined ? undefined : { partitions: o.partitions }),
         handler,
         beforeListen,
@@ -73,17 +61,7 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
     case 'nestjs-redis-streams-batch':
       // A batch handler of `batchSize` entries per call: one Nest dispatch and one ack per batch.
       return nestApp(
-        {
-          strategy: new RedisStreamsServer({
-            connection: o.cluster ?? o.url,
-            group: o.group,
-            consumer: o.consumer,
-            concurrency: o.concurrency,
-            blockMs: o.blockMs ?? 1000,
-            minIdleMs: o.minIdleMs ?? 30_000,
-            ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
-          }),
-        },
+        { strategy: streamsServer(o) },
         StreamPattern(o.key, { batch: { maxSize: o.batchSize } }),
         async (entries: unknown) => {
           for (const entry of entries as { payload: { t?: string | number } }[]) await handler(entry.payload);
@@ -104,6 +82,20 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
       return { stop: () => worker.close() };
     }
   }
+}
+
+/** This transport's server with the bench's options, plus `extra`. */
+function streamsServer(o: ConsumerOptions, extra: RedisStreamsServerOptions = {}): RedisStreamsServer {
+  return new RedisStreamsServer({
+    connection: o.cluster ?? o.url,
+    group: o.group,
+    consumer: o.consumer,
+    concurrency: o.concurrency,
+    blockMs: o.blockMs ?? 1000,
+    minIdleMs: o.minIdleMs ?? 30_000,
+    ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
+    ...extra,
+  });
 }
 
 type ReadReply = [string, [string, string[]][]][] | null;

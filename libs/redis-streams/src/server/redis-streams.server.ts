@@ -31,12 +31,7 @@ import type { RedisStreamsHealth } from '../health/health.js';
 import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
 import { loadOtelApi } from '../telemetry/otel-api.js';
 
-/** A handler's resolved result: an Observable still has to complete (or error). */
-function settleValue(value: unknown): Promise<unknown> | undefined {
-  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : undefined;
-}
-
-/** A handler's result as a value: an Observable's last one. */
+/** A handler's resolved result as a value: an Observable still has to complete (or error), and its last value counts. */
 function resultOf(value: unknown): unknown {
   return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value;
 }
@@ -503,8 +498,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     if (!request) {
       if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
       // The hot path: no tracing hooks installed, so no wrapper, closure or async frame per entry.
-      if (!this.hooksInstalled()) return Promise.resolve(handler(entry.payload, ctx)).then(settleValue);
-      return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(settleValue));
+      if (!this.hooksInstalled()) return Promise.resolve(handler(entry.payload, ctx)).then(resultOf);
+      return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(resultOf));
     }
     const reply = async (packet: WritePacket) => {
       const fields = await encodeReply(request.correlationId, packet, this.options.serializer);
