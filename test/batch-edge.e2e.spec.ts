@@ -11,6 +11,7 @@ import { useProducers } from './support/producer.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { captureLogs } from './support/logs.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -188,5 +189,55 @@ describe('batch handlers: mixed batches and failure reports', () => {
     expect(performance.now() - t0).toBeLessThan(3_000);
     expect(app.log.ids()).toEqual(ids);
     expect(await pendingOf(redis, app.key('batched'))).toBe(0);
+  });
+});
+
+describe('batch handlers: entry contexts, made on first use', () => {
+  @Injectable()
+  class Lazy {
+    behavior: (entries: StreamBatchEntry[]) => unknown = () => undefined;
+  }
+  @Controller()
+  class LazyCtl {
+    constructor(private readonly lazy: Lazy) {}
+    // Reads no context unless the test's behavior does.
+    @EventPattern('lazy', { batch: { maxSize: 4, maxWaitMs: 5_000 } })
+    handle(@Payload() entries: StreamBatchEntry[]) {
+      return this.lazy.behavior(entries);
+    }
+  }
+  const startLazy = (logger?: ReturnType<typeof captureLogs>['logger']) =>
+    start(
+      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 },
+      { controllers: [LazyCtl], providers: [Lazy], ...(logger ? { logger } : {}) },
+    );
+
+  it('a context is the same object on every read and describes its entry; a BatchFailure naming an entry whose context nobody read fails that entry alone', async () => {
+    const app = await startLazy();
+    const seen: { id: string; stable: boolean; payloads: unknown[] }[] = [];
+    app.app.get(Lazy).behavior = (entries) => {
+      const context = entries[1]!.context;
+      seen.push({ id: context.getId(), stable: entries[1]!.context === context, payloads: entries.map((e) => e.payload) });
+      throw new BatchFailure([{ entry: entries[2]!, error: new Error('row 2 rejected') }]);
+    };
+    const ids = await addOrders(redis, app.key('lazy'), 4);
+    await waitFor(() => app.settled.length === 4, { message: 'four settled' });
+    expect(seen).toEqual([{ id: ids[1], stable: true, payloads: [0, 1, 2, 3].map((i) => ({ order_id: String(i) })) }]);
+    const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
+    expect(ids.map((id) => outcome[id])).toEqual(['acked', 'acked', 'failed', 'acked']);
+    expect(await pendingOf(redis, app.key('lazy'))).toBe(1);
+  });
+
+  it('a BatchFailure naming a copy made with spread (no context) is refused with a clear error, and the whole call fails: nothing acked', async () => {
+    const logs = captureLogs();
+    const app = await startLazy(logs.logger);
+    app.app.get(Lazy).behavior = (entries) => {
+      throw new BatchFailure([{ entry: { ...entries[0]! }, error: new Error('row 0 rejected') }]);
+    };
+    await addOrders(redis, app.key('lazy'), 4);
+    await waitFor(() => app.settled.length === 4, { message: 'four settled' });
+    expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'failed', 'failed']);
+    expect(await pendingOf(redis, app.key('lazy'))).toBe(4);
+    expect(logs.text()).toContain('BatchFailure: entry 0 has no context (a copy made with spread?)');
   });
 });

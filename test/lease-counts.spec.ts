@@ -22,4 +22,45 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     // The other object of 1-0 is still in hand.
     expect(lease.counts()).toEqual(new Map([['s', 2]]));
   });
+
+  it('tracks each entry by its own mark: dropped one by one, taken over by a later hold, listed by stream, and gone once the last is dropped', () => {
+    const lease = new Lease({} as StreamCommands, 'c', 1000, new Logger('test'));
+    const other = (id: string): StreamEntry => ({ stream: 't', id, fields: ['k', 'v'], deliveryCount: 1 });
+    const [a, b, c] = [entry('1-0'), entry('2-0'), entry('3-0')];
+    const x = other('9-0');
+    // Runs of two streams in one fetch (a multi-stream read).
+    lease.hold([a, b, x, c]);
+    expect(lease.counts()).toEqual(new Map([['s', 3], ['t', 1]]));
+    expect(lease.idsOn('s')).toEqual(new Set(['1-0', '2-0', '3-0']));
+    // b held again by a later fetch (the same object): counted once; dropping it once releases it.
+    lease.hold([b]);
+    expect(lease.counts().get('s')).toBe(3);
+    lease.drop(b);
+    lease.drop(b);
+    expect(lease.heldIds()).toEqual(new Map([['s', ['1-0', '3-0']], ['t', ['9-0']]]));
+    lease.drop(a);
+    lease.drop(c);
+    lease.drop(x);
+    expect(lease.entries()).toEqual([]);
+    expect([...lease.counts().values()].every((n) => n === 0)).toBe(true);
+    // The same object twice in one fetch: one drop releases it.
+    lease.hold([a, a]);
+    expect(lease.entries()).toEqual([{ stream: 's', id: '1-0' }]);
+    lease.drop(a);
+    expect(lease.entries()).toEqual([]);
+  });
+
+  it('stop() forgets every entry; an entry dropped after it changes nothing, and one held again is held', () => {
+    const lease = new Lease({} as StreamCommands, 'c', 1000, new Logger('test'));
+    const [a, b] = [entry('1-0'), entry('2-0')];
+    lease.hold([a, b]);
+    lease.stop();
+    expect(lease.entries()).toEqual([]);
+    lease.hold([b]);
+    // a's ack lands after the restart: it must not release b.
+    lease.drop(a);
+    expect(lease.entries()).toEqual([{ stream: 's', id: '2-0' }]);
+    lease.drop(b);
+    expect(lease.entries()).toEqual([]);
+  });
 });

@@ -1,7 +1,7 @@
 import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
-import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
 import { withTimeout } from './handler-timeout.js';
 import { acked, handlerFailed, prepare, Ready, settle, type SettleDeps } from './settle.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -23,22 +23,28 @@ export interface BatchDecideDeps extends SettleDeps {
  */
 export async function decideBatch(deps: BatchDecideDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]> {
   const events: SettledEvent[] = new Array<SettledEvent>(entries.length);
-  const traces: (ProcessTrace | undefined)[] = entries.map((entry) => deps.telemetry?.start(entry, source));
+  const traces = deps.telemetry?.startAll(entries, source);
   try {
     // The entries ready for the handler, by pattern (one reader's streams share one pattern; kept apart all the same).
     const calls = new Map<string, { index: number[]; ready: Ready[] }>();
+    let lastPattern: string | undefined;
+    let call: { index: number[]; ready: Ready[] } | undefined;
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
-      const preparing = prepare(deps, entry, source, traces[i]);
+      const preparing = prepare(deps, entry, source, traces?.[i]);
       const ready = preparing instanceof Promise ? await preparing : preparing;
       if (!(ready instanceof Ready)) events[i] = ready;
       // Requests only: the single-entry path answers them (an event handler answers none).
       else if (ready.decoded.request) events[i] = await settle({ ...deps, telemetry: undefined }, entry, source);
       else {
-        let call = calls.get(ready.pattern);
-        if (!call) calls.set(ready.pattern, (call = { index: [], ready: [] }));
-        call.index.push(i);
-        call.ready.push(ready);
+        // One reader's entries share one pattern: look it up once per run, not per entry.
+        if (ready.pattern !== lastPattern) {
+          lastPattern = ready.pattern;
+          call = calls.get(lastPattern);
+          if (!call) calls.set(lastPattern, (call = { index: [], ready: [] }));
+        }
+        call!.index.push(i);
+        call!.ready.push(ready);
       }
     }
     for (const [pattern, { index, ready }] of calls) {
@@ -47,15 +53,15 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
     }
   } catch (error) {
     // Redis failed (dead-lettering): every entry is still pending under this consumer.
-    for (const trace of traces) trace?.fail(error);
+    for (const trace of traces ?? []) trace?.fail(error);
     throw error;
   }
-  for (let i = 0; i < entries.length; i++) traces[i]?.end(events[i]!);
+  if (traces) for (let i = 0; i < entries.length; i++) traces[i]?.end(events[i]!);
   return events;
 }
 
 async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
-  const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
+  const items = ready.map((r) => new BatchItem(r));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
   let failed: Map<unknown, unknown> | undefined;
   let thrown: unknown;
@@ -73,12 +79,14 @@ async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readon
   }
   if (!failed) return ready.map((r) => acked(r.entry, source));
   // One that names no entry of this call (an earlier call's, thrown again; an error a filter reshaped) says nothing about these.
-  if (!ready.some((r) => failed.has(r.context))) return failAll(deps, pattern, ready, source, thrown);
+  // A context nobody asked for cannot be named: only made ones are looked up.
+  const named = (r: Ready): r is Ready & { madeContext: RedisStreamsContext } => r.madeContext !== undefined && failed.has(r.madeContext);
+  if (!ready.some(named)) return failAll(deps, pattern, ready, source, thrown);
   let firstError: unknown;
   const events = await Promise.all(
     ready.map((r) => {
-      if (!failed.has(r.context)) return acked(r.entry, source);
-      const error = failed.get(r.context);
+      if (!named(r)) return acked(r.entry, source);
+      const error = failed.get(r.madeContext);
       firstError ??= error;
       return handlerFailed(deps, r.entry, source, error, true);
     }),
@@ -99,4 +107,23 @@ function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly Sett
   if (pending.length === 0) return;
   const ids = pending.slice(0, 5).map((e) => e.id).join(', ') + (pending.length > 5 ? ', …' : '');
   deps.logger.error(`batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`);
+}
+
+/**
+ * One entry as a batch handler gets it: its payload, and its context, made on first use (most
+ * batch handlers never look at one). A getter: a copy made with spread (`{ ...entry }`) has no
+ * context, and a BatchFailure refuses it (see BatchFailure).
+ */
+class BatchItem implements StreamBatchEntry {
+  readonly payload: unknown;
+  readonly #ready: Ready;
+
+  constructor(ready: Ready) {
+    this.payload = ready.decoded.payload;
+    this.#ready = ready;
+  }
+
+  get context(): RedisStreamsContext {
+    return this.#ready.context;
+  }
 }

@@ -4,7 +4,26 @@ import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 
 /** The ids of held entries, each once: a group re-created under a read-ahead can deliver an id twice, as two objects. */
-const distinctIds = (held: ReadonlySet<StreamEntry>): string[] => [...new Set(Array.from(held, (e) => e.id))];
+const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held.map((e) => e.id))];
+
+/**
+ * Entries of one stream held together (one fetch): each is marked with its holding, so holding
+ * and dropping one costs a store, not a hash-set insert and delete; the holding goes once the
+ * last of them is dropped.
+ */
+class Holding {
+  live = 0;
+
+  constructor(
+    readonly stream: string,
+    readonly entries: readonly StreamEntry[],
+  ) {}
+
+  /** Its entries still in hand. */
+  inHand(): StreamEntry[] {
+    return this.entries.filter((e) => e.holding === this);
+  }
+}
 
 /**
  * The entries this consumer holds (fetched, not yet settled). Every `renewMs` their idle
@@ -12,8 +31,8 @@ const distinctIds = (held: ReadonlySet<StreamEntry>): string[] => [...new Set(Ar
  * in hand or waiting its turn in the batch, however long its handler runs.
  */
 export class Lease {
-  /** By stream, the entries themselves: an object's identity hashes for free, a fresh id string would be hashed on every hold and drop. */
-  private readonly held = new Map<string, Set<StreamEntry>>();
+  /** By stream, the holdings with entries still in hand. */
+  private readonly held = new Map<string, Set<Holding>>();
   private timer: Subscription | undefined;
 
   constructor(
@@ -31,25 +50,21 @@ export class Lease {
   stop(): void {
     this.timer?.unsubscribe();
     this.timer = undefined;
+    // Marks left on entries point at holdings no longer listed: dropping them changes nothing here.
     this.held.clear();
   }
 
   /** Ids held on `stream` (a lookup set, made on each call). */
   idsOn(stream: string): Set<string> {
-    return new Set(Array.from(this.held.get(stream) ?? [], (e) => e.id));
+    return new Set(this.inHand(stream).map((e) => e.id));
   }
 
   hold(entries: readonly StreamEntry[]): void {
-    let stream: string | undefined;
-    let set: Set<StreamEntry> | undefined;
-    for (const e of entries) {
-      // Entries of one stream come in runs: one map lookup per run.
-      if (e.stream !== stream) {
-        stream = e.stream;
-        set = this.held.get(stream);
-        if (!set) this.held.set(stream, (set = new Set()));
-      }
-      set!.add(e);
+    // Entries of one stream come in runs: one holding per run.
+    for (let from = 0, i = 1; i <= entries.length; i++) {
+      if (i < entries.length && entries[i]!.stream === entries[from]!.stream) continue;
+      this.holdRun(from === 0 && i === entries.length ? entries : entries.slice(from, i));
+      from = i;
     }
   }
 
@@ -57,25 +72,28 @@ export class Lease {
   heldIds(except: readonly StreamEntry[] = []): Map<string, string[]> {
     const skip = groupIds(except);
     const out = new Map<string, string[]>();
-    for (const [stream, held] of this.held) {
+    for (const stream of this.held.keys()) {
       const skipped = new Set(skip.get(stream));
-      const rest = distinctIds(held).filter((id) => !skipped.has(id));
+      const rest = distinctIds(this.inHand(stream)).filter((id) => !skipped.has(id));
       if (rest.length > 0) out.set(stream, rest);
     }
     return out;
   }
 
   entries(): { stream: string; id: string }[] {
-    return [...this.held].flatMap(([stream, held]) => distinctIds(held).map((id) => ({ stream, id })));
+    return [...this.held.keys()].flatMap((stream) => distinctIds(this.inHand(stream)).map((id) => ({ stream, id })));
   }
 
   /** How many entries are held, per stream (distinct ids). */
   counts(): Map<string, number> {
-    return new Map([...this.held].map(([stream, held]) => [stream, distinctIds(held).length]));
+    return new Map([...this.held.keys()].map((stream) => [stream, distinctIds(this.inHand(stream)).length]));
   }
 
   drop(entry: StreamEntry): void {
-    this.held.get(entry.stream)?.delete(entry);
+    const holding = entry.holding as Holding | undefined;
+    if (!holding) return;
+    entry.holding = undefined;
+    if (--holding.live === 0) this.held.get(holding.stream)?.delete(holding);
   }
 
   /** Entries held but not started when the loop stops: make them idle at once so the next peer's beat takes them. */
@@ -94,13 +112,13 @@ export class Lease {
   }
 
   private async renew(): Promise<void> {
-    for (const [stream, set] of this.held) {
-      if (set.size === 0) continue;
-      const entries = [...set];
+    for (const stream of [...this.held.keys()]) {
+      const entries = this.inHand(stream);
+      if (entries.length === 0) continue;
       try {
         const owned = new Set(await this.commands.setIdle(stream, this.consumer, entries.map((e) => e.id), 0));
         // Not ours on the server, and still held after the answer (not settled meanwhile).
-        const lost = entries.filter((e) => !owned.has(e.id) && set.has(e)).map((e) => e.id);
+        const lost = entries.filter((e) => !owned.has(e.id) && e.holding !== undefined).map((e) => e.id);
         if (lost.length > 0) {
           this.logger.warn(`lease lost on ${lost.length} entries of "${stream}" (${lost.slice(0, 5).join(', ')}): a peer reclaimed them`);
         }
@@ -108,5 +126,27 @@ export class Lease {
         this.logger.warn(`lease renewal on "${stream}" failed: ${String(err)}`);
       }
     }
+  }
+
+  private holdRun(run: readonly StreamEntry[]): void {
+    const holding = new Holding(run[0]!.stream, run);
+    for (const e of run) {
+      // Held already (by an earlier fetch, or twice in this one): this holding takes it over.
+      if (e.holding !== undefined) this.drop(e);
+      e.holding = holding;
+      holding.live++;
+    }
+    let set = this.held.get(holding.stream);
+    if (!set) this.held.set(holding.stream, (set = new Set()));
+    set.add(holding);
+  }
+
+  /** The entries held on `stream`. */
+  private inHand(stream: string): StreamEntry[] {
+    const set = this.held.get(stream);
+    if (!set) return [];
+    const out: StreamEntry[] = [];
+    for (const holding of set) for (const e of holding.inHand()) out.push(e);
+    return out;
   }
 }

@@ -54,10 +54,16 @@ export class ConsumerTelemetry {
     safely(api, 'meter provider', () => this.meters(), undefined);
   }
 
+  /** Each entry's trace, with one look for an SDK per batch; undefined when there is none to report to. */
+  startAll(entries: readonly StreamEntry[], source: DeliverySource): (ProcessTrace | undefined)[] | undefined {
+    if (!this.presence.tracing && !this.presence.lastMeterProvider) return undefined;
+    return entries.map((entry) => this.start(entry, source));
+  }
+
   /** The entry's trace; undefined when there is no SDK to report to. */
   start(entry: StreamEntry, source: DeliverySource): ProcessTrace | undefined {
     const tracing = this.presence.tracing;
-    // The hot path without an SDK: two cached flags (one clock read), no closure, no allocation.
+    // The hot path without an SDK: two cached flags (no clock read), no closure, no allocation.
     const provider = this.presence.lastMeterProvider;
     const instruments = provider === this.instruments?.provider ? this.instruments : safely(this.api, 'meter provider', () => this.meters(), undefined);
     if (!tracing && !instruments) return undefined;

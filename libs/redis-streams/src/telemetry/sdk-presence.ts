@@ -13,7 +13,8 @@ const RECHECK_MS = 1000;
  * nil, and even no-op spans cost about a microsecond per entry. Looked up at most once a second.
  */
 export class SdkPresence {
-  private nextCheck = 0;
+  /** Set again by a timer RECHECK_MS after each look: the hot path reads a flag, not a clock. */
+  private stale = true;
   private tracingOn = false;
   private meters: MeterProvider | undefined;
   /** The API's own no-op tracer provider (what an unset global delegates to). */
@@ -34,15 +35,16 @@ export class SdkPresence {
     return this.meters;
   }
 
-  /** The meter provider as of the last look (no clock read): right after `tracing`, current. */
+  /** The meter provider as of the last look (no check): right after `tracing`, current. */
   get lastMeterProvider(): MeterProvider | undefined {
     return this.meters;
   }
 
   private refresh(): void {
-    const now = Date.now();
-    if (now < this.nextCheck) return;
-    this.nextCheck = now + RECHECK_MS;
+    if (!this.stale) return;
+    this.stale = false;
+    // Unref'd: it never keeps the process alive, and needs no clearing.
+    setTimeout(() => (this.stale = true), RECHECK_MS).unref();
     const { api } = this;
     this.tracingOn = safely(api, 'tracer provider', () => {
       const provider = api.trace.getTracerProvider();
