@@ -1,15 +1,11 @@
 import { BaseRpcContext, RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
-import { RedisStreamsContext } from './context.js';
+import type { RedisStreamsContext } from './context.js';
 
-/**
- * One entry of a batch: what a single-entry handler gets as `@Payload()` and `@Ctx()`. The
- * context is made when first read (a getter), so a copy made with spread (`{ ...entry }`) has
- * none: name failed entries by the objects the handler was given.
- */
+/** One entry of a batch: what a single-entry handler gets as `@Payload()` and `@Ctx()`. */
 export interface StreamBatchEntry<T = unknown> {
-  readonly payload: T;
-  readonly context: RedisStreamsContext;
+  payload: T;
+  context: RedisStreamsContext;
 }
 
 export interface RedisStreamsBatchContextArgs {
@@ -64,14 +60,7 @@ interface EntryFailure {
 export class BatchFailure extends RpcException {
   constructor(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string) {
     const list: EntryFailure[] = [];
-    for (const { entry, error } of failures) {
-      const context = entry?.context;
-      // A copy without its context names nothing: say so, rather than fail the whole batch in silence.
-      if (!(context instanceof RedisStreamsContext)) {
-        throw new TypeError(`BatchFailure: entry ${list.length} has no context (a copy made with spread?); name the entries the batch handler was given`);
-      }
-      list.push({ context, error: error ?? new Error(message ?? 'failed in its batch') });
-    }
+    for (const { entry, error } of failures) list.push({ context: entry.context, error: error ?? new Error(message ?? 'failed in its batch') });
     super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
   }
 

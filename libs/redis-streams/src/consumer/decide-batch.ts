@@ -1,5 +1,4 @@
 import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
-import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { withTimeout } from './handler-timeout.js';
@@ -61,7 +60,7 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
 }
 
 async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
-  const items = ready.map((r) => new BatchItem(r));
+  const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
   let failed: Map<unknown, unknown> | undefined;
   let thrown: unknown;
@@ -79,14 +78,12 @@ async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readon
   }
   if (!failed) return ready.map((r) => acked(r.entry, source));
   // One that names no entry of this call (an earlier call's, thrown again; an error a filter reshaped) says nothing about these.
-  // A context nobody asked for cannot be named: only made ones are looked up.
-  const named = (r: Ready): r is Ready & { madeContext: RedisStreamsContext } => r.madeContext !== undefined && failed.has(r.madeContext);
-  if (!ready.some(named)) return failAll(deps, pattern, ready, source, thrown);
+  if (!ready.some((r) => failed.has(r.context))) return failAll(deps, pattern, ready, source, thrown);
   let firstError: unknown;
   const events = await Promise.all(
     ready.map((r) => {
-      if (!named(r)) return acked(r.entry, source);
-      const error = failed.get(r.madeContext);
+      if (!failed.has(r.context)) return acked(r.entry, source);
+      const error = failed.get(r.context);
       firstError ??= error;
       return handlerFailed(deps, r.entry, source, error, true);
     }),
@@ -107,23 +104,4 @@ function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly Sett
   if (pending.length === 0) return;
   const ids = pending.slice(0, 5).map((e) => e.id).join(', ') + (pending.length > 5 ? ', …' : '');
   deps.logger.error(`batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`);
-}
-
-/**
- * One entry as a batch handler gets it: its payload, and its context, made on first use (most
- * batch handlers never look at one). A getter: a copy made with spread (`{ ...entry }`) has no
- * context, and a BatchFailure refuses it (see BatchFailure).
- */
-class BatchItem implements StreamBatchEntry {
-  readonly payload: unknown;
-  readonly #ready: Ready;
-
-  constructor(ready: Ready) {
-    this.payload = ready.decoded.payload;
-    this.#ready = ready;
-  }
-
-  get context(): RedisStreamsContext {
-    return this.#ready.context;
-  }
 }

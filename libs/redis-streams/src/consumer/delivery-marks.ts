@@ -30,11 +30,12 @@ export class DeliveryMarks {
   }
 
   settled(event: SettledEvent): void {
-    let ids = this.owing.get(event.stream);
     if (event.outcome !== 'failed') {
-      ids?.delete(event.id);
+      // The common case, once per entry: nothing owed, nothing to look up.
+      if (this.owing.size > 0) this.owing.get(event.stream)?.delete(event.id);
       return;
     }
+    let ids = this.owing.get(event.stream);
     if (!ids) this.owing.set(event.stream, (ids = new Map()));
     if (ids.size < MAX_OWED_TRACKED || ids.has(event.id)) ids.set(event.id, event.deliveryCount);
     else this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);

@@ -78,32 +78,14 @@ async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySour
   return acked(entry, source);
 }
 
-/**
- * An entry decoded and checked: what its handler is called with. Its context is made on first
- * use: a batch handler that never asks for an entry's context costs no context objects for it.
- */
+/** An entry decoded and checked, with its context: what its handler is called with. */
 export class Ready {
-  private made: RedisStreamsContext | undefined;
-
   constructor(
     readonly entry: StreamEntry,
     readonly decoded: DecodedEntry,
+    readonly context: RedisStreamsContext,
     readonly pattern: string,
-    private readonly partition: number | undefined,
-    private readonly deps: Pick<SettleDeps, 'group' | 'consumer'>,
   ) {}
-
-  get context(): RedisStreamsContext {
-    const { entry, deps } = this;
-    return (this.made ??= new RedisStreamsContext(
-      new EntryContextArgs(entry.stream, this.pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, this.decoded.headers, entry.fields!, this.partition),
-    ));
-  }
-
-  /** Its context, if anyone asked for it (a BatchFailure can only name entries by a context that was made). */
-  get madeContext(): RedisStreamsContext | undefined {
-    return this.made;
-  }
 }
 
 /**
@@ -146,7 +128,10 @@ function checked(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, t
   }
   const { pattern, partition } = deps.originOf(entry.stream);
   trace?.open(decoded.headers, decoded.request?.correlationId, partition);
-  return new Ready(entry, decoded, pattern, partition, deps);
+  const context = new RedisStreamsContext(
+    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
+  );
+  return new Ready(entry, decoded, context, pattern);
 }
 
 /**

@@ -1,0 +1,89 @@
+/**
+ * The lease (entries marked by their holding), against a real redis-server: a hung batch call with
+ * concurrency 2 and a read-ahead, a peer reclaiming with a short minIdleMs, a partial failure
+ * beside it; health's inHand; close() with the hung call.
+ */
+import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
+import { BatchFailure } from 'nestjs-redis-streams';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+const start = useApps();
+
+describe('lease: a hung batch call and a reclaiming peer', () => {
+  it('the hung call’s entries and the read-ahead are never reclaimed; a failed one is; health counts what is in hand', async () => {
+    const prefix = uniquePrefix();
+    const Ctl = batchController('batched', { batch: { maxSize: 2 } });
+    const opts = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 300, leaseRenewMs: 100, concurrency: 2 };
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const running = new Map<string, string>(); // id -> consumer handling it now
+    const twice: string[] = [];
+    const handled: string[] = [];
+    const c1 = await start({ ...opts, consumer: 'c1' }, { controllers: [Ctl], providers: [BatchLog] });
+    const key = c1.key('batched');
+    let hungIds: string[] = [];
+    let failedId: string | undefined;
+    const behave = (consumer: string) => async (entries: { payload: Record<string, string>; context: { getId(): string } }[]) => {
+      const ids = entries.map((e) => e.context.getId());
+      for (const id of ids) {
+        if (running.has(id)) twice.push(`${id} by ${running.get(id)} and ${consumer}`);
+        running.set(id, consumer);
+      }
+      try {
+        if (consumer === 'c1' && hungIds.length === 0) {
+          hungIds = ids;
+          await released;
+        } else if (consumer === 'c1' && failedId === undefined) {
+          failedId = ids[0];
+          throw new BatchFailure([{ entry: entries[0] as never, error: new Error('refused') }]);
+        }
+        handled.push(...ids);
+      } finally {
+        for (const id of ids) running.delete(id);
+      }
+    };
+    c1.app.get(BatchLog).behavior = behave('c1') as never;
+    await addOrders(redis, key, 12);
+    const c2 = await start({ ...opts, consumer: 'c2' }, { controllers: [Ctl], providers: [BatchLog] });
+    c2.app.get(BatchLog).behavior = behave('c2') as never;
+    try {
+      await waitFor(() => hungIds.length === 2 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
+      // The failed entry is not held: the peer takes it after minIdleMs.
+      await waitFor(() => handled.includes(failedId!), { message: 'the failed entry handled again', timeoutMs: 5_000 });
+      // Several lease periods later: nothing in hand was taken.
+      const health = await waitFor(
+        async () => {
+          const h = await c1.server.health({ maxStatsAgeMs: 0 });
+          const s = h.streams.find((x) => x.stream === key);
+          return s && handled.length >= 5 && s.inHand === 7 && h;
+        },
+        { message: 'all but the hung call, its batch and the read-ahead handled; c1 holds 7 (2 hung, 1 waiting for its batch’s ack, 4 read ahead)', timeoutMs: 5_000 },
+      );
+      expect(health.streams.find((x) => x.stream === key)!.inHand).toBe(7);
+      // Several minIdleMs later, the held entries are still c1's and kept fresh by its renewals.
+      const t0 = Date.now();
+      await waitFor(
+        async () => {
+          const rows = (await redis.client().xpending(key, 'g', '-', '+', 100)) as [string, string, number, number][];
+          const mine = rows.filter((r) => r[1] === 'c1');
+          return Date.now() - t0 > 1_000 && mine.length === 7 && mine.every((r) => r[2] < 300);
+        },
+        { message: 'seven entries still c1’s, idle under minIdleMs, a second later' },
+      );
+      expect(twice).toEqual([]);
+      expect(handled.filter((id) => hungIds.includes(id))).toEqual([]);
+    } finally {
+      release();
+    }
+    await waitFor(async () => handled.length >= 11 && (await pendingOf(redis, key)) === 0, { message: 'all handled, nothing pending' });
+    expect(twice).toEqual([]);
+    expect(new Set(handled).size).toBe(11); // all but the one acked beside the BatchFailure
+    const h = await c1.server.health({ maxStatsAgeMs: 0 });
+    expect(h.streams.find((x) => x.stream === key)!.inHand).toBe(0);
+  });
+});
