@@ -83,4 +83,12 @@ describe('isBusyGroup', () => {
     expect(isBusyGroup(new Error('BUSYGROUP Consumer Group name already exists'))).toBe(true);
     expect(isBusyGroup(Object.assign(new Error('Too many Cluster redirections.'), { lastNodeError: new Error('MOVED 1 127.0.0.1:7000') }))).toBe(false);
   });
+
+  it('sees it in the message alone: what ioredis 5 and 6 throw when a MOVED used up maxRedirections (no lastNodeError)', () => {
+    // ioredis' Cluster#handleError: new Error("Too many Cluster redirections. Last error: " + error)
+    const replyError = Object.assign(new Error('BUSYGROUP Consumer Group name already exists'), { name: 'ReplyError' });
+    expect(isBusyGroup(new Error(`Too many Cluster redirections. Last error: ${String(replyError)}`))).toBe(true);
+    expect(isBusyGroup(new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 1 127.0.0.1:7000'))).toBe(false);
+    expect(isBusyGroup(new Error('Too many Cluster redirections. Last error: ReplyError: WRONGTYPE BUSYGROUP lookalike'))).toBe(false);
+  });
 });

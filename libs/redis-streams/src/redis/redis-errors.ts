@@ -5,13 +5,19 @@ const message = (err: unknown): string => (err instanceof Error ? err.message : 
 /** The group (or its stream) is gone: the server lost its data or someone destroyed it. */
 export const isNoGroup = (err: unknown): boolean => message(err).startsWith('NOGROUP');
 
+/** The message ioredis' Cluster gives a reply that came after the last redirection it may follow. */
+const WRAPPED_BUSYGROUP = /^Too many Cluster redirections\. Last error: (?:\w*Error: )?BUSYGROUP /;
+
 /**
- * XGROUP CREATE on a group that exists. On a cluster ioredis may wrap it: after following a
- * redirection to the slot's new master it reports "Too many Cluster redirections" with the node's
- * BUSYGROUP as `lastNodeError`.
+ * XGROUP CREATE on a group that exists. On a cluster ioredis may wrap it: when the command
+ * followed a MOVED (a failover) and that used up `maxRedirections`, the new master's BUSYGROUP
+ * comes back as "Too many Cluster redirections. Last error: ReplyError: BUSYGROUP …", in the
+ * message only; an error that carries the node's reply as `lastNodeError` is read too.
  */
 export const isBusyGroup = (err: unknown): boolean =>
-  message(err).startsWith('BUSYGROUP') || message((err as { lastNodeError?: unknown } | null)?.lastNodeError ?? '').startsWith('BUSYGROUP');
+  message(err).startsWith('BUSYGROUP') ||
+  WRAPPED_BUSYGROUP.test(message(err)) ||
+  message((err as { lastNodeError?: unknown } | null)?.lastNodeError ?? '').startsWith('BUSYGROUP');
 
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
