@@ -43,8 +43,9 @@ export class SdkPresence {
   private refresh(): void {
     if (!this.stale) return;
     this.stale = false;
-    // Unref'd: it never keeps the process alive, and needs no clearing.
-    setTimeout(() => (this.stale = true), RECHECK_MS).unref();
+    // Unref'd: it never keeps the process alive, and needs no clearing. A host whose timers are
+    // plain numbers (a test environment's fakes) has no unref: the timer then simply runs.
+    (setTimeout(() => (this.stale = true), RECHECK_MS) as { unref?: () => unknown }).unref?.();
     const { api } = this;
     this.tracingOn = safely(api, 'tracer provider', () => {
       const provider = api.trace.getTracerProvider();
