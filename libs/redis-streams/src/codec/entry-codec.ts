@@ -43,12 +43,13 @@ export function decodeEntry(entry: StreamEntry, deserializer: Deserializer<strin
   const known = knownFields(entry.fields);
   if (known.data === undefined) return { payload: fieldsToRecord(entry.fields), headers: NO_HEADERS, request: undefined };
 
+  // Read out of the shared result before anything else can scan.
+  const { data, correlationId, replyTo } = known;
   const headers = parseHeaders(entry, known.headers);
-  const { correlationId, replyTo } = known;
   const request = correlationId && replyTo ? { correlationId, replyTo } : undefined;
   let payload: unknown;
   try {
-    payload = deserializer.deserialize(known.data, { channel: entry.stream });
+    payload = deserializer.deserialize(data, { channel: entry.stream });
   } catch (err) {
     throw cannotDeserialize(entry, err);
   }
@@ -64,34 +65,41 @@ export function decodeEntry(entry: StreamEntry, deserializer: Deserializer<strin
   return { payload, headers, request };
 }
 
+interface KnownFields {
+  data: string | undefined;
+  headers: string | undefined;
+  correlationId: string | undefined;
+  replyTo: string | undefined;
+}
+
+/** knownFields' result: one object, overwritten by each call (read it before the next; nothing between is asynchronous). */
+const scanned: KnownFields = { data: undefined, headers: undefined, correlationId: undefined, replyTo: undefined };
+
 /**
  * The fields this package gives a meaning to, in one pass over the list (no record per entry:
  * `ctx.getFields()` builds one only when asked). A repeated name keeps its last value, as a
- * record would.
+ * record would. Returns a shared object: no allocation per entry.
  */
-function knownFields(fields: readonly string[]): { data?: string; headers?: string; correlationId?: string; replyTo?: string } {
-  let data: string | undefined;
-  let headers: string | undefined;
-  let correlationId: string | undefined;
-  let replyTo: string | undefined;
+function knownFields(fields: readonly string[]): Readonly<KnownFields> {
+  scanned.data = scanned.headers = scanned.correlationId = scanned.replyTo = undefined;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const value = fields[i + 1];
     switch (fields[i]) {
       case FIELD.data:
-        data = value;
+        scanned.data = value;
         break;
       case FIELD.headers:
-        headers = value;
+        scanned.headers = value;
         break;
       case FIELD.correlationId:
-        correlationId = value;
+        scanned.correlationId = value;
         break;
       case FIELD.replyTo:
-        replyTo = value;
+        scanned.replyTo = value;
         break;
     }
   }
-  return { data, headers, correlationId, replyTo };
+  return scanned;
 }
 
 /**

@@ -56,7 +56,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const worker = batchHandler
     ? async (): Promise<void> => {
         while (progress.next < entries.length && (!d.stopping() || progress.next < inHand)) {
-          const chunk = entries.slice(progress.next, (progress.next = Math.min(entries.length, progress.next + batchHandler.maxSize)));
+          const from = progress.next;
+          progress.next = Math.min(entries.length, from + batchHandler.maxSize);
+          // The common case, a batch that is one call: no copy.
+          const chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
           const decided = await batchHandler.decide(chunk, source);
           if (d.abandoned()) return;
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
@@ -71,13 +74,16 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         }
       };
   const units = batchHandler ? Math.ceil(entries.length / batchHandler.maxSize) : entries.length;
-  const outcomes = await Promise.allSettled(Array.from({ length: Math.min(d.concurrency, units) }, worker));
+  const workers = Math.min(d.concurrency, units);
+  // One worker (concurrency 1, or a batch handler's batch that is one call): awaited alone, no array of outcomes per batch.
+  let failure: { reason: unknown } | undefined;
+  if (workers === 1) await worker().catch((reason: unknown) => (failure = { reason }));
+  else failure = (await Promise.allSettled(Array.from({ length: workers }, worker))).find((o): o is PromiseRejectedResult => o.status === 'rejected');
   d.inProgress.delete(progress);
   if (d.abandoned()) return;
   const { next } = progress;
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
   if (succeeded.length > 0) await d.acks.send(succeeded, events);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
-  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-  if (failed) throw failed.reason;
+  if (failure) throw failure.reason;
 }

@@ -104,6 +104,11 @@ export class Lanes {
     return this.command.status === 'ready' && this.conn?.status === 'ready';
   }
 
+  /** A park can be sent now, with nothing to wait for (what prepareBlocking would answer at once). */
+  readyToPark(): boolean {
+    return !this.closed && !this.stale && this.blockingClientId !== undefined && this.conn?.status === 'ready' && !isCluster(this.config.connection);
+  }
+
   /**
    * Waits until the blocking lane is connected (on a cluster: to the master of its slot), at
    * most `timeoutMs` or until `cancel$` emits, then learns its client id (once per connection)
