@@ -106,7 +106,8 @@ export class Lanes {
 
   /** A park can be sent now, with nothing to wait for (what prepareBlocking would answer at once). */
   readyToPark(): boolean {
-    return !this.closed && !this.stale && this.blockingClientId !== undefined && this.conn?.status === 'ready' && !isCluster(this.config.connection);
+    // Not on a cluster, where each park first asks which master serves the slot (`stale` is only read there).
+    return !this.closed && this.blockingClientId !== undefined && this.conn?.status === 'ready' && !isCluster(this.config.connection);
   }
 
   /**
