@@ -37,7 +37,7 @@ describe('a park after the blocking lane changed under it', () => {
           const slow = await r.xadd(app.key(), '*', 'slow', String(round));
           await waitFor(() => app.recorder.calls.some((c) => c.id === slow), { message: 'slow handler running' });
           if (how === 'kill-blocking-while-busy') await r.client('KILL', 'ID', before!);
-          else if (how === 'kill-all-while-busy') await r.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+          else if (how === 'kill-all-while-busy') await r.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
           else {
             await redis.restart();
           }
