@@ -19,6 +19,8 @@ const blockingRow = async (r: Redis, consumer: string): Promise<string | undefin
     .split('\n')
     .find((l) => l.includes(`${consumer}:blocking`));
 const idOf = (row: string | undefined) => (row ? /\bid=(\d+)/.exec(row)![1] : undefined);
+// The client's own address: a new connection has a new port, where a restarted server may hand out the same id again.
+const addrOf = (row: string | undefined) => (row ? /\baddr=(\S+)/.exec(row)![1] : undefined);
 const pendingCount = async (r: Redis, key: string): Promise<number> => Number(((await r.xpending(key, 'g')) as unknown[])[0]);
 
 describe('a park after the blocking lane changed under it', () => {
@@ -30,7 +32,9 @@ describe('a park after the blocking lane changed under it', () => {
       app.recorder.behavior = (call) => ((call.payload as { slow?: string }).slow ? new Promise<void>((res) => (release = res)) : undefined);
       for (let round = 0; round < 3; round++) {
         await waitParked(r, 'rv:blocking');
-        const before = idOf(await blockingRow(r, 'rv'));
+        const row = await blockingRow(r, 'rv');
+        const before = idOf(row);
+        const beforeAddr = addrOf(row);
         if (how === 'kill-blocking-while-parked') {
           await r.client('KILL', 'ID', before!);
         } else {
@@ -43,8 +47,8 @@ describe('a park after the blocking lane changed under it', () => {
           }
           // Let the lane reconnect before the handler finishes: the next park is sent on a "ready" lane.
           await waitFor(async () => {
-            const id = idOf(await blockingRow(r, 'rv').catch(() => undefined));
-            return id !== undefined && id !== before;
+            const addr = addrOf(await blockingRow(r, 'rv').catch(() => undefined));
+            return addr !== undefined && addr !== beforeAddr;
           }, { message: 'blocking lane reconnected' });
           release!();
         }
