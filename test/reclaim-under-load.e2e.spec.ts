@@ -1,0 +1,47 @@
+/**
+ * Under constant load every park returns at once, and a beat skips the reclaim until one is due
+ * (once per blockMs): a dead peer's entries must still be reclaimed while the load goes on.
+ */
+import type { Redis } from 'ioredis';
+import { addOrders } from './support/batch-app.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+const start = useApps();
+
+/** Writes one entry every ~2 ms until stopped. */
+function load(r: Redis, key: string) {
+  let on = true;
+  const ids: string[] = [];
+  const done = (async () => {
+    while (on) {
+      ids.push((await r.xadd(key, '*', 'n', 'load'))!);
+      await new Promise((res) => setTimeout(res, 2));
+    }
+  })();
+  return { ids, stop: async () => ((on = false), await done) };
+}
+
+describe('under constant load', () => {
+  it('reclaims a dead peer’s entries while the load goes on (every park returns at once)', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const dead = await addOrders(redis, key, 5);
+    await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', key, '>');
+    const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 300, minIdleMs: 500, batchSize: 1 });
+    app.recorder.behavior = () => new Promise<void>((res) => setImmediate(res));
+    const l = load(redis.client(), key);
+    try {
+      await waitFor(() => dead.every((id) => app.settled.some((e) => e.id === id && e.outcome === 'acked')), { message: 'dead peer entries reclaimed under load (due within minIdleMs + blockMs)', timeoutMs: 5000 });
+    } finally {
+      await l.stop();
+    }
+    await waitFor(() => l.ids.every((id) => app.settled.some((e) => e.id === id)), { message: 'load drained' });
+  });
+});
