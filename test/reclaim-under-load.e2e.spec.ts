@@ -13,14 +13,17 @@ beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 const start = useApps();
 
-/** Writes one entry every ~2 ms until stopped. */
-function load(r: Redis, key: string) {
+/**
+ * Keeps the consumer busy until stopped: the next entry goes out as soon as fewer than 20 written
+ * ones wait to be settled (paced by the consumer, not by a clock), so no park waits long.
+ */
+function load(r: Redis, key: string, settledCount: () => number) {
   let on = true;
   const ids: string[] = [];
   const done = (async () => {
     while (on) {
       ids.push((await r.xadd(key, '*', 'n', 'load'))!);
-      await new Promise((res) => setTimeout(res, 2));
+      await waitFor(() => !on || ids.length - settledCount() < 20, { intervalMs: 5, message: 'consumer to keep up with the load' });
     }
   })();
   return { ids, stop: async () => ((on = false), await done) };
@@ -36,7 +39,7 @@ describe('under constant load', () => {
     await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', key, '>');
     const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 300, minIdleMs: 500, batchSize: 1 });
     app.recorder.behavior = () => new Promise<void>((res) => setImmediate(res));
-    const l = load(redis.client(), key);
+    const l = load(redis.client(), key, () => app.settled.length);
     try {
       await waitFor(() => dead.every((id) => app.settled.some((e) => e.id === id && e.outcome === 'acked')), { message: 'dead peer entries reclaimed under load (due within minIdleMs + blockMs)', timeoutMs: 5000 });
     } finally {
