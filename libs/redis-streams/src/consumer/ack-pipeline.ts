@@ -18,8 +18,8 @@ export class AckPipeline {
     private readonly commands: StreamCommands,
     private readonly lease: Lease,
     private readonly onSettled: (event: SettledEvent) => void,
-    /** Streams where an ack found entries no longer pending (see StreamCommands.ackMany). */
-    private readonly onShortAck: (streams: string[]) => void,
+    /** An ack found `missing` of the entries it sent on `stream` no longer pending (see StreamCommands.ackMany). */
+    private readonly onShortAck: (stream: string, entries: StreamEntry[], missing: number) => void,
     /** An ack failed: told at once, so an idle loop does not hold its entries until a next batch. */
     private readonly onFailure: () => void = () => {},
   ) {}
@@ -28,7 +28,7 @@ export class AckPipeline {
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
     const ack = this.commands.ackMany(entries).then((short) => {
-      if (short.length > 0) this.onShortAck(short);
+      for (const [stream, missing] of short) this.onShortAck(stream, entries.filter((e) => e.stream === stream), missing);
       for (let i = 0; i < entries.length; i++) {
         this.lease.drop(entries[i]!);
         this.onSettled(events[i]!);

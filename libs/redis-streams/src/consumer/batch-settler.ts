@@ -10,7 +10,8 @@ export interface BatchSettlerDeps {
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
   batchHandler?: { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
-  onSettled: (event: SettledEvent) => void;
+  /** `confirmedAt`: when a failed entry was last known pending under this consumer (the lease's), -Infinity when no longer held. */
+  onSettled: (event: SettledEvent, confirmedAt?: number) => void;
   concurrency: number;
   /** Idle time given to fetched entries that were not started when the loop stops. */
   handBackIdleMs: number;
@@ -48,8 +49,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       succeeded.push(entry);
       events.push(event);
     } else {
+      const confirmedAt = d.lease.confirmedAt(entry) ?? -Infinity;
       d.lease.drop(entry);
-      d.onSettled(event);
+      d.onSettled(event, confirmedAt);
     }
   };
   const { batchHandler } = d;

@@ -13,6 +13,7 @@ import { DeliveryMarks } from './delivery-marks.js';
 import { describeError } from '../describe-error.js';
 import { within } from '../within.js';
 import { Lease } from './lease.js';
+import { PendingAudit } from './pending-audit.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 /** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */
@@ -66,10 +67,10 @@ export interface LoopVitals {
   inHand: Map<string, number>;
 }
 
-/** Acks found entries no longer pending: a peer settled them, or the group was lost and re-created. */
+/** The group no longer lists this consumer although it has read from it, or is gone: it was lost and re-created. */
 class GroupLostError extends Error {
   constructor(streams: string[]) {
-    super(`acks on ${streams.map((s) => `"${s}"`).join(', ')} found entries no longer pending (their group may have been lost and re-created): rejoining`);
+    super(`the group of ${streams.map((s) => `"${s}"`).join(', ')} no longer lists this consumer, or is gone (lost and re-created?): rejoining`);
     this.name = 'GroupLostError';
   }
 }
@@ -88,6 +89,9 @@ export class ConsumerLoop {
   private abandoned = false;
   private readonly stop$ = new Subject<void>();
   private readonly lease: Lease;
+  private readonly audit: PendingAudit;
+  /** Short acks not yet explained (see PendingAudit.shortAck): the next beat looks into them. */
+  private readonly shortAcks: [stream: string, entries: StreamEntry[], missing: number][] = [];
   private readonly acks: AckPipeline;
   private readonly reclaimCursor = new Map<string, string>();
   private lastReclaimAt = 0;
@@ -96,7 +100,7 @@ export class ConsumerLoop {
   private ahead: Promise<StreamEntry[]> | undefined;
   private readonly marks = new DeliveryMarks();
   private readonly inProgress = new Set<BatchProgress>();
-  /** Streams whose acks found entries no longer pending: the group may have been lost without an error to say so. */
+  /** Streams whose group was found lost without an error to say so (see PendingAudit). */
   private readonly lossSeen = new Set<string>();
 
   private readonly batchDeps: BatchSettlerDeps;
@@ -114,25 +118,41 @@ export class ConsumerLoop {
   private readonly count: number;
 
   constructor(private readonly d: ConsumerLoopDeps) {
-    const onSettled = (event: SettledEvent) => {
+    const onSettled = (event: SettledEvent, confirmedAt?: number) => {
       if (this.abandoned) return;
-      this.marks.settled(event);
+      this.marks.settled(event, confirmedAt);
       d.onSettled(event);
     };
     const { batch } = d;
     this.count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * d.options.concurrency, MAX_BATCH_SIZE)) : d.options.batchSize;
-    this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger);
+    this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger, (stream, lost) => void this.audit.heldLost(stream, lost));
+    this.audit = new PendingAudit({
+      commands: d.commands,
+      lease: this.lease,
+      marks: this.marks,
+      consumer: d.options.consumer,
+      minIdleMs: d.options.minIdleMs,
+      leaseRenewMs: d.options.leaseRenewMs,
+      logger: d.logger,
+      onDeleted: d.onDeleted,
+      onGroupLost: (stream) => {
+        this.lossSeen.add(stream);
+        this.wakePark();
+      },
+      onDue: () => this.wakePark(),
+    });
     this.acks = new AckPipeline(
       d.commands,
       this.lease,
       onSettled,
-      (streams) => {
-        for (const stream of streams) this.lossSeen.add(stream);
+      (stream, entries, missing) => {
+        this.shortAcks.push([stream, entries, missing]);
+        this.wakePark();
       },
       () => {
         // The next beat flushes it (and restarts): wake a park rather than wait for a batch that may never come.
         this.ackFailed = true;
-        if (this.parked) void this.d.lanes.unblock();
+        this.wakePark();
       },
     );
     this.batchDeps = {
@@ -181,12 +201,18 @@ export class ConsumerLoop {
         },
       }),
     );
-    return concat(loop$, defer(() => this.finish()).pipe(ignoreElements())).pipe(finalize(() => this.lease.stop()));
+    return concat(loop$, defer(() => this.finish()).pipe(ignoreElements())).pipe(
+      finalize(() => {
+        this.audit.stop();
+        this.lease.stop();
+      }),
+    );
   }
 
   /** After the last beat: a read-ahead batch goes back, and the last ack is confirmed (and reported). */
   private async finish(): Promise<void> {
     await this.handBackAhead();
+    this.audit.stop();
     await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${String(err)}`));
   }
 
@@ -213,6 +239,7 @@ export class ConsumerLoop {
   async abandon(): Promise<void> {
     this.stopping = true;
     this.abandoned = true;
+    this.audit.stop();
     const begun = [...this.inProgress].flatMap((batch) => batch.entries.slice(0, batch.next));
     const unstarted = this.lease.heldIds(begun);
     this.lease.stop();
@@ -232,6 +259,8 @@ export class ConsumerLoop {
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
     await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${String(err)}`));
     await this.dropAhead();
+    this.audit.stop();
+    this.shortAcks.length = 0;
     const held = this.lease.heldIds();
     this.lease.stop();
     const { commands, options } = this.d;
@@ -249,6 +278,7 @@ export class ConsumerLoop {
       await this.rejoin(stream, held.get(stream) ?? []);
     }
     this.lease.start();
+    this.audit.start();
     this.beat();
     this.d.onReady();
   }
@@ -316,20 +346,26 @@ export class ConsumerLoop {
     // One async step per beat: under load a beat is one batch, and every operator here is paid per batch.
     const beat$ = defer(async () => {
       // Under load neither has anything to do: skip their promises (two hops per batch).
-      if (this.ackFailed || this.lossSeen.size > 0) await this.checkGroups();
+      if (this.ackFailed || this.lossSeen.size > 0 || this.shortAcks.length > 0) await this.checkGroups();
+      const retried = this.audit.anyDue() && !this.stopping ? await this.retryOwed() : 0;
       const reclaimed = this.reclaimDue() ? await this.reclaim() : 0;
-      return reclaimed + (await this.park());
+      return retried + reclaimed + (await this.park());
     });
     return beat$.pipe(repeat({ delay: () => (this.stopping ? EMPTY : NEXT_BEAT) }));
   }
 
-  /** A short ack (entries no longer pending) restarts the pipeline, whose rejoin takes back what the lost group owed this consumer. */
+  /**
+   * A failed ack restarts the pipeline (self-drain takes its entries again); short acks are
+   * explained first, and a group found lost restarts it too, whose rejoin takes back what the
+   * lost group owed this consumer.
+   */
   private async checkGroups(): Promise<void> {
     if (this.ackFailed && !this.stopping) {
       this.ackFailed = false;
       // Rethrows the failed ack: the loop restarts and self-drain takes its entries again.
       await this.acks.flush();
     }
+    for (const [stream, entries, missing] of this.shortAcks.splice(0)) await this.audit.shortAck(stream, entries, missing);
     if (this.lossSeen.size === 0 || this.stopping) return;
     throw new GroupLostError([...this.lossSeen]);
   }
@@ -344,6 +380,19 @@ export class ConsumerLoop {
     if (now - this.lastReclaimAt < this.d.options.blockMs) return false;
     this.lastReclaimAt = now;
     return true;
+  }
+
+  /** Failed entries of this consumer due for their retry, claimed back and settled. */
+  private async retryOwed(): Promise<number> {
+    const entries = await this.audit.claimDue();
+    this.marks.delivered(entries);
+    await this.settleBatch(entries, 'reclaim');
+    return entries.length;
+  }
+
+  /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
+  private wakePark(): void {
+    if (this.parked) void this.d.lanes.unblock();
   }
 
   /** Step 2 (when due): take over entries idle past `minIdleMs`, carrying each stream's cursor across beats. */

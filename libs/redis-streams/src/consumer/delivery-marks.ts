@@ -2,6 +2,14 @@ import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
 
+/** An entry this consumer failed and will retry, and when it was last seen pending under it. */
+export interface Owed {
+  count: number;
+  /** performance.now() of the last sighting; its idle time then was at most `idleMs`. */
+  confirmedAt: number;
+  idleMs: number;
+}
+
 /** Owed entries remembered per stream; past this, new failures are not tracked (and counted). */
 const MAX_OWED_TRACKED = 10_000;
 
@@ -15,8 +23,8 @@ const MAX_OWED_TRACKED = 10_000;
  */
 export class DeliveryMarks {
   private readonly highest = new Map<string, string>();
-  /** By stream: id → delivery count. */
-  private readonly owing = new Map<string, Map<string, number>>();
+  /** By stream: id → what is known of it. */
+  private readonly owing = new Map<string, Map<string, Owed>>();
   private readonly untracked = new Map<string, number>();
 
   delivered(entries: readonly StreamEntry[]): void {
@@ -29,7 +37,8 @@ export class DeliveryMarks {
     }
   }
 
-  settled(event: SettledEvent): void {
+  /** `confirmedAt`: when the entry was last known pending under this consumer with idle 0 (performance.now()). */
+  settled(event: SettledEvent, confirmedAt = performance.now()): void {
     if (event.outcome !== 'failed') {
       // The common case, once per entry: nothing owed, nothing to look up.
       if (this.owing.size > 0) this.owing.get(event.stream)?.delete(event.id);
@@ -37,8 +46,26 @@ export class DeliveryMarks {
     }
     let ids = this.owing.get(event.stream);
     if (!ids) this.owing.set(event.stream, (ids = new Map()));
-    if (ids.size < MAX_OWED_TRACKED || ids.has(event.id)) ids.set(event.id, event.deliveryCount);
+    if (ids.size < MAX_OWED_TRACKED || ids.has(event.id)) ids.set(event.id, { count: event.deliveryCount, confirmedAt, idleMs: 0 });
     else this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);
+  }
+
+  /** Streams with owed entries, and what is known of each (for the audit). */
+  owedByStream(): [stream: string, owed: [id: string, owed: Owed][]][] {
+    return [...this.owing].map(([stream, ids]) => [stream, [...ids]]);
+  }
+
+  /** Seen pending under this consumer, idle `idleMs`, by an audit sent at `at`. */
+  confirm(stream: string, id: string, at: number, idleMs: number): void {
+    const owed = this.owing.get(stream)?.get(id);
+    if (owed) Object.assign(owed, { confirmedAt: at, idleMs });
+  }
+
+  /** No longer this consumer's to retry: a peer has it, it is gone, or it is being retried (in hand). */
+  forgetOwed(stream: string, id: string): void {
+    const ids = this.owing.get(stream);
+    ids?.delete(id);
+    if (ids?.size === 0) this.owing.delete(stream);
   }
 
   /** The highest id delivered to this consumer from `stream`, if any. */
@@ -48,7 +75,7 @@ export class DeliveryMarks {
 
   /** What it owes: failed here and not seen settled since, and `held` (fetched, not settled), with delivery counts. */
   owed(stream: string, held: readonly string[]): [id: string, deliveryCount: number][] {
-    const owed = new Map(this.owing.get(stream) ?? []);
+    const owed = new Map([...(this.owing.get(stream) ?? [])].map(([id, o]) => [id, o.count]));
     for (const id of held) if (!owed.has(id)) owed.set(id, 1);
     return [...owed];
   }
@@ -60,7 +87,8 @@ export class DeliveryMarks {
    */
   keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
     const mine = new Set(pending);
-    const kept = new Map(owed.filter(([id]) => mine.has(id)));
+    const now = performance.now();
+    const kept = new Map(owed.filter(([id]) => mine.has(id)).map(([id, count]): [string, Owed] => [id, { count, confirmedAt: now, idleMs: 0 }]));
     if (kept.size > 0) this.owing.set(stream, kept);
     else this.owing.delete(stream);
   }

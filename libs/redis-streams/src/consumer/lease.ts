@@ -13,6 +13,8 @@ const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held
  */
 class Holding {
   live = 0;
+  /** performance.now() when its entries were last known pending under this consumer with idle reset (fetch, renewal). */
+  confirmedAt = performance.now();
 
   constructor(
     readonly stream: string,
@@ -40,6 +42,8 @@ export class Lease {
     private readonly consumer: string,
     private readonly renewMs: number,
     private readonly logger: LoggerService,
+    /** Held entries a renewal found no longer pending under this consumer (the caller finds out why). */
+    private readonly onLost: (stream: string, lost: { entry: StreamEntry; confirmedAt: number }[]) => void = () => {},
   ) {}
 
   start(): void {
@@ -89,6 +93,17 @@ export class Lease {
     return new Map([...this.held.keys()].map((stream) => [stream, distinctIds(this.inHand(stream)).length]));
   }
 
+  /** When a held entry was last known pending under this consumer with its idle reset; undefined when not held. */
+  confirmedAt(entry: StreamEntry): number | undefined {
+    return (entry.holding as Holding | undefined)?.confirmedAt;
+  }
+
+  /** A held entry found pending under this consumer again (taken back after a loss). */
+  confirm(entry: StreamEntry, at: number): void {
+    const holding = entry.holding as Holding | undefined;
+    if (holding) holding.confirmedAt = at;
+  }
+
   drop(entry: StreamEntry): void {
     const holding = entry.holding as Holding | undefined;
     if (!holding) return;
@@ -116,12 +131,12 @@ export class Lease {
       const entries = this.inHand(stream);
       if (entries.length === 0) continue;
       try {
+        const sentAt = performance.now();
         const owned = new Set(await this.commands.setIdle(stream, this.consumer, entries.map((e) => e.id), 0));
         // Not ours on the server, and still held after the answer (not settled meanwhile).
-        const lost = entries.filter((e) => !owned.has(e.id) && e.holding !== undefined).map((e) => e.id);
-        if (lost.length > 0) {
-          this.logger.warn(`lease lost on ${lost.length} entries of "${stream}" (${lost.slice(0, 5).join(', ')}): a peer reclaimed them`);
-        }
+        const lost = entries.filter((e) => !owned.has(e.id) && e.holding !== undefined).map((entry) => ({ entry, confirmedAt: (entry.holding as Holding).confirmedAt }));
+        for (const e of entries) if (owned.has(e.id) && e.holding) (e.holding as Holding).confirmedAt = sentAt;
+        if (lost.length > 0) this.onLost(stream, lost);
       } catch (err) {
         this.logger.warn(`lease renewal on "${stream}" failed: ${String(err)}`);
       }

@@ -70,6 +70,46 @@ export function parsePendingRow(id: string, reply: unknown): PendingRow | undefi
   return { consumer: String(row[1]), deliveryCount: Number(row[3]) };
 }
 
+/** What an audit (AUDIT_SCRIPT) found of one entry a consumer believed was pending under it. */
+export type AuditFinding =
+  | { readonly id: string; readonly status: 'mine'; readonly idleMs: number }
+  | { readonly id: string; readonly status: 'other'; readonly owner: string }
+  | { readonly id: string; readonly status: 'deleted' | 'dropped' }
+  | { readonly id: string; readonly status: 'claimed' | 'reowned'; readonly entry: StreamEntry };
+
+/** The group's answer to an audit: null when the stream or the group is gone. */
+export interface AuditResult {
+  /** The group lists the consumer (it has read or claimed since the group was created). */
+  readonly known: boolean;
+  readonly findings: AuditFinding[];
+}
+
+export function parseAuditReply(stream: string, ids: readonly string[], reply: unknown): AuditResult | null {
+  if (reply === -1) return null;
+  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1]) || reply[1].length !== ids.length) throw new ReplyShapeError('audit', reply);
+  const findings = (reply[1] as unknown[]).map((row, i): AuditFinding => {
+    const id = ids[i]!;
+    if (!Array.isArray(row) || typeof row[0] !== 'string') throw new ReplyShapeError('audit', reply);
+    const [status, detail, fields] = row as [string, unknown, unknown];
+    switch (status) {
+      case 'mine':
+        return { id, status, idleMs: Number(detail) };
+      case 'other':
+        return { id, status, owner: String(detail) };
+      case 'deleted':
+      case 'dropped':
+        return { id, status };
+      case 'claimed':
+      case 'reowned':
+        if (!Array.isArray(fields)) throw new ReplyShapeError('audit', reply);
+        return { id, status, entry: parseEntry(stream, [id, fields], Number(detail)) };
+      default:
+        throw new ReplyShapeError('audit', reply);
+    }
+  });
+  return { known: Number(reply[0]) === 1, findings };
+}
+
 /** `redis_version` of an `INFO server` reply (Valkey reports its Redis-compatible version there too). */
 export function parseServerVersion(info: string): { version: string; major: number; minor: number; server: string } {
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();

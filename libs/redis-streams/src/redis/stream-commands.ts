@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup } from './redis-errors.js';
-import { parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AutoClaimResult, type GroupInfo, type PendingRow } from './replies.js';
+import { AUDIT_SCRIPT } from './audit-script.js';
+import { parseAuditReply, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AuditResult, type AutoClaimResult, type GroupInfo, type PendingRow } from './replies.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
@@ -50,6 +51,7 @@ type ScriptedConnection = RedisConnection & {
   streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
+  streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
   streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | number | null>;
 };
 
@@ -67,6 +69,7 @@ export class StreamCommands {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
     conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
+    conn.defineCommand('streamsAudit', { numberOfKeys: 1, lua: AUDIT_SCRIPT });
     conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
     this.conn = conn as ScriptedConnection;
   }
@@ -120,6 +123,23 @@ export class StreamCommands {
       if (err) throw err;
       return parsePendingRow(e.id, reply);
     });
+  }
+
+  /**
+   * What became of entries `consumer` believes are pending under it (AUDIT_SCRIPT): in hand
+   * (`held`) or failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`). An
+   * entry with `reown` set that nobody has pending is made pending under it again, with `count`.
+   * Null when the stream or the group is gone.
+   */
+  async audit(
+    stream: string,
+    consumer: string,
+    claimIdleMs: number | undefined,
+    items: readonly { id: string; kind: 'held' | 'owed'; reown: boolean; count: number }[],
+  ): Promise<AuditResult | null> {
+    const args = items.flatMap((i) => [i.id, i.kind === 'held' ? 'h' : 'o', i.reown ? '1' : '0', String(i.count)]);
+    const reply = await this.conn.streamsAudit(stream, this.group, consumer, claimIdleMs === undefined ? '' : String(claimIdleMs), ...args);
+    return parseAuditReply(stream, items.map((i) => i.id), reply);
   }
 
   /**
@@ -182,24 +202,26 @@ export class StreamCommands {
 
   /**
    * Acks entries of any streams in one round trip: one XACK per stream, pipelined. Returns the
-   * streams where Redis acked fewer than it was given: those entries were no longer pending
-   * (a peer took and settled them, or the group was lost and re-created meanwhile).
+   * streams where Redis acked fewer than it was given, with how many it did not: those entries
+   * were no longer pending (a peer took and settled them, they were trimmed, the consumer or
+   * the group was deleted meanwhile).
    */
-  async ackMany(entries: readonly StreamEntry[]): Promise<string[]> {
+  async ackMany(entries: readonly StreamEntry[]): Promise<[stream: string, missing: number][]> {
     const byStream = groupIds(entries);
     if (byStream.size === 1) {
       // The hot path (one stream): a plain command, no pipeline object per batch.
       const [stream, ids] = byStream.entries().next().value!;
-      return Number(await this.conn.xack(stream, this.group, ...ids)) < ids.length ? [stream] : [];
+      const acked = Number(await this.conn.xack(stream, this.group, ...ids));
+      return acked < ids.length ? [[stream, ids.length - acked]] : [];
     }
     const pipeline = this.conn.pipeline();
     for (const [stream, ids] of byStream) pipeline.xack(stream, this.group, ...ids);
     const results = (await pipeline.exec()) ?? [];
-    const short: string[] = [];
+    const short: [string, number][] = [];
     [...byStream].forEach(([stream, ids], i) => {
       const [err, acked] = results[i] ?? [new Error('XACK got no reply'), 0];
       if (err) throw err;
-      if (Number(acked) < ids.length) short.push(stream);
+      if (Number(acked) < ids.length) short.push([stream, ids.length - Number(acked)]);
     });
     return short;
   }

@@ -1,0 +1,187 @@
+import type { LoggerService } from '@nestjs/common';
+import { exhaustMap, interval, type Subscription } from 'rxjs';
+import type { AuditResult } from '../redis/replies.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import type { DeliveryMarks, Owed } from './delivery-marks.js';
+import type { Lease } from './lease.js';
+
+/** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
+const IDS_PER_AUDIT = 200;
+
+export interface PendingAuditDeps {
+  commands: StreamCommands;
+  lease: Lease;
+  marks: DeliveryMarks;
+  consumer: string;
+  minIdleMs: number;
+  leaseRenewMs: number;
+  logger: LoggerService;
+  onDeleted: (stream: string, ids: string[]) => void;
+  /** The stream or the group is gone, or acks say the group no longer lists this consumer: the loop's lost-group path. */
+  onGroupLost: (stream: string) => void;
+  /** An owed entry is due for its retry (`claimDue`): wake the loop. */
+  onDue: () => void;
+}
+
+/**
+ * Keeps what this consumer believes is pending under it true, so that an operator's command on a
+ * live group loses nothing and a peer's completed work does not run again:
+ * - every `leaseRenewMs`, the entries it failed and owes are checked; the loop, between batches,
+ *   claims back for their retry those idle `minIdleMs - leaseRenewMs` or more (`claimDue`), before
+ *   any peer's reclaim could take them: a failed entry is retried by the consumer that failed it
+ *   while that one lives and beats (one stuck in a handler leaves them to its peers' reclaim);
+ * - held entries a lease renewal found gone, and acks that came back short, are explained.
+ * An entry in nobody's pending list (XGROUP DELCONSUMER drops a consumer's list; an XACK by hand)
+ * is taken back when no peer can have claimed it yet (last seen here less than
+ * `minIdleMs - leaseRenewMs` ago); otherwise a peer may have settled it while this consumer was
+ * held up, and it is left alone. Trimmed entries are reported once as `deleted`.
+ */
+export class PendingAudit {
+  private timer: Subscription | undefined;
+  /** performance.now() at which the first owed entry is due, as of the last check. */
+  private nextDueAt = Infinity;
+  /** Entries already explained (deleted, a peer's, dropped): their short ack says nothing new. */
+  private readonly explained = new Set<string>();
+
+  constructor(private readonly d: PendingAuditDeps) {}
+
+  /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */
+  private get safeIdleMs(): number {
+    return Math.max(1, this.d.minIdleMs - this.d.leaseRenewMs);
+  }
+
+  start(): void {
+    this.timer ??= interval(this.d.leaseRenewMs)
+      .pipe(exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${String(err)}`))))
+      .subscribe();
+  }
+
+  stop(): void {
+    this.timer?.unsubscribe();
+    this.timer = undefined;
+  }
+
+  /** An owed entry may be due for its retry (as of the last check). */
+  anyDue(): boolean {
+    return performance.now() >= this.nextDueAt;
+  }
+
+  /** Owed entries due for their retry, claimed back (a delivery each) and held: the caller settles them. */
+  async claimDue(): Promise<StreamEntry[]> {
+    this.nextDueAt = Infinity;
+    const now = performance.now();
+    const claimed: StreamEntry[] = [];
+    await this.eachOwed((o) => now - o.confirmedAt + o.idleMs >= this.safeIdleMs, this.safeIdleMs, claimed);
+    return claimed;
+  }
+
+  /** A lease renewal found these held entries no longer pending under this consumer. */
+  async heldLost(stream: string, lost: readonly { entry: StreamEntry; confirmedAt: number }[]): Promise<void> {
+    const sentAt = performance.now();
+    const items = lost.map(({ entry, confirmedAt }) => ({ id: entry.id, kind: 'held' as const, reown: this.noPeerCouldClaim(confirmedAt, 0), count: entry.deliveryCount }));
+    const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
+      this.d.logger.warn(`could not check ${items.length} entries in hand on "${stream}" that the lease found gone: ${String(err)}`);
+      return undefined;
+    });
+    if (result === undefined) return;
+    if (result === null) return this.d.onGroupLost(stream);
+    const byId = new Map(lost.map(({ entry }) => [entry.id, entry]));
+    const deleted: string[] = [];
+    for (const f of result.findings) {
+      const entry = byId.get(f.id)!;
+      if (f.status === 'mine' || f.status === 'reowned') {
+        this.d.lease.confirm(entry, sentAt);
+        if (f.status === 'reowned') this.d.logger.warn(`entry ${f.id} of "${stream}" in hand was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`);
+        continue;
+      }
+      this.d.lease.drop(entry);
+      this.explain(stream, f.id);
+      if (f.status === 'deleted') deleted.push(f.id);
+      else if (f.status === 'other') this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is now "${f.owner}"'s (claimed by hand, or after this consumer's lease lapsed): its result here is not acked for it`);
+      else this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, or an operator acked it or ran XGROUP DELCONSUMER`);
+    }
+    if (deleted.length > 0) this.d.onDeleted(stream, deleted);
+  }
+
+  /**
+   * Acks on `stream` found `missing` of these entries no longer pending. Trimmed ones are reported
+   * as deleted (once); a group that no longer lists this consumer was lost (the loop rejoins).
+   */
+  async shortAck(stream: string, entries: readonly StreamEntry[], missing: number): Promise<void> {
+    const unexplained = entries.filter((e) => !this.explained.delete(key(stream, e.id)));
+    missing -= entries.length - unexplained.length;
+    if (missing <= 0) return;
+    const result = await this.d.commands.audit(stream, this.d.consumer, undefined, unexplained.map((e) => ({ id: e.id, kind: 'held' as const, reown: false, count: e.deliveryCount })));
+    if (result === null || !result.known) return this.d.onGroupLost(stream);
+    const deleted = result.findings.filter((f) => f.status === 'deleted').map((f) => f.id);
+    if (deleted.length > 0) this.d.onDeleted(stream, deleted);
+    if (missing > deleted.length) {
+      this.d.logger.warn(
+        `acks on "${stream}" found ${missing - deleted.length} entries no longer pending: a peer took and settled them while this consumer was held up past minIdleMs, or an operator acked them or ran XGROUP DELCONSUMER`,
+      );
+    }
+  }
+
+  /** Every owed entry, checked (none claimed); notes when the first is due. */
+  private async checkOwed(): Promise<void> {
+    await this.eachOwed(() => true, undefined, []);
+    let next = Infinity;
+    for (const [, owed] of this.d.marks.owedByStream()) for (const [, o] of owed) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
+    this.nextDueAt = next;
+    if (this.anyDue()) this.d.onDue();
+  }
+
+  /** Audits the owed entries `pick` chooses, claiming those idle `claimIdleMs` or more into `claimed`. */
+  private async eachOwed(pick: (o: Owed) => boolean, claimIdleMs: number | undefined, claimed: StreamEntry[]): Promise<void> {
+    for (const [stream, owed] of this.d.marks.owedByStream()) {
+      // In hand already (a reclaim took it back): the lease looks after it.
+      const held = this.d.lease.idsOn(stream);
+      const todo = owed.filter(([id, o]) => !held.has(id) && pick(o));
+      for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
+        const chunk = todo.slice(i, i + IDS_PER_AUDIT);
+        const sentAt = performance.now();
+        const items = chunk.map(([id, o]) => ({ id, kind: 'owed' as const, reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs), count: o.count }));
+        const result = await this.d.commands.audit(stream, this.d.consumer, claimIdleMs, items);
+        if (result === null) return this.d.onGroupLost(stream);
+        this.applyOwed(stream, sentAt, result, claimed);
+      }
+    }
+  }
+
+  private applyOwed(stream: string, sentAt: number, result: AuditResult, claimed: StreamEntry[]): void {
+    const { marks, logger } = this.d;
+    const deleted: string[] = [];
+    const retry: StreamEntry[] = [];
+    for (const f of result.findings) {
+      if (f.status === 'mine' || f.status === 'reowned') {
+        // Taken back: pending under this consumer again with its count, idle from now.
+        marks.confirm(stream, f.id, sentAt, f.status === 'mine' ? f.idleMs : 0);
+        if (f.status === 'reowned') logger.warn(`failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back for its retry`);
+        continue;
+      }
+      marks.forgetOwed(stream, f.id);
+      if (f.status === 'claimed') retry.push(f.entry);
+      else if (f.status === 'deleted') deleted.push(f.id);
+      else if (f.status === 'dropped') logger.warn(`failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`);
+    }
+    if (deleted.length > 0) this.d.onDeleted(stream, deleted);
+    if (retry.length > 0) {
+      this.d.lease.hold(retry);
+      claimed.push(...retry);
+    }
+  }
+
+  private explain(stream: string, id: string): void {
+    // Explained entries whose ack never comes (their handler failed) must not pile up.
+    if (this.explained.size >= 10_000) this.explained.clear();
+    this.explained.add(key(stream, id));
+  }
+
+  /** Last seen here with idle `idleMs` at `confirmedAt`: no peer's XAUTOCLAIM (minIdleMs) can have taken it since. */
+  private noPeerCouldClaim(confirmedAt: number, idleMs: number): boolean {
+    return performance.now() - confirmedAt + idleMs < this.safeIdleMs;
+  }
+}
+
+const key = (stream: string, id: string): string => `${stream}\n${id}`;

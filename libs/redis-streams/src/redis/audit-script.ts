@@ -1,0 +1,63 @@
+import { LUA_IDS } from './lua-ids.js';
+
+/**
+ * Checks, for one consumer, entries it believes are pending under it: the ones in hand (`h`) and
+ * the ones it failed and still owes (`o`). Per id, atomically:
+ * - pending under it: `mine` and the idle time; an owed entry idle for `claimIdle` or more is
+ *   claimed again for its retry (XCLAIM, which counts a delivery): `claimed`, its fields and count;
+ * - pending under another consumer: `other` and who (an operator's XCLAIM, or a peer after a lapse);
+ * - gone from the stream (trimmed, XDEL): `deleted`;
+ * - still in the stream but in nobody's pending list (XGROUP DELCONSUMER, an XACK by hand, or a
+ *   peer that took and settled it while this consumer was held up): `dropped`, unless the caller
+ *   allows a re-own (it knows no peer could have claimed it yet): then it is pending under this
+ *   consumer again (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT, the
+ *   last-delivered id put back): `reowned`, with its fields and its count.
+ *
+ * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] claimIdle ('' none), then per id:
+ * id, kind ('h' | 'o'), '1' to allow a re-own, delivery count to give it when re-owned.
+ * Returns -1 without the group, else { 1 if the group lists the consumer else 0, results },
+ * each result { code, detail, fields? }.
+ */
+export const AUDIT_SCRIPT = `${LUA_IDS}
+local key, group, me, claimIdle = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('EXISTS', key) == 0 then return -1 end
+local last = nil
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
+  local info = {}
+  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+  if info['name'] == group then last = info['last-delivered-id'] end
+end
+if last == nil then return -1 end
+local known = 0
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
+  for i = 1, #c, 2 do
+    if c[i] == 'name' and c[i + 1] == me then known = 1 end
+  end
+end
+local out = {}
+for i = 4, #ARGV, 4 do
+  local id, kind, reown, count = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local p = redis.call('XPENDING', key, group, id, id, 1)[1]
+  if p and p[2] == me then
+    if kind == 'o' and claimIdle ~= '' and p[3] >= tonumber(claimIdle) then
+      local e = redis.call('XCLAIM', key, group, me, claimIdle, id)[1]
+      if e then out[#out + 1] = {'claimed', tostring(p[4] + 1), e[2]} else out[#out + 1] = {'deleted', ''} end
+    else
+      out[#out + 1] = {'mine', tostring(p[3])}
+    end
+  elseif p then
+    out[#out + 1] = {'other', p[2]}
+  elseif #redis.call('XRANGE', key, id, id) == 0 then
+    out[#out + 1] = {'deleted', ''}
+  elseif reown == '1' and not less(last, id) then
+    redis.call('XGROUP', 'SETID', key, group, before(id))
+    local read = redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', key, '>')
+    redis.call('XCLAIM', key, group, me, 0, id, 'RETRYCOUNT', count, 'JUSTID')
+    redis.call('XGROUP', 'SETID', key, group, last)
+    out[#out + 1] = {'reowned', count, read[1][2][1][2]}
+  else
+    out[#out + 1] = {'dropped', ''}
+  end
+end
+return {known, out}
+`;

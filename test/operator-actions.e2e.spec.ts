@@ -1,0 +1,147 @@
+import { spawn } from 'node:child_process';
+import { captureLogs } from './support/logs.js';
+import { startRedis, type TestRedis } from './support/redis-server.js';
+import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+// Operators' commands on a live group (REVIEW.md, class 1): what the transport must not lose or repeat.
+
+let redis: TestRedis;
+beforeAll(async () => (redis = await startRedis()));
+afterAll(async () => redis?.stop());
+
+const start = useApps();
+
+const tagOf = (c: { payload: unknown }) => (c.payload as { tag: string }).tag;
+const callsOf = (apps: TestApp[], tag: string) => apps.flatMap((a) => a.recorder.calls.filter((c) => tagOf(c) === tag));
+async function settled(apps: TestApp[], id: string, outcome = 'acked', timeoutMs = 10_000): Promise<void> {
+  await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), { message: `${id} ${outcome}`, timeoutMs });
+}
+const pendingOf = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as [number])[0]);
+
+describe('XGROUP DELCONSUMER of a live consumer', () => {
+  it('does not lose the entry it had failed: the consumer knows what it owes and takes it back', async () => {
+    const { logger, text } = captureLogs();
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 }, { logger });
+    a.recorder.behavior = (c) => {
+      if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
+    };
+    const bad = (await redis.client().xadd(a.key(), '*', 'tag', 'bad'))!;
+    await settled([a], bad, 'failed');
+    // An operator's clean-up script: Redis drops the consumer's pending entries with it.
+    expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
+    await settled([a], bad);
+    expect(callsOf([a], 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
+    expect(await pendingOf(a.key())).toBe(0);
+    expect(text()).toMatch(/nobody's pending list.*XGROUP DELCONSUMER/);
+  });
+
+  it('does not lose the entry in hand when it fails after the delete', async () => {
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    a.recorder.behavior = async (c) => {
+      if (c.deliveryCount === 1) {
+        await gate;
+        throw new Error('fails after the delete');
+      }
+    };
+    const id = (await redis.client().xadd(a.key(), '*', 'tag', 'held'))!;
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
+    expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
+    // Its lease renewal finds it gone and takes it back while the handler still runs.
+    await waitFor(async () => (await pendingOf(a.key())) === 1, { message: 'the entry pending again' });
+    open();
+    await settled([a], id);
+    expect(callsOf([a], 'held').map((c) => c.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('under load, two workers with failing entries and three deletes lose nothing', async () => {
+    const prefix = uniquePrefix();
+    const base = { connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000, batchSize: 10 };
+    const apps = [await start({ ...base, consumer: 'w1' }), await start({ ...base, consumer: 'w2' })];
+    for (const app of apps) {
+      app.recorder.behavior = (c) => {
+        if (Number(tagOf(c)) % 10 === 0 && c.deliveryCount === 1) throw new Error('every 10th first delivery fails');
+      };
+    }
+    const key = apps[0]!.key();
+    const r = redis.client();
+    const total = 400;
+    for (let i = 0; i < total; i++) {
+      await r.xadd(key, '*', 'tag', String(i));
+      if (i % 100 === 50) await r.xgroup('DELCONSUMER', key, 'g', i % 200 === 50 ? 'w1' : 'w2');
+      // Paced by the workers (at most 20 unsettled), so deletes find failed entries pending.
+      if (i % 10 === 9) await waitFor(() => apps.reduce((n, a) => n + a.settled.filter((e) => e.outcome === 'acked').length, 0) >= i - 20 - i / 10, { message: `pace ${i}` });
+    }
+    const handled = () => new Set(apps.flatMap((a) => a.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)));
+    const ids = (await r.xrange(key, '-', '+')).map(([id]) => id);
+    await waitFor(() => ids.every((id) => handled().has(id)), { message: 'every entry handled', timeoutMs: 20_000 }).catch(async (err: Error) => {
+      const lost = ids.filter((id) => !handled().has(id));
+      throw new Error(`${err.message}: ${lost.length} of ${total} never handled (${lost.slice(0, 5).join(', ')}), ${await pendingOf(key)} pending`);
+    });
+    expect(await pendingOf(key)).toBe(0);
+  }, 60_000);
+});
+
+describe('acks that find entries no longer pending', () => {
+  it('after a lease lapse during which a peer took and settled both entries of the batch, runs neither again and does not call it a lost group', async () => {
+    const { logger, text } = captureLogs();
+    const minIdleMs = 1000;
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 }, { logger });
+    const key = a.key();
+    const r = redis.client();
+    // The batch [E1, E2] in one read: added while a is busy with a first entry.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    a.recorder.behavior = async (c) => {
+      if (tagOf(c) === 'first') await gate;
+      if (tagOf(c) === 'e1') throw new Error('E1 fails here');
+      if (tagOf(c) === 'e2') {
+        // A peer, in another process (this one is held), takes both once idle past minIdleMs (as
+        // XAUTOCLAIM would) and settles them. Then E2 holds the event loop past minIdleMs: the lease lapses.
+        const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${e1} ${e2} JUSTID; redis-cli -p ${redis.port} XACK ${key} g ${e1} ${e2}`;
+        spawn('sh', ['-c', peer], { stdio: 'ignore' });
+        const until = Date.now() + minIdleMs + 2000;
+        while (Date.now() < until) {
+          /* held: no timer of this process runs */
+        }
+      }
+    };
+    await r.xadd(key, '*', 'tag', 'first');
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'first in hand' });
+    const e1 = (await r.xadd(key, '*', 'tag', 'e1'))!;
+    const e2 = (await r.xadd(key, '*', 'tag', 'e2'))!;
+    open();
+    await settled([a], e2);
+    const after = (await r.xadd(key, '*', 'tag', 'after'))!;
+    await settled([a], after);
+    // Given every chance to go wrong: two owed-entry checks and a reclaim after the lapse.
+    await waitFor(() => a.settled.filter((e) => e.outcome === 'acked').length >= 3, { message: 'acks' });
+    const later = (await r.xadd(key, '*', 'tag', 'later'))!;
+    await settled([a], later, 'acked', 5000);
+    expect(callsOf([a], 'e1').length).toBe(1);
+    expect(text()).not.toMatch(/lost and re-created/);
+    expect(text()).toMatch(/no longer pending/);
+    expect(await pendingOf(key)).toBe(0);
+  });
+
+  it('reports an entry in hand that was trimmed from the stream as deleted, not as a peer\'s or a lost group', async () => {
+    const { logger, text } = captureLogs();
+    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 }, { logger });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    a.recorder.behavior = () => gate;
+    const id = (await redis.client().xadd(a.key(), '*', 'tag', 'trimmed'))!;
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
+    await redis.client().xtrim(a.key(), 'MAXLEN', 0);
+    await waitFor(() => a.deleted.includes(id), { message: 'a deleted event' });
+    open();
+    await settled([a], id);
+    const later = (await redis.client().xadd(a.key(), '*', 'tag', 'later'))!;
+    await settled([a], later);
+    expect(a.deleted).toEqual([id]);
+    expect(text()).not.toMatch(/a peer reclaimed|lost and re-created/);
+    expect(callsOf([a], 'trimmed').length).toBe(1);
+  });
+});
