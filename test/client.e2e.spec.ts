@@ -114,6 +114,36 @@ describe('RedisStreamsClient.send', () => {
     expect(app.settled.filter((e) => e.outcome === 'acked')).toHaveLength(4);
   });
 
+  it('answers a result the serializer refuses (a BigInt) with an error, once: the handler runs once and the request is acked', async () => {
+    const prefix = uniquePrefix();
+    const app = await consumer(prefix, { minIdleMs: 300, maxDeliveries: 3 });
+    app.recorder.behavior = (call) => {
+      const { n } = call.payload as { n: number };
+      if (n === 1) return { id: 12345678901234567890n };
+      if (n === 2) return of('first', 2n, 'never');
+      throw new RpcException({ code: 3n });
+    };
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    // Well within the timeout: an error reply, not the caller's own timeout.
+    await expect(lastValueFrom(client.send('quote', { n: 1 }).pipe(timeout(5000)))).rejects.toMatchObject({
+      message: expect.stringMatching(/result could not be serialized: .*BigInt/),
+    });
+    // An Observable: the values before the refused one arrive, then the error ends the stream.
+    const seen: unknown[] = [];
+    await expect(
+      new Promise((resolve, reject) => client.send('quote', { n: 2 }).pipe(timeout(5000)).subscribe({ next: (v) => seen.push(v), error: reject, complete: () => resolve(undefined) })),
+    ).rejects.toMatchObject({ message: expect.stringMatching(/result could not be serialized/) });
+    expect(seen).toEqual(['first']);
+    // An error JSON cannot hold still answers the caller.
+    await expect(lastValueFrom(client.send('quote', { n: 3 }).pipe(timeout(5000)))).rejects.toMatchObject({
+      message: expect.stringMatching(/error could not be serialized: .*BigInt/),
+    });
+    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, { message: 'the requests acked' });
+    expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 1, 1]);
+    expect(app.settled.map((e) => e.outcome)).toEqual(['acked', 'acked', 'acked']);
+    expect(await redis.client().exists(`${prefix}quote:dead`)).toBe(0);
+  });
+
   it('answers a pattern without a message handler with the error other Nest transports give', async () => {
     const prefix = uniquePrefix();
     // 'orders' has an @EventPattern handler, not a @MessagePattern one.

@@ -1,11 +1,14 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
+import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { Recorder, RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
@@ -84,39 +87,70 @@ describe('replies go only to reply streams (replyTo is untrusted input)', () => 
   });
 });
 
+/** A request pattern read before an event pattern: in one park, the request comes first in the batch. */
+@Controller()
+class AskThenNoteController {
+  constructor(private readonly recorder: Recorder) {}
+
+  @MessagePattern('ask', REDIS_STREAMS_TRANSPORT)
+  ask(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+
+  @EventPattern<string>('note')
+  note(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+}
+
 describe('a reply Redis refuses to write', () => {
-  it('is a Redis failure, not the handler\'s: the loop retries the request, never reports the handler as failed, and gives up after maxDeliveries', async () => {
+  it('concerns only its request: the batch-mates run once and are acked, the reader never restarts, and the request comes back by reclaim until dead-lettered for its reply', async () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const user = `noreply-${prefix.slice(2, 10)}`;
-    // Every key of the app, but reply streams read-only: XADD to one fails with NOPERM.
-    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', '>pw', `~${prefix}quote*`, `~${prefix}orders*`, `~${prefix}payments*`, `%R~${prefix}replies:*`, '+@all');
-    try {
-      const app = await start(
-        { connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'pw' }, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, maxDeliveries: 2, retryInitialDelayMs: 50, retryMaxDelayMs: 100 },
-        { controllers: [RequestsController] },
-      );
-      const errors: unknown[] = [];
-      app.server.on('error', (err: unknown) => errors.push(err));
-      app.recorder.behavior = () => 'answer';
-      const { client } = await producer({ connection: redis.url, keyPrefix: prefix });
-      const answer = lastValueFrom(client.send('quote', {}));
-      answer.catch(() => undefined);
+    // Every key of the app, but reply streams read-only: XADD to one fails with NOPERM, every time.
+    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', '>pw', `~${prefix}ask*`, `~${prefix}note*`, `~${prefix}orders*`, `~${prefix}payments*`, `%R~${prefix}replies:*`, '+@all');
+    onTestFinished(async () => void (await admin.call('ACL', 'DELUSER', user)));
+    // Written before the consumer starts (the group starts at 0): its first park returns all ten in one batch, the request first.
+    const replyTo = `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11`;
+    const request = (await admin.xadd(`${prefix}ask`, '*', 'data', '{}', 'correlationId', 'c1', 'replyTo', replyTo))!;
+    const notes: string[] = [];
+    for (let i = 0; i < 9; i++) notes.push((await admin.xadd(`${prefix}note`, '*', 'data', JSON.stringify(i)))!);
 
-      await waitFor(() => app.settled.some((e) => e.outcome === 'dead-lettered'), { message: 'the unanswerable request to be dead-lettered' });
-      expect(errors.length).toBeGreaterThanOrEqual(2);
-      expect(errors.map((e) => String((e as Error).message)).filter((m) => !/^NOPERM/.test(m))).toEqual([]);
-      // Never counted as a handler failure: the only outcome is the final dead letter.
-      expect(app.settled.map((e) => e.outcome)).toEqual(['dead-lettered']);
-      // Re-run after each failed reply (at-least-once, like a failed ack), with Redis' delivery counts.
-      expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 2]);
-      const [dead] = (await admin.xrange(`${prefix}quote:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
-      expect(dead!.error).toMatch(/delivered 3 times \(maxDeliveries 2\) without being settled/);
-      expect(dead!.error).not.toMatch(/handler failed/);
-      expect(((await admin.xpending(`${prefix}quote`, 'g')) as [number])[0]).toBe(0);
-    } finally {
-      await admin.call('ACL', 'DELUSER', user);
-    }
+    const logs = captureLogs();
+    const app = await start(
+      { connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'pw' }, group: 'g', keyPrefix: prefix, blockMs: 100, batchSize: 10, minIdleMs: 300, maxDeliveries: 3 },
+      { controllers: [AskThenNoteController], logger: logs.logger },
+    );
+    const errors: unknown[] = [];
+    app.server.on('error', (err: unknown) => errors.push(err));
+    app.recorder.behavior = () => 'answer';
+
+    const noteCalls = () => app.recorder.calls.filter((c) => c.pattern === 'note');
+    await waitFor(() => noteCalls().length >= 9, { message: 'the nine batch-mates handled' });
+    const notePending = async () => ((await admin.xpending(`${prefix}note`, 'g')) as [number])[0];
+    await waitFor(async () => (await notePending()) === 0, { message: 'the nine batch-mates acked' });
+    // The reader keeps taking new entries while the request is still unanswered.
+    const later = (await admin.xadd(`${prefix}note`, '*', 'data', '"later"'))!;
+    await waitFor(() => app.settled.some((e) => e.id === later && e.outcome === 'acked'), { message: 'an entry added afterwards' });
+
+    const requests = () => app.settled.filter((e) => e.stream === `${prefix}ask`);
+    await waitFor(() => requests().some((e) => e.outcome === 'dead-lettered'), { message: 'the unanswerable request to be dead-lettered' });
+    // Each batch-mate ran exactly once, on its first delivery.
+    expect(noteCalls().map((c) => [c.id, c.deliveryCount])).toEqual([...notes, later].map((id) => [id, 1]));
+    expect(app.settled.filter((e) => e.stream === `${prefix}note`).map((e) => e.outcome)).toEqual(Array(10).fill('acked'));
+    // Left pending, back through reclaim once per real re-delivery, dead-lettered on the last one for its reply.
+    expect(app.recorder.idsOf('ask')).toEqual([request, request, request]);
+    expect(app.recorder.calls.filter((c) => c.pattern === 'ask').map((c) => c.deliveryCount)).toEqual([1, 2, 3]);
+    expect(requests().map((e) => [e.source, e.outcome])).toEqual([['new', 'failed'], ['reclaim', 'failed'], ['reclaim', 'dead-lettered']]);
+    const [dead] = (await admin.xrange(`${prefix}ask:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
+    expect(dead!.sourceId).toBe(request);
+    expect(dead!.error).toMatch(new RegExp(`reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written on delivery 3 of 3: NOPERM`));
+    expect(await admin.xlen(`${prefix}note:dead`)).toBe(0);
+    expect(((await admin.xpending(`${prefix}ask`, 'g')) as [number])[0]).toBe(0);
+    // No Redis-failure path: the loop never restarted (no self-drain re-read inflating counts).
+    expect(errors).toEqual([]);
+    expect(logs.text()).toMatch(new RegExp(`reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written \\(delivery 1 of 3\\): NOPERM.*; left pending`));
   });
 
   it('dead-letters at once a request whose reply stream can never take a reply (its ids exhausted), without stalling the loop', async () => {

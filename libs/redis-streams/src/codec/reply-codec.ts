@@ -8,10 +8,32 @@ import { FIELD } from './wire-format.js';
  */
 export async function encodeReply(correlationId: string, packet: WritePacket, serializer: Serializer<unknown, string>): Promise<string[]> {
   const fields: string[] = [FIELD.correlationId, correlationId];
-  if (packet.err !== undefined) fields.push(FIELD.err, JSON.stringify(errorToJson(packet.err)));
-  else if (packet.response !== undefined) fields.push(FIELD.data, await serializer.serialize(packet.response));
+  if (packet.err !== undefined) fields.push(FIELD.err, encodeError(packet.err));
+  else if (packet.response !== undefined) {
+    let data: string;
+    try {
+      data = await serializer.serialize(packet.response);
+    } catch (cause) {
+      throw new UnserializableResult(cause);
+    }
+    fields.push(FIELD.data, data);
+  }
   if (packet.isDisposed) fields.push(FIELD.done, '1');
   return fields;
+}
+
+/**
+ * The serializer refused a request handler's value (a BigInt, a cycle): the handler's outcome,
+ * not Redis' failure. `reply` is what the caller is answered with instead.
+ */
+export class UnserializableResult extends Error {
+  readonly reply: Error;
+
+  constructor(cause: unknown) {
+    super(`the handler's result could not be serialized: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'UnserializableResult';
+    this.reply = new Error(this.message);
+  }
 }
 
 export async function decodeReply(
@@ -39,4 +61,15 @@ export async function decodeReply(
 function errorToJson(err: unknown): unknown {
   if (err instanceof Error) return { name: err.name, message: err.message };
   return err;
+}
+
+/** The error as JSON; one JSON cannot hold (an RpcException carrying a BigInt) still answers the caller. */
+function encodeError(err: unknown): string {
+  try {
+    const text = JSON.stringify(errorToJson(err));
+    if (text !== undefined) return text;
+  } catch (cause) {
+    return JSON.stringify({ name: 'Error', message: `the handler's error could not be serialized: ${cause instanceof Error ? cause.message : String(cause)}` });
+  }
+  return JSON.stringify({ name: 'Error', message: `the handler's error could not be serialized: ${typeof err}` });
 }

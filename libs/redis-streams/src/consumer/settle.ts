@@ -14,7 +14,7 @@ import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-tele
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
  * entry may be acked, rejects when it must stay pending: with a {@link RedisWriteError} when
- * Redis, not the handler, failed (a reply it refused).
+ * Redis, not the handler, failed (a reply it refused or did not take).
  */
 export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<unknown>;
 
@@ -39,9 +39,10 @@ export interface SettleDeps extends DeadLettererDeps {
 /**
  * Decides one entry: decode → dispatch → `'acked'` on success (the batch settler sends the
  * XACK); on failure leave it pending (it returns through reclaim) or, when it can never
- * succeed, move it to the dead-letter stream. Handler failures are logged and returned, never
- * thrown; only Redis failing rejects, and then the entry is still pending under this
- * consumer, so nothing is lost.
+ * succeed, move it to the dead-letter stream. Handler failures and replies Redis did not take
+ * are logged and returned, never thrown; only Redis failing the settle step itself
+ * (dead-lettering) rejects, and then the entry is still pending under this consumer, so
+ * nothing is lost.
  */
 export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const trace = deps.telemetry?.start(entry, source);
@@ -67,12 +68,7 @@ async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySour
     const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, context)) : deps.dispatch(pattern, decoded, context);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
-    if (error instanceof RedisWriteError) {
-      // The reply key itself refuses (a hostile write made it another type, or used up its ids).
-      if (error.permanent) return deadLetter(deps, entry, source, `${error.what} refused: ${error.refusal}; the request can never be answered`, error);
-      // Redis' failure, not the handler's: the loop's Redis-failure path (the entry stays pending).
-      throw error;
-    }
+    if (error instanceof RedisWriteError) return replyFailed(deps, entry, source, error);
     return handlerFailed(deps, entry, source, error);
   }
   return acked(entry, source);
@@ -146,6 +142,23 @@ export function handlerFailed(deps: SettleDeps, entry: StreamEntry, source: Deli
   if (!quiet) deps.logger.error(
     `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
   );
+  return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
+}
+
+/**
+ * A reply Redis refused or did not take (NOPERM, a master down, a timeout): that concerns this
+ * entry only. It stays pending, as a failed entry does, and comes back through reclaim; its
+ * batch-mates are settled and the loop goes on (no restart, whose self-drain would count a
+ * delivery for each of them). When Redis is down altogether the loop's own commands fail too
+ * and take the Redis-failure path. A reply key that refuses for good is dead-lettered at once.
+ */
+function replyFailed(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, error: RedisWriteError): SettledEvent | Promise<SettledEvent> {
+  // The reply key itself refuses (a hostile write made it another type, or used up its ids).
+  if (error.permanent) return deadLetter(deps, entry, source, `${error.what} refused: ${error.refusal}; the request can never be answered`, error);
+  if (entry.deliveryCount >= deps.maxDeliveries) {
+    return deadLetter(deps, entry, source, `${error.what} could not be written on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${error.refusal}`, error);
+  }
+  deps.logger.error(`${error.what} could not be written (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${error.refusal}; left pending`);
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
 }
 

@@ -61,10 +61,10 @@ export const isKeyRefusal = (err: unknown): boolean => /^WRONGTYPE\b|^ERR The st
 
 /**
  * A write the settle step needed (a request's reply) that Redis refused or never answered.
- * It is Redis' failure, not the handler's: the entry stays pending and the loop takes its
- * Redis-failure path, as for a failed XACK. The message keeps Redis' own prefix first
- * (NOPERM, OOM …), so retry decisions still read it. `permanent`: the key itself refuses
- * (see isKeyRefusal), so no retry can ever succeed.
+ * It is Redis' failure, not the handler's, and concerns that entry only: it stays pending and
+ * comes back through reclaim (see settle's replyFailed). The message keeps Redis' own prefix
+ * first (NOPERM, OOM …). `permanent`: the key itself refuses (see isKeyRefusal), so no retry
+ * can ever succeed.
  */
 export class RedisWriteError extends Error {
   readonly permanent: boolean;

@@ -12,7 +12,7 @@ import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import type { RedisConnection } from '../redis/connect.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
-import { encodeReply } from '../codec/reply-codec.js';
+import { encodeReply, UnserializableResult } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster } from '../options/connection.js';
@@ -487,8 +487,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
 
   /**
    * Events: the handler's result is awaited; a failure rejects (the entry stays pending).
-   * Requests (`send`): the handler's values and errors are written to the caller's reply
-   * stream; only a reply Redis refused rejects.
+   * Requests (`send`): the handler's values and errors (a value the serializer refuses is
+   * one) are written to the caller's reply stream; only a reply Redis refused rejects.
    */
   private dispatch(commands: StreamCommands, pattern: string, entry: DecodedEntry, ctx: RedisStreamsContext): Promise<unknown> {
     // Patterns are stream keys, already normalized: a direct lookup (Nest's getHandlerByPattern
@@ -502,7 +502,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(resultOf));
     }
     const reply = async (packet: WritePacket) => {
-      const fields = await encodeReply(request.correlationId, packet, this.options.serializer);
+      const fields = await encodeReply(request.correlationId, packet, this.options.serializer).catch((err: unknown) => {
+        // writeReplies answers the caller with this error instead; the request is then acked.
+        if (err instanceof UnserializableResult) this.logger.error(`request ${ctx.getId()} of "${ctx.getStream()}": ${err.message}; answered with an error`);
+        throw err;
+      });
       try {
         await commands.reply(request.replyTo, fields, this.options.replyTtlMs);
       } catch (err) {
