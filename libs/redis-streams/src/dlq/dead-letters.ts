@@ -68,7 +68,8 @@ export class DeadLetters {
    * Re-drives the given dead letters, or every one when `ids` is `'all'`, to the stream whose
    * dead-letter stream this is (never to one a letter names). A letter that cannot be re-driven
    * (it names another stream, its fields are malformed, the stream refuses it) is reported as
-   * skipped and left in place; the others go on.
+   * skipped and left in place; the others go on. A letter too wide for one script is re-driven
+   * under WATCH … MULTI on this connection: do not run other transactions on it meanwhile.
    */
   async redrive(deadStream: string, ids: readonly string[] | 'all', options: RedriveOptions = {}): Promise<RedriveResult[]> {
     const target = options.stream ?? (await this.sourceOf(deadStream));
