@@ -143,8 +143,22 @@ describe('poison entries and the dead-letter stream', () => {
     expect(((await r.xpending(`${prefix}orders`, 'g', '-', '+', 10)) as [string][]).map(([id]) => id)).toEqual([poison]);
   });
 
+  it('counts maxEntryBytes in bytes as Redis holds them: a binary value by its bytes, multibyte characters by theirs', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 20 });
+    const r = redis.client();
+    // 3 + 10 bytes; decoded as UTF-8 it would be 27 (each invalid byte a three-byte U+FFFD).
+    const binary = await r.xadd(`${prefix}orders`, '*', 'bin', Buffer.from('82a26964cdfffea176c3', 'hex'));
+    // 11 characters, 21 bytes.
+    const wide = await r.xadd(`${prefix}orders`, '*', 'm', 'é'.repeat(10));
+    await waitFor(() => app.settled.length === 2, { message: 'both entries settled' });
+    expect(app.settled.find((e) => e.id === binary)).toMatchObject({ outcome: 'acked' });
+    expect(app.settled.find((e) => e.id === wide)).toMatchObject({ outcome: 'dead-lettered' });
+    expect((await deadLetters(`${prefix}orders`))[0]!.error).toMatch(/^entry is 21 bytes, above maxEntryBytes \(20\)/);
+  });
+
   // CONFIG SET reaches one node of a cluster: the one-node run covers it.
-  it.skipIf(CLUSTER_MODE)('dead-letters an entry without its copy when Redis refuses the copy (larger than proto-max-bulk-len), and goes on', async (ctx) => {
+  it.skipIf(CLUSTER_MODE)('dead-letters an entry with its copy even above proto-max-bulk-len: the copy is made inside Redis', async (ctx) => {
     if (!redis.owned) ctx.skip(); // changes the server's configuration
     const prefix = uniquePrefix();
     const r = redis.client();
@@ -152,14 +166,15 @@ describe('poison entries and the dead-letter stream', () => {
     await r.config('SET', 'proto-max-bulk-len', String(1024 * 1024));
     onTestFinished(async () => void (await redis.client().config('SET', 'proto-max-bulk-len', limit)));
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 });
-    // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB.
+    // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB, which no client could send.
     const poison = await r.xadd(`${prefix}orders`, '*', 'data', '\u0001'.repeat(200_000));
     const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
     await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
     await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === poison && e.outcome === 'dead-lettered'), { message: 'the poison entry dead-lettered' });
     const [dead] = await deadLetters(`${prefix}orders`);
-    expect(dead).toMatchObject({ sourceId: poison, fields: [] });
-    expect(dead!.error).toMatch(/cannot be deserialized.*\(the entry's fields were not copied: .*bulk length/);
+    expect(dead).toMatchObject({ sourceId: poison, fields: ['data', '\u0001'.repeat(200_000)] });
+    expect(dead!.error).toMatch(/cannot be deserialized/);
+    expect(dead!.error).not.toMatch(/not copied/);
     expect(await pendingCount(`${prefix}orders`)).toBe(0);
   });
 });

@@ -23,8 +23,23 @@ async function poisoned(count: number) {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) ids.push((await redis.client().xadd(app.key(), '*', 'poison', 'yes', 'n', String(i)))!);
   await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === count, { message: `${count} dead letters` });
-  return { app, ids, dead: deadLetterKey(app.key()), heal: () => (healed = true) };
+  return { app, ids, prefix, dead: deadLetterKey(app.key()), heal: () => (healed = true) };
 }
+
+/** The CLI's exit code and output, whatever the code. */
+const cliRun = (...args: string[]) => {
+  const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
+  return promisify(execFile)(process.execPath, [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])], { cwd: repoRoot }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+  );
+};
+
+/** A dead letter as a producer could write it by hand, naming `stream` and carrying `fields` (a JSON text). */
+const forge = (dead: string, stream: string, fields: string) =>
+  redis.client().xadd(dead, '*', 'stream', stream, 'sourceId', '1-1', 'group', 'g', 'consumer', 'c', 'deliveryCount', '9', 'error', 'x', 'fields', fields, 'deadAt', '0') as Promise<string>;
+
+const fieldsOf = async (key: string, id: string) => (await redis.client().xrange(key, id, id))[0]?.[1];
 
 const cli = async (...args: string[]) => {
   const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
@@ -66,6 +81,87 @@ describe('dead-letter tooling', () => {
     expect(redriven.trim().split('\n')).toHaveLength(2);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'both re-driven entries handled' });
     expect(await redis.client().xlen(dead)).toBe(0);
+  });
+
+  it('writes only to the stream whose dead letters it reads: a letter naming another key is skipped, a request is re-driven as a plain event', async () => {
+    const { app, prefix, dead, heal } = await poisoned(1);
+    heal();
+    // Another key of the dead-letter stream's slot, so that a one-script write to it would be possible.
+    const victim = `${dead}:victim`;
+    const forged = await forge(dead, victim, JSON.stringify(['amount', '1000000', 'to', 'attacker']));
+    const replyTo = `${prefix}replies:${crypto.randomUUID()}`;
+    const request = await forge(dead, app.key(), JSON.stringify(['data', '{"n":"req"}', 'correlationId', 'c-1', 'replyTo', replyTo, 'headers', '{"h":"1"}']));
+
+    const run = await cliRun('redrive', dead, '--all', '--json');
+    expect(await redis.client().exists(victim)).toBe(0);
+    expect(run.code).toBe(1);
+    const results = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(results.find((r) => r.id === forged)).toMatchObject({ stream: app.key(), newId: null, skipped: expect.stringContaining(victim) });
+    const redriven = results.find((r) => r.id === request)!.newId as string;
+    expect(redriven).toMatch(/^\d+-\d+$/);
+    expect(await fieldsOf(app.key(), redriven)).toEqual(['data', '{"n":"req"}', 'headers', '{"h":"1"}']);
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'the real letter and the request, handled' });
+    expect(app.recorder.calls.map((c) => c.payload)).toContainEqual({ n: 'req' });
+    expect(await redis.client().exists(replyTo)).toBe(0);
+    // The skipped letter stays where it was, the two others are gone.
+    expect((await redis.client().xrange(dead, '-', '+')).map(([id]) => id)).toEqual([forged]);
+
+    // The API says the same, and a dead-letter key whose source the names cannot tell needs an explicit target.
+    const dlq = new DeadLetters(redis.client());
+    expect(await dlq.redrive(dead, [forged])).toEqual([{ id: forged, stream: app.key(), newId: null, skipped: expect.stringContaining(victim) }]);
+    await expect(dlq.redrive(`${app.key()}:graveyard`, 'all')).rejects.toThrow(/cannot tell which stream .*graveyard.* name it/);
+    const custom = `${app.key()}:graveyard`;
+    const ok = await forge(custom, app.key(), JSON.stringify(['n', 'custom']));
+    expect(await dlq.redrive(custom, 'all', { stream: app.key() })).toMatchObject([{ id: ok, stream: app.key(), newId: expect.any(String) }]);
+  });
+
+  it('re-drives the others past letters it cannot write: a 4,001-field entry goes back whole, malformed letters are reported and kept', async () => {
+    const { app, dead, heal } = await poisoned(1);
+    const wide = ['poison', 'yes'];
+    for (let i = 0; i < 4000; i++) wide.push(`f${i}`, String(i));
+    await redis.client().xadd(app.key(), '*', ...wide);
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 2, { message: 'the wide entry dead-lettered' });
+    const bad = [
+      await forge(dead, app.key(), 'not json'),
+      await forge(dead, app.key(), '["odd"]'),
+      await forge(dead, app.key(), '[1,{}]'),
+      await forge(dead, app.key(), '{"a":"b"}'),
+    ];
+    const good = await forge(dead, app.key(), '["n","after"]');
+    heal();
+    const run = await cliRun('redrive', dead, '--all', '--json');
+    expect(run.code).toBe(1);
+    const results = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(results).toHaveLength(7);
+    for (const id of bad) expect(results.find((r) => r.id === id)).toMatchObject({ newId: null, skipped: expect.stringMatching(/fields/) });
+    expect(results.find((r) => r.id === good)!.newId).toMatch(/^\d+-\d+$/);
+    // Oldest first: the first poisoned entry, then the wide one.
+    const wideResult = results[1];
+    expect(await fieldsOf(app.key(), wideResult.newId)).toEqual(wide);
+    expect((await redis.client().xrange(dead, '-', '+')).map(([id]) => id)).toEqual(bad);
+  });
+
+  it('reports every letter of a stream it cannot append to (WRONGTYPE) and keeps them', async () => {
+    const prefix = uniquePrefix();
+    const source = `${prefix}str`;
+    const dead = deadLetterKey(source);
+    await redis.client().set(source, 'a string');
+    const letters = [await forge(dead, source, '["n","1"]'), await forge(dead, source, '["n","2"]')];
+    const run = await cliRun('redrive', dead, '--all');
+    expect(run.code).toBe(1);
+    expect(run.stdout.trim().split('\n')).toEqual(letters.map((id) => expect.stringMatching(new RegExp(`^${id}: skipped .*WRONGTYPE`))));
+    expect(await redis.client().xlen(dead)).toBe(2);
+  });
+
+  it('moves bytes: a binary value is dead-lettered and re-driven byte-exact', async () => {
+    const { app, dead, heal } = await poisoned(0);
+    const bin = Buffer.from('82a26964cdfffea176c3', 'hex');
+    const id = (await redis.client().xadd(app.key(), '*', 'poison', 'yes', 'bin', bin))!;
+    await waitFor(() => app.settled.some((e) => e.id === id && e.outcome === 'dead-lettered'), { message: 'the binary entry dead-lettered' });
+    heal();
+    const [result] = await new DeadLetters(redis.client()).redrive(dead, 'all');
+    const [entry] = await redis.client().xrangeBuffer(app.key(), result!.newId!, result!.newId!);
+    expect(entry![1].map((b) => b.toString('hex'))).toEqual([Buffer.from('poison'), Buffer.from('yes'), Buffer.from('bin'), bin].map((b) => b.toString('hex')));
   });
 
   // Argument and URL errors do not depend on the deployment: the one-node run covers them.

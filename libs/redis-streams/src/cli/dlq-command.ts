@@ -2,10 +2,12 @@ import type { DeadLetters } from '../dlq/dead-letters.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
   list    <dead-letter-stream> [--count N] [--after ID] [--json]
-  redrive <dead-letter-stream> (<id> … | --all) [--json]`;
+  redrive <dead-letter-stream> (<id> … | --all) [--to <stream>] [--json]`;
 
 export const DLQ_NAMING = `A dead-letter stream is named <stream>:dead ({<stream>}:dead on a cluster when the stream key
-has no hash tag) unless the server's deadLetterStream option says otherwise.`;
+has no hash tag) unless the server's deadLetterStream option says otherwise. redrive writes only to
+the stream whose dead-letter stream it reads (from those names, or --to for a custom name): a letter
+naming another stream is skipped, and a request is re-driven as an event (replyTo/correlationId dropped).`;
 
 export const DLQ_COMMANDS = ['find', 'list', 'redrive'];
 
@@ -13,6 +15,7 @@ export const DLQ_COMMANDS = ['find', 'list', 'redrive'];
 export const DLQ_FLAGS = {
   count: { type: 'string', default: '100' },
   after: { type: 'string' },
+  to: { type: 'string' },
   all: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -24,7 +27,7 @@ export async function runDlq(
   command: string,
   target: string,
   ids: string[],
-  values: { count: string; after?: string; all: boolean; json: boolean },
+  values: { count: string; after?: string; to?: string; all: boolean; json: boolean },
 ): Promise<number> {
   if (command === 'find') {
     const found = await dlq.find(target);
@@ -48,10 +51,11 @@ export async function runDlq(
     return 0;
   }
   if (ids.length === 0 && !values.all) throw new Error('redrive needs ids or --all');
-  const results = await dlq.redrive(target, values.all ? 'all' : ids);
+  const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
   for (const r of results) {
     if (values.json) console.log(JSON.stringify(r));
-    else console.log(r.newId ? `${r.id} → ${r.stream} ${r.newId}` : `${r.id}: skipped (no longer in "${target}", or its fields were not copied)`);
+    // JSON quoting: a key or reason cannot put control characters on the operator's terminal.
+    else console.log(r.newId ? `${r.id} → ${JSON.stringify(r.stream)} ${r.newId}` : `${r.id}: skipped (${JSON.stringify(r.skipped ?? 'not re-driven').slice(1, -1)})`);
   }
   return results.every((r) => r.newId) ? 0 : 1;
 }

@@ -18,8 +18,12 @@ export interface DeadLetter {
   deadAt: number;
 }
 
-/** Dead-letter entry fields; `fields` holds the original pairs as a JSON array, so order and names survive. */
-export function encodeDeadLetter(d: DeadLetter): string[] {
+/**
+ * Dead-letter entry fields but `fields`, which holds the original pairs as a JSON array (order
+ * and names survive) and which the dead-letter script adds, copied byte for byte inside Redis
+ * (stream-commands.ts): a value that is not UTF-8 never passes through a JavaScript string.
+ */
+export function encodeDeadLetterHead(d: Omit<DeadLetter, 'fields'>): string[] {
   return [
     'stream', d.stream,
     'sourceId', d.sourceId,
@@ -27,7 +31,6 @@ export function encodeDeadLetter(d: DeadLetter): string[] {
     'consumer', d.consumer,
     'deliveryCount', String(d.deliveryCount),
     'error', d.error,
-    'fields', JSON.stringify(d.fields),
     'deadAt', String(d.deadAt),
   ];
 }

@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { encodeDeadLetter } from '../codec/dead-letter-codec.js';
+import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -17,8 +17,8 @@ export interface DeadLettererDeps {
 /**
  * Moves the entry to its dead-letter stream and acks it (one atomic script), or leaves it
  * pending when dead-lettering is disabled. The dead letter carries a copy of the entry's fields
- * unless `copy` is false, or the copy cannot be made or Redis refuses it (too large for
- * JavaScript or for `proto-max-bulk-len`): then it goes without, saying why. When Redis
+ * (made by the script, byte for byte) unless `copy` is false or Redis refuses the letter with
+ * it (a dead-letter stream's `maxmemory`, a script error): then it goes without, saying why. When Redis
  * refuses even that (the dead-letter stream's ids used up, NOPERM), the entry stays pending,
  * reported as failed, and the loop goes on: one entry never stalls the others. Rejects only
  * when Redis could not be reached (the entry is then still pending under this consumer).
@@ -38,40 +38,33 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  const letter = (withCopy: boolean, omitted?: string) =>
-    encodeDeadLetter({
+  const letter = (omitted?: string) =>
+    encodeDeadLetterHead({
       stream: entry.stream,
       sourceId: entry.id,
       group: deps.group,
       consumer: deps.consumer,
       deliveryCount: entry.deliveryCount,
       error: omitted === undefined ? reason : `${reason} (the entry's fields were not copied: ${omitted})`,
-      fields: withCopy ? [...(entry.fields ?? [])] : [],
       deadAt: Date.now(),
     });
-  const move = (fields: string[]) => deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, fields);
+  // The copy is made by the script, from the bytes Redis holds (not from the decoded strings).
+  const move = (fields: string[], withCopy: boolean) =>
+    deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, withCopy ? fields : [...fields, 'fields', '[]'], withCopy);
   const cannot = (err: unknown): SettledEvent => {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
     deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${describeError(err)}), left pending`);
     return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${describeError(err)}`, { cause: err }) };
   };
 
-  let fields: string[];
-  let copied = copy;
-  try {
-    fields = letter(copy, copy ? undefined : 'too large');
-  } catch (err) {
-    fields = letter(false, describeError(err));
-    copied = false;
-  }
   let deadId: string | null;
   try {
-    deadId = await move(fields);
+    deadId = await move(letter(copy ? undefined : 'too large'), copy);
   } catch (err) {
     if (!isRefusal(err)) throw err;
-    if (!copied) return cannot(err);
+    if (!copy) return cannot(err);
     try {
-      deadId = await move(letter(false, describeError(err)));
+      deadId = await move(letter(describeError(err)), false);
     } catch (again) {
       if (!isRefusal(again)) throw again;
       return cannot(again);

@@ -95,10 +95,20 @@ export function prepare(deps: SettleDeps, entry: StreamEntry, source: DeliverySo
     return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
   }
   if (deps.maxEntryBytes !== undefined) {
+    const max = deps.maxEntryBytes;
     const bytes = entryBytes(entry);
     // Too large to hold twice: the dead letter says where it is, the entry stays in its stream.
-    if (bytes > deps.maxEntryBytes) return deadLetter(deps, entry, source, `entry is ${bytes} bytes, above maxEntryBytes (${deps.maxEntryBytes})`, undefined, false);
+    const tooLarge = (size: number) => deadLetter(deps, entry, source, `entry is ${size} bytes, above maxEntryBytes (${max})`, undefined, false);
+    if (bytes > max) {
+      // The decoded strings count an invalid UTF-8 byte as U+FFFD's three: ask Redis for the bytes it holds.
+      if (!hasReplacementChar(entry)) return tooLarge(bytes);
+      return deps.commands.entryBytes(entry.stream, entry.id).then((exact) => (exact !== null && exact <= max ? decodeAndCheck(deps, entry, source, trace) : tooLarge(exact ?? bytes)));
+    }
   }
+  return decodeAndCheck(deps, entry, source, trace);
+}
+
+function decodeAndCheck(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Ready | Promise<Ready | SettledEvent> {
   let decoding: DecodedEntry | Promise<DecodedEntry>;
   try {
     decoding = decodeEntry(entry, deps.deserializer);
@@ -173,8 +183,14 @@ function preview(value: string): string {
   return value.length > 200 ? `${quoted}… (${value.length} characters)` : quoted;
 }
 
+/** An upper bound of the entry's bytes: exact unless a value was not UTF-8 (see hasReplacementChar). */
 function entryBytes(entry: StreamEntry): number {
   let bytes = 0;
   for (const part of entry.fields ?? []) bytes += Buffer.byteLength(part);
   return bytes;
+}
+
+/** U+FFFD in a value: maybe a byte that was not UTF-8, which the decoded string counts as three. */
+function hasReplacementChar(entry: StreamEntry): boolean {
+  return (entry.fields ?? []).some((part) => part.includes('\uFFFD'));
 }

@@ -1,32 +1,35 @@
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { isErrorReply } from '../redis/redis-errors.js';
 import { slotOf } from '../redis/slots.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
-
-// Re-appends one dead letter's original fields to its source stream and deletes it from the
-// dead-letter stream, in one step: two operators re-driving at once cannot duplicate it.
-// KEYS: dead-letter stream, source stream; ARGV: dead-letter id. Returns the new id, or false
-// when the dead letter is gone (already re-driven) or belongs to another stream.
-const REDRIVE_SCRIPT = `
-local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1]
-if not e then return false end
-local f = {}
-for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-if f['stream'] ~= KEYS[2] then return false end
-local fields = cjson.decode(f['fields'])
-if #fields == 0 then return false end
-local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
-redis.call('XDEL', KEYS[1], ARGV[1])
-return id
-`;
+import { deadLetterSources } from './dead-letter-source.js';
+import { MAX_SCRIPTED_VALUES, REDRIVE_SCRIPT, SKIP_REASONS } from './redrive-script.js';
 
 export interface RedriveResult {
   /** Id in the dead-letter stream. */
   id: string;
-  /** Where it went back to, and its new id there; null when it was no longer in the dead-letter stream. */
+  /** Where it went back to (the dead-letter stream's source), and its new id there; null when not re-driven. */
   stream: string;
   newId: string | null;
+  /** Why it was not re-driven (it stays in the dead-letter stream, unless it was already gone). */
+  skipped?: string;
 }
+
+export interface RedriveOptions {
+  /**
+   * The stream to re-drive to. Default: the one whose dead-letter stream this is under the default
+   * names (`orders:dead`, `{orders}:dead` → `orders`); needed for a custom `deadLetterStream` name.
+   * Letters that name another stream are skipped either way.
+   */
+  stream?: string;
+}
+
+/** Tries of a wide letter's WATCH … MULTI before giving up on it (the dead-letter stream kept changing). */
+const WATCH_TRIES = 5;
+
+type Reply = (Buffer | Buffer[])[];
+type Scripted = RedisConnection & { streamsRedriveBuffer(numKeys: number, ...args: string[]): Promise<Reply> };
 
 /**
  * Operator's view of a dead-letter stream: list what is there, and send chosen entries back
@@ -34,7 +37,8 @@ export interface RedriveResult {
  */
 export class DeadLetters {
   constructor(private readonly redis: RedisConnection) {
-    redis.defineCommand('streamsRedrive', { numberOfKeys: 2, lua: REDRIVE_SCRIPT });
+    // No fixed key count: the target is a key of the script only when it shares the letter's slot.
+    redis.defineCommand('streamsRedrive', { lua: REDRIVE_SCRIPT });
   }
 
   /**
@@ -60,54 +64,132 @@ export class DeadLetters {
     return this.redis.xlen(deadStream);
   }
 
-  /** Re-drives the given dead letters, or every one when `ids` is `'all'`. */
-  async redrive(deadStream: string, ids: readonly string[] | 'all'): Promise<RedriveResult[]> {
+  /**
+   * Re-drives the given dead letters, or every one when `ids` is `'all'`, to the stream whose
+   * dead-letter stream this is (never to one a letter names). A letter that cannot be re-driven
+   * (it names another stream, its fields are malformed, the stream refuses it) is reported as
+   * skipped and left in place; the others go on. A letter too wide for one script is re-driven
+   * under WATCH … MULTI on this connection: do not run other transactions on it meanwhile.
+   */
+  async redrive(deadStream: string, ids: readonly string[] | 'all', options: RedriveOptions = {}): Promise<RedriveResult[]> {
+    const target = options.stream ?? (await this.sourceOf(deadStream));
+    const chosen = ids === 'all' ? await this.allIds(deadStream) : await this.pick(deadStream, ids);
     const results: RedriveResult[] = [];
-    const targets = ids === 'all' ? await this.listAll(deadStream) : await this.pick(deadStream, ids);
-    for (const { id, stream } of targets) {
-      const newId = this.acrossSlots(deadStream, stream)
-        ? await this.redriveAcrossSlots(deadStream, stream, id)
-        : ((await (this.redis as RedisConnection & { streamsRedrive(...a: string[]): Promise<string | null> }).streamsRedrive(deadStream, stream, id)) ?? null);
-      results.push({ id, stream, newId });
-    }
+    for (const id of chosen) results.push({ id, stream: target, ...(await this.redriveOne(deadStream, target, id)) });
     return results;
   }
 
-  /** On a cluster, a dead-letter stream named the one-node way (`orders:dead`) is in another slot than its source. */
-  private acrossSlots(deadStream: string, stream: string): boolean {
-    return (this.redis as { isCluster?: boolean }).isCluster === true && slotOf(deadStream) !== slotOf(stream);
+  /** The source of a dead-letter stream under the default names; when two names fit, the one that exists. */
+  private async sourceOf(deadStream: string): Promise<string> {
+    const candidates = deadLetterSources(deadStream);
+    if (candidates.length === 1) return candidates[0]!;
+    const existing: string[] = [];
+    for (const key of candidates) if (Number(await this.redis.exists(key)) === 1) existing.push(key);
+    if (existing.length === 1) return existing[0]!;
+    const which = candidates.length === 0 ? 'no default name gives it' : `it may be the one of ${candidates.map((c) => JSON.stringify(c)).join(' or ')}`;
+    throw new Error(`cannot tell which stream ${JSON.stringify(deadStream)} holds the dead letters of (${which}): name it (API: { stream }, CLI: --to <stream>)`);
+  }
+
+  private async redriveOne(deadStream: string, target: string, id: string): Promise<Outcome> {
+    const sameSlot = !this.onCluster() || slotOf(deadStream) === slotOf(target);
+    try {
+      if (!sameSlot) {
+        const read = outcome(await this.script(1, deadStream, id, target, '0'), deadStream, target);
+        return Array.isArray(read) ? { newId: await this.appendAcrossSlots(deadStream, target, id, read) } : read;
+      }
+      const done = outcome(await this.script(2, deadStream, target, id, target, String(MAX_SCRIPTED_VALUES)), deadStream, target);
+      return Array.isArray(done) ? await this.appendWatched(deadStream, target, id) : done;
+    } catch (err) {
+      // Redis refused this letter (WRONGTYPE, NOPERM …): the next one may be fine.
+      if (isErrorReply(err)) return { newId: null, skipped: (err as Error).message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') };
+      throw err;
+    }
   }
 
   /**
-   * The script's steps, one by one (one script cannot name keys of two slots): append, then
-   * delete. A crash between them leaves the letter to be re-driven twice, never lost; two
-   * operators re-driving the same letter at once may both append it.
+   * A letter too wide for the script: read under WATCH, then append and delete in one MULTI,
+   * which Redis runs only if the dead-letter stream did not change meanwhile (else: read again).
    */
-  private async redriveAcrossSlots(deadStream: string, stream: string, id: string): Promise<string | null> {
-    const [entry] = await this.redis.xrange(deadStream, id, id);
-    if (!entry) return null;
-    const letter = decodeDeadLetter(id, entry[1]);
-    if (letter.stream !== stream || letter.fields.length === 0) return null;
-    const newId = await this.redis.xadd(stream, '*', ...letter.fields);
+  private async appendWatched(deadStream: string, target: string, id: string): Promise<Outcome> {
+    for (let attempt = 0; attempt < WATCH_TRIES; attempt++) {
+      await this.redis.watch(deadStream);
+      let read: Outcome | Buffer[];
+      try {
+        read = outcome(await this.script(1, deadStream, id, target, '0'), deadStream, target);
+      } catch (err) {
+        await this.redis.unwatch().catch(() => undefined);
+        throw err;
+      }
+      if (!Array.isArray(read)) {
+        await this.redis.unwatch();
+        return read;
+      }
+      const done = await this.redis.multi().xadd(target, '*', ...read).xdel(deadStream, id).exec();
+      if (done === null) continue;
+      const failed = done.find(([err]) => err);
+      if (failed) throw failed[0];
+      return { newId: String(done[0]![1]) };
+    }
+    return { newId: null, skipped: `"${deadStream}" kept changing while the letter was read; try again` };
+  }
+
+  /**
+   * A letter whose stream is in another slot (`orders:dead` on a cluster): append, then delete
+   * (one script cannot name keys of two slots). A crash between them leaves the letter to be
+   * re-driven twice, never lost; two operators re-driving the same letter at once may both append it.
+   */
+  private async appendAcrossSlots(deadStream: string, target: string, id: string, fields: Buffer[]): Promise<string> {
+    const newId = (await this.redis.xadd(target, '*', ...fields))!;
     await this.redis.xdel(deadStream, id);
     return newId;
   }
 
-  private async listAll(deadStream: string): Promise<{ id: string; stream: string }[]> {
-    const all: DeadLetter[] = [];
-    for (let page = await this.list(deadStream, { count: 500 }); page.length > 0; page = await this.list(deadStream, { count: 500, after: page.at(-1)!.id! })) {
-      all.push(...page);
-    }
-    return all.map((d) => ({ id: d.id!, stream: d.stream }));
+  private script(numKeys: 1 | 2, ...args: string[]): Promise<Reply> {
+    return (this.redis as Scripted).streamsRedriveBuffer(numKeys, ...args);
   }
 
-  private async pick(deadStream: string, ids: readonly string[]): Promise<{ id: string; stream: string }[]> {
-    const found: { id: string; stream: string }[] = [];
+  private onCluster(): boolean {
+    return (this.redis as { isCluster?: boolean }).isCluster === true;
+  }
+
+  private async allIds(deadStream: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let page = await this.list(deadStream, { count: 500 }); page.length > 0; page = await this.list(deadStream, { count: 500, after: page.at(-1)!.id! })) {
+      for (const d of page) ids.push(d.id!);
+    }
+    return ids;
+  }
+
+  private async pick(deadStream: string, ids: readonly string[]): Promise<string[]> {
     for (const id of ids) {
       const [entry] = await this.redis.xrange(deadStream, id, id);
       if (!entry) throw new Error(`no entry ${id} in dead-letter stream "${deadStream}"`);
-      found.push({ id, stream: decodeDeadLetter(id, entry[1]).stream });
     }
-    return found;
+    return [...ids];
   }
+}
+
+type Outcome = { newId: string | null; skipped?: string };
+
+/** The script's reply: a result, or the fields to append (it only read them). */
+function outcome(reply: Reply, deadStream: string, target: string): Outcome | Buffer[] {
+  const [kind, ...rest] = reply as Buffer[];
+  switch (kind?.toString()) {
+    case 'ok':
+      return { newId: rest[0]!.toString() };
+    case 'gone':
+      return { newId: null, skipped: `no longer in "${deadStream}"` };
+    case 'skip':
+      return { newId: null, skipped: skipReason(rest, target) };
+    case 'fields':
+      return rest;
+    default:
+      throw new Error(`unexpected redrive reply ${JSON.stringify(String(kind))}`);
+  }
+}
+
+function skipReason([code, detail]: Buffer[], target: string): string {
+  const text = code?.toString() ?? '';
+  if (text === 'stream') return `it names stream ${JSON.stringify(detail?.toString() ?? '')}, not ${JSON.stringify(target)}: never written there`;
+  return SKIP_REASONS[text] ?? text;
 }

@@ -31,13 +31,32 @@ return owned
 
 // Moves one entry to its dead-letter stream and acks it, in one step, only while `consumer`
 // still owns it: a crash can neither lose it nor write it to the dead-letter stream twice.
-// KEYS: source, dead-letter stream; ARGV: group, consumer, id, dead-letter fields…
+// With ARGV[4] = '1' the letter gets a `fields` copy of the entry made here: Lua strings are
+// bytes, so values that are not UTF-8 survive (cjson writes bytes >= 0x80 as they are), and
+// one JSON value holds any number of fields. KEYS: source, dead-letter stream;
+// ARGV: group, consumer, id, copy, dead-letter fields…
 const DEAD_LETTER_SCRIPT = `
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if not p[1] or p[1][2] ~= ARGV[2] then return false end
-local deadId = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 4))
+local letter = {}
+for i = 5, #ARGV do letter[#letter + 1] = ARGV[i] end
+if ARGV[4] == '1' then
+  local e = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])[1]
+  letter[#letter + 1] = 'fields'
+  letter[#letter + 1] = e and cjson.encode(e[2]) or '[]'
+end
+local deadId = redis.call('XADD', KEYS[2], '*', unpack(letter))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 return deadId
+`;
+
+// The bytes of one entry's fields and values as Redis holds them (Lua's # counts bytes); -1 when gone.
+const ENTRY_BYTES_SCRIPT = `
+local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1]
+if not e then return -1 end
+local n = 0
+for i = 1, #e[2] do n = n + #e[2][i] end
+return n
 `;
 
 /**
@@ -50,7 +69,8 @@ const IDS_PER_SCRIPT_CALL = 1000;
 type ScriptedConnection = RedisConnection & {
   streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
-  streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, ...fields: string[]): Promise<string | null>;
+  streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, copy: '1' | '0', ...fields: string[]): Promise<string | null>;
+  streamsEntryBytes(key: string, id: string): Promise<number>;
   streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
   streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | number | null>;
 };
@@ -68,6 +88,7 @@ export class StreamCommands {
   ) {
     conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
+    conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
     conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
     conn.defineCommand('streamsAudit', { numberOfKeys: 1, lua: AUDIT_SCRIPT });
     conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
@@ -170,6 +191,12 @@ export class StreamCommands {
     return deleted === null ? null : deleted.map(String);
   }
 
+  /** Bytes of the entry's fields and values as stored (not as decoded to strings); null when it is gone. */
+  async entryBytes(stream: string, id: string): Promise<number | null> {
+    const bytes = Number(await this.conn.streamsEntryBytes(stream, id));
+    return bytes < 0 ? null : bytes;
+  }
+
   /** The stream's `last-generated-id`, or null when the key does not exist. */
   async lastGeneratedId(stream: string): Promise<string | null> {
     try {
@@ -247,11 +274,12 @@ export class StreamCommands {
   }
 
   /**
-   * Appends `fields` to `deadStream` and acks `id` in `stream`, atomically, if `consumer` still
-   * owns the entry. Returns the dead-letter entry id, or null when the entry was no longer ours.
+   * Appends `fields` to `deadStream` (with `copy`, plus a `fields` field: the entry's pairs as
+   * Redis holds them) and acks `id` in `stream`, atomically, if `consumer` still owns the entry.
+   * Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
-  async deadLetter(stream: string, deadStream: string, consumer: string, id: string, fields: readonly string[]): Promise<string | null> {
-    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, ...fields);
+  async deadLetter(stream: string, deadStream: string, consumer: string, id: string, fields: readonly string[], copy: boolean): Promise<string | null> {
+    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', ...fields);
   }
 
   /**
