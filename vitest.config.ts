@@ -18,6 +18,7 @@ const ON_CLUSTER = [
   'test/health-figures.e2e.spec.ts',
   'test/batch.e2e.spec.ts',
   'test/batch-partitions.e2e.spec.ts',
+  'test/operator-actions.e2e.spec.ts',
 ];
 
 /** Test files to leave out, comma-separated (scripts/test-nest11.mjs: files that run once per CI). */

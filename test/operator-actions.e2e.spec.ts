@@ -22,7 +22,7 @@ const pendingOf = async (key: string): Promise<number> => Number(((await redis.c
 describe('XGROUP DELCONSUMER of a live consumer', () => {
   it('does not lose the entry it had failed: the consumer knows what it owes and takes it back', async () => {
     const { logger, text } = captureLogs();
-    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 }, { logger });
+    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 }, { logger });
     a.recorder.behavior = (c) => {
       if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
     };
@@ -37,7 +37,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   });
 
   it('does not lose the entry in hand when it fails after the delete', async () => {
-    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 });
+    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 });
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     a.recorder.behavior = async (c) => {
@@ -47,18 +47,21 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
       }
     };
     const id = (await redis.client().xadd(a.key(), '*', 'tag', 'held'))!;
-    await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
-    expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
-    // Its lease renewal finds it gone and takes it back while the handler still runs.
-    await waitFor(async () => (await pendingOf(a.key())) === 1, { message: 'the entry pending again' });
-    open();
+    try {
+      await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
+      expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
+      // Its lease renewal finds it gone and takes it back while the handler still runs.
+      await waitFor(async () => (await pendingOf(a.key())) === 1, { message: 'the entry pending again' });
+    } finally {
+      open();
+    }
     await settled([a], id);
     expect(callsOf([a], 'held').map((c) => c.deliveryCount)).toEqual([1, 2]);
   });
 
   it('under load, two workers with failing entries and three deletes lose nothing', async () => {
     const prefix = uniquePrefix();
-    const base = { connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000, batchSize: 10 };
+    const base = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000, batchSize: 10 };
     const apps = [await start({ ...base, consumer: 'w1' }), await start({ ...base, consumer: 'w2' })];
     for (const app of apps) {
       app.recorder.behavior = (c) => {
@@ -88,7 +91,7 @@ describe('acks that find entries no longer pending', () => {
   it('after a lease lapse during which a peer took and settled both entries of the batch, runs neither again and does not call it a lost group', async () => {
     const { logger, text } = captureLogs();
     const minIdleMs = 1000;
-    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 }, { logger });
+    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 }, { logger });
     const key = a.key();
     const r = redis.client();
     // The batch [E1, E2] in one read: added while a is busy with a first entry.
@@ -100,7 +103,7 @@ describe('acks that find entries no longer pending', () => {
       if (tagOf(c) === 'e2') {
         // A peer, in another process (this one is held), takes both once idle past minIdleMs (as
         // XAUTOCLAIM would) and settles them. Then E2 holds the event loop past minIdleMs: the lease lapses.
-        const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${e1} ${e2} JUSTID; redis-cli -p ${redis.port} XACK ${key} g ${e1} ${e2}`;
+        const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -c -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${e1} ${e2} JUSTID; redis-cli -c -p ${redis.port} XACK ${key} g ${e1} ${e2}`;
         spawn('sh', ['-c', peer], { stdio: 'ignore' });
         const until = Date.now() + minIdleMs + 2000;
         while (Date.now() < until) {
@@ -128,15 +131,18 @@ describe('acks that find entries no longer pending', () => {
 
   it('reports an entry in hand that was trimmed from the stream as deleted, not as a peer\'s or a lost group', async () => {
     const { logger, text } = captureLogs();
-    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 }, { logger });
+    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 }, { logger });
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     a.recorder.behavior = () => gate;
     const id = (await redis.client().xadd(a.key(), '*', 'tag', 'trimmed'))!;
-    await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
-    await redis.client().xtrim(a.key(), 'MAXLEN', 0);
-    await waitFor(() => a.deleted.includes(id), { message: 'a deleted event' });
-    open();
+    try {
+      await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
+      await redis.client().xtrim(a.key(), 'MAXLEN', 0);
+      await waitFor(() => a.deleted.includes(id), { message: 'a deleted event' });
+    } finally {
+      open();
+    }
     await settled([a], id);
     const later = (await redis.client().xadd(a.key(), '*', 'tag', 'later'))!;
     await settled([a], later);
