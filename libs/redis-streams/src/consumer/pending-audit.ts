@@ -102,6 +102,7 @@ export class PendingAudit {
       else this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, or an operator acked it or ran XGROUP DELCONSUMER`);
     }
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
+    if (!result.known) this.d.onGroupLost(stream);
   }
 
   /**
@@ -120,6 +121,8 @@ export class PendingAudit {
       this.d.logger.warn(
         `acks on "${stream}" found ${missing - deleted.length} entries no longer pending: a peer took and settled them while this consumer was held up past minIdleMs, or an operator acked them or ran XGROUP DELCONSUMER`,
       );
+      // Whatever dropped them may have dropped the entries it owes too: look now, not a lease period later.
+      await this.checkOwed();
     }
   }
 
@@ -141,7 +144,7 @@ export class PendingAudit {
       for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
         const chunk = todo.slice(i, i + IDS_PER_AUDIT);
         const sentAt = performance.now();
-        const items = chunk.map(([id, o]) => ({ id, kind: 'owed' as const, reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs), count: o.count }));
+        const items = chunk.map(([id, o]) => ({ id, kind: 'owed' as const, reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs), count: o.count, idleMs: sentAt - o.confirmedAt + o.idleMs }));
         const result = await this.d.commands.audit(stream, this.d.consumer, claimIdleMs, items);
         if (result === null) return this.d.onGroupLost(stream);
         this.applyOwed(stream, sentAt, result, claimed);
@@ -153,11 +156,16 @@ export class PendingAudit {
     const { marks, logger } = this.d;
     const deleted: string[] = [];
     const retry: StreamEntry[] = [];
+    let lost = !result.known;
     for (const f of result.findings) {
       if (f.status === 'mine' || f.status === 'reowned') {
-        // Taken back: pending under this consumer again with its count, idle from now.
-        marks.confirm(stream, f.id, sentAt, f.status === 'mine' ? f.idleMs : 0);
-        if (f.status === 'reowned') logger.warn(`failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back for its retry`);
+        // Taken back: pending under this consumer again with its count and idle time.
+        if (f.status === 'mine') marks.confirm(stream, f.id, sentAt, f.idleMs);
+        if (f.status === 'reowned') {
+          logger.warn(`failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`);
+          // Its pending list was dropped: the loop rejoins, whose self-drain retries what was taken back at once.
+          lost = true;
+        }
         continue;
       }
       marks.forgetOwed(stream, f.id);
@@ -170,6 +178,7 @@ export class PendingAudit {
       this.d.lease.hold(retry);
       claimed.push(...retry);
     }
+    if (lost) this.d.onGroupLost(stream);
   }
 
   private explain(stream: string, id: string): void {

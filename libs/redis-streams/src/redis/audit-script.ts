@@ -14,7 +14,7 @@ import { LUA_IDS } from './lua-ids.js';
  *   last-delivered id put back): `reowned`, with its fields and its count.
  *
  * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] claimIdle ('' none), then per id:
- * id, kind ('h' | 'o'), '1' to allow a re-own, delivery count to give it when re-owned.
+ * id, kind ('h' | 'o'), '1' to allow a re-own, delivery count and idle time to give it when re-owned.
  * Returns -1 without the group, else { 1 if the group lists the consumer else 0, results },
  * each result { code, detail, fields? }.
  */
@@ -35,8 +35,8 @@ for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
   end
 end
 local out = {}
-for i = 4, #ARGV, 4 do
-  local id, kind, reown, count = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+for i = 4, #ARGV, 5 do
+  local id, kind, reown, count, idle = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local p = redis.call('XPENDING', key, group, id, id, 1)[1]
   if p and p[2] == me then
     if kind == 'o' and claimIdle ~= '' and p[3] >= tonumber(claimIdle) then
@@ -52,7 +52,7 @@ for i = 4, #ARGV, 4 do
   elseif reown == '1' and not less(last, id) then
     redis.call('XGROUP', 'SETID', key, group, before(id))
     local read = redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', key, '>')
-    redis.call('XCLAIM', key, group, me, 0, id, 'RETRYCOUNT', count, 'JUSTID')
+    redis.call('XCLAIM', key, group, me, 0, id, 'IDLE', idle, 'RETRYCOUNT', count, 'JUSTID')
     redis.call('XGROUP', 'SETID', key, group, last)
     out[#out + 1] = {'reowned', count, read[1][2][1][2]}
   else

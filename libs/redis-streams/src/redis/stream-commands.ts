@@ -149,16 +149,17 @@ export class StreamCommands {
   /**
    * What became of entries `consumer` believes are pending under it (AUDIT_SCRIPT): in hand
    * (`held`) or failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`). An
-   * entry with `reown` set that nobody has pending is made pending under it again, with `count`.
+   * entry with `reown` set that nobody has pending is made pending under it again, with `count`
+   * and `idleMs` (an owed entry keeps its place in the retry schedule).
    * Null when the stream or the group is gone.
    */
   async audit(
     stream: string,
     consumer: string,
     claimIdleMs: number | undefined,
-    items: readonly { id: string; kind: 'held' | 'owed'; reown: boolean; count: number }[],
+    items: readonly { id: string; kind: 'held' | 'owed'; reown: boolean; count: number; idleMs?: number }[],
   ): Promise<AuditResult | null> {
-    const args = items.flatMap((i) => [i.id, i.kind === 'held' ? 'h' : 'o', i.reown ? '1' : '0', String(i.count)]);
+    const args = items.flatMap((i) => [i.id, i.kind === 'held' ? 'h' : 'o', i.reown ? '1' : '0', String(i.count), String(Math.max(0, Math.floor(i.idleMs ?? 0)))]);
     const reply = await this.conn.streamsAudit(stream, this.group, consumer, claimIdleMs === undefined ? '' : String(claimIdleMs), ...args);
     return parseAuditReply(stream, items.map((i) => i.id), reply);
   }
