@@ -3,6 +3,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import { checkLiveness, checkReadiness, type RedisStreamsServer } from 'nestjs-redis-streams';
 import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
+import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -102,7 +103,7 @@ describe('server.health()', () => {
     expect(checkReadiness(health).reasons).toEqual([expect.stringMatching(/^Redis refuses the consumer's calls: .*WRONGTYPE/)]);
   });
 
-  it('readiness with maxLag is down while Redis reports no lag (entries deleted past the group’s last read)', async () => {
+  it('entries deleted past the group’s last read: the lag is counted up to LAG_COUNT_LIMIT, and unknown past it when Redis gives none', async () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const ids: string[] = [];
@@ -111,13 +112,21 @@ describe('server.health()', () => {
     const released = new Promise<void>((resolve) => (release = resolve));
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false });
     app.recorder.behavior = () => released;
+    const lagOf = (h: Awaited<ReturnType<typeof app.server.health>>) => h.streams.find((s) => s.stream === app.key())!.lag;
     try {
       await waitFor(() => app.recorder.calls.length === 1, { message: 'an entry in hand' });
+      // Redis reports lag null once an entry past the group's last read is deleted; 27 are left to deliver.
       await admin.xdel(app.key(), ids[20]!);
-      const health = await app.server.health({ maxStatsAgeMs: 0 });
-      expect(health.streams.find((s) => s.stream === app.key())!.lag).toBeNull();
-      expect(checkReadiness(health, { maxLag: 1000 }).reasons).toEqual([expect.stringMatching(/lag unknown/)]);
-      expect(checkReadiness(health).up).toBe(true);
+      const counted = await app.server.health({ maxStatsAgeMs: 0 });
+      expect(lagOf(counted)).toBe(27);
+      expect(checkReadiness(counted, { maxLag: 1000 }).up).toBe(true);
+      expect(checkReadiness(counted, { maxLag: 10 }).reasons).toEqual([expect.stringMatching(/lag 27 above 10/)]);
+      // More than the count covers, and no figure from Redis: unknown, so not known to be within maxLag.
+      for (let n = 0; n < LAG_COUNT_LIMIT; n++) await admin.xadd(app.key(), '*', 'n', `more-${n}`);
+      const unknown = await app.server.health({ maxStatsAgeMs: 0 });
+      expect(lagOf(unknown)).toBeNull();
+      expect(checkReadiness(unknown, { maxLag: 1000 }).reasons).toEqual([expect.stringMatching(/lag unknown/)]);
+      expect(checkReadiness(unknown).up).toBe(true);
     } finally {
       release(); // before afterEach closes the app, which waits for the entry in hand
     }

@@ -1,4 +1,5 @@
-import { compareIds, parseAutoClaimReply, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion } from '../libs/redis-streams/src/redis/replies.js';
+import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
+import { compareIds, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion } from '../libs/redis-streams/src/redis/replies.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 import { isBusyGroup } from '../libs/redis-streams/src/redis/redis-errors.js';
@@ -46,6 +47,28 @@ describe('reply parsing', () => {
   it('reads one XPENDING row per id: owner and delivery count, or nothing when no longer pending', () => {
     expect(parsePendingRow('1-0', [['1-0', 'c', 5, 3]])).toEqual({ consumer: 'c', deliveryCount: 3 });
     expect(parsePendingRow('1-0', [])).toBeUndefined();
+  });
+
+  it('reads a group row of XINFO GROUPS (RESP2 list or RESP3 map), with null lag and entries-read kept null', () => {
+    const row = ['name', 'g', 'consumers', 1, 'pending', 2, 'last-delivered-id', '5-0', 'entries-read', 101, 'lag', 304];
+    expect(parseGroupInfo([row], 'g')).toEqual({ reportedLag: 304, entriesRead: 101, pending: 2, lastDeliveredId: '5-0' });
+    expect(parseGroupInfo([new Map<string, unknown>([['name', 'g'], ['pending', 0], ['last-delivered-id', '0-0'], ['entries-read', null], ['lag', null]])], 'g')).toEqual({
+      reportedLag: null,
+      entriesRead: null,
+      pending: 0,
+      lastDeliveredId: '0-0',
+    });
+    expect(parseGroupInfo([row], 'other')).toBeUndefined();
+    expect(() => parseGroupInfo([['name', 'g', 'pending', 'x', 'last-delivered-id', '5-0']], 'g')).toThrow(/XINFO GROUPS/);
+  });
+
+  it('the lag is the count of entries after the last-delivered id up to the limit, past it the server’s figure only when above the limit too', () => {
+    expect(groupLag(304, 0)).toBe(0); // a stale entries-read after a Redis 7.0 failover
+    expect(groupLag(304, 4)).toBe(4);
+    expect(groupLag(null, 27)).toBe(27); // entries deleted past the group's last read
+    expect(groupLag(5000, LAG_COUNT_LIMIT + 1)).toBe(5000);
+    expect(groupLag(null, LAG_COUNT_LIMIT + 1)).toBeNull();
+    expect(groupLag(3, LAG_COUNT_LIMIT + 1)).toBeNull(); // the server's figure contradicts the count
   });
 
   it('reads the server version of Redis and of Valkey', () => {

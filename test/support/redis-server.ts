@@ -24,8 +24,8 @@ export interface TestRedis {
   client(): Redis;
   /** Kills the server and starts a new, empty one on the same port (owned servers only). */
   restart(): Promise<void>;
-  /** Kills the server and leaves it down until `revive()` (owned servers only). */
-  kill(): Promise<void>;
+  /** Kills the server (SIGTERM, or the signal given: `SIGKILL` for a crash) and leaves it down until `revive()` (owned servers only). */
+  kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts a new, empty server on the port of the one `kill()` stopped. */
   revive(): Promise<void>;
   stop(): Promise<void>;
@@ -36,7 +36,7 @@ export interface TestRedis {
  * the server at REDIS_URL when that is set; in the cluster project, the shared cluster unless
  * `standalone` asks for one node. Fails with a clear message when neither works.
  */
-export async function startRedis({ standalone = false }: { standalone?: boolean } = {}): Promise<TestRedis> {
+export async function startRedis({ standalone = false, args = [] }: { standalone?: boolean; args?: readonly string[] } = {}): Promise<TestRedis> {
   const clients: Redis[] = [];
   const client = (url: string) => () => {
     const c = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -46,8 +46,10 @@ export async function startRedis({ standalone = false }: { standalone?: boolean 
   };
   const closeClients = () => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
+  // Extra redis-server flags (`--replicaof …`) need a server of this file's own.
+  if (args.length > 0 && (CLUSTER_MODE || process.env.REDIS_URL)) standalone = true;
   if (CLUSTER_MODE && !standalone) return clusterBackend((await import('vitest')).inject('redisClusterUrls'));
-  const external = process.env.REDIS_URL;
+  const external = args.length > 0 ? undefined : process.env.REDIS_URL;
   if (external) {
     const url = new URL(external);
     if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname)) {
@@ -69,7 +71,7 @@ export async function startRedis({ standalone = false }: { standalone?: boolean 
 
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
-  let proc = await spawnRedis(port);
+  let proc = await spawnRedis(port, args);
   return {
     url,
     connection: url,
@@ -79,11 +81,11 @@ export async function startRedis({ standalone = false }: { standalone?: boolean 
     client: client(url),
     restart: async () => {
       await stopProcess(proc);
-      proc = await spawnRedis(port);
+      proc = await spawnRedis(port, args);
     },
-    kill: () => stopProcess(proc),
+    kill: (signal) => stopProcess(proc, signal),
     revive: async () => {
-      proc = await spawnRedis(port);
+      proc = await spawnRedis(port, args);
     },
     stop: async () => {
       await closeClients();
@@ -122,9 +124,9 @@ declare module 'vitest' {
   }
 }
 
-async function spawnRedis(port: number): Promise<ChildProcess> {
+async function spawnRedis(port: number, args: readonly string[]): Promise<ChildProcess> {
   const url = `redis://127.0.0.1:${port}`;
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], {
     stdio: 'ignore',
   });
   const spawnError = new Promise<never>((_, reject) =>
@@ -168,9 +170,9 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function stopProcess(proc: ChildProcess): Promise<void> {
+async function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return;
   const exited = new Promise((resolve) => proc.once('exit', resolve));
-  proc.kill('SIGTERM');
+  proc.kill(signal);
   await exited;
 }

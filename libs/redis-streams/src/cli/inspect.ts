@@ -1,7 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { idTime, parseInfoRecord } from '../redis/replies.js';
+import { groupFigures } from '../redis/group-lag.js';
+import { idTime, parseGroupRows, parseInfoRecord } from '../redis/replies.js';
 
 export interface ConsumerReport {
   name: string;
@@ -15,7 +16,7 @@ export interface GroupReport {
   name: string;
   pending: number;
   lastDeliveredId: string;
-  /** Entries not yet delivered to the group; null when Redis cannot tell (after XDEL/XTRIM in the range). */
+  /** Entries not yet delivered to the group, as health() counts them (group-lag.ts); null when it cannot be told. */
   lag: number | null;
   entriesRead: number | null;
   consumers: ConsumerReport[];
@@ -55,9 +56,8 @@ export async function inspectStreams(redis: RedisConnection, streams: readonly s
     }
     const info = parseInfoRecord(rawInfo);
     const groups: GroupReport[] = [];
-    for (const raw of (await redis.xinfo('GROUPS', stream)) as unknown[]) {
-      const g = parseInfoRecord(raw);
-      const name = String(g.name);
+    for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
+      const name = g.name;
       if (group !== undefined && name !== group) continue;
       const consumers: ConsumerReport[] = [];
       for (const rawConsumer of (await redis.xinfo('CONSUMERS', stream, name)) as unknown[]) {
@@ -69,14 +69,8 @@ export async function inspectStreams(redis: RedisConnection, streams: readonly s
         const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : Number(oldest[2])) : null;
         consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: ageMs });
       }
-      groups.push({
-        name,
-        pending: Number(g.pending),
-        lastDeliveredId: String(g['last-delivered-id']),
-        lag: g.lag === null || g.lag === undefined ? null : Number(g.lag),
-        entriesRead: g['entries-read'] === null || g['entries-read'] === undefined ? null : Number(g['entries-read']),
-        consumers,
-      });
+      const { lag } = await groupFigures(redis, stream, g);
+      groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers });
     }
     const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
     reports.push({

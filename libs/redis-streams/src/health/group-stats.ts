@@ -1,9 +1,9 @@
-import type { GroupInfo } from '../redis/replies.js';
+import type { GroupFigures } from '../redis/group-lag.js';
 
-/** One stream's figures for the group, as `XINFO GROUPS` last reported them. */
+/** One stream's figures for the group, as last read (`XINFO GROUPS` and a bounded count: see group-lag.ts). */
 export interface StreamGroupStats {
   stream: string;
-  /** Entries not yet delivered to the group; null when Redis cannot tell (entries deleted past the group's last read). */
+  /** Entries not yet delivered to the group; null when it cannot be told (more than LAG_COUNT_LIMIT and the server gives no figure above it). */
   lag: number | null;
   /** Entries delivered to the group and not yet acked, by any consumer. */
   pending: number;
@@ -16,8 +16,8 @@ export interface GroupStatsReading {
 }
 
 /**
- * Lag and pending count of the group on each stream, read with `XINFO GROUPS` (one per stream,
- * pipelined) and kept: health checks and metric scrapes share one reading of at most a given
+ * Lag and pending count of the group on each stream, read with `XINFO GROUPS` and a bounded
+ * XRANGE (each stream's pair sent beside the others') and kept: health checks and metric scrapes share one reading of at most a given
  * age, so their rate never becomes a per-entry cost, and concurrent callers share one read.
  */
 export class GroupStats {
@@ -26,7 +26,7 @@ export class GroupStats {
 
   constructor(
     private readonly streams: readonly string[],
-    private readonly read: (stream: string) => Promise<GroupInfo | undefined>,
+    private readonly read: (stream: string) => Promise<GroupFigures | undefined>,
   ) {}
 
   /** A reading no older than `maxAgeMs`: the kept one, or a fresh one. */

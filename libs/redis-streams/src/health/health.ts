@@ -18,7 +18,12 @@ export interface RedisStreamsHealth {
 /** One stream this consumer reads. */
 export interface StreamHealth {
   stream: string;
-  /** Entries of the stream not yet delivered to the group; null when unknown (not read yet, or Redis cannot tell: entries deleted past the group's last read). */
+  /**
+   * Entries of the stream not yet delivered to the group: counted (up to 100) after the group's
+   * last-delivered id, so true whatever the server's `entries-read` says (a promoted Redis 7.0 replica
+   * keeps a stale one); past 100 the server's figure. Null when unknown: not read yet, or more than
+   * 100 to deliver and the server gives no figure (entries deleted past the group's last read).
+   */
   lag: number | null;
   /** Entries delivered to the group and not yet acked (all consumers); null when not read yet. */
   pending: number | null;
@@ -63,8 +68,10 @@ export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThr
   const { maxLag, maxPending } = thresholds;
   for (const s of health.streams) {
     if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
-    // Redis gives no lag while entries were deleted past the group's last read (XDEL, a trim): not known to be within maxLag.
-    if (maxLag !== undefined && s.lag === null && health.statsAgeMs !== undefined) reasons.push(`stream "${s.stream}": lag unknown (Redis reports none: entries deleted past the group's last read)`);
+    // More entries to deliver than are counted, and no figure from Redis (entries deleted past the group's last read): not known to be within maxLag.
+    if (maxLag !== undefined && s.lag === null && health.statsAgeMs !== undefined) {
+      reasons.push(`stream "${s.stream}": lag unknown (too many entries to count and Redis reports none: entries deleted past the group's last read)`);
+    }
     if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
   // Figures that could not be read now are not trusted: the last ones may be long gone.

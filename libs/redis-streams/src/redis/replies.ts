@@ -140,10 +140,16 @@ export function parseInfoRecord(reply: unknown): Record<string, unknown> {
   return record;
 }
 
-/** One group's row of `XINFO GROUPS`: what it still has to read (lag) and what it holds (pending). */
+/** One group's row of `XINFO GROUPS`, as the server reports it. */
 export interface GroupInfo {
-  /** Entries not yet delivered to the group; null when Redis cannot tell (entries deleted past its last read). */
-  lag: number | null;
+  /**
+   * The server's `lag` (`entries-added` − `entries-read`); null when it cannot tell (entries deleted past
+   * the group's last read). Not to be shown as is: a promoted Redis 7.0 replica keeps a stale
+   * `entries-read` (its reads are replicated without it), so this can stay high forever; see group-lag.ts.
+   */
+  reportedLag: number | null;
+  /** The server's count of entries the group has read; null when it cannot tell. */
+  entriesRead: number | null;
   /** Entries delivered to the group and not yet acked (its PEL). */
   pending: number;
   lastDeliveredId: string;
@@ -155,12 +161,35 @@ export function parseGroupInfo(reply: unknown, group: string): GroupInfo | undef
   for (const raw of reply) {
     const row = parseInfoRecord(raw);
     if (String(row.name) !== group) continue;
-    const pending = Number(row.pending);
-    const lag = row.lag === null || row.lag === undefined ? null : Number(row.lag);
-    if (!Number.isSafeInteger(pending) || (lag !== null && !Number.isSafeInteger(lag))) throw new ReplyShapeError('XINFO GROUPS', reply);
-    return { lag, pending, lastDeliveredId: String(row['last-delivered-id']) };
+    return parseGroupRow(row, reply);
   }
   return undefined;
+}
+
+/** Every group's row of an `XINFO GROUPS` reply, by name. */
+export function parseGroupRows(reply: unknown): (GroupInfo & { name: string })[] {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO GROUPS', reply);
+  return reply.map((raw) => {
+    const row = parseInfoRecord(raw);
+    return { name: String(row.name), ...parseGroupRow(row, reply) };
+  });
+}
+
+function parseGroupRow(row: Record<string, unknown>, reply: unknown): GroupInfo {
+  const pending = Number(row.pending);
+  const optional = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+  const reportedLag = optional(row.lag);
+  const entriesRead = optional(row['entries-read']);
+  const lastDeliveredId = String(row['last-delivered-id']);
+  const bad = (n: number | null) => n !== null && !Number.isSafeInteger(n);
+  if (!Number.isSafeInteger(pending) || bad(reportedLag) || bad(entriesRead) || !/^\d+-\d+$/.test(lastDeliveredId)) throw new ReplyShapeError('XINFO GROUPS', reply);
+  return { reportedLag, entriesRead, pending, lastDeliveredId };
+}
+
+/** How many entries an XRANGE reply holds (a flat array of entries under RESP2 and RESP3 alike). */
+export function parseRangeCount(reply: unknown): number {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XRANGE', reply);
+  return reply.length;
 }
 
 /** The ms part of a stream id: when the entry was added (for auto-generated ids). */

@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup } from './redis-errors.js';
 import { AUDIT_SCRIPT } from './audit-script.js';
-import { parseAuditReply, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AuditResult, type AutoClaimResult, type GroupInfo, type PendingRow } from './replies.js';
+import { parseAuditReply, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AuditResult, type AutoClaimResult, type PendingRow } from './replies.js';
+import { groupFigures, type GroupFigures } from './group-lag.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
@@ -208,10 +209,14 @@ export class StreamCommands {
     }
   }
 
-  /** This group's lag and pending count on `stream` (XINFO GROUPS); undefined when the group is missing. No stream: nothing waits. */
-  async groupInfo(stream: string): Promise<GroupInfo | undefined> {
+  /**
+   * This group's lag and pending count on `stream` (XINFO GROUPS, then a bounded XRANGE that makes
+   * the lag true: see group-lag.ts); undefined when the group is missing. No stream: nothing waits.
+   */
+  async groupInfo(stream: string): Promise<GroupFigures | undefined> {
     try {
-      return parseGroupInfo(await this.conn.xinfo('GROUPS', stream), this.group);
+      const info = parseGroupInfo(await this.conn.xinfo('GROUPS', stream), this.group);
+      return info && (await groupFigures(this.conn, stream, info));
     } catch (err) {
       if (err instanceof Error && /^ERR no such key/.test(err.message)) return { lag: 0, pending: 0, lastDeliveredId: '0-0' };
       throw err;
