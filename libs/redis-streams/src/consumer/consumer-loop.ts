@@ -187,7 +187,7 @@ export class ConsumerLoop {
   /** After the last beat: a read-ahead batch goes back, and the last ack is confirmed (and reported). */
   private async finish(): Promise<void> {
     await this.handBackAhead();
-    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${String(err)}`));
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }
 
   vitals(): LoopVitals {
@@ -230,7 +230,7 @@ export class ConsumerLoop {
 
   private async ensureGroups(): Promise<void> {
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
-    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${String(err)}`));
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
     await this.dropAhead();
     const held = this.lease.heldIds();
     this.lease.stop();
