@@ -11,6 +11,7 @@ import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { within } from '../within.js';
 import { Lease } from './lease.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -501,7 +502,7 @@ export class ConsumerLoop {
         return;
       }
       this.lease.drop(e);
-      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${row.consumer}"'s` : 'acked'}): skipped`);
+      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`);
     });
     return kept;
   }

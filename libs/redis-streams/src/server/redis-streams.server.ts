@@ -17,6 +17,7 @@ import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
 import { carriesCommand, redactError } from '../redact.js';
+import { escapeControl } from '../escape-control.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import { closeCommandLane, foldLaneStates, Lanes, openCommandLane, type CommandLane } from '../redis/lanes.js';
 import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
@@ -368,7 +369,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       // Per group: two groups of one stream clean their own consumers on their own schedule.
       lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${this.options.group}`) : `${stream}:cleanup:${this.options.group}`),
       onDeleted: (stream, names) => {
-        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.join(', ')}`);
+        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`);
         this.emit('consumersDeleted', stream, names);
       },
       logger: this.logger,
