@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
+import { maskUrl } from 'nestjs-redis-streams';
 import { startLocalCluster } from './local-cluster.mjs';
 
 const { values: args } = parseArgs({
@@ -48,7 +49,8 @@ process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('
 const givenClusterUrls = process.env.REDIS_CLUSTER_URLS?.trim() ? process.env.REDIS_CLUSTER_URLS.split(',').map((u) => u.trim()) : undefined;
 const clusterUrls = givenClusterUrls ?? (args.cluster ? await startThrowawayCluster() : undefined);
 const redisUrl = clusterUrls ? undefined : process.env.REDIS_URL || (await startEmbeddedRedis());
-const where = clusterUrls ? `cluster ${clusterUrls[0]} (+${clusterUrls.length - 1} nodes)` : redisUrl;
+// Printed, so masked: the URLs may carry a password.
+const where = maskUrl(clusterUrls ? `cluster ${clusterUrls[0]} (+${clusterUrls.length - 1} nodes)` : redisUrl);
 const admin = clusterUrls ? clusterAdmin(clusterUrls) : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 admin.on('error', () => {});
 await within(admin.ping(), 10_000, 'no answer within 10 s').catch((err) => fail(`cannot reach Redis at ${where}: ${err.message}`));
@@ -131,7 +133,7 @@ if (partitions !== undefined) {
 await showHealth();
 if (args.once) await stop('--once');
 else {
-  const cli = clusterUrls ? `redis-cli -c -u ${clusterUrls[0]}` : `redis-cli -u ${redisUrl}`;
+  const cli = maskUrl(clusterUrls ? `redis-cli -c -u ${clusterUrls[0]}` : `redis-cli -u ${redisUrl}`);
   say(`the worker keeps listening: try \`${cli} XADD '${streams[0]}' "*" order_id 42 status pending\`; Ctrl-C to stop`);
   say(`health and metrics meanwhile: curl ${healthBase}/health/ready ; curl ${healthBase}/metrics`);
 }
@@ -215,7 +217,7 @@ function clusterAdmin(urls) {
   try {
     nodes = urls.map((text) => new URL(text));
   } catch {
-    fail(`REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs, got ${urls.join(',').replace(/\/\/([^:/@]*):[^@]*@/g, '//$1:***@')}`);
+    fail(`REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs, got ${maskUrl(urls.join(','))}`);
   }
   const first = nodes[0];
   return new Cluster(
@@ -299,15 +301,16 @@ function prefixLines(input, prefix, keep) {
     buf += chunk;
     const lines = buf.split('\n');
     buf = lines.pop();
-    for (const line of lines) if (keep(line)) process.stdout.write(prefix + line + '\n');
+    for (const line of lines) if (keep(line)) process.stdout.write(prefix + maskUrl(line) + '\n');
   });
 }
 
+// Every line the demo prints has its URLs' passwords masked (REDIS_URL may carry one).
 function say(line) {
-  process.stdout.write(`demo    ${line}\n`);
+  process.stdout.write(`demo    ${maskUrl(line)}\n`);
 }
 
 function fail(message) {
-  process.stderr.write(`demo: ${message}\n`);
+  process.stderr.write(`demo: ${maskUrl(message)}\n`);
   process.exit(1);
 }

@@ -1,4 +1,4 @@
-import { MAX_PARTITIONS, type RedisStreamsClientOptions } from 'nestjs-redis-streams';
+import { MAX_PARTITIONS, maskUrl, type RedisStreamsClientOptions } from 'nestjs-redis-streams';
 
 /**
  * The producer's client options from the environment, matching the worker's: REDIS_CLUSTER_URLS
@@ -29,7 +29,7 @@ function clusterUrls(raw: string | undefined): string[] | undefined {
       // reported below
     }
     if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
-      const masked = url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+      const masked = maskUrl(url);
       throw new Error(`REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(masked)} as node ${i + 1} of ${urls.length}`);
     }
   });

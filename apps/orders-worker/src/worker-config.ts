@@ -1,4 +1,4 @@
-import { MAX_PARTITIONS, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { MAX_PARTITIONS, maskUrl, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
 
 /** How the demo handler behaves; the chaos test turns on the knobs after `workMs`. */
 export interface DemoBehaviour {
@@ -87,7 +87,7 @@ export function clusterUrls(raw: string | undefined): string[] | undefined {
     }
     if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
       throw new Error(
-        `REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(maskPassword(url))} as node ${i + 1} of ${urls.length}`,
+        `REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(maskUrl(url))} as node ${i + 1} of ${urls.length}`,
       );
     }
   });
@@ -102,11 +102,6 @@ export function partitionCount(raw: string | undefined): number | undefined {
     throw new Error(`STREAMS_PARTITIONS must be a positive integer (1 to ${MAX_PARTITIONS}), got ${JSON.stringify(raw)}`);
   }
   return value;
-}
-
-/** A URL as text with its password masked (`redis://user:***@host`), even when it does not parse. */
-export function maskPassword(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
 }
 
 /** mulberry32: a small seeded PRNG, so a chaos run's handler failures can be replayed. */

@@ -29,3 +29,5 @@ export {
   type RedisStreamsHealth,
   type StreamHealth,
 } from './health/health.js';
+export { maskUrl, redactError, RedisStreamsError } from './redact.js';
+export { escapeControl, safeJson } from './escape-control.js';

@@ -1,4 +1,5 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
+import { escapeControl as e, safeJson } from '../escape-control.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
   list    <dead-letter-stream> [--count N] [--after ID] [--json]
@@ -21,7 +22,7 @@ export const DLQ_FLAGS = {
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
-/** `find` / `list` / `redrive` of dead letters; returns the exit code. */
+/** `find` / `list` / `redrive` of dead letters; returns the exit code. Every column a producer or a forged letter could write is escaped (`e`). */
 export async function runDlq(
   dlq: DeadLetters,
   command: string,
@@ -31,21 +32,21 @@ export async function runDlq(
 ): Promise<number> {
   if (command === 'find') {
     const found = await dlq.find(target);
-    if (values.json) console.log(JSON.stringify(found));
-    else if (found.length === 0) console.log(`no dead-letter stream of "${target}" under the default names`);
-    else for (const name of found) console.log(`${name}  ${await dlq.count(name)} entries`);
+    if (values.json) console.log(safeJson(found));
+    else if (found.length === 0) console.log(`no dead-letter stream of "${e(target)}" under the default names`);
+    else for (const name of found) console.log(`${e(name)}  ${await dlq.count(name)} entries`);
     return 0;
   }
   if (command === 'list') {
     const count = Number(values.count);
     if (!Number.isSafeInteger(count) || count <= 0) throw new Error(`--count must be a positive integer, got ${values.count}`);
     const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
-    if (values.json) letters.forEach((d) => console.log(JSON.stringify(d)));
+    if (values.json) letters.forEach((d) => console.log(safeJson(d)));
     else {
-      console.log(`${await dlq.count(target)} entries in "${target}"${letters.length ? ', oldest first:' : ''}`);
+      console.log(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
       for (const d of letters) {
-        console.log(`${d.id}  ${d.stream} ${d.sourceId}  delivery ${d.deliveryCount}  ${new Date(d.deadAt).toISOString()}  ${d.error}`);
-        console.log(`    ${JSON.stringify(d.fields)}`);
+        console.log(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
+        console.log(`    ${safeJson(d.fields)}`);
       }
     }
     return 0;
@@ -53,9 +54,14 @@ export async function runDlq(
   if (ids.length === 0 && !values.all) throw new Error('redrive needs ids or --all');
   const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
   for (const r of results) {
-    if (values.json) console.log(JSON.stringify(r));
-    // JSON quoting: a key or reason cannot put control characters on the operator's terminal.
-    else console.log(r.newId ? `${r.id} → ${JSON.stringify(r.stream)} ${r.newId}` : `${r.id}: skipped (${JSON.stringify(r.skipped ?? 'not re-driven').slice(1, -1)})`);
+    if (values.json) console.log(safeJson(r));
+    else console.log(r.newId ? `${e(r.id)} → ${e(r.stream)} ${r.newId}` : `${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
   }
   return results.every((r) => r.newId) ? 0 : 1;
+}
+
+/** A forged `deadAt` is not a date: shown as it is rather than failing the listing (toISOString throws). */
+function deadAt(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
 }

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { DeadLetters } from '../dlq/dead-letters.js';
+import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { idTime, parseGroupRows, parseInfoRecord } from '../redis/replies.js';
@@ -143,20 +144,20 @@ const age = (ms: number | null): string =>
             ? `${(ms / 3_600_000).toFixed(1)} h`
             : `${(ms / 86_400_000).toFixed(1)} d`;
 
-/** The reports as text, one block per stream; with rates when watching. `group`: the one group asked for. */
+/** The reports as text, one block per stream; with rates when watching. `group`: the one group asked for. Names are escaped: anyone who may write may name keys, groups and consumers. */
 export function renderReports(reports: StreamReport[], r?: Rates, group?: string): string {
   const lines: string[] = [];
   for (const s of reports) {
     const producing = r?.produced.get(s.stream);
-    lines.push(`${s.stream}  length ${s.length}  last id ${s.lastGeneratedId}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`);
-    for (const d of s.deadLetters) lines.push(`  dead letters: ${d.stream} ${d.length}`);
-    if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${group}"`);
+    lines.push(`${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`);
+    for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
+    if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
     for (const g of s.groups) {
       const consuming = r?.consumed.get(s.stream)?.get(g.name);
       lines.push(
-        `  group ${g.name}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${g.lastDeliveredId}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
+        `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
       );
-      for (const c of g.consumers) lines.push(`    ${c.name}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
+      for (const c of g.consumers) lines.push(`    ${e(c.name)}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
     }
   }
   return lines.join('\n');

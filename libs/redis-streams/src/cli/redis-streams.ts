@@ -6,6 +6,7 @@ import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { sameSlotKey } from '../redis/slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
+import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, runMain, UsageError } from './cli-connection.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
@@ -74,8 +75,8 @@ async function main(argv: string[]): Promise<number> {
         throw new Error(`"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`, { cause: err });
       });
       if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
-      if (values.json) console.log(JSON.stringify(deleted));
-      else console.log(deleted.length === 0 ? `no consumer of "${group}" on "${stream}" idle past ${idleMs} ms with nothing pending` : `deleted ${deleted.length}: ${deleted.join(', ')}`);
+      if (values.json) console.log(safeJson(deleted));
+      else console.log(deleted.length === 0 ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending` : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`);
       return 0;
     });
   }
@@ -95,7 +96,7 @@ async function main(argv: string[]): Promise<number> {
         if (values.json) {
           const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
           const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
-          console.log(JSON.stringify(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
+          console.log(safeJson(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
         } else {
           // In place, like top: clear the screen and draw again.
           if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');

@@ -10,6 +10,9 @@ import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClie
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
 import { isCommandTimeout } from '../redis/redis-errors.js';
+import { describeError } from '../describe-error.js';
+import { describeConnection, secretsOf } from '../options/connection.js';
+import { redactError } from '../redact.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { RedisStreamsStatus, STATUS_OF_LANES } from '../status.js';
 import { RedisStreamsRecord } from './record.js';
@@ -49,6 +52,8 @@ export class RedisStreamsClient extends ClientProxy {
   private api: OtelApi | undefined;
   private producerTelemetry: ProducerTelemetry | undefined;
   private apiLookedFor = false;
+  /** The last connection error, scrubbed: the reason an XADD that found no connection gives. */
+  private lastLaneError: Error | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -68,8 +73,11 @@ export class RedisStreamsClient extends ClientProxy {
         connection: this.options.connection,
         name: `client:${this.replyStream}`,
         onError: (lane, err) => {
-          this.logger.warn(`${lane} connection: ${err.message}`);
-          if (this.events.listenerCount('error') > 0) this.events.emit('error', err);
+          // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
+          this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
+          const safe = redactError(err, this.where(), secretsOf(this.options.connection));
+          this.logger.warn(`${lane} connection: ${describeError(this.lastLaneError)}`);
+          if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
         },
         commandTimeoutMs: this.options.commandTimeoutMs,
         // On a cluster, replies are read from the master of the reply stream's slot.
@@ -162,26 +170,32 @@ export class RedisStreamsClient extends ClientProxy {
 
   /** XADD (with the stream's retention) once the connection is up, or a clear error after `commandTimeoutMs`. */
   private async append(stream: string, pattern: unknown, fields: string[]): Promise<string> {
+    // Scrubbed, with the masked URL: the cause may be the handshake's error, AUTH arguments and all.
     const fail = (reason: string, cause?: unknown) =>
-      new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause });
+      redactError(new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause }), this.where(), secretsOf(this.options.connection));
     await this.connect();
     const lanes = this.lanes;
     if (!lanes) throw fail('the client is closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
       await firstValueFrom(lanes.commandState$.pipe(filter((s) => s === 'ready'), timeout(this.options.commandTimeoutMs))).catch(() => {
-        throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms`);
+        const last = this.lastLaneError;
+        throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms${last ? `: ${last.message}` : ''}`, last);
       });
     }
     try {
       const { id, trimError } = await this.commands!.add(stream, fields, this.retentionOf(pattern));
-      if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${trimError.message}`);
+      if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
       return id;
     } catch (err) {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err)) throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  private where(): string {
+    return describeConnection(this.options.connection);
   }
 
   /** The stream key of an entry: `keyPrefix + pattern`, or on a partitioned stream the partition its key routes to. */

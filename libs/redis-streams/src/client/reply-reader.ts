@@ -6,6 +6,7 @@ import type { Lanes } from '../redis/lanes.js';
 import type { ProducerCommands } from '../redis/producer-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { within } from '../within.js';
+import { describeError } from '../describe-error.js';
 
 /** Most replies taken per read. */
 const REPLY_BATCH = 100;
@@ -75,7 +76,7 @@ export class ReplyReader {
         retry({
           delay: (err: unknown) => {
             if (this.closed) return EMPTY;
-            this.d.logger.warn(`reply reader of "${this.d.key}": ${err instanceof Error ? err.message : String(err)}; retrying`);
+            this.d.logger.warn(`reply reader of "${this.d.key}": ${describeError(err)}; retrying`);
             return timer(Math.min(5000, 100 * 2 ** attempt++));
           },
         }),

@@ -11,6 +11,7 @@ import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { within } from '../within.js';
 import { Lease } from './lease.js';
 import { PendingAudit } from './pending-audit.js';
@@ -213,7 +214,7 @@ export class ConsumerLoop {
   private async finish(): Promise<void> {
     await this.handBackAhead();
     this.audit.stop();
-    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${String(err)}`));
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }
 
   vitals(): LoopVitals {
@@ -257,7 +258,7 @@ export class ConsumerLoop {
 
   private async ensureGroups(): Promise<void> {
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
-    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${String(err)}`));
+    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
     await this.dropAhead();
     this.audit.stop();
     this.shortAcks.length = 0;
@@ -550,7 +551,7 @@ export class ConsumerLoop {
         return;
       }
       this.lease.drop(e);
-      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${row.consumer}"'s` : 'acked'}): skipped`);
+      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`);
     });
     return kept;
   }

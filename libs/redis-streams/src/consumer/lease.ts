@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
+import { describeError } from '../describe-error.js';
 
 /** The ids of held entries, each once: a group re-created under a read-ahead can deliver an id twice, as two objects. */
 const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held.map((e) => e.id))];
@@ -121,7 +122,7 @@ export class Lease {
     for (const [stream, ids] of byStream) {
       await this.commands.setIdle(stream, this.consumer, ids, idleMs).catch((err: unknown) => {
         // Still pending under our name: self-drain or a later reclaim recovers them.
-        this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${String(err)}`);
+        this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${describeError(err)}`);
       });
     }
   }
@@ -138,7 +139,7 @@ export class Lease {
         for (const e of entries) if (owned.has(e.id) && e.holding) (e.holding as Holding).confirmedAt = sentAt;
         if (lost.length > 0) this.onLost(stream, lost);
       } catch (err) {
-        this.logger.warn(`lease renewal on "${stream}" failed: ${String(err)}`);
+        this.logger.warn(`lease renewal on "${stream}" failed: ${describeError(err)}`);
       }
     }
   }

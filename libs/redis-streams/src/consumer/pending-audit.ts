@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { exhaustMap, interval, type Subscription } from 'rxjs';
+import { describeError } from '../describe-error.js';
 import type { AuditResult } from '../redis/replies.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
@@ -53,7 +54,7 @@ export class PendingAudit {
 
   start(): void {
     this.timer ??= interval(this.d.leaseRenewMs)
-      .pipe(exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${String(err)}`))))
+      .pipe(exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`))))
       .subscribe();
   }
 
@@ -81,7 +82,7 @@ export class PendingAudit {
     const sentAt = performance.now();
     const items = lost.map(({ entry, confirmedAt }) => ({ id: entry.id, kind: 'held' as const, reown: this.noPeerCouldClaim(confirmedAt, 0), count: entry.deliveryCount }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
-      this.d.logger.warn(`could not check ${items.length} entries in hand on "${stream}" that the lease found gone: ${String(err)}`);
+      this.d.logger.warn(`could not check ${items.length} entries in hand on "${stream}" that the lease found gone: ${describeError(err)}`);
       return undefined;
     });
     if (result === undefined) return;

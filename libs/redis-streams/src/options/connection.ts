@@ -1,4 +1,5 @@
 import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { maskUrl } from '../redact.js';
 import { InvalidOptionError } from './validate.js';
 
 /** A Redis Cluster: seed nodes (any reachable node will do; ioredis discovers the rest) and ioredis' ClusterOptions. */
@@ -87,7 +88,7 @@ function fromUrl(what: string, text: string): RedisOptions {
   try {
     url = new URL(text);
   } catch {
-    throw new InvalidOptionError(what, `not a valid URL: ${JSON.stringify(maskPassword(text))}`);
+    throw new InvalidOptionError(what, `not a valid URL: ${JSON.stringify(maskUrl(text))}`);
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
     throw new InvalidOptionError(what, `URL must start with redis:// or rediss://, got ${url.protocol}//`);
@@ -104,11 +105,6 @@ function fromUrl(what: string, text: string): RedisOptions {
   };
 }
 
-/** A URL as text with its password (between ':' and '@' after the scheme) masked, even when it does not parse. */
-function maskPassword(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
-}
-
 /** The connection as URLs for logs and errors, password masked: `redis://user:***@host:port/db`, or `cluster(…)`. */
 export function describeConnection(connection: ResolvedConnection): string {
   if (isCluster(connection)) {
@@ -121,9 +117,16 @@ export function describeConnection(connection: ResolvedConnection): string {
 function describeNode(options: RedisOptions): string {
   if (options.path) return `unix:${options.path}`;
   const scheme = options.tls ? 'rediss' : 'redis';
-  const user = options.username ?? '';
-  const auth = options.password ? `${user}:***@` : user ? `${user}@` : '';
+  const user = encodeURIComponent(options.username ?? '');
+  const auth = options.password ? `${user}:${encodeURIComponent(options.password)}@` : user ? `${user}@` : '';
   const host = options.host ?? '127.0.0.1';
   const db = options.db ? `/${options.db}` : '';
-  return `${scheme}://${auth}${host.includes(':') ? `[${host}]` : host}:${options.port ?? 6379}${db}`;
+  // Masked by the one helper every output uses (encoded, the password has no '@' or space to stop it early).
+  return maskUrl(`${scheme}://${auth}${host.includes(':') ? `[${host}]` : host}:${options.port ?? 6379}${db}`);
+}
+
+/** The passwords of a connection (node, cluster nodes, sentinels): masked wherever an error or a log line might quote them. */
+export function secretsOf(connection: ResolvedConnection): string[] {
+  const nodes: RedisOptions[] = isCluster(connection) ? [connection.options.redisOptions ?? {}] : [connection];
+  return nodes.flatMap((n) => [n.password, n.sentinelPassword]).filter((p): p is string => typeof p === 'string' && p !== '');
 }

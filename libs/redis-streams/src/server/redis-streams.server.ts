@@ -15,7 +15,9 @@ import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply, UnserializableResult } from '../codec/reply-codec.js';
 import type { RedisStreamsContext } from '../context.js';
 import { describeError } from '../describe-error.js';
-import { describeConnection, isCluster } from '../options/connection.js';
+import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
+import { carriesCommand, redactError } from '../redact.js';
+import { escapeControl } from '../escape-control.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import { closeCommandLane, foldLaneStates, Lanes, openCommandLane, type CommandLane } from '../redis/lanes.js';
 import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
@@ -142,12 +144,15 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     // Until the first start, `listen` must answer: with an error for what needs a human (bad
     // password, missing ACL right, WRONGTYPE key, an old server) at once, and for what may heal
     // (Redis unreachable) after `startupTimeoutMs`. Once started, the loop retries forever.
+    // Every error handed over is scrubbed (ioredis' carry the handshake's AUTH arguments), with the masked URL.
+    const secrets = secretsOf(options.connection);
+    const where = describeConnection(options.connection);
     const failStart = (error: unknown) => {
       if (started) return;
       started = true;
       clearTimeout(this.startupTimer);
       void this.close();
-      callback(error);
+      callback(redactError(error, describeError(error).includes(where) ? undefined : where, secrets));
     };
     this.abortStart = failStart;
     this.startupTimer = setTimeout(() => {
@@ -155,7 +160,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       const down = this.readers.some((r) => !r.lanes.ready());
       const cause = (down ? (laneError ?? loopError) : (loopError ?? laneError));
       failStart(
-        new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${describeConnection(options.connection)} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`, {
+        new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${where} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`, {
           cause,
         }),
       );
@@ -168,7 +173,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
       laneError = err;
       if (!started && !isRetryable(nodeError instanceof Error ? nodeError : err, onCluster)) return failStart(err);
-      this.logger.warn(`${lane} connection: ${err.message}`);
+      this.logger.warn(`${lane} connection: ${describeError(err)}`);
     };
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, onLaneError, options.commandTimeoutMs));
@@ -220,7 +225,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         batch: batch && { ...batch, decide: (entries, source) => decideBatch(settleDeps, entries, source) },
         onSettled: (event) => {
           this.telemetry?.settled(event);
-          this.emit('settled', event);
+          // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
+          this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, secrets) } : event);
         },
         onDeleted: (stream, ids) => {
           this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
@@ -235,7 +241,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           if (!started && !isRetryable(error, onCluster)) return failStart(isRedirection(error) ? clusterNodeError(error) : error);
           const log = isRetryable(error, onCluster) ? 'warn' : 'error';
           this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-          this.emit('error', error, retryInMs);
+          this.emit('error', redactError(error, where, secrets), retryInMs);
         },
         onReady: () => {
           ready.add(loop);
@@ -363,7 +369,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       // Per group: two groups of one stream clean their own consumers on their own schedule.
       lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${this.options.group}`) : `${stream}:cleanup:${this.options.group}`),
       onDeleted: (stream, names) => {
-        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.join(', ')}`);
+        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`);
         this.emit('consumersDeleted', stream, names);
       },
       logger: this.logger,
