@@ -8,9 +8,13 @@ import { escapeControl } from './escape-control.js';
 /** What stands for a password. */
 export const PASSWORD_MASK = '***';
 
-/** Every `scheme://user:password@` in a text with the password masked, even in a URL that does not parse. */
+/**
+ * Every `user:password@` in a text with the password masked, even in a URL that does not parse or
+ * is mistyped (`redis:/user:pw@…`, `redis//user:pw@…`, `redis:user:pw@…`).
+ */
 export function maskUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@]*@/gi, `$1${PASSWORD_MASK}@`);
+  // (?!\/): `redis:` followed by `//` is the scheme, not a user.
+  return text.replace(/(^|[\s"'(/:=])([^\s:/@"']*:)(?!\/)[^\s@"']*@/g, `$1$2${PASSWORD_MASK}@`);
 }
 
 /** The passwords an error's commands carry (AUTH's last argument, HELLO's after AUTH <user>), through causes and nested errors. */

@@ -55,9 +55,10 @@ export async function runDlq(
   const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
   for (const r of results) {
     if (values.json) console.log(safeJson(r));
-    else console.log(r.newId ? `${e(r.id)} → ${e(r.stream)} ${r.newId}` : `${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
+    else if (r.newId) console.log(`${e(r.id)} → ${e(r.stream)} ${r.newId}${r.skipped ? `: ${e(r.skipped)}` : ''}`);
+    else console.log(`${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
   }
-  return results.every((r) => r.newId) ? 0 : 1;
+  return results.every((r) => r.newId && !r.skipped) ? 0 : 1;
 }
 
 /** A forged `deadAt` is not a date: shown as it is rather than failing the listing (toISOString throws). */

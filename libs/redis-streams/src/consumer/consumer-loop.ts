@@ -315,7 +315,7 @@ export class ConsumerLoop {
     const untracked = this.marks.takeUntracked(stream);
     if (!lost) return;
     this.d.logger.warn(
-      `group "${this.d.options.group}" of stream "${stream}" was lost and re-created: this consumer resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
+      `group "${this.d.options.group}" of stream "${stream}" had lost this consumer's pending entries (the group was re-created, or XGROUP DELCONSUMER deleted the consumer): it resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
         (untracked > 0 ? `; ${untracked} more failed entries were past what it tracks and will not be retried` : ''),
     );
   }

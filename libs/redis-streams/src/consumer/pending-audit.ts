@@ -42,6 +42,8 @@ export class PendingAudit {
   private timer: Subscription | undefined;
   /** performance.now() at which the first owed entry is due, as of the last check. */
   private nextDueAt = Infinity;
+  /** The owed-entry audits, one at a time: two at once would report a deleted entry twice. */
+  private owedTurn: Promise<unknown> = Promise.resolve();
   /** Entries already explained (deleted, a peer's, dropped): their short ack says nothing new. */
   private readonly explained = new Set<string>();
 
@@ -58,6 +60,12 @@ export class PendingAudit {
       .subscribe();
   }
 
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.owedTurn.then(work, work);
+    this.owedTurn = run.catch(() => undefined);
+    return run;
+  }
+
   stop(): void {
     this.timer?.unsubscribe();
     this.timer = undefined;
@@ -69,12 +77,14 @@ export class PendingAudit {
   }
 
   /** Owed entries due for their retry, claimed back (a delivery each) and held: the caller settles them. */
-  async claimDue(): Promise<StreamEntry[]> {
+  claimDue(): Promise<StreamEntry[]> {
     this.nextDueAt = Infinity;
-    const now = performance.now();
-    const claimed: StreamEntry[] = [];
-    await this.eachOwed((o) => now - o.confirmedAt + o.idleMs >= this.safeIdleMs, this.safeIdleMs, claimed);
-    return claimed;
+    return this.inTurn(async () => {
+      const now = performance.now();
+      const claimed: StreamEntry[] = [];
+      await this.eachOwed((o) => now - o.confirmedAt + o.idleMs >= this.safeIdleMs, this.safeIdleMs, claimed);
+      return claimed;
+    });
   }
 
   /** A lease renewal found these held entries no longer pending under this consumer. */
@@ -100,7 +110,7 @@ export class PendingAudit {
       this.explain(stream, f.id);
       if (f.status === 'deleted') deleted.push(f.id);
       else if (f.status === 'other') this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is now "${f.owner}"'s (claimed by hand, or after this consumer's lease lapsed): its result here is not acked for it`);
-      else this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, or an operator acked it or ran XGROUP DELCONSUMER`);
+      else this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, an operator acked it or ran XGROUP DELCONSUMER, or an ack of this consumer's that timed out reached Redis after all`);
     }
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     if (!result.known) this.d.onGroupLost(stream);
@@ -129,7 +139,7 @@ export class PendingAudit {
 
   /** Every owed entry, checked (none claimed); notes when the first is due. */
   private async checkOwed(): Promise<void> {
-    await this.eachOwed(() => true, undefined, []);
+    await this.inTurn(() => this.eachOwed(() => true, undefined, []));
     let next = Infinity;
     for (const [, owed] of this.d.marks.owedByStream()) for (const [, o] of owed) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
     this.nextDueAt = next;
@@ -188,9 +198,12 @@ export class PendingAudit {
     this.explained.add(key(stream, id));
   }
 
-  /** Last seen here with idle `idleMs` at `confirmedAt`: no peer's XAUTOCLAIM (minIdleMs) can have taken it since. */
+  /**
+   * Last seen here with idle at most `idleMs` at `confirmedAt` (a renewal or an audit sent then):
+   * its idle time cannot have reached minIdleMs since, so no peer's XAUTOCLAIM can have taken it.
+   */
   private noPeerCouldClaim(confirmedAt: number, idleMs: number): boolean {
-    return performance.now() - confirmedAt + idleMs < this.safeIdleMs;
+    return performance.now() - confirmedAt + idleMs < this.d.minIdleMs;
   }
 }
 

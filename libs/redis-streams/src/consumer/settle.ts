@@ -4,6 +4,7 @@ import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { EntryContextArgs, RedisStreamsContext } from '../context.js';
 import { isDeadLetter } from '../dead-letter.exception.js';
 import { describeError } from '../describe-error.js';
+import { safeJson } from '../escape-control.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
@@ -179,7 +180,8 @@ export function acked(entry: StreamEntry, source: DeliverySource): SettledEvent 
 
 /** A value quoted for a log line or a dead-letter reason, at most ~200 characters of it. */
 function preview(value: string): string {
-  const quoted = JSON.stringify(value.length > 200 ? value.slice(0, 200) : value);
+  // safeJson: C1, bidi and line separators escaped too (JSON.stringify leaves them raw).
+  const quoted = safeJson(value.length > 200 ? value.slice(0, 200) : value);
   return value.length > 200 ? `${quoted}… (${value.length} characters)` : quoted;
 }
 

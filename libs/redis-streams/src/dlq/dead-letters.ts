@@ -95,7 +95,7 @@ export class DeadLetters {
     try {
       if (!sameSlot) {
         const read = outcome(await this.script(1, deadStream, id, target, '0'), deadStream, target);
-        return Array.isArray(read) ? { newId: await this.appendAcrossSlots(deadStream, target, id, read) } : read;
+        return Array.isArray(read) ? await this.appendAcrossSlots(deadStream, target, id, read) : read;
       }
       const done = outcome(await this.script(2, deadStream, target, id, target, String(MAX_SCRIPTED_VALUES)), deadStream, target);
       return Array.isArray(done) ? await this.appendWatched(deadStream, target, id) : done;
@@ -124,11 +124,12 @@ export class DeadLetters {
         await this.redis.unwatch();
         return read;
       }
-      const done = await this.redis.multi().xadd(target, '*', ...read).xdel(deadStream, id).exec();
+      // The append alone in the MULTI: an XDEL beside a refused XADD would still run (no rollback) and lose the letter.
+      const done = await this.redis.multi().xadd(target, '*', ...read).exec();
       if (done === null) continue;
-      const failed = done.find(([err]) => err);
-      if (failed) throw failed[0];
-      return { newId: String(done[0]![1]) };
+      const [err, newId] = done[0] ?? [new Error('XADD got no reply'), null];
+      if (err) throw err;
+      return this.deleteLetter(deadStream, id, String(newId));
     }
     return { newId: null, skipped: `"${deadStream}" kept changing while the letter was read; try again` };
   }
@@ -138,10 +139,20 @@ export class DeadLetters {
    * (one script cannot name keys of two slots). A crash between them leaves the letter to be
    * re-driven twice, never lost; two operators re-driving the same letter at once may both append it.
    */
-  private async appendAcrossSlots(deadStream: string, target: string, id: string, fields: Buffer[]): Promise<string> {
+  private async appendAcrossSlots(deadStream: string, target: string, id: string, fields: Buffer[]): Promise<Outcome> {
     const newId = (await this.redis.xadd(target, '*', ...fields))!;
-    await this.redis.xdel(deadStream, id);
-    return newId;
+    return this.deleteLetter(deadStream, id, newId);
+  }
+
+  /** After an append made by the client: the letter deleted, or the refusal said with the new id. */
+  private async deleteLetter(deadStream: string, id: string, newId: string): Promise<Outcome> {
+    try {
+      await this.redis.xdel(deadStream, id);
+      return { newId };
+    } catch (err) {
+      if (isErrorReply(err)) return notDeleted(newId, deadStream, (err as Error).message);
+      throw err;
+    }
   }
 
   private script(numKeys: 1 | 2, ...args: string[]): Promise<Reply> {
@@ -177,6 +188,8 @@ function outcome(reply: Reply, deadStream: string, target: string): Outcome | Bu
   switch (kind?.toString()) {
     case 'ok':
       return { newId: rest[0]!.toString() };
+    case 'kept':
+      return notDeleted(rest[0]!.toString(), deadStream, rest[1]!.toString());
     case 'gone':
       return { newId: null, skipped: `no longer in "${deadStream}"` };
     case 'skip':
@@ -186,6 +199,11 @@ function outcome(reply: Reply, deadStream: string, target: string): Outcome | Bu
     default:
       throw new Error(`unexpected redrive reply ${JSON.stringify(String(kind))}`);
   }
+}
+
+/** Appended as `newId`, but the letter is still in the dead-letter stream: said, so it is not re-driven twice unseen. */
+function notDeleted(newId: string, deadStream: string, error: string): Outcome {
+  return { newId, skipped: `re-driven as ${newId}, but not deleted from "${deadStream}" (${error.replace(/ script: \w+, on @user_script:\d+\.?$/, '')}): delete it (XDEL) before re-driving again` };
 }
 
 function skipReason([code, detail]: Buffer[], target: string): string {

@@ -6,6 +6,7 @@
  *   gone                       the letter is no longer there
  *   skip <code> [<detail>]     the letter cannot be re-driven to target (nothing written)
  *   ok <new id>                re-driven
+ *   kept <new id> <error>      appended, but the letter could not be deleted (it would be re-driven again)
  *   fields <f1> <v1> …         what to append, when asked only to read or too wide for one
  *                              redis.call (Lua's unpack stops near 8,000 values)
  * A request's `replyTo`/`correlationId` are dropped: a re-driven entry is an event, never a
@@ -18,6 +19,8 @@ if not e then return {'gone'} end
 local f = {}
 for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
 if f['stream'] ~= target then return {'skip', 'stream', f['stream'] or ''} end
+-- Raw control bytes: JSON (and so the listing an operator reads) refuses them; cjson would not.
+if string.find(f['fields'] or '', '[%z\\1-\\31]') then return {'skip', 'json'} end
 local ok, fields = pcall(cjson.decode, f['fields'] or '')
 if not ok or type(fields) ~= 'table' then return {'skip', 'json'} end
 local n = #fields
@@ -35,7 +38,9 @@ if #out == 1 then return {'skip', 'empty'} end
 if #out - 1 > tonumber(ARGV[3]) then return out end
 table.remove(out, 1)
 local id = redis.call('XADD', target, '*', unpack(out))
-redis.call('XDEL', KEYS[1], ARGV[1])
+-- A refused XDEL (an ACL without it) must not hide the append that was made.
+local del = redis.pcall('XDEL', KEYS[1], ARGV[1])
+if type(del) == 'table' and del.err then return {'kept', id, del.err} end
 return {'ok', id}
 `;
 

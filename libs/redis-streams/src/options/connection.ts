@@ -94,7 +94,7 @@ function fromUrl(what: string, text: string): RedisOptions {
     throw new InvalidOptionError(what, `URL must start with redis:// or rediss://, got ${url.protocol}//`);
   }
   const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0) throw new InvalidOptionError(what, `bad database number in ${url.pathname}`);
+  if (!Number.isInteger(db) || db < 0) throw new InvalidOptionError(what, `bad database number in ${maskUrl(url.pathname)}`);
   return {
     host: url.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
     port: url.port ? Number(url.port) : 6379,
