@@ -96,7 +96,7 @@ describe('a wrong password never appears in any output', () => {
 
   it('over RESP2 too (ioredis then sends AUTH <user> <password>): listen() rejects without the password', async () => {
     // Not a literal: ioredis 5 (always RESP2) has no \`protocol\` option, and the suite also compiles against it.
-    const node = { host: '127.0.0.1', port: redis.port, username: user, password: wrong, protocol: 2 };
+    const node = { host: '127.0.0.1', port: redis.port, username: user, password: wrong, protocol: 2 as const };
     const server = new RedisStreamsServer({ connection: node, group: 'g', consumer: 'c' });
     server.addHandler('orders', async () => undefined, true);
     const failure = await new Promise<unknown>((resolve) => server.listen((err) => resolve(err)));
