@@ -391,6 +391,12 @@ export class ConsumerLoop {
     return entries.length;
   }
 
+  /** Reported once: the audit will not report them again when it meets them. */
+  private reportDeleted(stream: string, ids: string[]): void {
+    this.audit.deletedElsewhere(stream, ids);
+    this.d.onDeleted(stream, ids);
+  }
+
   /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
   private wakePark(): void {
     if (this.parked) void this.d.lanes.unblock();
@@ -405,7 +411,7 @@ export class ConsumerLoop {
         const cursor = this.reclaimCursor.get(stream) ?? '0-0';
         const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, this.count);
         this.reclaimCursor.set(stream, result.cursor);
-        if (result.deletedIds.length > 0) this.d.onDeleted(stream, result.deletedIds);
+        if (result.deletedIds.length > 0) this.reportDeleted(stream, result.deletedIds);
         // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
         // was held): the batch that holds them settles them; settling them here too would run them twice.
         const held = result.entries.length > 0 ? this.lease.idsOn(stream) : undefined;
@@ -529,7 +535,7 @@ export class ConsumerLoop {
   private async dropDeleted(entries: StreamEntry[]): Promise<StreamEntry[]> {
     const deleted = entries.filter((e) => e.fields === null);
     if (deleted.length === 0) return entries;
-    for (const [stream, ids] of groupIds(deleted)) this.d.onDeleted(stream, ids);
+    for (const [stream, ids] of groupIds(deleted)) this.reportDeleted(stream, ids);
     await this.d.commands.ackMany(deleted);
     return entries.filter((e) => e.fields !== null);
   }

@@ -55,7 +55,8 @@ export class PendingAudit {
   }
 
   start(): void {
-    this.timer ??= interval(this.d.leaseRenewMs)
+    // Twice a lease period: an entry dropped at any idle time up to minIdleMs - leaseRenewMs / 2 is seen while no peer can have it.
+    this.timer ??= interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))
       .pipe(exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`))))
       .subscribe();
   }
@@ -87,8 +88,23 @@ export class PendingAudit {
     });
   }
 
+  /** Deleted ids reported by another path (XAUTOCLAIM, self-drain): not to be reported again when an audit or an ack meets them. */
+  deletedElsewhere(stream: string, ids: readonly string[]): void {
+    for (const id of ids) {
+      this.d.marks.forgetOwed(stream, id);
+      this.explain(stream, id);
+    }
+  }
+
   /** A lease renewal found these held entries no longer pending under this consumer. */
-  async heldLost(stream: string, lost: readonly { entry: StreamEntry; confirmedAt: number }[]): Promise<void> {
+  async heldLost(stream: string, found: readonly { entry: StreamEntry; confirmedAt: number }[]): Promise<void> {
+    const lost: { entry: StreamEntry; confirmedAt: number }[] = [];
+    for (const l of found) {
+      // Reported deleted already: nothing to find out, and no renewal to spend on it.
+      if (this.explained.has(key(stream, l.entry.id))) this.d.lease.drop(l.entry);
+      else lost.push(l);
+    }
+    if (lost.length === 0) return;
     const sentAt = performance.now();
     const items = lost.map(({ entry, confirmedAt }) => ({ id: entry.id, kind: 'held' as const, reown: this.noPeerCouldClaim(confirmedAt, 0), count: entry.deliveryCount }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
