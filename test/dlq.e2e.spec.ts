@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { DeadLetters, DeadLetterException } from 'nestjs-redis-streams';
+import { aclUser } from './support/acl.js';
 import { repoRoot, requireBuilt } from './support/built.js';
 import { CLUSTER_MODE, deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -153,6 +155,29 @@ describe('dead-letter tooling', () => {
     expect(run.code).toBe(1);
     expect(run.stdout.trim().split('\n')).toEqual(letters.map((id) => expect.stringMatching(new RegExp(`^${id}: skipped .*WRONGTYPE`))));
     expect(await redis.client().xlen(dead)).toBe(3);
+  });
+
+  // ACL users are per node: the one-node run covers it.
+  it.skipIf(CLUSTER_MODE)('says so when it appended a letter it could not delete (no XDEL right), narrow or wide, instead of calling it skipped', async () => {
+    const prefix = uniquePrefix();
+    const source = `${prefix}orders`;
+    const dead = deadLetterKey(source);
+    await redis.client().xadd(source, '*', 'seed', '1');
+    const wide = JSON.stringify(Array.from({ length: 8002 }, (_, i) => `v${i}`));
+    const letters = [await forge(dead, source, '["n","1"]'), await forge(dead, source, wide)];
+    const operator = new Redis(await aclUser(redis.client(), redis.port, `ops-${prefix}`, prefix, ['on', '>pw', `~${prefix}*`, '+@all', '-xdel']));
+    try {
+      const results = await new DeadLetters(operator).redrive(dead, 'all');
+      expect(results.map((r) => r.id)).toEqual(letters);
+      for (const r of results) {
+        expect(r.newId).toMatch(/^\d+-\d+$/);
+        expect(r.skipped).toMatch(/not deleted/);
+      }
+      expect(await redis.client().xlen(source)).toBe(3);
+      expect(await redis.client().xlen(dead)).toBe(2);
+    } finally {
+      operator.disconnect();
+    }
   });
 
   it('skips a letter whose fields hold raw control bytes (its listing could not show them), and re-drives nothing of it', async () => {
