@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // redis-streams-dlq: the dead-letter commands alone (also `redis-streams dlq …`).
 import { parseArgs } from 'node:util';
+import { escapeControl } from '../escape-control.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, runMain } from './cli-connection.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
@@ -31,7 +32,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (!DLQ_COMMANDS.includes(command)) {
-    console.error(`redis-streams-dlq: unknown command "${command}"\n\n${USAGE}`);
+    console.error(`redis-streams-dlq: unknown command "${escapeControl(command)}"\n\n${USAGE}`);
     return 2;
   }
   const redis = await connect(values);

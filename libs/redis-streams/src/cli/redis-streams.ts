@@ -107,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     });
   }
-  return fail(`unknown command "${command}"`);
+  return fail(`unknown command "${escapeControl(command)}"`);
 }
 
 async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {

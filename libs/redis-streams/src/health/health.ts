@@ -22,7 +22,7 @@ export interface StreamHealth {
    * Entries of the stream not yet delivered to the group: counted (up to 100) after the group's
    * last-delivered id, so true whatever the server's `entries-read` says (a promoted Redis 7.0 replica
    * keeps a stale one); past 100 the server's figure. Null when unknown: not read yet, or more than
-   * 100 to deliver and the server gives no figure (entries deleted past the group's last read).
+   * 100 to deliver and the server gives no figure, or a lower one (entries deleted past the group's last read, a group moved back by XGROUP SETID, or a promoted Redis 7.0 replica).
    */
   lag: number | null;
   /** Entries delivered to the group and not yet acked (all consumers); null when not read yet. */
@@ -68,9 +68,9 @@ export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThr
   const { maxLag, maxPending } = thresholds;
   for (const s of health.streams) {
     if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
-    // More entries to deliver than are counted, and no figure from Redis (entries deleted past the group's last read): not known to be within maxLag.
+    // More entries to deliver than are counted, and no usable figure from Redis: not known to be within maxLag.
     if (maxLag !== undefined && s.lag === null && health.statsAgeMs !== undefined) {
-      reasons.push(`stream "${s.stream}": lag unknown (too many entries to count and Redis reports none: entries deleted past the group's last read)`);
+      reasons.push(`stream "${s.stream}": lag unknown (over 100 entries to deliver and Redis' own figure is missing or lower: entries deleted past the group's last read, a group moved back by XGROUP SETID, or a promoted Redis 7.0 replica)`);
     }
     if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
