@@ -21,6 +21,9 @@ const ON_CLUSTER = [
   'test/operator-actions.e2e.spec.ts',
 ];
 
+/** Test files of the `node` project run at once (TEST_WORKERS overrides). */
+const NODE_WORKERS = Number(process.env.TEST_WORKERS ?? 4);
+
 /** Test files to leave out, comma-separated (scripts/test-nest11.mjs: files that run once per CI). */
 const SKIP = (process.env.TEST_SKIP ?? '').split(',').filter(Boolean);
 
@@ -41,7 +44,9 @@ export default defineConfig({
     projects: [
       // groupOrder: the cluster files run after the one-node ones, not beside them, so neither
       // load changes the other's timing (two cores; a cluster is six more servers).
-      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'], exclude: [...OWN_CLUSTER, ...SKIP], sequence: { groupOrder: 0 } } },
+      // Four files at a time: they mostly wait on Redis (each file has its own server), and Vitest's
+      // default (cores - 1) is one worker on these 2-core machines.
+      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'], exclude: [...OWN_CLUSTER, ...SKIP], sequence: { groupOrder: 0 }, maxWorkers: NODE_WORKERS } },
       {
         extends: true,
         test: {
@@ -51,6 +56,8 @@ export default defineConfig({
           env: { TEST_REDIS: 'cluster' },
           globalSetup: ['./test/support/cluster-global-setup.ts'],
           hookTimeout: 60_000,
+          // One at a time: the files share one cluster, and failover files start their own.
+          maxWorkers: 1,
           sequence: { groupOrder: 1 },
         },
       },

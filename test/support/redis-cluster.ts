@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { pickPorts } from '../../scripts/local-cluster.mjs';
 import { parseInfo } from './redis-info.js';
+import { SERVER_BIN } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
 export interface ClusterNode {
@@ -373,7 +374,7 @@ function spawnNode(dir: string, port: number): Node {
     // The default 5 s delay only waits for more replicas to share one transfer; each master here has one.
     '--repl-diskless-sync-delay', '0',
   ];
-  const proc = spawn('redis-server', args, { stdio: 'ignore' });
+  const proc = spawn(SERVER_BIN, args, { stdio: 'ignore' });
   let spawnError: Error | undefined;
   const node: Node = {
     port,
@@ -388,7 +389,7 @@ function spawnNode(dir: string, port: number): Node {
       });
     }).then(() => {
       node.dead = true;
-      if (spawnError) throw missing('redis-server', spawnError);
+      if (spawnError) throw missing(SERVER_BIN, spawnError);
     }),
   };
   return node;

@@ -4,6 +4,9 @@ import { Cluster, Redis } from 'ioredis';
 import type { ConnectionOption } from 'nestjs-redis-streams';
 import { waitFor } from './wait-for.js';
 
+/** The server binary the tests start: `redis-server`, or what REDIS_SERVER_BIN names (CI's Valkey pass: `valkey-server`). */
+export const SERVER_BIN = process.env.REDIS_SERVER_BIN || 'redis-server';
+
 /** The default dead-letter key of a stream: `<key>:dead`, on a cluster `{<key>}:dead` (same slot as the stream). */
 export const deadLetterKey = (key: string): string => (process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`);
 
@@ -126,7 +129,7 @@ declare module 'vitest' {
 
 async function spawnRedis(port: number, args: readonly string[]): Promise<ChildProcess> {
   const url = `redis://127.0.0.1:${port}`;
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], {
+  const proc = spawn(SERVER_BIN, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], {
     stdio: 'ignore',
   });
   const spawnError = new Promise<never>((_, reject) =>

@@ -59,8 +59,9 @@ export class ConsumerHygiene {
         const failure = describeError(err);
         if (this.lastFailure.get(stream) === failure) continue;
         this.lastFailure.set(stream, failure);
-        // Inside a script Redis 7.0 reports a missing ACL right as "ERR … can't run this command".
-        const hint = /NOPERM|can't run this command/.test(failure) ? '; it needs +xinfo|consumers +xgroup|delconsumer +set (or consumerCleanup: false)' : '';
+        // Inside a script a missing ACL right reads "ERR … can't run this command" on Redis 7.0 and
+        // "ERR ACL failure in script: … has no permissions to run …" on Valkey 8 (and Redis 7.2+).
+        const hint = /NOPERM|can't run this command|has no permissions to run/.test(failure) ? '; it needs +xinfo|consumers +xgroup|delconsumer +set (or consumerCleanup: false)' : '';
         this.d.logger.warn(`consumer cleanup of "${stream}" failed, tried again every ${this.d.intervalMs} ms (logged again when the error changes): ${failure}${hint}`);
       }
     }

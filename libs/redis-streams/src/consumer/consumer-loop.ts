@@ -265,9 +265,9 @@ export class ConsumerLoop {
     const held = this.lease.heldIds();
     this.lease.stop();
     const { commands, options } = this.d;
-    const { version, major, minor, server } = await commands.serverVersion();
+    const { major, minor, server } = await commands.serverVersion();
     if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
-      throw new UnsupportedServerError(`needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server} (redis_version ${version})`);
+      throw new UnsupportedServerError(`needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`);
     }
     for (const stream of this.d.streams) {
       const startId = await this.groupStartId(stream);
