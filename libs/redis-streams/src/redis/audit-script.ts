@@ -1,4 +1,5 @@
 import { LUA_IDS } from './lua-ids.js';
+import { LUA_XINFO } from './lua-xinfo.js';
 
 /**
  * Checks, for one consumer, entries it believes are pending under it: the ones in hand (`h`) and
@@ -18,22 +19,13 @@ import { LUA_IDS } from './lua-ids.js';
  * Returns -1 without the group, else { 1 if the group lists the consumer else 0, results },
  * each result { code, detail, fields? }.
  */
-export const AUDIT_SCRIPT = `${LUA_IDS}
+export const AUDIT_SCRIPT = `${LUA_IDS}${LUA_XINFO}
 local key, group, me, claimIdle = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', key) == 0 then return -1 end
-local last = nil
-for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
-  local info = {}
-  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
-  if info['name'] == group then last = info['last-delivered-id'] end
-end
-if last == nil then return -1 end
-local known = 0
-for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
-  for i = 1, #c, 2 do
-    if c[i] == 'name' and c[i + 1] == me then known = 1 end
-  end
-end
+local g = groupOf(key, group)
+if g == nil then return -1 end
+local last = g['last-delivered-id']
+local known = listsConsumer(key, group, me) and 1 or 0
 local out = {}
 for i = 4, #ARGV, 5 do
   local id, kind, reown, count, idle = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]

@@ -1,4 +1,5 @@
 import { LUA_IDS } from './lua-ids.js';
+import { LUA_XINFO } from './lua-xinfo.js';
 
 /**
  * Re-attaches one consumer to a group that may have been lost (XGROUP DESTROY, a server that
@@ -19,21 +20,12 @@ import { LUA_IDS } from './lua-ids.js';
  * id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
  * pending under it among those owed }.
  */
-export const RECOVER_SCRIPT = `${LUA_IDS}
+export const RECOVER_SCRIPT = `${LUA_IDS}${LUA_XINFO}
 local key, group, me, highest = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-local last = nil
-for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
-  local info = {}
-  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
-  if info['name'] == group then last = info['last-delivered-id'] end
-end
-if last == nil then return {0, {}} end
-local known = false
-for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, group)) do
-  for i = 1, #c, 2 do
-    if c[i] == 'name' and c[i + 1] == me then known = true end
-  end
-end
+local g = groupOf(key, group)
+if g == nil then return {0, {}} end
+local last = g['last-delivered-id']
+local known = listsConsumer(key, group, me)
 local lost = (not known) or ARGV[4] == '1'
 if lost and highest ~= '' and less(last, highest) then
   redis.call('XGROUP', 'SETID', key, group, highest)

@@ -19,6 +19,9 @@ export const isBusyGroup = (err: unknown): boolean =>
   WRAPPED_BUSYGROUP.test(message(err)) ||
   message((err as { lastNodeError?: unknown } | null)?.lastNodeError ?? '').startsWith('BUSYGROUP');
 
+/** XINFO … of a key that does not exist. */
+export const isNoSuchKey = (err: unknown): boolean => /^ERR no such key/.test(message(err));
+
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
-import { isBusyGroup } from './redis-errors.js';
+import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
 import { AUDIT_SCRIPT } from './audit-script.js';
 import { parseAuditReply, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AuditResult, type AutoClaimResult, type PendingRow } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
@@ -204,7 +204,7 @@ export class StreamCommands {
     try {
       return parseLastGeneratedId(await this.conn.xinfo('STREAM', stream));
     } catch (err) {
-      if (err instanceof Error && /^ERR no such key/.test(err.message)) return null;
+      if (isNoSuchKey(err)) return null;
       throw err;
     }
   }
@@ -218,7 +218,7 @@ export class StreamCommands {
       const info = parseGroupInfo(await this.conn.xinfo('GROUPS', stream), this.group);
       return info && (await groupFigures(this.conn, stream, info));
     } catch (err) {
-      if (err instanceof Error && /^ERR no such key/.test(err.message)) return { lag: 0, pending: 0, lastDeliveredId: '0-0' };
+      if (isNoSuchKey(err)) return { lag: 0, pending: 0, lastDeliveredId: '0-0' };
       throw err;
     }
   }

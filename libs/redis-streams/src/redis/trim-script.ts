@@ -1,4 +1,5 @@
 import { LUA_IDS } from './lua-ids.js';
+import { LUA_XINFO } from './lua-xinfo.js';
 
 /**
  * Trims a stream to its policy bound, never past what a group still needs (when safe): for
@@ -15,7 +16,7 @@ import { LUA_IDS } from './lua-ids.js';
  * KEYS[1] stream; ARGV[1] maxLen (0: none); ARGV[2] age bound id ('': none); ARGV[3] '1' = safe;
  * ARGV[4] most entries examined per call. Returns the number of entries removed.
  */
-export const TRIM_SCRIPT = `${LUA_IDS}
+export const TRIM_SCRIPT = `${LUA_IDS}${LUA_XINFO}
 local key = KEYS[1]
 local maxLen = tonumber(ARGV[1])
 local keep = nil
@@ -23,8 +24,7 @@ if ARGV[3] == '1' then
   local groups = redis.call('XINFO', 'GROUPS', key)
   if #groups == 0 then return 0 end
   for _, g in ipairs(groups) do
-    local info = {}
-    for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+    local info = record(g)
     local need = after(info['last-delivered-id'])
     if tonumber(info['pending']) > 0 then
       local oldest = redis.call('XPENDING', key, info['name'], '-', '+', 1)[1]
