@@ -42,7 +42,10 @@ if (args.profile) {
       const stream = args[1] as object | undefined;
       counters.commands++;
       if (!stream) counters.roundTrips++;
-      else if (!seen.has(stream)) (seen.add(stream), counters.roundTrips++);
+      else if (!seen.has(stream)) {
+        seen.add(stream);
+        counters.roundTrips++;
+      }
     }
     return original.apply(this, args);
   };
@@ -122,7 +125,10 @@ async function drain(): Promise<void> {
   let start = 0;
   let cpuAtStart: NodeJS.CpuUsage | undefined;
   const consumer = await startConsumer(args.system, args, async () => {
-    if (handled++ === 0) (start = now()), (cpuAtStart = process.cpuUsage());
+    if (handled++ === 0) {
+      start = now();
+      cpuAtStart = process.cpuUsage();
+    }
     if (args.ioMs) await sleep(args.ioMs);
   });
   // Done = every message handled and acknowledged (nothing pending / waiting).
@@ -223,7 +229,10 @@ async function share(): Promise<void> {
     args.system,
     args,
     () => {
-      if (handled++ === 0) (first = now()), (cpuAtFirst = process.cpuUsage());
+      if (handled++ === 0) {
+        first = now();
+        cpuAtFirst = process.cpuUsage();
+      }
     },
     async () => {
       emit({ ready: true });

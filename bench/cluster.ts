@@ -185,7 +185,10 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
         createInterface({ input: proc.stdout! }).on('line', (line) => {
           const msg = JSON.parse(line);
           if (msg.ready) state.ready = true;
-          if (msg.progress !== undefined) (state.progress = msg.progress), onProgress();
+          if (msg.progress !== undefined) {
+            state.progress = msg.progress;
+            onProgress();
+          }
           if (msg.handled !== undefined) state.report = msg;
         });
         // 'close' comes after the last line of stdout: a process that closed without its report failed.

@@ -126,7 +126,6 @@ describe('batch handlers: mixed batches and failure reports', () => {
     const app = await startBatch({ maxSize: 2, maxWaitMs: 2_000 }, { minIdleMs: 60_000 });
     let n = 0;
     app.log.behavior = () => {
-      // eslint-disable-next-line @typescript-eslint/only-throw-error
       throw n++ === 0 ? 'boom' : undefined;
     };
     await addOrders(redis, app.key('batched'), 2);

@@ -1,4 +1,3 @@
-import { RedisStreamsServer } from 'nestjs-redis-streams';
 import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';

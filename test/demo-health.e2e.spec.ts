@@ -95,7 +95,7 @@ function listeningPorts(pid: number): number[] {
   }
   const ports: number[] = [];
   for (const table of ['tcp', 'tcp6']) {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
     } catch {

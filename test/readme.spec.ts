@@ -39,7 +39,7 @@ function compile(doc: string): string {
     execFileSync(process.execPath, [`${repoRoot}node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], { encoding: 'utf8', stdio: 'pipe' });
     return `${blocks.length} blocks`;
   } catch (err) {
-    throw new Error(`${doc}: a TypeScript block does not compile:\n${(err as { stdout: string }).stdout}`);
+    throw new Error(`${doc}: a TypeScript block does not compile:\n${(err as { stdout: string }).stdout}`, { cause: err });
   }
 }
 

@@ -2,6 +2,7 @@
  * Control characters a terminal or a log viewer would act on (C0, DEL, C1), line and paragraph
  * separators, and the bidirectional overrides that reorder what is shown ("Trojan source").
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is this file's job
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 const visible = (c: string): string => {

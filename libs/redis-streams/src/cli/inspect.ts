@@ -3,6 +3,7 @@ import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
+import { isNoSuchKey } from '../redis/redis-errors.js';
 import { idTime, parseGroupRows, parseInfoRecord } from '../redis/replies.js';
 
 export interface ConsumerReport {
@@ -49,9 +50,9 @@ export async function inspectStreams(redis: RedisConnection, streams: readonly s
       rawInfo = await redis.xinfo('STREAM', stream);
     } catch (err) {
       const text = err instanceof Error ? err.message : String(err);
-      if (/^ERR no such key/.test(text)) {
+      if (isNoSuchKey(err)) {
         if (skipMissing) continue;
-        throw new Error(`no stream "${stream}"`);
+        throw new Error(`no stream "${stream}"`, { cause: err });
       }
       throw new Error(`"${stream}": ${text}`, { cause: err });
     }

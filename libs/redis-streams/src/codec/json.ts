@@ -8,7 +8,7 @@ export class JsonSerializer implements Serializer<unknown, string> {
       text = JSON.stringify(value);
     } catch (err) {
       // BigInt and cycles land here ("Do not know how to serialize a BigInt", "circular structure").
-      throw new TypeError(`payload is not JSON-serializable: ${err instanceof Error ? err.message : String(err)}`);
+      throw new TypeError(`payload is not JSON-serializable: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     if (text === undefined) throw new TypeError(`payload is not JSON-serializable: ${typeof value}`);
     return text;
