@@ -4,9 +4,20 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const nodeGlobals = Object.fromEntries(
-  ['console', 'process', 'Buffer', 'URL', 'fetch', 'AbortSignal', 'performance', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate'].map(
-    (name) => [name, 'readonly'],
-  ),
+  [
+    'console',
+    'process',
+    'Buffer',
+    'URL',
+    'fetch',
+    'AbortSignal',
+    'performance',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+  ].map((name) => [name, 'readonly']),
 );
 
 export default tseslint.config(

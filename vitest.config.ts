@@ -32,7 +32,10 @@ export default defineConfig({
     // Tests run against the library's source, imported by its package name as users do.
     alias: [
       { find: /^nestjs-redis-streams$/, replacement: fileURLToPath(new URL('./libs/redis-streams/src/index.ts', import.meta.url)) },
-      { find: /^nestjs-redis-streams\/terminus$/, replacement: fileURLToPath(new URL('./libs/redis-streams/src/terminus/index.ts', import.meta.url)) },
+      {
+        find: /^nestjs-redis-streams\/terminus$/,
+        replacement: fileURLToPath(new URL('./libs/redis-streams/src/terminus/index.ts', import.meta.url)),
+      },
     ],
   },
   test: {
@@ -46,7 +49,16 @@ export default defineConfig({
       // load changes the other's timing (two cores; a cluster is six more servers).
       // Four files at a time: they mostly wait on Redis (each file has its own server), and Vitest's
       // default (cores - 1) is one worker on these 2-core machines.
-      { extends: true, test: { name: 'node', include: ['test/**/*.spec.ts'], exclude: [...OWN_CLUSTER, ...SKIP], sequence: { groupOrder: 0 }, maxWorkers: NODE_WORKERS } },
+      {
+        extends: true,
+        test: {
+          name: 'node',
+          include: ['test/**/*.spec.ts'],
+          exclude: [...OWN_CLUSTER, ...SKIP],
+          sequence: { groupOrder: 0 },
+          maxWorkers: NODE_WORKERS,
+        },
+      },
       {
         extends: true,
         test: {

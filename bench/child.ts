@@ -102,7 +102,10 @@ async function registerOtelSdk(): Promise<void> {
   const { BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
   // Spans batched and dropped: the transport's cost of recording them, not an exporter's.
-  const discard = { export: (_spans: unknown, done: (r: { code: number }) => void) => done({ code: 0 }), shutdown: () => Promise.resolve() };
+  const discard = {
+    export: (_spans: unknown, done: (r: { code: number }) => void) => done({ code: 0 }),
+    shutdown: () => Promise.resolve(),
+  };
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: discard })] }));
   class Reader extends MetricReader {
     protected onForceFlush = () => Promise.resolve();
@@ -119,7 +122,11 @@ async function drain(): Promise<void> {
   const session = args.profile ? new Session() : undefined;
   if (session) {
     session.connect();
-    await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as never);
   }
   // From the first message handled, so that a framework's boot time is not counted as throughput.
   let start = 0;
@@ -205,7 +212,17 @@ async function consume(): Promise<void> {
     // Its CPU (user + system) from its first entry on.
     const cpu = process.cpuUsage(cpuAtFirst);
     const extra = args.stages ? { stages: stages.map(([a, b]) => [round(a), round(b)]), reads } : {};
-    if (report) emit({ latencies: latencies.map(round), last, cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0, peakRssMb: process.resourceUsage().maxRSS / 1024, ...extra }, () => process.exit(0));
+    if (report)
+      emit(
+        {
+          latencies: latencies.map(round),
+          last,
+          cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0,
+          peakRssMb: process.resourceUsage().maxRSS / 1024,
+          ...extra,
+        },
+        () => process.exit(0),
+      );
     else process.exit(0);
   };
   createInterface({ input: process.stdin }).on('line', (line) => line.trim() === 'report' && void stop(true));
@@ -245,7 +262,9 @@ async function share(): Promise<void> {
   const cpu = process.cpuUsage(cpuAtFirst);
   clearInterval(progress);
   await consumer.stop();
-  emit({ handled, first, cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0, peakRssMb: process.resourceUsage().maxRSS / 1024 }, () => process.exit(0));
+  emit({ handled, first, cpuUs: cpuAtFirst ? cpu.user + cpu.system : 0, peakRssMb: process.resourceUsage().maxRSS / 1024 }, () =>
+    process.exit(0),
+  );
 }
 
 await (args.mode === 'drain' ? drain() : args.mode === 'share' ? share() : consume());

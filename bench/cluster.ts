@@ -116,7 +116,9 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
       },
       { timeoutMs: 30_000, intervalMs: 50, message: 'every master to have its replica online' },
     );
-    log(`  cluster up in ${((performance.now() - started) / 1000).toFixed(1)} s: masters ${masters.join(', ')}, replicas ${replicas.join(', ')}`);
+    log(
+      `  cluster up in ${((performance.now() - started) / 1000).toFixed(1)} s: masters ${masters.join(', ')}, replicas ${replicas.join(', ')}`,
+    );
 
     const keySlot = async (key: string) => Number(await any.call('CLUSTER', 'KEYSLOT', key));
     let uniq = 0;
@@ -178,10 +180,27 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
         onProgress = () => procs.reduce((sum, p) => sum + p.progress, 0) >= entries && resolve();
       });
       const procs = Array.from({ length: consumers }, (_, i) => {
-        const args = { mode: 'share', system: 'nestjs-redis-streams', url: cluster.urls[0], cluster: cluster.urls, key: stream, partitions, group, consumer: `c${i}`, batchSize, concurrency: 1 };
+        const args = {
+          mode: 'share',
+          system: 'nestjs-redis-streams',
+          url: cluster.urls[0],
+          cluster: cluster.urls,
+          key: stream,
+          partitions,
+          group,
+          consumer: `c${i}`,
+          batchSize,
+          concurrency: 1,
+        };
         const proc = spawn(process.execPath, [CHILD, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
         children.add(proc);
-        const state = { proc, closed: undefined as unknown as Promise<void>, ready: false, progress: 0, report: undefined as Report | undefined };
+        const state = {
+          proc,
+          closed: undefined as unknown as Promise<void>,
+          ready: false,
+          progress: 0,
+          report: undefined as Report | undefined,
+        };
         createInterface({ input: proc.stdout! }).on('line', (line) => {
           const msg = JSON.parse(line);
           if (msg.ready) state.ready = true;
@@ -209,11 +228,14 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
       for (const p of procs) p.proc.stdin!.write('go\n');
       await Promise.race([failed, handledAll, timeoutAfter(smoke ? 60_000 : 300_000, 'the consumers to handle every entry')]);
       // Done = every entry handled and acknowledged (nothing pending on any partition).
-      await waitFor(async () => (await Promise.all(keys.map((key) => admin.xpending(key, group) as Promise<[number]>))).every(([n]) => Number(n) === 0), {
-        timeoutMs: 30_000,
-        intervalMs: 2,
-        message: 'every partition acknowledged',
-      });
+      await waitFor(
+        async () => (await Promise.all(keys.map((key) => admin.xpending(key, group) as Promise<[number]>))).every(([n]) => Number(n) === 0),
+        {
+          timeoutMs: 30_000,
+          intervalMs: 2,
+          message: 'every partition acknowledged',
+        },
+      );
       const end = performance.timeOrigin + performance.now();
       const after = await cpuAll();
 
@@ -225,7 +247,8 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
       const firsts = reports.filter((r) => r.handled > 0).map((r) => r.first);
       const start = Math.min(...firsts);
       const handled = reports.map((r) => r.handled);
-      if (handled.reduce((a, b) => a + b, 0) !== entries) throw new Error(`handled ${handled.join(' + ')} entries, expected ${entries} (once each)`);
+      if (handled.reduce((a, b) => a + b, 0) !== entries)
+        throw new Error(`handled ${handled.join(' + ')} entries, expected ${entries} (once each)`);
       const delta = (port: number) => after.get(port)! - before.get(port)!;
       return {
         msgsPerSec: (entries / (end - start)) * 1000,
@@ -243,7 +266,9 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
       const roundStart = performance.now();
       const backlogs = new Map<number, Backlog>();
       for (const partitions of PARTITIONS) backlogs.set(partitions, await preload(partitions));
-      log(`  round ${round + 1}/${rounds}: ${entries} entries preloaded as 1 and as 6 partitions in ${((performance.now() - roundStart) / 1000).toFixed(1)} s`);
+      log(
+        `  round ${round + 1}/${rounds}: ${entries} entries preloaded as 1 and as 6 partitions in ${((performance.now() - roundStart) / 1000).toFixed(1)} s`,
+      );
       for (const consumers of CONSUMERS) {
         for (const partitions of PARTITIONS) {
           const run = await drain(backlogs.get(partitions)!, consumers);
@@ -311,11 +336,13 @@ export async function benchCluster({ smoke, batchSize, log }: Options): Promise<
 
 /** The markdown of the section, starting with {@link CLUSTER_HEADING}. */
 export function clusterMarkdown(r: ClusterSection): string {
-  const n = (v: number, digits = 0) => (Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
+  const n = (v: number, digits = 0) =>
+    Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—';
   const x = (v: number) => `${v.toFixed(2)}×`;
   const find = (partitions: number, consumers: number) => r.cases.find((c) => c.partitions === partitions && c.consumers === consumers)!;
   /** The 6 ÷ 1 ratio of `ratios` on the row of a 6-partition case; 1.00× on the 1-partition rows. */
-  const ratioOf = (c: ClusterCase, ratios: { consumers1: number; consumers3: number }) => (c.partitions === 1 ? '1.00×' : x(c.consumers === 1 ? ratios.consumers1 : ratios.consumers3));
+  const ratioOf = (c: ClusterCase, ratios: { consumers1: number; consumers3: number }) =>
+    c.partitions === 1 ? '1.00×' : x(c.consumers === 1 ? ratios.consumers1 : ratios.consumers3);
   const [six1, six3, one3] = [find(6, 1), find(6, 3), find(1, 3)];
   /** Consumer processes at which the consumers' bound meets the masters' one. */
   const saturate = (c: ClusterCase) => (c.ceilingOneCorePerMaster * c.consumerCpuUsPerEntry) / 1e6;
@@ -346,7 +373,10 @@ export function clusterMarkdown(r: ClusterSection): string {
         n(c.ceilingOneCorePerConsumer),
         n(c.ceilingOneCoreEach),
         ratioOf(c, r.ceilingOneCoreEachRatios),
-      ].join(' | ').replace(/^/, '| ').replace(/$/, ' |'),
+      ]
+        .join(' | ')
+        .replace(/^/, '| ')
+        .replace(/$/, ' |'),
     ),
     '',
     `Measured on this machine: 6 partitions ÷ 1 partition = ${x(r.ratios.consumers1)} with 1 consumer process, ${x(r.ratios.consumers3)} with 3. ` +
@@ -383,4 +413,3 @@ function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(0.5 * sorted.length))]!;
 }
-

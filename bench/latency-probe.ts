@@ -17,7 +17,14 @@ import { shutdownRedis } from './shutdown-redis.js';
 import type { ProducerSummary } from './producer.js';
 import type { ConsumerOptions, SystemName } from './systems.js';
 
-const { values: flags } = parseArgs({ options: { n: { type: 'string', default: '100000' }, rounds: { type: 'string', default: '3' }, rate: { type: 'string' }, variants: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100000' },
+    rounds: { type: 'string', default: '3' },
+    rate: { type: 'string' },
+    variants: { type: 'string' },
+  },
+});
 const N = Number(flags.n);
 const ROUNDS = Number(flags.rounds);
 const RATE = flags.rate === undefined ? undefined : Number(flags.rate);
@@ -60,8 +67,12 @@ for (let round = 0; round < ROUNDS; round++) {
     log(`${v.label}: ${fmt(run)}`);
   }
 }
-process.stdout.write(`\n${RATE === undefined ? 'Full speed' : `${RATE.toLocaleString('en-US')} msgs/s`}, ${N.toLocaleString('en-US')} entries, 1 consumer, medians of ${ROUNDS} rounds (ms):\n\n`);
-process.stdout.write('| variant | producer msgs/s | consumer msgs/s | p50 / p99 end to end | p50 / p99 producer → reply in JS | p50 / p99 reply in JS → handler | entries per read (mean) | full reads | backlog at producer end | CPU µs / entry: consumer / producer / redis |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n');
+process.stdout.write(
+  `\n${RATE === undefined ? 'Full speed' : `${RATE.toLocaleString('en-US')} msgs/s`}, ${N.toLocaleString('en-US')} entries, 1 consumer, medians of ${ROUNDS} rounds (ms):\n\n`,
+);
+process.stdout.write(
+  '| variant | producer msgs/s | consumer msgs/s | p50 / p99 end to end | p50 / p99 producer → reply in JS | p50 / p99 reply in JS → handler | entries per read (mean) | full reads | backlog at producer end | CPU µs / entry: consumer / producer / redis |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n',
+);
 for (const [label, runs] of results) {
   const m = (f: (r: Run) => number) => median(runs.map(f));
   process.stdout.write(
@@ -94,7 +105,18 @@ interface Run {
 async function once(v: Variant, key: string): Promise<Run> {
   const batchSize = v.options?.batchSize ?? 100;
   await admin.xgroup('CREATE', key, 'bench', '$', 'MKSTREAM');
-  const consumer = start(CHILD, { mode: 'consume', system: v.system, key, url: redis.url, group: 'bench', consumer: 'c0', batchSize, concurrency: 1, stages: true, ...v.options });
+  const consumer = start(CHILD, {
+    mode: 'consume',
+    system: v.system,
+    key,
+    url: redis.url,
+    group: 'bench',
+    consumer: 'c0',
+    batchSize,
+    concurrency: 1,
+    stages: true,
+    ...v.options,
+  });
   let progress = 0;
   let report: { latencies: number[]; last: number; cpuUs: number; stages: [number, number][]; reads: number[] } | undefined;
   consumer.on('line', (msg) => {
@@ -102,7 +124,14 @@ async function once(v: Variant, key: string): Promise<Run> {
     if (msg.latencies) report = msg;
   });
   await consumer.when((msg) => msg.ready);
-  const producer = start(PRODUCER, { url: redis.url, kind: 'stream', key, n: N, burst: 100, ...(RATE === undefined ? {} : { rate: RATE }) });
+  const producer = start(PRODUCER, {
+    url: redis.url,
+    kind: 'stream',
+    key,
+    n: N,
+    burst: 100,
+    ...(RATE === undefined ? {} : { rate: RATE }),
+  });
   await producer.when((msg) => msg.ready);
   const redisCpu = async () => {
     const info = parseInfo(await admin.info('cpu'));
@@ -175,7 +204,10 @@ function pct(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 function median(values: number[]): number {
-  return pct([...values].sort((a, b) => a - b), 0.5);
+  return pct(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
 function fmt(r: Run): string {
   return `producer ${r0(r.producerRate)}/s, consumer ${r0(r.consumerRate)}/s, p50 ${r1(r.p50)} p99 ${r1(r.p99)}; read ${r1(r.readP50)}/${r1(r.readP99)}, inside ${r1(r.inP50)}/${r1(r.inP99)}; ${r1(r.meanRead)} per read, ${Math.round(r.fullReads * 100)}% full; backlog at end ${r0(r.backlogAtEnd)}; CPU µs/entry consumer ${r1(r.consumerCpu)} producer ${r1(r.producerCpu)} redis ${r1(r.redisCpu)}`;

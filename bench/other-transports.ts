@@ -27,7 +27,13 @@ export interface OtherTransports {
 }
 
 /** Names of NestJS Redis Streams transports seen in public docs and READMEs (npm pages, GitHub). */
-export const KNOWN_CANDIDATES = ['@tamimaj/nestjs-redis-streams', 'nestjs-redis-stream-microservice', '@stijlbreuk/nestjs-redis-streams-transport', '@de-novo/nestjs-redis-streams', '@w3f/nest-redis-streams'];
+export const KNOWN_CANDIDATES = [
+  '@tamimaj/nestjs-redis-streams',
+  'nestjs-redis-stream-microservice',
+  '@stijlbreuk/nestjs-redis-streams-transport',
+  '@de-novo/nestjs-redis-streams',
+  '@w3f/nest-redis-streams',
+];
 /** This package's own name: a search hit under it is us. */
 const OURS = 'nestjs-redis-streams';
 
@@ -42,14 +48,24 @@ export async function tryOtherTransports(log: (line: string) => void): Promise<O
     const hits = JSON.parse((await npm(searchArgs)).stdout) as { name: string; description?: string; keywords?: string[] }[];
     for (const hit of hits) {
       const text = `${hit.name} ${hit.description ?? ''} ${(hit.keywords ?? []).join(' ')}`.toLowerCase();
-      if (hit.name !== OURS && text.includes('nest') && text.includes('redis') && text.includes('stream') && /transport|strateg|microservice/.test(text)) found.push(hit.name);
+      if (
+        hit.name !== OURS &&
+        text.includes('nest') &&
+        text.includes('redis') &&
+        text.includes('stream') &&
+        /transport|strateg|microservice/.test(text)
+      )
+        found.push(hit.name);
     }
     search.outcome = `${hits.length} results, ${found.length} look like Nest transports${found.length ? `: ${found.join(', ')}` : ''}`;
   } catch (err) {
     search.outcome = `failed: ${npmError(err)}`;
   }
   log(`  ${search.command}: ${search.outcome}`);
-  const candidates = [...found.map((name) => ({ name, from: 'npm search' as const })), ...KNOWN_CANDIDATES.filter((n) => !found.includes(n)).map((name) => ({ name, from: 'public docs' as const }))];
+  const candidates = [
+    ...found.map((name) => ({ name, from: 'npm search' as const })),
+    ...KNOWN_CANDIDATES.filter((n) => !found.includes(n)).map((name) => ({ name, from: 'public docs' as const })),
+  ];
   const attempts: TransportAttempt[] = [];
   for (const { name, from } of candidates) {
     const attempt: TransportAttempt = { name, from, how: [`npm view ${name} version`], outcome: '' };
@@ -69,10 +85,19 @@ export async function tryOtherTransports(log: (line: string) => void): Promise<O
 async function dryRunInstall(name: string, attempt: TransportAttempt): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-transport-'));
   try {
-    const pinned = Object.fromEntries(['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs'].map((p) => [p, installedVersion(p)]));
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'bench-transport-probe', version: '0.0.0', private: true, dependencies: pinned }));
+    const pinned = Object.fromEntries(
+      ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs'].map((p) => [p, installedVersion(p)]),
+    );
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'bench-transport-probe', version: '0.0.0', private: true, dependencies: pinned }),
+    );
     const args = ['install', '--dry-run', '--no-save', '--ignore-scripts', '--no-audit', '--no-fund', `${name}@${attempt.version}`];
-    attempt.how.push(`npm ${args.join(' ')} (scratch folder, package.json pins ${Object.entries(pinned).map(([p, v]) => `${p}@${v}`).join(', ')})`);
+    attempt.how.push(
+      `npm ${args.join(' ')} (scratch folder, package.json pins ${Object.entries(pinned)
+        .map(([p, v]) => `${p}@${v}`)
+        .join(', ')})`,
+    );
     try {
       const { stdout } = await npm(args, dir);
       const added = /added (\d+) packages?/.exec(stdout)?.[1];
@@ -96,11 +121,19 @@ function npmError(err: unknown): string {
   const text = `${e.stderr ?? ''}\n${e.stdout ?? ''}`;
   const code = /npm (?:error|ERR!) code (\S+)/.exec(text)?.[1];
   const lines = text.split('\n').map((l) => l.replace(/^npm (?:error|ERR!)\s*/, '').trim());
-  const why = code === 'ERESOLVE' ? lines.find((l) => /^(Could not resolve dependency|Conflicting peer dependency):?/.test(l)) && lines.filter((l) => /^peer |^Conflicting peer dependency|^Found: /.test(l)).slice(0, 3).join('; ') : lines.find((l) => /^404 Not Found|^\d{3} /.test(l) || /not found|ENOTFOUND|ETIMEDOUT|ECONNREFUSED/i.test(l));
+  const why =
+    code === 'ERESOLVE'
+      ? lines.find((l) => /^(Could not resolve dependency|Conflicting peer dependency):?/.test(l)) &&
+        lines
+          .filter((l) => /^peer |^Conflicting peer dependency|^Found: /.test(l))
+          .slice(0, 3)
+          .join('; ')
+      : lines.find((l) => /^404 Not Found|^\d{3} /.test(l) || /not found|ENOTFOUND|ETIMEDOUT|ECONNREFUSED/i.test(l));
   return [code, why?.replace(/\?\S*/, '')].filter(Boolean).join(': ') || (e.message ?? String(err)).split('\n')[0]!;
 }
 
 /** The version of `pkg` installed in this project (this file runs from dist/bench-build/bench/). */
 function installedVersion(pkg: string): string {
-  return (JSON.parse(readFileSync(new URL(`../../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(new URL(`../../../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')) as { version: string })
+    .version;
 }

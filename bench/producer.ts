@@ -74,7 +74,10 @@ async function open(): Promise<{ burst(n: number): Promise<void>; close(): Promi
     const client: ClientProxy = ClientProxyFactory.create({ transport: Transport.REDIS, options: { host: hostname, port: Number(port) } });
     await client.connect();
     return {
-      burst: async (n) => void (await Promise.all(Array.from({ length: n }, () => lastValueFrom(client.emit(args.key, { t: t() }), { defaultValue: undefined })))),
+      burst: async (n) =>
+        void (await Promise.all(
+          Array.from({ length: n }, () => lastValueFrom(client.emit(args.key, { t: t() }), { defaultValue: undefined })),
+        )),
       close: async () => void (await client.close()),
     };
   }

@@ -76,7 +76,13 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const [safeLeft, plainLeft] = [await admin.xlen('safe'), await admin.xlen('plain')];
 const row = (name: string, runs: Run[]) =>
-  `${name.padEnd(22)} server ${median(runs.map((r) => r.serverUs)).toFixed(1).padStart(7)} µs/emit   client ${median(runs.map((r) => r.clientUs)).toFixed(1).padStart(7)} µs/emit   (XADD ${median(runs.map((r) => r.xaddUs)).toFixed(1)} µs; trim script ${median(runs.map((r) => r.scriptUs)).toFixed(1)} µs × ${median(runs.map((r) => r.scriptCalls))} calls)`;
+  `${name.padEnd(22)} server ${median(runs.map((r) => r.serverUs))
+    .toFixed(1)
+    .padStart(7)} µs/emit   client ${median(runs.map((r) => r.clientUs))
+    .toFixed(1)
+    .padStart(
+      7,
+    )} µs/emit   (XADD ${median(runs.map((r) => r.xaddUs)).toFixed(1)} µs; trim script ${median(runs.map((r) => r.scriptUs)).toFixed(1)} µs × ${median(runs.map((r) => r.scriptCalls))} calls)`;
 console.log(row('plain (MAXLEN ~)', plain));
 console.log(row('safe (trim script)', safe));
 console.log(

@@ -25,7 +25,8 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && flags.only !== 'cluster' && flags.only !== 'telemetry') throw new Error(`bench: --only takes "cluster" or "telemetry", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && flags.only !== 'cluster' && flags.only !== 'telemetry')
+  throw new Error(`bench: --only takes "cluster" or "telemetry", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 2_000 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -43,7 +44,8 @@ const BATCH = 100;
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
 const PRODUCER = fileURLToPath(new URL('./producer.js', import.meta.url));
 const HIDE_OTEL = fileURLToPath(new URL('./hide-otel-api.mjs', pathToBench()));
-const SMOKE_NOTE = 'SMOKE RUN: sizes far too small to measure anything; no figure or ratio here is a measurement. It only checks that every system completes and that the report is written.';
+const SMOKE_NOTE =
+  'SMOKE RUN: sizes far too small to measure anything; no figure or ratio here is a measurement. It only checks that every system completes and that the report is written.';
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 if (flags.only === 'cluster') {
@@ -136,7 +138,14 @@ const otherTransports = await tryOtherTransports(log);
 // Every system drains the same backlog size, DRAIN_ROUNDS times, taking turns (a different one first each
 // round), and each reports its median: on a shared 2-core machine one run can be 30% off either way.
 log('drain');
-const DRAIN_SYSTEMS: SystemName[] = ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'nestjs-redis-streams-batch', 'bullmq', 'naive-ioredis'];
+const DRAIN_SYSTEMS: SystemName[] = [
+  'expert-pipelined',
+  'expert-readahead',
+  'nestjs-redis-streams',
+  'nestjs-redis-streams-batch',
+  'bullmq',
+  'naive-ioredis',
+];
 const drainRuns = new Map<SystemName, { msgsPerSec: number; cpuUsPerEntry: number; peakRssMb: number }[]>();
 for (let round = 0; round < SIZE.drainRounds; round++) {
   for (const system of rotate(DRAIN_SYSTEMS, round)) {
@@ -160,7 +169,13 @@ for (const [system, runs] of drainRuns) {
 const telemetry = await telemetryCost();
 
 log('per-entry costs');
-const COST_SYSTEMS = ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'nestjs-redis-streams-batch', 'naive-ioredis'] as const;
+const COST_SYSTEMS = [
+  'expert-pipelined',
+  'expert-readahead',
+  'nestjs-redis-streams',
+  'nestjs-redis-streams-batch',
+  'naive-ioredis',
+] as const;
 for (const system of COST_SYSTEMS) {
   const key = fresh('costs');
   await preload(system, key, SIZE.profile);
@@ -194,7 +209,9 @@ for (const [system, concurrency] of [
 // entries, the same bursts, at a fixed rate and at full speed; the systems take turns round after round.
 log('steady state (end-to-end latency from append to handler; one producer process per run, the same for every system)');
 const STEADY_SYSTEMS: SystemName[] = ['expert-pipelined', 'expert-readahead', 'nestjs-redis-streams', 'bullmq', 'nest-redis-pubsub'];
-const steadyRuns = new Map<SystemName, { fixed1: Run[]; full1: Run[]; full4: Run[] }>(STEADY_SYSTEMS.map((s) => [s, { fixed1: [], full1: [], full4: [] }]));
+const steadyRuns = new Map<SystemName, { fixed1: Run[]; full1: Run[]; full4: Run[] }>(
+  STEADY_SYSTEMS.map((s) => [s, { fixed1: [], full1: [], full4: [] }]),
+);
 for (let round = 0; round < SIZE.steadyRounds; round++) {
   for (const system of rotate(STEADY_SYSTEMS, round)) {
     const runs = steadyRuns.get(system)!;
@@ -202,7 +219,9 @@ for (let round = 0; round < SIZE.steadyRounds; round++) {
     runs.full1.push(await steady(system, 1, undefined));
     if (round === 0) runs.full4.push(await steady(system, 4, undefined));
     const full = runs.full1.at(-1)!;
-    log(`  round ${round + 1} ${system}: full speed ${Math.round(full.msgsPerSec)} msgs/s (producer ${Math.round(full.producerMsgsPerSec)}), p50 ${full.p50.toFixed(1)} ms, backlog at producer end ${full.backlogAtProducerEnd ?? '—'}`);
+    log(
+      `  round ${round + 1} ${system}: full speed ${Math.round(full.msgsPerSec)} msgs/s (producer ${Math.round(full.producerMsgsPerSec)}), p50 ${full.p50.toFixed(1)} ms, backlog at producer end ${full.backlogAtProducerEnd ?? '—'}`,
+    );
   }
 }
 for (const [system, runs] of steadyRuns) {
@@ -284,7 +303,8 @@ function incomplete(): string[] {
   const finite = (v: number | undefined) => v !== undefined && Number.isFinite(v) && v > 0;
   for (const system of DRAIN_SYSTEMS) {
     const d = row(system).drain;
-    if (!d || d.runs.length !== SIZE.drainRounds || !d.runs.every((r) => r > 0)) problems.push(`drain: ${system} has ${d?.runs.length ?? 0} of ${SIZE.drainRounds} runs`);
+    if (!d || d.runs.length !== SIZE.drainRounds || !d.runs.every((r) => r > 0))
+      problems.push(`drain: ${system} has ${d?.runs.length ?? 0} of ${SIZE.drainRounds} runs`);
   }
   for (const system of COST_SYSTEMS) {
     if (!finite(row(system).costs?.roundTripsPer1k)) problems.push(`per-entry costs: ${system} has no round-trip count`);
@@ -298,7 +318,8 @@ function incomplete(): string[] {
     ] as const) {
       if (!l || l.runs.length !== runs) problems.push(`steady ${what}: ${system} has ${l?.runs.length ?? 0} of ${runs} runs`);
       // Durable systems deliver everything; pub/sub may drop, but something must have arrived.
-      else if (system === 'nest-redis-pubsub' ? l.delivered === 0 : l.delivered < l.sent) problems.push(`steady ${what}: ${system} delivered ${l.delivered} of ${l.sent}`);
+      else if (system === 'nest-redis-pubsub' ? l.delivered === 0 : l.delivered < l.sent)
+        problems.push(`steady ${what}: ${system} delivered ${l.delivered} of ${l.sent}`);
     }
   }
   for (const [what, v] of [
@@ -310,7 +331,8 @@ function incomplete(): string[] {
     if (!finite(v)) problems.push(`${what}: no figure`);
   }
   if (!telemetry.variants.every((v) => v.runs.length === SIZE.drainRounds)) problems.push('OpenTelemetry cost: a variant is missing runs');
-  if (cluster.cases.length !== 4 || !cluster.cases.every((c) => c.runs.length === cluster.rounds)) problems.push('Redis Cluster: a case is missing runs');
+  if (cluster.cases.length !== 4 || !cluster.cases.every((c) => c.runs.length === cluster.rounds))
+    problems.push('Redis Cluster: a case is missing runs');
   if (otherTransports.attempts.length === 0) problems.push('other transports: nothing was tried');
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
@@ -346,9 +368,20 @@ async function telemetryCost(): Promise<TelemetryCost> {
     for (const variant of [...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)]) {
       const key = fresh('otel');
       await preload('nestjs-redis-streams', key, SIZE.drain);
-      const result = await child({ mode: 'drain', system: 'nestjs-redis-streams', key, n: SIZE.drain, batchSize: BATCH, concurrency: 1, hideOtel: variant === 'no API', otelSdk: variant === 'API + SDK', ...(variant === 'API, telemetry: false' ? { telemetry: false } : {}) });
+      const result = await child({
+        mode: 'drain',
+        system: 'nestjs-redis-streams',
+        key,
+        n: SIZE.drain,
+        batchSize: BATCH,
+        concurrency: 1,
+        hideOtel: variant === 'no API',
+        otelSdk: variant === 'API + SDK',
+        ...(variant === 'API, telemetry: false' ? { telemetry: false } : {}),
+      });
       // The variant must be what it claims: the hook really hid the API, or it really was there.
-      if (result.otelApi !== (variant !== 'no API')) throw new Error(`bench: variant "${variant}" ran with @opentelemetry/api ${result.otelApi ? 'present' : 'absent'}`);
+      if (result.otelApi !== (variant !== 'no API'))
+        throw new Error(`bench: variant "${variant}" ran with @opentelemetry/api ${result.otelApi ? 'present' : 'absent'}`);
       runs.set(variant, [...(runs.get(variant) ?? []), result]);
       log(`  ${variant}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
       await cleanup('nestjs-redis-streams', key);
@@ -359,7 +392,12 @@ async function telemetryCost(): Promise<TelemetryCost> {
     rounds: SIZE.drainRounds,
     variants: variants.map((variant) => {
       const r = runs.get(variant)!;
-      return { variant, msgsPerSec: median(r.map((x) => x.msgsPerSec)), cpuUsPerEntry: median(r.map((x) => x.cpuUsPerEntry)), runs: r.map((x) => Math.round(x.msgsPerSec)) };
+      return {
+        variant,
+        msgsPerSec: median(r.map((x) => x.msgsPerSec)),
+        cpuUsPerEntry: median(r.map((x) => x.cpuUsPerEntry)),
+        runs: r.map((x) => Math.round(x.msgsPerSec)),
+      };
     }),
   };
 }
@@ -371,7 +409,10 @@ function telemetryMarkdown(t: TelemetryCost): string {
     '',
     '| nestjs-redis-streams | drain msgs/s | × no API | CPU µs / entry | runs msgs/s |',
     '| --- | ---: | ---: | ---: | --- |',
-    ...t.variants.map((v) => `| ${v.variant} | ${Math.round(v.msgsPerSec).toLocaleString('en-US')} | ${(v.msgsPerSec / base.msgsPerSec).toFixed(2)}× | ${v.cpuUsPerEntry.toFixed(1)} | ${v.runs.join(', ')} |`),
+    ...t.variants.map(
+      (v) =>
+        `| ${v.variant} | ${Math.round(v.msgsPerSec).toLocaleString('en-US')} | ${(v.msgsPerSec / base.msgsPerSec).toFixed(2)}× | ${v.cpuUsPerEntry.toFixed(1)} | ${v.runs.join(', ')} |`,
+    ),
   ].join('\n');
 }
 
@@ -430,12 +471,15 @@ async function child(args: Record<string, unknown>): Promise<any> {
   const code = await exited;
   if (code !== 0 || last === undefined) throw new Error(`bench child failed (exit ${code}): ${JSON.stringify(args)}`);
   // Every preloaded entry handled exactly once (and, for the child to finish, none left pending).
-  if (args.mode === 'drain' && last.handled !== args.n) throw new Error(`bench: ${String(args.system)} handled ${last.handled} of ${String(args.n)} entries: ${JSON.stringify(args)}`);
+  if (args.mode === 'drain' && last.handled !== args.n)
+    throw new Error(`bench: ${String(args.system)} handled ${last.handled} of ${String(args.n)} entries: ${JSON.stringify(args)}`);
   return last;
 }
 
 function spawnChild(args: Record<string, unknown>, file = CHILD): ChildProcess {
-  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), file, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), file, JSON.stringify(args)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   return proc;
@@ -469,9 +513,23 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
   const key = fresh('steady');
   if (readsStream(system)) await admin.xgroup('CREATE', key, 'bench', '$', 'MKSTREAM');
   const consumers = Array.from({ length: k }, (_, i) => {
-    const proc = spawnChild({ mode: 'consume', system, key, url: redis.url, group: 'bench', consumer: `c${i}`, batchSize: BATCH, concurrency: 1 });
+    const proc = spawnChild({
+      mode: 'consume',
+      system,
+      key,
+      url: redis.url,
+      group: 'bench',
+      consumer: `c${i}`,
+      batchSize: BATCH,
+      concurrency: 1,
+    });
     const lines = createInterface({ input: proc.stdout! });
-    const state = { proc, ready: false, progress: 0, report: undefined as undefined | { latencies: number[]; last: number; peakRssMb: number } };
+    const state = {
+      proc,
+      ready: false,
+      progress: 0,
+      report: undefined as undefined | { latencies: number[]; last: number; peakRssMb: number },
+    };
     lines.on('line', (line) => {
       const msg = JSON.parse(line);
       if (msg.ready) state.ready = true;
@@ -522,7 +580,8 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
   // Messages, not deliveries: with k pub/sub subscribers, a message delivered to all k counts once.
   const delivered = latencies.length / fanOut;
   // Durable systems: every entry handled exactly once, among all consumers.
-  if (system !== 'nest-redis-pubsub' && delivered !== sent) throw new Error(`bench: ${system} (${k} consumers) handled ${delivered} of ${sent} entries`);
+  if (system !== 'nest-redis-pubsub' && delivered !== sent)
+    throw new Error(`bench: ${system} (${k} consumers) handled ${delivered} of ${sent} entries`);
   return {
     msgsPerSec: (delivered / (finished - firstAt)) * 1000,
     producerMsgsPerSec: (sent / (lastAt - firstAt)) * 1000,
@@ -554,7 +613,18 @@ async function recovery(kind: 'peer' | 'self'): Promise<number> {
   holder.disconnect();
   const killedAt = performance.now();
   const consumer = kind === 'peer' ? 'peer' : 'victim';
-  const proc = spawnChild({ mode: 'consume', system: 'nestjs-redis-streams', key, url: redis.url, group: 'bench', consumer, batchSize: BATCH, concurrency: 1, blockMs, minIdleMs: kind === 'peer' ? minIdleMs : 600_000 });
+  const proc = spawnChild({
+    mode: 'consume',
+    system: 'nestjs-redis-streams',
+    key,
+    url: redis.url,
+    group: 'bench',
+    consumer,
+    batchSize: BATCH,
+    concurrency: 1,
+    blockMs,
+    minIdleMs: kind === 'peer' ? minIdleMs : 600_000,
+  });
   proc.stdout!.resume();
   await until(async () => Number(((await admin.xpending(key, 'bench')) as [number])[0]) === 0, 60_000, `${kind} recovery`, 10);
   const ms = performance.now() - killedAt;
@@ -568,7 +638,18 @@ async function recovery(kind: 'peer' | 'self'): Promise<number> {
 async function shutdown(busy: boolean): Promise<number> {
   const key = fresh('shutdown');
   await admin.xgroup('CREATE', key, 'bench', '$', 'MKSTREAM');
-  const proc = spawnChild({ mode: 'consume', system: 'nestjs-redis-streams', key, url: redis.url, group: 'bench', consumer: 'c', batchSize: BATCH, concurrency: 1, blockMs: 5000, ioMs: busy ? 200 : 0 });
+  const proc = spawnChild({
+    mode: 'consume',
+    system: 'nestjs-redis-streams',
+    key,
+    url: redis.url,
+    group: 'bench',
+    consumer: 'c',
+    batchSize: BATCH,
+    concurrency: 1,
+    blockMs: 5000,
+    ioMs: busy ? 200 : 0,
+  });
   let ready = false;
   let progress = 0;
   createInterface({ input: proc.stdout! }).on('line', (line) => {
@@ -592,7 +673,27 @@ async function shutdown(busy: boolean): Promise<number> {
 }
 
 function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefined {
-  const args = ['-h', '127.0.0.1', '-p', String(redis.port), '-n', smoke ? '20000' : '200000', '-c', '50', '-P', '16', '-q', 'XADD', 'bench:ceiling', 'MAXLEN', '~', '100000', '*', 'n', '1'];
+  const args = [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(redis.port),
+    '-n',
+    smoke ? '20000' : '200000',
+    '-c',
+    '50',
+    '-P',
+    '16',
+    '-q',
+    'XADD',
+    'bench:ceiling',
+    'MAXLEN',
+    '~',
+    '100000',
+    '*',
+    'n',
+    '1',
+  ];
   try {
     const out = execFileSync('redis-benchmark', args).toString();
     const match = /([\d.]+) requests per second/.exec(out);
@@ -604,7 +705,6 @@ function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefin
   }
 }
 
-
 /** Polls `condition` every `intervalMs` until it holds (no fixed waits: every wait in the harness is for something). */
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -615,7 +715,10 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
 }
 
 function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 0.5);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 function percentile(sorted: number[], q: number): number {
@@ -623,7 +726,8 @@ function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 function toMarkdown(r: typeof result): string {
-  const n = (v: number | undefined, digits = 0) => (v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+  const n = (v: number | undefined, digits = 0) =>
+    v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const x = (v: number | undefined, ref: number | undefined) => (v === undefined || ref === undefined ? '—' : `${(v / ref).toFixed(2)}×`);
   const lat = (l: Latency | undefined) => (l ? `${n(l.p50, 1)} / ${n(l.p99, 1)}` : '—');
   const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
@@ -645,9 +749,25 @@ function toMarkdown(r: typeof result): string {
     '| --- | ---: | ---: | --- | ---: | ---: |',
     ...DRAIN_SYSTEMS.map((s) => {
       const d = get(s).drain;
-      return line([get(s).system, n(d?.msgsPerSec), x(d?.msgsPerSec, refDrain.value), d?.runs.join(', ') ?? '—', n(d?.cpuUsPerEntry, 1), n(d?.peakRssMb)]);
+      return line([
+        get(s).system,
+        n(d?.msgsPerSec),
+        x(d?.msgsPerSec, refDrain.value),
+        d?.runs.join(', ') ?? '—',
+        n(d?.cpuUsPerEntry, 1),
+        n(d?.peakRssMb),
+      ]);
     }),
-    r.ceiling ? line([`redis-benchmark XADD (server ceiling, -P 16 -c 50)`, n(r.ceiling.msgsPerSec), x(r.ceiling.msgsPerSec, refDrain.value), '—', '—', '—']) : '',
+    r.ceiling
+      ? line([
+          `redis-benchmark XADD (server ceiling, -P 16 -c 50)`,
+          n(r.ceiling.msgsPerSec),
+          x(r.ceiling.msgsPerSec, refDrain.value),
+          '—',
+          '—',
+          '—',
+        ])
+      : '',
     '',
     `Steady state: latency from the producer's append to the handler. One producer program (bench/producer.ts, a process of its own, started afresh for every run) feeds every system the same number of entries in the same bursts (${r.batchSize} per round trip at full speed, one burst in flight): ${n(r.sizes.offeredRate)} msgs/s for ${r.sizes.fixedSeconds} s (bursts every 10 ms, on a schedule), or ${n(r.sizes.fullSpeed)} entries as fast as it can. Stream systems get XADDs; BullMQ gets jobs (one \`Queue.addBulk\` per burst: a queue, not a stream, so the same count and shape, not the very same entries); Transport.REDIS gets \`ClientProxy.emit\` messages (a burst awaited together; with 4 subscribers each gets every message, counted once). 1 consumer: the systems take turns ${times(r.sizes.steadyRounds)} (the order rotates), medians shown; 4 consumers: one run. Throughput runs from the producer's first write to the last entry handled.`,
     '',
@@ -672,7 +792,12 @@ function toMarkdown(r: typeof result): string {
     '',
     `| nestjs-redis-streams | recovery of ${n(r.sizes.recovery)} pending ms (minIdleMs + blockMs) | self-drain after restart ms | SIGTERM → exit ms (parked / busy) |`,
     '| --- | ---: | ---: | ---: |',
-    line(['nestjs-redis-streams', `${n(ours.recoveryMs)} (${n(r.recovery.floorMs)})`, n(ours.selfDrainMs), `${n(ours.shutdownParkedMs)} / ${n(ours.shutdownBusyMs)}`]),
+    line([
+      'nestjs-redis-streams',
+      `${n(ours.recoveryMs)} (${n(r.recovery.floorMs)})`,
+      n(ours.selfDrainMs),
+      `${n(ours.shutdownParkedMs)} / ${n(ours.shutdownBusyMs)}`,
+    ]),
     '',
     `Other NestJS Redis Streams transports, tried in this run: \`${r.otherTransports.search.command}\`: ${r.otherTransports.search.outcome}. Each candidate (from the search, or named in public docs and READMEs) was looked up with \`npm view <name> version\`, and each one the registry has was dry-run installed (\`npm install --dry-run --no-save\`) in a scratch folder pinning this project's Nest:`,
     '',
@@ -682,7 +807,13 @@ function toMarkdown(r: typeof result): string {
     '| --- | ---: | ---: | ---: | ---: |',
     ...COST_SYSTEMS.map((s) => {
       const c = get(s).costs;
-      return line([get(s).system, n(c?.roundTripsPer1k, 1), n(c?.commandsPer1k, 1), n(c?.bytesPerEntry), n(get(s).drain?.cpuUsPerEntry, 1)]);
+      return line([
+        get(s).system,
+        n(c?.roundTripsPer1k, 1),
+        n(c?.commandsPer1k, 1),
+        n(c?.bytesPerEntry),
+        n(get(s).drain?.cpuUsPerEntry, 1),
+      ]);
     }),
     '',
     `Round trips: every command the consumer's connections send on its own, plus one per pipeline (the child's XPENDING polls that detect the end are not counted). The read-ahead loop's reads and acks go out separately, so they count apart, but they overlap the handling instead of stalling it.`,

@@ -33,7 +33,14 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
-export type SystemName = 'expert-pipelined' | 'expert-readahead' | 'naive-ioredis' | 'nestjs-redis-streams' | 'nestjs-redis-streams-batch' | 'bullmq' | 'nest-redis-pubsub';
+export type SystemName =
+  | 'expert-pipelined'
+  | 'expert-readahead'
+  | 'naive-ioredis'
+  | 'nestjs-redis-streams'
+  | 'nestjs-redis-streams-batch'
+  | 'bullmq'
+  | 'nest-redis-pubsub';
 
 /** The hand-written ioredis loops: the references (expert-*) and the old, handicapped one (naive). */
 export const EXPERT_LOOPS = ['expert-pipelined', 'expert-readahead'] as const;
@@ -43,7 +50,12 @@ export type ExpertLoop = (typeof EXPERT_LOOPS)[number];
 export const readsStream = (system: SystemName): boolean => system !== 'bullmq' && system !== 'nest-redis-pubsub';
 
 /** `beforeListen` (Nest systems): awaited once the app is built, before it connects and starts reading. */
-export async function startConsumer(system: SystemName, o: ConsumerOptions, handler: Handler, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
+export async function startConsumer(
+  system: SystemName,
+  o: ConsumerOptions,
+  handler: Handler,
+  beforeListen?: () => Promise<unknown>,
+): Promise<RunningConsumer> {
   switch (system) {
     case 'expert-pipelined':
       return expertPipelined(o, handler);
@@ -70,7 +82,12 @@ export async function startConsumer(system: SystemName, o: ConsumerOptions, hand
       );
     case 'nest-redis-pubsub': {
       const { hostname, port } = new URL(o.url);
-      return nestApp({ transport: Transport.REDIS, options: { host: hostname, port: Number(port) } }, EventPattern<string>(o.key), handler, beforeListen);
+      return nestApp(
+        { transport: Transport.REDIS, options: { host: hostname, port: Number(port) } },
+        EventPattern<string>(o.key),
+        handler,
+        beforeListen,
+      );
     }
     case 'bullmq': {
       const worker = new Worker(o.key, async (job) => handler(job.data), {
@@ -100,7 +117,8 @@ function streamsServer(o: ConsumerOptions, extra: RedisStreamsServerOptions = {}
 
 type ReadReply = [string, [string, string[]][]][] | null;
 const entriesOf = (reply: ReadReply) => reply?.[0]?.[1] ?? [];
-const readArgs = (o: ConsumerOptions) => ['GROUP', o.group, o.consumer, 'COUNT', o.batchSize, 'BLOCK', o.blockMs ?? 1000, 'STREAMS', o.key, '>'] as const;
+const readArgs = (o: ConsumerOptions) =>
+  ['GROUP', o.group, o.consumer, 'COUNT', o.batchSize, 'BLOCK', o.blockMs ?? 1000, 'STREAMS', o.key, '>'] as const;
 /** Each entry's handler awaited in turn, as every system under test does at concurrency 1. */
 async function handleAll(entries: [string, string[]][], handler: Handler): Promise<void> {
   for (const [, fields] of entries) await handler({ t: fields[fields.indexOf('t') + 1] });
@@ -129,7 +147,11 @@ async function expertPipelined(o: ConsumerOptions, handler: Handler): Promise<Ru
         reply = (await redis.xreadgroup(...readArgs(o))) as ReadReply;
         continue;
       }
-      const [ack, read] = (await redis.pipeline().xack(o.key, o.group, ...ids).xreadgroup(...readArgs(o)).exec())!;
+      const [ack, read] = (await redis
+        .pipeline()
+        .xack(o.key, o.group, ...ids)
+        .xreadgroup(...readArgs(o))
+        .exec())!;
       if (ack![0]) throw ack![0];
       if (read![0]) throw read![0];
       reply = read![1] as ReadReply;
@@ -215,7 +237,12 @@ async function naiveLoop(o: ConsumerOptions, handler: Handler): Promise<RunningC
 }
 
 /** A Nest microservice whose one controller method, decorated at run time, calls `handler`. */
-async function nestApp(options: MicroserviceOptions, decorator: MethodDecorator, handler: (message: never) => unknown, beforeListen?: () => Promise<unknown>): Promise<RunningConsumer> {
+async function nestApp(
+  options: MicroserviceOptions,
+  decorator: MethodDecorator,
+  handler: (message: never) => unknown,
+  beforeListen?: () => Promise<unknown>,
+): Promise<RunningConsumer> {
   class BenchController {
     handle(message: never) {
       return handler(message);

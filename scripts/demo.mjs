@@ -38,7 +38,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const group = process.env.STREAMS_GROUP || 'orders-workers';
 const prefix = process.env.STREAMS_KEY_PREFIX ?? '';
 // The keys of the `orders` stream: one, or one per partition ({orders:0} … as the library names them).
-const streams = partitions === undefined ? [`${prefix}orders`] : (await import('nestjs-redis-streams')).partitionKeys(prefix, 'orders', partitions);
+const streams =
+  partitions === undefined ? [`${prefix}orders`] : (await import('nestjs-redis-streams')).partitionKeys(prefix, 'orders', partitions);
 const children = new Set();
 let embedded; // { proc, dir } of the throwaway redis-server, when we started one
 let localCluster; // the throwaway local cluster, when we started one
@@ -46,7 +47,9 @@ let stopping = false;
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 
 // A cluster: REDIS_CLUSTER_URLS, or with --cluster a throwaway local one. Otherwise one server.
-const givenClusterUrls = process.env.REDIS_CLUSTER_URLS?.trim() ? process.env.REDIS_CLUSTER_URLS.split(',').map((u) => u.trim()) : undefined;
+const givenClusterUrls = process.env.REDIS_CLUSTER_URLS?.trim()
+  ? process.env.REDIS_CLUSTER_URLS.split(',').map((u) => u.trim())
+  : undefined;
 const clusterUrls = givenClusterUrls ?? (args.cluster ? await startThrowawayCluster() : undefined);
 const redisUrl = clusterUrls ? undefined : process.env.REDIS_URL || (await startEmbeddedRedis());
 // Printed, so masked: the URLs may carry a password.
@@ -150,7 +153,9 @@ async function showHealth() {
     const mine = (figures?.streams ?? []).filter((s) => streams.includes(s.stream));
     const lag = mine.reduce((sum, s) => sum + (s.lag ?? 0), 0);
     const pending = mine.reduce((sum, s) => sum + (s.pending ?? 0), 0);
-    say(`health  GET /health/ready: ${ready.status} ${figures?.status ?? '?'} (state ${figures?.state ?? '?'}, lag ${lag}, pending ${pending})`);
+    say(
+      `health  GET /health/ready: ${ready.status} ${figures?.status ?? '?'} (state ${figures?.state ?? '?'}, lag ${lag}, pending ${pending})`,
+    );
   } catch (err) {
     say(`health  GET /health/ready: no answer (${err.message})`);
   }
@@ -166,7 +171,9 @@ async function showHealth() {
       if (acked >= total || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 100));
     } while (status === 200);
-    say(`metrics GET /metrics: ${status}, messaging_client_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`);
+    say(
+      `metrics GET /metrics: ${status}, messaging_client_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`,
+    );
   } catch (err) {
     say(`metrics GET /metrics: no answer (${err.message})`);
   }
@@ -207,7 +214,9 @@ async function writtenPerStream() {
 }
 
 async function startThrowawayCluster() {
-  localCluster = await startLocalCluster({ log: (line) => say(line) }).catch((err) => fail(`cannot start a local Redis Cluster: ${err.message}`));
+  localCluster = await startLocalCluster({ log: (line) => say(line) }).catch((err) =>
+    fail(`cannot start a local Redis Cluster: ${err.message}`),
+  );
   return localCluster.urls;
 }
 
@@ -241,7 +250,9 @@ function partitionCount(raw) {
 
 function within(promise, ms, message) {
   let timer;
-  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 async function pendingCount() {
@@ -267,7 +278,10 @@ async function startEmbeddedRedis() {
   for (;;) {
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => {});
-    const ok = await probe.connect().then(() => probe.ping()).catch(() => null);
+    const ok = await probe
+      .connect()
+      .then(() => probe.ping())
+      .catch(() => null);
     probe.disconnect();
     if (ok === 'PONG') return url;
     if (Date.now() > deadline || proc.exitCode !== null) fail(`redis-server did not answer on ${url}`);

@@ -133,7 +133,8 @@ async function launch(say) {
       async () => {
         for (const port of ports) {
           const info = parseInfo(await cmd(port, 'CLUSTER', 'INFO'));
-          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT)) return false;
+          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT))
+            return false;
         }
         return true;
       },
@@ -157,10 +158,26 @@ function spawnNode(dir, port) {
   const log = join(dir, `node-${port}.log`);
   // Same settings as test/support/redis-cluster.ts; --repl-diskless-sync-delay 0 because each master has one replica.
   const args = [
-    '--port', String(port), '--bind', HOST,
-    '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
-    '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', log,
-    '--repl-diskless-sync-delay', '0',
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    String(NODE_TIMEOUT_MS),
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--logfile',
+    log,
+    '--repl-diskless-sync-delay',
+    '0',
   ];
   // detached: a Ctrl-C in the terminal reaches only the owning process, which can drain its consumers
   // before the cluster goes away.
@@ -202,7 +219,8 @@ async function poll(condition, timeoutMs, message) {
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${last ? ` (last: ${last.message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${last ? ` (last: ${last.message})` : ''}`);
     await new Promise((r) => setTimeout(r, 50)); // poll interval
   }
 }

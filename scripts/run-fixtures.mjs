@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const only = process.argv.slice(2);
-const names = readdirSync(`${root}fixtures`).filter((n) => existsSync(`${root}fixtures/${n}/package.json`) && (only.length === 0 || only.includes(n)));
+const names = readdirSync(`${root}fixtures`).filter(
+  (n) => existsSync(`${root}fixtures/${n}/package.json`) && (only.length === 0 || only.includes(n)),
+);
 if (names.length === 0) {
   process.stderr.write(`run-fixtures: no fixture named ${only.join(', ')} under fixtures/\n`);
   process.exit(1);
@@ -29,10 +31,15 @@ const freePort = () =>
 
 async function startRedis() {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   for (let i = 0; i < 200; i++) {
     try {
-      if (execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG') return { port, proc };
+      if (
+        execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG'
+      )
+        return { port, proc };
     } catch {
       // not up yet
     }
@@ -53,7 +60,13 @@ for (const name of names) {
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], dir);
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--no-save', tarball], dir);
     const versions = execFileSync('npm', ['ls', '--depth=0'], { cwd: dir, encoding: 'utf8' });
-    process.stdout.write(`fixture ${name}: ${versions.split('\n').filter((l) => /@nestjs\/core|ioredis|rxjs|reflect-metadata|typescript|jest@|vitest|nestjs-redis-streams/.test(l)).map((l) => l.replace(/^[^\w@]+/, '')).join(', ')}\n`);
+    process.stdout.write(
+      `fixture ${name}: ${versions
+        .split('\n')
+        .filter((l) => /@nestjs\/core|ioredis|rxjs|reflect-metadata|typescript|jest@|vitest|nestjs-redis-streams/.test(l))
+        .map((l) => l.replace(/^[^\w@]+/, ''))
+        .join(', ')}\n`,
+    );
     run('npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
     process.stdout.write(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
   } catch (err) {

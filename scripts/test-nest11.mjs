@@ -20,7 +20,8 @@ for (const f of files) {
 const pkg = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
 // @nestjs/platform-express (the demo worker's health listener) follows Nest's major: 12.x needs Nest 12.
 // @nestjs/terminus stays: 12.x supports Nest 11 and 12.
-for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', '@nestjs/platform-express', '@nestjs/testing']) pkg.devDependencies[name] = '^11.0.0';
+for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', '@nestjs/platform-express', '@nestjs/testing'])
+  pkg.devDependencies[name] = '^11.0.0';
 pkg.devDependencies.ioredis = '^5.0.0';
 writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
 
@@ -58,7 +59,10 @@ const run = (cmd, args) => execFileSync(cmd, args, { cwd: dir, stdio: 'inherit' 
 try {
   process.stdout.write(`nest11: installing @nestjs/* 11 and ioredis 5 into ${dir}\n`);
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error']);
-  const versions = execFileSync('npm', ['ls', '@nestjs/core', '@nestjs/microservices', 'ioredis', '--depth=0'], { cwd: dir, encoding: 'utf8' });
+  const versions = execFileSync('npm', ['ls', '@nestjs/core', '@nestjs/microservices', 'ioredis', '--depth=0'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
   process.stdout.write(versions);
   execFileSync('npm', ['test'], { cwd: dir, stdio: 'inherit', env: { ...process.env, TEST_SKIP: ONCE.join(',') } });
 } finally {

@@ -55,12 +55,22 @@ class MappedCtl {
   handle(@Payload() entries: Entry[]) {
     // The handler tags its rows before the bulk write, then names the refused ones.
     const rows = entries.map((e, i) => ({ ...e, row: i }));
-    throw BatchFailure.of(rows.filter((r) => r.row === 1), new Error('row 1 refused'));
+    throw BatchFailure.of(
+      rows.filter((r) => r.row === 1),
+      new Error('row 1 refused'),
+    );
   }
 }
 
 describe('batch handlers: copies of entries', () => {
-  const opts = () => ({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+  const opts = () => ({
+    connection: redis.connection,
+    group: 'g',
+    consumer: 'c1',
+    keyPrefix: uniquePrefix(),
+    blockMs: 100,
+    minIdleMs: 60_000,
+  });
 
   it('a pipe that copies entries with spread: the handler still sees each context, and a BatchFailure naming one copy fails that entry alone', async () => {
     const app = await start(opts(), { controllers: [PipedCtl], providers: [Seen, NormalizePipe] });

@@ -35,7 +35,8 @@ async function startBatch(batch: Record<string, unknown>, options: Record<string
   return Object.assign(app, { log: app.app.get(BatchLog) });
 }
 
-const deadIds = async (key: string) => (await redis.client().xrange(deadLetterKey(key), '-', '+')).map(([, f]) => f[f.indexOf('sourceId') + 1] ?? f.join(' '));
+const deadIds = async (key: string) =>
+  (await redis.client().xrange(deadLetterKey(key), '-', '+')).map(([, f]) => f[f.indexOf('sourceId') + 1] ?? f.join(' '));
 
 describe('batch handlers: mixed batches and failure reports', () => {
   it('self-drain batch with undecodable, oversized and over-delivered entries: only the good ones reach the call, the rest dead-lettered, none pending', async () => {
@@ -53,7 +54,13 @@ describe('batch handlers: mixed batches and failure reports', () => {
     const app = await startBatch({ maxSize: 10 }, { keyPrefix: prefix, maxDeliveries: 3, maxEntryBytes: 1000, minIdleMs: 60_000 });
     await waitFor(() => app.settled.length === 5, { message: 'five settled' });
     const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
-    expect([good1, badJson, huge, worn, good2].map((id) => outcome[id])).toEqual(['acked', 'dead-lettered', 'dead-lettered', 'dead-lettered', 'acked']);
+    expect([good1, badJson, huge, worn, good2].map((id) => outcome[id])).toEqual([
+      'acked',
+      'dead-lettered',
+      'dead-lettered',
+      'dead-lettered',
+      'acked',
+    ]);
     expect(app.log.calls.map((c) => c.ids)).toEqual([[good1, good2]]);
     await waitFor(async () => (await pendingOf(redis, key)) === 0, { message: 'nothing pending' });
     expect((await deadIds(key)).sort()).toEqual([badJson, huge, worn].sort());
@@ -108,7 +115,10 @@ describe('batch handlers: mixed batches and failure reports', () => {
   });
 
   it('handlerTimeoutMs with a hung batch handler: the call counts as failed, entries come back and are dead-lettered; close() does not wait for the hung call', async () => {
-    const app = await startBatch({ maxSize: 3, maxWaitMs: 2_000 }, { minIdleMs: 200, maxDeliveries: 2, handlerTimeoutMs: 200, shutdownTimeoutMs: 2_000 });
+    const app = await startBatch(
+      { maxSize: 3, maxWaitMs: 2_000 },
+      { minIdleMs: 200, maxDeliveries: 2, handlerTimeoutMs: 200, shutdownTimeoutMs: 2_000 },
+    );
     app.log.behavior = () => new Promise(() => {});
     const ids = await addOrders(redis, app.key('batched'), 3);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 3, { message: 'three dead letters' });
@@ -159,7 +169,9 @@ describe('batch handlers: mixed batches and failure reports', () => {
         return p;
       }
     }
-    await expect(start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix() }, { controllers: [Req] })).rejects.toThrow(/batch handler answers no request/);
+    await expect(start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix() }, { controllers: [Req] })).rejects.toThrow(
+      /batch handler answers no request/,
+    );
     @Injectable()
     class Seen {
       sizes: number[] = [];
@@ -172,7 +184,10 @@ describe('batch handlers: mixed batches and failure reports', () => {
         this.seen.sizes.push(entries.length);
       }
     }
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 }, { controllers: [Ev], providers: [Seen] });
+    const app = await start(
+      { connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 },
+      { controllers: [Ev], providers: [Seen] },
+    );
     await addOrders(redis, app.key('evs'), 4);
     await waitFor(() => app.settled.length === 4, { message: 'four acked' });
     expect(app.app.get(Seen).sizes.every((s) => s <= 2)).toBe(true);
@@ -205,7 +220,10 @@ describe('batch handlers: entry contexts', () => {
     }
   }
   const startLazy = () =>
-    start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 }, { controllers: [LazyCtl], providers: [Lazy] });
+    start(
+      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 },
+      { controllers: [LazyCtl], providers: [Lazy] },
+    );
 
   it('a context is the same object on every read and describes its entry; a BatchFailure naming an entry whose context nobody read fails that entry alone', async () => {
     const app = await startLazy();

@@ -15,7 +15,16 @@ const start = useApps();
 
 async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}) {
   const app = await start(
-    { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, retryInitialDelayMs: 20, retryMaxDelayMs: 200, ...options },
+    {
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c1',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      retryInitialDelayMs: 20,
+      retryMaxDelayMs: 200,
+      ...options,
+    },
     { controllers: [batchController('batched', { batch })], providers: [BatchLog] },
   );
   return Object.assign(app, { log: app.app.get(BatchLog) });
@@ -33,7 +42,9 @@ describe('batch handlers: faults around a filling batch', () => {
     expect(await r.client('KILL', 'ID', String(batchLane.blockingClientId))).toBe(1);
     // Ten more: a full batch after the restart (a short one would wait its 20 s).
     const more = await addOrders(redis, app.key('batched'), 10, 3);
-    await waitFor(async () => app.log.ids().length >= 13 && (await pendingOf(redis, app.key('batched'))) === 0, { message: 'all thirteen handled and acked' });
+    await waitFor(async () => app.log.ids().length >= 13 && (await pendingOf(redis, app.key('batched'))) === 0, {
+      message: 'all thirteen handled and acked',
+    });
     expect([...app.log.ids()].sort()).toEqual([...first, ...more].sort());
   });
 
@@ -57,7 +68,10 @@ describe('batch handlers: faults around a filling batch', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}batched`;
     const ids = await addOrders(redis, key, 20);
-    const app = await startBatch({ maxSize: 5 }, { keyPrefix: prefix, concurrency: 2, shutdownTimeoutMs: 500, minIdleMs: 60_000, readAhead: false });
+    const app = await startBatch(
+      { maxSize: 5 },
+      { keyPrefix: prefix, concurrency: 2, shutdownTimeoutMs: 500, minIdleMs: 60_000, readAhead: false },
+    );
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     app.log.behavior = () => gate;

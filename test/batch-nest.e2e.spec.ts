@@ -3,7 +3,18 @@
  * not thrown, and several handlers of one stream, against "only a thrown BatchFailure fails the
  * entries it lists, and nothing else acks an entry a handler failed".
  */
-import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor, type RpcExceptionFilter } from '@nestjs/common';
+import {
+  Catch,
+  Controller,
+  Injectable,
+  UseFilters,
+  UseInterceptors,
+  type ArgumentsHost,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+  type RpcExceptionFilter,
+} from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, RedisStreamsContext, StreamPattern, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { defer, map, retry, throwError } from 'rxjs';
@@ -39,7 +50,12 @@ class RetryOnce implements NestInterceptor {
 class NormalizeFilter implements RpcExceptionFilter {
   catch(exception: unknown, _host: ArgumentsHost) {
     const inner = exception instanceof BatchFailure ? (exception.getError() as object) : {};
-    return throwError(() => ({ status: 'error', message: exception instanceof Error ? exception.message : String(exception), batchFailures: [], ...inner }));
+    return throwError(() => ({
+      status: 'error',
+      message: exception instanceof Error ? exception.message : String(exception),
+      batchFailures: [],
+      ...inner,
+    }));
   }
 }
 
@@ -61,7 +77,14 @@ async function outcomesOf(app: Awaited<ReturnType<typeof startWith>>, ids: strin
 
 describe('batch handlers inside Nest', () => {
   it('a thrown BatchFailure fails only its entries behind an interceptor that maps results', async () => {
-    const app = await startWith([batchController('batched', { batch: { maxSize: 3, maxWaitMs: 5_000 } }, (proto, key, d) => UseInterceptors(WrapInterceptor)(proto, key, d))], [WrapInterceptor]);
+    const app = await startWith(
+      [
+        batchController('batched', { batch: { maxSize: 3, maxWaitMs: 5_000 } }, (proto, key, d) =>
+          UseInterceptors(WrapInterceptor)(proto, key, d),
+        ),
+      ],
+      [WrapInterceptor],
+    );
     app.log.behavior = (entries) => {
       throw failSecond(entries);
     };
@@ -71,7 +94,14 @@ describe('batch handlers inside Nest', () => {
   });
 
   it('a retry interceptor: the first try throws BatchFailure(X), the retry succeeds for all: X is acked, not run again', async () => {
-    const app = await startWith([batchController('retried', { batch: { maxSize: 2, maxWaitMs: 5_000 } }, (proto, key, d) => UseInterceptors(RetryOnce)(proto, key, d))], [RetryOnce]);
+    const app = await startWith(
+      [
+        batchController('retried', { batch: { maxSize: 2, maxWaitMs: 5_000 } }, (proto, key, d) =>
+          UseInterceptors(RetryOnce)(proto, key, d),
+        ),
+      ],
+      [RetryOnce],
+    );
     let tries = 0;
     app.log.behavior = (entries) => {
       if (tries++ === 0) throw new BatchFailure([{ entry: entries[0]!, error: new Error('X: transient') }]);
@@ -108,7 +138,11 @@ describe('batch handlers inside Nest', () => {
   });
 
   it('an exception filter that reshapes every error with an empty batchFailures list fails the whole batch, never acks it', async () => {
-    const app = await startWith([batchController('normalized', { batch: { maxSize: 2, maxWaitMs: 5_000 } }, (proto, key, d) => UseFilters(NormalizeFilter)(proto, key, d))]);
+    const app = await startWith([
+      batchController('normalized', { batch: { maxSize: 2, maxWaitMs: 5_000 } }, (proto, key, d) =>
+        UseFilters(NormalizeFilter)(proto, key, d),
+      ),
+    ]);
     app.log.behavior = () => {
       throw new Error('database down');
     };
@@ -129,7 +163,9 @@ describe('batch handlers inside Nest', () => {
       [batch(), SingleCtl],
       [SingleCtl, batch()],
     ]) {
-      await expect(startWith(controllers)).rejects.toThrow(/pattern "batched" has 2 handlers, one of them a batch handler: a batch handler must be its stream's only handler/);
+      await expect(startWith(controllers)).rejects.toThrow(
+        /pattern "batched" has 2 handlers, one of them a batch handler: a batch handler must be its stream's only handler/,
+      );
     }
   });
 
@@ -149,7 +185,9 @@ describe('batch handlers inside Nest', () => {
       @StreamPattern('parted', { partitions: 3 })
       c(@Payload() _payload: unknown) {}
     }
-    await expect(startWith([TwoPartitions, ThreePartitions])).rejects.toThrow(/the handlers of "parted" disagree on partitions \(2 against 3\)/);
+    await expect(startWith([TwoPartitions, ThreePartitions])).rejects.toThrow(
+      /the handlers of "parted" disagree on partitions \(2 against 3\)/,
+    );
     const app = await startWith([TwoPartitions, TwoPartitionsToo]);
     expect(app.server.options.group).toBe('g');
   });

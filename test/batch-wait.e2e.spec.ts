@@ -50,7 +50,10 @@ describe('batch handlers: maxWaitMs and concurrency', () => {
       await waitFor(() => performance.now() - arrived > maxWaitMs, { timeoutMs: maxWaitMs + 5_000, message: 'maxWaitMs past the arrival' });
       release();
       // Counted from its arrival, its wait is over: handed over at once. Counted anew, it would take maxWaitMs more.
-      await waitFor(() => app.log.calls.length === 2, { timeoutMs: maxWaitMs - 1_000, message: 'the second call, well within another maxWaitMs' });
+      await waitFor(() => app.log.calls.length === 2, {
+        timeoutMs: maxWaitMs - 1_000,
+        message: 'the second call, well within another maxWaitMs',
+      });
       expect(app.log.calls[1]!.ids).toEqual([late]);
     } finally {
       release();

@@ -33,7 +33,9 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     const key = `${prefix}batched`;
     const ids = await addOrders(key, 25);
     const app = await startBatch({ maxSize: 10 }, { keyPrefix: prefix });
-    await waitFor(async () => app.settled.filter((e) => e.outcome === 'acked').length === 25 && (await pending(key)) === 0, { message: '25 acked entries' });
+    await waitFor(async () => app.settled.filter((e) => e.outcome === 'acked').length === 25 && (await pending(key)) === 0, {
+      message: '25 acked entries',
+    });
     expect(app.batches.calls.map((c) => c.size)).toEqual([10, 10, 5]);
     expect(app.batches.calls.map((c) => c.ids.length)).toEqual([10, 10, 5]);
     expect(app.batches.ids()).toEqual(ids);
@@ -60,7 +62,9 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
       [ids, [2, 2, 2, 2]],
     ]);
     expect(app.settled.filter((e) => e.deliveryCount === 2).map((e) => e.source)).toEqual(['reclaim', 'reclaim', 'reclaim', 'reclaim']);
-    const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
+    const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) =>
+      decodeDeadLetter(id, fields),
+    );
     expect(dead.map((d) => d.sourceId)).toEqual(ids);
     expect(dead[0]!.error).toContain('bulk insert failed');
     expect(await pending(app.key('batched'))).toBe(0);
@@ -88,8 +92,13 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
       expect(app.settled.slice(before).find((e) => e.outcome === 'failed')!.error).toMatchObject({ message: 'row 1 rejected' });
     }
     expect(await pending(app.key('batched'))).toBe(2);
-    const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
-    expect(dead.map((d) => d.error)).toEqual(['handler refused it: row 3 can never be inserted', 'handler refused it: row 3 can never be inserted']);
+    const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) =>
+      decodeDeadLetter(id, fields),
+    );
+    expect(dead.map((d) => d.error)).toEqual([
+      'handler refused it: row 3 can never be inserted',
+      'handler refused it: row 3 can never be inserted',
+    ]);
   });
 
   it('maxWaitMs: a batch that is not full waits for more entries, and is handed over once full, long before the wait runs out', async () => {

@@ -20,21 +20,31 @@ afterAll(async () => {
 });
 
 describe(`chaos: workers killed and restarted while a producer appends${onCluster ? ', on a Redis Cluster' : ''}`, () => {
-  it(`loses nothing and leaves nothing pending (${entries} entries, seed ${seed})`, { timeout: Math.max(180_000, entries * 10) }, async () => {
-    const lines: string[] = [];
-    const result = await runChaos({ ...(cluster ? { clusterUrls: cluster.urls } : { redisUrl: redis!.url }), entries, seed, maxQuiesceMs: Math.max(120_000, entries * 2), log: (l) => lines.push(l) });
-    const summary =
-      `chaos: ${result.produced} entries, ${result.handled} handled, ${result.deadLettered} dead-lettered, ` +
-      `${result.duplicates} duplicate deliveries, ${result.lost.length} lost; ${result.kills} SIGKILL, ${result.terms} SIGTERM, ` +
-      `${result.restartsUnderNewName} renamed restarts; quiesced in ${result.quiesceMs} ms`;
-    console.log([...lines, summary].join('\n'));
+  it(
+    `loses nothing and leaves nothing pending (${entries} entries, seed ${seed})`,
+    { timeout: Math.max(180_000, entries * 10) },
+    async () => {
+      const lines: string[] = [];
+      const result = await runChaos({
+        ...(cluster ? { clusterUrls: cluster.urls } : { redisUrl: redis!.url }),
+        entries,
+        seed,
+        maxQuiesceMs: Math.max(120_000, entries * 2),
+        log: (l) => lines.push(l),
+      });
+      const summary =
+        `chaos: ${result.produced} entries, ${result.handled} handled, ${result.deadLettered} dead-lettered, ` +
+        `${result.duplicates} duplicate deliveries, ${result.lost.length} lost; ${result.kills} SIGKILL, ${result.terms} SIGTERM, ` +
+        `${result.restartsUnderNewName} renamed restarts; quiesced in ${result.quiesceMs} ms`;
+      console.log([...lines, summary].join('\n'));
 
-    expect(result.produced).toBe(entries);
-    expect(result.lost).toEqual([]);
-    expect(result.pending).toBe(0);
-    expect(result.lag).toBe(0);
-    expect(result.handled + result.deadLettered).toBeGreaterThanOrEqual(entries);
-    expect(result.kills + result.terms).toBeGreaterThan(0);
-    expect(result.finalExitCodes).toEqual(result.finalExitCodes.map(() => 0));
-  });
+      expect(result.produced).toBe(entries);
+      expect(result.lost).toEqual([]);
+      expect(result.pending).toBe(0);
+      expect(result.lag).toBe(0);
+      expect(result.handled + result.deadLettered).toBeGreaterThanOrEqual(entries);
+      expect(result.kills + result.terms).toBeGreaterThan(0);
+      expect(result.finalExitCodes).toEqual(result.finalExitCodes.map(() => 0));
+    },
+  );
 });

@@ -37,44 +37,65 @@ describe('RedisStreamsClient.emit', () => {
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
-    await expect(lastValueFrom(client.emit('orders', { n: 1n }))).rejects.toThrow(/cannot write to stream ".*orders": payload is not JSON-serializable: .*BigInt/);
+    await expect(lastValueFrom(client.emit('orders', { n: 1n }))).rejects.toThrow(
+      /cannot write to stream ".*orders": payload is not JSON-serializable: .*BigInt/,
+    );
     await expect(lastValueFrom(client.emit('orders', cyclic))).rejects.toThrow(/not JSON-serializable: .*circular/i);
     expect(await redis.client().exists(`${prefix}orders`)).toBe(0);
   });
 
   // ACL users live on one node: the one-node run covers NOPERM.
-  it.skipIf(CLUSTER_MODE)('fails with a clear message on a key of the wrong type, on NOPERM, and when Redis stays unreachable', async () => {
-    const prefix = uniquePrefix();
-    const admin = redis.client();
-    await admin.set(`${prefix}orders`, 'a string');
-    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
-    await expect(lastValueFrom(client.emit('orders', {}))).rejects.toThrow(new RegExp(`XADD to stream "${prefix}orders" failed: WRONGTYPE`));
+  it.skipIf(CLUSTER_MODE)(
+    'fails with a clear message on a key of the wrong type, on NOPERM, and when Redis stays unreachable',
+    async () => {
+      const prefix = uniquePrefix();
+      const admin = redis.client();
+      await admin.set(`${prefix}orders`, 'a string');
+      const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+      await expect(lastValueFrom(client.emit('orders', {}))).rejects.toThrow(
+        new RegExp(`XADD to stream "${prefix}orders" failed: WRONGTYPE`),
+      );
 
-    const user = `producer-${prefix.slice(2, 10)}`;
-    await admin.call('ACL', 'SETUSER', user, 'on', '>secret', `~${prefix}allowed:*`, '+@all');
-    try {
-      const limited = await producer({ connection: { ...new URL(redis.url).port ? { port: Number(new URL(redis.url).port) } : {}, host: '127.0.0.1', username: user, password: 'secret' }, keyPrefix: prefix });
-      await expect(lastValueFrom(limited.client.emit('orders', {}))).rejects.toThrow(/XADD to stream ".*orders" failed: NOPERM/);
-      await expect(lastValueFrom(limited.client.emit('allowed:orders', {}))).resolves.toMatch(/^\d+-\d+$/);
-    } finally {
-      await admin.call('ACL', 'DELUSER', user);
-    }
+      const user = `producer-${prefix.slice(2, 10)}`;
+      await admin.call('ACL', 'SETUSER', user, 'on', '>secret', `~${prefix}allowed:*`, '+@all');
+      try {
+        const limited = await producer({
+          connection: {
+            ...(new URL(redis.url).port ? { port: Number(new URL(redis.url).port) } : {}),
+            host: '127.0.0.1',
+            username: user,
+            password: 'secret',
+          },
+          keyPrefix: prefix,
+        });
+        await expect(lastValueFrom(limited.client.emit('orders', {}))).rejects.toThrow(/XADD to stream ".*orders" failed: NOPERM/);
+        await expect(lastValueFrom(limited.client.emit('allowed:orders', {}))).resolves.toMatch(/^\d+-\d+$/);
+      } finally {
+        await admin.call('ACL', 'DELUSER', user);
+      }
 
-    // Nothing listens on port 1: the emit gives up after commandTimeoutMs.
-    const offline = new RedisStreamsClient({ connection: { host: '127.0.0.1', port: 1 }, commandTimeoutMs: 300 });
-    try {
-      await expect(lastValueFrom(offline.emit('orders', {}))).rejects.toThrow(/XADD to stream "orders" failed: Redis not reachable within 300 ms/);
-    } finally {
-      await offline.close();
-    }
-  });
+      // Nothing listens on port 1: the emit gives up after commandTimeoutMs.
+      const offline = new RedisStreamsClient({ connection: { host: '127.0.0.1', port: 1 }, commandTimeoutMs: 300 });
+      try {
+        await expect(lastValueFrom(offline.emit('orders', {}))).rejects.toThrow(
+          /XADD to stream "orders" failed: Redis not reachable within 300 ms/,
+        );
+      } finally {
+        await offline.close();
+      }
+    },
+  );
   it('fails an emit whose XADD was cut off and whose connection never comes back, instead of hanging', async (ctx) => {
     if (!redis.owned) ctx.skip(); // pauses the whole server
     const prefix = uniquePrefix();
     const admin = redis.client();
     const user = `cut-${prefix.slice(2, 10)}`;
     await admin.call('ACL', 'SETUSER', user, 'on', '>secret', `~${prefix}*`, '+@all');
-    const { client } = await producer({ connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' }, keyPrefix: prefix, commandTimeoutMs: 500 });
+    const { client } = await producer({
+      connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' },
+      keyPrefix: prefix,
+      commandTimeoutMs: 500,
+    });
     await lastValueFrom(client.emit('orders', { n: 0 }));
     const blocked = async () => Number(/blocked_clients:(\d+)/.exec(await admin.info('clients'))?.[1]);
     const before = await blocked();
@@ -86,7 +107,9 @@ describe('RedisStreamsClient.emit', () => {
       emitted.catch(() => undefined);
       await waitFor(async () => (await blocked()) > before, { message: 'the XADD held by the pause' });
       await admin.call('ACL', 'DELUSER', user);
-      await expect(emitted).rejects.toThrow(new RegExp(`XADD to stream "${prefix}orders" failed: no answer within 500 ms; the entry may or may not have been written`));
+      await expect(emitted).rejects.toThrow(
+        new RegExp(`XADD to stream "${prefix}orders" failed: no answer within 500 ms; the entry may or may not have been written`),
+      );
     } finally {
       await admin.call('CLIENT', 'UNPAUSE');
     }
@@ -108,7 +131,10 @@ describe('RedisStreamsClient.send', () => {
     expect(await lastValueFrom(client.send('quote', { kind: 'value', n: 21 }))).toBe(42);
     expect(await lastValueFrom(client.send('quote', { kind: 'promise', n: 2 }))).toEqual({ doubled: 4 });
     expect(await lastValueFrom(client.send('quote', { kind: 'observable', n: 5 }).pipe(toArray()))).toEqual([5, 6, 7]);
-    await expect(lastValueFrom(client.send('quote', { kind: 'fail', n: 3 }))).rejects.toEqual({ code: 'OUT_OF_STOCK', message: 'no stock for 3' });
+    await expect(lastValueFrom(client.send('quote', { kind: 'fail', n: 3 }))).rejects.toEqual({
+      code: 'OUT_OF_STOCK',
+      message: 'no stock for 3',
+    });
     // Requests are consumer-group entries: all four acked once answered.
     await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, { message: 'requests acked' });
     expect(app.settled.filter((e) => e.outcome === 'acked')).toHaveLength(4);
@@ -131,14 +157,21 @@ describe('RedisStreamsClient.send', () => {
     // An Observable: the values before the refused one arrive, then the error ends the stream.
     const seen: unknown[] = [];
     await expect(
-      new Promise((resolve, reject) => client.send('quote', { n: 2 }).pipe(timeout(5000)).subscribe({ next: (v) => seen.push(v), error: reject, complete: () => resolve(undefined) })),
+      new Promise((resolve, reject) =>
+        client
+          .send('quote', { n: 2 })
+          .pipe(timeout(5000))
+          .subscribe({ next: (v) => seen.push(v), error: reject, complete: () => resolve(undefined) }),
+      ),
     ).rejects.toMatchObject({ message: expect.stringMatching(/result could not be serialized/) });
     expect(seen).toEqual(['first']);
     // An error JSON cannot hold still answers the caller.
     await expect(lastValueFrom(client.send('quote', { n: 3 }).pipe(timeout(5000)))).rejects.toMatchObject({
       message: expect.stringMatching(/error could not be serialized: .*BigInt/),
     });
-    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, { message: 'the requests acked' });
+    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, {
+      message: 'the requests acked',
+    });
     expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 1, 1]);
     expect(app.settled.map((e) => e.outcome)).toEqual(['acked', 'acked', 'acked']);
     expect(await redis.client().exists(`${prefix}quote:dead`)).toBe(0);
@@ -149,7 +182,9 @@ describe('RedisStreamsClient.send', () => {
     // 'orders' has an @EventPattern handler, not a @MessagePattern one.
     await consumer(prefix);
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
-    await expect(lastValueFrom(client.send('orders', { n: 1 }))).rejects.toBe('There is no matching message handler defined in the remote service.');
+    await expect(lastValueFrom(client.send('orders', { n: 1 }))).rejects.toBe(
+      'There is no matching message handler defined in the remote service.',
+    );
   });
 
   it('resolves 1,000 concurrent requests from one client, each with its own answer', async () => {
@@ -189,7 +224,8 @@ describe('RedisStreamsClient.send', () => {
     const prefix = uniquePrefix();
     const app = await consumer(prefix);
     let release!: () => void;
-    app.recorder.behavior = (call) => ((call.payload as { slow?: boolean }).slow ? new Promise((resolve) => (release = () => resolve('late'))) : 'fast');
+    app.recorder.behavior = (call) =>
+      (call.payload as { slow?: boolean }).slow ? new Promise((resolve) => (release = () => resolve('late'))) : 'fast';
     const logs = captureLogs();
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix }, logs.logger);
     const clientErrors: unknown[] = [];
@@ -236,6 +272,9 @@ describe('RedisStreamsClient.send', () => {
     release();
     const admin = redis.client();
     await waitFor(async () => (await admin.exists(client.replyStream)) === 1, { message: 'the orphan reply to be written' });
-    await waitFor(async () => (await admin.exists(client.replyStream)) === 0, { message: 'the orphan reply stream to expire', timeoutMs: 5000 });
+    await waitFor(async () => (await admin.exists(client.replyStream)) === 0, {
+      message: 'the orphan reply stream to expire',
+      timeoutMs: 5000,
+    });
   });
 });

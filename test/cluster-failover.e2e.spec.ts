@@ -43,7 +43,15 @@ afterEach(async () => {
 async function worker(prefix: string, consumer: string) {
   const moduleRef = await Test.createTestingModule({ controllers: [Orders], providers: [Handled] }).compile();
   // minIdleMs short: work whose ack died with a master comes back within the test.
-  const server = new RedisStreamsServer({ connection: cluster.urls, group: 'g', consumer, keyPrefix: prefix, batchSize: 50, blockMs: 200, minIdleMs: 1000 });
+  const server = new RedisStreamsServer({
+    connection: cluster.urls,
+    group: 'g',
+    consumer,
+    keyPrefix: prefix,
+    batchSize: 50,
+    blockMs: 200,
+    minIdleMs: 1000,
+  });
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: process.env.TEST_LOGS ? undefined : false });
   const errors: unknown[] = [];
   server.on('error', (err) => errors.push(err));
@@ -98,7 +106,10 @@ async function underLoad(fail: (key: string) => Promise<{ oldMaster: number; new
   // The harness first waits for a synced replica; the failover itself began `ms` ago.
   const failedAt = Date.now() - failoverMs;
   // Load goes on until 1,000 more orders were acknowledged after the failover.
-  await waitFor(() => [...producer.acked.values()].filter((a) => a.at > failedAt).length >= 1000, { message: '1,000 orders acknowledged after the failover', timeoutMs: 60_000 });
+  await waitFor(() => [...producer.acked.values()].filter((a) => a.at > failedAt).length >= 1000, {
+    message: '1,000 orders acknowledged after the failover',
+    timeoutMs: 60_000,
+  });
   await producer.stop();
 
   // What the new master holds: an acknowledged order missing there was lost with the old master.
@@ -114,7 +125,9 @@ async function underLoad(fail: (key: string) => Promise<{ oldMaster: number; new
   const handlings = [...w1.handled.counts.values(), ...w2.handled.counts.values()].reduce((a, b) => a + b, 0);
   const distinct = handledCount();
   // Resumed: the first order whose emit began after the failover began, handled.
-  const firstAfter = Math.min(...[...w1.handled.firstAt, ...w2.handled.firstAt].filter(([i]) => producer.startedAt[i]! > failedAt).map(([, at]) => at));
+  const firstAfter = Math.min(
+    ...[...w1.handled.firstAt, ...w2.handled.firstAt].filter(([i]) => producer.startedAt[i]! > failedAt).map(([, at]) => at),
+  );
   const figures = {
     failover: label,
     masters: `${oldMaster} → ${newMaster}`,
@@ -134,7 +147,7 @@ async function underLoad(fail: (key: string) => Promise<{ oldMaster: number; new
 }
 
 describe('failover on a Redis Cluster, under load', () => {
-  it('CLUSTER FAILOVER of the busy stream\'s master: every acknowledged order is handled, the workers go on', async () => {
+  it("CLUSTER FAILOVER of the busy stream's master: every acknowledged order is handled, the workers go on", async () => {
     const figures = await underLoad((key) => cluster.failover(key), 'manual');
     // A manual failover waits for the replica to catch up: nothing acknowledged may be lost.
     expect(figures.lostWithMaster).toBe(0);
@@ -147,10 +160,15 @@ describe('failover on a Redis Cluster, under load', () => {
     const key = app.key();
     const admin = cluster.client();
     const handled = (count: number) =>
-      waitFor(async () => app.recorder.calls.length === count && (await app.server.health({ maxStatsAgeMs: 0 })).streams.find((s) => s.stream === key)?.pending === 0, {
-        timeoutMs: 20_000,
-        message: `${count} entries handled and acked`,
-      });
+      waitFor(
+        async () =>
+          app.recorder.calls.length === count &&
+          (await app.server.health({ maxStatsAgeMs: 0 })).streams.find((s) => s.stream === key)?.pending === 0,
+        {
+          timeoutMs: 20_000,
+          message: `${count} entries handled and acked`,
+        },
+      );
     for (let n = 0; n < 100; n++) await admin.xadd(key, '*', 'n', String(n));
     await handled(100);
     await cluster.failover(key);
@@ -159,10 +177,13 @@ describe('failover on a Redis Cluster, under load', () => {
     await handled(400);
     await cluster.failover(key);
     // A reading that reached the promoted node (one sent during the failover may fail: statsError).
-    const health = await waitFor(async () => {
-      const h = await app.server.health({ maxStatsAgeMs: 0 });
-      return h.statsError === undefined && h;
-    }, { message: 'figures read from the promoted node' });
+    const health = await waitFor(
+      async () => {
+        const h = await app.server.health({ maxStatsAgeMs: 0 });
+        return h.statsError === undefined && h;
+      },
+      { message: 'figures read from the promoted node' },
+    );
     expect(health.streams.filter((s) => s.stream === key).map((s) => [s.lag, s.pending])).toEqual([[0, 0]]);
     expect(checkReadiness(health, { maxLag: 10 })).toEqual({ up: true, reasons: [] });
     expect((await inspectStreams(admin, [key], 'g'))[0]!.groups.map((g) => g.lag)).toEqual([0]);

@@ -2,7 +2,16 @@ import { Controller, Injectable, type LoggerService } from '@nestjs/common';
 import { captureLogs } from './support/logs.js';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { DeadLetters, partitionKey, RedisStreamsClient, RedisStreamsContext, RedisStreamsRecord, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import {
+  DeadLetters,
+  partitionKey,
+  RedisStreamsClient,
+  RedisStreamsContext,
+  RedisStreamsRecord,
+  RedisStreamsServer,
+  StreamPattern,
+  type RedisStreamsServerOptions,
+} from 'nestjs-redis-streams';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { lastValueFrom } from 'rxjs';
@@ -38,7 +47,14 @@ class Seen$ {
   readonly calls: Seen[] = [];
   gate: Promise<unknown> = Promise.resolve();
   record(payload: unknown, ctx: RedisStreamsContext): Promise<unknown> {
-    this.calls.push({ stream: ctx.getStream(), id: ctx.getId(), pattern: ctx.getPattern(), partition: ctx.getPartition(), consumer: ctx.getConsumer(), payload });
+    this.calls.push({
+      stream: ctx.getStream(),
+      id: ctx.getId(),
+      pattern: ctx.getPattern(),
+      partition: ctx.getPartition(),
+      consumer: ctx.getConsumer(),
+      payload,
+    });
     return this.gate;
   }
 }
@@ -120,7 +136,13 @@ async function prefixOnThreeMasters(): Promise<string> {
 
 /** Connections whose name starts with `name`, on every live node. */
 const connections = async (name: string) => {
-  const rows = await Promise.all(cluster.live().map(async (port) => String(await cluster.node(port).call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').map((row) => ({ port, row }))));
+  const rows = await Promise.all(
+    cluster.live().map(async (port) =>
+      String(await cluster.node(port).call('CLIENT', 'LIST', 'TYPE', 'normal'))
+        .split('\n')
+        .map((row) => ({ port, row })),
+    ),
+  );
   return rows.flat().filter(({ row }) => row.includes(`name=${name}`));
 };
 const blockingLanes = async (name: string) => (await connections(name)).filter(({ row }) => row.includes(':blocking'));
@@ -137,7 +159,9 @@ describe('on a Redis Cluster', () => {
     expect(new Set(lanes.map((l) => l.port))).toEqual(new Set(await Promise.all(['a', 'b', 'c'].map((p) => cluster.masterOf(prefix + p)))));
     // Besides: one command connection per node the consumer's ioredis Cluster talks to (at most one per node).
     const command = (await connections('g:c1:')).filter(({ row }) => row.includes(':command'));
-    console.log(`connections of a consumer reading 3 slots: ${lanes.length} blocking + ${command.length} command (${command.map((c) => c.port).join(', ')})`);
+    console.log(
+      `connections of a consumer reading 3 slots: ${lanes.length} blocking + ${command.length} command (${command.map((c) => c.port).join(', ')})`,
+    );
     expect(new Set(command.map((c) => c.port)).size).toBe(command.length);
 
     // All three lanes are parked: each entry wakes its own, well within one BLOCK of 5 s.
@@ -166,7 +190,9 @@ describe('on a Redis Cluster', () => {
       await Promise.all(
         Array.from({ length: 1000 }, async (_, j) => {
           const i = from + j;
-          ids[i] = await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ i, customer: `c${i % 1000}` }, {}, { partitionKey: `c${i % 1000}` })));
+          ids[i] = await lastValueFrom(
+            producer.emit('orders', new RedisStreamsRecord({ i, customer: `c${i % 1000}` }, {}, { partitionKey: `c${i % 1000}` })),
+          );
         }),
       );
     }
@@ -209,10 +235,15 @@ describe('on a Redis Cluster', () => {
     const admin = cluster.client();
     const drained = async (key: string) => {
       const [group] = (await admin.xinfo('GROUPS', key)) as unknown[][];
-      const info = Object.fromEntries((group as unknown[]).reduce<[unknown, unknown][]>((acc, v, i, arr) => (i % 2 === 0 ? [...acc, [v, arr[i + 1]]] : acc), []));
+      const info = Object.fromEntries(
+        (group as unknown[]).reduce<[unknown, unknown][]>((acc, v, i, arr) => (i % 2 === 0 ? [...acc, [v, arr[i + 1]]] : acc), []),
+      );
       return info.lag === 0 && info.pending === 0;
     };
-    await waitFor(async () => (await drained(partitionKey(prefix, 'orders', 2))) && (await drained(partitionKey(prefix, 'orders', 3))), { message: 'partitions 2 and 3 drained', timeoutMs: 20_000 });
+    await waitFor(async () => (await drained(partitionKey(prefix, 'orders', 2))) && (await drained(partitionKey(prefix, 'orders', 3))), {
+      message: 'partitions 2 and 3 drained',
+      timeoutMs: 20_000,
+    });
     // Step 3: consumers move to 2 partitions; step 4: the old keys go.
     await old.close();
     const next = await startWorker(TwoPartitions, { consumer: 'w', keyPrefix: prefix, blockMs: 200 });
@@ -224,7 +255,7 @@ describe('on a Redis Cluster', () => {
     expect(handled()).toHaveLength(700);
   }, 60_000);
 
-  it('keeps dead letters in their stream\'s slot ({stream}:dead), and DeadLetters finds them under either name', async () => {
+  it("keeps dead letters in their stream's slot ({stream}:dead), and DeadLetters finds them under either name", async () => {
     const prefix = uniquePrefix();
     const worker = await startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, blockMs: 200, maxDeliveries: 1 });
     worker.seen.gate = Promise.reject(new Error('poison'));
@@ -241,15 +272,21 @@ describe('on a Redis Cluster', () => {
   });
 
   it('refuses to start when a dead-letter stream would be in another slot than its stream, naming both', async () => {
-    await expect(startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), deadLetterStream: (s) => `dead:${s}` })).rejects.toThrow(
-      /dead-letter stream "dead:.*a" of ".*a" is in another cluster slot/,
-    );
+    await expect(
+      startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), deadLetterStream: (s) => `dead:${s}` }),
+    ).rejects.toThrow(/dead-letter stream "dead:.*a" of ".*a" is in another cluster slot/);
   });
 
   it('close() while XGROUP CREATE is in flight on the masters resolves', async () => {
     const admins = (await cluster.masters()).map((port) => cluster.node(port));
     const moduleRef = await Test.createTestingModule({ controllers: [ThreeStreams], providers: [Seen$] }).compile();
-    const server = new RedisStreamsServer({ connection: cluster.urls, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 500 });
+    const server = new RedisStreamsServer({
+      connection: cluster.urls,
+      group: 'g',
+      consumer: 'c1',
+      keyPrefix: uniquePrefix(),
+      blockMs: 500,
+    });
     const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
     for (const admin of admins) await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
     onTestFinished(async () => void (await Promise.all(admins.map((a) => a.call('CLIENT', 'UNPAUSE')))));
@@ -257,9 +294,13 @@ describe('on a Redis Cluster', () => {
       () => 'resolved',
       (err: Error) => err.message,
     );
-    await waitFor(async () => (await Promise.all(admins.map((a) => a.call('CLIENT', 'LIST', 'TYPE', 'normal')))).some((list) => /cmd=xgroup/.test(String(list))), {
-      message: 'XGROUP CREATE in flight',
-    });
+    await waitFor(
+      async () =>
+        (await Promise.all(admins.map((a) => a.call('CLIENT', 'LIST', 'TYPE', 'normal')))).some((list) => /cmd=xgroup/.test(String(list))),
+      {
+        message: 'XGROUP CREATE in flight',
+      },
+    );
     const closing = server.close();
     for (const admin of admins) await admin.call('CLIENT', 'UNPAUSE');
     let closed = false;
@@ -272,42 +313,69 @@ describe('on a Redis Cluster', () => {
     const port = (await cluster.masters())[0]!;
     let prefix: string;
     do prefix = uniquePrefix();
-    while ((await cluster.masterOf(`${prefix}a`)) === port && (await cluster.masterOf(`${prefix}b`)) === port && (await cluster.masterOf(`${prefix}c`)) === port);
-    const { value: error, ms } = await timed(() => startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, connection: `redis://127.0.0.1:${port}`, startupTimeoutMs: 10_000 }).then(() => undefined, (err: Error) => err));
+    while (
+      (await cluster.masterOf(`${prefix}a`)) === port &&
+      (await cluster.masterOf(`${prefix}b`)) === port &&
+      (await cluster.masterOf(`${prefix}c`)) === port
+    );
+    const { value: error, ms } = await timed(() =>
+      startWorker(ThreeStreams, {
+        consumer: 'c1',
+        keyPrefix: prefix,
+        connection: `redis://127.0.0.1:${port}`,
+        startupTimeoutMs: 10_000,
+      }).then(
+        () => undefined,
+        (err: Error) => err,
+      ),
+    );
     expect(error?.message).toMatch(/^MOVED .*a cluster node: pass the cluster's node URLs/);
     expect(ms).toBeLessThan(5000);
   });
 
   it('cluster URLs of a server without cluster mode fail the start clearly, and close() does not wait commandTimeoutMs', async () => {
-    const { value: error, ms } = await timed(() => startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), connection: [single.url], startupTimeoutMs: 3000 }).then(() => undefined, (err: Error) => err));
+    const { value: error, ms } = await timed(() =>
+      startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: uniquePrefix(), connection: [single.url], startupTimeoutMs: 3000 }).then(
+        () => undefined,
+        (err: Error) => err,
+      ),
+    );
     // Redis' own answer, at once: the server is up, its mode is wrong.
     expect(error?.message).toMatch(/cluster support disabled/);
     expect(ms).toBeLessThan(2000);
   });
 
-  it.each(['x{}y', 'a}b', '{}orders', 'a{b'])('starts a stream with odd braces ("%s") and dead-letters it into its own slot', async (pattern) => {
-    @Controller()
-    class Odd {
-      constructor(private readonly seen: Seen$) {}
-      @StreamPattern(pattern)
-      h(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
-        return this.seen.record(p, ctx);
+  it.each(['x{}y', 'a}b', '{}orders', 'a{b'])(
+    'starts a stream with odd braces ("%s") and dead-letters it into its own slot',
+    async (pattern) => {
+      @Controller()
+      class Odd {
+        constructor(private readonly seen: Seen$) {}
+        @StreamPattern(pattern)
+        h(@Payload() p: unknown, @Ctx() ctx: RedisStreamsContext) {
+          return this.seen.record(p, ctx);
+        }
       }
-    }
-    const prefix = uniquePrefix();
-    const worker = await startWorker(Odd, { consumer: 'c1', keyPrefix: prefix, blockMs: 200, maxDeliveries: 1 });
-    worker.seen.gate = Promise.reject(new Error('poison'));
-    worker.seen.gate.catch(() => undefined);
-    const admin = cluster.client();
-    await admin.xadd(prefix + pattern, '*', 'n', '1');
-    await waitFor(() => worker.seen.calls.length === 1, { message: 'the entry to be handled' });
-    const [dead] = await waitFor(async () => (await new DeadLetters(admin).find(prefix + pattern)).filter((key) => key !== `${prefix + pattern}:dead`), { message: 'its dead-letter stream' });
-    expect(await cluster.keySlot(dead!)).toBe(await cluster.keySlot(prefix + pattern));
-    expect(await admin.xlen(dead!)).toBe(1);
-  });
+      const prefix = uniquePrefix();
+      const worker = await startWorker(Odd, { consumer: 'c1', keyPrefix: prefix, blockMs: 200, maxDeliveries: 1 });
+      worker.seen.gate = Promise.reject(new Error('poison'));
+      worker.seen.gate.catch(() => undefined);
+      const admin = cluster.client();
+      await admin.xadd(prefix + pattern, '*', 'n', '1');
+      await waitFor(() => worker.seen.calls.length === 1, { message: 'the entry to be handled' });
+      const [dead] = await waitFor(
+        async () => (await new DeadLetters(admin).find(prefix + pattern)).filter((key) => key !== `${prefix + pattern}:dead`),
+        { message: 'its dead-letter stream' },
+      );
+      expect(await cluster.keySlot(dead!)).toBe(await cluster.keySlot(prefix + pattern));
+      expect(await admin.xlen(dead!)).toBe(1);
+    },
+  );
 
   it('refuses partitions under a keyPrefix whose hash tag would put them all in one slot', async () => {
-    await expect(startWorker(SixPartitions, { consumer: 'c1', keyPrefix: `{${uniquePrefix()}}:` })).rejects.toThrow(/keyPrefix .* hash tag: the 6 partitions of "orders" would all share one slot/);
+    await expect(startWorker(SixPartitions, { consumer: 'c1', keyPrefix: `{${uniquePrefix()}}:` })).rejects.toThrow(
+      /keyPrefix .* hash tag: the 6 partitions of "orders" would all share one slot/,
+    );
   });
 
   it('re-drives dead letters a one-node deployment left in "<stream>:dead" (another slot), with the CLI', async () => {
@@ -316,9 +384,32 @@ describe('on a Redis Cluster', () => {
     const stream = `${prefix}orders`;
     const legacy = `${stream}:dead`;
     expect(await cluster.keySlot(legacy)).not.toBe(await cluster.keySlot(stream));
-    await admin.xadd(legacy, '*', 'stream', stream, 'sourceId', '1-1', 'group', 'g', 'consumer', 'c', 'deliveryCount', '5', 'error', 'x', 'fields', JSON.stringify(['data', '{"n":1}']), 'deadAt', String(Date.now()));
+    await admin.xadd(
+      legacy,
+      '*',
+      'stream',
+      stream,
+      'sourceId',
+      '1-1',
+      'group',
+      'g',
+      'consumer',
+      'c',
+      'deliveryCount',
+      '5',
+      'error',
+      'x',
+      'fields',
+      JSON.stringify(['data', '{"n":1}']),
+      'deadAt',
+      String(Date.now()),
+    );
     const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-    const { stdout } = await promisify(execFile)(process.execPath, [script, 'redrive', legacy, '--all', '--json', '--cluster', cluster.urls.join(',')], { cwd: repoRoot });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [script, 'redrive', legacy, '--all', '--json', '--cluster', cluster.urls.join(',')],
+      { cwd: repoRoot },
+    );
     expect(JSON.parse(stdout.trim())).toMatchObject({ stream, newId: expect.stringMatching(/^\d+-\d+$/) });
     expect(await admin.xlen(stream)).toBe(1);
     expect(await admin.xlen(legacy)).toBe(0);
@@ -332,7 +423,9 @@ describe('on a Redis Cluster', () => {
     await admin.xadd(partitionKey(prefix, 'orders', 6), '*', 'n', '2');
     const logs = captureLogs();
     await startWorker(SixPartitions, { consumer: 'c1', keyPrefix: prefix, blockMs: 200 }, logs.logger);
-    await waitFor(() => logs.lines.filter((l) => l.startsWith('warn') && /no handler of this consumer reads/.test(l)).length === 2, { message: 'two warnings' });
+    await waitFor(() => logs.lines.filter((l) => l.startsWith('warn') && /no handler of this consumer reads/.test(l)).length === 2, {
+      message: 'two warnings',
+    });
     expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entries that no handler of this consumer reads`);
     expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entries`);
   });
@@ -342,16 +435,32 @@ describe('on a Redis Cluster', () => {
     ['maxRedirections: 1', { maxRedirections: 1 }],
     ['enableOfflineQueue: false', { enableOfflineQueue: false }],
     ['clusterRetryStrategy: () => null', { clusterRetryStrategy: () => null }],
-  ] as const)('heals after a manual failover with %s', async (_name, options) => {
-    const prefix = uniquePrefix();
-    const logs = captureLogs();
-    const worker = await startWorker(ThreeStreams, { consumer: 'c1', keyPrefix: prefix, blockMs: 1000, connection: { cluster: cluster.nodes, options } }, logs.logger);
-    const admin = cluster.client();
-    await waitParked(admin, 'g:c1:', 'three parked lanes', 3);
-    await cluster.failover(`${prefix}a`);
-    const id = await admin.xadd(`${prefix}a`, '*', 'n', 'after');
-    await waitFor(() => worker.seen.calls.some((c) => c.id === id), { message: 'the entry written after the failover', timeoutMs: 15_000 }).catch((err: Error) => {
-      throw new Error(`${err.message}; last warnings: ${logs.lines.filter((l) => l.startsWith('warn')).slice(-3).join(' | ')}`);
-    });
-  }, 30_000);
+  ] as const)(
+    'heals after a manual failover with %s',
+    async (_name, options) => {
+      const prefix = uniquePrefix();
+      const logs = captureLogs();
+      const worker = await startWorker(
+        ThreeStreams,
+        { consumer: 'c1', keyPrefix: prefix, blockMs: 1000, connection: { cluster: cluster.nodes, options } },
+        logs.logger,
+      );
+      const admin = cluster.client();
+      await waitParked(admin, 'g:c1:', 'three parked lanes', 3);
+      await cluster.failover(`${prefix}a`);
+      const id = await admin.xadd(`${prefix}a`, '*', 'n', 'after');
+      await waitFor(() => worker.seen.calls.some((c) => c.id === id), {
+        message: 'the entry written after the failover',
+        timeoutMs: 15_000,
+      }).catch((err: Error) => {
+        throw new Error(
+          `${err.message}; last warnings: ${logs.lines
+            .filter((l) => l.startsWith('warn'))
+            .slice(-3)
+            .join(' | ')}`,
+        );
+      });
+    },
+    30_000,
+  );
 });

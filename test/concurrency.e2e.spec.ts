@@ -42,7 +42,16 @@ describe('concurrency and batched acks', () => {
   it('on close, lets every entry in hand finish and be acked, and hands back the ones not started', async () => {
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 10, concurrency: 3, blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      batchSize: 10,
+      concurrency: 3,
+      blockMs: 100,
+      minIdleMs: 60_000,
+    });
     const releases: (() => void)[] = [];
     app.recorder.behavior = () => new Promise<void>((resolve) => releases.push(resolve));
     await waitFor(() => releases.length === 3, { message: 'three handlers in flight' });

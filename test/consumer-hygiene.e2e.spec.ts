@@ -38,17 +38,30 @@ describe('consumer hygiene (consumerCleanup)', () => {
     await r.xadd(key, '*', 'n', '1');
     // An idle consumer that still owns an entry: deleting it would drop that entry from the PEL.
     await r.xreadgroup('GROUP', 'g', 'owner', 'COUNT', 1, 'STREAMS', key, '>');
-    await waitFor(async () => [...(await consumers(key)).values()].every(([, idle]) => idle >= 300), { message: 'every consumer idle past 300 ms' });
+    await waitFor(async () => [...(await consumers(key)).values()].every(([, idle]) => idle >= 300), {
+      message: 'every consumer idle past 300 ms',
+    });
     const pruned: string[] = [];
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, consumerCleanup: { idleMs: 300, intervalMs: 60_000 } });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'live',
+      keyPrefix: prefix,
+      blockMs: 100,
+      minIdleMs: 60_000,
+      consumerCleanup: { idleMs: 300, intervalMs: 60_000 },
+    });
     app.server.on('consumersDeleted', (_stream: string, names: string[]) => pruned.push(...names));
     await waitFor(() => pruned.length === 50, { message: '50 consumers deleted' });
     expect(pruned.sort()).toEqual([...gone].sort());
     // The worker's own consumer appears with its first read, which may come after the cleanup ran.
-    const left = await waitFor(async () => {
-      const now = await consumers(key);
-      return now.has('live') && now;
-    }, { message: 'the worker’s own consumer' });
+    const left = await waitFor(
+      async () => {
+        const now = await consumers(key);
+        return now.has('live') && now;
+      },
+      { message: 'the worker’s own consumer' },
+    );
     expect([...left.keys()].sort()).toEqual(['live', 'owner']);
     expect(left.get('owner')![0]).toBe(1);
   });
@@ -59,14 +72,23 @@ describe('consumer hygiene (consumerCleanup)', () => {
     await deadConsumers(key, 10);
     await waitFor(async () => [...(await consumers(key)).values()].every(([, idle]) => idle >= 300), { message: 'idle past 300 ms' });
     const runs: string[] = [];
-    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 300, intervalMs: 60_000 } };
+    const options = {
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 100,
+      consumerCleanup: { idleMs: 300, intervalMs: 60_000 },
+    };
     const [a, b] = await Promise.all([start({ ...options, consumer: 'a' }), start({ ...options, consumer: 'b' })]);
     a.server.on('consumersDeleted', (_s: string, names: string[]) => runs.push(`a:${names.length}`));
     b.server.on('consumersDeleted', (_s: string, names: string[]) => runs.push(`b:${names.length}`));
     await waitFor(async () => (await consumers(key)).size === 2, { message: 'the dead consumers deleted' });
     // Ten more left behind right after: within the interval nobody deletes them, however many workers beat.
     for (let i = 0; i < 10; i++) await redis.client().call('XGROUP', 'CREATECONSUMER', key, 'g', `late-${i}`);
-    await waitFor(async () => [...(await consumers(key)).entries()].filter(([n]) => n.startsWith('late-')).every(([, [, idle]]) => idle >= 600), { message: 'late ones idle' });
+    await waitFor(
+      async () => [...(await consumers(key)).entries()].filter(([n]) => n.startsWith('late-')).every(([, [, idle]]) => idle >= 600),
+      { message: 'late ones idle' },
+    );
     expect([...(await consumers(key)).keys()].filter((n) => n.startsWith('late-'))).toHaveLength(10);
     expect(runs.length).toBeLessThanOrEqual(1);
   });
@@ -79,12 +101,21 @@ describe('consumer hygiene (consumerCleanup)', () => {
     for (let i = 0; i < 300; i++) await r.xadd(key, '*', 'n', String(i));
     // The worker cleans every 20 ms with a 1 ms idle threshold: it keeps deleting the consumers a
     // second reader delivers entries to, and that reader keeps re-creating them.
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'janitor', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, consumerCleanup: { idleMs: 1, intervalMs: 20 } });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'janitor',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 60_000,
+      consumerCleanup: { idleMs: 1, intervalMs: 20 },
+    });
     let runs = 0;
     app.server.on('consumersDeleted', () => runs++);
     let delivered = 0;
     for (let i = 0; delivered + app.recorder.calls.length < 300; i++) {
-      const reply = (await r.xreadgroup('GROUP', 'g', names[i % names.length]!, 'COUNT', 1, 'STREAMS', key, '>')) as [string, unknown[]][] | null;
+      const reply = (await r.xreadgroup('GROUP', 'g', names[i % names.length]!, 'COUNT', 1, 'STREAMS', key, '>')) as
+        [string, unknown[]][] | null;
       delivered += reply?.[0]?.[1].length ?? 0;
       if (!reply) await waitFor(() => delivered + app.recorder.calls.length === 300 || runs > 0, { message: 'the rest handled' });
     }
@@ -106,12 +137,14 @@ describe('consumer hygiene (consumerCleanup)', () => {
       await r.call('XGROUP', 'CREATECONSUMER', key, 'ga', `gone-${i}`);
       await r.call('XGROUP', 'CREATECONSUMER', key, 'gb', `gone-${i}`);
     }
-    const idle = async (group: string) => ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).every((row) => Number(row[row.indexOf('idle') + 1]) >= 300);
+    const idle = async (group: string) =>
+      ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).every((row) => Number(row[row.indexOf('idle') + 1]) >= 300);
     await waitFor(async () => (await idle('ga')) && (await idle('gb')), { message: 'idle past 300 ms' });
     const options = { connection: redis.connection, keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 300, intervalMs: 60_000 } };
     await start({ ...options, group: 'ga', consumer: 'a' });
     await start({ ...options, group: 'gb', consumer: 'b' });
-    const names = async (group: string) => ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).map((row) => String(row[row.indexOf('name') + 1]));
+    const names = async (group: string) =>
+      ((await r.xinfo('CONSUMERS', key, group)) as unknown[][]).map((row) => String(row[row.indexOf('name') + 1]));
     // Group gb's cleanup is not shut out by ga's lock, taken just before within the same interval.
     await waitFor(async () => (await names('ga')).join() === 'a' && (await names('gb')).join() === 'b', { message: 'both groups cleaned' });
   });
@@ -123,7 +156,17 @@ describe('consumer hygiene (consumerCleanup)', () => {
     const lock = CLUSTER_MODE ? `{${key}}:cleanup:g` : `${key}:cleanup:g`;
     await redis.client().set(lock, 'a user value');
     const logs = captureLogs();
-    await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 1000, intervalMs: 50 } }, { logger: logs.logger });
+    await start(
+      {
+        connection: redis.connection,
+        group: 'g',
+        consumer: 'c',
+        keyPrefix: prefix,
+        blockMs: 100,
+        consumerCleanup: { idleMs: 1000, intervalMs: 50 },
+      },
+      { logger: logs.logger },
+    );
     const about = () => logs.lines.filter((l) => l.includes(`lock key "${lock}" exists without an expiry`));
     await waitFor(() => about().length === 1, { message: 'the warning' });
     // Several intervals later: still once, and the user's key untouched.
@@ -141,7 +184,14 @@ describe('consumer hygiene (consumerCleanup)', () => {
     await redis.client().call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '+@all', '-xinfo|consumers', '-xgroup|delconsumer');
     const logs = captureLogs();
     const app = await start(
-      { connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' }, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 1, intervalMs: 50 } },
+      {
+        connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'secret' },
+        group: 'g',
+        consumer: 'c',
+        keyPrefix: prefix,
+        blockMs: 100,
+        consumerCleanup: { idleMs: 1, intervalMs: 50 },
+      },
       { logger: logs.logger },
     );
     const failures = () => logs.lines.filter((l) => l.startsWith('warn') && l.includes(`consumer cleanup of "${key}"`));

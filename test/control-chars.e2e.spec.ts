@@ -39,8 +39,26 @@ describe('control characters written by producers are escaped', () => {
     const key = `${uniquePrefix()}orders`;
     const dead = deadLetterKey(key);
     const r = redis.client();
-    await r.xadd(dead, '*', 'stream', `${key}${HOSTILE}`, 'sourceId', `1-1${HOSTILE}`, 'group', `g${HOSTILE}`, 'consumer', `c${HOSTILE}`, 'deliveryCount', '1',
-      'error', `boom${HOSTILE}${C1}`, 'fields', JSON.stringify(['data', JSON.stringify(HOSTILE), 'note', `${HOSTILE}${C1}`]), 'deadAt', String(Date.now()));
+    await r.xadd(
+      dead,
+      '*',
+      'stream',
+      `${key}${HOSTILE}`,
+      'sourceId',
+      `1-1${HOSTILE}`,
+      'group',
+      `g${HOSTILE}`,
+      'consumer',
+      `c${HOSTILE}`,
+      'deliveryCount',
+      '1',
+      'error',
+      `boom${HOSTILE}${C1}`,
+      'fields',
+      JSON.stringify(['data', JSON.stringify(HOSTILE), 'note', `${HOSTILE}${C1}`]),
+      'deadAt',
+      String(Date.now()),
+    );
     const text = await cli('dlq', 'list', dead);
     expectEscaped(text, `${key}\\x1b[2J\\x1b]0;pwned\\x07`, 'boom\\x1b[2J\\x1b]0;pwned\\x07\\x7f\\x9b2J', '1-1\\x1b[2J');
     const json = await cli('dlq', 'list', dead, '--json');
@@ -55,7 +73,12 @@ describe('control characters written by producers are escaped', () => {
     const r = redis.client();
     await r.xgroup('CREATE', key, `g${HOSTILE}`, '0', 'MKSTREAM');
     await r.call('XGROUP', 'CREATECONSUMER', key, `g${HOSTILE}`, `c${HOSTILE}${C1}`);
-    expectEscaped(await cli('redis-streams', 'inspect', key), 'orders\\x1b[2J\\x1b]0;pwned\\x07', 'group g\\x1b[2J', 'c\\x1b[2J\\x1b]0;pwned\\x07\\x7f\\x9b2J');
+    expectEscaped(
+      await cli('redis-streams', 'inspect', key),
+      'orders\\x1b[2J\\x1b]0;pwned\\x07',
+      'group g\\x1b[2J',
+      'c\\x1b[2J\\x1b]0;pwned\\x07\\x7f\\x9b2J',
+    );
     const json = await cli('redis-streams', 'inspect', key, '--json');
     expectEscaped(json, '\\u001b[2J');
     expect(JSON.parse(json)[0].groups[0].consumers[0].name).toBe(`c${HOSTILE}${C1}`);
@@ -63,7 +86,10 @@ describe('control characters written by producers are escaped', () => {
 
   it("in the worker's log lines: a handler error quoting the entry, an entry that does not decode", async () => {
     const logs = captureLogs();
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 2 }, { logger: logs.logger });
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 2 },
+      { logger: logs.logger },
+    );
     // An RpcException: Nest's own exception filter logs a plain Error itself, raw (Nest's line, not ours).
     app.recorder.behavior = (call) => {
       throw new RpcException(`cannot ship ${(call.payload as { note: string }).note}`);
@@ -71,7 +97,9 @@ describe('control characters written by producers are escaped', () => {
     const r = redis.client();
     await r.xadd(app.key(), '*', 'data', JSON.stringify({ note: `${HOSTILE}${C1}` }));
     await r.xadd(app.key(), '*', 'data', HOSTILE);
-    await waitFor(() => app.settled.filter((e) => e.outcome !== 'acked').length >= 2, { message: 'both entries to be settled as failed or dead-lettered' });
+    await waitFor(() => app.settled.filter((e) => e.outcome !== 'acked').length >= 2, {
+      message: 'both entries to be settled as failed or dead-lettered',
+    });
     expect(logs.text()).toContain('cannot ship');
     expectEscaped(logs.text(), 'cannot ship \\x1b[2J\\x1b]0;pwned\\x07\\x7f\\x9b2J', 'cannot decode entry');
   });

@@ -18,7 +18,15 @@ const pendingCount = async (key: string): Promise<number> => Number(((await redi
 describe('poison entries and the dead-letter stream', () => {
   it('dead-letters an entry whose handler fails on its last allowed delivery, with its origin, fields and last error', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 50, minIdleMs: 200, maxDeliveries: 3 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 200,
+      maxDeliveries: 3,
+    });
     app.recorder.behavior = (call) => {
       // An RpcException's error is what Nest hands the transport; a plain Error arrives as "Internal server error".
       throw new RpcException(`boom ${call.deliveryCount}`);
@@ -111,7 +119,14 @@ describe('poison entries and the dead-letter stream', () => {
 
   it('does not dead-letter an entry this consumer no longer owns', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'slow',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 60_000,
+    });
     const r = redis.client();
     let fail!: () => void;
     app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new DeadLetterException('late'))));
@@ -131,10 +146,20 @@ describe('poison entries and the dead-letter stream', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     await r.xadd(deadLetterKey(`${prefix}orders`), '18446744073709551615-18446744073709551615', 'x', 'y');
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 60_000,
+      retryInitialDelayMs: 50,
+      retryMaxDelayMs: 200,
+    });
     const poison = await r.xadd(`${prefix}orders`, '*', 'data', '{not json');
     const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
-    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), {
+      message: 'the innocent entry on another stream',
+    });
     await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders`), { message: 'the poison entry settled' });
     const [event] = app.settled.filter((e) => e.stream === `${prefix}orders`);
     expect(event).toMatchObject({ outcome: 'failed' });
@@ -158,23 +183,38 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   // CONFIG SET reaches one node of a cluster: the one-node run covers it.
-  it.skipIf(CLUSTER_MODE)('dead-letters an entry with its copy even above proto-max-bulk-len: the copy is made inside Redis', async (ctx) => {
-    if (!redis.owned) ctx.skip(); // changes the server's configuration
-    const prefix = uniquePrefix();
-    const r = redis.client();
-    const [, limit] = (await r.config('GET', 'proto-max-bulk-len')) as [string, string];
-    await r.config('SET', 'proto-max-bulk-len', String(1024 * 1024));
-    onTestFinished(async () => void (await redis.client().config('SET', 'proto-max-bulk-len', limit)));
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 });
-    // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB, which no client could send.
-    const poison = await r.xadd(`${prefix}orders`, '*', 'data', '\u0001'.repeat(200_000));
-    const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
-    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
-    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === poison && e.outcome === 'dead-lettered'), { message: 'the poison entry dead-lettered' });
-    const [dead] = await deadLetters(`${prefix}orders`);
-    expect(dead).toMatchObject({ sourceId: poison, fields: ['data', '\u0001'.repeat(200_000)] });
-    expect(dead!.error).toMatch(/cannot be deserialized/);
-    expect(dead!.error).not.toMatch(/not copied/);
-    expect(await pendingCount(`${prefix}orders`)).toBe(0);
-  });
+  it.skipIf(CLUSTER_MODE)(
+    'dead-letters an entry with its copy even above proto-max-bulk-len: the copy is made inside Redis',
+    async (ctx) => {
+      if (!redis.owned) ctx.skip(); // changes the server's configuration
+      const prefix = uniquePrefix();
+      const r = redis.client();
+      const [, limit] = (await r.config('GET', 'proto-max-bulk-len')) as [string, string];
+      await r.config('SET', 'proto-max-bulk-len', String(1024 * 1024));
+      onTestFinished(async () => void (await redis.client().config('SET', 'proto-max-bulk-len', limit)));
+      const app = await start({
+        connection: redis.connection,
+        group: 'g',
+        keyPrefix: prefix,
+        blockMs: 50,
+        minIdleMs: 60_000,
+        retryInitialDelayMs: 50,
+        retryMaxDelayMs: 200,
+      });
+      // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB, which no client could send.
+      const poison = await r.xadd(`${prefix}orders`, '*', 'data', '\u0001'.repeat(200_000));
+      const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
+      await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), {
+        message: 'the innocent entry on another stream',
+      });
+      await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === poison && e.outcome === 'dead-lettered'), {
+        message: 'the poison entry dead-lettered',
+      });
+      const [dead] = await deadLetters(`${prefix}orders`);
+      expect(dead).toMatchObject({ sourceId: poison, fields: ['data', '\u0001'.repeat(200_000)] });
+      expect(dead!.error).toMatch(/cannot be deserialized/);
+      expect(dead!.error).not.toMatch(/not copied/);
+      expect(await pendingCount(`${prefix}orders`)).toBe(0);
+    },
+  );
 });

@@ -1,4 +1,15 @@
-import { Catch, Controller, Injectable, UseFilters, UseInterceptors, type RpcExceptionFilter, type ArgumentsHost, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Catch,
+  Controller,
+  Injectable,
+  UseFilters,
+  UseInterceptors,
+  type RpcExceptionFilter,
+  type ArgumentsHost,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { BaseRpcExceptionFilter, Ctx, Payload } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { EMPTY, map, tap, throwError, timer } from 'rxjs';
@@ -12,7 +23,8 @@ afterAll(async () => redis?.stop());
 
 const start = useApps();
 
-const pendingCount = async (key: string, group = 'g'): Promise<number> => Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
+const pendingCount = async (key: string, group = 'g'): Promise<number> =>
+  Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
 
 describe('delivery and settle', () => {
   it('injects providers into controllers (decorator metadata is emitted under the test build)', async () => {
@@ -41,7 +53,11 @@ describe('delivery and settle', () => {
       fields: { order_id: '1001', status: 'pending' },
     });
     const payments = app.recorder.calls.find((c) => c.pattern === 'payments')!;
-    expect(payments).toMatchObject({ payload: { amount: 12.5, tags: ['a'], nested: { ok: true } }, id: jsonId, stream: app.key('payments') });
+    expect(payments).toMatchObject({
+      payload: { amount: 12.5, tags: ['a'], nested: { ok: true } },
+      id: jsonId,
+      stream: app.key('payments'),
+    });
     expect(await pendingCount(app.key('orders'))).toBe(0);
     expect(await pendingCount(app.key('payments'))).toBe(0);
   });
@@ -110,7 +126,10 @@ describe('delivery and settle', () => {
       }
     }
     const prefix = uniquePrefix();
-    const moduleApp = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 }, { controllers: [Audited] });
+    const moduleApp = await start(
+      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000 },
+      { controllers: [Audited] },
+    );
     moduleApp.server.setOnProcessingStartHook((_t, _c, done) => {
       events.push('hook:start');
       return done();
@@ -145,11 +164,22 @@ describe('delivery and settle', () => {
     const [a, b] = [ids[5]!, ids[15]!];
     await r.xclaim(key, 'g', 'dead', 0, a, b, 'IDLE', 1_000_000_000, 'RETRYCOUNT', 3, 'JUSTID');
     // "c" restarts: its own 38 fail again (pending around a and b); reclaiming a and b makes their 4th delivery.
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 2, blockMs: 50, minIdleMs: 600_000, maxDeliveries: 3 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      batchSize: 2,
+      blockMs: 50,
+      minIdleMs: 600_000,
+      maxDeliveries: 3,
+    });
     app.recorder.behavior = () => {
       throw new Error('still failing');
     };
-    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 2, { message: 'the twice-reclaimed entries dead-lettered' });
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 2, {
+      message: 'the twice-reclaimed entries dead-lettered',
+    });
     // Past maxDeliveries: dead-lettered unrun, with Redis' count, never a default of 1.
     expect(app.recorder.idsOf()).not.toContain(a);
     expect(app.recorder.idsOf()).not.toContain(b);

@@ -23,7 +23,11 @@ afterEach(() => {
 /** Spawns a built script with the test's environment minus any Redis location or partitioning of the caller's. */
 function run(script: string, args: string[], env: Record<string, string>): Running {
   const { REDIS_URL: _url, REDIS_CLUSTER_URLS: _cluster, STREAMS_PARTITIONS: _partitions, ...inherited } = process.env;
-  const proc = spawn(process.execPath, [script, ...args], { cwd: repoRoot, env: { ...inherited, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [script, ...args], {
+    cwd: repoRoot,
+    env: { ...inherited, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(proc);
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
@@ -47,10 +51,13 @@ function closed(port: number): Promise<boolean> {
 describe('node scripts/local-cluster.mjs', () => {
   it('prints the URLs of 6 nodes of a healthy cluster, and removes it on SIGTERM', async () => {
     const script = run('scripts/local-cluster.mjs', [], {});
-    const urls = await waitFor(() => /^(redis:\/\/127\.0\.0\.1:\d+,){5}redis:\/\/127\.0\.0\.1:\d+$/m.exec(script.output())?.[0].split(','), {
-      message: 'the node URLs',
-      timeoutMs: 20_000,
-    });
+    const urls = await waitFor(
+      () => /^(redis:\/\/127\.0\.0\.1:\d+,){5}redis:\/\/127\.0\.0\.1:\d+$/m.exec(script.output())?.[0].split(','),
+      {
+        message: 'the node URLs',
+        timeoutMs: 20_000,
+      },
+    );
     const ports = urls.map((url) => Number(new URL(url).port));
     for (const port of ports) {
       const node = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
@@ -149,16 +156,22 @@ describe('the demo worker on a cluster (REDIS_CLUSTER_URLS)', () => {
       STREAMS_BLOCK_MS: '30000',
       DEMO_WORK_MS: '300',
     });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), { message: 'the worker to start', timeoutMs: 15_000 });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: 15_000,
+    });
     expect(worker.output()).toContain(`reading ${keys.map((k) => `"${k}"`).join(', ')}`);
 
     const ids = await Promise.all(keys.map((key, i) => r.xadd(key, '*', 'order_id', String(1001 + i), 'status', 'pending')));
     await waitFor(() => ids.every((id, i) => worker.output().includes(`order ${1001 + i} (pending) partition ${i} entry ${id}`)), {
       message: 'an order of each partition to be logged with its partition',
     });
-    await waitFor(async () => (await Promise.all(keys.map(async (key) => ((await r.xpending(key, group)) as [number])[0]))).every((n) => n === 0), {
-      message: 'all 6 orders acked',
-    });
+    await waitFor(
+      async () => (await Promise.all(keys.map(async (key) => ((await r.xpending(key, group)) as [number])[0]))).every((n) => n === 0),
+      {
+        message: 'all 6 orders acked',
+      },
+    );
 
     // SIGTERM once an order is in hand (its 300 ms of work has begun).
     const last = keys[5]!;
@@ -179,7 +192,9 @@ describe('the demo worker on a cluster (REDIS_CLUSTER_URLS)', () => {
   it('refuses a REDIS_CLUSTER_URLS entry that is not a redis:// URL, naming it (password masked)', async () => {
     const worker = startWorker({ REDIS_CLUSTER_URLS: `${cluster.urls[0]},http://user:hunter2@127.0.0.1:7000` });
     expect(await worker.exit).toBe(1);
-    expect(worker.output()).toContain('REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got "http://user:***@127.0.0.1:7000" as node 2 of 2');
+    expect(worker.output()).toContain(
+      'REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got "http://user:***@127.0.0.1:7000" as node 2 of 2',
+    );
     expect(worker.output()).not.toContain('hunter2');
   });
 

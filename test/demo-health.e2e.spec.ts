@@ -32,7 +32,11 @@ function startWorker(env: Record<string, string>): Worker {
   const main = requireBuilt('dist/apps/orders-worker/main.js');
   // Only this test's settings: no HEALTH_* or Redis location of the caller's.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(HEALTH_|REDIS_|STREAMS_|DEMO_)/.test(name)));
-  const proc = spawn(process.execPath, [main], { cwd: repoRoot, env: { ...inherited, NO_COLOR: '1', DEMO_QUIET: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [main], {
+    cwd: repoRoot,
+    env: { ...inherited, NO_COLOR: '1', DEMO_QUIET: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
@@ -46,7 +50,12 @@ function startWorker(env: Record<string, string>): Worker {
 function names() {
   const group = `health-${randomUUID().slice(0, 8)}`;
   const prefix = `${group}:`;
-  return { group, prefix, stream: `${prefix}orders`, env: { STREAMS_KEY_PREFIX: prefix, STREAMS_GROUP: group, STREAMS_CONSUMER: 'worker-1' } };
+  return {
+    group,
+    prefix,
+    stream: `${prefix}orders`,
+    env: { STREAMS_KEY_PREFIX: prefix, STREAMS_GROUP: group, STREAMS_CONSUMER: 'worker-1' },
+  };
 }
 
 /** GET on the worker's listener: status, content type and body (parsed when JSON). */
@@ -74,9 +83,13 @@ async function addOrders(r: Redis, stream: string, count: number, firstId = 1001
 
 /** Waits for the worker's HTTP listener line and its consumer's start. */
 async function started(worker: Worker, port: number): Promise<void> {
-  await waitFor(() => worker.output().includes('Nest microservice successfully started') || worker.proc.exitCode !== null, { message: 'the worker to start' });
+  await waitFor(() => worker.output().includes('Nest microservice successfully started') || worker.proc.exitCode !== null, {
+    message: 'the worker to start',
+  });
   expect(worker.proc.exitCode, worker.output()).toBeNull();
-  expect(worker.output()).toContain(`health http://127.0.0.1:${port}/health/live http://127.0.0.1:${port}/health/ready, metrics http://127.0.0.1:${port}/metrics`);
+  expect(worker.output()).toContain(
+    `health http://127.0.0.1:${port}/health/live http://127.0.0.1:${port}/health/ready, metrics http://127.0.0.1:${port}/metrics`,
+  );
 }
 
 /**
@@ -139,7 +152,12 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     );
     expect([...readyStatuses]).toEqual([200]);
     expect(busy.body.info['orders-worker']).toMatchObject({ status: 'up', state: 'running' });
-    expect(streamOf(busy.body, stream)).toMatchObject({ stream, lag: expect.any(Number), pending: expect.any(Number), lastBeatAgeMs: expect.any(Number) });
+    expect(streamOf(busy.body, stream)).toMatchObject({
+      stream,
+      lag: expect.any(Number),
+      pending: expect.any(Number),
+      lastBeatAgeMs: expect.any(Number),
+    });
 
     const drained = await waitFor(
       async () => {
@@ -153,7 +171,14 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
 
     const on = `messaging_destination_name="${stream}"`;
     const ackedLine = (text: string) =>
-      text.split('\n').find((l) => l.startsWith('messaging_client_consumed_messages_total{') && l.includes(on) && l.includes('messaging_redis_streams_outcome="acked"'));
+      text
+        .split('\n')
+        .find(
+          (l) =>
+            l.startsWith('messaging_client_consumed_messages_total{') &&
+            l.includes(on) &&
+            l.includes('messaging_redis_streams_outcome="acked"'),
+        );
     // The counter is reported as each entry settles: poll until it has all 60.
     const scrape = await waitFor(
       async () => {
@@ -199,7 +224,9 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     expect(down.type).toContain('application/json');
     expect(down.body.status).toBe('error');
     expect(down.body.error['orders-worker'].status).toBe('down');
-    expect(down.body.error['orders-worker'].reasons).toEqual([expect.stringMatching(/^Redis unreachable for \d+ ms \(threshold 1000 ms\)$/)]);
+    expect(down.body.error['orders-worker'].reasons).toEqual([
+      expect.stringMatching(/^Redis unreachable for \d+ ms \(threshold 1000 ms\)$/),
+    ]);
     expect(figures(down.body).redisDownForMs).toBeGreaterThan(1000);
     expect((await get(port, '/health/ready')).status).toBe(503);
     // /metrics still answers while Redis is down.
@@ -225,7 +252,14 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
   it('readiness turns 503 while a stream’s lag is above HEALTH_MAX_LAG and 200 once drained; liveness stays 200', async () => {
     const { stream, env } = names();
     const port = await freePort();
-    const worker = startWorker({ ...env, REDIS_URL: redis.url, HEALTH_PORT: String(port), HEALTH_MAX_LAG: '20', HEALTH_MAX_PENDING: '1000', DEMO_WORK_MS: '10' });
+    const worker = startWorker({
+      ...env,
+      REDIS_URL: redis.url,
+      HEALTH_PORT: String(port),
+      HEALTH_MAX_LAG: '20',
+      HEALTH_MAX_PENDING: '1000',
+      DEMO_WORK_MS: '10',
+    });
     await started(worker, port);
     expect((await get(port, '/health/ready')).status).toBe(200);
 
@@ -278,10 +312,22 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     onTestFinished(async () => void (revived || (await own.revive())));
     const { env } = names();
     const port = await freePort();
-    const worker = startWorker({ ...env, REDIS_URL: own.url, HEALTH_PORT: String(port), STREAMS_STARTUP_TIMEOUT_MS: '60000', HEALTH_REDIS_DOWN_MS: '60000' });
-    const ready = await waitFor(() => get(port, '/health/ready').catch(() => undefined), { ...poll, message: 'the listener while starting' });
+    const worker = startWorker({
+      ...env,
+      REDIS_URL: own.url,
+      HEALTH_PORT: String(port),
+      STREAMS_STARTUP_TIMEOUT_MS: '60000',
+      HEALTH_REDIS_DOWN_MS: '60000',
+    });
+    const ready = await waitFor(() => get(port, '/health/ready').catch(() => undefined), {
+      ...poll,
+      message: 'the listener while starting',
+    });
     expect(ready.status).toBe(503);
-    expect(ready.body.error['orders-worker']).toMatchObject({ state: 'starting', reasons: expect.arrayContaining(['the consumer is starting']) });
+    expect(ready.body.error['orders-worker']).toMatchObject({
+      state: 'starting',
+      reasons: expect.arrayContaining(['the consumer is starting']),
+    });
     const live = await get(port, '/health/live');
     expect(live.status).toBe(200);
     expect(figures(live.body).state).toBe('starting');
@@ -289,7 +335,11 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     await own.revive();
     revived = true;
     await started(worker, port);
-    await waitFor(async () => (await get(port, '/health/ready')).status === 200, { ...poll, timeoutMs: 15_000, message: 'readiness 200 once started' });
+    await waitFor(async () => (await get(port, '/health/ready')).status === 200, {
+      ...poll,
+      timeoutMs: 15_000,
+      message: 'readiness 200 once started',
+    });
   });
 
   it('exits 0 on SIGTERM while the consumer is still starting (hybrid app)', async () => {
@@ -305,7 +355,14 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
   it('on SIGTERM finishes the order in hand, acks it and exits 0 (hybrid app)', async () => {
     const { group, stream, env } = names();
     const port = await freePort();
-    const worker = startWorker({ ...env, REDIS_URL: redis.url, HEALTH_PORT: String(port), STREAMS_BLOCK_MS: '30000', DEMO_WORK_MS: '300', DEMO_QUIET: '0' });
+    const worker = startWorker({
+      ...env,
+      REDIS_URL: redis.url,
+      HEALTH_PORT: String(port),
+      STREAMS_BLOCK_MS: '30000',
+      DEMO_WORK_MS: '300',
+      DEMO_QUIET: '0',
+    });
     await started(worker, port);
     const r = redis.client();
     await addOrders(r, stream, 1, 1001);

@@ -31,7 +31,11 @@ async function poisoned(count: number) {
 /** The CLI's exit code and output, whatever the code. */
 const cliRun = (...args: string[]) => {
   const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-  return promisify(execFile)(process.execPath, [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])], { cwd: repoRoot }).then(
+  return promisify(execFile)(
+    process.execPath,
+    [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])],
+    { cwd: repoRoot },
+  ).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
   );
@@ -39,13 +43,38 @@ const cliRun = (...args: string[]) => {
 
 /** A dead letter as a producer could write it by hand, naming `stream` and carrying `fields` (a JSON text). */
 const forge = (dead: string, stream: string, fields: string) =>
-  redis.client().xadd(dead, '*', 'stream', stream, 'sourceId', '1-1', 'group', 'g', 'consumer', 'c', 'deliveryCount', '9', 'error', 'x', 'fields', fields, 'deadAt', '0') as Promise<string>;
+  redis
+    .client()
+    .xadd(
+      dead,
+      '*',
+      'stream',
+      stream,
+      'sourceId',
+      '1-1',
+      'group',
+      'g',
+      'consumer',
+      'c',
+      'deliveryCount',
+      '9',
+      'error',
+      'x',
+      'fields',
+      fields,
+      'deadAt',
+      '0',
+    ) as Promise<string>;
 
 const fieldsOf = async (key: string, id: string) => (await redis.client().xrange(key, id, id))[0]?.[1];
 
 const cli = async (...args: string[]) => {
   const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-  const { stdout } = await promisify(execFile)(process.execPath, [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])], { cwd: repoRoot });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])],
+    { cwd: repoRoot },
+  );
   return stdout;
 };
 
@@ -72,7 +101,10 @@ describe('dead-letter tooling', () => {
     const listed = await cli('list', dead);
     expect(listed).toContain(`2 entries in "${dead}"`);
     expect(listed).toContain('handler refused it: poisoned');
-    const json = (await cli('list', dead, '--json')).trim().split('\n').map((l) => JSON.parse(l));
+    const json = (await cli('list', dead, '--json'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(json.map((d) => d.fields)).toEqual([
       ['poison', 'yes', 'n', '0'],
       ['poison', 'yes', 'n', '1'],
@@ -92,17 +124,30 @@ describe('dead-letter tooling', () => {
     const victim = `${dead}:victim`;
     const forged = await forge(dead, victim, JSON.stringify(['amount', '1000000', 'to', 'attacker']));
     const replyTo = `${prefix}replies:${crypto.randomUUID()}`;
-    const request = await forge(dead, app.key(), JSON.stringify(['data', '{"n":"req"}', 'correlationId', 'c-1', 'replyTo', replyTo, 'headers', '{"h":"1"}']));
+    const request = await forge(
+      dead,
+      app.key(),
+      JSON.stringify(['data', '{"n":"req"}', 'correlationId', 'c-1', 'replyTo', replyTo, 'headers', '{"h":"1"}']),
+    );
 
     const run = await cliRun('redrive', dead, '--all', '--json');
     expect(await redis.client().exists(victim)).toBe(0);
     expect(run.code).toBe(1);
-    const results = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(results.find((r) => r.id === forged)).toMatchObject({ stream: app.key(), newId: null, skipped: expect.stringContaining(victim) });
+    const results = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(results.find((r) => r.id === forged)).toMatchObject({
+      stream: app.key(),
+      newId: null,
+      skipped: expect.stringContaining(victim),
+    });
     const redriven = results.find((r) => r.id === request)!.newId as string;
     expect(redriven).toMatch(/^\d+-\d+$/);
     expect(await fieldsOf(app.key(), redriven)).toEqual(['data', '{"n":"req"}', 'headers', '{"h":"1"}']);
-    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'the real letter and the request, handled' });
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, {
+      message: 'the real letter and the request, handled',
+    });
     expect(app.recorder.calls.map((c) => c.payload)).toContainEqual({ n: 'req' });
     expect(await redis.client().exists(replyTo)).toBe(0);
     // The skipped letter stays where it was, the two others are gone.
@@ -110,11 +155,15 @@ describe('dead-letter tooling', () => {
 
     // The API says the same, and a dead-letter key whose source the names cannot tell needs an explicit target.
     const dlq = new DeadLetters(redis.client());
-    expect(await dlq.redrive(dead, [forged])).toEqual([{ id: forged, stream: app.key(), newId: null, skipped: expect.stringContaining(victim) }]);
+    expect(await dlq.redrive(dead, [forged])).toEqual([
+      { id: forged, stream: app.key(), newId: null, skipped: expect.stringContaining(victim) },
+    ]);
     await expect(dlq.redrive(`${app.key()}:graveyard`, 'all')).rejects.toThrow(/cannot tell which stream .*graveyard.* name it/);
     const custom = `${app.key()}:graveyard`;
     const ok = await forge(custom, app.key(), JSON.stringify(['n', 'custom']));
-    expect(await dlq.redrive(custom, 'all', { stream: app.key() })).toMatchObject([{ id: ok, stream: app.key(), newId: expect.any(String) }]);
+    expect(await dlq.redrive(custom, 'all', { stream: app.key() })).toMatchObject([
+      { id: ok, stream: app.key(), newId: expect.any(String) },
+    ]);
   });
 
   it('re-drives the others past letters it cannot write: a 4,001-field entry goes back whole, malformed letters are reported and kept', async () => {
@@ -133,7 +182,10 @@ describe('dead-letter tooling', () => {
     heal();
     const run = await cliRun('redrive', dead, '--all', '--json');
     expect(run.code).toBe(1);
-    const results = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const results = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(results).toHaveLength(7);
     for (const id of bad) expect(results.find((r) => r.id === id)).toMatchObject({ newId: null, skipped: expect.stringMatching(/fields/) });
     expect(results.find((r) => r.id === good)!.newId).toMatch(/^\d+-\d+$/);
@@ -158,27 +210,32 @@ describe('dead-letter tooling', () => {
   });
 
   // ACL users are per node: the one-node run covers it.
-  it.skipIf(CLUSTER_MODE)('says so when it appended a letter it could not delete (no XDEL right), narrow or wide, instead of calling it skipped', async () => {
-    const prefix = uniquePrefix();
-    const source = `${prefix}orders`;
-    const dead = deadLetterKey(source);
-    await redis.client().xadd(source, '*', 'seed', '1');
-    const wide = JSON.stringify(Array.from({ length: 8002 }, (_, i) => `v${i}`));
-    const letters = [await forge(dead, source, '["n","1"]'), await forge(dead, source, wide)];
-    const operator = new Redis(await aclUser(redis.client(), redis.port, `ops-${prefix}`, prefix, ['on', '>pw', `~${prefix}*`, '+@all', '-xdel']));
-    try {
-      const results = await new DeadLetters(operator).redrive(dead, 'all');
-      expect(results.map((r) => r.id)).toEqual(letters);
-      for (const r of results) {
-        expect(r.newId).toMatch(/^\d+-\d+$/);
-        expect(r.skipped).toMatch(/not deleted/);
+  it.skipIf(CLUSTER_MODE)(
+    'says so when it appended a letter it could not delete (no XDEL right), narrow or wide, instead of calling it skipped',
+    async () => {
+      const prefix = uniquePrefix();
+      const source = `${prefix}orders`;
+      const dead = deadLetterKey(source);
+      await redis.client().xadd(source, '*', 'seed', '1');
+      const wide = JSON.stringify(Array.from({ length: 8002 }, (_, i) => `v${i}`));
+      const letters = [await forge(dead, source, '["n","1"]'), await forge(dead, source, wide)];
+      const operator = new Redis(
+        await aclUser(redis.client(), redis.port, `ops-${prefix}`, prefix, ['on', '>pw', `~${prefix}*`, '+@all', '-xdel']),
+      );
+      try {
+        const results = await new DeadLetters(operator).redrive(dead, 'all');
+        expect(results.map((r) => r.id)).toEqual(letters);
+        for (const r of results) {
+          expect(r.newId).toMatch(/^\d+-\d+$/);
+          expect(r.skipped).toMatch(/not deleted/);
+        }
+        expect(await redis.client().xlen(source)).toBe(3);
+        expect(await redis.client().xlen(dead)).toBe(2);
+      } finally {
+        operator.disconnect();
       }
-      expect(await redis.client().xlen(source)).toBe(3);
-      expect(await redis.client().xlen(dead)).toBe(2);
-    } finally {
-      operator.disconnect();
-    }
-  });
+    },
+  );
 
   it('skips a letter whose fields hold raw control bytes (its listing could not show them), and re-drives nothing of it', async () => {
     const prefix = uniquePrefix();
@@ -196,36 +253,43 @@ describe('dead-letter tooling', () => {
     const { app, dead, heal } = await poisoned(0);
     const bin = Buffer.from('82a26964cdfffea176c3', 'hex');
     const id = (await redis.client().xadd(app.key(), '*', 'poison', 'yes', 'bin', bin))!;
-    await waitFor(() => app.settled.some((e) => e.id === id && e.outcome === 'dead-lettered'), { message: 'the binary entry dead-lettered' });
+    await waitFor(() => app.settled.some((e) => e.id === id && e.outcome === 'dead-lettered'), {
+      message: 'the binary entry dead-lettered',
+    });
     heal();
     const [result] = await new DeadLetters(redis.client()).redrive(dead, 'all');
     const [entry] = await redis.client().xrangeBuffer(app.key(), result!.newId!, result!.newId!);
-    expect(entry![1].map((b) => b.toString('hex'))).toEqual([Buffer.from('poison'), Buffer.from('yes'), Buffer.from('bin'), bin].map((b) => b.toString('hex')));
+    expect(entry![1].map((b) => b.toString('hex'))).toEqual(
+      [Buffer.from('poison'), Buffer.from('yes'), Buffer.from('bin'), bin].map((b) => b.toString('hex')),
+    );
   });
 
   // Argument and URL errors do not depend on the deployment: the one-node run covers them.
-  it.skipIf(CLUSTER_MODE)('answers --help on stdout with exit 0, and refuses an unknown command, a bad URL and an unreachable server clearly', async () => {
-    const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-    const run = (...args: string[]) =>
-      promisify(execFile)(process.execPath, [script, ...args], { cwd: repoRoot }).then(
-        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
-      );
-    const help = await run('--help');
-    expect(help).toMatchObject({ code: 0, stderr: '' });
-    expect(help.stdout).toMatch(/^usage:/);
+  it.skipIf(CLUSTER_MODE)(
+    'answers --help on stdout with exit 0, and refuses an unknown command, a bad URL and an unreachable server clearly',
+    async () => {
+      const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
+      const run = (...args: string[]) =>
+        promisify(execFile)(process.execPath, [script, ...args], { cwd: repoRoot }).then(
+          ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+          (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+        );
+      const help = await run('--help');
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^usage:/);
 
-    const unknown = await run('purge', 'orders:dead', '--url', redis.url);
-    expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown command "purge"/);
+      const unknown = await run('purge', 'orders:dead', '--url', redis.url);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(/unknown command "purge"/);
 
-    const badUrl = await run('list', 'orders:dead', '--url', 'http://127.0.0.1:6379');
-    expect(badUrl.code).toBe(1);
-    expect(badUrl.stderr).toMatch(/invalid option "connection": URL must start with redis:\/\/ or rediss:\/\//);
+      const badUrl = await run('list', 'orders:dead', '--url', 'http://127.0.0.1:6379');
+      expect(badUrl.code).toBe(1);
+      expect(badUrl.stderr).toMatch(/invalid option "connection": URL must start with redis:\/\/ or rediss:\/\//);
 
-    const down = await run('list', 'orders:dead', '--url', 'redis://ops:s3cret@127.0.0.1:1/2');
-    expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1\/2: connect ECONNREFUSED/);
-    expect(down.stderr).not.toContain('s3cret');
-  });
+      const down = await run('list', 'orders:dead', '--url', 'redis://ops:s3cret@127.0.0.1:1/2');
+      expect(down.code).toBe(1);
+      expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1\/2: connect ECONNREFUSED/);
+      expect(down.stderr).not.toContain('s3cret');
+    },
+  );
 });

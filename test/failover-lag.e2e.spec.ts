@@ -37,9 +37,14 @@ describe('lag after a failover', () => {
     const key = first.key();
     const admin = pair.master.client();
     const handled = async (count: number) =>
-      waitFor(async () => first.recorder.calls.length === count && (await first.server.health({ maxStatsAgeMs: 0 })).streams.find((s) => s.stream === key)?.pending === 0, {
-        message: `${count} entries handled and acked on the master`,
-      });
+      waitFor(
+        async () =>
+          first.recorder.calls.length === count &&
+          (await first.server.health({ maxStatsAgeMs: 0 })).streams.find((s) => s.stream === key)?.pending === 0,
+        {
+          message: `${count} entries handled and acked on the master`,
+        },
+      );
     // 100 entries handled before the replica exists: its full sync (an RDB) carries the group's entries-read.
     for (let n = 0; n < 100; n++) await admin.xadd(key, '*', 'n', String(n));
     await handled(100);

@@ -24,7 +24,8 @@ describe('faults the loop must survive', () => {
   it('resumes after its blocking connection is killed, without running the entry in hand twice', async () => {
     const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 200 });
     let release!: () => void;
-    app.recorder.behavior = (call) => (call.payload as { slow?: string }).slow ? new Promise<void>((resolve) => (release = resolve)) : undefined;
+    app.recorder.behavior = (call) =>
+      (call.payload as { slow?: string }).slow ? new Promise<void>((resolve) => (release = resolve)) : undefined;
     const r = redis.client();
     const inHand = await r.xadd(app.key(), '*', 'slow', '1');
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the slow handler' });
@@ -102,7 +103,14 @@ describe('faults the loop must survive', () => {
     const user = `acker-${uniquePrefix().slice(2, 10)}`;
     await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all');
     const prefix = uniquePrefix();
-    const app = await start({ connection: `redis://${user}:pw@127.0.0.1:${redis.port}`, group: 'g', keyPrefix: prefix, blockMs: 200, minIdleMs: 60_000, retryMaxDelayMs: 100 });
+    const app = await start({
+      connection: `redis://${user}:pw@127.0.0.1:${redis.port}`,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 200,
+      minIdleMs: 60_000,
+      retryMaxDelayMs: 100,
+    });
     let calls = 0;
     app.recorder.behavior = async () => {
       // The ack of this first handling is refused; then nothing else arrives.
@@ -135,9 +143,16 @@ describe('faults the loop must survive', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const name = `noxgroup-${prefix.slice(2, 10)}`;
-    const connection = await aclUser(admin, name, prefix, CONSUMER_ACL.filter((rule) => rule !== '+xgroup|create'));
+    const connection = await aclUser(
+      admin,
+      name,
+      prefix,
+      CONSUMER_ACL.filter((rule) => rule !== '+xgroup|create'),
+    );
     try {
-      await expect(start({ connection, group: 'g', keyPrefix: prefix })).rejects.toThrow(new RegExp(`^NOPERM .*\\(XGROUP CREATE "g" on stream "${prefix}orders"\\)`));
+      await expect(start({ connection, group: 'g', keyPrefix: prefix })).rejects.toThrow(
+        new RegExp(`^NOPERM .*\\(XGROUP CREATE "g" on stream "${prefix}orders"\\)`),
+      );
     } finally {
       await admin.call('ACL', 'DELUSER', name);
     }
@@ -150,7 +165,10 @@ describe('faults the loop must survive', () => {
     const consumerConn = await aclUser(admin, `consumer-${tag}`, prefix, CONSUMER_ACL);
     const producerConn = await aclUser(admin, `producer-${tag}`, prefix, PRODUCER_ACL);
     try {
-      const app = await start({ connection: consumerConn, group: 'g', keyPrefix: prefix, blockMs: 30_000 }, { controllers: [RequestsController] });
+      const app = await start(
+        { connection: consumerConn, group: 'g', keyPrefix: prefix, blockMs: 30_000 },
+        { controllers: [RequestsController] },
+      );
       app.recorder.behavior = (call) => (call.pattern === 'quote' ? 'quoted' : undefined);
       const { client, close } = await producer({ connection: producerConn, keyPrefix: prefix, retention: { maxLen: 1000, safe: true } });
       const id = await lastValueFrom(client.emit('orders', { n: 1 }));
@@ -158,7 +176,9 @@ describe('faults the loop must survive', () => {
       expect(await lastValueFrom(client.send('quote', {}))).toBe('quoted');
       // Dead letters: the consumer may XADD to <stream>:dead.
       const poison = await admin.xadd(`${prefix}orders`, '*', 'data', '{not json');
-      await waitFor(() => app.settled.some((e) => e.id === poison && e.outcome === 'dead-lettered'), { message: 'the poison entry dead-lettered under the ACL user' });
+      await waitFor(() => app.settled.some((e) => e.id === poison && e.outcome === 'dead-lettered'), {
+        message: 'the poison entry dead-lettered under the ACL user',
+      });
       // … but not to a work stream, nor expire one.
       const asConsumer = redis.client();
       await asConsumer.call('AUTH', consumerConn.username, consumerConn.password);
@@ -196,12 +216,22 @@ describe('faults the loop must survive', () => {
   it('keeps parking when its blocking connection goes silent right after a reconnect (CLIENT ID never answered)', async () => {
     const proxy = await silencingProxy(redis.port);
     try {
-      const app = await start({ connection: { host: '127.0.0.1', port: proxy.port }, group: 'g', consumer: 'k1', keyPrefix: uniquePrefix(), blockMs: 300, minIdleMs: 600_000, retryMaxDelayMs: 200 });
+      const app = await start({
+        connection: { host: '127.0.0.1', port: proxy.port },
+        group: 'g',
+        consumer: 'k1',
+        keyPrefix: uniquePrefix(),
+        blockMs: 300,
+        minIdleMs: 600_000,
+        retryMaxDelayMs: 200,
+      });
       const r = redis.client();
       const first = await r.xadd(app.key(), '*', 'n', 'first');
       await waitFor(() => app.settled.some((e) => e.id === first), { message: 'the first entry' });
       proxy.silenceNextClientId();
-      const row = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').find((l) => l.includes('k1:blocking'))!;
+      const row = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal'))
+        .split('\n')
+        .find((l) => l.includes('k1:blocking'))!;
       await r.client('KILL', 'ADDR', /addr=(\S+)/.exec(row)![1]!);
       await waitFor(() => proxy.silenced() === 1, { message: 'the CLIENT ID after the reconnect swallowed' });
       const second = await r.xadd(app.key(), '*', 'n', 'second');

@@ -98,13 +98,24 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     for (let i = 0; i < 12; i++) await r.xadd(key, '*', 'tag', `x${i}`);
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const a = await start({ connection: redis.url, group: 'g', consumer: 'a', keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, batchSize: 6, concurrency: 3 });
+    const a = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: prefix,
+      blockMs: 100,
+      minIdleMs: 60_000,
+      batchSize: 6,
+      concurrency: 3,
+    });
     a.recorder.behavior = async (c) => {
       await gate;
       if (tagOf(c) === 'x2' && c.deliveryCount === 1) throw new Error('fails once');
     };
     // Three in hand, three waiting, six read ahead: all twelve pending under "a".
-    await waitFor(async () => a.recorder.calls.length >= 3 && ((await r.xpending(key, 'g')) as [number])[0] === 12, { message: 'a batch in hand and one read ahead' });
+    await waitFor(async () => a.recorder.calls.length >= 3 && ((await r.xpending(key, 'g')) as [number])[0] === 12, {
+      message: 'a batch in hand and one read ahead',
+    });
     await r.xgroup('DESTROY', key, 'g');
     open();
     await settled([a], await add(a, 'after'));
@@ -133,7 +144,11 @@ describe('a lost group noticed late', () => {
     // c is now in a handler; a is parked, so only a sees the NOGROUP and re-creates the group.
     for (let i = 0; !c.recorder.calls.some((call) => tagOf(call).startsWith('slow')); i++) {
       await add(c, `slow${i}`);
-      await waitFor(() => c.recorder.calls.some((call) => tagOf(call).startsWith('slow')) || a.recorder.calls.some((call) => tagOf(call) === `slow${i}`), { message: `slow${i} taken` });
+      await waitFor(
+        () =>
+          c.recorder.calls.some((call) => tagOf(call).startsWith('slow')) || a.recorder.calls.some((call) => tagOf(call) === `slow${i}`),
+        { message: `slow${i} taken` },
+      );
     }
     await redis.client().xgroup('DESTROY', c.key(), 'g');
     await settled([a, c], await add(a, 'after'));
@@ -152,9 +167,18 @@ describe('DeliveryMarks', () => {
     marks.settled({ stream: 's', id: '1-1', deliveryCount: 2, source: 'new', outcome: 'failed' });
     const owed = marks.owed('s', ['1-4', '1-5']);
     marks.keepOwned('s', owed, ['1-1', '1-4', '1-5']);
-    expect(marks.owed('s', []).sort()).toEqual([['1-1', 2], ['1-4', 1], ['1-5', 1]]);
+    expect(marks.owed('s', []).sort()).toEqual([
+      ['1-1', 2],
+      ['1-4', 1],
+      ['1-5', 1],
+    ]);
     marks.settled({ stream: 's', id: '1-4', deliveryCount: 2, source: 'drain', outcome: 'acked' });
-    expect(marks.owed('s', []).map(([id]) => id).sort()).toEqual(['1-1', '1-5']);
+    expect(
+      marks
+        .owed('s', [])
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(['1-1', '1-5']);
   });
 
   it('forgets failed entries once settled, even after more failed at once than it can remember', () => {

@@ -42,7 +42,15 @@ describe('consumer group behaviour', () => {
     await redis.client().xgroup('DESTROY', app.key(), 'g');
     await roundTrip(app, 'after');
     // Six settled before, one after: none of the six ran again.
-    expect(app.recorder.calls.map((c) => (c.payload as { tag: string }).tag)).toEqual(['before-0', 'before-1', 'before-2', 'before-3', 'before-4', 'before-5', 'after']);
+    expect(app.recorder.calls.map((c) => (c.payload as { tag: string }).tag)).toEqual([
+      'before-0',
+      'before-1',
+      'before-2',
+      'before-3',
+      'before-4',
+      'before-5',
+      'after',
+    ]);
   });
 
   it('after FLUSHALL reads the new stream from groupStartId, even when its ids are below the ones it saw before', async (ctx) => {
@@ -53,7 +61,9 @@ describe('consumer group behaviour', () => {
     await r.flushall();
     // A new stream whose ids start far below the old ones (as on a server with a clock behind).
     await r.xadd(app.key(), '1-1', 'tag', 'low');
-    await waitFor(() => app.settled.some((e) => e.id === '1-1' && e.outcome === 'acked'), { message: 'the low-id entry of the new stream' });
+    await waitFor(() => app.settled.some((e) => e.id === '1-1' && e.outcome === 'acked'), {
+      message: 'the low-id entry of the new stream',
+    });
     await roundTrip(app, 'after');
     expect(app.recorder.calls.map((c) => (c.payload as { tag: string }).tag)).toEqual(['before', 'low', 'after']);
   });

@@ -29,7 +29,10 @@ describe('server.health() of a partitioned stream', () => {
     for (const key of keys) for (let n = 0; n < 6; n++) await admin.xadd(key, '*', 'n', String(n));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }, { controllers: [ThreePartitions] });
+    const app = await start(
+      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false },
+      { controllers: [ThreePartitions] },
+    );
     app.recorder.behavior = (call) => (call.pattern === 'jobs' ? released : undefined);
     try {
       // Every partition's first batch of 2 in hand (on a cluster, three readers fetch on their own).
@@ -49,7 +52,9 @@ describe('server.health() of a partitioned stream', () => {
     } finally {
       release(); // before afterEach closes the app, which waits for the entries in hand
     }
-    await waitFor(async () => checkReadiness(await app.server.health({ maxStatsAgeMs: 0 }), { maxLag: 0, maxPending: 0 }).up, { message: 'drained and ready' });
+    await waitFor(async () => checkReadiness(await app.server.health({ maxStatsAgeMs: 0 }), { maxLag: 0, maxPending: 0 }).up, {
+      message: 'drained and ready',
+    });
     expect(app.recorder.calls.filter((c) => c.pattern === 'jobs')).toHaveLength(18);
   });
 });

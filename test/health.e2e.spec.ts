@@ -68,7 +68,15 @@ describe('server.health()', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     onTestFinished(() => release());
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: prefix, blockMs: 50, batchSize: 3, readAhead: false });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c1',
+      keyPrefix: prefix,
+      blockMs: 50,
+      batchSize: 3,
+      readAhead: false,
+    });
     app.recorder.behavior = () => released;
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
 
@@ -83,9 +91,12 @@ describe('server.health()', () => {
     expect(checkReadiness(health, { maxLag: 5, maxPending: 3 }).up).toBe(true);
 
     release();
-    await waitFor(async () => (await app.server.health({ maxStatsAgeMs: 0 })).streams.every((s) => s.lag === 0 && s.pending === 0 && s.inHand === 0), {
-      message: 'drained',
-    });
+    await waitFor(
+      async () => (await app.server.health({ maxStatsAgeMs: 0 })).streams.every((s) => s.lag === 0 && s.pending === 0 && s.inHand === 0),
+      {
+        message: 'drained',
+      },
+    );
   });
 
   it('a key Redis refuses (WRONGTYPE) is not "Redis unreachable": liveness stays up, readiness is down naming the refusal', async () => {
@@ -93,10 +104,13 @@ describe('server.health()', () => {
     const admin = redis.client();
     await admin.del(app.key());
     await admin.set(app.key(), 'not a stream');
-    const health = await waitFor(async () => {
-      const h = await app.server.health({ stats: false });
-      return h.loopError !== undefined && h;
-    }, { message: 'the refusal reported' });
+    const health = await waitFor(
+      async () => {
+        const h = await app.server.health({ stats: false });
+        return h.loopError !== undefined && h;
+      },
+      { message: 'the refusal reported' },
+    );
     expect(health.loopError).toMatch(/WRONGTYPE/);
     expect(health.redisDownForMs).toBe(0);
     expect(checkLiveness(health, { redisDownMs: 0 }).up).toBe(true);
@@ -152,10 +166,13 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
     await redis.kill();
     let revived = false;
     onTestFinished(async () => void (revived || (await redis.revive())));
-    const down = await waitFor(async () => {
-      const r = await probe('live');
-      return r.status === 'down' && r;
-    }, { message: 'liveness down', timeoutMs: 10_000 });
+    const down = await waitFor(
+      async () => {
+        const r = await probe('live');
+        return r.status === 'down' && r;
+      },
+      { message: 'liveness down', timeoutMs: 10_000 },
+    );
     expect(down.body.error.worker.status).toBe('down');
     // Down after the threshold, not before, as the loop measured it (it saw the connection go before
     // kill() returned here, so a clock started by the test would not say).
@@ -211,10 +228,13 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
 
     const admin = redis.client();
     for (let n = 0; n < 40; n++) await admin.xadd(app.key(), '*', 'n', String(n));
-    const notReady = await waitFor(async () => {
-      const r = await probe('ready');
-      return r.status === 'down' && r;
-    }, { message: 'readiness down' });
+    const notReady = await waitFor(
+      async () => {
+        const r = await probe('ready');
+        return r.status === 'down' && r;
+      },
+      { message: 'readiness down' },
+    );
     expect(notReady.body.error.worker.reasons.join()).toMatch(new RegExp(`stream "${app.key()}": lag \\d+ above 20`));
     expect(notReady.body.error.worker.streams.find((s: { stream: string }) => s.stream === app.key()).lag).toBeGreaterThan(20);
     expect((await probe('live')).status).toBe('up');

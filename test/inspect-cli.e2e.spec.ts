@@ -12,7 +12,11 @@ afterAll(async () => redis?.stop());
 /** Runs `redis-streams …` against the test's Redis; resolves with its exit code and output, whatever the code. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
-  const target = args.includes('--url') ? [] : redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url];
+  const target = args.includes('--url')
+    ? []
+    : redis.cluster
+      ? ['--cluster', (redis.connection as string[]).join(',')]
+      : ['--url', redis.url];
   return promisify(execFile)(process.execPath, [script, ...args, ...target], { cwd: repoRoot }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
@@ -68,7 +72,17 @@ describe('redis-streams inspect', () => {
     expect((JSON.parse(listed.stdout) as { stream: string }[]).map((s) => s.stream)).toEqual([key]);
     const watched = await cli('inspect', key, '--watch', '--interval', '100', '--times', '2', '--json');
     expect(watched.code).toBe(0);
-    const frames = watched.stdout.trim().split('\n').map((line) => JSON.parse(line) as { at: number; streams: unknown[]; rates?: { produced: Record<string, number>; consumed: Record<string, number> } });
+    const frames = watched.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            at: number;
+            streams: unknown[];
+            rates?: { produced: Record<string, number>; consumed: Record<string, number> };
+          },
+      );
     expect(frames).toHaveLength(2);
     expect(frames[0]!.rates).toBeUndefined();
     expect(frames[1]!.rates).toEqual({ produced: { [key]: 0 }, consumed: { [key]: { g: 0 } } });
@@ -108,12 +122,17 @@ describe('redis-streams, what the review broke', () => {
   it('writes all of a large --json output to a pipe (no exit before stdout drained)', async () => {
     const prefix = uniquePrefix();
     const r = redis.client();
-    for (let i = 0; i < 400; i++) await r.xgroup('CREATE', `${prefix}s${String(i).padStart(3, '0')}-${'x'.repeat(100)}`, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 400; i++)
+      await r.xgroup('CREATE', `${prefix}s${String(i).padStart(3, '0')}-${'x'.repeat(100)}`, 'g', '0', 'MKSTREAM');
     // A reader slower than the CLI (`sleep 1` before it reads: the fault under test, not a wait):
     // past the pipe's 64 KiB buffer Node queues the rest, which an early process.exit() drops.
     const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
     const target = redis.cluster ? `--cluster ${(redis.connection as string[]).join(',')}` : `--url ${redis.url}`;
-    const { stdout } = await promisify(execFile)('sh', ['-c', `"${process.execPath}" "${script}" inspect --match '${prefix}*' --json ${target} | (sleep 1; cat)`], { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(
+      'sh',
+      ['-c', `"${process.execPath}" "${script}" inspect --match '${prefix}*' --json ${target} | (sleep 1; cat)`],
+      { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
+    );
     expect(stdout.length).toBeGreaterThan(65_536);
     expect(JSON.parse(stdout)).toHaveLength(400);
   });
@@ -135,13 +154,20 @@ describe('redis-streams, what the review broke', () => {
     await r.xgroup('CREATE', `${prefix}a b`, 'c', '0', 'MKSTREAM');
     await r.xgroup('CREATE', `${prefix}a`, 'b c', '0', 'MKSTREAM');
     // One read each, so that the groups' entries-read is known (a rate needs it).
-    for (const [key, group] of [[`${prefix}a b`, 'c'], [`${prefix}a`, 'b c']] as const) {
+    for (const [key, group] of [
+      [`${prefix}a b`, 'c'],
+      [`${prefix}a`, 'b c'],
+    ] as const) {
       await r.xadd(key, '*', 'n', '1');
       await r.xreadgroup('GROUP', group, 'x', 'STREAMS', key, '>');
     }
     const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
     const target = redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url];
-    const child = execFile(process.execPath, [script, 'inspect', '--match', `${prefix}*`, '--watch', '--interval', '300', '--times', '4', '--json', ...target], { cwd: repoRoot });
+    const child = execFile(
+      process.execPath,
+      [script, 'inspect', '--match', `${prefix}*`, '--watch', '--interval', '300', '--times', '4', '--json', ...target],
+      { cwd: repoRoot },
+    );
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -149,14 +175,27 @@ describe('redis-streams, what the review broke', () => {
     await r.del(`${prefix}a`);
     await r.xgroup('CREATE', `${prefix}new`, 'g', '0', 'MKSTREAM');
     expect(await exited).toBe(0);
-    const frames = out.trim().split('\n').map((line) => JSON.parse(line) as { streams: { stream: string }[]; rates?: { consumed: Record<string, Record<string, number>> } });
+    const frames = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { streams: { stream: string }[]; rates?: { consumed: Record<string, Record<string, number>> } });
     expect(frames).toHaveLength(4);
-    expect(frames.at(-1)!.streams.map((s) => s.stream).sort()).toEqual([`${prefix}a b`, `${prefix}new`]);
+    expect(
+      frames
+        .at(-1)!
+        .streams.map((s) => s.stream)
+        .sort(),
+    ).toEqual([`${prefix}a b`, `${prefix}new`]);
     expect(frames[1]!.rates!.consumed[`${prefix}a b`]).toEqual({ c: 0 });
   });
 
-  it('refuses bad numbers as usage errors (exit 2), an --interval past a timer\'s range, and a database that does not exist', async () => {
-    for (const args of [['--interval', '0', '--watch'], ['--interval', '1.5', '--watch'], ['--times', '0'], ['--interval', String(2 ** 31), '--watch']]) {
+  it("refuses bad numbers as usage errors (exit 2), an --interval past a timer's range, and a database that does not exist", async () => {
+    for (const args of [
+      ['--interval', '0', '--watch'],
+      ['--interval', '1.5', '--watch'],
+      ['--times', '0'],
+      ['--interval', String(2 ** 31), '--watch'],
+    ]) {
       const run = await cli('inspect', 'x', ...args);
       expect(run.code, args.join(' ')).toBe(2);
     }

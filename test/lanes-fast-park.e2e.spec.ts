@@ -13,22 +13,33 @@ beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 const start = useApps();
 
-for (const kill of [false, true]) it(`${kill ? 'after a lost park on one node' : 'control, no kill'}: parks use the fast path (no prepareBlocking per park)`, async () => {
-  const app = await start({ connection: redis.url, group: 'g', consumer: 'st', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
-  const r = redis.client();
-  await waitParked(r, 'st:blocking');
-  const row = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal')).split('\n').find((l) => l.includes('st:blocking'))!;
-  if (kill) await r.client('KILL', 'ID', /\bid=(\d+)/.exec(row)![1]!);
-  const first = await r.xadd(app.key(), '*', 'n', '1');
-  await waitFor(() => app.settled.some((e) => e.id === first), { message: 'entry after the kill' });
-  const lanes = (app.server as unknown as { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] }).readers[0]!.lanes;
-  let prepares = 0;
-  const orig = lanes.prepareBlocking.bind(lanes);
-  lanes.prepareBlocking = (...a: unknown[]) => (prepares++, orig(...a));
-  const ids: string[] = [];
-  for (let i = 0; i < 10; i++) {
-    ids.push((await r.xadd(app.key(), '*', 'n', String(i)))!);
-    await waitFor(() => app.settled.some((e) => e.id === ids.at(-1)), { message: `entry ${i}` });
-  }
-  expect(prepares).toBe(0);
-});
+for (const kill of [false, true])
+  it(`${kill ? 'after a lost park on one node' : 'control, no kill'}: parks use the fast path (no prepareBlocking per park)`, async () => {
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'st',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs: 60_000,
+    });
+    const r = redis.client();
+    await waitParked(r, 'st:blocking');
+    const row = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal'))
+      .split('\n')
+      .find((l) => l.includes('st:blocking'))!;
+    if (kill) await r.client('KILL', 'ID', /\bid=(\d+)/.exec(row)![1]!);
+    const first = await r.xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => app.settled.some((e) => e.id === first), { message: 'entry after the kill' });
+    const lanes = (app.server as unknown as { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] })
+      .readers[0]!.lanes;
+    let prepares = 0;
+    const orig = lanes.prepareBlocking.bind(lanes);
+    lanes.prepareBlocking = (...a: unknown[]) => (prepares++, orig(...a));
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      ids.push((await r.xadd(app.key(), '*', 'n', String(i)))!);
+      await waitFor(() => app.settled.some((e) => e.id === ids.at(-1)), { message: `entry ${i}` });
+    }
+    expect(prepares).toBe(0);
+  });

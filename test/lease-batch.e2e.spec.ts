@@ -18,7 +18,15 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
   it('the hung call’s entries and the read-ahead are never reclaimed; a failed one is; health counts what is in hand', async () => {
     const prefix = uniquePrefix();
     const Ctl = batchController('batched', { batch: { maxSize: 2 } });
-    const opts = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 300, leaseRenewMs: 100, concurrency: 2 };
+    const opts = {
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 300,
+      leaseRenewMs: 100,
+      concurrency: 2,
+    };
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const running = new Map<string, string>(); // id -> consumer handling it now

@@ -30,14 +30,24 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     const x = other('9-0');
     // Runs of two streams in one fetch (a multi-stream read).
     lease.hold([a, b, x, c]);
-    expect(lease.counts()).toEqual(new Map([['s', 3], ['t', 1]]));
+    expect(lease.counts()).toEqual(
+      new Map([
+        ['s', 3],
+        ['t', 1],
+      ]),
+    );
     expect(lease.idsOn('s')).toEqual(new Set(['1-0', '2-0', '3-0']));
     // b held again by a later fetch (the same object): counted once; dropping it once releases it.
     lease.hold([b]);
     expect(lease.counts().get('s')).toBe(3);
     lease.drop(b);
     lease.drop(b);
-    expect(lease.heldIds()).toEqual(new Map([['s', ['1-0', '3-0']], ['t', ['9-0']]]));
+    expect(lease.heldIds()).toEqual(
+      new Map([
+        ['s', ['1-0', '3-0']],
+        ['t', ['9-0']],
+      ]),
+    );
     lease.drop(a);
     lease.drop(c);
     lease.drop(x);

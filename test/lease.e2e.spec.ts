@@ -22,7 +22,7 @@ async function heldEntries(key: string, n: number): Promise<StreamEntry[]> {
     await pipeline.exec();
   }
   await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', n, 'STREAMS', key, '>');
-  const ids = (await r.xpending(key, 'g', '-', '+', n) as PendingRow[]).map(([id]) => id);
+  const ids = ((await r.xpending(key, 'g', '-', '+', n)) as PendingRow[]).map(([id]) => id);
   for (let i = 0; i < ids.length; i += 5000) await r.xclaim(key, 'g', 'c', 0, ...ids.slice(i, i + 5000), 'IDLE', 3_600_000, 'JUSTID');
   return ids.map((id) => ({ stream: key, id, fields: [], deliveryCount: 1 }));
 }

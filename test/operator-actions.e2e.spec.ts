@@ -15,14 +15,20 @@ const start = useApps();
 const tagOf = (c: { payload: unknown }) => (c.payload as { tag: string }).tag;
 const callsOf = (apps: TestApp[], tag: string) => apps.flatMap((a) => a.recorder.calls.filter((c) => tagOf(c) === tag));
 async function settled(apps: TestApp[], id: string, outcome = 'acked', timeoutMs = 10_000): Promise<void> {
-  await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), { message: `${id} ${outcome}`, timeoutMs });
+  await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), {
+    message: `${id} ${outcome}`,
+    timeoutMs,
+  });
 }
 const pendingOf = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as [number])[0]);
 
 describe('XGROUP DELCONSUMER of a live consumer', () => {
   it('does not lose the entry it had failed: the consumer knows what it owes and takes it back', async () => {
     const { logger, text } = captureLogs();
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 }, { logger });
+    const a = await start(
+      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 },
+      { logger },
+    );
     a.recorder.behavior = (c) => {
       if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
     };
@@ -37,7 +43,14 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   });
 
   it('does not lose the entry in hand when it fails after the delete', async () => {
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 });
+    const a = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs: 1500,
+    });
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     a.recorder.behavior = async (c) => {
@@ -61,7 +74,16 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
 
   it('does not lose a failed entry deleted with its consumer while the loop is busy in a long handler', async () => {
     const minIdleMs = 3000;
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, leaseRenewMs: 1000, batchSize: 1 });
+    const a = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs,
+      leaseRenewMs: 1000,
+      batchSize: 1,
+    });
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     a.recorder.behavior = async (c) => {
@@ -72,7 +94,8 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     const bad = (await r.xadd(a.key(), '*', 'tag', 'bad'))!;
     await settled([a], bad, 'failed');
     await r.xadd(a.key(), '*', 'tag', 'slow');
-    const idleOf = async (id: string) => Number(((await r.xpending(a.key(), 'g', 'IDLE', 0, id, id, 1)) as [string, string, number, number][])[0]?.[2] ?? -1);
+    const idleOf = async (id: string) =>
+      Number(((await r.xpending(a.key(), 'g', 'IDLE', 0, id, id, 1)) as [string, string, number, number][])[0]?.[2] ?? -1);
     try {
       await waitFor(() => a.recorder.calls.some((c) => tagOf(c) === 'slow'), { message: 'slow in hand' });
       // Due for its retry (minIdleMs - leaseRenewMs) while the loop is busy; no peer can have it yet.
@@ -87,7 +110,14 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   });
 
   it('reports an owed entry deleted by hand once, whichever path finds it first', async () => {
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 3000 });
+    const a = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs: 3000,
+    });
     a.recorder.behavior = (c) => {
       if (tagOf(c) === 'gone' || (tagOf(c) === 'retried' && c.deliveryCount === 1)) throw new Error('fails');
     };
@@ -120,14 +150,21 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
       await r.xadd(key, '*', 'tag', String(i));
       if (i % 100 === 50) await r.xgroup('DELCONSUMER', key, 'g', i % 200 === 50 ? 'w1' : 'w2');
       // Paced by the workers (at most 20 unsettled), so deletes find failed entries pending.
-      if (i % 10 === 9) await waitFor(() => apps.reduce((n, a) => n + a.settled.filter((e) => e.outcome === 'acked').length, 0) >= i - 20 - i / 10, { message: `pace ${i}` });
+      if (i % 10 === 9)
+        await waitFor(() => apps.reduce((n, a) => n + a.settled.filter((e) => e.outcome === 'acked').length, 0) >= i - 20 - i / 10, {
+          message: `pace ${i}`,
+        });
     }
     const handled = () => new Set(apps.flatMap((a) => a.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)));
     const ids = (await r.xrange(key, '-', '+')).map(([id]) => id);
-    await waitFor(() => ids.every((id) => handled().has(id)), { message: 'every entry handled', timeoutMs: 20_000 }).catch(async (err: Error) => {
-      const lost = ids.filter((id) => !handled().has(id));
-      throw new Error(`${err.message}: ${lost.length} of ${total} never handled (${lost.slice(0, 5).join(', ')}), ${await pendingOf(key)} pending`);
-    });
+    await waitFor(() => ids.every((id) => handled().has(id)), { message: 'every entry handled', timeoutMs: 20_000 }).catch(
+      async (err: Error) => {
+        const lost = ids.filter((id) => !handled().has(id));
+        throw new Error(
+          `${err.message}: ${lost.length} of ${total} never handled (${lost.slice(0, 5).join(', ')}), ${await pendingOf(key)} pending`,
+        );
+      },
+    );
     expect(await pendingOf(key)).toBe(0);
   }, 60_000);
 });
@@ -136,7 +173,10 @@ describe('acks that find entries no longer pending', () => {
   it('after a lease lapse during which a peer took and settled both entries of the batch, runs neither again and does not call it a lost group', async () => {
     const { logger, text } = captureLogs();
     const minIdleMs = 1000;
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 }, { logger });
+    const a = await start(
+      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 },
+      { logger },
+    );
     const key = a.key();
     const r = redis.client();
     // The batch [E1, E2] in one read: added while a is busy with a first entry.
@@ -174,9 +214,12 @@ describe('acks that find entries no longer pending', () => {
     expect(await pendingOf(key)).toBe(0);
   });
 
-  it('reports an entry in hand that was trimmed from the stream as deleted, not as a peer\'s or a lost group', async () => {
+  it("reports an entry in hand that was trimmed from the stream as deleted, not as a peer's or a lost group", async () => {
     const { logger, text } = captureLogs();
-    const a = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 }, { logger });
+    const a = await start(
+      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 },
+      { logger },
+    );
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     a.recorder.behavior = () => gate;

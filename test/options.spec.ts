@@ -1,4 +1,11 @@
-import { InvalidOptionError, JsonDeserializer, JsonSerializer, MAX_BATCH_SIZE, RedisStreamsClient, RedisStreamsServer } from 'nestjs-redis-streams';
+import {
+  InvalidOptionError,
+  JsonDeserializer,
+  JsonSerializer,
+  MAX_BATCH_SIZE,
+  RedisStreamsClient,
+  RedisStreamsServer,
+} from 'nestjs-redis-streams';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
@@ -68,13 +75,19 @@ describe('options', () => {
 
   it(`bounds batchSize at ${MAX_BATCH_SIZE}, as README.md says`, () => {
     expect(new RedisStreamsServer({ batchSize: MAX_BATCH_SIZE }).options.batchSize).toBe(MAX_BATCH_SIZE);
-    expect(() => new RedisStreamsServer({ batchSize: MAX_BATCH_SIZE + 1 })).toThrow(`invalid option "batchSize": must be at most ${MAX_BATCH_SIZE}`);
+    expect(() => new RedisStreamsServer({ batchSize: MAX_BATCH_SIZE + 1 })).toThrow(
+      `invalid option "batchSize": must be at most ${MAX_BATCH_SIZE}`,
+    );
     expect(readmeDefaults('| option | default | meaning |').get('batchSize')).toBe('`10`');
     expect(readme).toContain(`at most \`${MAX_BATCH_SIZE}\``);
   });
 
   it('never echoes a password when it refuses a connection URL', () => {
-    for (const connection of ['redis://app:s3cret@redis.internal:6379x', 'redis://:s3cret@127.0.0.1:99999', 'http://app:s3cret@127.0.0.1:6379']) {
+    for (const connection of [
+      'redis://app:s3cret@redis.internal:6379x',
+      'redis://:s3cret@127.0.0.1:99999',
+      'http://app:s3cret@127.0.0.1:6379',
+    ]) {
       const make = () => new RedisStreamsServer({ connection });
       expect(make).toThrow(InvalidOptionError);
       if (connection.startsWith('redis')) expect(make).toThrow(/not a valid URL: ".*:\*\*\*@/);
@@ -97,7 +110,9 @@ describe('options', () => {
       ],
       options: { redisOptions: { username: 'app', password: 's3cret' } },
     });
-    const nodes = new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { scaleReads: 'master' } } });
+    const nodes = new RedisStreamsServer({
+      connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { scaleReads: 'master' } },
+    });
     expect(nodes.options.connection).toEqual({ cluster: [{ host: '127.0.0.1', port: 7000 }], options: { scaleReads: 'master' } });
     // The default dead-letter key of an untagged stream shares its slot on a cluster only.
     expect(nodes.options.deadLetterStream && nodes.options.deadLetterStream('orders')).toBe('{orders}:dead');
@@ -113,22 +128,34 @@ describe('options', () => {
       [{ cluster: [{ port: 7000 }] }, 'connection.cluster[0].host'],
       [{ cluster: [{ host: '127.0.0.1', port: 7000 }], options: { keyPrefix: 'x:' } }, 'connection.options.keyPrefix'],
     ] as const) {
-      expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`));
+      expect(() => new RedisStreamsServer({ connection: connection as never })).toThrow(
+        new RegExp(`invalid option "${option.replace(/[[\].]/g, '\\$&')}"`),
+      );
     }
     expect(() => new RedisStreamsServer({ connection: ['redis://app:s3cret@127.0.0.1:7000/1'] })).not.toThrow(/s3cret/);
-    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, intervalMs: 2 ** 31 } })).toThrow(/invalid option "consumerCleanup.intervalMs"/);
-    expect(() => new RedisStreamsServer({ consumerCleanup: { intervalMs: 1000 } as never })).toThrow(/invalid option "consumerCleanup.idleMs": is required/);
-    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, every: 5 } as never })).toThrow(/invalid option "consumerCleanup.every"/);
+    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, intervalMs: 2 ** 31 } })).toThrow(
+      /invalid option "consumerCleanup.intervalMs"/,
+    );
+    expect(() => new RedisStreamsServer({ consumerCleanup: { intervalMs: 1000 } as never })).toThrow(
+      /invalid option "consumerCleanup.idleMs": is required/,
+    );
+    expect(() => new RedisStreamsServer({ consumerCleanup: { idleMs: 1000, every: 5 } as never })).toThrow(
+      /invalid option "consumerCleanup.every"/,
+    );
     // With maxRedirections 0 ioredis reports every error reply (BUSYGROUP, NOGROUP …) as "Too many Cluster redirections".
-    expect(() => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { maxRedirections: 0 } } })).toThrow(
-      /invalid option "connection.options.maxRedirections": must be at least 1/,
-    );
+    expect(
+      () => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { maxRedirections: 0 } } }),
+    ).toThrow(/invalid option "connection.options.maxRedirections": must be at least 1/);
     // Seeds of one cluster share credentials and scheme: a mix is refused, never silently reduced to the first seed's.
-    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'redis://u:s3cret@127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]": .*same credentials and scheme/);
-    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] })).toThrow(/invalid option "connection.cluster\[1\]"/);
-    expect(() => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { redisOptions: { db: 1 } } } })).toThrow(
-      /invalid option "connection.options.redisOptions.db": a cluster has only database 0/,
+    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'redis://u:s3cret@127.0.0.1:7001'] })).toThrow(
+      /invalid option "connection.cluster\[1\]": .*same credentials and scheme/,
     );
+    expect(() => new RedisStreamsServer({ connection: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] })).toThrow(
+      /invalid option "connection.cluster\[1\]"/,
+    );
+    expect(
+      () => new RedisStreamsServer({ connection: { cluster: [{ host: '127.0.0.1', port: 7000 }], options: { redisOptions: { db: 1 } } } }),
+    ).toThrow(/invalid option "connection.options.redisOptions.db": a cluster has only database 0/);
   });
 });
 

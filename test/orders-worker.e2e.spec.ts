@@ -15,7 +15,11 @@ afterEach(() => {
 
 function startWorker(env: Record<string, string>): { proc: ChildProcess; output: () => string; exit: Promise<number | null> } {
   const main = requireBuilt('dist/apps/orders-worker/main.js');
-  const proc = spawn(process.execPath, [main], { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [main], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(proc);
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
@@ -76,9 +80,12 @@ describe('the demo worker (apps/orders-worker)', () => {
       DEMO_SEED: '7',
     });
     // Every order logged once it succeeded (failed ones come back through reclaim until they do).
-    await waitFor(async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0, {
-      message: 'every order handled and acked',
-    });
+    await waitFor(
+      async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0,
+      {
+        message: 'every order handled and acked',
+      },
+    );
     expect(worker.output()).toMatch(/batch handler for "orders" failed on \d+ of \d+ entries/);
     expect(worker.output()).toMatch(/simulated failure of order \d+/);
     worker.proc.kill('SIGTERM');

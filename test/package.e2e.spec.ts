@@ -15,18 +15,45 @@ describe('the built package', () => {
     const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' }));
     expect(out.group).toBe('g');
     expect(out.transport).toBe('Symbol(nestjs-redis-streams)');
-    expect(out.exports).toEqual(expect.arrayContaining(['RedisStreamsServer', 'RedisStreamsContext', 'StreamPattern', 'RedisStreamsStatus', 'InvalidOptionError']));
+    expect(out.exports).toEqual(
+      expect.arrayContaining(['RedisStreamsServer', 'RedisStreamsContext', 'StreamPattern', 'RedisStreamsStatus', 'InvalidOptionError']),
+    );
   });
 
   it('packs only what a user needs: both builds with their typings, README, LICENSE (an allow-list)', () => {
-    const [pack] = JSON.parse(execFileSync('npm', ['pack', '-w', 'nestjs-redis-streams', '--dry-run', '--json'], { cwd: repoRoot, encoding: 'utf8' }));
+    const [pack] = JSON.parse(
+      execFileSync('npm', ['pack', '-w', 'nestjs-redis-streams', '--dry-run', '--json'], { cwd: repoRoot, encoding: 'utf8' }),
+    );
     const files: string[] = pack.files.map((f: { path: string }) => f.path);
     // terminus/package.json: the `nestjs-redis-streams/terminus` entry point for resolvers without "exports" (node10).
-    const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/(esm|cjs)\/.+\.(js|d\.ts)$/, /^dist\/cjs\/package\.json$/, /^terminus\/package\.json$/];
+    const allowed = [
+      /^package\.json$/,
+      /^README\.md$/,
+      /^LICENSE$/,
+      /^dist\/(esm|cjs)\/.+\.(js|d\.ts)$/,
+      /^dist\/cjs\/package\.json$/,
+      /^terminus\/package\.json$/,
+    ];
     expect(files.filter((f) => !allowed.some((pattern) => pattern.test(f)))).toEqual([]);
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/esm/cli/dlq.js']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'LICENSE',
+        'dist/esm/index.js',
+        'dist/esm/index.d.ts',
+        'dist/cjs/index.js',
+        'dist/cjs/index.d.ts',
+        'dist/cjs/package.json',
+        'dist/esm/cli/dlq.js',
+      ]),
+    );
     // Every module ships in both builds, each with its declarations.
-    const modules = (dir: string, ext: string) => files.filter((f) => f.startsWith(dir) && f.endsWith(ext)).map((f) => f.slice(dir.length, -ext.length)).sort();
+    const modules = (dir: string, ext: string) =>
+      files
+        .filter((f) => f.startsWith(dir) && f.endsWith(ext))
+        .map((f) => f.slice(dir.length, -ext.length))
+        .sort();
     expect(modules('dist/cjs/', '.js')).toEqual(modules('dist/esm/', '.js'));
     expect(modules('dist/esm/', '.d.ts')).toEqual(modules('dist/esm/', '.js'));
     expect(modules('dist/cjs/', '.d.ts')).toEqual(modules('dist/cjs/', '.js'));
@@ -42,7 +69,13 @@ describe('the built package', () => {
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: repoRoot, encoding: 'utf8' }));
     expect(out.group).toBe('g');
     expect(out.file).toMatch(/dist\/cjs\/index\.js$/);
-    const esm = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', "import * as lib from 'nestjs-redis-streams'; console.log(JSON.stringify(Object.keys(lib).sort()))"], { cwd: repoRoot, encoding: 'utf8' }));
+    const esm = JSON.parse(
+      execFileSync(
+        process.execPath,
+        ['--input-type=module', '-e', "import * as lib from 'nestjs-redis-streams'; console.log(JSON.stringify(Object.keys(lib).sort()))"],
+        { cwd: repoRoot, encoding: 'utf8' },
+      ),
+    );
     expect(out.exports).toEqual(esm);
   });
 
@@ -68,7 +101,16 @@ describe('the built package', () => {
       }));
     `;
     const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' }));
-    expect(out).toEqual({ twoCopies: true, context: true, deadLetter: true, rpc: true, isDeadLetter: true, record: true, invalidOption: true, notEverything: true });
+    expect(out).toEqual({
+      twoCopies: true,
+      context: true,
+      deadLetter: true,
+      rpc: true,
+      isDeadLetter: true,
+      record: true,
+      invalidOption: true,
+      notEverything: true,
+    });
   });
 
   it('has interchangeable ESM and CommonJS typings for what a handler and a producer pass around', () => {
@@ -90,7 +132,18 @@ export const error: cjs.DeadLetterException = new DeadLetterException('x');
     );
     writeFileSync(
       `${dir}/tsconfig.json`,
-      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['check.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'ES2023',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
+        include: ['check.ts'],
+      }),
     );
     execFileSync(process.execPath, [`${repoRoot}node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], { encoding: 'utf8' });
   });

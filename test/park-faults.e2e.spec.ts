@@ -26,10 +26,20 @@ const pendingCount = async (r: Redis, key: string): Promise<number> => Number(((
 describe('a park after the blocking lane changed under it', () => {
   for (const how of ['kill-blocking-while-busy', 'kill-all-while-busy', 'kill-blocking-while-parked', 'restart-while-busy'] as const) {
     it(`${how}: next entries handled once, and close() wakes a BLOCK 30000 park`, async () => {
-      const app = await start({ connection: redis.url, group: 'g', consumer: 'rv', keyPrefix: uniquePrefix(), blockMs: 30_000, minIdleMs: 60_000, retryMaxDelayMs: 100, retryInitialDelayMs: 20 });
+      const app = await start({
+        connection: redis.url,
+        group: 'g',
+        consumer: 'rv',
+        keyPrefix: uniquePrefix(),
+        blockMs: 30_000,
+        minIdleMs: 60_000,
+        retryMaxDelayMs: 100,
+        retryInitialDelayMs: 20,
+      });
       const r = redis.client();
       let release: (() => void) | undefined;
-      app.recorder.behavior = (call) => ((call.payload as { slow?: string }).slow ? new Promise<void>((res) => (release = res)) : undefined);
+      app.recorder.behavior = (call) =>
+        (call.payload as { slow?: string }).slow ? new Promise<void>((res) => (release = res)) : undefined;
       for (let round = 0; round < 3; round++) {
         await waitParked(r, 'rv:blocking');
         const row = await blockingRow(r, 'rv');
@@ -46,10 +56,13 @@ describe('a park after the blocking lane changed under it', () => {
             await redis.restart();
           }
           // Let the lane reconnect before the handler finishes: the next park is sent on a "ready" lane.
-          await waitFor(async () => {
-            const addr = addrOf(await blockingRow(r, 'rv').catch(() => undefined));
-            return addr !== undefined && addr !== beforeAddr;
-          }, { message: 'blocking lane reconnected' });
+          await waitFor(
+            async () => {
+              const addr = addrOf(await blockingRow(r, 'rv').catch(() => undefined));
+              return addr !== undefined && addr !== beforeAddr;
+            },
+            { message: 'blocking lane reconnected' },
+          );
           release!();
         }
         await waitParked(r, 'rv:blocking');

@@ -33,7 +33,15 @@ describe('read-ahead', () => {
   it('reads the next batch while a full one is handled, and on close hands both unstarted parts back', async () => {
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      batchSize: 5,
+      blockMs: 100,
+      minIdleMs: 60_000,
+    });
     const handler = gate();
     app.recorder.behavior = handler.behavior;
 
@@ -51,7 +59,15 @@ describe('read-ahead', () => {
     expect(pending.every(([, , idle, count]) => idle >= 60_000 && count === 1)).toBe(true);
 
     // A peer's first reclaim takes them at once; each is handled exactly once overall.
-    const peer = await start({ connection: redis.url, group: 'g', consumer: 'd', keyPrefix: prefix, batchSize: 10, blockMs: 100, minIdleMs: 60_000 });
+    const peer = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'd',
+      keyPrefix: prefix,
+      batchSize: 10,
+      blockMs: 100,
+      minIdleMs: 60_000,
+    });
     await waitFor(() => peer.settled.length === 9, { message: 'the peer settles the nine handed back' });
     expect(peer.settled.every((e) => e.outcome === 'acked' && e.source === 'reclaim')).toBe(true);
     expect([...app.recorder.idsOf(), ...peer.recorder.idsOf()].sort()).toEqual(ids);
@@ -91,7 +107,16 @@ describe('read-ahead', () => {
   it('with readAhead: false, reads nothing more until the batch in hand is settled', async () => {
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000, readAhead: false });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      batchSize: 5,
+      blockMs: 100,
+      minIdleMs: 60_000,
+      readAhead: false,
+    });
     const handler = gate();
     app.recorder.behavior = handler.behavior;
     await waitFor(() => handler.entered === 1, { message: 'the first entry in hand' });
@@ -111,7 +136,17 @@ describe('read-ahead', () => {
     const user = `ra-${prefix.slice(2, 10)}`;
     const connection = await aclUser(admin, redis.port, user, prefix, CONSUMER_ACL);
     try {
-      const app = await start({ connection, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 500 });
+      const app = await start({
+        connection,
+        group: 'g',
+        consumer: 'c',
+        keyPrefix: prefix,
+        batchSize: 5,
+        blockMs: 100,
+        minIdleMs: 60_000,
+        retryInitialDelayMs: 50,
+        retryMaxDelayMs: 500,
+      });
       const handler = gate();
       app.recorder.behavior = handler.behavior;
       await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'first batch in hand, second read ahead' });
@@ -147,7 +182,15 @@ describe('read-ahead', () => {
     const prefix = uniquePrefix();
     const [first] = await preload(prefix, 1);
     const blockMs = 1000;
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 1, blockMs, minIdleMs: 600_000 });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      batchSize: 1,
+      blockMs,
+      minIdleMs: 600_000,
+    });
     app.recorder.behavior = async (call) => {
       if (call.id !== first) return;
       // Once the read-ahead is parked, another process writes the next entry while this handler
@@ -158,7 +201,10 @@ describe('read-ahead', () => {
       while (Date.now() < until); // a synchronous handler: nothing else runs meanwhile
     };
     // minIdleMs is ten minutes: only the read-ahead itself can deliver the second entry in time.
-    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'the entry written during the block handled', timeoutMs: 15_000 });
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, {
+      message: 'the entry written during the block handled',
+      timeoutMs: 15_000,
+    });
     expect(app.recorder.calls.map((c) => [c.payload, c.deliveryCount])).toEqual([
       [{ n: '0' }, 1],
       [{ n: 'during-the-block' }, 1],
@@ -172,14 +218,25 @@ describe('read-ahead and its own reclaim', () => {
     const prefix = uniquePrefix();
     await preload(prefix, 4);
     let first = true;
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'solo', keyPrefix: prefix, batchSize: 2, blockMs: 200, minIdleMs: 1000, leaseRenewMs: 300 });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'solo',
+      keyPrefix: prefix,
+      batchSize: 2,
+      blockMs: 200,
+      minIdleMs: 1000,
+      leaseRenewMs: 300,
+    });
     app.recorder.behavior = () => {
       if (!first) return;
       first = false;
       const until = Date.now() + 1500;
       while (Date.now() < until); // holds the event loop: no lease renewal meanwhile
     };
-    await waitFor(() => new Set(app.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)).size === 4, { message: 'four entries acked' });
+    await waitFor(() => new Set(app.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)).size === 4, {
+      message: 'four entries acked',
+    });
     // Batches are settled in fetch order: once an entry written now is settled, every batch fetched before it is done.
     const end = await redis.client().xadd(app.key(), '*', 'n', 'end');
     await waitFor(() => app.settled.some((e) => e.id === end), { message: 'the end marker' });

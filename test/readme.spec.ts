@@ -4,7 +4,10 @@ import { repoRoot, requireBuilt } from './support/built.js';
 
 /** The ```ts blocks of a markdown file, each named by its first line (`// orders.module.ts`). */
 function tsBlocks(markdown: string): { file: string; code: string }[] {
-  return [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)].map(([, code], i) => ({ file: /^\/\/ ([\w.-]+\.ts)/.exec(code!)?.[1] ?? `snippet-${i}.ts`, code: code! }));
+  return [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)].map(([, code], i) => ({
+    file: /^\/\/ ([\w.-]+\.ts)/.exec(code!)?.[1] ?? `snippet-${i}.ts`,
+    code: code!,
+  }));
 }
 
 /** Type-checks the blocks as one app would: strict, ESM (nodenext), decorators with metadata, the built package. */
@@ -36,7 +39,10 @@ function compile(doc: string): string {
     }),
   );
   try {
-    execFileSync(process.execPath, [`${repoRoot}node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], { encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, [`${repoRoot}node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], {
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
     return `${blocks.length} blocks`;
   } catch (err) {
     throw new Error(`${doc}: a TypeScript block does not compile:\n${(err as { stdout: string }).stdout}`, { cause: err });

@@ -37,11 +37,22 @@ describe('under constant load', () => {
     await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
     const dead = await addOrders(redis, key, 5);
     await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', key, '>');
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 300, minIdleMs: 500, batchSize: 1 });
+    const app = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'live',
+      keyPrefix: prefix,
+      blockMs: 300,
+      minIdleMs: 500,
+      batchSize: 1,
+    });
     app.recorder.behavior = () => new Promise<void>((res) => setImmediate(res));
     const l = load(redis.client(), key, () => app.settled.length);
     try {
-      await waitFor(() => dead.every((id) => app.settled.some((e) => e.id === id && e.outcome === 'acked')), { message: 'dead peer entries reclaimed under load (due within minIdleMs + blockMs)', timeoutMs: 5000 });
+      await waitFor(() => dead.every((id) => app.settled.some((e) => e.id === id && e.outcome === 'acked')), {
+        message: 'dead peer entries reclaimed under load (due within minIdleMs + blockMs)',
+        timeoutMs: 5000,
+      });
     } finally {
       await l.stop();
     }

@@ -29,7 +29,15 @@ describe('recovery of own and peer work', () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 25);
     // minIdleMs of ten minutes: only self-drain can deliver these within the test's deadline.
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 4, blockMs: 100, minIdleMs: 600_000 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'C',
+      keyPrefix: prefix,
+      batchSize: 4,
+      blockMs: 100,
+      minIdleMs: 600_000,
+    });
     await waitFor(() => app.settled.length === 25, { message: '25 drained entries settled' });
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
@@ -40,7 +48,15 @@ describe('recovery of own and peer work', () => {
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 5);
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, batchSize: 2, blockMs: 100, minIdleMs: 600_000 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'C',
+      keyPrefix: prefix,
+      batchSize: 2,
+      blockMs: 100,
+      minIdleMs: 600_000,
+    });
     app.recorder.behavior = (call) => {
       if (call.id === ids[1]) throw new Error('poison');
     };
@@ -80,7 +96,15 @@ describe('recovery of own and peer work', () => {
     const keeper = setInterval(() => void refresh().catch(() => {}), 50);
     try {
       // COUNT 2 scans ~20 PEL entries per call: restarting at 0-0 each time would never pass the wall.
-      const app = await start({ connection: redis.connection, group: 'g', consumer: 'sweeper', keyPrefix: prefix, batchSize: 2, blockMs: 20, minIdleMs: 1000 });
+      const app = await start({
+        connection: redis.connection,
+        group: 'g',
+        consumer: 'sweeper',
+        keyPrefix: prefix,
+        batchSize: 2,
+        blockMs: 20,
+        minIdleMs: 1000,
+      });
       await waitFor(() => behind.every((id) => app.recorder.idsOf().includes(id)), { message: 'the entries behind the wall' });
       expect(await pendingOf(key, 'dead')).toEqual([]);
     } finally {
@@ -99,8 +123,7 @@ describe('recovery of own and peer work', () => {
     const minIdleMs = 300;
     const slow = await start({ connection: redis.connection, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
     let release!: () => void;
-    slow.recorder.behavior = (call) =>
-      call.id === first ? new Promise<void>((resolve) => (release = resolve)) : undefined;
+    slow.recorder.behavior = (call) => (call.id === first ? new Promise<void>((resolve) => (release = resolve)) : undefined);
     await waitFor(() => slow.recorder.calls.length === 1, { message: 'the slow handler to start' });
 
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
@@ -112,13 +135,19 @@ describe('recovery of own and peer work', () => {
     // Twenty beats span more than 3x minIdleMs.
     await waitFor(async () => (await autoClaims()) - before >= 2 * 20, { message: 'twenty reclaim beats of the peer' });
     // The lease kept both fresh all along: neither was ever idle long enough to be taken.
-    const idle = ((await r.xpending(key, 'g', '-', '+', 10)) as [string, string, number][]).map(([id, owner, idleMs]) => [id, owner, idleMs < minIdleMs]);
+    const idle = ((await r.xpending(key, 'g', '-', '+', 10)) as [string, string, number][]).map(([id, owner, idleMs]) => [
+      id,
+      owner,
+      idleMs < minIdleMs,
+    ]);
     expect(idle).toEqual([
       [first, 'slow', true],
       [second, 'slow', true],
     ]);
     release();
-    await waitFor(() => slow.settled.filter((e) => e.outcome === 'acked').length === 2, { message: 'both entries acked by the slow consumer' });
+    await waitFor(() => slow.settled.filter((e) => e.outcome === 'acked').length === 2, {
+      message: 'both entries acked by the slow consumer',
+    });
 
     expect(peer.recorder.calls).toEqual([]);
     expect(slow.recorder.calls.map((c) => [c.id, c.deliveryCount])).toEqual([
@@ -140,7 +169,9 @@ describe('entries trimmed while pending', () => {
     // Trim one of our own pending entries and the dead peer's one out of the stream.
     await r.xdel(key, own[1]!, peerId);
     const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
-    await waitFor(() => app.deleted.length === 2 && app.settled.length === 2, { message: 'two deletions reported and two entries settled' });
+    await waitFor(() => app.deleted.length === 2 && app.settled.length === 2, {
+      message: 'two deletions reported and two entries settled',
+    });
     expect([...app.deleted].sort()).toEqual([own[1], peerId].sort());
     expect(app.recorder.idsOf()).toEqual([own[0], own[2]]);
     expect(await pendingOf(key)).toEqual([]);

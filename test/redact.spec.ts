@@ -13,17 +13,18 @@ describe('maskUrl and mistyped URLs', () => {
     expect(maskUrl(`cannot reach Redis at ${url}`)).not.toContain(secret);
   });
 
-  it.each(['redis:/alice:Wrong9Secret@127.0.0.1:6379', 'redis:alice:Wrong9Secret@127.0.0.1:6379', 'redis//alice:Wrong9Secret@127.0.0.1:6379'])(
-    'refuses %s without printing its password',
-    (url) => {
-      let message = '';
-      try {
-        new RedisStreamsServer({ connection: url });
-      } catch (err) {
-        message = String(err);
-      }
-      expect(message).toMatch(/connection/);
-      expect(message).not.toContain(secret);
-    },
-  );
+  it.each([
+    'redis:/alice:Wrong9Secret@127.0.0.1:6379',
+    'redis:alice:Wrong9Secret@127.0.0.1:6379',
+    'redis//alice:Wrong9Secret@127.0.0.1:6379',
+  ])('refuses %s without printing its password', (url) => {
+    let message = '';
+    try {
+      new RedisStreamsServer({ connection: url });
+    } catch (err) {
+      message = String(err);
+    }
+    expect(message).toMatch(/connection/);
+    expect(message).not.toContain(secret);
+  });
 });

@@ -1,12 +1,23 @@
 import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
-import { compareIds, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion } from '../libs/redis-streams/src/redis/replies.js';
+import {
+  compareIds,
+  parseAutoClaimReply,
+  parseGroupInfo,
+  parseLastGeneratedId,
+  parsePendingRow,
+  parseReadReply,
+  parseServerVersion,
+} from '../libs/redis-streams/src/redis/replies.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 import { isBusyGroup } from '../libs/redis-streams/src/redis/redis-errors.js';
 
 // Pure reply parsing: the shapes below are what Redis 7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {
-  const items = [['1-0', ['a', '1']], ['2-0', ['b', '2']]];
+  const items = [
+    ['1-0', ['a', '1']],
+    ['2-0', ['b', '2']],
+  ];
 
   it('reads XREADGROUP replies in RESP2, flattened RESP3 and RESP3 map shapes alike', () => {
     const expected = [
@@ -52,7 +63,20 @@ describe('reply parsing', () => {
   it('reads a group row of XINFO GROUPS (RESP2 list or RESP3 map), with null lag and entries-read kept null', () => {
     const row = ['name', 'g', 'consumers', 1, 'pending', 2, 'last-delivered-id', '5-0', 'entries-read', 101, 'lag', 304];
     expect(parseGroupInfo([row], 'g')).toEqual({ reportedLag: 304, entriesRead: 101, pending: 2, lastDeliveredId: '5-0' });
-    expect(parseGroupInfo([new Map<string, unknown>([['name', 'g'], ['pending', 0], ['last-delivered-id', '0-0'], ['entries-read', null], ['lag', null]])], 'g')).toEqual({
+    expect(
+      parseGroupInfo(
+        [
+          new Map<string, unknown>([
+            ['name', 'g'],
+            ['pending', 0],
+            ['last-delivered-id', '0-0'],
+            ['entries-read', null],
+            ['lag', null],
+          ]),
+        ],
+        'g',
+      ),
+    ).toEqual({
       reportedLag: null,
       entriesRead: null,
       pending: 0,
@@ -72,8 +96,16 @@ describe('reply parsing', () => {
   });
 
   it('reads the server version of Redis and of Valkey', () => {
-    expect(parseServerVersion('# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n')).toMatchObject({ major: 7, minor: 0, server: 'Redis 7.0.15' });
-    expect(parseServerVersion('# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n')).toMatchObject({ major: 7, minor: 2, server: 'Valkey 8.1.0 (redis_version 7.2.4)' });
+    expect(parseServerVersion('# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n')).toMatchObject({
+      major: 7,
+      minor: 0,
+      server: 'Redis 7.0.15',
+    });
+    expect(parseServerVersion('# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n')).toMatchObject({
+      major: 7,
+      minor: 2,
+      server: 'Valkey 8.1.0 (redis_version 7.2.4)',
+    });
   });
 
   it('orders stream ids numerically, not as strings', () => {
@@ -83,7 +115,10 @@ describe('reply parsing', () => {
   });
 
   it('keeps a field named __proto__ as data instead of a prototype', async () => {
-    const { payload } = await decodeEntry({ stream: 's', id: '1-0', fields: ['__proto__', 'x', 'a', '1'], deliveryCount: 1 }, new JsonDeserializer());
+    const { payload } = await decodeEntry(
+      { stream: 's', id: '1-0', fields: ['__proto__', 'x', 'a', '1'], deliveryCount: 1 },
+      new JsonDeserializer(),
+    );
     expect(Object.getPrototypeOf(payload)).toBe(Object.prototype);
     expect(Object.keys(payload as object)).toEqual(['__proto__', 'a']);
   });
@@ -99,12 +134,17 @@ describe('reply parsing', () => {
 
 describe('isBusyGroup', () => {
   it('sees BUSYGROUP wrapped by ioredis Cluster after a redirection ("Too many Cluster redirections", lastNodeError)', () => {
-    const wrapped = Object.assign(new Error('Too many Cluster redirections. Last error: ReplyError: BUSYGROUP Consumer Group name already exists'), {
-      lastNodeError: new Error('BUSYGROUP Consumer Group name already exists'),
-    });
+    const wrapped = Object.assign(
+      new Error('Too many Cluster redirections. Last error: ReplyError: BUSYGROUP Consumer Group name already exists'),
+      {
+        lastNodeError: new Error('BUSYGROUP Consumer Group name already exists'),
+      },
+    );
     expect(isBusyGroup(wrapped)).toBe(true);
     expect(isBusyGroup(new Error('BUSYGROUP Consumer Group name already exists'))).toBe(true);
-    expect(isBusyGroup(Object.assign(new Error('Too many Cluster redirections.'), { lastNodeError: new Error('MOVED 1 127.0.0.1:7000') }))).toBe(false);
+    expect(
+      isBusyGroup(Object.assign(new Error('Too many Cluster redirections.'), { lastNodeError: new Error('MOVED 1 127.0.0.1:7000') })),
+    ).toBe(false);
   });
 
   it('sees it in the message alone: what ioredis 5 and 6 throw when a MOVED used up maxRedirections (no lastNodeError)', () => {

@@ -30,52 +30,56 @@ async function snapshot(r: Redis, key: string) {
 }
 
 describe('replies go only to reply streams (replyTo is untrusted input)', () => {
-  it.each([
-    { as: 'a user with every right' },
-    { as: 'the README\'s minimal consumer ACL user', acl: true },
-  ])('refuses a request whose replyTo names a work stream ($as): the stream stays byte-for-byte intact and the request is dead-lettered', async ({ acl }) => {
-    const prefix = uniquePrefix();
-    const r = redis.client();
-    const user = `rn-${prefix.slice(2, 10)}`;
-    const connection = acl ? await aclUser(r, redis.port, user, prefix, CONSUMER_ACL) : redis.url;
-    onTestFinished(async () => void (acl && (await r.call('ACL', 'DELUSER', user))));
-    const victim = `${prefix}orders-archive`;
-    await r.xgroup('CREATE', victim, 'other-team', '0', 'MKSTREAM');
-    const pipeline = r.pipeline();
-    for (let i = 0; i < 3000; i++) pipeline.xadd(victim, '*', 'n', String(i));
-    await pipeline.exec();
-    const before = await snapshot(r, victim);
-    expect(before.xlen).toBe(3000);
+  it.each([{ as: 'a user with every right' }, { as: "the README's minimal consumer ACL user", acl: true }])(
+    'refuses a request whose replyTo names a work stream ($as): the stream stays byte-for-byte intact and the request is dead-lettered',
+    async ({ acl }) => {
+      const prefix = uniquePrefix();
+      const r = redis.client();
+      const user = `rn-${prefix.slice(2, 10)}`;
+      const connection = acl ? await aclUser(r, redis.port, user, prefix, CONSUMER_ACL) : redis.url;
+      onTestFinished(async () => void (acl && (await r.call('ACL', 'DELUSER', user))));
+      const victim = `${prefix}orders-archive`;
+      await r.xgroup('CREATE', victim, 'other-team', '0', 'MKSTREAM');
+      const pipeline = r.pipeline();
+      for (let i = 0; i < 3000; i++) pipeline.xadd(victim, '*', 'n', String(i));
+      await pipeline.exec();
+      const before = await snapshot(r, victim);
+      expect(before.xlen).toBe(3000);
 
-    const logs = captureLogs();
-    const app = await start({ connection, group: 'g', keyPrefix: prefix, blockMs: 100 }, { controllers: [RequestsController], logger: logs.logger });
-    app.recorder.behavior = () => 'answer';
-    const hostile = [
-      victim,
-      `${prefix}orders`, // the app's own work stream
-      'replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11', // the namespace without this app's keyPrefix
-      `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11:x`, // a suffix after the client's id
-      `${prefix}replies:*`,
-    ];
-    const ids: string[] = [];
-    for (const replyTo of hostile) ids.push((await r.xadd(`${prefix}quote`, '*', 'data', '{}', 'correlationId', 'x', 'replyTo', replyTo))!);
+      const logs = captureLogs();
+      const app = await start(
+        { connection, group: 'g', keyPrefix: prefix, blockMs: 100 },
+        { controllers: [RequestsController], logger: logs.logger },
+      );
+      app.recorder.behavior = () => 'answer';
+      const hostile = [
+        victim,
+        `${prefix}orders`, // the app's own work stream
+        'replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11', // the namespace without this app's keyPrefix
+        `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11:x`, // a suffix after the client's id
+        `${prefix}replies:*`,
+      ];
+      const ids: string[] = [];
+      for (const replyTo of hostile)
+        ids.push((await r.xadd(`${prefix}quote`, '*', 'data', '{}', 'correlationId', 'x', 'replyTo', replyTo))!);
 
-    const requests = () => app.settled.filter((e) => e.stream === `${prefix}quote`);
-    await waitFor(() => requests().length === hostile.length, { message: 'every hostile request settled' });
-    expect(await snapshot(r, victim)).toEqual(before);
-    expect(requests().map((e) => e.outcome)).toEqual(hostile.map(() => 'dead-lettered'));
-    // Refused before dispatch: the handler never ran for a request that can never be answered.
-    expect(app.recorder.calls).toEqual([]);
-    expect(await r.exists(`${prefix}orders`)).toBe(1);
-    expect(await r.ttl(`${prefix}orders`)).toBe(-1);
-    for (const key of hostile.slice(2)) expect(await r.exists(key)).toBe(0);
+      const requests = () => app.settled.filter((e) => e.stream === `${prefix}quote`);
+      await waitFor(() => requests().length === hostile.length, { message: 'every hostile request settled' });
+      expect(await snapshot(r, victim)).toEqual(before);
+      expect(requests().map((e) => e.outcome)).toEqual(hostile.map(() => 'dead-lettered'));
+      // Refused before dispatch: the handler never ran for a request that can never be answered.
+      expect(app.recorder.calls).toEqual([]);
+      expect(await r.exists(`${prefix}orders`)).toBe(1);
+      expect(await r.ttl(`${prefix}orders`)).toBe(-1);
+      for (const key of hostile.slice(2)) expect(await r.exists(key)).toBe(0);
 
-    const dead = (await r.xrange(`${prefix}quote:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
-    expect(dead.map((d) => d.sourceId)).toEqual(ids);
-    for (const [i, d] of dead.entries()) expect(d.error).toContain(`replyTo ${JSON.stringify(hostile[i])} is not a reply stream`);
-    // Logged with the stream and the entry id.
-    for (const id of ids) expect(logs.text()).toMatch(new RegExp(`entry ${id} of stream "${prefix}quote".*replyTo`));
-  });
+      const dead = (await r.xrange(`${prefix}quote:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
+      expect(dead.map((d) => d.sourceId)).toEqual(ids);
+      for (const [i, d] of dead.entries()) expect(d.error).toContain(`replyTo ${JSON.stringify(hostile[i])} is not a reply stream`);
+      // Logged with the stream and the entry id.
+      for (const id of ids) expect(logs.text()).toMatch(new RegExp(`entry ${id} of stream "${prefix}quote".*replyTo`));
+    },
+  );
 
   it('still answers requests from RedisStreamsClient, whose reply streams are inside the namespace', async () => {
     const prefix = uniquePrefix();
@@ -109,7 +113,20 @@ describe('a reply Redis refuses to write', () => {
     const admin = redis.client();
     const user = `noreply-${prefix.slice(2, 10)}`;
     // Every key of the app, but reply streams read-only: XADD to one fails with NOPERM, every time.
-    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', '>pw', `~${prefix}ask*`, `~${prefix}note*`, `~${prefix}orders*`, `~${prefix}payments*`, `%R~${prefix}replies:*`, '+@all');
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      user,
+      'reset',
+      'on',
+      '>pw',
+      `~${prefix}ask*`,
+      `~${prefix}note*`,
+      `~${prefix}orders*`,
+      `~${prefix}payments*`,
+      `%R~${prefix}replies:*`,
+      '+@all',
+    );
     onTestFinished(async () => void (await admin.call('ACL', 'DELUSER', user)));
     // Written before the consumer starts (the group starts at 0): its first park returns all ten in one batch, the request first.
     const replyTo = `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11`;
@@ -119,7 +136,15 @@ describe('a reply Redis refuses to write', () => {
 
     const logs = captureLogs();
     const app = await start(
-      { connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'pw' }, group: 'g', keyPrefix: prefix, blockMs: 100, batchSize: 10, minIdleMs: 300, maxDeliveries: 3 },
+      {
+        connection: { host: '127.0.0.1', port: redis.port, username: user, password: 'pw' },
+        group: 'g',
+        keyPrefix: prefix,
+        blockMs: 100,
+        batchSize: 10,
+        minIdleMs: 300,
+        maxDeliveries: 3,
+      },
       { controllers: [AskThenNoteController], logger: logs.logger },
     );
     const errors: unknown[] = [];
@@ -142,15 +167,25 @@ describe('a reply Redis refuses to write', () => {
     // Left pending, back through reclaim once per real re-delivery, dead-lettered on the last one for its reply.
     expect(app.recorder.idsOf('ask')).toEqual([request, request, request]);
     expect(app.recorder.calls.filter((c) => c.pattern === 'ask').map((c) => c.deliveryCount)).toEqual([1, 2, 3]);
-    expect(requests().map((e) => [e.source, e.outcome])).toEqual([['new', 'failed'], ['reclaim', 'failed'], ['reclaim', 'dead-lettered']]);
+    expect(requests().map((e) => [e.source, e.outcome])).toEqual([
+      ['new', 'failed'],
+      ['reclaim', 'failed'],
+      ['reclaim', 'dead-lettered'],
+    ]);
     const [dead] = (await admin.xrange(`${prefix}ask:dead`, '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
     expect(dead!.sourceId).toBe(request);
-    expect(dead!.error).toMatch(new RegExp(`reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written on delivery 3 of 3: NOPERM`));
+    expect(dead!.error).toMatch(
+      new RegExp(`reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written on delivery 3 of 3: NOPERM`),
+    );
     expect(await admin.xlen(`${prefix}note:dead`)).toBe(0);
     expect(((await admin.xpending(`${prefix}ask`, 'g')) as [number])[0]).toBe(0);
     // No Redis-failure path: the loop never restarted (no self-drain re-read inflating counts).
     expect(errors).toEqual([]);
-    expect(logs.text()).toMatch(new RegExp(`reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written \\(delivery 1 of 3\\): NOPERM.*; left pending`));
+    expect(logs.text()).toMatch(
+      new RegExp(
+        `reply to "${replyTo}" for entry ${request} of "${prefix}ask" could not be written \\(delivery 1 of 3\\): NOPERM.*; left pending`,
+      ),
+    );
   });
 
   it('dead-letters at once a request whose reply stream can never take a reply (its ids exhausted), without stalling the loop', async () => {
@@ -158,11 +193,16 @@ describe('a reply Redis refuses to write', () => {
     const r = redis.client();
     const replyTo = `${prefix}replies:0b4e9f3c-59c1-4a57-9c4c-8f1f0f4f3a11`;
     await r.xadd(replyTo, '18446744073709551615-18446744073709551615', 'x', 'y');
-    const app = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, maxDeliveries: 5 }, { controllers: [RequestsController] });
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 50, maxDeliveries: 5 },
+      { controllers: [RequestsController] },
+    );
     app.recorder.behavior = () => 'answer';
     const request = await r.xadd(`${prefix}quote`, '*', 'data', '{}', 'correlationId', 'c1', 'replyTo', replyTo);
     const innocent = await r.xadd(`${prefix}orders`, '*', 'n', '1');
-    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === innocent && e.outcome === 'acked'), { message: 'the innocent entry on another stream' });
+    await waitFor(() => app.settled.some((e) => e.stream === `${prefix}orders` && e.id === innocent && e.outcome === 'acked'), {
+      message: 'the innocent entry on another stream',
+    });
     const requests = () => app.settled.filter((e) => e.stream === `${prefix}quote`);
     await waitFor(() => requests().length > 0, { message: 'the request settled' });
     expect(requests().map((e) => [e.id, e.outcome])).toEqual([[request, 'dead-lettered']]);

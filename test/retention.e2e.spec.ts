@@ -80,7 +80,10 @@ describe('retention', () => {
     expect(await admin.xlen(`${prefix}early`)).toBe(300);
     // Once a group exists and has read and acked everything, the same policy trims again.
     await admin.xgroup('CREATE', `${prefix}early`, 'g', '0');
-    const read = (await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', `${prefix}early`, '>')) as [string, [string, string[]][]][];
+    const read = (await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', `${prefix}early`, '>')) as [
+      string,
+      [string, string[]][],
+    ][];
     await admin.xack(`${prefix}early`, 'g', ...read[0]![1].map(([id]) => id));
     for (let i = 0; i < TRIM_EVERY; i++) await lastValueFrom(client.emit('early', { i: 300 + i }));
     expect(await admin.xlen(`${prefix}early`)).toBeLessThan(300);
@@ -127,7 +130,11 @@ describe('retention', () => {
     const prefix = uniquePrefix();
     const logs = captureLogs();
     const { client } = await producer(
-      { connection: redis.url, keyPrefix: prefix, streamRetention: { plain: { maxAgeMs: 1e14 }, safe: { maxAgeMs: 1e14, safe: true }, both: { maxAgeMs: 1e14, maxLen: 5 } } },
+      {
+        connection: redis.url,
+        keyPrefix: prefix,
+        streamRetention: { plain: { maxAgeMs: 1e14 }, safe: { maxAgeMs: 1e14, safe: true }, both: { maxAgeMs: 1e14, maxLen: 5 } },
+      },
       logs.logger,
     );
     for (const pattern of ['plain', 'safe', 'both']) await expect(lastValueFrom(client.emit(pattern, {}))).resolves.toMatch(/^\d+-\d+$/);

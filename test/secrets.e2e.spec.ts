@@ -27,7 +27,8 @@ beforeAll(async () => {
 afterAll(async () => redis?.stop());
 
 /** Everything an output holds, as Node would print it (util.inspect shows `cause`, own properties, nested errors). */
-const printed = (...values: unknown[]): string => values.map((v) => (typeof v === 'string' ? v : inspect(v, { depth: 20, showHidden: false }))).join('\n');
+const printed = (...values: unknown[]): string =>
+  values.map((v) => (typeof v === 'string' ? v : inspect(v, { depth: 20, showHidden: false }))).join('\n');
 
 function expectSafe(output: string, secret: string, masked = `${user}:***@127.0.0.1:${redis.port}`): void {
   expect(output).not.toContain(secret);
@@ -38,7 +39,11 @@ function expectSafe(output: string, secret: string, masked = `${user}:***@127.0.
 
 /** Runs an ES module script with the built library; resolves with its exit code and all it printed. */
 async function runScript(source: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', source], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   proc.stdout.on('data', (d) => (output += d));
   proc.stderr.on('data', (d) => (output += d));
@@ -49,7 +54,10 @@ async function runScript(source: string, env: Record<string, string>): Promise<{
 /** Runs a built CLI; resolves with its exit code and output, whatever the code. */
 async function cli(bin: 'dlq' | 'redis-streams', ...args: string[]): Promise<{ code: number; output: string }> {
   const script = requireBuilt(`libs/redis-streams/dist/esm/cli/${bin}.js`);
-  return promisify(execFile)(process.execPath, [script, ...args], { cwd: repoRoot, env: { ...process.env, REDIS_URL: '', REDIS_CLUSTER_URLS: '' } }).then(
+  return promisify(execFile)(process.execPath, [script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, REDIS_URL: '', REDIS_CLUSTER_URLS: '' },
+  }).then(
     ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, output: err.stdout + err.stderr }),
   );
@@ -108,15 +116,21 @@ describe('a wrong password never appears in any output', () => {
   it('a running worker whose password was rotated: its logs, error events and health carry neither password', async () => {
     const logs = captureLogs();
     const events: unknown[] = [];
-    const app = await startApp({ connection: rightUrl, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, commandTimeoutMs: 500 }, { logger: logs.logger });
+    const app = await startApp(
+      { connection: rightUrl, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, commandTimeoutMs: 500 },
+      { logger: logs.logger },
+    );
     try {
       app.server.on('error', (err) => void events.push(err));
       const admin = redis.client();
       await admin.call('ACL', 'SETUSER', user, 'resetpass', `>${wrong}`);
       await admin.call('CLIENT', 'KILL', 'USER', user);
-      await waitFor(async () => logs.text().includes('WRONGPASS') && events.length > 0 && (await app.server.health()).statsError !== undefined, {
-        message: 'the worker to report WRONGPASS in its logs, events and health',
-      });
+      await waitFor(
+        async () => logs.text().includes('WRONGPASS') && events.length > 0 && (await app.server.health()).statsError !== undefined,
+        {
+          message: 'the worker to report WRONGPASS in its logs, events and health',
+        },
+      );
       const health = await app.server.health();
       expectSafe(printed(logs.text(), ...events, health), right);
       expect(health.statsError).toBeDefined();
@@ -127,7 +141,11 @@ describe('a wrong password never appears in any output', () => {
   });
 
   it('the CLIs fail with the masked URL and WRONGPASS', async () => {
-    for (const run of [cli('dlq', 'list', 'orders:dead', '--url', wrongUrl), cli('redis-streams', 'inspect', 'orders', '--url', wrongUrl), cli('redis-streams', 'inspect', '--cluster', wrongUrl)]) {
+    for (const run of [
+      cli('dlq', 'list', 'orders:dead', '--url', wrongUrl),
+      cli('redis-streams', 'inspect', 'orders', '--url', wrongUrl),
+      cli('redis-streams', 'inspect', '--cluster', wrongUrl),
+    ]) {
       const { code, output } = await run;
       expect(code).toBe(1);
       expectSafe(output, wrong);

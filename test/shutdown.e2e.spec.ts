@@ -14,7 +14,14 @@ const start = useApps();
 
 describe('shutdown at settle points', () => {
   it('app.close() during a slow handler waits for that entry to finish and be acked, and takes no new entry', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 60_000 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs: 60_000,
+    });
     const r = redis.client();
     let release!: () => void;
     let finished = false;
@@ -59,7 +66,15 @@ describe('shutdown at settle points', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
     // One read fetches all five: the first is in hand, four wait behind it in the batch.
-    const leaving = await start({ connection: redis.connection, group: 'g', consumer: 'leaving', keyPrefix: prefix, batchSize: 10, blockMs: 50, minIdleMs: 60_000 });
+    const leaving = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'leaving',
+      keyPrefix: prefix,
+      batchSize: 10,
+      blockMs: 50,
+      minIdleMs: 60_000,
+    });
     let release!: () => void;
     leaving.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     await waitFor(() => leaving.recorder.calls.length === 1, { message: 'the first handler' });
@@ -69,7 +84,14 @@ describe('shutdown at settle points', () => {
     expect(leaving.recorder.idsOf()).toEqual([ids[0]]);
 
     // minIdleMs is a minute: only the hand-back (idle set to minIdleMs) lets the peer reclaim them now.
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'peer',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs: 60_000,
+    });
     const peer = app;
     await waitFor(() => peer.settled.length === 4, { message: 'the peer to settle the four handed-back entries' });
     expect(peer.recorder.idsOf()).toEqual(ids.slice(1));
@@ -80,26 +102,29 @@ describe('shutdown at settle points', () => {
   });
 
   // A child process given one URL: the one-node run covers it.
-  it.skipIf(CLUSTER_MODE)('after shutdownTimeoutMs, close() is terminal: no timer or connection of the transport is left and the process exits by itself', async () => {
-    requireBuilt('libs/redis-streams/dist/esm/index.js');
-    const script = `${repoRoot}test/fixtures/hung-handler-close.mjs`;
-    const child = spawn(process.execPath, [script, redis.url, uniquePrefix()], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    try {
-      // The lease renews every 300 ms here: a lease timer left running would keep the child alive.
-      await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
-    } finally {
-      child.kill('SIGKILL');
-    }
-    expect(await exited, out).toBe(0);
-    const report = JSON.parse(out.trim().split('\n').at(-1)!) as { closed: boolean; timersBefore: number; timersAfter: number };
-    expect(report.closed).toBe(true);
-    // No timer of the transport (lease, retry, wake) outlives close().
-    expect(report.timersAfter).toBe(report.timersBefore);
-  });
+  it.skipIf(CLUSTER_MODE)(
+    'after shutdownTimeoutMs, close() is terminal: no timer or connection of the transport is left and the process exits by itself',
+    async () => {
+      requireBuilt('libs/redis-streams/dist/esm/index.js');
+      const script = `${repoRoot}test/fixtures/hung-handler-close.mjs`;
+      const child = spawn(process.execPath, [script, redis.url, uniquePrefix()], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        // The lease renews every 300 ms here: a lease timer left running would keep the child alive.
+        await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
+      } finally {
+        child.kill('SIGKILL');
+      }
+      expect(await exited, out).toBe(0);
+      const report = JSON.parse(out.trim().split('\n').at(-1)!) as { closed: boolean; timersBefore: number; timersAfter: number };
+      expect(report.closed).toBe(true);
+      // No timer of the transport (lease, retry, wake) outlives close().
+      expect(report.timersAfter).toBe(report.timersBefore);
+    },
+  );
 
   it('after shutdownTimeoutMs, a handler that finishes late changes nothing: no settled event, no write, and the unstarted entries were handed back at close', async () => {
     const prefix = uniquePrefix();
@@ -110,7 +135,17 @@ describe('shutdown at settle points', () => {
     const logs = captureLogs();
     const minIdleMs = 60_000;
     const app = await start(
-      { connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 4, concurrency: 2, blockMs: 100, minIdleMs, shutdownTimeoutMs: 300 },
+      {
+        connection: redis.connection,
+        group: 'g',
+        consumer: 'c',
+        keyPrefix: prefix,
+        batchSize: 4,
+        concurrency: 2,
+        blockMs: 100,
+        minIdleMs,
+        shutdownTimeoutMs: 300,
+      },
       { logger: logs.logger },
     );
     let release!: () => void;
@@ -136,6 +171,8 @@ describe('shutdown at settle points', () => {
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(app.settled.length - settledAtClose).toBe(0);
     // Only the handler's own failure is logged (by Nest, and as "left pending", which it is); no write, warning or event of the transport.
-    expect(logs.lines.slice(linesAtClose).filter((l) => !/late failure|^error handler for stream .* failed on entry .*; left pending$/.test(l))).toEqual([]);
+    expect(
+      logs.lines.slice(linesAtClose).filter((l) => !/late failure|^error handler for stream .* failed on entry .*; left pending$/.test(l)),
+    ).toEqual([]);
   });
 });

@@ -29,7 +29,9 @@ describe('start-up', () => {
       (err: unknown) => err as Error,
     );
     expect(error).toBeInstanceOf(Error);
-    expect(error!.message).toMatch(new RegExp(`could not start within 500 ms: redis://worker:\\*\\*\\*@127\\.0\\.0\\.1:${port}/2 .*ECONNREFUSED`));
+    expect(error!.message).toMatch(
+      new RegExp(`could not start within 500 ms: redis://worker:\\*\\*\\*@127\\.0\\.0\\.1:${port}/2 .*ECONNREFUSED`),
+    );
     expect(error!.message).not.toContain('s3cret');
   });
 
@@ -46,7 +48,9 @@ describe('start-up, unlucky', () => {
       () => undefined,
       (err: unknown) => err as Error,
     );
-    expect(error?.message).toMatch(new RegExp(`could not start within 2000 ms: redis://127\\.0\\.0\\.1:${port} unreachable: connect ECONNREFUSED`));
+    expect(error?.message).toMatch(
+      new RegExp(`could not start within 2000 ms: redis://127\\.0\\.0\\.1:${port} unreachable: connect ECONNREFUSED`),
+    );
   });
 
   it('rejects listen() when close() is called before the consumer started', async () => {
@@ -59,7 +63,18 @@ describe('start-up, unlucky', () => {
       (err: Error) => err.message,
     );
     // Closed while it is still trying to connect.
-    await waitFor(() => server.status !== undefined && (() => { try { return server.unwrap().length === 2; } catch { return false; } })(), { message: 'listen() to be under way' });
+    await waitFor(
+      () =>
+        server.status !== undefined &&
+        (() => {
+          try {
+            return server.unwrap().length === 2;
+          } catch {
+            return false;
+          }
+        })(),
+      { message: 'listen() to be under way' },
+    );
     await server.close();
     expect(await listening).toMatch(/closed before it started/);
     await app.close();
@@ -67,7 +82,13 @@ describe('start-up, unlucky', () => {
 
   it('close() while XGROUP CREATE is in flight resolves (the start it cut short never comes back to hold the loop)', async () => {
     const admin = redis.client();
-    const server = new RedisStreamsServer({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 500 });
+    const server = new RedisStreamsServer({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c1',
+      keyPrefix: uniquePrefix(),
+      blockMs: 500,
+    });
     const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
     const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
     // Writes paused: XGROUP CREATE waits in Redis until close() was called.
@@ -77,7 +98,9 @@ describe('start-up, unlucky', () => {
       () => 'resolved',
       (err: Error) => err.message,
     );
-    await waitFor(async () => /cmd=xgroup/.test(String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))), { message: 'XGROUP CREATE in flight' });
+    await waitFor(async () => /cmd=xgroup/.test(String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))), {
+      message: 'XGROUP CREATE in flight',
+    });
     const closing = server.close();
     await admin.call('CLIENT', 'UNPAUSE');
     let closed = false;

@@ -19,7 +19,10 @@ const start = useApps();
 describe('telemetry: a late SDK with a batch handler', () => {
   it('no spans before; process spans for every entry of calls made about a second after registration', async () => {
     const Ctl = batchController('batched', { batch: { maxSize: 10, maxWaitMs: 20 } });
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 50 }, { controllers: [Ctl], providers: [BatchLog] });
+    const app = await start(
+      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 50 },
+      { controllers: [Ctl], providers: [BatchLog] },
+    );
     await addOrders(redis, app.key('batched'), 5);
     await waitFor(() => app.settled.length === 5, { message: 'first five' });
     const spans = new InMemorySpanExporter();

@@ -1,4 +1,13 @@
-import { context, metrics, propagation, trace, type Context, type MeterProvider as ApiMeterProvider, type TextMapGetter, type TextMapPropagator } from '@opentelemetry/api';
+import {
+  context,
+  metrics,
+  propagation,
+  trace,
+  type Context,
+  type MeterProvider as ApiMeterProvider,
+  type TextMapGetter,
+  type TextMapPropagator,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
@@ -49,23 +58,43 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
     propagation.setGlobalPropagator(new DecodingPropagator());
     const prefix = uniquePrefix();
     const admin = redis.client();
-    const bad = (await admin.xadd(`${prefix}orders`, '*', 'data', '{"n":1}', 'headers', JSON.stringify({ 'uber-trace-id': '%E0%A4%A' }))) as string;
+    const bad = (await admin.xadd(
+      `${prefix}orders`,
+      '*',
+      'data',
+      '{"n":1}',
+      'headers',
+      JSON.stringify({ 'uber-trace-id': '%E0%A4%A' }),
+    )) as string;
     const good = (await admin.xadd(`${prefix}orders`, '*', 'data', '{"n":2}')) as string;
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxDeliveries: 3, retryMaxDelayMs: 200 });
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 50,
+      maxDeliveries: 3,
+      retryMaxDelayMs: 200,
+    });
     const errors: unknown[] = [];
     app.server.on('error', (err) => errors.push(err));
     await waitFor(() => app.settled.length === 2, { message: 'both settled' });
-    expect(app.settled.map((e) => [e.id, e.outcome, e.deliveryCount]).sort()).toEqual([
-      [bad, 'acked', 1],
-      [good, 'acked', 1],
-    ].sort());
+    expect(app.settled.map((e) => [e.id, e.outcome, e.deliveryCount]).sort()).toEqual(
+      [
+        [bad, 'acked', 1],
+        [good, 'acked', 1],
+      ].sort(),
+    );
     expect(app.recorder.calls.map((c) => c.id).sort()).toEqual([bad, good].sort());
     expect(errors).toEqual([]);
     expect((await app.server.health({ stats: false })).redisDownForMs).toBe(0);
   });
 
   it('a meter provider that throws: the consumer starts and handles entries all the same', async () => {
-    const broken = { getMeter: () => { throw new Error('meter provider broken'); } } as unknown as ApiMeterProvider;
+    const broken = {
+      getMeter: () => {
+        throw new Error('meter provider broken');
+      },
+    } as unknown as ApiMeterProvider;
     metrics.setGlobalMeterProvider(broken);
     const prefix = uniquePrefix();
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
@@ -87,7 +116,10 @@ describe('OpenTelemetry context and figures', () => {
     };
     onTestFinished(() => void (Redis.prototype.sendCommand = original));
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 }, { controllers: [RequestsController] });
+    const app = await start(
+      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 },
+      { controllers: [RequestsController] },
+    );
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100 });
     const request = await trace.getTracer('app').startActiveSpan('checkout', async (span) => {
@@ -97,7 +129,9 @@ describe('OpenTelemetry context and figures', () => {
     });
     const before = seen.length;
     // The reply loop keeps reading (BLOCK 100): wait for several of its reads after the request ended.
-    await waitFor(() => seen.slice(before).filter((s) => s.command.toLowerCase() === 'xread').length >= 3, { message: 'reply reads after the request' });
+    await waitFor(() => seen.slice(before).filter((s) => s.command.toLowerCase() === 'xread').length >= 3, {
+      message: 'reply reads after the request',
+    });
     const afterwards = seen.slice(before);
     expect(afterwards.filter((s) => s.traceId === request).map((s) => s.command)).toEqual([]);
   });
@@ -115,11 +149,15 @@ describe('OpenTelemetry context and figures', () => {
     await app.close();
     // The handler finishes after close() gave up on it: nothing is acked, the entry stays pending.
     release();
-    const process = await waitFor(() => spans.getFinishedSpans().find((s) => s.name === `process ${app.key()}`), { message: 'the late span' });
+    const process = await waitFor(() => spans.getFinishedSpans().find((s) => s.name === `process ${app.key()}`), {
+      message: 'the late span',
+    });
     expect(process.attributes['messaging.redis_streams.outcome']).toBe('acked');
     expect(((await admin.xpending(app.key(), 'g')) as [number])[0]).toBe(1);
     const { resourceMetrics } = await reader.collect();
-    const consumed = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'messaging.client.consumed.messages');
+    const consumed = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === 'messaging.client.consumed.messages');
     expect((consumed?.dataPoints ?? []).filter((p) => p.attributes['messaging.destination.name'] === app.key())).toEqual([]);
     expect(app.settled).toEqual([]);
   });

@@ -38,7 +38,11 @@ describe('OpenTelemetry registered after the transport started', () => {
     // Each side notices within a second: emit until an entry's process span is the child of its send span.
     const childOfSend = () => {
       const finished = spans.getFinishedSpans();
-      return finished.find((p) => p.name === `process ${app.key()}` && finished.some((s) => s.name === `send ${app.key()}` && s.spanContext().spanId === p.parentSpanContext?.spanId));
+      return finished.find(
+        (p) =>
+          p.name === `process ${app.key()}` &&
+          finished.some((s) => s.name === `send ${app.key()}` && s.spanContext().spanId === p.parentSpanContext?.spanId),
+      );
     };
     await waitFor(
       async () => {
@@ -49,6 +53,13 @@ describe('OpenTelemetry registered after the transport started', () => {
     );
     const { resourceMetrics } = await reader.collect();
     const names = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
-    expect(names).toEqual(expect.arrayContaining(['messaging.process.duration', 'messaging.client.consumed.messages', 'messaging.redis_streams.lag', 'messaging.redis_streams.pending']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'messaging.process.duration',
+        'messaging.client.consumed.messages',
+        'messaging.redis_streams.lag',
+        'messaging.redis_streams.pending',
+      ]),
+    );
   });
 });

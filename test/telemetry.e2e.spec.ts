@@ -63,7 +63,9 @@ describe('OpenTelemetry traces', () => {
       return { id: emitted as string, requestSpan: span };
     });
     // The process span ends after the XACK, so after the handler's own span.
-    await waitFor(() => spanNamed('handler work').length === 1 && spanNamed(`process ${app.key()}`).length === 1, { message: 'the handler and process spans' });
+    await waitFor(() => spanNamed('handler work').length === 1 && spanNamed(`process ${app.key()}`).length === 1, {
+      message: 'the handler and process spans',
+    });
 
     const [send] = spanNamed(`send ${app.key()}`);
     const [process] = spanNamed(`process ${app.key()}`);
@@ -112,11 +114,22 @@ describe('OpenTelemetry traces', () => {
     await waitFor(() => spanNamed(`process ${app.key()}`).length === 2, { message: 'two process spans' });
 
     const [send] = spanNamed(`send ${app.key()}`);
-    const [first, second] = spanNamed(`process ${app.key()}`).sort((a, b) => Number(a.attributes['messaging.redis_streams.delivery_count']) - Number(b.attributes['messaging.redis_streams.delivery_count']));
-    expect(first!.attributes).toMatchObject({ 'messaging.redis_streams.delivery_count': 1, 'messaging.redis_streams.delivery_source': 'new', 'messaging.redis_streams.outcome': 'failed' });
+    const [first, second] = spanNamed(`process ${app.key()}`).sort(
+      (a, b) =>
+        Number(a.attributes['messaging.redis_streams.delivery_count']) - Number(b.attributes['messaging.redis_streams.delivery_count']),
+    );
+    expect(first!.attributes).toMatchObject({
+      'messaging.redis_streams.delivery_count': 1,
+      'messaging.redis_streams.delivery_source': 'new',
+      'messaging.redis_streams.outcome': 'failed',
+    });
     expect(first!.status.code).toBe(SpanStatusCode.ERROR);
     expect(first!.events.find((e) => e.name === 'exception')?.attributes).toMatchObject({ 'exception.message': 'payment service down' });
-    expect(second!.attributes).toMatchObject({ 'messaging.redis_streams.delivery_count': 2, 'messaging.redis_streams.delivery_source': 'reclaim', 'messaging.redis_streams.outcome': 'acked' });
+    expect(second!.attributes).toMatchObject({
+      'messaging.redis_streams.delivery_count': 2,
+      'messaging.redis_streams.delivery_source': 'reclaim',
+      'messaging.redis_streams.outcome': 'acked',
+    });
     expect(second!.status.code).toBe(SpanStatusCode.UNSET);
     for (const p of [first!, second!]) {
       expect(p.spanContext().traceId).toBe(send!.spanContext().traceId);
@@ -126,12 +139,17 @@ describe('OpenTelemetry traces', () => {
 
   it('a request carries its correlation id as conversation id; an entry another producer wrote (no headers) starts a trace of its own', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 }, { controllers: [RequestsController] });
+    const app = await start(
+      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 },
+      { controllers: [RequestsController] },
+    );
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     expect(await lastValueFrom(client.send('quote', { n: 1 }))).toBe('ok');
     // The answer can arrive before the XADD reply that ends the send span.
-    await waitFor(() => spanNamed(`process ${prefix}quote`).length === 1 && spanNamed(`send ${prefix}quote`).length === 1, { message: 'the request spans' });
+    await waitFor(() => spanNamed(`process ${prefix}quote`).length === 1 && spanNamed(`send ${prefix}quote`).length === 1, {
+      message: 'the request spans',
+    });
     const [send] = spanNamed(`send ${prefix}quote`);
     const [process] = spanNamed(`process ${prefix}quote`);
     const conversation = app.recorder.calls[0]!.fields.correlationId;
@@ -230,9 +248,16 @@ describe('OpenTelemetry metrics', () => {
     const pending = pointsOf(await collect('messaging.redis_streams.pending'), app.key('payments'));
     expect(lag.map((p) => p.value)).toEqual([7]);
     expect(pending.map((p) => p.value)).toEqual([5]);
-    expect(lag[0]!.attributes).toEqual({ 'messaging.system': 'redis', 'messaging.destination.name': app.key('payments'), 'messaging.consumer.group.name': 'g' });
+    expect(lag[0]!.attributes).toEqual({
+      'messaging.system': 'redis',
+      'messaging.destination.name': app.key('payments'),
+      'messaging.consumer.group.name': 'g',
+    });
     // How old the figures are: what tells a frozen reading from a fresh one (an exporter repeats the last values).
-    const age = (await collect('messaging.redis_streams.stats.age'))?.dataPoints.filter((p) => p.attributes['messaging.consumer.group.name'] === 'g') ?? [];
+    const age =
+      (await collect('messaging.redis_streams.stats.age'))?.dataPoints.filter(
+        (p) => p.attributes['messaging.consumer.group.name'] === 'g',
+      ) ?? [];
     expect(age.length).toBeGreaterThan(0);
     expect(age.every((p) => typeof p.value === 'number' && p.value >= 0 && p.value < 10)).toBe(true);
     release();

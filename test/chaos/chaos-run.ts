@@ -116,7 +116,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       }
     })();
     let producerDone = false;
-    void producing.then(() => (producerDone = true), () => (producerDone = true));
+    void producing.then(
+      () => (producerDone = true),
+      () => (producerDone = true),
+    );
 
     // The chaos: until the producer is done and most entries were handled (kills then hit
     // workers in the middle of batches), at most maxChaosMs.
@@ -137,7 +140,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       slots[slots.indexOf(slot)] = spawnWorker(slot.base, renamed ? `${slot.base}-g${generation + 1}` : slot.name);
     }
     await producing;
-    log(`chaos over after ${Date.now() - chaosStart} ms: ${counts.kills} SIGKILL, ${counts.terms} SIGTERM, ${counts.restartsUnderNewName} restarts under a new name`);
+    log(
+      `chaos over after ${Date.now() - chaosStart} ms: ${counts.kills} SIGKILL, ${counts.terms} SIGTERM, ${counts.restartsUnderNewName} restarts under a new name`,
+    );
 
     // Quiesce: every entry delivered (lag 0) and settled (nothing pending).
     const quiesceStart = Date.now();
@@ -168,7 +173,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       duplicates += Number(count) - 1;
     }
     const lost = produced.filter((id) => !handledCounts[id] && !dead.has(id));
-    return { produced: produced.length, handled, duplicates, deadLettered: dead.size, lost, ...progress, ...counts, quiesceMs, finalExitCodes };
+    return {
+      produced: produced.length,
+      handled,
+      duplicates,
+      deadLettered: dead.size,
+      lost,
+      ...progress,
+      ...counts,
+      quiesceMs,
+      finalExitCodes,
+    };
   } finally {
     for (const slot of slots) if (slot.proc.exitCode === null && slot.proc.signalCode === null) slot.proc.kill('SIGKILL');
     await Promise.all(slots.map((s) => s.exit));

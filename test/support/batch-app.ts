@@ -57,7 +57,11 @@ export class CountingInterceptor implements NestInterceptor {
 }
 
 /** A controller whose one method is `@StreamPattern(pattern, extras)` and records into BatchLog. */
-export function batchController(pattern: string, extras: Record<string, unknown>, decorate: (proto: object, key: string, d: PropertyDescriptor) => void = () => {}) {
+export function batchController(
+  pattern: string,
+  extras: Record<string, unknown>,
+  decorate: (proto: object, key: string, d: PropertyDescriptor) => void = () => {},
+) {
   @Controller()
   class C {
     constructor(readonly log: BatchLog) {}
@@ -90,11 +94,14 @@ const admin = (redis: TestRedis) => {
   return c;
 };
 
-export const pendingOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> => Number(((await admin(redis).xpending(key, group)) as unknown[])[0]);
+export const pendingOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> =>
+  Number(((await admin(redis).xpending(key, group)) as unknown[])[0]);
 
 /** entries-read of the group: entries delivered to some consumer (fetched into a batch). */
 export const deliveredOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> => {
   const info = (await admin(redis).xinfo('GROUPS', key)) as unknown[][];
-  const g = info.map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]))).find((row) => row.name === group);
+  const g = info
+    .map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]])))
+    .find((row) => row.name === group);
   return Number(g?.['entries-read'] ?? 0);
 };

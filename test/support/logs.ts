@@ -4,6 +4,12 @@ import type { LoggerService } from '@nestjs/common';
 export function captureLogs(): { logger: LoggerService; lines: string[]; text: () => string } {
   const lines: string[] = [];
   const keep = (level: string) => (message: unknown) => void lines.push(`${level} ${String(message)}`);
-  const logger: LoggerService = { log: keep('log'), error: keep('error'), warn: keep('warn'), debug: keep('debug'), verbose: keep('verbose') };
+  const logger: LoggerService = {
+    log: keep('log'),
+    error: keep('error'),
+    warn: keep('warn'),
+    debug: keep('debug'),
+    verbose: keep('verbose'),
+  };
   return { logger, lines, text: () => lines.join('\n') };
 }

@@ -64,7 +64,9 @@ interface Node {
 class MissingBinaryError extends Error {}
 
 const missing = (binary: string, err: Error) =>
-  new MissingBinaryError(`could not run ${binary} (${err.message}). Install it: apt-get install -y redis-server (it brings redis-cli too).`);
+  new MissingBinaryError(
+    `could not run ${binary} (${err.message}). Install it: apt-get install -y redis-server (it brings redis-cli too).`,
+  );
 
 /**
  * A throwaway 6-node Redis Cluster (3 masters, 3 replicas) on random loopback ports, in a fresh temp dir.
@@ -199,7 +201,10 @@ async function launch(): Promise<TestCluster> {
   const knownAsReplica = async (replica: number, master: number) => {
     for (const port of live()) {
       // <id> <ip:port@cport> <flags> <master id or -> …
-      const lines = (await cmd<string>(port, 'CLUSTER', 'NODES')).trim().split('\n').map((line) => line.split(' '));
+      const lines = (await cmd<string>(port, 'CLUSTER', 'NODES'))
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' '));
       const at = (p: number) => lines.find((fields) => fields[1]?.startsWith(`${HOST}:${p}@`));
       const [r, m] = [at(replica), at(master)];
       if (!r || !m || !r[2]!.split(',').includes('slave') || r[2]!.includes('fail') || r[3] !== m[0]) return false;
@@ -215,7 +220,9 @@ async function launch(): Promise<TestCluster> {
     const r = await replication(replica);
     const master = Number(r.master_port);
     if (r.role !== 'slave' || r.master_link_status !== 'up' || byPort(master).dead) return undefined;
-    const listed = Object.entries(await replication(master)).some(([k, v]) => /^slave\d+$/.test(k) && v.includes(`,port=${replica},state=online,`));
+    const listed = Object.entries(await replication(master)).some(
+      ([k, v]) => /^slave\d+$/.test(k) && v.includes(`,port=${replica},state=online,`),
+    );
     return listed ? master : undefined;
   };
   /**
@@ -263,7 +270,8 @@ async function launch(): Promise<TestCluster> {
       async () => {
         for (const port of ports) {
           const info = await clusterInfo(port);
-          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT)) return false;
+          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT))
+            return false;
         }
         return true;
       },
@@ -330,7 +338,9 @@ async function launch(): Promise<TestCluster> {
         if (attempt === 3) {
           await withLogs(
             [newMaster, oldMaster],
-            Promise.reject(new Error(`replica ${newMaster} did not take slot ${slot} over from ${oldMaster} after ${attempt} CLUSTER FAILOVER`)),
+            Promise.reject(
+              new Error(`replica ${newMaster} did not take slot ${slot} over from ${oldMaster} after ${attempt} CLUSTER FAILOVER`),
+            ),
           );
         }
       }
@@ -368,11 +378,27 @@ async function launch(): Promise<TestCluster> {
 function spawnNode(dir: string, port: number): Node {
   const log = join(dir, `node-${port}.log`);
   const args = [
-    '--port', String(port), '--bind', HOST,
-    '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
-    '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', log,
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    String(NODE_TIMEOUT_MS),
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--logfile',
+    log,
     // The default 5 s delay only waits for more replicas to share one transfer; each master here has one.
-    '--repl-diskless-sync-delay', '0',
+    '--repl-diskless-sync-delay',
+    '0',
   ];
   const proc = spawn(SERVER_BIN, args, { stdio: 'ignore' });
   let spawnError: Error | undefined;
@@ -407,9 +433,6 @@ function createCluster(ports: number[]): Promise<void> {
     }),
   );
 }
-
-
-
 
 async function logTail(path: string): Promise<string> {
   return tail(await readFile(path, 'utf8').catch(() => '(no log)'));

@@ -29,16 +29,25 @@ export async function startReplicated(): Promise<ReplicatedRedis> {
   const master = await startRedis({ standalone: true, args: ['--dir', dir, '--dbfilename', 'master.rdb'] });
   const masterAdmin = master.client();
   let replica: TestRedis | undefined;
-  const replicaOrThrow = () => replica ?? (() => { throw new Error('no replica: call addReplica() first'); })();
+  const replicaOrThrow = () =>
+    replica ??
+    (() => {
+      throw new Error('no replica: call addReplica() first');
+    })();
   return {
     master,
     get replica() {
       return replicaOrThrow();
     },
     addReplica: async () => {
-      replica = await startRedis({ standalone: true, args: ['--dir', dir, '--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(master.port)] });
+      replica = await startRedis({
+        standalone: true,
+        args: ['--dir', dir, '--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(master.port)],
+      });
       const admin = replica.client();
-      await waitFor(async () => parseInfo(await admin.info('replication')).master_link_status === 'up', { message: 'the replica’s first sync' });
+      await waitFor(async () => parseInfo(await admin.info('replication')).master_link_status === 'up', {
+        message: 'the replica’s first sync',
+      });
       return replica;
     },
     synced: async () => {

@@ -8,7 +8,8 @@ import { waitFor } from './wait-for.js';
 export const SERVER_BIN = process.env.REDIS_SERVER_BIN || 'redis-server';
 
 /** The default dead-letter key of a stream: `<key>:dead`, on a cluster `{<key>}:dead` (same slot as the stream). */
-export const deadLetterKey = (key: string): string => (process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`);
+export const deadLetterKey = (key: string): string =>
+  process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`;
 
 /** True in the `cluster` test project: the suites that run there talk to a shared local Redis Cluster. */
 export const CLUSTER_MODE = process.env.TEST_REDIS === 'cluster';
@@ -39,7 +40,10 @@ export interface TestRedis {
  * the server at REDIS_URL when that is set; in the cluster project, the shared cluster unless
  * `standalone` asks for one node. Fails with a clear message when neither works.
  */
-export async function startRedis({ standalone = false, args = [] }: { standalone?: boolean; args?: readonly string[] } = {}): Promise<TestRedis> {
+export async function startRedis({
+  standalone = false,
+  args = [],
+}: { standalone?: boolean; args?: readonly string[] } = {}): Promise<TestRedis> {
   const clients: Redis[] = [];
   const client = (url: string) => () => {
     const c = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -109,7 +113,10 @@ function clusterBackend(urls: string[]): TestRedis {
     port: Number(new URL(urls[0]!).port),
     owned: false,
     client: () => {
-      const c = new Cluster(urls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) })), { redisOptions: { maxRetriesPerRequest: 1 } });
+      const c = new Cluster(
+        urls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) })),
+        { redisOptions: { maxRetriesPerRequest: 1 } },
+      );
       c.on('error', () => {});
       clients.push(c);
       return c as unknown as Redis;
@@ -141,10 +148,7 @@ async function spawnRedis(port: number, args: readonly string[]): Promise<ChildP
       ),
     ),
   );
-  await Promise.race([
-    spawnError,
-    waitFor(() => ping(url), { timeoutMs: 10_000, message: `redis-server on port ${port}` }),
-  ]);
+  await Promise.race([spawnError, waitFor(() => ping(url), { timeoutMs: 10_000, message: `redis-server on port ${port}` })]);
   return proc;
 }
 

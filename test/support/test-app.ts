@@ -1,7 +1,14 @@
 import { Controller, Injectable, type INestMicroservice, type LoggerService } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions, type SettledEvent } from 'nestjs-redis-streams';
+import {
+  REDIS_STREAMS_TRANSPORT,
+  RedisStreamsContext,
+  RedisStreamsServer,
+  StreamPattern,
+  type RedisStreamsServerOptions,
+  type SettledEvent,
+} from 'nestjs-redis-streams';
 import { randomUUID } from 'node:crypto';
 
 export interface Call {

@@ -5,8 +5,12 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * is (`redis_version:<real>` → `redis_version:<fake>`, same length so RESP lengths hold). Every
  * command is still answered by Redis; the test sees how the transport treats an older server.
  */
-export async function versionProxy(target: { port: number }, realVersion: string, fakeVersion: string): Promise<{ port: number; close(): Promise<void> }> {
-  if (realVersion.length !== fakeVersion.length) throw new Error('fake version must have the real one\'s length');
+export async function versionProxy(
+  target: { port: number },
+  realVersion: string,
+  fakeVersion: string,
+): Promise<{ port: number; close(): Promise<void> }> {
+  if (realVersion.length !== fakeVersion.length) throw new Error("fake version must have the real one's length");
   const from = Buffer.from(`redis_version:${realVersion}`);
   const to = Buffer.from(`redis_version:${fakeVersion}`);
   const sockets = new Set<Socket>();

@@ -30,7 +30,9 @@ function clusterUrls(raw: string | undefined): string[] | undefined {
     }
     if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
       const masked = maskUrl(url);
-      throw new Error(`REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(masked)} as node ${i + 1} of ${urls.length}`);
+      throw new Error(
+        `REDIS_CLUSTER_URLS must be comma-separated redis://host:port URLs of cluster nodes, got ${JSON.stringify(masked)} as node ${i + 1} of ${urls.length}`,
+      );
     }
   });
   return urls;

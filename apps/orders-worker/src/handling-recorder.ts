@@ -8,7 +8,10 @@ import type { DemoBehaviour } from './worker-config.js';
 export class HandlingRecorder implements OnApplicationShutdown {
   private readonly redis: Redis | Cluster | null;
 
-  constructor(@Inject(DEMO) private readonly demo: DemoBehaviour, @Inject(REDIS_CONNECTION) connection: string | string[]) {
+  constructor(
+    @Inject(DEMO) private readonly demo: DemoBehaviour,
+    @Inject(REDIS_CONNECTION) connection: string | string[],
+  ) {
     this.redis = demo.recordKey ? connect(connection) : null;
   }
 

@@ -11,7 +11,12 @@ export class OrdersWorkerModule {
    * `ordersPartitions`: the `orders` stream's partition count (STREAMS_PARTITIONS), undefined for
    * one plain stream. `ordersBatch`: orders go to a batch handler (DEMO_BATCH_MAX).
    */
-  static register(demo: DemoBehaviour, connection: string | string[], ordersPartitions?: number, ordersBatch?: StreamBatchOptions): DynamicModule {
+  static register(
+    demo: DemoBehaviour,
+    connection: string | string[],
+    ordersPartitions?: number,
+    ordersBatch?: StreamBatchOptions,
+  ): DynamicModule {
     return {
       module: OrdersWorkerModule,
       controllers: [ordersController(ordersPartitions, ordersBatch)],

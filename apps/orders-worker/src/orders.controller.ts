@@ -1,6 +1,13 @@
 import { Controller, Inject, Logger, type Type } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
-import { BatchFailure, REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern, type StreamBatchEntry, type StreamBatchOptions } from 'nestjs-redis-streams';
+import {
+  BatchFailure,
+  REDIS_STREAMS_TRANSPORT,
+  RedisStreamsContext,
+  StreamPattern,
+  type StreamBatchEntry,
+  type StreamBatchOptions,
+} from 'nestjs-redis-streams';
 import { HandlingRecorder } from './handling-recorder.js';
 import { DEMO } from './tokens.js';
 import { seededRandom, type DemoBehaviour } from './worker-config.js';
@@ -60,7 +67,9 @@ export function ordersController(partitions?: number, batch?: StreamBatchOptions
         const partition = ctx.getPartition();
         const customer = order.customer_id === undefined ? '' : ` customer ${order.customer_id}`;
         const where = partition === undefined ? '' : ` partition ${partition}`;
-        this.logger.log(`order ${order.order_id} (${order.status})${customer}${where} entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`);
+        this.logger.log(
+          `order ${order.order_id} (${order.status})${customer}${where} entry ${ctx.getId()} delivery ${ctx.getDeliveryCount()} [handled ${this.handled}]`,
+        );
       }
       return undefined;
     }
@@ -74,6 +83,10 @@ export function ordersController(partitions?: number, batch?: StreamBatchOptions
   // Decorated here, not in the class body: which method reads `orders` is configuration.
   const method = batch ? 'handleOrders' : 'handleOrder';
   const descriptor = Object.getOwnPropertyDescriptor(OrdersController.prototype, method)!;
-  StreamPattern('orders', { ...(partitions === undefined ? {} : { partitions }), ...(batch ? { batch } : {}) })(OrdersController.prototype, method, descriptor);
+  StreamPattern('orders', { ...(partitions === undefined ? {} : { partitions }), ...(batch ? { batch } : {}) })(
+    OrdersController.prototype,
+    method,
+    descriptor,
+  );
   return OrdersController;
 }

@@ -66,7 +66,8 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   const batchMax = number('DEMO_BATCH_MAX', Number, (v) => Number.isSafeInteger(v) && v > 0, 'a positive integer');
   const batchWaitMs = number('DEMO_BATCH_WAIT_MS', Number, (v) => Number.isSafeInteger(v) && v >= 0, 'an integer of 0 or more');
   if (batchWaitMs !== undefined && batchMax === undefined) throw new Error('DEMO_BATCH_WAIT_MS needs DEMO_BATCH_MAX');
-  const ordersBatch = batchMax === undefined ? undefined : { maxSize: batchMax, ...(batchWaitMs === undefined ? {} : { maxWaitMs: batchWaitMs }) };
+  const ordersBatch =
+    batchMax === undefined ? undefined : { maxSize: batchMax, ...(batchWaitMs === undefined ? {} : { maxWaitMs: batchWaitMs }) };
   return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS), ordersBatch };
 }
 

@@ -60,13 +60,17 @@ interface EntryFailure {
 export class BatchFailure extends RpcException {
   constructor(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string) {
     const list: EntryFailure[] = [];
-    for (const { entry, error } of failures) list.push({ context: entry.context, error: error ?? new Error(message ?? 'failed in its batch') });
+    for (const { entry, error } of failures)
+      list.push({ context: entry.context, error: error ?? new Error(message ?? 'failed in its batch') });
     super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
   }
 
   /** Every entry in `entries` failed with `error`. */
   static of(entries: Iterable<StreamBatchEntry>, error?: unknown): BatchFailure {
-    return new BatchFailure([...entries].map((entry) => ({ entry, error })), error instanceof Error ? error.message : undefined);
+    return new BatchFailure(
+      [...entries].map((entry) => ({ entry, error })),
+      error instanceof Error ? error.message : undefined,
+    );
   }
 }
 brand(BatchFailure, 'BatchFailure');

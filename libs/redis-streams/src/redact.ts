@@ -26,7 +26,11 @@ export function authSecrets(err: unknown, into: Set<string> = new Set(), depth =
   if (name === 'auth' && args.length > 0) into.add(args[args.length - 1]!);
   const auth = args.findIndex((a) => a.toUpperCase() === 'AUTH');
   if (name === 'hello' && auth >= 0 && args[auth + 2] !== undefined) into.add(args[auth + 2]!);
-  for (const nested of [(err as { cause?: unknown }).cause, (err as { lastNodeError?: unknown }).lastNodeError, ...((err as { previousErrors?: unknown[] }).previousErrors ?? [])]) {
+  for (const nested of [
+    (err as { cause?: unknown }).cause,
+    (err as { lastNodeError?: unknown }).lastNodeError,
+    ...((err as { previousErrors?: unknown[] }).previousErrors ?? []),
+  ]) {
     authSecrets(nested, into, depth + 1);
   }
   return into;
@@ -36,7 +40,10 @@ export function authSecrets(err: unknown, into: Set<string> = new Set(), depth =
 export function carriesCommand(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;
   if ('command' in err || 'previousErrors' in err) return true;
-  return carriesCommand((err as { cause?: unknown }).cause, depth + 1) || carriesCommand((err as { lastNodeError?: unknown }).lastNodeError, depth + 1);
+  return (
+    carriesCommand((err as { cause?: unknown }).cause, depth + 1) ||
+    carriesCommand((err as { lastNodeError?: unknown }).lastNodeError, depth + 1)
+  );
 }
 
 /**
@@ -93,7 +100,12 @@ export class RedisStreamsError extends Error {
 export function redactError(err: unknown, where?: string, secrets: Iterable<string> = [], depth = 0): RedisStreamsError {
   if (err instanceof RedisStreamsError && where === undefined) return err;
   const known = authSecrets(err, new Set(secrets));
-  const text = err instanceof Error ? err.message : typeof err === 'object' && err !== null && 'message' in err ? String(err.message) : safeString(err);
+  const text =
+    err instanceof Error
+      ? err.message
+      : typeof err === 'object' && err !== null && 'message' in err
+        ? String(err.message)
+        : safeString(err);
   const message = redactText(where === undefined ? text : `${text} (${where})`, known);
   const code = (err as { code?: unknown } | null)?.code;
   const nested = (err as { cause?: unknown } | null)?.cause ?? (err as { lastNodeError?: unknown } | null)?.lastNodeError;

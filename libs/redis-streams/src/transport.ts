@@ -16,6 +16,9 @@ export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol.for('nestjs-redis-s
  * `StreamBatchEntry` (up to `maxSize`), `@Ctx()` a `RedisStreamsBatchContext`; one Nest
  * dispatch and one XACK per call. Its streams get a reader (and blocking connection) of their own.
  */
-export function StreamPattern(stream: string, extras?: { partitions?: number; batch?: StreamBatchOptions } & Record<string, unknown>): MethodDecorator {
+export function StreamPattern(
+  stream: string,
+  extras?: { partitions?: number; batch?: StreamBatchOptions } & Record<string, unknown>,
+): MethodDecorator {
   return EventPattern<string>(stream, REDIS_STREAMS_TRANSPORT, extras ?? {});
 }

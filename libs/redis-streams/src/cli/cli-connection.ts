@@ -15,14 +15,22 @@ instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS).
  */
 export async function connect(values: { url?: string; cluster?: string }): Promise<RedisConnection> {
   const clusterUrls = values.cluster ?? (values.url ? undefined : process.env.REDIS_CLUSTER_URLS);
-  const connection = resolveConnection(clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'));
+  const connection = resolveConnection(
+    clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
+  );
   const redis = isCluster(connection)
-    ? new Cluster(connection.cluster, { ...connection.options, lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1 } })
+    ? new Cluster(connection.cluster, {
+        ...connection.options,
+        lazyConnect: true,
+        clusterRetryStrategy: () => null,
+        redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1 },
+      })
     : new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
   redis.on('error', (err: unknown) => (cause = err));
-  const failure = (err: unknown) => new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(nodeCause(cause) ?? err)}`);
+  const failure = (err: unknown) =>
+    new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(nodeCause(cause) ?? err)}`);
   try {
     await redis.connect();
     // A refused handshake step (SELECT of a database that does not exist) arrives as an 'error' event after connect().
@@ -52,7 +60,8 @@ export class UsageError extends Error {
 /** A positive whole number flag, at most `max`. */
 export function positiveFlag(flag: string, raw: string | undefined, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(raw);
-  if (raw === undefined || !Number.isSafeInteger(n) || n <= 0 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got ${raw}`);
+  if (raw === undefined || !Number.isSafeInteger(n) || n <= 0 || n > max)
+    throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got ${raw}`);
   return n;
 }
 

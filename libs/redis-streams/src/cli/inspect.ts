@@ -41,7 +41,13 @@ const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
  * What an operator asks first about each stream: how long, how far behind, who holds what, what
  * died. `skipMissing`: a stream deleted since it was found is left out rather than an error.
  */
-export async function inspectStreams(redis: RedisConnection, streams: readonly string[], group?: string, now = Date.now(), skipMissing = false): Promise<StreamReport[]> {
+export async function inspectStreams(
+  redis: RedisConnection,
+  streams: readonly string[],
+  group?: string,
+  now = Date.now(),
+  skipMissing = false,
+): Promise<StreamReport[]> {
   const dlq = new DeadLetters(redis);
   const reports: StreamReport[] = [];
   for (const stream of streams) {
@@ -66,7 +72,8 @@ export async function inspectStreams(redis: RedisConnection, streams: readonly s
         const c = parseInfoRecord(rawConsumer);
         const pending = Number(c.pending);
         // [id, consumer, idle since its last delivery, deliveries]; the id's time is its age when it is a time.
-        const [oldest] = pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string, string, number, number][]) : [];
+        const [oldest] =
+          pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string, string, number, number][]) : [];
         const born = oldest ? idTime(oldest[0]) : NaN;
         const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : Number(oldest[2])) : null;
         consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: ageMs });
@@ -150,7 +157,9 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
   const lines: string[] = [];
   for (const s of reports) {
     const producing = r?.produced.get(s.stream);
-    lines.push(`${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`);
+    lines.push(
+      `${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`,
+    );
     for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
     if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
     for (const g of s.groups) {
@@ -158,7 +167,8 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
       lines.push(
         `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
       );
-      for (const c of g.consumers) lines.push(`    ${e(c.name)}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
+      for (const c of g.consumers)
+        lines.push(`    ${e(c.name)}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
     }
   }
   return lines.join('\n');

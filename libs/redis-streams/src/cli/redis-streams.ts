@@ -72,11 +72,19 @@ async function main(argv: string[]): Promise<number> {
       const own = randomUUID();
       const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
       const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
-        throw new Error(`"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`, { cause: err });
+        throw new Error(
+          `"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`,
+          { cause: err },
+        );
       });
       if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
       if (values.json) console.log(safeJson(deleted));
-      else console.log(deleted.length === 0 ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending` : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`);
+      else
+        console.log(
+          deleted.length === 0
+            ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending`
+            : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`,
+        );
       return 0;
     });
   }
@@ -100,7 +108,9 @@ async function main(argv: string[]): Promise<number> {
         } else {
           // In place, like top: clear the screen and draw again.
           if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
-          console.log(`${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
+          console.log(
+            `${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`,
+          );
           console.log(renderReports(reports, r, values.group));
         }
       }

@@ -160,7 +160,9 @@ export class RedisStreamsClient extends ClientProxy {
     try {
       data = await this.options.serializer.serialize(record.data);
     } catch (err) {
-      throw new Error(`nestjs-redis-streams: cannot write to stream "${stream}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new Error(`nestjs-redis-streams: cannot write to stream "${stream}": ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
     }
     const fields = [FIELD.data, data];
     const headers = traceHeaders && Object.keys(traceHeaders).length > 0 ? { ...record.headers, ...traceHeaders } : record.headers;
@@ -172,13 +174,22 @@ export class RedisStreamsClient extends ClientProxy {
   private async append(stream: string, pattern: unknown, fields: string[]): Promise<string> {
     // Scrubbed, with the masked URL: the cause may be the handshake's error, AUTH arguments and all.
     const fail = (reason: string, cause?: unknown) =>
-      redactError(new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause }), this.where(), secretsOf(this.options.connection));
+      redactError(
+        new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause }),
+        this.where(),
+        secretsOf(this.options.connection),
+      );
     await this.connect();
     const lanes = this.lanes;
     if (!lanes) throw fail('the client is closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
-      await firstValueFrom(lanes.commandState$.pipe(filter((s) => s === 'ready'), timeout(this.options.commandTimeoutMs))).catch(() => {
+      await firstValueFrom(
+        lanes.commandState$.pipe(
+          filter((s) => s === 'ready'),
+          timeout(this.options.commandTimeoutMs),
+        ),
+      ).catch(() => {
         const last = this.lastLaneError;
         throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms${last ? `: ${last.message}` : ''}`, last);
       });
@@ -189,7 +200,8 @@ export class RedisStreamsClient extends ClientProxy {
       return id;
     } catch (err) {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
-      if (isCommandTimeout(err)) throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
+      if (isCommandTimeout(err))
+        throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
   }

@@ -61,10 +61,16 @@ export class ReplyReader {
     this.closed = true;
     this.loop?.unsubscribe();
     await this.d.lanes.unblock();
-    for (const callback of this.waiting.values()) callback({ err: new Error('nestjs-redis-streams: the client was closed before the reply arrived'), isDisposed: true });
+    for (const callback of this.waiting.values())
+      callback({ err: new Error('nestjs-redis-streams: the client was closed before the reply arrived'), isDisposed: true });
     this.waiting.clear();
     // Best effort: when Redis is unreachable the stream's TTL removes it instead.
-    if (this.d.lanes.command.status === 'ready') await within(this.d.commands.drop(this.d.key).catch(() => {}), DROP_TIMEOUT_MS, undefined);
+    if (this.d.lanes.command.status === 'ready')
+      await within(
+        this.d.commands.drop(this.d.key).catch(() => {}),
+        DROP_TIMEOUT_MS,
+        undefined,
+      );
   }
 
   private run(): Subscription {
@@ -86,7 +92,10 @@ export class ReplyReader {
 
   private async read(): Promise<StreamEntry[]> {
     if (!(await this.d.lanes.prepareBlocking(this.d.blockMs))) return [];
-    return this.d.lanes.awaitPark(this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs), this.d.blockMs);
+    return this.d.lanes.awaitPark(
+      this.d.commands.readReplies(this.d.lanes.blocking, this.d.key, this.afterId, REPLY_BATCH, this.d.blockMs),
+      this.d.blockMs,
+    );
   }
 
   private async route(entries: StreamEntry[]): Promise<void> {
@@ -99,6 +108,10 @@ export class ReplyReader {
       if (reply.packet.isDisposed) this.waiting.delete(reply.correlationId);
       callback?.(reply.packet);
     }
-    await this.d.commands.consumed(this.d.key, entries.map((e) => e.id), this.d.ttlMs);
+    await this.d.commands.consumed(
+      this.d.key,
+      entries.map((e) => e.id),
+      this.d.ttlMs,
+    );
   }
 }

@@ -25,13 +25,20 @@ export interface DeadLetter {
  */
 export function encodeDeadLetterHead(d: Omit<DeadLetter, 'fields'>): string[] {
   return [
-    'stream', d.stream,
-    'sourceId', d.sourceId,
-    'group', d.group,
-    'consumer', d.consumer,
-    'deliveryCount', String(d.deliveryCount),
-    'error', d.error,
-    'deadAt', String(d.deadAt),
+    'stream',
+    d.stream,
+    'sourceId',
+    d.sourceId,
+    'group',
+    d.group,
+    'consumer',
+    d.consumer,
+    'deliveryCount',
+    String(d.deliveryCount),
+    'error',
+    d.error,
+    'deadAt',
+    String(d.deadAt),
   ];
 }
 

@@ -27,7 +27,8 @@ export function fieldsToRecord(fields: readonly string[]): Record<string, string
   const record: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i]!;
-    if (name === '__proto__') Object.defineProperty(record, name, { value: fields[i + 1], enumerable: true, writable: true, configurable: true });
+    if (name === '__proto__')
+      Object.defineProperty(record, name, { value: fields[i + 1], enumerable: true, writable: true, configurable: true });
     else record[name] = fields[i + 1]!;
   }
   return record;
@@ -120,7 +121,11 @@ export function headersOf(entry: StreamEntry, maxChars: number): Record<string, 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 function cannotDeserialize(entry: StreamEntry, err: unknown): EntryDecodeError {
-  return new EntryDecodeError(entry.stream, entry.id, `field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`);
+  return new EntryDecodeError(
+    entry.stream,
+    entry.id,
+    `field "${FIELD.data}" cannot be deserialized (${err instanceof Error ? err.message : String(err)})`,
+  );
 }
 
 function parseHeaders(entry: StreamEntry, raw: string | undefined): Record<string, string> {

@@ -52,7 +52,10 @@ export async function decodeReply(
     else if (data !== undefined) packet.response = await deserializer.deserialize(data);
   } catch (cause) {
     // The caller is waiting: tell it, rather than letting it time out.
-    return { correlationId, packet: { err: new Error(`unreadable reply: ${cause instanceof Error ? cause.message : String(cause)}`), isDisposed: true } };
+    return {
+      correlationId,
+      packet: { err: new Error(`unreadable reply: ${cause instanceof Error ? cause.message : String(cause)}`), isDisposed: true },
+    };
   }
   return { correlationId, packet };
 }
@@ -69,7 +72,10 @@ function encodeError(err: unknown): string {
     const text = JSON.stringify(errorToJson(err));
     if (text !== undefined) return text;
   } catch (cause) {
-    return JSON.stringify({ name: 'Error', message: `the handler's error could not be serialized: ${cause instanceof Error ? cause.message : String(cause)}` });
+    return JSON.stringify({
+      name: 'Error',
+      message: `the handler's error could not be serialized: ${cause instanceof Error ? cause.message : String(cause)}`,
+    });
   }
   return JSON.stringify({ name: 'Error', message: `the handler's error could not be serialized: ${typeof err}` });
 }

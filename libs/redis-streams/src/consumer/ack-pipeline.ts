@@ -28,7 +28,12 @@ export class AckPipeline {
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
     const ack = this.commands.ackMany(entries).then((short) => {
-      for (const [stream, missing] of short) this.onShortAck(stream, entries.filter((e) => e.stream === stream), missing);
+      for (const [stream, missing] of short)
+        this.onShortAck(
+          stream,
+          entries.filter((e) => e.stream === stream),
+          missing,
+        );
       for (let i = 0; i < entries.length; i++) {
         this.lease.drop(entries[i]!);
         this.onSettled(events[i]!);

@@ -9,7 +9,8 @@ export interface BatchSettlerDeps {
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
-  batchHandler?: { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
+  batchHandler?:
+    { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
   /** `confirmedAt`: when a failed entry was last known pending under this consumer (the lease's), -Infinity when no longer held. */
   onSettled: (event: SettledEvent, confirmedAt?: number) => void;
   concurrency: number;
@@ -80,7 +81,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   // One worker (concurrency 1, or a batch handler's batch that is one call): awaited alone, no array of outcomes per batch.
   let failure: { reason: unknown } | undefined;
   if (workers === 1) await worker().catch((reason: unknown) => (failure = { reason }));
-  else failure = (await Promise.allSettled(Array.from({ length: workers }, worker))).find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  else
+    failure = (await Promise.allSettled(Array.from({ length: workers }, worker))).find(
+      (o): o is PromiseRejectedResult => o.status === 'rejected',
+    );
   d.inProgress.delete(progress);
   if (d.abandoned()) return;
   const { next } = progress;

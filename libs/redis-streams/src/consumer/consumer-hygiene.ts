@@ -52,7 +52,13 @@ export class ConsumerHygiene {
     for (const stream of this.d.streams) {
       if (this.stopped) return;
       try {
-        const deleted = await this.d.commands.deleteIdleConsumers(stream, this.d.lockOf(stream), this.d.consumer, this.d.idleMs, this.d.intervalMs);
+        const deleted = await this.d.commands.deleteIdleConsumers(
+          stream,
+          this.d.lockOf(stream),
+          this.d.consumer,
+          this.d.idleMs,
+          this.d.intervalMs,
+        );
         this.lastFailure.delete(stream);
         if (deleted && deleted.length > 0) this.d.onDeleted(stream, deleted);
       } catch (err) {
@@ -61,8 +67,12 @@ export class ConsumerHygiene {
         this.lastFailure.set(stream, failure);
         // Inside a script a missing ACL right reads "ERR … can't run this command" on Redis 7.0 and
         // "ERR ACL failure in script: … has no permissions to run …" on Valkey 8 (and Redis 7.2+).
-        const hint = /NOPERM|can't run this command|has no permissions to run/.test(failure) ? '; it needs +xinfo|consumers +xgroup|delconsumer +set (or consumerCleanup: false)' : '';
-        this.d.logger.warn(`consumer cleanup of "${stream}" failed, tried again every ${this.d.intervalMs} ms (logged again when the error changes): ${failure}${hint}`);
+        const hint = /NOPERM|can't run this command|has no permissions to run/.test(failure)
+          ? '; it needs +xinfo|consumers +xgroup|delconsumer +set (or consumerCleanup: false)'
+          : '';
+        this.d.logger.warn(
+          `consumer cleanup of "${stream}" failed, tried again every ${this.d.intervalMs} ms (logged again when the error changes): ${failure}${hint}`,
+        );
       }
     }
   }

@@ -1,5 +1,22 @@
 import type { LoggerService } from '@nestjs/common';
-import { concat, concatMap, defer, EMPTY, expand, finalize, from, ignoreElements, Observable, of, repeat, retry, Subject, takeUntil, tap, timer } from 'rxjs';
+import {
+  concat,
+  concatMap,
+  defer,
+  EMPTY,
+  expand,
+  finalize,
+  from,
+  ignoreElements,
+  Observable,
+  of,
+  repeat,
+  retry,
+  Subject,
+  takeUntil,
+  tap,
+  timer,
+} from 'rxjs';
 import type { ResolvedBatchOptions } from '../options/batch-options.js';
 import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-options.js';
 import type { Lanes } from '../redis/lanes.js';
@@ -41,7 +58,8 @@ export interface ConsumerLoopDeps {
    * Set for a batch handler's streams: entries go to `decide` up to `maxSize` at a time, and a
    * park that returns a batch not yet full waits up to `maxWaitMs` for more.
    */
-  batch?: (ResolvedBatchOptions & { decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> }) | undefined;
+  batch?:
+    (ResolvedBatchOptions & { decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> }) | undefined;
   logger: LoggerService;
   onDeleted: (stream: string, ids: string[]) => void;
   onError: (error: unknown, retryInMs: number) => void;
@@ -71,7 +89,9 @@ export interface LoopVitals {
 /** The group no longer lists this consumer although it has read from it, or is gone: it was lost and re-created. */
 class GroupLostError extends Error {
   constructor(streams: string[]) {
-    super(`the group of ${streams.map((s) => `"${s}"`).join(', ')} no longer lists this consumer, or is gone (lost and re-created?): rejoining`);
+    super(
+      `the group of ${streams.map((s) => `"${s}"`).join(', ')} no longer lists this consumer, or is gone (lost and re-created?): rejoining`,
+    );
     this.name = 'GroupLostError';
   }
 }
@@ -126,7 +146,13 @@ export class ConsumerLoop {
     };
     const { batch } = d;
     this.count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * d.options.concurrency, MAX_BATCH_SIZE)) : d.options.batchSize;
-    this.lease = new Lease(d.commands, d.options.consumer, d.options.leaseRenewMs, d.logger, (stream, lost) => void this.audit.heldLost(stream, lost));
+    this.lease = new Lease(
+      d.commands,
+      d.options.consumer,
+      d.options.leaseRenewMs,
+      d.logger,
+      (stream, lost) => void this.audit.heldLost(stream, lost),
+    );
     this.audit = new PendingAudit({
       commands: d.commands,
       lease: this.lease,
@@ -258,7 +284,9 @@ export class ConsumerLoop {
 
   private async ensureGroups(): Promise<void> {
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
-    await this.acks.flush().catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
+    await this.acks
+      .flush()
+      .catch((err: unknown) => this.d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
     await this.dropAhead();
     this.audit.stop();
     this.shortAcks.length = 0;
@@ -267,13 +295,17 @@ export class ConsumerLoop {
     const { commands, options } = this.d;
     const { major, minor, server } = await commands.serverVersion();
     if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
-      throw new UnsupportedServerError(`needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`);
+      throw new UnsupportedServerError(
+        `needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`,
+      );
     }
     for (const stream of this.d.streams) {
       const startId = await this.groupStartId(stream);
       const created = await commands.ensureGroup(stream, startId).catch((err: unknown) => {
         // Keep Redis' own prefix (WRONGTYPE, NOPERM…) first: retry decisions read it.
-        throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${options.group}" on stream "${stream}")`, { cause: err });
+        throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${options.group}" on stream "${stream}")`, {
+          cause: err,
+        });
       });
       if (created) this.d.logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
       await this.rejoin(stream, held.get(stream) ?? []);
@@ -327,7 +359,13 @@ export class ConsumerLoop {
       const streams = [...next.keys()];
       if (streams.length === 0 || this.stopping) return 0;
       const { commands, lanes, options } = this.d;
-      const entries = await commands.readGroup(lanes.command, options.consumer, streams, streams.map((s) => next.get(s)!), this.count);
+      const entries = await commands.readGroup(
+        lanes.command,
+        options.consumer,
+        streams,
+        streams.map((s) => next.get(s)!),
+        this.count,
+      );
       for (const s of streams) {
         const last = entries.findLast((e) => e.stream === s);
         if (last) next.set(s, last.id);
@@ -407,7 +445,7 @@ export class ConsumerLoop {
     const { commands, options } = this.d;
     let claimed = 0;
     for (const stream of this.d.streams) {
-      for (let emptyScans = 0; !this.stopping && emptyScans < MAX_EMPTY_SCANS_PER_BEAT; ) {
+      for (let emptyScans = 0; !this.stopping && emptyScans < MAX_EMPTY_SCANS_PER_BEAT;) {
         const cursor = this.reclaimCursor.get(stream) ?? '0-0';
         const result = await commands.autoClaim(stream, options.consumer, options.minIdleMs, cursor, this.count);
         this.reclaimCursor.set(stream, result.cursor);
@@ -440,7 +478,9 @@ export class ConsumerLoop {
     const first = await (this.takeAhead() ?? this.parkRead());
     const { batch } = this.d;
     const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
-    const entries = filling ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs) : first;
+    const entries = filling
+      ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs)
+      : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
     const inHand = filling && this.stopping ? entries.length : 0;
     if (this.d.options.readAhead && entries.length >= this.count && !this.stopping) this.readAhead();
@@ -475,7 +515,14 @@ export class ConsumerLoop {
     // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
     if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs, this.stop$))) return [];
     if (this.stopping) return [];
-    const read = commands.readGroup(lanes.blocking, options.consumer, this.d.streams, this.d.streams.map(() => '>'), count, blockMs);
+    const read = commands.readGroup(
+      lanes.blocking,
+      options.consumer,
+      this.d.streams,
+      this.d.streams.map(() => '>'),
+      count,
+      blockMs,
+    );
     this.parked = read;
     try {
       // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
@@ -557,7 +604,9 @@ export class ConsumerLoop {
         return;
       }
       this.lease.drop(e);
-      this.d.logger.warn(`entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`);
+      this.d.logger.warn(
+        `entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`,
+      );
     });
     return kept;
   }

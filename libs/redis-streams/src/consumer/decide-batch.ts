@@ -59,7 +59,12 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
   return events;
 }
 
-async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource): Promise<SettledEvent[]> {
+async function callHandler(
+  deps: BatchDecideDeps,
+  pattern: string,
+  ready: readonly Ready[],
+  source: DeliverySource,
+): Promise<SettledEvent[]> {
   const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
   const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
   let failed: Map<unknown, unknown> | undefined;
@@ -92,7 +97,13 @@ async function callHandler(deps: BatchDecideDeps, pattern: string, ready: readon
   return events;
 }
 
-async function failAll(deps: BatchDecideDeps, pattern: string, ready: readonly Ready[], source: DeliverySource, error: unknown): Promise<SettledEvent[]> {
+async function failAll(
+  deps: BatchDecideDeps,
+  pattern: string,
+  ready: readonly Ready[],
+  source: DeliverySource,
+  error: unknown,
+): Promise<SettledEvent[]> {
   const events = await Promise.all(ready.map((r) => handlerFailed(deps, r.entry, source, error, true)));
   logFailed(deps, pattern, events, error);
   return events;
@@ -102,6 +113,12 @@ async function failAll(deps: BatchDecideDeps, pattern: string, ready: readonly R
 function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly SettledEvent[], error: unknown): void {
   const pending = events.filter((e) => e.outcome === 'failed');
   if (pending.length === 0) return;
-  const ids = pending.slice(0, 5).map((e) => e.id).join(', ') + (pending.length > 5 ? ', …' : '');
-  deps.logger.error(`batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`);
+  const ids =
+    pending
+      .slice(0, 5)
+      .map((e) => e.id)
+      .join(', ') + (pending.length > 5 ? ', …' : '');
+  deps.logger.error(
+    `batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`,
+  );
 }

@@ -88,7 +88,9 @@ export class DeliveryMarks {
   keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
     const mine = new Set(pending);
     const now = performance.now();
-    const kept = new Map(owed.filter(([id]) => mine.has(id)).map(([id, count]): [string, Owed] => [id, { count, confirmedAt: now, idleMs: 0 }]));
+    const kept = new Map(
+      owed.filter(([id]) => mine.has(id)).map(([id, count]): [string, Owed] => [id, { count, confirmedAt: now, idleMs: 0 }]),
+    );
     if (kept.size > 0) this.owing.set(stream, kept);
     else this.owing.delete(stream);
   }

@@ -49,7 +49,9 @@ export class Lease {
 
   start(): void {
     // exhaustMap: a slow renewal is never stacked behind another.
-    this.timer ??= interval(this.renewMs).pipe(exhaustMap(() => this.renew())).subscribe();
+    this.timer ??= interval(this.renewMs)
+      .pipe(exhaustMap(() => this.renew()))
+      .subscribe();
   }
 
   stop(): void {
@@ -133,9 +135,18 @@ export class Lease {
       if (entries.length === 0) continue;
       try {
         const sentAt = performance.now();
-        const owned = new Set(await this.commands.setIdle(stream, this.consumer, entries.map((e) => e.id), 0));
+        const owned = new Set(
+          await this.commands.setIdle(
+            stream,
+            this.consumer,
+            entries.map((e) => e.id),
+            0,
+          ),
+        );
         // Not ours on the server, and still held after the answer (not settled meanwhile).
-        const lost = entries.filter((e) => !owned.has(e.id) && e.holding !== undefined).map((entry) => ({ entry, confirmedAt: (entry.holding as Holding).confirmedAt }));
+        const lost = entries
+          .filter((e) => !owned.has(e.id) && e.holding !== undefined)
+          .map((entry) => ({ entry, confirmedAt: (entry.holding as Holding).confirmedAt }));
         for (const e of entries) if (owned.has(e.id) && e.holding) (e.holding as Holding).confirmedAt = sentAt;
         if (lost.length > 0) this.onLost(stream, lost);
       } catch (err) {

@@ -57,7 +57,11 @@ export class PendingAudit {
   start(): void {
     // Twice a lease period: an entry dropped at any idle time up to minIdleMs - leaseRenewMs / 2 is seen while no peer can have it.
     this.timer ??= interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))
-      .pipe(exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`))))
+      .pipe(
+        exhaustMap(() =>
+          this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`)),
+        ),
+      )
       .subscribe();
   }
 
@@ -106,7 +110,12 @@ export class PendingAudit {
     }
     if (lost.length === 0) return;
     const sentAt = performance.now();
-    const items = lost.map(({ entry, confirmedAt }) => ({ id: entry.id, kind: 'held' as const, reown: this.noPeerCouldClaim(confirmedAt, 0), count: entry.deliveryCount }));
+    const items = lost.map(({ entry, confirmedAt }) => ({
+      id: entry.id,
+      kind: 'held' as const,
+      reown: this.noPeerCouldClaim(confirmedAt, 0),
+      count: entry.deliveryCount,
+    }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
       this.d.logger.warn(`could not check ${items.length} entries in hand on "${stream}" that the lease found gone: ${describeError(err)}`);
       return undefined;
@@ -119,14 +128,23 @@ export class PendingAudit {
       const entry = byId.get(f.id)!;
       if (f.status === 'mine' || f.status === 'reowned') {
         this.d.lease.confirm(entry, sentAt);
-        if (f.status === 'reowned') this.d.logger.warn(`entry ${f.id} of "${stream}" in hand was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`);
+        if (f.status === 'reowned')
+          this.d.logger.warn(
+            `entry ${f.id} of "${stream}" in hand was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`,
+          );
         continue;
       }
       this.d.lease.drop(entry);
       this.explain(stream, f.id);
       if (f.status === 'deleted') deleted.push(f.id);
-      else if (f.status === 'other') this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is now "${f.owner}"'s (claimed by hand, or after this consumer's lease lapsed): its result here is not acked for it`);
-      else this.d.logger.warn(`entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, an operator acked it or ran XGROUP DELCONSUMER, or an ack of this consumer's that timed out reached Redis after all`);
+      else if (f.status === 'other')
+        this.d.logger.warn(
+          `entry ${f.id} of "${stream}" in hand is now "${f.owner}"'s (claimed by hand, or after this consumer's lease lapsed): its result here is not acked for it`,
+        );
+      else
+        this.d.logger.warn(
+          `entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, an operator acked it or ran XGROUP DELCONSUMER, or an ack of this consumer's that timed out reached Redis after all`,
+        );
     }
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     if (!result.known) this.d.onGroupLost(stream);
@@ -140,7 +158,12 @@ export class PendingAudit {
     const unexplained = entries.filter((e) => !this.explained.delete(key(stream, e.id)));
     missing -= entries.length - unexplained.length;
     if (missing <= 0) return;
-    const result = await this.d.commands.audit(stream, this.d.consumer, undefined, unexplained.map((e) => ({ id: e.id, kind: 'held' as const, reown: false, count: e.deliveryCount })));
+    const result = await this.d.commands.audit(
+      stream,
+      this.d.consumer,
+      undefined,
+      unexplained.map((e) => ({ id: e.id, kind: 'held' as const, reown: false, count: e.deliveryCount })),
+    );
     if (result === null || !result.known) return this.d.onGroupLost(stream);
     const deleted = result.findings.filter((f) => f.status === 'deleted').map((f) => f.id);
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
@@ -157,7 +180,8 @@ export class PendingAudit {
   private async checkOwed(): Promise<void> {
     await this.inTurn(() => this.eachOwed(() => true, undefined, []));
     let next = Infinity;
-    for (const [, owed] of this.d.marks.owedByStream()) for (const [, o] of owed) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
+    for (const [, owed] of this.d.marks.owedByStream())
+      for (const [, o] of owed) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
     this.nextDueAt = next;
     if (this.anyDue()) this.d.onDue();
   }
@@ -171,7 +195,13 @@ export class PendingAudit {
       for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
         const chunk = todo.slice(i, i + IDS_PER_AUDIT);
         const sentAt = performance.now();
-        const items = chunk.map(([id, o]) => ({ id, kind: 'owed' as const, reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs), count: o.count, idleMs: sentAt - o.confirmedAt + o.idleMs }));
+        const items = chunk.map(([id, o]) => ({
+          id,
+          kind: 'owed' as const,
+          reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs),
+          count: o.count,
+          idleMs: sentAt - o.confirmedAt + o.idleMs,
+        }));
         const result = await this.d.commands.audit(stream, this.d.consumer, claimIdleMs, items);
         if (result === null) return this.d.onGroupLost(stream);
         this.applyOwed(stream, sentAt, result, claimed);
@@ -189,7 +219,9 @@ export class PendingAudit {
         // Taken back: pending under this consumer again with its count and idle time.
         if (f.status === 'mine') marks.confirm(stream, f.id, sentAt, f.idleMs);
         if (f.status === 'reowned') {
-          logger.warn(`failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`);
+          logger.warn(
+            `failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`,
+          );
           // Its pending list was dropped: the loop rejoins, whose self-drain retries what was taken back at once.
           lost = true;
         }
@@ -198,7 +230,10 @@ export class PendingAudit {
       marks.forgetOwed(stream, f.id);
       if (f.status === 'claimed') retry.push(f.entry);
       else if (f.status === 'deleted') deleted.push(f.id);
-      else if (f.status === 'dropped') logger.warn(`failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`);
+      else if (f.status === 'dropped')
+        logger.warn(
+          `failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`,
+        );
     }
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     if (retry.length > 0) {

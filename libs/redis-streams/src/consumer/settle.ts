@@ -60,7 +60,12 @@ export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySou
   );
 }
 
-async function decide(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
+async function decide(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  trace: ProcessTrace | undefined,
+): Promise<SettledEvent> {
   const preparing = prepare(deps, entry, source, trace);
   const ready = preparing instanceof Promise ? await preparing : preparing;
   if (!(ready instanceof Ready)) return ready;
@@ -90,26 +95,44 @@ export class Ready {
  * ready for its handler, or the event of refusing it (dead-lettered). Synchronous when nothing
  * needs Redis or an asynchronous deserializer: the hot path then makes no promise here.
  */
-export function prepare(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Ready | Promise<Ready | SettledEvent> {
+export function prepare(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  trace: ProcessTrace | undefined,
+): Ready | Promise<Ready | SettledEvent> {
   // Delivered again and again without ever being settled: its consumers died, or Redis kept failing its settle step.
   if (entry.deliveryCount > deps.maxDeliveries) {
-    return deadLetter(deps, entry, source, `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`);
+    return deadLetter(
+      deps,
+      entry,
+      source,
+      `delivered ${entry.deliveryCount} times (maxDeliveries ${deps.maxDeliveries}) without being settled`,
+    );
   }
   if (deps.maxEntryBytes !== undefined) {
     const max = deps.maxEntryBytes;
     const bytes = entryBytes(entry);
     // Too large to hold twice: the dead letter says where it is, the entry stays in its stream.
-    const tooLarge = (size: number) => deadLetter(deps, entry, source, `entry is ${size} bytes, above maxEntryBytes (${max})`, undefined, false);
+    const tooLarge = (size: number) =>
+      deadLetter(deps, entry, source, `entry is ${size} bytes, above maxEntryBytes (${max})`, undefined, false);
     if (bytes > max) {
       // The decoded strings count an invalid UTF-8 byte as U+FFFD's three: ask Redis for the bytes it holds.
       if (!hasReplacementChar(entry)) return tooLarge(bytes);
-      return deps.commands.entryBytes(entry.stream, entry.id).then((exact) => (exact !== null && exact <= max ? decodeAndCheck(deps, entry, source, trace) : tooLarge(exact ?? bytes)));
+      return deps.commands
+        .entryBytes(entry.stream, entry.id)
+        .then((exact) => (exact !== null && exact <= max ? decodeAndCheck(deps, entry, source, trace) : tooLarge(exact ?? bytes)));
     }
   }
   return decodeAndCheck(deps, entry, source, trace);
 }
 
-function decodeAndCheck(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined): Ready | Promise<Ready | SettledEvent> {
+function decodeAndCheck(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  trace: ProcessTrace | undefined,
+): Ready | Promise<Ready | SettledEvent> {
   let decoding: DecodedEntry | Promise<DecodedEntry>;
   try {
     decoding = decodeEntry(entry, deps.deserializer);
@@ -123,7 +146,13 @@ function decodeAndCheck(deps: SettleDeps, entry: StreamEntry, source: DeliverySo
   );
 }
 
-function checked(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace | undefined, decoded: DecodedEntry): Ready | Promise<SettledEvent> {
+function checked(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  trace: ProcessTrace | undefined,
+  decoded: DecodedEntry,
+): Ready | Promise<SettledEvent> {
   // Refused before the handler runs and before any command touches the key: it can never be answered.
   if (decoded.request && !isReplyStream(deps.keyPrefix, decoded.request.replyTo)) {
     return deadLetter(
@@ -136,7 +165,17 @@ function checked(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, t
   const { pattern, partition } = deps.originOf(entry.stream);
   trace?.open(decoded.headers, decoded.request?.correlationId, partition);
   const context = new RedisStreamsContext(
-    new EntryContextArgs(entry.stream, pattern, entry.id, deps.group, deps.consumer, entry.deliveryCount, decoded.headers, entry.fields!, partition),
+    new EntryContextArgs(
+      entry.stream,
+      pattern,
+      entry.id,
+      deps.group,
+      deps.consumer,
+      entry.deliveryCount,
+      decoded.headers,
+      entry.fields!,
+      partition,
+    ),
   );
   return new Ready(entry, decoded, context, pattern);
 }
@@ -145,14 +184,27 @@ function checked(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, t
  * The handler failed on this entry: refused for good (DeadLetterException) or on its last
  * allowed delivery, it is dead-lettered; otherwise it stays pending and comes back.
  */
-export function handlerFailed(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, error: unknown, quiet = false): SettledEvent | Promise<SettledEvent> {
+export function handlerFailed(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  error: unknown,
+  quiet = false,
+): SettledEvent | Promise<SettledEvent> {
   if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
-    return deadLetter(deps, entry, source, `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`, error);
+    return deadLetter(
+      deps,
+      entry,
+      source,
+      `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`,
+      error,
+    );
   }
-  if (!quiet) deps.logger.error(
-    `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
-  );
+  if (!quiet)
+    deps.logger.error(
+      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
+    );
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
 }
 
@@ -163,13 +215,27 @@ export function handlerFailed(deps: SettleDeps, entry: StreamEntry, source: Deli
  * delivery for each of them). When Redis is down altogether the loop's own commands fail too
  * and take the Redis-failure path. A reply key that refuses for good is dead-lettered at once.
  */
-function replyFailed(deps: SettleDeps, entry: StreamEntry, source: DeliverySource, error: RedisWriteError): SettledEvent | Promise<SettledEvent> {
+function replyFailed(
+  deps: SettleDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  error: RedisWriteError,
+): SettledEvent | Promise<SettledEvent> {
   // The reply key itself refuses (a hostile write made it another type, or used up its ids).
-  if (error.permanent) return deadLetter(deps, entry, source, `${error.what} refused: ${error.refusal}; the request can never be answered`, error);
+  if (error.permanent)
+    return deadLetter(deps, entry, source, `${error.what} refused: ${error.refusal}; the request can never be answered`, error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
-    return deadLetter(deps, entry, source, `${error.what} could not be written on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${error.refusal}`, error);
+    return deadLetter(
+      deps,
+      entry,
+      source,
+      `${error.what} could not be written on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${error.refusal}`,
+      error,
+    );
   }
-  deps.logger.error(`${error.what} could not be written (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${error.refusal}; left pending`);
+  deps.logger.error(
+    `${error.what} could not be written (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${error.refusal}; left pending`,
+  );
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
 }
 

@@ -86,8 +86,13 @@ export class DeadLetters {
     const existing: string[] = [];
     for (const key of candidates) if (Number(await this.redis.exists(key)) === 1) existing.push(key);
     if (existing.length === 1) return existing[0]!;
-    const which = candidates.length === 0 ? 'no default name gives it' : `it may be the one of ${candidates.map((c) => JSON.stringify(c)).join(' or ')}`;
-    throw new Error(`cannot tell which stream ${JSON.stringify(deadStream)} holds the dead letters of (${which}): name it (API: { stream }, CLI: --to <stream>)`);
+    const which =
+      candidates.length === 0
+        ? 'no default name gives it'
+        : `it may be the one of ${candidates.map((c) => JSON.stringify(c)).join(' or ')}`;
+    throw new Error(
+      `cannot tell which stream ${JSON.stringify(deadStream)} holds the dead letters of (${which}): name it (API: { stream }, CLI: --to <stream>)`,
+    );
   }
 
   private async redriveOne(deadStream: string, target: string, id: string): Promise<Outcome> {
@@ -125,7 +130,10 @@ export class DeadLetters {
         return read;
       }
       // The append alone in the MULTI: an XDEL beside a refused XADD would still run (no rollback) and lose the letter.
-      const done = await this.redis.multi().xadd(target, '*', ...read).exec();
+      const done = await this.redis
+        .multi()
+        .xadd(target, '*', ...read)
+        .exec();
       if (done === null) continue;
       const [err, newId] = done[0] ?? [new Error('XADD got no reply'), null];
       if (err) throw err;
@@ -165,7 +173,11 @@ export class DeadLetters {
 
   private async allIds(deadStream: string): Promise<string[]> {
     const ids: string[] = [];
-    for (let page = await this.list(deadStream, { count: 500 }); page.length > 0; page = await this.list(deadStream, { count: 500, after: page.at(-1)!.id! })) {
+    for (
+      let page = await this.list(deadStream, { count: 500 });
+      page.length > 0;
+      page = await this.list(deadStream, { count: 500, after: page.at(-1)!.id! })
+    ) {
       for (const d of page) ids.push(d.id!);
     }
     return ids;
@@ -203,11 +215,15 @@ function outcome(reply: Reply, deadStream: string, target: string): Outcome | Bu
 
 /** Appended as `newId`, but the letter is still in the dead-letter stream: said, so it is not re-driven twice unseen. */
 function notDeleted(newId: string, deadStream: string, error: string): Outcome {
-  return { newId, skipped: `re-driven as ${newId}, but not deleted from "${deadStream}" (${error.replace(/ script: \w+, on @user_script:\d+\.?$/, '')}): delete it (XDEL) before re-driving again` };
+  return {
+    newId,
+    skipped: `re-driven as ${newId}, but not deleted from "${deadStream}" (${error.replace(/ script: \w+, on @user_script:\d+\.?$/, '')}): delete it (XDEL) before re-driving again`,
+  };
 }
 
 function skipReason([code, detail]: Buffer[], target: string): string {
   const text = code?.toString() ?? '';
-  if (text === 'stream') return `it names stream ${JSON.stringify(detail?.toString() ?? '')}, not ${JSON.stringify(target)}: never written there`;
+  if (text === 'stream')
+    return `it names stream ${JSON.stringify(detail?.toString() ?? '')}, not ${JSON.stringify(target)}: never written there`;
   return SKIP_REASONS[text] ?? text;
 }

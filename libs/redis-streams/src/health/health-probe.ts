@@ -55,7 +55,11 @@ export class HealthProbe {
     if (options.stats !== false && state !== 'stopped') statsError = await this.readStats(options.maxStatsAgeMs ?? 1000);
     readers = this.d.readers();
     const now = Date.now();
-    const downSince = Math.min(this.lanesDownSince ?? Infinity, this.silentSince ?? Infinity, ...readers.map((r) => r.vitals.failingSince ?? Infinity));
+    const downSince = Math.min(
+      this.lanesDownSince ?? Infinity,
+      this.silentSince ?? Infinity,
+      ...readers.map((r) => r.vitals.failingSince ?? Infinity),
+    );
     const loopError = readers.map((r) => r.vitals.refusal).find((r) => r !== undefined);
     const latest = this.stats.latest();
     const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
@@ -83,14 +87,17 @@ export class HealthProbe {
   private async ping(lastBeat: number): Promise<void> {
     if (this.silentSince === undefined && Date.now() - Math.max(lastBeat, this.lastReplyAt) < FRESH_REPLY_MS) return;
     const sentAt = Date.now();
-    this.pinging ??= this.d.commands.ping().then(
-      () => {
-        this.lastReplyAt = Date.now();
-        this.silentSince = undefined;
-        return true;
-      },
-      () => false,
-    ).finally(() => (this.pinging = undefined));
+    this.pinging ??= this.d.commands
+      .ping()
+      .then(
+        () => {
+          this.lastReplyAt = Date.now();
+          this.silentSince = undefined;
+          return true;
+        },
+        () => false,
+      )
+      .finally(() => (this.pinging = undefined));
     if (!(await within(this.pinging, PING_WITHIN_MS, false))) this.silentSince ??= sentAt;
   }
 

@@ -70,12 +70,19 @@ export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThr
     if (maxLag !== undefined && s.lag !== null && s.lag > maxLag) reasons.push(`stream "${s.stream}": lag ${s.lag} above ${maxLag}`);
     // More entries to deliver than are counted, and no usable figure from Redis: not known to be within maxLag.
     if (maxLag !== undefined && s.lag === null && health.statsAgeMs !== undefined) {
-      reasons.push(`stream "${s.stream}": lag unknown (over 100 entries to deliver and Redis' own figure is missing or lower: entries deleted past the group's last read, a group moved back by XGROUP SETID, or a promoted Redis 7.0 replica)`);
+      reasons.push(
+        `stream "${s.stream}": lag unknown (over 100 entries to deliver and Redis' own figure is missing or lower: entries deleted past the group's last read, a group moved back by XGROUP SETID, or a promoted Redis 7.0 replica)`,
+      );
     }
-    if (maxPending !== undefined && s.pending !== null && s.pending > maxPending) reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
+    if (maxPending !== undefined && s.pending !== null && s.pending > maxPending)
+      reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
   // Figures that could not be read now are not trusted: the last ones may be long gone.
-  if ((maxLag !== undefined || maxPending !== undefined) && health.streams.length > 0 && (health.statsAgeMs === undefined || health.statsError !== undefined)) {
+  if (
+    (maxLag !== undefined || maxPending !== undefined) &&
+    health.streams.length > 0 &&
+    (health.statsAgeMs === undefined || health.statsError !== undefined)
+  ) {
     reasons.push(`lag and pending unknown${health.statsError ? `: ${health.statsError}` : ''}`);
   }
   return { up: reasons.length === 0, reasons };

@@ -21,6 +21,7 @@ export function resolveBatchOptions(what: string, value: unknown): ResolvedBatch
   rejectUnknown(value, ['maxSize', 'maxWaitMs'], `${what} batch.`);
   const { maxSize, maxWaitMs } = value as { maxSize?: unknown; maxWaitMs?: unknown };
   if (maxSize === undefined) throw new InvalidOptionError(`${what} batch.maxSize`, 'is required: the most entries per handler call');
-  const waitMs = maxWaitMs === 0 ? 0 : atMost(`${what} batch.maxWaitMs`, positiveInt(`${what} batch.maxWaitMs`, maxWaitMs, 0), MAX_BLOCK_MS);
+  const waitMs =
+    maxWaitMs === 0 ? 0 : atMost(`${what} batch.maxWaitMs`, positiveInt(`${what} batch.maxWaitMs`, maxWaitMs, 0), MAX_BLOCK_MS);
   return { maxSize: atMost(`${what} batch.maxSize`, positiveInt(`${what} batch.maxSize`, maxSize, 0), MAX_BATCH_SIZE), maxWaitMs: waitMs };
 }

@@ -86,7 +86,8 @@ export function resolveClientOptions(input: RedisStreamsClientOptions = {}): Res
   }
   const partitions: Record<string, number> = {};
   if (input.partitions !== undefined) {
-    if (typeof input.partitions !== 'object' || input.partitions === null) throw new InvalidOptionError('partitions', 'must be an object of pattern → partition count');
+    if (typeof input.partitions !== 'object' || input.partitions === null)
+      throw new InvalidOptionError('partitions', 'must be an object of pattern → partition count');
     for (const [pattern, count] of Object.entries(input.partitions)) {
       try {
         partitions[pattern] = checkPartitions(pattern, count);

@@ -25,7 +25,8 @@ export interface ResolvedCluster {
 /** One node's ioredis options, or a cluster. */
 export type ResolvedConnection = RedisOptions | ResolvedCluster;
 
-export const isCluster = (connection: ResolvedConnection): connection is ResolvedCluster => 'cluster' in connection && Array.isArray(connection.cluster);
+export const isCluster = (connection: ResolvedConnection): connection is ResolvedCluster =>
+  'cluster' in connection && Array.isArray(connection.cluster);
 
 /** Turns a URL, a URL list or ioredis options into a validated connection, rejecting what the transport cannot work with. */
 export function resolveConnection(connection: ConnectionOption | undefined): ResolvedConnection {
@@ -33,7 +34,10 @@ export function resolveConnection(connection: ConnectionOption | undefined): Res
   if (typeof connection === 'string') return fromUrl('connection', connection);
   if (Array.isArray(connection)) return resolveCluster({ cluster: connection });
   if (typeof connection !== 'object' || connection === null) {
-    throw new InvalidOptionError('connection', 'expected ioredis options, a redis:// URL, a list of cluster node URLs or { cluster: [...] }');
+    throw new InvalidOptionError(
+      'connection',
+      'expected ioredis options, a redis:// URL, a list of cluster node URLs or { cluster: [...] }',
+    );
   }
   if ('cluster' in connection) return resolveCluster(connection as ClusterConnection);
   const node = connection as RedisOptions;
@@ -54,7 +58,10 @@ function resolveCluster(input: ClusterConnection): ResolvedCluster {
   if (options.redisOptions?.db) throw new InvalidOptionError('connection.options.redisOptions.db', 'a cluster has only database 0');
   if (options.maxRedirections !== undefined && !(options.maxRedirections >= 1)) {
     // ioredis then reports every error reply (BUSYGROUP, NOGROUP …) as "Too many Cluster redirections".
-    throw new InvalidOptionError('connection.options.maxRedirections', 'must be at least 1 (0 turns every Redis error into "Too many Cluster redirections")');
+    throw new InvalidOptionError(
+      'connection.options.maxRedirections',
+      'must be at least 1 (0 turns every Redis error into "Too many Cluster redirections")',
+    );
   }
   // Credentials and TLS of the URLs apply to every node (a cluster shares them): all seeds must agree.
   let fromUrls: RedisOptions | undefined;
@@ -64,10 +71,17 @@ function resolveCluster(input: ClusterConnection): ResolvedCluster {
     if (typeof seed === 'string') {
       const node = fromUrl(what, seed);
       if (node.db) throw new InvalidOptionError(what, 'a cluster has only database 0');
-      const auth = { ...(node.username ? { username: node.username } : {}), ...(node.password ? { password: node.password } : {}), ...(node.tls ? { tls: node.tls } : {}) };
+      const auth = {
+        ...(node.username ? { username: node.username } : {}),
+        ...(node.password ? { password: node.password } : {}),
+        ...(node.tls ? { tls: node.tls } : {}),
+      };
       const same = JSON.stringify(auth);
       if (shared !== undefined && same !== shared) {
-        throw new InvalidOptionError(what, 'every seed URL of a cluster must have the same credentials and scheme (they apply to all nodes)');
+        throw new InvalidOptionError(
+          what,
+          'every seed URL of a cluster must have the same credentials and scheme (they apply to all nodes)',
+        );
       }
       shared = same;
       fromUrls = auth;
@@ -76,7 +90,8 @@ function resolveCluster(input: ClusterConnection): ResolvedCluster {
     if (typeof seed !== 'object' || seed === null) throw new InvalidOptionError(what, 'expected { host, port } or a redis:// URL');
     const { host, port } = seed as { host?: unknown; port?: unknown };
     if (typeof host !== 'string' || host === '') throw new InvalidOptionError(`${what}.host`, 'must be a non-empty string');
-    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) throw new InvalidOptionError(`${what}.port`, 'must be a port number (1-65535)');
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535)
+      throw new InvalidOptionError(`${what}.port`, 'must be a port number (1-65535)');
     return { host, port: port as number };
   });
   if (fromUrls && Object.keys(fromUrls).length > 0) options.redisOptions = { ...fromUrls, ...options.redisOptions };

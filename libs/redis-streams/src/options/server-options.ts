@@ -233,14 +233,20 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function consumerCleanup(value: unknown): { idleMs: number; intervalMs: number } | false {
   if (value === undefined || value === false) return false;
-  if (typeof value !== 'object' || value === null) throw new InvalidOptionError('consumerCleanup', 'must be { idleMs, intervalMs? } or false');
+  if (typeof value !== 'object' || value === null)
+    throw new InvalidOptionError('consumerCleanup', 'must be { idleMs, intervalMs? } or false');
   rejectUnknown(value, ['idleMs', 'intervalMs'], 'consumerCleanup.');
   const { idleMs, intervalMs } = value as { idleMs?: unknown; intervalMs?: unknown };
-  if (idleMs === undefined) throw new InvalidOptionError('consumerCleanup.idleMs', 'is required: how long a consumer must be idle to be deleted');
+  if (idleMs === undefined)
+    throw new InvalidOptionError('consumerCleanup.idleMs', 'is required: how long a consumer must be idle to be deleted');
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: a longer interval would clean in a busy loop.
   return {
     idleMs: positiveInt('consumerCleanup.idleMs', idleMs, 0),
-    intervalMs: atMost('consumerCleanup.intervalMs', positiveInt('consumerCleanup.intervalMs', intervalMs, CONSUMER_CLEANUP_INTERVAL_MS), MAX_TIMER_MS),
+    intervalMs: atMost(
+      'consumerCleanup.intervalMs',
+      positiveInt('consumerCleanup.intervalMs', intervalMs, CONSUMER_CLEANUP_INTERVAL_MS),
+      MAX_TIMER_MS,
+    ),
   };
 }
 

@@ -18,7 +18,9 @@ export function openCommandConnection(connection: ResolvedConnection, name: stri
   });
   if (!isCluster(connection)) return new Redis(lane(connection));
   const options = { ...connection.options, redisOptions: lane(connection.options.redisOptions ?? {}) };
-  return commandTimeoutMs === undefined ? new Cluster(connection.cluster, options) : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
+  return commandTimeoutMs === undefined
+    ? new Cluster(connection.cluster, options)
+    : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
 }
 
 /**
@@ -52,7 +54,10 @@ class DeadlineCluster extends Cluster {
       clearTimeout(timer);
       callback(err);
     };
-    const timer = setTimeout(() => answer(new Error(`Command timed out (the cluster was not ready within ${this.deadlineMs} ms)`)), this.deadlineMs);
+    const timer = setTimeout(
+      () => answer(new Error(`Command timed out (the cluster was not ready within ${this.deadlineMs} ms)`)),
+      this.deadlineMs,
+    );
     super.delayUntilReady(answer);
   }
 }

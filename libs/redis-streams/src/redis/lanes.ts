@@ -1,5 +1,17 @@
 import type { Cluster, Redis } from 'ioredis';
-import { BehaviorSubject, combineLatest, distinctUntilChanged, filter, firstValueFrom, map, NEVER, of, race, timeout, type Observable } from 'rxjs';
+import {
+  BehaviorSubject,
+  combineLatest,
+  distinctUntilChanged,
+  filter,
+  firstValueFrom,
+  map,
+  NEVER,
+  of,
+  race,
+  timeout,
+  type Observable,
+} from 'rxjs';
 import { isCluster, type ResolvedConnection } from '../options/connection.js';
 import { within } from '../within.js';
 import { nodeOptions, openBlockingConnection, openCommandConnection, type RedisConnection } from './connect.js';
@@ -33,7 +45,12 @@ export interface CommandLane {
  * deleted, the password rotated): without a deadline its caller, and a `close()` waiting for
  * it, would wait forever.
  */
-export function openCommandLane(connection: ResolvedConnection, name: string, onError: (lane: string, err: Error) => void, commandTimeoutMs?: number): CommandLane {
+export function openCommandLane(
+  connection: ResolvedConnection,
+  name: string,
+  onError: (lane: string, err: Error) => void,
+  commandTimeoutMs?: number,
+): CommandLane {
   const conn = openCommandConnection(connection, `${name}:command`, commandTimeoutMs);
   // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
   conn.on('error', (err: Error) => onError('command', err));
@@ -139,7 +156,11 @@ export class Lanes {
     if (!(await waitReady(this.blockingState$, () => conn.status)) || conn !== this.conn) return false;
     if (this.blockingClientId === undefined) {
       // Bounded like a park: a lane that goes silent right after connecting is dropped, not waited on.
-      const id = await within(conn.client('ID').catch(() => undefined), timeoutMs + PARK_GRACE_MS, undefined);
+      const id = await within(
+        conn.client('ID').catch(() => undefined),
+        timeoutMs + PARK_GRACE_MS,
+        undefined,
+      );
       if (id === undefined) {
         conn.disconnect(true);
         return false;
@@ -263,7 +284,14 @@ export function foldLaneStates(states: readonly LaneState[]): LaneState {
 async function closeConnection(conn: RedisConnection): Promise<void> {
   if (conn.status === 'end') return;
   if (conn.status !== 'ready') return conn.disconnect();
-  const said = await within(conn.quit().then(() => true, () => false), QUIT_WAIT_MS, false);
+  const said = await within(
+    conn.quit().then(
+      () => true,
+      () => false,
+    ),
+    QUIT_WAIT_MS,
+    false,
+  );
   if (!said) conn.disconnect();
 }
 

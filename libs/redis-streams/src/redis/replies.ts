@@ -38,7 +38,6 @@ function streamPairs(reply: unknown): [unknown, unknown][] {
   throw new ReplyShapeError('XREADGROUP', reply);
 }
 
-
 /**
  * Parses an XAUTOCLAIM reply: `[cursor, entries, deletedIds]`, the shape of Redis >= 7.0 (the
  * oldest server this package accepts). Deleted ids were already dropped from the PEL by Redis.
@@ -86,7 +85,8 @@ export interface AuditResult {
 
 export function parseAuditReply(stream: string, ids: readonly string[], reply: unknown): AuditResult | null {
   if (reply === -1) return null;
-  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1]) || reply[1].length !== ids.length) throw new ReplyShapeError('audit', reply);
+  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1]) || reply[1].length !== ids.length)
+    throw new ReplyShapeError('audit', reply);
   const findings = (reply[1] as unknown[]).map((row, i): AuditFinding => {
     const id = ids[i]!;
     if (!Array.isArray(row) || typeof row[0] !== 'string') throw new ReplyShapeError('audit', reply);
@@ -116,14 +116,18 @@ export function parseServerVersion(info: string): { version: string; major: numb
   const version = field('redis_version');
   const match = version ? /^(\d+)\.(\d+)/.exec(version) : null;
   if (!version || !match) throw new ReplyShapeError('INFO server', info.slice(0, 200));
-  const server = field('server_name') === 'valkey' ? `Valkey ${field('valkey_version') ?? '?'} (redis_version ${version})` : `Redis ${version}`;
+  const server =
+    field('server_name') === 'valkey' ? `Valkey ${field('valkey_version') ?? '?'} (redis_version ${version})` : `Redis ${version}`;
   return { version, major: Number(match[1]), minor: Number(match[2]), server };
 }
 
 /** `last-generated-id` of an `XINFO STREAM` reply (flat field/value list, or a map under RESP3). */
 export function parseLastGeneratedId(reply: unknown): string {
-  const value =
-    Array.isArray(reply) ? reply[reply.indexOf('last-generated-id') + 1] : reply instanceof Map ? reply.get('last-generated-id') : (reply as Record<string, unknown> | null)?.['last-generated-id'];
+  const value = Array.isArray(reply)
+    ? reply[reply.indexOf('last-generated-id') + 1]
+    : reply instanceof Map
+      ? reply.get('last-generated-id')
+      : (reply as Record<string, unknown> | null)?.['last-generated-id'];
   if (typeof value !== 'string' || !/^\d+-\d+$/.test(value)) throw new ReplyShapeError('XINFO STREAM', reply);
   return value;
 }
@@ -182,7 +186,8 @@ function parseGroupRow(row: Record<string, unknown>, reply: unknown): GroupInfo 
   const entriesRead = optional(row['entries-read']);
   const lastDeliveredId = String(row['last-delivered-id']);
   const bad = (n: number | null) => n !== null && !Number.isSafeInteger(n);
-  if (!Number.isSafeInteger(pending) || bad(reportedLag) || bad(entriesRead) || !/^\d+-\d+$/.test(lastDeliveredId)) throw new ReplyShapeError('XINFO GROUPS', reply);
+  if (!Number.isSafeInteger(pending) || bad(reportedLag) || bad(entriesRead) || !/^\d+-\d+$/.test(lastDeliveredId))
+    throw new ReplyShapeError('XINFO GROUPS', reply);
   return { reportedLag, entriesRead, pending, lastDeliveredId };
 }
 

@@ -2,7 +2,18 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
 import { AUDIT_SCRIPT } from './audit-script.js';
-import { parseAuditReply, parseAutoClaimReply, parseGroupInfo, parseLastGeneratedId, parsePendingRow, parseReadReply, parseServerVersion, type AuditResult, type AutoClaimResult, type PendingRow } from './replies.js';
+import {
+  parseAuditReply,
+  parseAutoClaimReply,
+  parseGroupInfo,
+  parseLastGeneratedId,
+  parsePendingRow,
+  parseReadReply,
+  parseServerVersion,
+  type AuditResult,
+  type AutoClaimResult,
+  type PendingRow,
+} from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
@@ -68,12 +79,34 @@ return n
 const IDS_PER_SCRIPT_CALL = 1000;
 
 type ScriptedConnection = RedisConnection & {
-  streamsRecover(key: string, group: string, consumer: string, highest: string, force: string, ...owed: string[]): Promise<[number, string[]]>;
+  streamsRecover(
+    key: string,
+    group: string,
+    consumer: string,
+    highest: string,
+    force: string,
+    ...owed: string[]
+  ): Promise<[number, string[]]>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
-  streamsDeadLetter(source: string, dead: string, group: string, consumer: string, id: string, copy: '1' | '0', ...fields: string[]): Promise<string | null>;
+  streamsDeadLetter(
+    source: string,
+    dead: string,
+    group: string,
+    consumer: string,
+    id: string,
+    copy: '1' | '0',
+    ...fields: string[]
+  ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;
   streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
-  streamsCleanConsumers(key: string, lock: string, group: string, idleMs: number, intervalMs: number, self: string): Promise<string[] | number | null>;
+  streamsCleanConsumers(
+    key: string,
+    lock: string,
+    group: string,
+    idleMs: number,
+    intervalMs: number,
+    self: string,
+  ): Promise<string[] | number | null>;
 };
 
 /**
@@ -160,9 +193,19 @@ export class StreamCommands {
     claimIdleMs: number | undefined,
     items: readonly { id: string; kind: 'held' | 'owed'; reown: boolean; count: number; idleMs?: number }[],
   ): Promise<AuditResult | null> {
-    const args = items.flatMap((i) => [i.id, i.kind === 'held' ? 'h' : 'o', i.reown ? '1' : '0', String(i.count), String(Math.max(0, Math.floor(i.idleMs ?? 0)))]);
+    const args = items.flatMap((i) => [
+      i.id,
+      i.kind === 'held' ? 'h' : 'o',
+      i.reown ? '1' : '0',
+      String(i.count),
+      String(Math.max(0, Math.floor(i.idleMs ?? 0))),
+    ]);
     const reply = await this.conn.streamsAudit(stream, this.group, consumer, claimIdleMs === undefined ? '' : String(claimIdleMs), ...args);
-    return parseAuditReply(stream, items.map((i) => i.id), reply);
+    return parseAuditReply(
+      stream,
+      items.map((i) => i.id),
+      reply,
+    );
   }
 
   /**
@@ -189,7 +232,10 @@ export class StreamCommands {
    */
   async deleteIdleConsumers(stream: string, lock: string, self: string, idleMs: number, intervalMs: number): Promise<string[] | null> {
     const deleted = await this.conn.streamsCleanConsumers(stream, lock, this.group, idleMs, intervalMs, self);
-    if (typeof deleted === 'number') throw new Error(`the cleanup's lock key "${lock}" exists without an expiry: it is not this transport's lock (rename that key); no consumer deleted`);
+    if (typeof deleted === 'number')
+      throw new Error(
+        `the cleanup's lock key "${lock}" exists without an expiry: it is not this transport's lock (rename that key); no consumer deleted`,
+      );
     return deleted === null ? null : deleted.map(String);
   }
 
@@ -284,7 +330,14 @@ export class StreamCommands {
    * Redis holds them) and acks `id` in `stream`, atomically, if `consumer` still owns the entry.
    * Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
-  async deadLetter(stream: string, deadStream: string, consumer: string, id: string, fields: readonly string[], copy: boolean): Promise<string | null> {
+  async deadLetter(
+    stream: string,
+    deadStream: string,
+    consumer: string,
+    id: string,
+    fields: readonly string[],
+    copy: boolean,
+  ): Promise<string | null> {
     return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', ...fields);
   }
 

@@ -61,11 +61,15 @@ function checkChain(pattern: string, head: MessageHandler): void {
   const chain: MessageHandler[] = [];
   for (let h: MessageHandler | undefined = head; h; h = nextOf(h)) chain.push(h);
   if (chain.length > 1 && chain.some((h) => extrasOf(h).batch !== undefined)) {
-    throw new Error(`nestjs-redis-streams: pattern "${pattern}" has ${chain.length} handlers, one of them a batch handler: a batch handler must be its stream's only handler`);
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${chain.length} handlers, one of them a batch handler: a batch handler must be its stream's only handler`,
+    );
   }
   const partitions = chain.map((h) => extrasOf(h).partitions);
   if (partitions.some((p) => p !== partitions[0])) {
-    throw new Error(`nestjs-redis-streams: the handlers of "${pattern}" disagree on partitions (${partitions.map(String).join(' against ')}): one stream is read one way`);
+    throw new Error(
+      `nestjs-redis-streams: the handlers of "${pattern}" disagree on partitions (${partitions.map(String).join(' against ')}): one stream is read one way`,
+    );
   }
 }
 
@@ -77,7 +81,10 @@ interface ReaderStreams {
 
 /** MOVED on a one-node connection: the URL names a node of a cluster. */
 function clusterNodeError(error: unknown): Error {
-  return new Error(`${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`, { cause: error });
+  return new Error(
+    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
+    { cause: error },
+  );
 }
 
 // What Nest's other transports answer to a request without a handler.
@@ -158,11 +165,14 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     this.startupTimer = setTimeout(() => {
       // While a connection is down, its error is the cause (the loop's own only says it gave up waiting).
       const down = this.readers.some((r) => !r.lanes.ready());
-      const cause = (down ? (laneError ?? loopError) : (loopError ?? laneError));
+      const cause = down ? (laneError ?? loopError) : (loopError ?? laneError);
       failStart(
-        new Error(`nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${where} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`, {
-          cause,
-        }),
+        new Error(
+          `nestjs-redis-streams: could not start within ${options.startupTimeoutMs} ms: ${where} unreachable: ${cause === undefined ? 'no answer' : describeError(cause)}`,
+          {
+            cause,
+          },
+        ),
       );
     }, options.startupTimeoutMs);
     const name = `${options.group}:${options.consumer}`;
@@ -229,7 +239,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, secrets) } : event);
         },
         onDeleted: (stream, ids) => {
-          this.logger.error(`${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`);
+          this.logger.error(
+            `${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`,
+          );
           this.emit('deleted', stream, ids);
         },
         onCluster,
@@ -250,7 +262,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
           this.startedOk = true;
           clearTimeout(this.startupTimer);
           const lanesNote = slotGroups.length > 1 ? ` (${slotGroups.length} slot lanes)` : '';
-          this.logger.log(`consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`);
+          this.logger.log(
+            `consumer "${options.consumer}" of group "${options.group}" reading ${streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
+          );
           callback();
           markStarted();
           void this.warnStrays(command.conn);
@@ -265,7 +279,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       return { lanes, loop, done, run: run! };
     });
     this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
-      .pipe(map((states) => STATUS_OF_LANES[foldLaneStates(states)]), distinctUntilChanged())
+      .pipe(
+        map((states) => STATUS_OF_LANES[foldLaneStates(states)]),
+        distinctUntilChanged(),
+      )
       .subscribe((s) => {
         this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
         this._status$.next(s);
@@ -334,7 +351,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     const strays = new Map<string, string>();
     for (const [key, { pattern, partition }] of this.origins) {
       const plain = this.options.keyPrefix + pattern;
-      if (partition === undefined) strays.set(partitionKey(this.options.keyPrefix, pattern, 0), `@StreamPattern('${pattern}') reads the plain key`);
+      if (partition === undefined)
+        strays.set(partitionKey(this.options.keyPrefix, pattern, 0), `@StreamPattern('${pattern}') reads the plain key`);
       else {
         const count = [...this.origins.values()].filter((o) => o.pattern === pattern).length;
         const why = `@StreamPattern('${pattern}', { partitions: ${count} })`;
@@ -347,7 +365,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     for (const [key, why] of strays) {
       const length = await conn.xlen(key).catch(() => 0);
       if (length > 0) {
-        this.logger.warn(`stream "${key}" holds ${length} entries that no handler of this consumer reads (${why}): do producers use another partition count?`);
+        this.logger.warn(
+          `stream "${key}" holds ${length} entries that no handler of this consumer reads (${why}): do producers use another partition count?`,
+        );
       }
     }
   }
@@ -358,7 +378,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     if (!consumerCleanup || this.closing) return;
     if (consumerCleanup.idleMs <= 2 * this.options.blockMs) {
       // Redis counts a consumer parked in XREADGROUP BLOCK as idle from the start of the read.
-      this.logger.warn(`consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${this.options.blockMs}): live consumers parked that long are deleted too (and re-created by their next read)`);
+      this.logger.warn(
+        `consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${this.options.blockMs}): live consumers parked that long are deleted too (and re-created by their next read)`,
+      );
     }
     this.hygiene = new ConsumerHygiene({
       streams,
@@ -367,9 +389,12 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       ...consumerCleanup,
       // The lock shares its stream's slot (one script names both), like the dead-letter key.
       // Per group: two groups of one stream clean their own consumers on their own schedule.
-      lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${this.options.group}`) : `${stream}:cleanup:${this.options.group}`),
+      lockOf: (stream) =>
+        isCluster(connection) ? sameSlotKey(stream, `:cleanup:${this.options.group}`) : `${stream}:cleanup:${this.options.group}`,
       onDeleted: (stream, names) => {
-        this.logger.log(`deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`);
+        this.logger.log(
+          `deleted ${names.length} consumers of group "${this.options.group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`,
+        );
         this.emit('consumersDeleted', stream, names);
       },
       logger: this.logger,
@@ -386,7 +411,11 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private async settleInHand(reader: Reader): Promise<void> {
     const limit = this.options.shutdownTimeoutMs;
     if (limit === undefined) return reader.done;
-    const settled = await within(reader.done.then(() => true), limit, false);
+    const settled = await within(
+      reader.done.then(() => true),
+      limit,
+      false,
+    );
     if (!settled) {
       // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
       const abandoned = reader.loop.inHand();
@@ -408,7 +437,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
   private readerStreams(streams: string[]): ReaderStreams[] {
     const single = streams.filter((s) => !this.batches.has(this.origins.get(s)!.pattern));
     const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
-    for (const [pattern, batch] of this.batches) sets.push({ streams: streams.filter((s) => this.origins.get(s)!.pattern === pattern), batch });
+    for (const [pattern, batch] of this.batches)
+      sets.push({ streams: streams.filter((s) => this.origins.get(s)!.pattern === pattern), batch });
     if (!isCluster(this.options.connection)) return sets;
     const dead = this.options.deadLetterStream;
     for (const stream of streams) {
@@ -467,7 +497,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       const { partitions, batch } = (handler.extras ?? {}) as { partitions?: unknown; batch?: unknown };
       checkChain(pattern, handler);
       if (batch !== undefined) {
-        if (!handler.isEventHandler) throw new Error(`nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`);
+        if (!handler.isEventHandler)
+          throw new Error(
+            `nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`,
+          );
         this.batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
       }
       if (partitions === undefined) {
@@ -479,8 +512,13 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       const keysOf = partitionKeys(this.options.keyPrefix, pattern, partitions as number);
       // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
       if (isCluster(this.options.connection) && keysOf.some((key, i) => hashTagOf(key) !== `${pattern}:${i}`)) {
-        const why = hashTagOf(this.options.keyPrefix) !== undefined ? `keyPrefix "${this.options.keyPrefix}" has a hash tag` : `the pattern has braces`;
-        throw new Error(`nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keysOf[0]}, …); use a keyPrefix and pattern without braces`);
+        const why =
+          hashTagOf(this.options.keyPrefix) !== undefined
+            ? `keyPrefix "${this.options.keyPrefix}" has a hash tag`
+            : `the pattern has braces`;
+        throw new Error(
+          `nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keysOf[0]}, …); use a keyPrefix and pattern without braces`,
+        );
       }
       keysOf.forEach((key, partition) => {
         keys.push(key);
@@ -510,7 +548,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     const reply = async (packet: WritePacket) => {
       const fields = await encodeReply(request.correlationId, packet, this.options.serializer).catch((err: unknown) => {
         // writeReplies answers the caller with this error instead; the request is then acked.
-        if (err instanceof UnserializableResult) this.logger.error(`request ${ctx.getId()} of "${ctx.getStream()}": ${err.message}; answered with an error`);
+        if (err instanceof UnserializableResult)
+          this.logger.error(`request ${ctx.getId()} of "${ctx.getStream()}": ${err.message}; answered with an error`);
         throw err;
       });
       try {

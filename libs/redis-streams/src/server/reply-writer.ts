@@ -15,7 +15,8 @@ export async function writeReplies(values$: Observable<unknown>, write: (packet:
   await lastValueFrom(
     values$.pipe(
       concatMap(async (value) => {
-        if (held && !(await writeValue(write, held.value, false).catch((err: unknown) => Promise.reject(new WriteFailed(err))))) throw ENDED;
+        if (held && !(await writeValue(write, held.value, false).catch((err: unknown) => Promise.reject(new WriteFailed(err)))))
+          throw ENDED;
         held = { value };
       }),
     ),

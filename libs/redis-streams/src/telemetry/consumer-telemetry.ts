@@ -65,7 +65,8 @@ export class ConsumerTelemetry {
     const tracing = this.presence.tracing;
     // The hot path without an SDK: two cached flags (no clock read), no closure, no allocation.
     const provider = this.presence.lastMeterProvider;
-    const instruments = provider === this.instruments?.provider ? this.instruments : safely(this.api, 'meter provider', () => this.meters(), undefined);
+    const instruments =
+      provider === this.instruments?.provider ? this.instruments : safely(this.api, 'meter provider', () => this.meters(), undefined);
     if (!tracing && !instruments) return undefined;
     return new EntryTrace(this, entry, source, tracing, instruments);
   }
@@ -87,14 +88,19 @@ export class ConsumerTelemetry {
     const seconds = this.durations.get(event);
     if (seconds === undefined) return;
     this.durations.delete(event);
-    safely(this.api, 'metric record', () => {
-      const instruments = this.meters();
-      if (!instruments) return;
-      const error = event.outcome === 'acked' ? undefined : errorType(event.error);
-      const attrs = this.attributes(event.stream, event.outcome, error);
-      instruments.duration.record(seconds, attrs);
-      instruments.consumed.add(1, attrs);
-    }, undefined);
+    safely(
+      this.api,
+      'metric record',
+      () => {
+        const instruments = this.meters();
+        if (!instruments) return;
+        const error = event.outcome === 'acked' ? undefined : errorType(event.error);
+        const attrs = this.attributes(event.stream, event.outcome, error);
+        instruments.duration.record(seconds, attrs);
+        instruments.consumed.add(1, attrs);
+      },
+      undefined,
+    );
   }
 
   dispose(): void {
@@ -116,7 +122,10 @@ export class ConsumerTelemetry {
         description: 'Time to settle an entry: decode, handler, dead-lettering',
         advice: { explicitBucketBoundaries: DURATION_BUCKETS },
       }),
-      consumed: meter.createCounter(METRIC.consumed, { unit: '{message}', description: 'Entries settled, by outcome (acked, failed, dead-lettered)' }),
+      consumed: meter.createCounter(METRIC.consumed, {
+        unit: '{message}',
+        description: 'Entries settled, by outcome (acked, failed, dead-lettered)',
+      }),
       unobserve: observeGroupGauges(meter, this.stats, this.group),
     };
     return this.instruments;
@@ -195,9 +204,14 @@ class EntryTrace implements ProcessTrace {
       });
     } catch (err) {
       if (ran) throw err;
-      safely(api, 'context manager', () => {
-        throw err;
-      }, undefined);
+      safely(
+        api,
+        'context manager',
+        () => {
+          throw err;
+        },
+        undefined,
+      );
       return work();
     }
   }

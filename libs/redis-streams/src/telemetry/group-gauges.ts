@@ -17,9 +17,18 @@ const COLLECT_WITHIN_MS = 1000;
  * that unregisters them.
  */
 export function observeGroupGauges(meter: Meter, stats: GroupStats, group: string): () => void {
-  const lag = meter.createObservableGauge(METRIC.lag, { unit: '{message}', description: 'Entries of the stream not yet delivered to the consumer group' });
-  const pending = meter.createObservableGauge(METRIC.pending, { unit: '{message}', description: 'Entries delivered to the consumer group and not yet acked' });
-  const age = meter.createObservableGauge(METRIC.statsAge, { unit: 's', description: 'Age of the lag and pending figures (XINFO GROUPS): grows while Redis does not answer' });
+  const lag = meter.createObservableGauge(METRIC.lag, {
+    unit: '{message}',
+    description: 'Entries of the stream not yet delivered to the consumer group',
+  });
+  const pending = meter.createObservableGauge(METRIC.pending, {
+    unit: '{message}',
+    description: 'Entries delivered to the consumer group and not yet acked',
+  });
+  const age = meter.createObservableGauge(METRIC.statsAge, {
+    unit: 's',
+    description: 'Age of the lag and pending figures (XINFO GROUPS): grows while Redis does not answer',
+  });
   const groupAttrs = { [ATTR.system]: SYSTEM, [ATTR.group]: group };
   const attrs = new Map<string, Record<string, string>>();
   const attrsOf = (stream: string) => {
@@ -28,11 +37,12 @@ export function observeGroupGauges(meter: Meter, stats: GroupStats, group: strin
     return a;
   };
   const observe: BatchObservableCallback = async (result) => {
-    const reading = (await within(
-      stats.get(GAUGE_STATS_MAX_AGE_MS).catch(() => undefined),
-      COLLECT_WITHIN_MS,
-      undefined,
-    )) ?? stats.latest();
+    const reading =
+      (await within(
+        stats.get(GAUGE_STATS_MAX_AGE_MS).catch(() => undefined),
+        COLLECT_WITHIN_MS,
+        undefined,
+      )) ?? stats.latest();
     if (!reading) return;
     result.observe(age, Math.max(0, Date.now() - reading.at) / 1000, groupAttrs);
     for (const s of reading.stats) {

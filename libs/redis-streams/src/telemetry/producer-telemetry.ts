@@ -59,7 +59,11 @@ export class ProducerTelemetry {
     }
   }
 
-  private start(stream: string, conversationId: string | undefined, recordHeaders: Record<string, string>): { span: Span; traceHeaders: Record<string, string> } {
+  private start(
+    stream: string,
+    conversationId: string | undefined,
+    recordHeaders: Record<string, string>,
+  ): { span: Span; traceHeaders: Record<string, string> } {
     const { api } = this;
     const active = api.context.active();
     const parent = recordHeaders.traceparent === undefined ? active : api.propagation.extract(active, recordHeaders);

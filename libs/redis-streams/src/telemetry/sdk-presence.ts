@@ -47,13 +47,23 @@ export class SdkPresence {
     // plain numbers (a test environment's fakes) has no unref: the timer then simply runs.
     (setTimeout(() => (this.stale = true), RECHECK_MS) as { unref?: () => unknown }).unref?.();
     const { api } = this;
-    this.tracingOn = safely(api, 'tracer provider', () => {
-      const provider = api.trace.getTracerProvider();
-      return (provider instanceof api.ProxyTracerProvider ? provider.getDelegate() : provider) !== this.noopTracerProvider;
-    }, false);
-    this.meters = safely(api, 'meter provider', () => {
-      const meters = api.metrics.getMeterProvider();
-      return meters.getMeter(SCOPE) !== api.createNoopMeter() ? meters : undefined;
-    }, undefined);
+    this.tracingOn = safely(
+      api,
+      'tracer provider',
+      () => {
+        const provider = api.trace.getTracerProvider();
+        return (provider instanceof api.ProxyTracerProvider ? provider.getDelegate() : provider) !== this.noopTracerProvider;
+      },
+      false,
+    );
+    this.meters = safely(
+      api,
+      'meter provider',
+      () => {
+        const meters = api.metrics.getMeterProvider();
+        return meters.getMeter(SCOPE) !== api.createNoopMeter() ? meters : undefined;
+      },
+      undefined,
+    );
   }
 }
