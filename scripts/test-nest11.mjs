@@ -29,7 +29,8 @@ writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
 // request replies, exception filters, shutdown hooks, Terminus) and ioredis' API (connecting, its
 // errors, its Cluster class the command lane extends, blocking reads): the files that exercise those
 // run here. What Redis decides (groups, PELs, leases, dead letters, lag, retention, chaos) does not
-// change with either and runs once, in the main pass.
+// change with either and runs once, in the main pass. Those of AGAIN that the cluster project also runs
+// (vitest.config.ts ON_CLUSTER, cluster.e2e) run there too: ioredis' Cluster class is its own API.
 const AGAIN = [
   'batch-edge.e2e',
   'batch-nest.e2e',
