@@ -1,4 +1,5 @@
 import { LUA_IDS } from './lua-ids.js';
+import { LUA_REDELIVER } from './lua-redeliver.js';
 import { LUA_XINFO } from './lua-xinfo.js';
 
 /**
@@ -19,7 +20,7 @@ import { LUA_XINFO } from './lua-xinfo.js';
  * Returns -1 without the group, else { 1 if the group lists the consumer else 0, results },
  * each result { code, detail, fields? }.
  */
-export const AUDIT_SCRIPT = `${LUA_IDS}${LUA_XINFO}
+export const AUDIT_SCRIPT = `${LUA_IDS}${LUA_XINFO}${LUA_REDELIVER}
 local key, group, me, claimIdle = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', key) == 0 then return -1 end
 local g = groupOf(key, group)
@@ -42,11 +43,7 @@ for i = 4, #ARGV, 5 do
   elseif #redis.call('XRANGE', key, id, id) == 0 then
     out[#out + 1] = {'deleted', ''}
   elseif reown == '1' and not less(last, id) then
-    redis.call('XGROUP', 'SETID', key, group, before(id))
-    local read = redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', key, '>')
-    redis.call('XCLAIM', key, group, me, 0, id, 'IDLE', idle, 'RETRYCOUNT', count, 'JUSTID')
-    redis.call('XGROUP', 'SETID', key, group, last)
-    out[#out + 1] = {'reowned', count, read[1][2][1][2]}
+    out[#out + 1] = {'reowned', count, redeliver(key, group, me, id, count, idle, last)}
   else
     out[#out + 1] = {'dropped', ''}
   end

@@ -1,4 +1,5 @@
 import { LUA_IDS } from './lua-ids.js';
+import { LUA_REDELIVER } from './lua-redeliver.js';
 import { LUA_XINFO } from './lua-xinfo.js';
 
 /**
@@ -20,7 +21,7 @@ import { LUA_XINFO } from './lua-xinfo.js';
  * id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
  * pending under it among those owed }.
  */
-export const RECOVER_SCRIPT = `${LUA_IDS}${LUA_XINFO}
+export const RECOVER_SCRIPT = `${LUA_IDS}${LUA_XINFO}${LUA_REDELIVER}
 local key, group, me, highest = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local g = groupOf(key, group)
 if g == nil then return {0, {}} end
@@ -38,10 +39,7 @@ for i = 5, #ARGV, 2 do
   if p then
     if p[2] == me then owned[#owned + 1] = id end
   elseif lost and not less(last, id) and #redis.call('XRANGE', key, id, id) == 1 then
-    redis.call('XGROUP', 'SETID', key, group, before(id))
-    redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', key, '>')
-    redis.call('XCLAIM', key, group, me, 0, id, 'RETRYCOUNT', ARGV[i + 1], 'JUSTID')
-    redis.call('XGROUP', 'SETID', key, group, last)
+    redeliver(key, group, me, id, ARGV[i + 1], 0, last)
     owned[#owned + 1] = id
   end
 end
