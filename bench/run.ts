@@ -2,7 +2,8 @@
 // reported as ratios to the better of two hand-written expert ioredis loops measured in that same run; then the
 // Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
-// section alone (results/telemetry.md). `--smoke` runs everything at sizes too small to measure anything: it checks
+// section alone (results/telemetry.md). `--only drain` runs the drain section alone and prints its ratios, writing
+// no results file (for before/after comparisons of a change). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise).
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -25,8 +26,8 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && flags.only !== 'cluster' && flags.only !== 'telemetry')
-  throw new Error(`bench: --only takes "cluster" or "telemetry", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && !['cluster', 'telemetry', 'drain'].includes(flags.only))
+  throw new Error(`bench: --only takes "cluster", "telemetry" or "drain", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 2_000 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -130,10 +131,6 @@ if (flags.only === 'telemetry') {
   process.exit(0);
 }
 const startedAt = performance.now();
-const ceiling = redisBenchmarkXadd();
-
-log('other NestJS Redis Streams transports (npm search, npm view, npm install --dry-run)');
-const otherTransports = await tryOtherTransports(log);
 
 // Every system drains the same backlog size, DRAIN_ROUNDS times, taking turns (a different one first each
 // round), and each reports its median: on a shared 2-core machine one run can be 30% off either way.
@@ -165,6 +162,22 @@ for (const [system, runs] of drainRuns) {
     runs: runs.map((r) => Math.round(r.msgsPerSec)),
   };
 }
+if (flags.only === 'drain') {
+  const ref = Math.max(row('expert-pipelined').drain!.msgsPerSec, row('expert-readahead').drain!.msgsPerSec);
+  for (const system of DRAIN_SYSTEMS) {
+    const { msgsPerSec, runs } = row(system).drain!;
+    process.stdout.write(
+      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${(msgsPerSec / ref).toFixed(2)}× ref (runs ${runs.join(', ')})\n`,
+    );
+  }
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  process.exit(0);
+}
+const ceiling = redisBenchmarkXadd();
+log('other NestJS Redis Streams transports (npm search, npm view, npm install --dry-run)');
+const otherTransports = await tryOtherTransports(log);
 
 const telemetry = await telemetryCost();
 

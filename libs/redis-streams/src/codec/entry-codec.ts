@@ -1,5 +1,5 @@
 import { brand } from '../brand.js';
-import type { Deserializer } from '@nestjs/microservices';
+import type { Deserializer } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { FIELD } from './wire-format.js';
 

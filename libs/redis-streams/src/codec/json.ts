@@ -1,4 +1,4 @@
-import type { Deserializer, Serializer } from '@nestjs/microservices';
+import type { Deserializer, Serializer } from '../ports.js';
 
 /** Default payload serializer: JSON, with an error that says what could not be serialized. */
 export class JsonSerializer implements Serializer<unknown, string> {

@@ -1,4 +1,4 @@
-import type { Deserializer, Serializer, WritePacket } from '@nestjs/microservices';
+import type { Deserializer, Serializer, WritePacket } from '../ports.js';
 import { fieldsToRecord } from './entry-codec.js';
 import { FIELD } from './wire-format.js';
 

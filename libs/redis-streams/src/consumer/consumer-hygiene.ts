@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { Logger } from '../ports.js';
 import { describeError } from '../describe-error.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 
@@ -11,7 +11,7 @@ export interface ConsumerHygieneDeps {
   /** The lock key of a stream (in its cluster slot). */
   lockOf: (stream: string) => string;
   onDeleted: (stream: string, consumers: string[]) => void;
-  logger: LoggerService;
+  logger: Logger;
 }
 
 /**

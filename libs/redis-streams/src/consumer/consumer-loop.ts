@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { Logger } from '../ports.js';
 import {
   concat,
   concatMap,
@@ -60,7 +60,7 @@ export interface ConsumerLoopDeps {
    */
   batch?:
     (ResolvedBatchOptions & { decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> }) | undefined;
-  logger: LoggerService;
+  logger: Logger;
   onDeleted: (stream: string, ids: string[]) => void;
   onError: (error: unknown, retryInMs: number) => void;
   /** On a cluster MOVED/ASK are a moved slot, retried; on one node they say the URL names a cluster node. */

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { Logger } from '../ports.js';
 import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { isRefusal } from '../redis/redis-errors.js';
@@ -11,7 +11,7 @@ export interface DeadLettererDeps {
   group: string;
   consumer: string;
   deadLetterStream: ((stream: string) => string) | false;
-  logger: LoggerService;
+  logger: Logger;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { Logger } from '../ports.js';
 import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
@@ -42,7 +42,7 @@ export class Lease {
     private readonly commands: StreamCommands,
     private readonly consumer: string,
     private readonly renewMs: number,
-    private readonly logger: LoggerService,
+    private readonly logger: Logger,
     /** Held entries a renewal found no longer pending under this consumer (the caller finds out why). */
     private readonly onLost: (stream: string, lost: { entry: StreamEntry; confirmedAt: number }[]) => void = () => {},
   ) {}

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { Logger } from '../ports.js';
 import { exhaustMap, interval, type Subscription } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import type { AuditResult } from '../redis/replies.js';
@@ -17,7 +17,7 @@ export interface PendingAuditDeps {
   consumer: string;
   minIdleMs: number;
   leaseRenewMs: number;
-  logger: LoggerService;
+  logger: Logger;
   onDeleted: (stream: string, ids: string[]) => void;
   /** The stream or the group is gone, or acks say the group no longer lists this consumer: the loop's lost-group path. */
   onGroupLost: (stream: string) => void;

@@ -1,4 +1,4 @@
-import type { Deserializer } from '@nestjs/microservices';
+import type { Deserializer } from '../ports.js';
 import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { EntryContextArgs, RedisStreamsContext } from '../context.js';

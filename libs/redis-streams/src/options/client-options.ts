@@ -1,4 +1,4 @@
-import type { Deserializer, Serializer } from '@nestjs/microservices';
+import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { checkPartitions } from '../partitions.js';

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Deserializer, Serializer } from '@nestjs/microservices';
+import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { sameSlotKey } from '../redis/slots.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
