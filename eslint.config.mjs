@@ -34,4 +34,37 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
     },
   },
+  {
+    // The layering (docs/architecture.md): below the Nest adapter nothing imports Nest, nor the
+    // adapter's own Nest-facing files.
+    files: ['libs/redis-streams/src/**/*.ts'],
+    ignores: [
+      'libs/redis-streams/src/server/**',
+      'libs/redis-streams/src/client/**',
+      'libs/redis-streams/src/terminus/**',
+      'libs/redis-streams/src/{context,batch,dead-letter.exception,transport,index}.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@nestjs/*'], message: 'Only the Nest adapter (server/, client/, terminus/, contexts, transport.ts) imports Nest.' },
+            {
+              group: [
+                '**/server/*',
+                '**/client/*',
+                '**/terminus/*',
+                '**/context.js',
+                '**/batch.js',
+                '**/dead-letter.exception.js',
+                '**/transport.js',
+              ],
+              message: 'The adapter sits on top: the layers below it do not import it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

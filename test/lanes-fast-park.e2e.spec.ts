@@ -31,8 +31,9 @@ for (const kill of [false, true])
     if (kill) await r.client('KILL', 'ID', /\bid=(\d+)/.exec(row)![1]!);
     const first = await r.xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.some((e) => e.id === first), { message: 'entry after the kill' });
-    const lanes = (app.server as unknown as { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] })
-      .readers[0]!.lanes;
+    const lanes = (
+      app.server as unknown as { engine: { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] } }
+    ).engine.readers[0]!.lanes;
     let prepares = 0;
     const orig = lanes.prepareBlocking.bind(lanes);
     lanes.prepareBlocking = (...a: unknown[]) => (prepares++, orig(...a));

@@ -53,9 +53,15 @@ describe('start-up, unlucky', () => {
     );
   });
 
-  it('rejects listen() when close() is called before the consumer started', async () => {
+  it('rejects listen() when close() is called before the consumer started, and close() waits on none of its commands', async () => {
     const port = await closedPort();
-    const server = new RedisStreamsServer({ connection: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix(), startupTimeoutMs: 60_000 });
+    const commandTimeoutMs = 20_000;
+    const server = new RedisStreamsServer({
+      connection: `redis://127.0.0.1:${port}`,
+      keyPrefix: uniquePrefix(),
+      startupTimeoutMs: 60_000,
+      commandTimeoutMs,
+    });
     const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
     const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
     const listening = app.listen().then(
@@ -75,7 +81,12 @@ describe('start-up, unlucky', () => {
         })(),
       { message: 'listen() to be under way' },
     );
-    await server.close();
+    // The start's commands wait on a Redis that never answers: close() cuts them, it does not wait out their deadline.
+    const late = new Promise<string>((resolve) => {
+      const timer = setTimeout(() => resolve(`close() still waiting after commandTimeoutMs / 2`), commandTimeoutMs / 2);
+      onTestFinished(() => clearTimeout(timer));
+    });
+    expect(await Promise.race([server.close().then(() => 'closed'), late])).toBe('closed');
     expect(await listening).toMatch(/closed before it started/);
     await app.close();
   });

@@ -1,20 +1,14 @@
 import { BaseRpcContext, RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
 import type { RedisStreamsContext } from './context.js';
+import type { RedisStreamsBatchContextArgs } from './consumer/entry-context.js';
+
+export type { RedisStreamsBatchContextArgs };
 
 /** One entry of a batch: what a single-entry handler gets as `@Payload()` and `@Ctx()`. */
 export interface StreamBatchEntry<T = unknown> {
   payload: T;
   context: RedisStreamsContext;
-}
-
-export interface RedisStreamsBatchContextArgs {
-  /** The handler pattern (a partitioned stream's logical name). */
-  pattern: string;
-  group: string;
-  consumer: string;
-  /** Entries in this call. */
-  size: number;
 }
 
 /** What `@Ctx()` gives a batch handler (each entry has its own context too). */

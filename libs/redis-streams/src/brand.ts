@@ -4,7 +4,7 @@
  * prototype marks instances, so `x instanceof RedisStreamsContext` holds whichever copy made x.
  */
 export function brand(cls: abstract new (...args: never[]) => object, name: string): void {
-  const mark = Symbol.for(`nestjs-redis-streams/${name}`);
+  const mark = brandMark(name);
   Object.defineProperty(cls.prototype, mark, { value: true });
   Object.defineProperty(cls, Symbol.hasInstance, {
     value(this: unknown, value: unknown): boolean {
@@ -13,4 +13,9 @@ export function brand(cls: abstract new (...args: never[]) => object, name: stri
       return this === cls && typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[mark] === true;
     },
   });
+}
+
+/** The symbol `brand(cls, name)` puts on the prototype: `x[brandMark(name)] === true` holds for instances of either copy. */
+export function brandMark(name: string): symbol {
+  return Symbol.for(`nestjs-redis-streams/${name}`);
 }

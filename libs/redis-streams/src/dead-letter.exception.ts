@@ -12,8 +12,4 @@ export class DeadLetterException extends RpcException {
 }
 brand(DeadLetterException, 'DeadLetterException');
 
-/** True for a {@link DeadLetterException} as it comes out of Nest's RPC exception filter. */
-export function isDeadLetter(err: unknown): boolean {
-  if (err instanceof DeadLetterException) return true;
-  return typeof err === 'object' && err !== null && (err as { deadLetter?: unknown }).deadLetter === true;
-}
+export { isDeadLetter } from './dead-letter-mark.js';

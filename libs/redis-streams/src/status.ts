@@ -1,5 +1,3 @@
-import type { LaneState } from './redis/lanes.js';
-
 /** What `server.status` and `client.status` emit. */
 export enum RedisStreamsStatus {
   CONNECTING = 'connecting',
@@ -9,11 +7,3 @@ export enum RedisStreamsStatus {
   CLOSING = 'closing',
   CLOSED = 'closed',
 }
-
-/** Connection states of the two lanes, as the user-facing status. */
-export const STATUS_OF_LANES: Record<LaneState, RedisStreamsStatus> = {
-  connecting: RedisStreamsStatus.CONNECTING,
-  ready: RedisStreamsStatus.CONNECTED,
-  reconnecting: RedisStreamsStatus.RECONNECTING,
-  closed: RedisStreamsStatus.DISCONNECTED,
-};

@@ -1,12 +1,26 @@
-import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
 import { describeError } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { acked, handlerFailed, prepare, Ready, settle, type SettleDeps } from './settle.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
-/** Calls a batch handler (`@StreamPattern(key, { batch })`) once with every entry; its outcome as for one entry. */
-export type DispatchBatch = (pattern: string, entries: StreamBatchEntry[], context: RedisStreamsBatchContext) => Promise<unknown>;
+/** One entry of a batch call: its payload and what its context says. */
+export interface BatchItem {
+  payload: unknown;
+  args: EntryContextArgs;
+}
+
+/**
+ * Calls a batch handler (`@StreamPattern(key, { batch })`) once with every entry. Resolves with
+ * undefined when every entry succeeded, or with the entries the handler said failed (index in
+ * `items` → its error); rejects when the whole call failed.
+ */
+export type DispatchBatch = (
+  pattern: string,
+  items: BatchItem[],
+  args: RedisStreamsBatchContextArgs,
+) => Promise<Map<number, unknown> | undefined>;
 
 export interface BatchDecideDeps extends SettleDeps {
   dispatchBatch: DispatchBatch;
@@ -65,30 +79,21 @@ async function callHandler(
   ready: readonly Ready[],
   source: DeliverySource,
 ): Promise<SettledEvent[]> {
-  const items = ready.map((r): StreamBatchEntry => ({ payload: r.decoded.payload, context: r.context }));
-  const context = new RedisStreamsBatchContext({ pattern, group: deps.group, consumer: deps.consumer, size: items.length });
-  let failed: Map<unknown, unknown> | undefined;
-  let thrown: unknown;
+  const items = ready.map((r): BatchItem => ({ payload: r.decoded.payload, args: r.args }));
+  const args = { pattern, group: deps.group, consumer: deps.consumer, size: items.length };
+  let failed: Map<number, unknown> | undefined;
   try {
-    const work = deps.dispatchBatch(pattern, items, context);
-    // A BatchFailure returned, untouched by interceptors, says the same as thrown.
-    const value = await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
-    failed = batchFailures(value);
-    thrown = value;
+    const work = deps.dispatchBatch(pattern, items, args);
+    failed = deps.handlerTimeoutMs === undefined ? await work : ((await withTimeout(work, deps.handlerTimeoutMs)) as typeof failed);
   } catch (error) {
-    failed = batchFailures(error);
-    thrown = error;
-    // Anything but a BatchFailure fails the whole call.
-    if (!failed) return failAll(deps, pattern, ready, source, error);
+    return failAll(deps, pattern, ready, source, error);
   }
   if (!failed) return ready.map((r) => acked(r.entry, source));
-  // One that names no entry of this call (an earlier call's, thrown again; an error a filter reshaped) says nothing about these.
-  if (!ready.some((r) => failed.has(r.context))) return failAll(deps, pattern, ready, source, thrown);
   let firstError: unknown;
   const events = await Promise.all(
-    ready.map((r) => {
-      if (!failed.has(r.context)) return acked(r.entry, source);
-      const error = failed.get(r.context);
+    ready.map((r, i) => {
+      if (!failed.has(i)) return acked(r.entry, source);
+      const error = failed.get(i);
       firstError ??= error;
       return handlerFailed(deps, r.entry, source, error, true);
     }),

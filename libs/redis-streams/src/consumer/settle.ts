@@ -1,13 +1,13 @@
 import type { Deserializer } from '../ports.js';
 import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
-import { EntryContextArgs, RedisStreamsContext } from '../context.js';
-import { isDeadLetter } from '../dead-letter.exception.js';
+import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeError } from '../describe-error.js';
 import { safeJson } from '../escape-control.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
+import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-telemetry.js';
@@ -15,9 +15,10 @@ import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-tele
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
  * entry may be acked, rejects when it must stay pending: with a {@link RedisWriteError} when
- * Redis, not the handler, failed (a reply it refused or did not take).
+ * Redis, not the handler, failed (a reply it refused or did not take). `args` are what the
+ * handler's context says; the host builds its own context from them.
  */
-export type Dispatch = (pattern: string, entry: DecodedEntry, context: RedisStreamsContext) => Promise<unknown>;
+export type Dispatch = (pattern: string, entry: DecodedEntry, args: EntryContextArgs) => Promise<unknown>;
 
 /** What a stream key is to the app: its handler pattern, and its partition when the stream is partitioned. */
 export interface StreamOrigin {
@@ -69,9 +70,9 @@ async function decide(
   const preparing = prepare(deps, entry, source, trace);
   const ready = preparing instanceof Promise ? await preparing : preparing;
   if (!(ready instanceof Ready)) return ready;
-  const { decoded, context, pattern } = ready;
+  const { decoded, args, pattern } = ready;
   try {
-    const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, context)) : deps.dispatch(pattern, decoded, context);
+    const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
     await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
   } catch (error) {
     if (error instanceof RedisWriteError) return replyFailed(deps, entry, source, error);
@@ -80,12 +81,12 @@ async function decide(
   return acked(entry, source);
 }
 
-/** An entry decoded and checked, with its context: what its handler is called with. */
+/** An entry decoded and checked, with its context's args: what its handler is called with. */
 export class Ready {
   constructor(
     readonly entry: StreamEntry,
     readonly decoded: DecodedEntry,
-    readonly context: RedisStreamsContext,
+    readonly args: EntryContextArgs,
     readonly pattern: string,
   ) {}
 }
@@ -164,20 +165,18 @@ function checked(
   }
   const { pattern, partition } = deps.originOf(entry.stream);
   trace?.open(decoded.headers, decoded.request?.correlationId, partition);
-  const context = new RedisStreamsContext(
-    new EntryContextArgs(
-      entry.stream,
-      pattern,
-      entry.id,
-      deps.group,
-      deps.consumer,
-      entry.deliveryCount,
-      decoded.headers,
-      entry.fields!,
-      partition,
-    ),
+  const args = new EntryContextArgs(
+    entry.stream,
+    pattern,
+    entry.id,
+    deps.group,
+    deps.consumer,
+    entry.deliveryCount,
+    decoded.headers,
+    entry.fields!,
+    partition,
   );
-  return new Ready(entry, decoded, context, pattern);
+  return new Ready(entry, decoded, args, pattern);
 }
 
 /**

@@ -1,0 +1,43 @@
+import { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
+import { escapeControl } from '../escape-control.js';
+import { isCluster } from '../options/connection.js';
+import type { ResolvedServerOptions } from '../options/server-options.js';
+import type { Logger } from '../ports.js';
+import { sameSlotKey } from '../redis/slots.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+
+/** `consumerCleanup`: deletes consumers left behind, beside the loops; undefined when off. */
+export function startHygiene(
+  options: ResolvedServerOptions,
+  streams: readonly string[],
+  commands: StreamCommands,
+  logger: Logger,
+  onDeleted: (stream: string, names: string[]) => void,
+): ConsumerHygiene | undefined {
+  const { consumerCleanup, consumer, connection, group, blockMs } = options;
+  if (!consumerCleanup) return undefined;
+  if (consumerCleanup.idleMs <= 2 * blockMs) {
+    // Redis counts a consumer parked in XREADGROUP BLOCK as idle from the start of the read.
+    logger.warn(
+      `consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${blockMs}): live consumers parked that long are deleted too (and re-created by their next read)`,
+    );
+  }
+  const hygiene = new ConsumerHygiene({
+    streams,
+    commands,
+    consumer,
+    ...consumerCleanup,
+    // The lock shares its stream's slot (one script names both), like the dead-letter key.
+    // Per group: two groups of one stream clean their own consumers on their own schedule.
+    lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${group}`) : `${stream}:cleanup:${group}`),
+    onDeleted: (stream, names) => {
+      logger.log(
+        `deleted ${names.length} consumers of group "${group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`,
+      );
+      onDeleted(stream, names);
+    },
+    logger,
+  });
+  hygiene.start();
+  return hygiene;
+}

@@ -1,0 +1,157 @@
+import type { StreamOrigin } from '../consumer/settle.js';
+import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
+import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
+import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
+
+/** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
+export const MAX_SLOT_LANES = 128;
+
+/** One handler pattern as the plan sees it: plain data, whatever framework registered it. */
+export interface HandlerInfo {
+  pattern: string;
+  /** An event handler (`@EventPattern`); otherwise a request handler (`@MessagePattern`). */
+  isEventHandler: boolean;
+  /** The extras of every handler chained on this pattern, the first (whose extras count) first. */
+  chain: readonly Readonly<Record<string, unknown>>[];
+}
+
+export interface PlanOptions {
+  keyPrefix: string;
+  deadLetterStream: ((stream: string) => string) | false;
+  onCluster: boolean;
+}
+
+/** The streams of one reader, and for a batch handler's reader its batch options. */
+export interface ReaderStreams {
+  streams: string[];
+  batch?: ResolvedBatchOptions | undefined;
+}
+
+/** What a server reads: every stream key, what each is to the app, and who reads which. */
+export interface StreamPlan {
+  streams: string[];
+  /** Stream key → handler pattern (and partition). */
+  origins: ReadonlyMap<string, StreamOrigin>;
+  readers: ReaderStreams[];
+  /** Keys no handler reads although a producer with another partition count writes there → why they would. */
+  strays: ReadonlyMap<string, string>;
+}
+
+/** Handlers and options → the plan; throws, naming the pattern, what can never be read as asked. */
+export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOptions): StreamPlan {
+  const origins = new Map<string, StreamOrigin>();
+  const batches = new Map<string, ResolvedBatchOptions>();
+  const streams: string[] = [];
+  for (const handler of handlers) {
+    for (const [key, origin] of streamsOf(handler, options, batches)) {
+      streams.push(key);
+      origins.set(key, origin);
+    }
+  }
+  return { streams, origins, readers: readerStreams(streams, origins, batches, options), strays: strayKeys(origins, options.keyPrefix) };
+}
+
+/**
+ * A handler pattern is a stream key (plus `keyPrefix`); a partitioned one
+ * (`@StreamPattern('orders', { partitions: n })`) is n keys.
+ */
+function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<string, ResolvedBatchOptions>): [string, StreamOrigin][] {
+  const { pattern } = handler;
+  const { keyPrefix } = options;
+  // An object pattern, as Nest serializes it; a hash-tagged key (`{orders}.paid`) is a string.
+  if (pattern.startsWith('{"') || pattern === '{}') {
+    throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
+  }
+  const { partitions, batch } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown };
+  checkChain(pattern, handler.chain);
+  if (batch !== undefined) {
+    if (!handler.isEventHandler)
+      throw new Error(
+        `nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`,
+      );
+    batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
+  }
+  if (partitions === undefined) return [[keyPrefix + pattern, { pattern }]];
+  checkPartitions(`nestjs-redis-streams: @StreamPattern('${pattern}')`, partitions);
+  const keys = partitionKeys(keyPrefix, pattern, partitions as number);
+  // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
+  if (options.onCluster && keys.some((key, i) => hashTagOf(key) !== `${pattern}:${i}`)) {
+    const why = hashTagOf(keyPrefix) !== undefined ? `keyPrefix "${keyPrefix}" has a hash tag` : `the pattern has braces`;
+    throw new Error(
+      `nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keys[0]}, …); use a keyPrefix and pattern without braces`,
+    );
+  }
+  return keys.map((key, partition) => [key, { pattern, partition }]);
+}
+
+/**
+ * Nest chains every event handler of one pattern, and the transport reads the first one's
+ * extras. The others must agree on `partitions`; a batch handler must be alone: two would each
+ * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
+ */
+function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
+  const extras = chain as readonly { partitions?: unknown; batch?: unknown }[];
+  if (extras.length > 1 && extras.some((e) => e.batch !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers, one of them a batch handler: a batch handler must be its stream's only handler`,
+    );
+  }
+  const partitions = extras.map((e) => e.partitions);
+  if (partitions.some((p) => p !== partitions[0])) {
+    throw new Error(
+      `nestjs-redis-streams: the handlers of "${pattern}" disagree on partitions (${partitions.map(String).join(' against ')}): one stream is read one way`,
+    );
+  }
+}
+
+/**
+ * The streams of each reader. One node: one reader for all, and one per batch handler (its
+ * reads fetch `maxSize` at a time). A cluster: the same, split by hash slot (a multi-key read
+ * must stay in one slot), whose dead-letter keys must share that slot.
+ */
+function readerStreams(
+  streams: string[],
+  origins: ReadonlyMap<string, StreamOrigin>,
+  batches: ReadonlyMap<string, ResolvedBatchOptions>,
+  options: PlanOptions,
+): ReaderStreams[] {
+  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern));
+  const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
+  for (const [pattern, batch] of batches) sets.push({ streams: streams.filter((s) => origins.get(s)!.pattern === pattern), batch });
+  if (!options.onCluster) return sets;
+  const dead = options.deadLetterStream;
+  for (const stream of streams) {
+    if (dead && slotOf(dead(stream)) !== slotOf(stream)) {
+      throw new Error(
+        `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Give it the stream's slot (e.g. "${sameSlotKey(stream, ':dead')}")`,
+      );
+    }
+  }
+  const groups = sets.flatMap(({ streams: set, batch }) => groupBySlot(set).map((group) => ({ streams: group, batch })));
+  if (groups.length > MAX_SLOT_LANES) {
+    throw new Error(
+      `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid", or use fewer partitions`,
+    );
+  }
+  return groups;
+}
+
+/**
+ * Keys where a producer and a consumer that disagree on a stream's partition count would meet
+ * nobody: the plain key of a partitioned stream, the next partition, or partition 0 of a plain one.
+ */
+function strayKeys(origins: ReadonlyMap<string, StreamOrigin>, keyPrefix: string): Map<string, string> {
+  const strays = new Map<string, string>();
+  for (const { pattern, partition } of origins.values()) {
+    if (partition === undefined) {
+      strays.set(partitionKey(keyPrefix, pattern, 0), `@StreamPattern('${pattern}') reads the plain key`);
+      continue;
+    }
+    const count = [...origins.values()].filter((o) => o.pattern === pattern).length;
+    const why = `@StreamPattern('${pattern}', { partitions: ${count} })`;
+    strays.set(keyPrefix + pattern, why);
+    strays.set(partitionKey(keyPrefix, pattern, count), why);
+  }
+  for (const key of origins.keys()) strays.delete(key);
+  return strays;
+}

@@ -1,0 +1,287 @@
+import { EventEmitter } from 'node:events';
+import { combineLatest, distinctUntilChanged, map, Subject, type Observable, type Subscription } from 'rxjs';
+import type { Cluster, Redis } from 'ioredis';
+import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
+import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
+import type { SettledEvent } from '../consumer/settled-event.js';
+import { settle } from '../consumer/settle.js';
+import { describeError } from '../describe-error.js';
+import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
+import type { ResolvedServerOptions } from '../options/server-options.js';
+import type { Logger } from '../ports.js';
+import { carriesCommand, redactError } from '../redact.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { STATUS_OF_LANES } from '../redis/lane-status.js';
+import { closeCommandLane, foldLaneStates, openCommandLane, type CommandLane } from '../redis/lanes.js';
+import { isRedirection, isRetryable } from '../redis/redis-errors.js';
+import { StreamCommands } from '../redis/stream-commands.js';
+import { RedisStreamsStatus } from '../status.js';
+import { HealthProbe } from '../health/health-probe.js';
+import type { RedisStreamsHealth } from '../health/health.js';
+import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
+import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
+import type { DispatchPort } from './dispatch-port.js';
+import type { RedisStreamsEvents } from './events.js';
+import { startHygiene } from './hygiene.js';
+import type { StreamPlan } from './plan.js';
+import { openReader, type Reader } from './reader.js';
+import { settleInHand } from './shutdown.js';
+import { StartupGate } from './startup-gate.js';
+import { warnStrays } from './strays.js';
+
+const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
+
+/** MOVED on a one-node connection: the URL names a node of a cluster. */
+function clusterNodeError(error: unknown): Error {
+  return new Error(
+    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
+    { cause: error },
+  );
+}
+
+/**
+ * The consumer without Nest: reads a {@link StreamPlan}'s streams (one reader per slot, one per
+ * batch handler), opens its handlers only once every reader's groups exist, and calls them
+ * through a {@link DispatchPort}. `close()` is terminal.
+ */
+export class StreamEngine {
+  private readonly events = new EventEmitter();
+  private readonly status = new Subject<RedisStreamsStatus>();
+  /** Connection states, then `closing` and `closed`. */
+  readonly status$: Observable<RedisStreamsStatus> = this.status.asObservable();
+  private readonly onCluster: boolean;
+  private readonly where: string;
+  private readonly secrets: string[];
+  private command: CommandLane | undefined;
+  private readers: Reader[] = [];
+  private gate: StartupGate | undefined;
+  private closing: Promise<void> | undefined;
+  private hygiene: ConsumerHygiene | undefined;
+  private laneStatus: Subscription | undefined;
+  private probe: HealthProbe | undefined;
+  private telemetry: ConsumerTelemetry | undefined;
+  /** Built once OpenTelemetry is found (or found missing), before any handler may run. */
+  private settleDeps: BatchDecideDeps | undefined;
+
+  constructor(
+    readonly options: Readonly<ResolvedServerOptions>,
+    private readonly dispatch: DispatchPort,
+    private readonly logger: Logger,
+  ) {
+    this.onCluster = isCluster(options.connection);
+    this.where = describeConnection(options.connection);
+    this.secrets = secretsOf(options.connection);
+  }
+
+  /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
+  start(plan: StreamPlan): Promise<void> {
+    if (this.closing) return Promise.reject(new Error(CLOSED_BEFORE_START));
+    const { options } = this;
+    const name = `${options.group}:${options.consumer}`;
+    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
+    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs));
+    const commands = new StreamCommands(command.conn, options.group);
+    const gate = (this.gate = new StartupGate({
+      startupTimeoutMs: options.startupTimeoutMs,
+      where: this.where,
+      secrets: this.secrets,
+      readers: plan.readers.length,
+      connectionsDown: () => this.readers.some((r) => !r.lanes.ready()),
+      onTimeout: (error) => this.failStart(error),
+    }));
+    this.probe = new HealthProbe({
+      group: options.group,
+      consumer: options.consumer,
+      streams: plan.streams,
+      commands,
+      readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
+      state: () => this.state(),
+    });
+    // No handler runs before OpenTelemetry is found (or found missing): every entry is reported alike.
+    const telemetryReady = this.startTelemetry(plan, commands);
+    const handlersMayRun = Promise.all([gate.opened, telemetryReady]).then(() => undefined);
+    this.readers = plan.readers.map((set) =>
+      openReader(set, {
+        command,
+        name,
+        readers: plan.readers.length,
+        options,
+        commands,
+        logger: this.logger,
+        onLaneError: this.laneFailed,
+        settle: (entry, source) => settle(this.settleDeps!, entry, source),
+        decide: (entries, source) => decideBatch(this.settleDeps!, entries, source),
+        onSettled: (event) => this.settled(event),
+        onDeleted: (stream, ids) => {
+          this.logger.error(
+            `${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`,
+          );
+          this.emit('deleted', stream, ids);
+        },
+        onCluster: this.onCluster,
+        onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
+        onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
+        started: handlersMayRun,
+      }),
+    );
+    this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
+      .pipe(
+        map((states) => STATUS_OF_LANES[foldLaneStates(states)]),
+        distinctUntilChanged(),
+      )
+      .subscribe((s) => {
+        this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
+        this.status.next(s);
+      });
+    return gate.outcome;
+  }
+
+  private state(): RedisStreamsHealth['state'] {
+    return this.closing ? 'stopped' : this.gate?.isOpen ? 'running' : 'starting';
+  }
+
+  private failStart(error: unknown): void {
+    if (this.gate?.fail(error)) void this.close();
+  }
+
+  private readonly laneFailed = (lane: string, failure: Error): void => {
+    // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
+    const nodeError = (failure as { lastNodeError?: unknown }).lastNodeError;
+    const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
+    this.gate?.laneFailed(err);
+    if (this.gate?.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(err);
+    this.logger.warn(`${lane} connection: ${describeError(err)}`);
+  };
+
+  private loopFailed(error: unknown, retryInMs: number): void {
+    this.gate?.loopFailed(error);
+    // ioredis updates its slot map only on redirections it follows itself (none with
+    // maxRedirections 0, and none seen on a blocking lane): a moved slot must not stay unknown.
+    if (this.onCluster && isRedirection(error)) (this.command!.conn as Cluster).refreshSlotsCache();
+    if (this.gate?.pending && !isRetryable(error, this.onCluster))
+      return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
+    const log = isRetryable(error, this.onCluster) ? 'warn' : 'error';
+    this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
+    this.emit('error', redactError(error, this.where, this.secrets), retryInMs);
+  }
+
+  private settled(event: SettledEvent): void {
+    this.telemetry?.settled(event);
+    // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
+    this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, this.secrets) } : event);
+  }
+
+  /** Every reader has its groups: the start succeeded. */
+  private started(plan: StreamPlan, conn: RedisConnection, commands: StreamCommands): void {
+    const { options } = this;
+    const lanesNote = plan.readers.length > 1 ? ` (${plan.readers.length} slot lanes)` : '';
+    this.logger.log(
+      `consumer "${options.consumer}" of group "${options.group}" reading ${plan.streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
+    );
+    void warnStrays(conn, plan.strays, this.logger);
+    if (this.closing) return;
+    this.hygiene = startHygiene(options, plan.streams, commands, this.logger, (stream, names) =>
+      this.emit('consumersDeleted', stream, names),
+    );
+  }
+
+  /** Spans and metrics, when the app has `@opentelemetry/api` (and `telemetry` is not off); then the settle deps. */
+  private async startTelemetry(plan: StreamPlan, commands: StreamCommands): Promise<void> {
+    const { options } = this;
+    if (options.telemetry) {
+      const api = await loadOtelApi();
+      if (api && !this.closing) this.telemetry = this.makeTelemetry(api);
+    }
+    this.settleDeps = {
+      commands,
+      dispatch: (pattern, entry, args) => this.dispatch.dispatch(pattern, entry, args, commands),
+      dispatchBatch: (pattern, items, args) => this.dispatch.dispatchBatch(pattern, items, args),
+      originOf: (stream) => plan.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
+      deserializer: options.deserializer,
+      group: options.group,
+      consumer: options.consumer,
+      keyPrefix: options.keyPrefix,
+      maxDeliveries: options.maxDeliveries,
+      deadLetterStream: options.deadLetterStream,
+      maxEntryBytes: options.maxEntryBytes,
+      handlerTimeoutMs: options.handlerTimeoutMs,
+      logger: this.logger,
+      telemetry: this.telemetry,
+    };
+  }
+
+  private makeTelemetry(api: OtelApi): ConsumerTelemetry | undefined {
+    try {
+      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
+    } catch (err) {
+      // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
+      this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
+      return undefined;
+    }
+  }
+
+  /** See `RedisStreamsServer.health`. */
+  async health(options: { maxStatsAgeMs?: number; stats?: boolean } = {}): Promise<RedisStreamsHealth> {
+    if (this.probe) return this.probe.snapshot(options);
+    const state = this.closing ? 'stopped' : 'starting';
+    return { state, group: this.options.group, consumer: this.options.consumer, redisDownForMs: 0, streams: [], statsAgeMs: undefined };
+  }
+
+  /** `[command, blocking…]` connections; undefined before `start`. */
+  connections(): [Redis | Cluster, ...Redis[]] | undefined {
+    if (!this.command) return undefined;
+    return [this.command.conn, ...this.readers.flatMap((r) => r.lanes.blockingConnection() ?? [])];
+  }
+
+  on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
+    this.events.on(event as string, callback);
+    return this;
+  }
+
+  private emit(event: string, ...args: unknown[]): void {
+    // EventEmitter throws an 'error' nobody listens to; the loop already logged it.
+    if (this.events.listenerCount(event) === 0) return;
+    try {
+      this.events.emit(event, ...args);
+    } catch (err) {
+      // A listener's bug must not stop the loop.
+      this.logger.error(`"${event}" listener threw: ${describeError(err)}`);
+    }
+  }
+
+  /**
+   * Resolves once the entry in hand is settled (or abandoned after `shutdownTimeoutMs`) and
+   * every connection is closed. Terminal: nothing of the engine runs after it.
+   */
+  close(): Promise<void> {
+    return (this.closing ??= this.shutDown());
+  }
+
+  private async shutDown(): Promise<void> {
+    // `start` must answer: an app closed while still starting gets an error, not silence.
+    this.gate?.fail(new Error(CLOSED_BEFORE_START));
+    if (this.readers.length === 0) return;
+    this.status.next(RedisStreamsStatus.CLOSING);
+    this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
+    // Every lane woken at once: stopping takes as long as the slowest, not their sum.
+    await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
+    if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, this.options.shutdownTimeoutMs, this.logger)));
+    else {
+      // Not started: no handler ran, nothing is in hand. The start's commands still waiting on an
+      // unready Redis (up to commandTimeoutMs: ioredis keeps them queued past a disconnect) are
+      // cut now rather than waited for.
+      await this.closeConnections();
+      for (const reader of this.readers) reader.run.unsubscribe();
+    }
+    this.telemetry?.dispose();
+    await this.closeConnections();
+    this.laneStatus?.unsubscribe();
+    this.status.next(RedisStreamsStatus.CLOSED);
+    this.logger.log(`consumer "${this.options.consumer}" stopped`);
+  }
+
+  private async closeConnections(): Promise<void> {
+    await Promise.all(this.readers.map((r) => r.lanes.close()));
+    if (this.command) await closeCommandLane(this.command);
+  }
+}

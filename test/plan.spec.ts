@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_SLOT_LANES, planStreams, type HandlerInfo, type PlanOptions } from '../libs/redis-streams/src/engine/plan.js';
+import { sameSlotKey, slotOf } from '../libs/redis-streams/src/redis/slots.js';
+
+const ONE_NODE: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => `${s}:dead`, onCluster: false };
+const CLUSTER: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => sameSlotKey(s, ':dead'), onCluster: true };
+
+const event = (pattern: string, ...chain: Record<string, unknown>[]): HandlerInfo => ({
+  pattern,
+  isEventHandler: true,
+  chain: chain.length > 0 ? chain : [{}],
+});
+const request = (pattern: string, extras: Record<string, unknown> = {}): HandlerInfo => ({
+  pattern,
+  isEventHandler: false,
+  chain: [extras],
+});
+
+describe('plan: handlers and options → streams and readers, without Redis', () => {
+  it('a plain pattern is one key, a partitioned one n keys, each with its origin', () => {
+    const plan = planStreams([event('a'), event('orders', { partitions: 3 }), request('rpc')], ONE_NODE);
+    expect(plan.streams).toEqual(['p:a', 'p:{orders:0}', 'p:{orders:1}', 'p:{orders:2}', 'p:rpc']);
+    expect(plan.origins.get('p:a')).toEqual({ pattern: 'a' });
+    expect(plan.origins.get('p:{orders:2}')).toEqual({ pattern: 'orders', partition: 2 });
+    // One node: one reader for every single-entry stream.
+    expect(plan.readers).toEqual([{ streams: plan.streams }]);
+  });
+
+  it('a batch handler gets a reader of its own, with its options resolved', () => {
+    const plan = planStreams([event('a'), event('b', { batch: { maxSize: 5 } })], ONE_NODE);
+    expect(plan.readers).toEqual([{ streams: ['p:a'] }, { streams: ['p:b'], batch: { maxSize: 5, maxWaitMs: 0 } }]);
+  });
+
+  it('a cluster: one reader per slot, at most MAX_SLOT_LANES', () => {
+    const plan = planStreams([event('{x}.a'), event('{x}.b'), event('y')], CLUSTER);
+    expect(plan.readers.map((r) => r.streams)).toEqual(expect.arrayContaining([['p:{x}.a', 'p:{x}.b'], ['p:y']]));
+    const many = Array.from({ length: 3 }, (_, i) => event(`s${i}`, { partitions: 64 }));
+    expect(() => planStreams(many, CLUSTER)).toThrow(
+      new RegExp(`the 192 streams span \\d+ cluster slots, each needing its own blocking connection \\(at most ${MAX_SLOT_LANES}\\)`),
+    );
+  });
+
+  it('stray keys: where a producer with another partition count writes', () => {
+    const plan = planStreams([event('a'), event('orders', { partitions: 2 })], ONE_NODE);
+    expect([...plan.strays]).toEqual([
+      ['p:{a:0}', "@StreamPattern('a') reads the plain key"],
+      ['p:orders', "@StreamPattern('orders', { partitions: 2 })"],
+      ['p:{orders:2}', "@StreamPattern('orders', { partitions: 2 })"],
+    ]);
+  });
+
+  it('refuses an object pattern', () => {
+    expect(() => planStreams([event('{"cmd":"x"}')], ONE_NODE)).toThrow(
+      /pattern \{"cmd":"x"\} must be a string \(the stream key\), not an object/,
+    );
+    expect(() => planStreams([event('{}')], ONE_NODE)).toThrow(/must be a string/);
+    // A hash-tagged key is a string pattern.
+    expect(planStreams([event('{orders}.paid')], ONE_NODE).streams).toEqual(['p:{orders}.paid']);
+  });
+
+  it('refuses a batch handler that shares its pattern, and chained handlers that disagree on partitions', () => {
+    expect(() => planStreams([event('b', { batch: { maxSize: 2 } }, {})], ONE_NODE)).toThrow(
+      /pattern "b" has 2 handlers, one of them a batch handler: a batch handler must be its stream's only handler/,
+    );
+    expect(() => planStreams([event('b', {}, { batch: { maxSize: 2 } })], ONE_NODE)).toThrow(
+      /a batch handler must be its stream's only handler/,
+    );
+    expect(() => planStreams([event('parted', { partitions: 2 }, { partitions: 3 })], ONE_NODE)).toThrow(
+      /the handlers of "parted" disagree on partitions \(2 against 3\): one stream is read one way/,
+    );
+  });
+
+  it('refuses a batch request handler and bad batch options', () => {
+    expect(() => planStreams([request('r', { batch: { maxSize: 2 } })], ONE_NODE)).toThrow(
+      /pattern "r": a batch handler answers no request; use @StreamPattern, not @MessagePattern/,
+    );
+    expect(() => planStreams([event('b', { batch: {} })], ONE_NODE)).toThrow(/@StreamPattern\('b'\) batch\.maxSize/);
+  });
+
+  it('refuses a bad partition count', () => {
+    expect(() => planStreams([event('o', { partitions: 0 })], ONE_NODE)).toThrow(
+      /@StreamPattern\('o'\): partitions must be a whole number from 1 to 64, got 0/,
+    );
+  });
+
+  it('refuses, on a cluster, partitions that would share one slot', () => {
+    expect(() => planStreams([event('orders', { partitions: 6 })], { ...CLUSTER, keyPrefix: '{app}:' })).toThrow(
+      /keyPrefix "\{app\}:" has a hash tag: the 6 partitions of "orders" would all share one slot \(\{app\}:\{orders:0\}, …\)/,
+    );
+    expect(() => planStreams([event('{o}', { partitions: 2 })], CLUSTER)).toThrow(/the pattern has braces: the 2 partitions of "\{o\}"/);
+    // On one node the slots do not matter.
+    expect(planStreams([event('orders', { partitions: 6 })], { ...ONE_NODE, keyPrefix: '{app}:' }).streams).toHaveLength(6);
+  });
+
+  it('refuses, on a cluster, a dead-letter stream in another slot than its stream', () => {
+    const elsewhere: PlanOptions = { ...CLUSTER, deadLetterStream: (s) => `dead:${s}` };
+    expect(slotOf('dead:p:a')).not.toBe(slotOf('p:a'));
+    expect(() => planStreams([event('a')], elsewhere)).toThrow(
+      /dead-letter stream "dead:p:a" of "p:a" is in another cluster slot: the move and its XACK must be one script. Give it the stream's slot \(e\.g\. "\{p:a\}:dead"\)/,
+    );
+    expect(planStreams([event('a')], { ...elsewhere, deadLetterStream: false }).readers).toHaveLength(1);
+  });
+
+  it('no handler: no stream, no reader', () => {
+    expect(planStreams([], CLUSTER)).toMatchObject({ streams: [], readers: [] });
+  });
+});
