@@ -124,6 +124,12 @@ export class StreamEngine {
         started: handlersMayRun,
       }),
     );
+    this.followLanes();
+    return gate.outcome;
+  }
+
+  /** Every reader's connection states, folded, as the status and the health probe's "Redis down". */
+  private followLanes(): void {
     this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
       .pipe(
         map((states) => STATUS_OF_LANES[foldLaneStates(states)]),
@@ -133,7 +139,6 @@ export class StreamEngine {
         this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
         this.status.next(s);
       });
-    return gate.outcome;
   }
 
   private state(): RedisStreamsHealth['state'] {
