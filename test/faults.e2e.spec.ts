@@ -180,7 +180,7 @@ describe('faults the loop must survive', () => {
         message: 'the poison entry dead-lettered under the ACL user',
       });
       // … but not to a work stream, nor expire one.
-      const asConsumer = redis.client();
+      const asConsumer = redis.newClient(); // AUTH makes the connection the consumer's
       await asConsumer.call('AUTH', consumerConn.username, consumerConn.password);
       await expect(asConsumer.xadd(`${prefix}orders`, '*', 'n', 'x')).rejects.toThrow(/^NOPERM/);
       await expect(asConsumer.pexpire(`${prefix}orders`, 1000)).rejects.toThrow(/^NOPERM/);
