@@ -86,9 +86,6 @@ export async function addOrders(redis: TestRedis, key: string, n: number, from =
   });
 }
 
-export const pendingOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> =>
-  Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
-
 /** entries-read of the group: entries delivered to some consumer (fetched into a batch). */
 export const deliveredOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> => {
   const info = (await redis.client().xinfo('GROUPS', key)) as unknown[][];
