@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { parseInfo } from '../test/support/redis-info.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { waitFor } from '../test/support/wait-for.js';
 import { shutdownRedis } from './shutdown-redis.js';
 import type { ProducerSummary } from './producer.js';
 import type { ConsumerOptions, SystemName } from './systems.js';
@@ -144,10 +145,10 @@ async function once(v: Variant, key: string): Promise<Run> {
   const groups = (await admin.xinfo('GROUPS', key)) as unknown[][];
   const fields = groups[0]!;
   const backlogAtEnd = Number(fields[fields.indexOf('lag') + 1]);
-  await until(() => progress >= summary.sent);
+  await waitFor(() => progress >= summary.sent, { timeoutMs: 120_000, message: 'probe: every sent entry handled' });
   const redisCpuUs = (await redisCpu()) - cpuAtGo;
   consumer.proc.stdin!.write('report\n');
-  await until(() => report !== undefined);
+  await waitFor(() => report !== undefined, { timeoutMs: 120_000, message: 'probe: the consumer report' });
   await admin.del(key);
   const r = report!;
   const lat = [...r.latencies].sort((a, b) => a - b);
@@ -190,14 +191,6 @@ function start(file: string, args: Record<string, unknown>) {
         listeners.add(l);
       }),
   };
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('probe: timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function pct(sorted: number[], q: number): number {

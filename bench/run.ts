@@ -11,11 +11,11 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-server.js';
+import { waitFor } from '../test/support/wait-for.js';
 import { shutdownRedis } from './shutdown-redis.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
 import { tryOtherTransports } from './other-transports.js';
@@ -564,9 +564,9 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
     if (msg.ready) producerReady = true;
     if (msg.sent !== undefined) summary = msg;
   });
-  await until(() => consumers.every((c) => c.ready) && producerReady, 30_000, 'consumers and producer ready');
+  await waitFor(() => consumers.every((c) => c.ready) && producerReady, { timeoutMs: 30_000, message: 'consumers and producer ready' });
   producer.stdin!.write('go\n');
-  await until(() => summary !== undefined, 300_000, 'the producer');
+  await waitFor(() => summary !== undefined, { timeoutMs: 300_000, message: 'the producer' });
   const { sent, firstAt, lastAt } = summary!;
   const backlogAtProducerEnd = await backlog(system, key);
   // Pub/sub fans out: each of the k subscribers gets every message. A group shares them out.
@@ -574,19 +574,17 @@ async function steady(system: SystemName, k: number, rate: number | undefined): 
   // Durable systems get everything; pub/sub may drop: wait for silence instead (no progress over two polls).
   let last = -1;
   let quiet = 0;
-  await until(
+  await waitFor(
     () => {
       const total = consumers.reduce((s, c) => s + c.progress, 0);
       quiet = total === last ? quiet + 1 : 0;
       last = total;
       return total >= sent * fanOut || (system === 'nest-redis-pubsub' && quiet >= 2);
     },
-    300_000,
-    'consumers to catch up',
-    200,
+    { timeoutMs: 300_000, intervalMs: 200, message: 'consumers to catch up' },
   );
   for (const c of consumers) c.proc.stdin!.write('report\n');
-  await until(() => consumers.every((c) => c.report), 20_000, 'reports');
+  await waitFor(() => consumers.every((c) => c.report), { timeoutMs: 20_000, message: 'reports' });
   const latencies = consumers.flatMap((c) => c.report!.latencies).sort((a, b) => a - b);
   const finished = Math.max(...consumers.map((c) => c.report!.last));
   await cleanup(system, key);
@@ -639,7 +637,11 @@ async function recovery(kind: 'peer' | 'self'): Promise<number> {
     minIdleMs: kind === 'peer' ? minIdleMs : 600_000,
   });
   proc.stdout!.resume();
-  await until(async () => Number(((await admin.xpending(key, 'bench')) as [number])[0]) === 0, 60_000, `${kind} recovery`, 10);
+  await waitFor(async () => Number(((await admin.xpending(key, 'bench')) as [number])[0]) === 0, {
+    timeoutMs: 60_000,
+    intervalMs: 10,
+    message: `${kind} recovery`,
+  });
   const ms = performance.now() - killedAt;
   proc.kill('SIGTERM');
   await new Promise((resolve) => proc.once('exit', resolve));
@@ -670,13 +672,16 @@ async function shutdown(busy: boolean): Promise<number> {
     if (msg.ready) ready = true;
     if (msg.progress !== undefined) progress = msg.progress;
   });
-  await until(() => ready, 20_000, 'consumer ready');
+  await waitFor(() => ready, { timeoutMs: 20_000, message: 'consumer ready' });
   if (busy) {
     await admin.xadd(key, '*', 't', String(performance.timeOrigin + performance.now()));
-    await until(() => progress > 0, 10_000, 'handler in hand');
+    await waitFor(() => progress > 0, { timeoutMs: 10_000, message: 'handler in hand' });
   } else {
     // Parked: Redis lists a client blocked (flag b) in XREADGROUP.
-    await until(async () => /flags=\S*b\S* .*cmd=xreadgroup/.test(String(await admin.client('LIST'))), 10_000, 'the consumer parked');
+    await waitFor(async () => /flags=\S*b\S* .*cmd=xreadgroup/.test(String(await admin.client('LIST'))), {
+      timeoutMs: 10_000,
+      message: 'the consumer parked',
+    });
   }
   const start = performance.now();
   proc.kill('SIGTERM');
@@ -715,15 +720,6 @@ function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefin
   } catch {
     log('redis-benchmark not available: no server ceiling row');
     return undefined;
-  }
-}
-
-/** Polls `condition` every `intervalMs` until it holds (no fixed waits: every wait in the harness is for something). */
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
-    await sleep(intervalMs);
   }
 }
 

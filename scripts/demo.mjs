@@ -12,14 +12,14 @@
 // The worker answers /health/live, /health/ready and /metrics on HEALTH_PORT (a free loopback
 // port unless set; HEALTH_HOST, HEALTH_MAX_LAG, HEALTH_MAX_PENDING, HEALTH_REDIS_DOWN_MS pass through).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { maskUrl } from 'nestjs-redis-streams';
+import { freePort } from './lib/ports.mjs';
+import { SERVER_BIN, startRedisServer } from './lib/redis-server.mjs';
+import { waitFor } from './lib/wait-for.mjs';
 import { startLocalCluster } from './local-cluster.mjs';
 
 const { values: args } = parseArgs({
@@ -41,7 +41,7 @@ const prefix = process.env.STREAMS_KEY_PREFIX ?? '';
 const streams =
   partitions === undefined ? [`${prefix}orders`] : (await import('nestjs-redis-streams')).partitionKeys(prefix, 'orders', partitions);
 const children = new Set();
-let embedded; // { proc, dir } of the throwaway redis-server, when we started one
+let embedded; // the throwaway redis-server, when we started one
 let localCluster; // the throwaway local cluster, when we started one
 let stopping = false;
 process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
@@ -120,14 +120,16 @@ apiExit.then((code) => (apiCode = code));
 
 // Progress until the producer is done and the group has acked everything.
 const startedAt = Date.now();
-for (;;) {
-  const { lag, pending } = await groupProgress();
-  const written = (await writtenPerStream()).reduce((sum, n) => sum + n, 0);
-  say(`progress ${Math.max(0, written - lag - pending)}/${total} acked (written ${written}, lag ${lag}, pending ${pending})`);
-  if (apiCode !== undefined && apiCode !== 0) fail(`the producer (apps/orders-api) exited with ${apiCode}`);
-  if (apiCode === 0 && lag + pending === 0) break;
-  await new Promise((r) => setTimeout(r, 500));
-}
+await waitFor(
+  async () => {
+    const { lag, pending } = await groupProgress();
+    const written = (await writtenPerStream()).reduce((sum, n) => sum + n, 0);
+    say(`progress ${Math.max(0, written - lag - pending)}/${total} acked (written ${written}, lag ${lag}, pending ${pending})`);
+    if (apiCode !== undefined && apiCode !== 0) fail(`the producer (apps/orders-api) exited with ${apiCode}`);
+    return apiCode === 0 && lag + pending === 0;
+  },
+  { timeoutMs: Infinity, intervalMs: 500, message: 'every order acked' },
+);
 say(`all ${total} orders acked in ${Date.now() - startedAt} ms`);
 if (partitions !== undefined) {
   const written = await writtenPerStream();
@@ -161,16 +163,18 @@ async function showHealth() {
   }
   try {
     // The counter is reported just after the ack: give it a moment to catch up with the last orders.
-    let acked = 0;
-    let status;
-    const deadline = Date.now() + 2000;
-    do {
-      const scrape = await get('/metrics');
-      status = scrape.status;
-      acked = ackedIn(scrape.text);
-      if (acked >= total || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (status === 200);
+    let scrape;
+    await waitFor(
+      async () => {
+        scrape = await get('/metrics');
+        return scrape.status !== 200 || ackedIn(scrape.text) >= total;
+      },
+      { timeoutMs: 2000, intervalMs: 100, message: 'the acked counter' },
+    ).catch((err) => {
+      if (!scrape) throw err; // never answered
+    });
+    const { status } = scrape;
+    const acked = ackedIn(scrape.text);
     say(
       `metrics GET /metrics: ${status}, messaging_client_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`,
     );
@@ -260,53 +264,15 @@ async function pendingCount() {
 }
 
 async function startEmbeddedRedis() {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'redis-demo-'));
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: 'ignore',
-    detached: true,
-  });
-  children.add(proc);
-  await new Promise((resolve, reject) => {
-    proc.once('error', (err) => reject(err));
-    proc.once('spawn', resolve);
-  }).catch((err) => fail(`cannot start redis-server (${err.message}): install it (apt-get install -y redis-server) or set REDIS_URL`));
-  embedded = { proc, dir };
-  const url = `redis://127.0.0.1:${port}`;
-  // redis-server takes a few tens of ms to listen: poll PING with a deadline.
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    const ok = await probe
-      .connect()
-      .then(() => probe.ping())
-      .catch(() => null);
-    probe.disconnect();
-    if (ok === 'PONG') return url;
-    if (Date.now() > deadline || proc.exitCode !== null) fail(`redis-server did not answer on ${url}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  // detached: Ctrl-C reaches us; we stop the worker first, then Redis.
+  embedded = await startRedisServer({ detached: true }).catch((err) => fail(`cannot start a throwaway ${SERVER_BIN}: ${err.message}`));
+  children.add(embedded.proc);
+  return embedded.url;
 }
 
 async function stopThrowawayRedis() {
   await localCluster?.stop();
-  if (!embedded) return;
-  const exited = new Promise((resolve) => embedded.proc.once('exit', resolve));
-  embedded.proc.kill('SIGTERM');
-  await exited;
-  rmSync(embedded.dir, { recursive: true, force: true });
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+  await embedded?.stop();
 }
 
 function prefixLines(input, prefix, keep) {

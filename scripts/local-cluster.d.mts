@@ -1,14 +1,35 @@
 /** Types of scripts/local-cluster.mjs (plain JS, no build): a throwaway local 6-node Redis Cluster. */
+import type { RedisServerProcess } from './lib/redis-server.mjs';
+
+/** cluster-node-timeout of the nodes, in ms. */
+export const NODE_TIMEOUT_MS: number;
+
 export interface LocalCluster {
   /** redis://127.0.0.1:<port> of all 6 nodes (3 masters, 3 replicas). */
   readonly urls: string[];
   readonly ports: number[];
+  /** The temp dir of the nodes' configs and logs (removed by stop()). */
+  readonly dir: string;
+  /** The spawned server of node `port` (throws for a port not of this cluster). */
+  node(port: number): RedisServerProcess;
+  /** One command on node `port` through a polling connection of the spawner's own (rejects at once on a dead node). */
+  call(port: number, command: string, ...args: (string | number)[]): Promise<unknown>;
+  /** The last lines of node `port`'s log. */
+  logTail(port: number): Promise<string>;
   /** Kills every node (by pid) and removes the temp dir; idempotent. */
   stop(): Promise<void>;
 }
 
-/** Starts the cluster; resolves once every node reports cluster_state:ok. `log` receives progress lines. */
-export function startLocalCluster(options?: { log?: (line: string) => void }): Promise<LocalCluster>;
+export interface LocalClusterOptions {
+  /** Receives progress lines. */
+  log?: (line: string) => void;
+  /** Nodes in their own process group, so a terminal's Ctrl-C reaches only this process (default true). */
+  detached?: boolean;
+  /** On SIGINT/SIGTERM: kill the nodes `'always'`, or only `'when-unhandled'` by another listener (default). */
+  signals?: 'always' | 'when-unhandled';
+  /** A further readiness check, run inside the start (so within its retry and its log capture). */
+  ready?: (cluster: LocalCluster) => Promise<void>;
+}
 
-/** `count` random base ports below 45000 whose port and cluster bus port (+10000) are both free on 127.0.0.1. */
-export function pickPorts(count: number): Promise<number[]>;
+/** Starts the cluster; resolves once every node reports cluster_state:ok (and `ready` resolved). */
+export function startLocalCluster(options?: LocalClusterOptions): Promise<LocalCluster>;

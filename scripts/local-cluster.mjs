@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// A throwaway local Redis Cluster (3 masters + 3 replicas) from the installed redis-server and redis-cli,
-// on random loopback ports, in a fresh temp dir. The same recipe as the tests' harness
-// (test/support/redis-cluster.ts), as plain JS so the demo and the benchmark can use it without a build.
+// The one local Redis Cluster spawner (3 masters + 3 replicas) of the tests' harness (test/support/redis-cluster.ts
+// builds failovers on it), the demo and the benchmark: plain JS, so they can use it without a build.
 //
 //   import { startLocalCluster } from './local-cluster.mjs';
 //   const cluster = await startLocalCluster({ log: (line) => console.error(line) });
@@ -10,70 +9,90 @@
 //
 //   node scripts/local-cluster.mjs   prints the node URLs comma-separated, runs until Ctrl-C / SIGTERM
 //
-// The nodes are killed by pid on stop(), on process exit, and on SIGINT/SIGTERM when nothing else in the
-// process listens for that signal (a process with its own handler, like the demo, decides when to stop).
-import { execFile, spawn } from 'node:child_process';
+// The nodes (SERVER_BIN, loopback, free ports, a fresh temp dir) are killed by pid on stop(), on process exit,
+// and on SIGINT/SIGTERM: always with `signals: 'always'`, otherwise only when nothing else in the process
+// listens for that signal (a process with its own handler, like the demo, decides when to stop).
+import { execFile } from 'node:child_process';
 import { realpathSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import { freePortPairs } from './lib/ports.mjs';
+import { MissingBinaryError, missingBinary, parseInfo, SERVER_BIN, spawnRedisServer } from './lib/redis-server.mjs';
+import { waitFor } from './lib/wait-for.mjs';
 
 const HOST = '127.0.0.1';
 const NODE_COUNT = 6; // the smallest cluster `--cluster-replicas 1` accepts
-const NODE_TIMEOUT_MS = 2000;
-const BUS_OFFSET = 10_000; // Redis listens for the cluster bus on port + 10000, so base ports stay below 55536
-const PORT_MIN = 20_000;
-const PORT_MAX = 45_000;
-
-class MissingBinaryError extends Error {}
-const missing = (binary, err) =>
-  new MissingBinaryError(`could not run ${binary} (${err.message}): install it (apt-get install -y redis-server brings redis-cli too)`);
+export const NODE_TIMEOUT_MS = 2000;
 
 /**
  * Starts a 6-node cluster; resolves once every node reports cluster_state:ok with all 16384 slots assigned
- * and all 6 nodes known. A failed start is retried once on new ports (a port can be taken between the check
- * and the bind).
- * @param {{ log?: (line: string) => void }} [options]
- * @returns {Promise<{ urls: string[], ports: number[], stop(): Promise<void> }>}
+ * and all 6 nodes known, and `ready` (if given) resolved. A failed start is retried once on new ports (a port
+ * can be taken between the check and the bind).
  */
-export async function startLocalCluster({ log } = {}) {
+export async function startLocalCluster({ log, detached = true, signals = 'when-unhandled', ready } = {}) {
   const say = typeof log === 'function' ? log : () => {};
+  const start = () => launch({ say, detached, signals, ready });
   try {
-    return await launch(say);
+    return await start();
   } catch (first) {
     if (first instanceof MissingBinaryError) throw first;
     say(`local cluster: first start failed, retrying on new ports (${first.message.split('\n')[0]})`);
     try {
-      return await launch(say);
+      return await start();
     } catch (second) {
       throw new Error(`could not start a local Redis Cluster twice:\n1) ${first.message}\n2) ${second.message}`, { cause: second });
     }
   }
 }
 
-async function launch(say) {
-  const ports = await pickPorts(NODE_COUNT);
-  const dir = await mkdtemp(join(tmpdir(), 'redis-local-cluster-'));
-  const nodes = []; // { port, proc, log, exited }
-  const admins = new Map();
+async function launch({ say, detached, signals, ready }) {
+  const ports = await freePortPairs(NODE_COUNT); // a node's cluster bus listens on port + 10000
+  const dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
+  const nodes = new Map(); // port → spawned server
+  const logOf = (port) => join(dir, `node-${port}.log`);
+  const logTail = async (port) => tail(await readFile(logOf(port), 'utf8').catch(() => '(no log)'));
+  const node = (port) => {
+    const n = nodes.get(port);
+    if (!n) throw new Error(`port ${port} is not a node of this cluster (${ports.join(', ')})`);
+    return n;
+  };
 
+  // Polling connections, one per node, opened on demand: no request retries and a short reconnect, so a
+  // poll fails fast and waitFor asks again. A dead node is never asked: it would only retry until the deadline.
+  const admins = new Map();
+  const closeAdmin = (port) => {
+    admins.get(port)?.disconnect();
+    admins.delete(port);
+  };
+  const call = (port, command, ...args) => {
+    if (node(port).dead) return Promise.reject(new Error(`node ${port} is dead`));
+    let admin = admins.get(port);
+    if (!admin) {
+      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+      admin.on('error', () => {});
+      admins.set(port, admin);
+    }
+    return admin.call(command, args);
+  };
+
+  // Last resort when stop() never runs: no node may outlive this process. Synchronous, as 'exit' handlers must be.
   const killNow = () => {
-    for (const n of nodes) if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL');
+    for (const n of nodes.values()) if (!n.dead) n.proc.kill('SIGKILL');
     try {
       rmSync(dir, { recursive: true, force: true });
     } catch {
-      // a leftover temp dir is harmless
+      // a leftover temp dir is harmless; a throw here would mask the real exit
     }
   };
   const onSignal = (signal) => {
-    // Someone else handles this signal: they stop us (or exit, and the 'exit' handler does).
-    if (process.listenerCount(signal) > 1) return;
+    if (signals !== 'always' && process.listenerCount(signal) > 1) return; // someone else stops us
     killNow();
     removeHandlers();
-    process.kill(process.pid, signal); // keep the signal's default: terminate
+    // Keep the signal fatal once no other listener (another cluster's, the runner's) is left to act.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
   };
   const onSigint = () => onSignal('SIGINT');
   const onSigterm = () => onSignal('SIGTERM');
@@ -86,114 +105,68 @@ async function launch(say) {
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
 
-  const closeAdmins = () => {
-    for (const a of admins.values()) a.disconnect();
-    admins.clear();
-  };
   let stopping;
   const stop = () =>
     (stopping ??= (async () => {
-      closeAdmins();
-      await Promise.all(
-        nodes.map(async (n) => {
-          if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill('SIGKILL'); // throwaway data
-          await n.exited.catch(() => {}); // a spawn error is start-up's to report
-        }),
-      );
+      for (const port of [...admins.keys()]) closeAdmin(port);
+      await Promise.all([...nodes.values()].map((n) => n.stop('SIGKILL'))); // throwaway data: no graceful shutdown
       await rm(dir, { recursive: true, force: true });
       removeHandlers();
     })());
 
-  const cmd = (port, ...args) => {
-    let admin = admins.get(port);
-    if (!admin) {
-      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
-      admin.on('error', () => {});
-      admins.set(port, admin);
-    }
-    return admin.call(args[0], args.slice(1));
-  };
-
+  const cluster = { urls: ports.map((port) => `redis://${HOST}:${port}`), ports: [...ports], dir, node, call, logTail, stop };
   try {
-    say(`local cluster: starting ${NODE_COUNT} redis-server nodes on ${HOST} ports ${ports.join(', ')}`);
-    for (const port of ports) nodes.push(spawnNode(dir, port));
+    say(`local cluster: starting ${NODE_COUNT} ${SERVER_BIN} nodes on ${HOST} ports ${ports.join(', ')}`);
+    for (const port of ports) {
+      const n = spawnRedisServer(port, nodeArgs(dir, port, logOf(port)), { detached });
+      n.exited.then(() => closeAdmin(port)).catch(() => {});
+      nodes.set(port, n);
+    }
     await Promise.all(
-      nodes.map((n) =>
+      [...nodes.values()].map((n) =>
         Promise.race([
           n.exited.then(async () => {
-            throw new Error(`redis-server on port ${n.port} exited during start-up:\n${await logTail(n.log)}`);
+            throw new Error(`${SERVER_BIN} on port ${n.port} exited during start-up:\n${await logTail(n.port)}`);
           }),
-          poll(async () => (await cmd(n.port, 'PING')) === 'PONG', 10_000, `redis-server on port ${n.port} to answer PING`),
+          waitFor(async () => (await call(n.port, 'PING')) === 'PONG', { timeoutMs: 10_000, message: `${SERVER_BIN} on port ${n.port}` }),
         ]),
       ),
     );
     say('local cluster: redis-cli --cluster create (3 masters, 3 replicas)');
     await createCluster(ports);
-    await poll(
+    await waitFor(
       async () => {
         for (const port of ports) {
-          const info = parseInfo(await cmd(port, 'CLUSTER', 'INFO'));
+          const info = parseInfo(await call(port, 'CLUSTER', 'INFO'));
           if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT))
             return false;
         }
         return true;
       },
-      20_000,
-      'cluster_state:ok with all 16384 slots and 6 known nodes on every node',
+      { timeoutMs: 20_000, intervalMs: 50, message: 'cluster_state:ok with all 16384 slots and 6 known nodes on every node' },
     );
-    closeAdmins();
+    if (ready) await ready(cluster);
+    for (const port of [...admins.keys()]) closeAdmin(port); // reopened on demand by call()
     say(`local cluster: ready (cluster_state:ok on all ${NODE_COUNT} nodes)`);
   } catch (err) {
-    closeAdmins();
-    const logs = await Promise.all(nodes.map(async (n) => `--- node ${n.port} log ---\n${await logTail(n.log)}`));
+    if (err instanceof MissingBinaryError) {
+      await stop();
+      throw err;
+    }
+    const logs = await Promise.all(ports.map(async (port) => `--- node ${port} log ---\n${await logTail(port)}`)); // before stop() removes them
     await stop();
-    if (err instanceof MissingBinaryError) throw err;
     throw new Error(`${err.message}\n${logs.join('\n')}`, { cause: err });
   }
-
-  return { urls: ports.map((port) => `redis://${HOST}:${port}`), ports: [...ports], stop };
+  return cluster;
 }
 
-function spawnNode(dir, port) {
-  const log = join(dir, `node-${port}.log`);
-  // Same settings as test/support/redis-cluster.ts; --repl-diskless-sync-delay 0 because each master has one replica.
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    HOST,
-    '--cluster-enabled',
-    'yes',
-    '--cluster-config-file',
-    join(dir, `nodes-${port}.conf`),
-    '--cluster-node-timeout',
-    String(NODE_TIMEOUT_MS),
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-    '--logfile',
-    log,
-    '--repl-diskless-sync-delay',
-    '0',
+function nodeArgs(dir, port, log) {
+  return [
+    ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`)],
+    ...['--cluster-node-timeout', String(NODE_TIMEOUT_MS), '--dir', dir, '--logfile', log],
+    // The default 5 s delay only waits for more replicas to share one transfer; each master here has one.
+    ...['--repl-diskless-sync-delay', '0'],
   ];
-  // detached: a Ctrl-C in the terminal reaches only the owning process, which can drain its consumers
-  // before the cluster goes away.
-  const proc = spawn('redis-server', args, { stdio: 'ignore', detached: true });
-  let spawnError;
-  const exited = new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.once('error', (err) => {
-      spawnError = err;
-      resolve();
-    });
-  }).then(() => {
-    if (spawnError) throw missing('redis-server', spawnError);
-  });
-  exited.catch(() => {}); // reported through the start-up race; never an unhandled rejection
-  return { port, proc, log, exited };
 }
 
 function createCluster(ports) {
@@ -202,63 +175,11 @@ function createCluster(ports) {
     // redis-cli waits for the nodes to join without a deadline of its own.
     execFile('redis-cli', args, { timeout: 30_000 }, (err, stdout, stderr) => {
       if (!err) return resolve();
-      if (err.code === 'ENOENT') return reject(missing('redis-cli', err));
+      if (err.code === 'ENOENT') return reject(missingBinary('redis-cli', err));
       const why = err.killed ? 'timed out after 30 s' : `exit code ${String(err.code)}`;
       reject(new Error(`redis-cli ${args.join(' ')} failed (${why}):\n${tail(stdout + stderr)}`));
     }),
   );
-}
-
-/** Polls `condition` every 50 ms until it is truthy; rejects with the last error after `timeoutMs`. */
-async function poll(condition, timeoutMs, message) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      if (await condition()) return;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${last ? ` (last: ${last.message})` : ''}`);
-    await new Promise((r) => setTimeout(r, 50)); // poll interval
-  }
-}
-
-/** `count` random base ports whose port and bus port (+10000) are both free on the loopback interface (the test harness uses it too). */
-export async function pickPorts(count) {
-  const ports = [];
-  const taken = new Set(); // one node's bus port may not be another's base port
-  for (let tries = 0; ports.length < count; tries++) {
-    if (tries > 1000) throw new Error(`found no ${count} free port pairs (P, P+${BUS_OFFSET}) in ${PORT_MIN}-${PORT_MAX}`);
-    const port = PORT_MIN + Math.floor(Math.random() * (PORT_MAX - PORT_MIN));
-    const bus = port + BUS_OFFSET;
-    if (taken.has(port) || taken.has(bus) || !(await isFree(port)) || !(await isFree(bus))) continue;
-    taken.add(port).add(bus);
-    ports.push(port);
-  }
-  return ports;
-}
-
-function isFree(port) {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, HOST, () => srv.close(() => resolve(true)));
-  });
-}
-
-function parseInfo(text) {
-  const fields = {};
-  for (const line of String(text).split(/\r?\n/)) {
-    const at = line.indexOf(':');
-    if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return fields;
-}
-
-async function logTail(path) {
-  return tail(await readFile(path, 'utf8').catch(() => '(no log)'));
 }
 
 function tail(text, lines = 15) {

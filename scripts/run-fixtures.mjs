@@ -2,11 +2,11 @@
 // It is copied to a fresh directory, installs its own dependencies plus the packed library
 // tarball (exactly as a user would: npm install <tarball>), and runs its own `npm test` against a
 // throwaway redis-server on a free loopback port (REDIS_URL). Prints one line per fixture.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { startRedisServer } from './lib/redis-server.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const only = process.argv.slice(2);
@@ -19,42 +19,13 @@ if (names.length === 0) {
 }
 const tarball = execFileSync(process.execPath, [`${root}scripts/pack-lib.mjs`], { encoding: 'utf8' }).trim();
 
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-
-async function startRedis() {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  for (let i = 0; i < 200; i++) {
-    try {
-      if (
-        execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG'
-      )
-        return { port, proc };
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 25)); // poll interval while redis-server starts
-  }
-  throw new Error(`redis-server on port ${port} did not answer`);
-}
-
 const run = (cmd, args, cwd, env = {}) => execFileSync(cmd, args, { cwd, stdio: 'inherit', env: { ...process.env, ...env } });
 let failed = 0;
 for (const name of names) {
   const dir = mkdtempSync(`${tmpdir()}/nrs-fixture-${name}-`);
   cpSync(`${root}fixtures/${name}`, dir, { recursive: true, filter: (src) => !/node_modules|dist$/.test(src) });
   const started = Date.now();
-  const redis = await startRedis();
+  const redis = await startRedisServer();
   try {
     process.stdout.write(`fixture ${name}: installing into ${dir}\n`);
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], dir);
@@ -73,7 +44,7 @@ for (const name of names) {
     failed++;
     process.stdout.write(`fixture ${name}: FAILED (${err.message})\n`);
   } finally {
-    redis.proc.kill('SIGTERM');
+    await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

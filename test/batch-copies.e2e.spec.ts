@@ -7,10 +7,11 @@
 import { Controller, Injectable, UsePipes, type PipeTransform } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, type StreamBatchEntry } from 'nestjs-redis-streams';
-import { addOrders, pendingOf } from './support/batch-app.js';
+import { addOrders } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -81,7 +82,7 @@ describe('batch handlers: copies of entries', () => {
     expect(seen.ids).toEqual(ids);
     const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
     expect(ids.map((id) => outcome[id])).toEqual(['acked', 'acked', 'failed', 'acked']);
-    expect(await pendingOf(redis, app.key('piped'))).toBe(1);
+    expect(await pendingCount(redis, app.key('piped'))).toBe(1);
   });
 
   it('a handler that maps entries into tagged rows and fails some with BatchFailure.of(rows): only those stay pending', async () => {
@@ -90,6 +91,6 @@ describe('batch handlers: copies of entries', () => {
     await waitFor(() => app.settled.length === 4, { message: 'four settled' });
     const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
     expect(ids.map((id) => outcome[id])).toEqual(['acked', 'failed', 'acked', 'acked']);
-    expect(await pendingOf(redis, app.key('mapped'))).toBe(1);
+    expect(await pendingCount(redis, app.key('mapped'))).toBe(1);
   });
 });

@@ -6,11 +6,13 @@ import { Controller, Injectable, UseGuards, type CanActivate } from '@nestjs/com
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, DeadLetterException, REDIS_STREAMS_TRANSPORT, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { lastValueFrom, of, throwError } from 'rxjs';
-import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { useProducers } from './support/producer.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -43,7 +45,7 @@ describe('batch handlers: mixed batches and failure reports', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}batched`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const good1 = (await r.xadd(key, '*', 'order_id', '1'))!;
     const badJson = (await r.xadd(key, '*', 'data', '{not json'))!;
     const huge = (await r.xadd(key, '*', 'data', JSON.stringify({ blob: 'x'.repeat(4096) })))!;
@@ -62,7 +64,7 @@ describe('batch handlers: mixed batches and failure reports', () => {
       'acked',
     ]);
     expect(app.log.calls.map((c) => c.ids)).toEqual([[good1, good2]]);
-    await waitFor(async () => (await pendingOf(redis, key)) === 0, { message: 'nothing pending' });
+    await waitFor(async () => (await pendingCount(redis, key)) === 0, { message: 'nothing pending' });
     expect((await deadIds(key)).sort()).toEqual([badJson, huge, worn].sort());
   });
 
@@ -77,7 +79,9 @@ describe('batch handlers: mixed batches and failure reports', () => {
     );
     const [b] = await addOrders(redis, app.key('batched'), 1, 1);
     expect(await answer).toEqual({ err: 'There is no matching message handler defined in the remote service.' });
-    await waitFor(async () => app.log.ids().length === 2 && (await pendingOf(redis, app.key('batched'))) === 0, { message: 'all settled' });
+    await waitFor(async () => app.log.ids().length === 2 && (await pendingCount(redis, app.key('batched'))) === 0, {
+      message: 'all settled',
+    });
     expect(app.log.ids()).toEqual([a, b]);
   });
 
@@ -102,7 +106,7 @@ describe('batch handlers: mixed batches and failure reports', () => {
     const outcome = Object.fromEntries(app.settled.slice(4).map((e) => [e.id, e.outcome]));
     // Duplicate: one of the two (the last listed wins); the string error is a plain failure.
     expect(ids.map((id) => outcome[id])).toEqual(['dead-lettered', 'acked', 'failed', 'acked']);
-    expect(await pendingOf(redis, app.key('batched'))).toBe(1);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(1);
   });
 
   it('a guard that refuses: the entries stay pending, come back, and are dead-lettered past maxDeliveries (never acked)', async () => {
@@ -143,7 +147,7 @@ describe('batch handlers: mixed batches and failure reports', () => {
     await addOrders(redis, app.key('batched'), 2, 2);
     await waitFor(() => app.settled.length === 4, { message: 'second call settled' });
     expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'failed', 'failed']);
-    expect(await pendingOf(redis, app.key('batched'))).toBe(4);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(4);
   });
 
   it('a BatchFailure returned inside an Observable, or erroring one, fails only its entries', async () => {
@@ -196,12 +200,12 @@ describe('batch handlers: mixed batches and failure reports', () => {
   it('shutdown while a batch fills with concurrency 3: that batch is handed to the handler and acked; close() does not wait maxWaitMs', async () => {
     const app = await startBatch({ maxSize: 10, maxWaitMs: 60_000 }, { blockMs: 60_000, concurrency: 3 });
     const ids = await addOrders(redis, app.key('batched'), 4);
-    await waitFor(async () => (await pendingOf(redis, app.key('batched'))) === 4, { message: 'four fetched' });
+    await waitFor(async () => (await pendingCount(redis, app.key('batched'))) === 4, { message: 'four fetched' });
     const t0 = performance.now();
     await app.close();
     expect(performance.now() - t0).toBeLessThan(3_000);
     expect(app.log.ids()).toEqual(ids);
-    expect(await pendingOf(redis, app.key('batched'))).toBe(0);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(0);
   });
 });
 
@@ -238,6 +242,6 @@ describe('batch handlers: entry contexts', () => {
     expect(seen).toEqual([{ id: ids[1], stable: true, payloads: [0, 1, 2, 3].map((i) => ({ order_id: String(i) })) }]);
     const outcome = Object.fromEntries(app.settled.map((e) => [e.id, e.outcome]));
     expect(ids.map((id) => outcome[id])).toEqual(['acked', 'acked', 'failed', 'acked']);
-    expect(await pendingOf(redis, app.key('lazy'))).toBe(1);
+    expect(await pendingCount(redis, app.key('lazy'))).toBe(1);
   });
 });

@@ -2,10 +2,11 @@
  * Batch handlers: a cut connection or a dead Redis while a batch is filling,
  * shutdown with a hung call and concurrency.
  */
-import { addOrders, BatchLog, batchController, deliveredOf, pendingOf } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController, deliveredOf } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis({ standalone: true })));
@@ -43,7 +44,7 @@ describe('batch handlers: faults around a filling batch', () => {
     expect(await r.client('KILL', 'ID', String(batchLane.blockingClientId))).toBe(1);
     // Ten more: a full batch after the restart (a short one would wait its 20 s).
     const more = await addOrders(redis, app.key('batched'), 10, 3);
-    await waitFor(async () => app.log.ids().length >= 13 && (await pendingOf(redis, app.key('batched'))) === 0, {
+    await waitFor(async () => app.log.ids().length >= 13 && (await pendingCount(redis, app.key('batched'))) === 0, {
       message: 'all thirteen handled and acked',
     });
     expect([...app.log.ids()].sort()).toEqual([...first, ...more].sort());

@@ -18,10 +18,11 @@ import {
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, RedisStreamsContext, StreamPattern, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { defer, map, retry, throwError } from 'rxjs';
-import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -90,7 +91,7 @@ describe('batch handlers inside Nest', () => {
     };
     const ids = await addOrders(redis, app.key('batched'), 3);
     expect(await outcomesOf(app, ids)).toEqual(['acked', 'failed', 'acked']);
-    expect(await pendingOf(redis, app.key('batched'))).toBe(1);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(1);
   });
 
   it('a retry interceptor: the first try throws BatchFailure(X), the retry succeeds for all: X is acked, not run again', async () => {
@@ -148,7 +149,7 @@ describe('batch handlers inside Nest', () => {
     };
     const ids = await addOrders(redis, app.key('normalized'), 2);
     expect(await outcomesOf(app, ids)).toEqual(['failed', 'failed']);
-    expect(await pendingOf(redis, app.key('normalized'))).toBe(2);
+    expect(await pendingCount(redis, app.key('normalized'))).toBe(2);
   });
 
   it('a batch handler must be its stream’s only handler: a second one (batch or not, in either order) is refused at listen', async () => {

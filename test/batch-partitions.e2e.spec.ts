@@ -3,10 +3,11 @@
  * single-entry ones in one app, on one node and on the cluster.
  */
 import { BatchFailure } from 'nestjs-redis-streams';
-import { BatchLog, batchController, deliveredOf, pendingOf } from './support/batch-app.js';
+import { BatchLog, batchController, deliveredOf } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -40,7 +41,8 @@ describe('batch handlers: partitioned and several batch patterns', () => {
     const singles = await add(`${prefix}orders`, 5, 'single');
     await waitFor(
       async () => {
-        for (const key of expected.keys()) if ((await pendingOf(redis, key)) !== 0 || (await deliveredOf(redis, key)) === 0) return false;
+        for (const key of expected.keys())
+          if ((await pendingCount(redis, key)) !== 0 || (await deliveredOf(redis, key)) === 0) return false;
         return app.recorder.calls.length === 5;
       },
       { message: 'everything acked' },

@@ -3,10 +3,11 @@
  * when its first entry arrived, never later") and concurrency.
  */
 import { MAX_BLOCK_MS } from '../libs/redis-streams/src/options/server-options.js';
-import { addOrders, BatchLog, batchController, deliveredOf, pendingOf } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController, deliveredOf } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -73,6 +74,6 @@ describe('batch handlers: maxWaitMs and concurrency', () => {
     } finally {
       release();
     }
-    await waitFor(async () => (await pendingOf(redis, key)) === 0 && app.log.ids().length === 1000, { message: 'all acked' });
+    await waitFor(async () => (await pendingCount(redis, key)) === 0 && app.log.ids().length === 1000, { message: 'all acked' });
   });
 });

@@ -5,7 +5,9 @@ import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-co
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
-import { addOrders as addEntries, BatchLog, batchController, CountingInterceptor, deliveredOf, pendingOf } from './support/batch-app.js';
+import { addOrders as addEntries, BatchLog, batchController, CountingInterceptor, deliveredOf } from './support/batch-app.js';
+import { pendingCount } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -23,7 +25,6 @@ async function startBatch(batch: StreamBatchOptions, options: Record<string, unk
 }
 
 const addOrders = (key: string, n: number, from = 0) => addEntries(redis, key, n, from);
-const pending = (key: string) => pendingOf(redis, key);
 /** Entries of the group delivered to some consumer (fetched: filling or being handled). */
 const delivered = (key: string) => deliveredOf(redis, key);
 
@@ -33,7 +34,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     const key = `${prefix}batched`;
     const ids = await addOrders(key, 25);
     const app = await startBatch({ maxSize: 10 }, { keyPrefix: prefix });
-    await waitFor(async () => app.settled.filter((e) => e.outcome === 'acked').length === 25 && (await pending(key)) === 0, {
+    await waitFor(async () => app.settled.filter((e) => e.outcome === 'acked').length === 25 && (await pendingCount(redis, key)) === 0, {
       message: '25 acked entries',
     });
     expect(app.batches.calls.map((c) => c.size)).toEqual([10, 10, 5]);
@@ -55,7 +56,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     };
     const ids = await addOrders(app.key('batched'), 4);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'failed').length === 4, { message: 'four failed entries' });
-    expect(await pending(app.key('batched'))).toBe(4);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(4);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 4, { message: 'four dead letters' });
     expect(app.batches.calls.map((c) => [c.ids, c.deliveryCounts])).toEqual([
       [ids, [1, 1, 1, 1]],
@@ -67,7 +68,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     );
     expect(dead.map((d) => d.sourceId)).toEqual(ids);
     expect(dead[0]!.error).toContain('bulk insert failed');
-    expect(await pending(app.key('batched'))).toBe(0);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(0);
   });
 
   it('a BatchFailure (thrown or returned) fails only the entries it lists: a DeadLetterException among them is dead-lettered at once, the rest acked', async () => {
@@ -91,7 +92,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
       expect(ids.map((id) => outcome[id])).toEqual(['acked', 'failed', 'acked', 'dead-lettered', 'acked']);
       expect(app.settled.slice(before).find((e) => e.outcome === 'failed')!.error).toMatchObject({ message: 'row 1 rejected' });
     }
-    expect(await pending(app.key('batched'))).toBe(2);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(2);
     const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) =>
       decodeDeadLetter(id, fields),
     );
@@ -118,7 +119,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     const [id] = await addOrders(app.key('batched'), 1);
     await waitFor(() => app.batches.calls.length === 1, { message: 'the short batch, well before blockMs', timeoutMs: 5_000 });
     expect(app.batches.calls[0]!.ids).toEqual([id]);
-    await waitFor(async () => (await pending(app.key('batched'))) === 0, { message: 'its ack' });
+    await waitFor(async () => (await pendingCount(redis, app.key('batched'))) === 0, { message: 'its ack' });
   });
 
   it('shutdown hands the batch that is filling to the handler and settles it; close() does not wait for maxWaitMs', async () => {
@@ -131,7 +132,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     await closed;
     expect(app.batches.calls[0]!.ids).toEqual(ids);
     expect(app.settled.map((e) => e.outcome)).toEqual(['acked', 'acked', 'acked']);
-    expect(await pending(app.key('batched'))).toBe(0);
+    expect(await pendingCount(redis, app.key('batched'))).toBe(0);
   });
 
   it('shutdown during a call: that call finishes and is acked; the batches not started stay pending for the next worker', async () => {
@@ -154,7 +155,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     expect(app.settled.map((e) => e.id)).toEqual(ids.slice(0, 5));
     // Same consumer name: self-drain takes the rest at once, through the batch handler.
     const next = await startBatch({ maxSize: 5 }, { keyPrefix: prefix });
-    await waitFor(async () => next.batches.ids().length === 15 && (await pending(key)) === 0, { message: 'the rest drained' });
+    await waitFor(async () => next.batches.ids().length === 15 && (await pendingCount(redis, key)) === 0, { message: 'the rest drained' });
     expect([...app.batches.ids(), ...next.batches.ids()]).toEqual(ids);
   });
 
@@ -162,13 +163,13 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}batched`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const mine = await addOrders(key, 3);
     await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 3, 'STREAMS', key, '>');
     const theirs = await addOrders(key, 4, 3);
     await r.xreadgroup('GROUP', 'g', 'dead-peer', 'COUNT', 4, 'STREAMS', key, '>');
     const app = await startBatch({ maxSize: 10 }, { keyPrefix: prefix, minIdleMs: 200 });
-    await waitFor(async () => app.settled.length === 7 && (await pending(key)) === 0, { message: 'all seven settled' });
+    await waitFor(async () => app.settled.length === 7 && (await pendingCount(redis, key)) === 0, { message: 'all seven settled' });
     const sources = Object.fromEntries(app.settled.map((e) => [e.id, e.source]));
     expect(mine.map((id) => sources[id])).toEqual(['drain', 'drain', 'drain']);
     expect(theirs.map((id) => sources[id])).toEqual(['reclaim', 'reclaim', 'reclaim', 'reclaim']);
@@ -193,7 +194,7 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     } finally {
       release();
     }
-    await waitFor(async () => app.batches.ids().length === 30 && (await pending(key)) === 0, { message: 'all handled' });
+    await waitFor(async () => app.batches.ids().length === 30 && (await pendingCount(redis, key)) === 0, { message: 'all handled' });
     expect(app.batches.maxRunning).toBe(3);
     expect(app.batches.calls.every((c) => c.size === 5)).toBe(true);
   });

@@ -2,6 +2,7 @@ import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -23,7 +24,7 @@ async function consumers(key: string): Promise<Map<string, [number, number]>> {
 /** `n` consumers left behind by restarts under new names: in the group, owning nothing. */
 async function deadConsumers(key: string, n: number): Promise<string[]> {
   const r = redis.client();
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  await createGroup(r, key);
   const names = Array.from({ length: n }, (_, i) => `gone-${i}`);
   for (const name of names) await r.call('XGROUP', 'CREATECONSUMER', key, 'g', name);
   return names;
@@ -131,7 +132,7 @@ describe('consumer hygiene (consumerCleanup)', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'ga', '0', 'MKSTREAM');
+    await createGroup(r, key, 'ga');
     await r.xgroup('CREATE', key, 'gb', '0');
     for (let i = 0; i < 3; i++) {
       await r.call('XGROUP', 'CREATECONSUMER', key, 'ga', `gone-${i}`);

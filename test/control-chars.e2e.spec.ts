@@ -6,6 +6,7 @@ import { captureLogs } from './support/logs.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 // Issue 20, item 3: what producers (or anyone with write access) put in entries, dead letters,
 // key, group and consumer names must reach neither the operator's terminal nor the logs raw.
@@ -71,7 +72,7 @@ describe('control characters written by producers are escaped', () => {
   it('in redis-streams inspect: stream, group and consumer names', async () => {
     const key = `${uniquePrefix()}orders${HOSTILE}`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, `g${HOSTILE}`, '0', 'MKSTREAM');
+    await createGroup(r, key, `g${HOSTILE}`);
     await r.call('XGROUP', 'CREATECONSUMER', key, `g${HOSTILE}`, `c${HOSTILE}${C1}`);
     expectEscaped(
       await cli('redis-streams', 'inspect', key),

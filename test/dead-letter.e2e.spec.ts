@@ -4,6 +4,8 @@ import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-co
 import { CLUSTER_MODE, deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -13,7 +15,6 @@ const start = useApps();
 
 const deadLetters = async (key: string): Promise<DeadLetter[]> =>
   (await redis.client().xrange(deadLetterKey(key), '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
-const pendingCount = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
 
 describe('poison entries and the dead-letter stream', () => {
   it('dead-letters an entry whose handler fails on its last allowed delivery, with its origin, fields and last error', async () => {
@@ -48,14 +49,14 @@ describe('poison entries and the dead-letter stream', () => {
       fields: ['order_id', '13', 'status', 'cursed'],
     });
     expect(dead!.error).toMatch(/handler failed on delivery 3 of 3: boom 3/);
-    expect(await pendingCount(app.key())).toBe(0);
+    expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
   it('dead-letters an entry delivered past maxDeliveries without running its handler (its consumers kept dying)', async () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const id = (await r.xadd(key, '*', 'n', '1'))!;
     // Three deliveries already, each to a consumer that died; now pending under C, whose self-drain makes it the 4th.
     await r.xreadgroup('GROUP', 'g', 'd1', 'STREAMS', key, '>');
@@ -87,7 +88,7 @@ describe('poison entries and the dead-letter stream', () => {
     expect(reasons[0]).toMatch(/field "data" cannot be deserialized/);
     expect(reasons[1]).toMatch(/field "headers" must be a JSON object of strings/);
     expect(reasons[2]).toMatch(/entry is \d+ bytes, above maxEntryBytes \(1024\)/);
-    expect(await pendingCount(app.key())).toBe(0);
+    expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
   it('dead-letters at once when the handler throws DeadLetterException', async () => {
@@ -114,7 +115,7 @@ describe('poison entries and the dead-letter stream', () => {
       [good, 'acked'],
     ]);
     expect(await r.exists(deadLetterKey(app.key()))).toBe(0);
-    expect(await pendingCount(app.key())).toBe(1);
+    expect(await pendingCount(redis, app.key())).toBe(1);
   });
 
   it('does not dead-letter an entry this consumer no longer owns', async () => {
@@ -214,7 +215,7 @@ describe('poison entries and the dead-letter stream', () => {
       expect(dead).toMatchObject({ sourceId: poison, fields: ['data', '\u0001'.repeat(200_000)] });
       expect(dead!.error).toMatch(/cannot be deserialized/);
       expect(dead!.error).not.toMatch(/not copied/);
-      expect(await pendingCount(`${prefix}orders`)).toBe(0);
+      expect(await pendingCount(redis, `${prefix}orders`)).toBe(0);
     },
   );
 });

@@ -16,15 +16,14 @@ import { EMPTY, map, tap, throwError, timer } from 'rxjs';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
 
 const start = useApps();
-
-const pendingCount = async (key: string, group = 'g'): Promise<number> =>
-  Number(((await redis.client().xpending(key, group)) as unknown[])[0]);
 
 describe('delivery and settle', () => {
   it('injects providers into controllers (decorator metadata is emitted under the test build)', async () => {
@@ -58,8 +57,8 @@ describe('delivery and settle', () => {
       id: jsonId,
       stream: app.key('payments'),
     });
-    expect(await pendingCount(app.key('orders'))).toBe(0);
-    expect(await pendingCount(app.key('payments'))).toBe(0);
+    expect(await pendingCount(redis, app.key('orders'))).toBe(0);
+    expect(await pendingCount(redis, app.key('payments'))).toBe(0);
   });
 
   it('leaves a failed entry pending, re-delivers it after minIdleMs with delivery count 2, and acks it once the handler succeeds', async () => {
@@ -69,7 +68,7 @@ describe('delivery and settle', () => {
     };
     const id = await redis.client().xadd(app.key(), '*', 'order_id', '7');
     await waitFor(() => app.settled.some((e) => e.outcome === 'failed'), { message: 'the first delivery to fail' });
-    expect(await pendingCount(app.key())).toBe(1);
+    expect(await pendingCount(redis, app.key())).toBe(1);
 
     await waitFor(() => app.settled.some((e) => e.outcome === 'acked'), { message: 'the re-delivery to be acked' });
     expect(app.recorder.calls.map((c) => [c.id, c.deliveryCount])).toEqual([
@@ -80,7 +79,7 @@ describe('delivery and settle', () => {
       ['failed', 'new'],
       ['acked', 'reclaim'],
     ]);
-    expect(await pendingCount(app.key())).toBe(0);
+    expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
   it('treats an errored Observable and a rejected Promise as failures, a completed Observable as success', async () => {
@@ -95,7 +94,7 @@ describe('delivery and settle', () => {
     for (const kind of ['observable-error', 'promise-reject', 'observable-ok']) await r.xadd(app.key(), '*', 'kind', kind);
     await waitFor(() => app.settled.length === 3, { message: 'three settled entries' });
     expect(app.settled.map((e) => e.outcome)).toEqual(['failed', 'failed', 'acked']);
-    expect(await pendingCount(app.key())).toBe(2);
+    expect(await pendingCount(redis, app.key())).toBe(2);
   });
 
   it('keeps Nest interceptors, exception filters and processing hooks working', async () => {
@@ -156,7 +155,7 @@ describe('delivery and settle', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
     await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 40, 'STREAMS', key, '>');

@@ -8,6 +8,8 @@ import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -17,8 +19,6 @@ const start = useApps();
 const producer = useProducers();
 
 const aclUser = (admin: Redis, name: string, prefix: string, rules: readonly string[]) => aclUserOn(admin, redis.port, name, prefix, rules);
-
-const pendingCount = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as unknown[])[0]);
 
 describe('faults the loop must survive', () => {
   it('resumes after its blocking connection is killed, without running the entry in hand twice', async () => {
@@ -36,7 +36,7 @@ describe('faults the loop must survive', () => {
     await waitFor(() => app.settled.some((e) => e.id === after), { message: 'the next entry after the kill' });
     expect(app.recorder.idsOf().filter((id) => id === inHand)).toHaveLength(1);
     expect(app.settled.filter((e) => e.id === inHand).map((e) => e.outcome)).toEqual(['acked']);
-    expect(await pendingCount(app.key())).toBe(0);
+    expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
   it('waits out CLIENT PAUSE without a busy loop, an error or a restart, and resumes', async (ctx) => {
@@ -123,7 +123,7 @@ describe('faults the loop must survive', () => {
     await admin.call('ACL', 'SETUSER', user, '+xack');
     // No new entry: the refused ack must still be noticed and the entry settled (run again, at-least-once).
     await waitFor(() => app.settled.length === 1, { message: 'the entry settled without another batch' });
-    expect(await pendingCount(app.key())).toBe(0);
+    expect(await pendingCount(redis, app.key())).toBe(0);
     await admin.call('ACL', 'DELUSER', user);
   });
 
@@ -180,7 +180,7 @@ describe('faults the loop must survive', () => {
         message: 'the poison entry dead-lettered under the ACL user',
       });
       // … but not to a work stream, nor expire one.
-      const asConsumer = redis.client();
+      const asConsumer = redis.newClient(); // AUTH makes the connection the consumer's
       await asConsumer.call('AUTH', consumerConn.username, consumerConn.password);
       await expect(asConsumer.xadd(`${prefix}orders`, '*', 'n', 'x')).rejects.toThrow(/^NOPERM/);
       await expect(asConsumer.pexpire(`${prefix}orders`, 1000)).rejects.toThrow(/^NOPERM/);
@@ -248,7 +248,7 @@ describe('faults the loop must survive', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     const key = `${prefix}orders`;
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     for (let i = 0; i < 4; i++) await r.xadd(key, '*', 'n', String(i));
     const idle = await start({ connection: redis.url, group: 'g2', keyPrefix: prefix, blockMs: 30_000 });
     const hung = await start({ connection: redis.url, group: 'g', keyPrefix: prefix, blockMs: 100, batchSize: 4, shutdownTimeoutMs: 1000 });

@@ -2,6 +2,7 @@ import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -94,7 +95,7 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     const key = `${prefix}orders`;
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     for (let i = 0; i < 12; i++) await r.xadd(key, '*', 'tag', `x${i}`);
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));

@@ -4,6 +4,7 @@ import { requireBuilt, repoRoot } from './support/built.js';
 import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -28,7 +29,7 @@ async function scene() {
   const prefix = uniquePrefix();
   const key = `${prefix}orders`;
   const r = redis.client();
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  await createGroup(r, key);
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
   await r.xreadgroup('GROUP', 'g', 'busy', 'COUNT', 3, 'STREAMS', key, '>');
@@ -122,8 +123,7 @@ describe('redis-streams, what the review broke', () => {
   it('writes all of a large --json output to a pipe (no exit before stdout drained)', async () => {
     const prefix = uniquePrefix();
     const r = redis.client();
-    for (let i = 0; i < 400; i++)
-      await r.xgroup('CREATE', `${prefix}s${String(i).padStart(3, '0')}-${'x'.repeat(100)}`, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 400; i++) await createGroup(r, `${prefix}s${String(i).padStart(3, '0')}-${'x'.repeat(100)}`);
     // A reader slower than the CLI (`sleep 1` before it reads: the fault under test, not a wait):
     // past the pipe's 64 KiB buffer Node queues the rest, which an early process.exit() drops.
     const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
@@ -141,7 +141,7 @@ describe('redis-streams, what the review broke', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     await r.xadd(key, '1-1', 'n', '1');
     await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1, 'STREAMS', key, '>');
     const [report] = JSON.parse((await cli('inspect', key, '--json')).stdout) as any[];
@@ -151,8 +151,8 @@ describe('redis-streams, what the review broke', () => {
   it('--watch finds streams that appear and survives one that goes, and nests rates by stream and group', async () => {
     const prefix = uniquePrefix();
     const r = redis.client();
-    await r.xgroup('CREATE', `${prefix}a b`, 'c', '0', 'MKSTREAM');
-    await r.xgroup('CREATE', `${prefix}a`, 'b c', '0', 'MKSTREAM');
+    await createGroup(r, `${prefix}a b`, 'c');
+    await createGroup(r, `${prefix}a`, 'b c');
     // One read each, so that the groups' entries-read is known (a rate needs it).
     for (const [key, group] of [
       [`${prefix}a b`, 'c'],
@@ -173,7 +173,7 @@ describe('redis-streams, what the review broke', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     await waitFor(() => out.split('\n').filter(Boolean).length >= 1, { message: 'the first frame' });
     await r.del(`${prefix}a`);
-    await r.xgroup('CREATE', `${prefix}new`, 'g', '0', 'MKSTREAM');
+    await createGroup(r, `${prefix}new`);
     expect(await exited).toBe(0);
     const frames = out
       .trim()

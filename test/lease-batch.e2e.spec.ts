@@ -3,7 +3,8 @@
  * concurrency 2 and a read-ahead, a peer reclaiming with a short minIdleMs, a partial failure
  * beside it; health's inHand; close() with the hung call.
  */
-import { addOrders, BatchLog, batchController, pendingOf } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController } from './support/batch-app.js';
+import { pendingCount } from './support/pending.js';
 import { BatchFailure } from 'nestjs-redis-streams';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -90,7 +91,7 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     } finally {
       release();
     }
-    await waitFor(async () => handled.length >= 11 && (await pendingOf(redis, key)) === 0, { message: 'all handled, nothing pending' });
+    await waitFor(async () => handled.length >= 11 && (await pendingCount(redis, key)) === 0, { message: 'all handled, nothing pending' });
     expect(twice).toEqual([]);
     expect(new Set(handled).size).toBe(11); // all but the one acked beside the BatchFailure
     const h = await c1.server.health({ maxStatsAgeMs: 0 });

@@ -5,6 +5,7 @@ import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.j
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -15,7 +16,7 @@ type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: num
 /** `n` entries delivered to consumer `c` and never acked, all made to look idle for an hour. */
 async function heldEntries(key: string, n: number): Promise<StreamEntry[]> {
   const r = redis.client();
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  await createGroup(r, key);
   for (let done = 0; done < n; done += 5000) {
     const pipeline = r.pipeline();
     for (let i = done; i < Math.min(n, done + 5000); i++) pipeline.xadd(key, '*', 'n', String(i));

@@ -3,6 +3,7 @@ import { captureLogs } from './support/logs.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 // Operators' commands on a live group (REVIEW.md, class 1): what the transport must not lose or repeat.
 
@@ -20,7 +21,6 @@ async function settled(apps: TestApp[], id: string, outcome = 'acked', timeoutMs
     timeoutMs,
   });
 }
-const pendingOf = async (key: string): Promise<number> => Number(((await redis.client().xpending(key, 'g')) as [number])[0]);
 
 describe('XGROUP DELCONSUMER of a live consumer', () => {
   it('does not lose the entry it had failed: the consumer knows what it owes and takes it back', async () => {
@@ -38,7 +38,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
     await settled([a], bad);
     expect(callsOf([a], 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
-    expect(await pendingOf(a.key())).toBe(0);
+    expect(await pendingCount(redis, a.key())).toBe(0);
     expect(text()).toMatch(/nobody's pending list.*XGROUP DELCONSUMER/);
   });
 
@@ -64,7 +64,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
       await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });
       expect(await redis.client().xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(1);
       // Its lease renewal finds it gone and takes it back while the handler still runs.
-      await waitFor(async () => (await pendingOf(a.key())) === 1, { message: 'the entry pending again' });
+      await waitFor(async () => (await pendingCount(redis, a.key())) === 1, { message: 'the entry pending again' });
     } finally {
       open();
     }
@@ -131,7 +131,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     // The other owed entry's retry comes after several checks of both.
     await settled([a], retried, 'acked', 15_000);
     expect(a.deleted).toEqual([gone]);
-    expect(await pendingOf(a.key())).toBe(0);
+    expect(await pendingCount(redis, a.key())).toBe(0);
   });
 
   it('under load, two workers with failing entries and three deletes lose nothing', async () => {
@@ -161,11 +161,11 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
       async (err: Error) => {
         const lost = ids.filter((id) => !handled().has(id));
         throw new Error(
-          `${err.message}: ${lost.length} of ${total} never handled (${lost.slice(0, 5).join(', ')}), ${await pendingOf(key)} pending`,
+          `${err.message}: ${lost.length} of ${total} never handled (${lost.slice(0, 5).join(', ')}), ${await pendingCount(redis, key)} pending`,
         );
       },
     );
-    expect(await pendingOf(key)).toBe(0);
+    expect(await pendingCount(redis, key)).toBe(0);
   }, 60_000);
 });
 
@@ -211,7 +211,7 @@ describe('acks that find entries no longer pending', () => {
     expect(callsOf([a], 'e1').length).toBe(1);
     expect(text()).not.toMatch(/lost and re-created|had lost this consumer's pending entries/);
     expect(text()).toMatch(/no longer pending/);
-    expect(await pendingOf(key)).toBe(0);
+    expect(await pendingCount(redis, key)).toBe(0);
   });
 
   it("reports an entry in hand that was trimmed from the stream as deleted, not as a peer's or a lost group", async () => {

@@ -8,6 +8,7 @@ import { waitParked } from './support/parked.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
+import { pendingCount } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -21,7 +22,6 @@ const blockingRow = async (r: Redis, consumer: string): Promise<string | undefin
 const idOf = (row: string | undefined) => (row ? /\bid=(\d+)/.exec(row)![1] : undefined);
 // The client's own address: a new connection has a new port, where a restarted server may hand out the same id again.
 const addrOf = (row: string | undefined) => (row ? /\baddr=(\S+)/.exec(row)![1] : undefined);
-const pendingCount = async (r: Redis, key: string): Promise<number> => Number(((await r.xpending(key, 'g')) as unknown[])[0]);
 
 describe('a park after the blocking lane changed under it', () => {
   for (const how of ['kill-blocking-while-busy', 'kill-all-while-busy', 'kill-blocking-while-parked', 'restart-while-busy'] as const) {
@@ -75,7 +75,7 @@ describe('a park after the blocking lane changed under it', () => {
       expect(ms).toBeLessThan(10_000);
       const ids = app.recorder.calls.map((c) => c.id);
       expect(new Set(ids).size).toBe(ids.length);
-      if (how !== 'restart-while-busy') expect(await pendingCount(r, app.key())).toBe(0);
+      if (how !== 'restart-while-busy') expect(await pendingCount(redis, app.key())).toBe(0);
     });
   }
 });

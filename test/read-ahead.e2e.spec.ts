@@ -5,6 +5,7 @@ import { waitParked } from './support/parked.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingRows } from './support/pending.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -13,9 +14,6 @@ afterAll(async () => redis?.stop());
 const start = useApps();
 
 const preload = (prefix: string, n: number): Promise<string[]> => preloadOrders(redis.client(), prefix, n);
-
-type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: number];
-const pendingOf = async (key: string): Promise<PendingRow[]> => (await redis.client().xpending(key, 'g', '-', '+', 100)) as PendingRow[];
 
 /** A handler that waits until the test releases it; `entered` counts the calls so far. */
 function gate() {
@@ -46,14 +44,14 @@ describe('read-ahead', () => {
     app.recorder.behavior = handler.behavior;
 
     // The first entry is in hand and the second batch is already delivered to this consumer.
-    await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'both batches pending under "c"' });
+    await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'both batches pending under "c"' });
     expect(handler.entered).toBe(1);
 
     const closing = app.close();
     handler.releaseAll();
     await closing;
     expect(app.recorder.idsOf()).toEqual([ids[0]]);
-    const pending = await pendingOf(app.key());
+    const pending = await pendingRows(redis, app.key());
     // The four not started of the first batch and the whole read-ahead batch: idle past minIdleMs, never handled.
     expect(pending.map(([id]) => id)).toEqual(ids.slice(1));
     expect(pending.every(([, , idle, count]) => idle >= 60_000 && count === 1)).toBe(true);
@@ -71,7 +69,7 @@ describe('read-ahead', () => {
     await waitFor(() => peer.settled.length === 9, { message: 'the peer settles the nine handed back' });
     expect(peer.settled.every((e) => e.outcome === 'acked' && e.source === 'reclaim')).toBe(true);
     expect([...app.recorder.idsOf(), ...peer.recorder.idsOf()].sort()).toEqual(ids);
-    expect(await pendingOf(app.key())).toEqual([]);
+    expect(await pendingRows(redis, app.key())).toEqual([]);
   });
 
   it('keeps the lease of a read-ahead batch while it waits its turn, so a peer cannot take it', async (ctx) => {
@@ -82,7 +80,7 @@ describe('read-ahead', () => {
     const app = await start({ ...short, consumer: 'c' });
     const handler = gate();
     app.recorder.behavior = handler.behavior;
-    await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'both batches pending under "c"' });
+    await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'both batches pending under "c"' });
 
     const r = redis.client();
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
@@ -93,7 +91,7 @@ describe('read-ahead', () => {
       // one beat per blockMs, 50 ms), so more than minIdleMs (300 ms).
       await waitFor(async () => (await autoClaims()) - before >= 20, { message: 'twenty XAUTOCLAIMs by the peer', timeoutMs: 10_000 });
       expect(peer.recorder.calls).toEqual([]);
-      expect((await pendingOf(app.key())).every(([, consumer]) => consumer === 'c')).toBe(true);
+      expect((await pendingRows(redis, app.key())).every(([, consumer]) => consumer === 'c')).toBe(true);
     } finally {
       // A failed check must not leave the handler hung (afterEach closes the app).
       app.recorder.behavior = () => undefined;
@@ -124,7 +122,7 @@ describe('read-ahead', () => {
     handler.releaseAll();
     await closing;
     // Only the first batch was ever delivered: the group's last delivered id is its last entry.
-    expect((await pendingOf(app.key())).map(([id]) => id)).toEqual(ids.slice(1, 5));
+    expect((await pendingRows(redis, app.key())).map(([id]) => id)).toEqual(ids.slice(1, 5));
     const [group] = (await redis.client().xinfo('GROUPS', app.key())) as unknown[][];
     expect(group![group!.indexOf('last-delivered-id') + 1]).toBe(ids[4]);
   });
@@ -149,7 +147,7 @@ describe('read-ahead', () => {
       });
       const handler = gate();
       app.recorder.behavior = handler.behavior;
-      await waitFor(async () => (await pendingOf(app.key())).length === 10, { message: 'first batch in hand, second read ahead' });
+      await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'first batch in hand, second read ahead' });
 
       // Acks now fail: the first batch's ack fails while the second batch is handled (and the
       // third read ahead); the second batch's ack reports it and the loop restarts.
@@ -162,9 +160,12 @@ describe('read-ahead', () => {
       app.recorder.behavior = () => undefined;
       handler.releaseAll();
 
-      await waitFor(async () => errors.length > 0 && (await pendingOf(app.key())).length === 0 && app.recorder.calls.length >= 25, {
-        message: 'every entry acked after the restart',
-      });
+      await waitFor(
+        async () => errors.length > 0 && (await pendingRows(redis, app.key())).length === 0 && app.recorder.calls.length >= 25,
+        {
+          message: 'every entry acked after the restart',
+        },
+      );
       expect(errors[0]).toMatch(/NOPERM/);
       const runs = (id: string) => app.recorder.idsOf().filter((handled) => handled === id).length;
       // Their acks failed, so self-drain runs them again (at-least-once) ...
@@ -209,7 +210,7 @@ describe('read-ahead', () => {
       [{ n: '0' }, 1],
       [{ n: 'during-the-block' }, 1],
     ]);
-    expect(await pendingOf(app.key())).toEqual([]);
+    expect(await pendingRows(redis, app.key())).toEqual([]);
   });
 });
 

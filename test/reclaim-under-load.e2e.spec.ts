@@ -7,6 +7,7 @@ import { addOrders } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -34,7 +35,7 @@ describe('under constant load', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const dead = await addOrders(redis, key, 5);
     await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', key, '>');
     const app = await start({

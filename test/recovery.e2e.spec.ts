@@ -1,6 +1,8 @@
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { pendingIds } from './support/pending.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -11,18 +13,11 @@ const start = useApps();
 /** Adds `n` entries and delivers them to `consumer` with a raw XREADGROUP that is never acked. */
 async function leavePending(key: string, consumer: string, n: number, group = 'g'): Promise<string[]> {
   const r = redis.client();
-  await r.xgroup('CREATE', key, group, '0', 'MKSTREAM');
+  await createGroup(r, key, group);
   for (let i = 0; i < n; i++) await r.xadd(key, '*', 'n', String(i));
   const reply = (await r.xreadgroup('GROUP', group, consumer, 'COUNT', n, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
   return reply[0]![1].map(([id]) => id);
 }
-
-const pendingOf = async (key: string, consumer?: string): Promise<string[]> => {
-  const rows = (await (consumer
-    ? redis.client().xpending(key, 'g', '-', '+', 10_000, consumer)
-    : redis.client().xpending(key, 'g', '-', '+', 10_000))) as [string][];
-  return rows.map(([id]) => id);
-};
 
 describe('recovery of own and peer work', () => {
   it('self-drain: a consumer restarted under the same name settles its own pending entries at once, not after minIdleMs', async () => {
@@ -42,7 +37,7 @@ describe('recovery of own and peer work', () => {
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
     expect(app.recorder.calls.every((c) => c.deliveryCount === 2)).toBe(true);
-    expect(await pendingOf(app.key())).toEqual([]);
+    expect(await pendingIds(redis, app.key())).toEqual([]);
   });
 
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
@@ -62,7 +57,7 @@ describe('recovery of own and peer work', () => {
     };
     await waitFor(() => app.settled.length === 5, { message: 'five settled entries' });
     expect(app.recorder.idsOf()).toEqual(ids);
-    expect(await pendingOf(app.key())).toEqual([ids[1]]);
+    expect(await pendingIds(redis, app.key())).toEqual([ids[1]]);
   });
 
   it('peer reclaim: entries pending under a dead consumer are taken over after minIdleMs, not before', async () => {
@@ -80,7 +75,7 @@ describe('recovery of own and peer work', () => {
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(app.recorder.calls.every((c) => c.deliveryCount === 2 && c.consumer === 'live')).toBe(true);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['reclaim']));
-    expect(await pendingOf(app.key())).toEqual([]);
+    expect(await pendingIds(redis, app.key())).toEqual([]);
   });
 
   it('reclaim carries the XAUTOCLAIM cursor, so idle entries behind a wall of live ones are still found', async () => {
@@ -106,7 +101,7 @@ describe('recovery of own and peer work', () => {
         minIdleMs: 1000,
       });
       await waitFor(() => behind.every((id) => app.recorder.idsOf().includes(id)), { message: 'the entries behind the wall' });
-      expect(await pendingOf(key, 'dead')).toEqual([]);
+      expect(await pendingIds(redis, key, { consumer: 'dead' })).toEqual([]);
     } finally {
       clearInterval(keeper);
     }
@@ -117,7 +112,7 @@ describe('recovery of own and peer work', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const first = await r.xadd(key, '*', 'n', '1');
     const second = await r.xadd(key, '*', 'n', '2');
     const minIdleMs = 300;
@@ -154,7 +149,7 @@ describe('recovery of own and peer work', () => {
       [first, 1],
       [second, 1],
     ]);
-    expect(await pendingOf(key)).toEqual([]);
+    expect(await pendingIds(redis, key)).toEqual([]);
   });
 });
 
@@ -174,6 +169,6 @@ describe('entries trimmed while pending', () => {
     });
     expect([...app.deleted].sort()).toEqual([own[1], peerId].sort());
     expect(app.recorder.idsOf()).toEqual([own[0], own[2]]);
-    expect(await pendingOf(key)).toEqual([]);
+    expect(await pendingIds(redis, key)).toEqual([]);
   });
 });

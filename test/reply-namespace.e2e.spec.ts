@@ -10,6 +10,7 @@ import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { Recorder, RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -39,7 +40,7 @@ describe('replies go only to reply streams (replyTo is untrusted input)', () => 
       const connection = acl ? await aclUser(r, redis.port, user, prefix, CONSUMER_ACL) : redis.url;
       onTestFinished(async () => void (acl && (await r.call('ACL', 'DELUSER', user))));
       const victim = `${prefix}orders-archive`;
-      await r.xgroup('CREATE', victim, 'other-team', '0', 'MKSTREAM');
+      await createGroup(r, victim, 'other-team');
       const pipeline = r.pipeline();
       for (let i = 0; i < 3000; i++) pipeline.xadd(victim, '*', 'n', String(i));
       await pipeline.exec();

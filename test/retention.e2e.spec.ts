@@ -6,6 +6,7 @@ import { TRIM_EVERY } from '../libs/redis-streams/src/redis/producer-commands.js
 import { TRIM_SCAN_LIMIT } from '../libs/redis-streams/src/redis/trim-script.js';
 import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -15,7 +16,7 @@ const producer = useProducers();
 
 /** 500 entries; the group acked 200, holds 100 pending, and has not read the last 200. */
 async function backlog(admin: Redis, emit: (n: number) => Promise<string>, key: string) {
-  await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  await createGroup(admin, key);
   const ids: string[] = [];
   for (let i = 0; i < 500; i++) ids.push(await emit(i));
   await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 300, 'STREAMS', key, '>');
@@ -58,7 +59,7 @@ describe('retention', () => {
     const admin = redis.client();
     const key = `${prefix}aged`;
     const { client } = await producer({ connection: redis.url, keyPrefix: prefix, retention: { maxAgeMs: 1, safe: true } });
-    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(admin, key);
     const ids: string[] = [];
     for (let i = 0; i < 300; i++) ids.push((await admin.xadd(key, '*', 'n', String(i)))!);
     const last = (await lastValueFrom(client.emit('aged', {}))) as string;
@@ -93,7 +94,7 @@ describe('retention', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const key = `${prefix}hostile`;
-    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(admin, key);
     // Every later '*' id shares this millisecond part, which a double cannot hold exactly.
     await admin.xadd(key, '9007199254740995-0', 'n', 'hostile');
     for (let i = 0; i < 300; i++) await admin.xadd(key, '*', 'n', String(i));
@@ -113,7 +114,7 @@ describe('retention', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const key = `${prefix}maxseq`;
-    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(admin, key);
     for (let i = 0; i < 150; i++) await admin.xadd(key, `5-${i}`, 'n', String(i));
     await admin.xadd(key, '5-18446744073709551614', 'n', 'last');
     await admin.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1000, 'STREAMS', key, '>');
@@ -145,7 +146,7 @@ describe('retention', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     const key = `${prefix}caughtup`;
-    await admin.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(admin, key);
     const pipeline = admin.pipeline();
     for (let i = 0; i < 5000; i++) pipeline.xadd(key, '*', 'n', String(i));
     await pipeline.exec();

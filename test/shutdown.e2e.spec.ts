@@ -5,6 +5,7 @@ import { waitParked } from './support/parked.js';
 import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
@@ -62,7 +63,7 @@ describe('shutdown at settle points', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
     // One read fetches all five: the first is in hand, four wait behind it in the batch.
@@ -130,7 +131,7 @@ describe('shutdown at settle points', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     const key = `${prefix}orders`;
-    await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await createGroup(r, key);
     for (let i = 0; i < 8; i++) await r.xadd(key, '*', 'n', String(i));
     const logs = captureLogs();
     const minIdleMs = 60_000;

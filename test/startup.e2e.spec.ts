@@ -1,7 +1,6 @@
 import { Test } from '@nestjs/testing';
 import { RedisStreamsServer } from 'nestjs-redis-streams';
-import { createServer } from 'node:net';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { Recorder, StreamsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -11,18 +10,9 @@ afterAll(async () => redis?.stop());
 
 const start = useApps();
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as { port: number };
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
-
 describe('start-up', () => {
   it('fails listen() after startupTimeoutMs when Redis is unreachable, naming the URL (password masked) and the cause', async () => {
-    const port = await closedPort();
+    const port = await freePort(); // nothing listens on it
     const failure = start({ connection: `redis://worker:s3cret@127.0.0.1:${port}/2`, keyPrefix: uniquePrefix(), startupTimeoutMs: 500 });
     const error = await failure.then(
       () => undefined,
@@ -43,7 +33,7 @@ describe('start-up', () => {
 
 describe('start-up, unlucky', () => {
   it('names the connection error as the cause, not the retry that gave up on it', async () => {
-    const port = await closedPort();
+    const port = await freePort(); // nothing listens on it
     const error = await start({ connection: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix(), startupTimeoutMs: 2000 }).then(
       () => undefined,
       (err: unknown) => err as Error,
@@ -54,7 +44,7 @@ describe('start-up, unlucky', () => {
   });
 
   it('rejects listen() when close() is called before the consumer started, and close() waits on none of its commands', async () => {
-    const port = await closedPort();
+    const port = await freePort(); // nothing listens on it
     const commandTimeoutMs = 20_000;
     const server = new RedisStreamsServer({
       connection: `redis://127.0.0.1:${port}`,

@@ -7,6 +7,7 @@ import { decodeDeadLetter } from '../../libs/redis-streams/src/codec/dead-letter
 import { groupFigures, LAG_COUNT_LIMIT } from '../../libs/redis-streams/src/redis/group-lag.js';
 import { parseGroupInfo } from '../../libs/redis-streams/src/redis/replies.js';
 import { requireBuilt, repoRoot } from '../support/built.js';
+import { waitFor } from '../support/wait-for.js';
 
 export interface ChaosOptions {
   redisUrl?: string;
@@ -146,15 +147,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
 
     // Quiesce: every entry delivered (lag 0) and settled (nothing pending).
     const quiesceStart = Date.now();
-    const deadline = quiesceStart + (o.maxQuiesceMs ?? 120_000);
-    let progress = await groupProgress(admin, stream);
-    while (progress.lag + progress.pending > 0) {
-      if (Date.now() > deadline) {
-        throw new Error(`not quiescent after ${o.maxQuiesceMs ?? 120_000} ms: lag ${progress.lag}, pending ${progress.pending}`);
-      }
-      await sleepMs(100);
-      progress = await groupProgress(admin, stream);
-    }
+    const quiesceLimitMs = o.maxQuiesceMs ?? 120_000;
+    let progress = { lag: 0, pending: 0 };
+    await waitFor(async () => ((progress = await groupProgress(admin, stream)), progress.lag + progress.pending === 0), {
+      timeoutMs: quiesceLimitMs,
+      intervalMs: 100,
+      message: 'quiescence',
+    }).catch(() => {
+      throw new Error(`not quiescent after ${quiesceLimitMs} ms: lag ${progress.lag}, pending ${progress.pending}`);
+    });
     const quiesceMs = Date.now() - quiesceStart;
 
     const finalExitCodes = await Promise.all(

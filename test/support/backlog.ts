@@ -6,8 +6,13 @@ import type { Redis } from 'ioredis';
  */
 export async function preloadOrders(r: Redis, prefix: string, n: number): Promise<string[]> {
   const key = `${prefix}orders`;
-  await r.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+  await createGroup(r, key);
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
   return ids;
+}
+
+/** Creates `group` on `key` from its first entry (the stream too, if missing): what a consumer's start-up would do. */
+export async function createGroup(r: Redis, key: string, group = 'g'): Promise<void> {
+  await r.xgroup('CREATE', key, group, '0', 'MKSTREAM');
 }

@@ -86,20 +86,9 @@ export async function addOrders(redis: TestRedis, key: string, n: number, from =
   });
 }
 
-/** One admin connection per TestRedis (redis.client() opens a new one per call). */
-const admins = new WeakMap<TestRedis, ReturnType<TestRedis['client']>>();
-const admin = (redis: TestRedis) => {
-  let c = admins.get(redis);
-  if (!c) admins.set(redis, (c = redis.client()));
-  return c;
-};
-
-export const pendingOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> =>
-  Number(((await admin(redis).xpending(key, group)) as unknown[])[0]);
-
 /** entries-read of the group: entries delivered to some consumer (fetched into a batch). */
 export const deliveredOf = async (redis: TestRedis, key: string, group = 'g'): Promise<number> => {
-  const info = (await admin(redis).xinfo('GROUPS', key)) as unknown[][];
+  const info = (await redis.client().xinfo('GROUPS', key)) as unknown[][];
   const g = info
     .map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]])))
     .find((row) => row.name === group);

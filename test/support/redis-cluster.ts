@@ -1,12 +1,6 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { pickPorts } from '../../scripts/local-cluster.mjs';
+import { NODE_TIMEOUT_MS, startLocalCluster, type LocalCluster } from '../../scripts/local-cluster.mjs';
 import { parseInfo } from './redis-info.js';
-import { SERVER_BIN } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
 export interface ClusterNode {
@@ -47,129 +41,33 @@ export interface TestCluster {
 }
 
 const HOST = '127.0.0.1';
-/** 3 masters with one replica each: the smallest cluster `redis-cli --cluster create --cluster-replicas 1` accepts. */
-const NODE_COUNT = 6;
-const NODE_TIMEOUT_MS = 2000;
-
-interface Node {
-  readonly port: number;
-  readonly proc: ChildProcess;
-  readonly log: string;
-  /** Resolves once the process is gone (exit, or a spawn error): never waited on twice, never hangs on a dead node. */
-  readonly exited: Promise<void>;
-  dead: boolean;
-}
-
-/** Thrown when a binary is missing: retrying with other ports would not help. */
-class MissingBinaryError extends Error {}
-
-const missing = (binary: string, err: Error) =>
-  new MissingBinaryError(
-    `could not run ${binary} (${err.message}). Install it: apt-get install -y redis-server (it brings redis-cli too).`,
-  );
 
 /**
- * A throwaway 6-node Redis Cluster (3 masters, 3 replicas) on random loopback ports, in a fresh temp dir.
- * Resolves once every slot is assigned, every node reports cluster_state:ok and every replica has finished
- * its first sync, so a test may fail over at once. A failed `redis-cli --cluster create` is retried once on
- * new ports (a port can be taken between the check and the bind).
+ * A throwaway 6-node Redis Cluster (3 masters, 3 replicas) from the one cluster spawner (scripts/local-cluster.mjs:
+ * SERVER_BIN, free loopback ports, a fresh temp dir, one retry on new ports). Resolves once every slot is assigned,
+ * every node reports cluster_state:ok and every replica has finished its first sync, so a test may fail over at once.
  */
 export async function startCluster(): Promise<TestCluster> {
-  try {
-    return await launch();
-  } catch (first) {
-    if (first instanceof MissingBinaryError) throw first;
-    try {
-      return await launch();
-    } catch (second) {
-      throw new Error(`could not start a local Redis Cluster twice:\n1) ${String(first)}\n2) ${String(second)}`, { cause: second });
-    }
-  }
+  // Vitest ends a fork worker with SIGTERM, which skips 'exit' handlers: the nodes go with it, whoever else listens.
+  const spawned = await startLocalCluster({ detached: false, signals: 'always', ready: (c) => replicasReady(harness(c)) });
+  return testCluster(spawned);
 }
 
-async function launch(): Promise<TestCluster> {
-  const ports = await pickPorts(NODE_COUNT);
-  const dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
-  const nodes: Node[] = [];
-  const byPort = (port: number): Node => {
-    const node = nodes.find((n) => n.port === port);
-    if (!node) throw new Error(`port ${port} is not a node of this cluster (${ports.join(', ')})`);
-    return node;
-  };
-  const live = () => nodes.filter((n) => !n.dead).map((n) => n.port);
-
-  // Polling connections of the harness itself, one per node; kept apart from the test's so a test closing
-  // or breaking its own clients cannot break the harness.
-  const admins = new Map<number, Redis>();
-  const cmd = <T>(port: number, command: string, ...args: (string | number)[]): Promise<T> => {
-    // A killed node is never asked: its connection would only retry until the poll's deadline.
-    if (byPort(port).dead) return Promise.reject(new Error(`node ${port} is dead`));
-    let admin = admins.get(port);
-    if (!admin) {
-      // No request retries and a short reconnect: a poll fails fast and waitFor asks again.
-      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
-      admin.on('error', () => {});
-      admins.set(port, admin);
-    }
-    return admin.call(command, args) as Promise<T>;
-  };
-  const dropAdmin = (port: number) => {
-    admins.get(port)?.disconnect();
-    admins.delete(port);
-  };
-
-  const clients: (Redis | Cluster)[] = [];
-  const track = <C extends Redis | Cluster>(c: C): C => {
-    c.on('error', () => {});
-    clients.push(c);
-    return c;
-  };
-
-  // Last resort when stop() never runs (e.g. beforeAll timed out while this was still starting): no node may
-  // outlive this process. Vitest ends a fork worker with SIGTERM, which skips 'exit' handlers, so both are caught.
-  // Synchronous, as 'exit' handlers must be.
-  const killNow = () => {
-    for (const n of nodes) if (!n.dead) n.proc.kill('SIGKILL');
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // a leftover temp dir is harmless; a throw here would mask the real exit
-    }
-  };
-  const onSigterm = () => {
-    killNow();
-    process.off('exit', killNow);
-    // Keep SIGTERM fatal: re-raise it once no other listener (another cluster's, the runner's) is left to act.
-    if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
-  };
-  process.on('exit', killNow);
-  process.once('SIGTERM', onSigterm);
-
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      for (const c of [...clients, ...admins.values()]) c.disconnect();
-      await Promise.all(
-        nodes.map(async (n) => {
-          if (!n.dead) n.proc.kill('SIGKILL'); // throwaway data: no need for a graceful shutdown
-          await n.exited.catch(() => {}); // a spawn error was already reported by start-up
-        }),
-      );
-      await rm(dir, { recursive: true, force: true });
-      process.off('exit', killNow);
-      process.off('SIGTERM', onSigterm);
-    })());
-
+/** The spawner's nodes, with the queries the harness polls. */
+function harness(spawned: LocalCluster) {
+  const { ports } = spawned;
+  const node = (port: number) => spawned.node(port);
+  const live = () => ports.filter((port) => !node(port).dead);
+  const cmd = <T>(port: number, command: string, ...args: (string | number)[]) => spawned.call(port, command, ...args) as Promise<T>;
   /** Appends the end of the nodes' logs to a failure: "Manual failover timed out" and the like only show there. */
   const withLogs = async <T>(about: number[], action: Promise<T>): Promise<T> => {
     try {
       return await action;
     } catch (err) {
-      const logs = await Promise.all(about.map(async (port) => `--- node ${port} log ---\n${await logTail(byPort(port).log)}`));
+      const logs = await Promise.all(about.map(async (port) => `--- node ${port} log ---\n${await spawned.logTail(port)}`));
       throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
     }
   };
-
   const clusterInfo = async (port: number) => parseInfo(await cmd<string>(port, 'CLUSTER', 'INFO'));
   const replication = async (port: number) => parseInfo(await cmd<string>(port, 'INFO', 'replication'));
   const role = (port: number) => cmd<unknown[]>(port, 'ROLE');
@@ -219,7 +117,7 @@ async function launch(): Promise<TestCluster> {
   const syncedTo = async (replica: number): Promise<number | undefined> => {
     const r = await replication(replica);
     const master = Number(r.master_port);
-    if (r.role !== 'slave' || r.master_link_status !== 'up' || byPort(master).dead) return undefined;
+    if (r.role !== 'slave' || r.master_link_status !== 'up' || node(master).dead) return undefined;
     const listed = Object.entries(await replication(master)).some(
       ([k, v]) => /^slave\d+$/.test(k) && v.includes(`,port=${replica},state=online,`),
     );
@@ -253,53 +151,60 @@ async function launch(): Promise<TestCluster> {
     return { master, replica };
   };
 
-  try {
-    nodes.push(...ports.map((port) => spawnNode(dir, port)));
-    await Promise.all(
-      nodes.map((n) =>
-        Promise.race([
-          n.exited.then(async () => {
-            throw new Error(`redis-server on port ${n.port} exited during start-up:\n${await logTail(n.log)}`);
-          }),
-          waitFor(() => cmd<string>(n.port, 'PING'), { timeoutMs: 10_000, message: `redis-server on port ${n.port}` }),
-        ]),
-      ),
-    );
-    await createCluster(ports);
-    await waitFor(
-      async () => {
-        for (const port of ports) {
-          const info = await clusterInfo(port);
-          if (info.cluster_state !== 'ok' || info.cluster_slots_assigned !== '16384' || info.cluster_known_nodes !== String(NODE_COUNT))
-            return false;
-        }
-        return true;
-      },
-      { timeoutMs: 20_000, intervalMs: 50, message: 'cluster_state:ok with all 16384 slots and 6 known nodes on every node' },
-    );
-    // Wait for the first sync here rather than inside failover(): with --repl-diskless-sync-delay 0 it takes
-    // well under a second, and WAIT 1 in a test would otherwise block on it as well.
-    await waitFor(
-      async () => {
-        let ready = 0;
-        for (const port of ports) {
-          const master = await syncedTo(port);
-          if (master !== undefined && (await knownAsReplica(port, master))) ready++; // see failoverCandidate()
-        }
-        return ready === NODE_COUNT / 2;
-      },
-      { timeoutMs: 20_000, intervalMs: 50, message: 'all 3 replicas synced (master_link_status:up, state=online) and known to every node' },
-    );
-  } catch (err) {
-    if (err instanceof MissingBinaryError) {
-      await stop();
-      throw err;
-    }
-    // Capture the logs before stop() removes the dir.
-    const logs = await Promise.all(nodes.map(async (n) => `--- node ${n.port} log ---\n${await logTail(n.log)}`));
-    await stop();
-    throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
-  }
+  return {
+    ports,
+    node,
+    live,
+    cmd,
+    withLogs,
+    clusterInfo,
+    role,
+    anyLive,
+    keySlot,
+    rangesIn,
+    ownerIn,
+    agreed,
+    syncedTo,
+    knownAsReplica,
+    failoverCandidate,
+  };
+}
+
+/**
+ * Every replica synced and known to every node. Waited for at the start rather than inside failover(): with
+ * --repl-diskless-sync-delay 0 it takes well under a second, and WAIT 1 in a test would otherwise block on it as well.
+ */
+async function replicasReady({ ports, syncedTo, knownAsReplica }: ReturnType<typeof harness>): Promise<void> {
+  await waitFor(
+    async () => {
+      let ready = 0;
+      for (const port of ports) {
+        const master = await syncedTo(port);
+        if (master !== undefined && (await knownAsReplica(port, master))) ready++; // see failoverCandidate()
+      }
+      return ready === ports.length / 2;
+    },
+    { timeoutMs: 20_000, intervalMs: 50, message: 'all 3 replicas synced (master_link_status:up, state=online) and known to every node' },
+  );
+}
+
+function testCluster(spawned: LocalCluster): TestCluster {
+  const h = harness(spawned);
+  const { ports, node: byPort, live, cmd, withLogs, role, anyLive, keySlot, rangesIn, ownerIn, agreed, failoverCandidate } = h;
+  // The test's own connections, kept apart from the harness' polling ones so a test closing or breaking its
+  // clients cannot break the harness.
+  const clients: (Redis | Cluster)[] = [];
+  const track = <C extends Redis | Cluster>(c: C): C => {
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  };
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const c of clients) c.disconnect();
+      await spawned.stop();
+    })());
 
   return {
     nodes: ports.map((port) => ({ host: HOST, port })),
@@ -351,9 +256,7 @@ async function launch(): Promise<TestCluster> {
       const { master: oldMaster, replica } = await failoverCandidate(slot);
       const victim = byPort(oldMaster);
       const start = performance.now();
-      victim.proc.kill('SIGKILL');
-      await victim.exited;
-      dropAdmin(oldMaster);
+      await victim.stop('SIGKILL'); // its polling connection goes with it
       const newMaster = await withLogs(
         [replica],
         waitFor(
@@ -373,71 +276,4 @@ async function launch(): Promise<TestCluster> {
     },
     stop,
   };
-}
-
-function spawnNode(dir: string, port: number): Node {
-  const log = join(dir, `node-${port}.log`);
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    HOST,
-    '--cluster-enabled',
-    'yes',
-    '--cluster-config-file',
-    join(dir, `nodes-${port}.conf`),
-    '--cluster-node-timeout',
-    String(NODE_TIMEOUT_MS),
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-    '--logfile',
-    log,
-    // The default 5 s delay only waits for more replicas to share one transfer; each master here has one.
-    '--repl-diskless-sync-delay',
-    '0',
-  ];
-  const proc = spawn(SERVER_BIN, args, { stdio: 'ignore' });
-  let spawnError: Error | undefined;
-  const node: Node = {
-    port,
-    proc,
-    log,
-    dead: false,
-    exited: new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.once('error', (err) => {
-        spawnError = err;
-        resolve();
-      });
-    }).then(() => {
-      node.dead = true;
-      if (spawnError) throw missing(SERVER_BIN, spawnError);
-    }),
-  };
-  return node;
-}
-
-function createCluster(ports: number[]): Promise<void> {
-  const args = ['--cluster', 'create', ...ports.map((p) => `${HOST}:${p}`), '--cluster-replicas', '1', '--cluster-yes'];
-  return new Promise((resolve, reject) =>
-    // redis-cli waits for the nodes to join without a deadline of its own.
-    execFile('redis-cli', args, { timeout: 30_000 }, (err, stdout, stderr) => {
-      if (!err) return resolve();
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(missing('redis-cli', err));
-      const why = err.killed ? 'timed out after 30 s' : `exit code ${String(err.code)}`;
-      reject(new Error(`redis-cli ${args.join(' ')} failed (${why}):\n${tail(stdout + stderr)}`));
-    }),
-  );
-}
-
-async function logTail(path: string): Promise<string> {
-  return tail(await readFile(path, 'utf8').catch(() => '(no log)'));
-}
-
-function tail(text: string, lines = 15): string {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
 }

@@ -4,7 +4,7 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { isNoSuchKey } from '../redis/redis-errors.js';
-import { idTime, parseGroupRows, parseInfoRecord } from '../redis/replies.js';
+import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parseOldestPending, parseScanReply } from '../redis/replies.js';
 
 export interface ConsumerReport {
   name: string;
@@ -68,15 +68,12 @@ export async function inspectStreams(
       const name = g.name;
       if (group !== undefined && name !== group) continue;
       const consumers: ConsumerReport[] = [];
-      for (const rawConsumer of (await redis.xinfo('CONSUMERS', stream, name)) as unknown[]) {
-        const c = parseInfoRecord(rawConsumer);
-        const pending = Number(c.pending);
-        // [id, consumer, idle since its last delivery, deliveries]; the id's time is its age when it is a time.
-        const [oldest] =
-          pending > 0 ? ((await redis.xpending(stream, name, '-', '+', 1, String(c.name))) as [string, string, number, number][]) : [];
-        const born = oldest ? idTime(oldest[0]) : NaN;
-        const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : Number(oldest[2])) : null;
-        consumers.push({ name: String(c.name), pending, idleMs: Number(c.idle), oldestPendingAgeMs: ageMs });
+      for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, name))) {
+        // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
+        const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, name, '-', '+', 1, c.name)) : undefined;
+        const born = oldest ? idTime(oldest.id) : NaN;
+        const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
+        consumers.push({ name: c.name, pending: c.pending, idleMs: c.idleMs, oldestPendingAgeMs: ageMs });
       }
       const { lag } = await groupFigures(redis, stream, g);
       groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers });
@@ -101,16 +98,15 @@ export async function findStreams(redis: RedisConnection, pattern: string): Prom
   for (const node of nodes) {
     let cursor = '0';
     do {
-      const [next, batch] = (await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream')) as [string, string[]];
-      cursor = next;
-      for (const key of batch) keys.add(key);
+      const scanned = parseScanReply(await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream'));
+      cursor = scanned.cursor;
+      for (const key of scanned.keys) keys.add(key);
     } while (cursor !== '0');
   }
   const withGroups: string[] = [];
   for (const key of [...keys].sort()) {
     // Deleted since the SCAN saw it: not there any more.
-    const groups = (await redis.xinfo('GROUPS', key).catch(() => [])) as unknown[];
-    if (groups.length > 0) withGroups.push(key);
+    if (parseGroupRows(await redis.xinfo('GROUPS', key).catch(() => [])).length > 0) withGroups.push(key);
   }
   return withGroups;
 }

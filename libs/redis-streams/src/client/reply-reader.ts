@@ -1,12 +1,14 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Deserializer, WritePacket } from '@nestjs/microservices';
 import { concatMap, defer, EMPTY, of, repeat, retry, timer, type Subscription } from 'rxjs';
+import { backoffMs } from '../backoff.js';
 import { decodeReply } from '../codec/reply-codec.js';
 import type { Lanes } from '../redis/lanes.js';
 import type { ProducerCommands } from '../redis/producer-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { within } from '../within.js';
 import { describeError } from '../describe-error.js';
+import { SERVER_DEFAULTS } from '../options/server-options.js';
 
 /** Most replies taken per read. */
 const REPLY_BATCH = 100;
@@ -74,20 +76,22 @@ export class ReplyReader {
   }
 
   private run(): Subscription {
-    let attempt = 0;
+    // The consumer loop's default backoff (the client has no retry options of its own).
+    const { retryInitialDelayMs, retryMaxDelayMs } = SERVER_DEFAULTS;
     return defer(() => this.read())
       .pipe(
         concatMap((entries) => this.route(entries)),
         repeat({ delay: () => (this.closed ? EMPTY : of(0)) }),
         retry({
-          delay: (err: unknown) => {
+          resetOnSuccess: true,
+          delay: (err: unknown, attempt: number) => {
             if (this.closed) return EMPTY;
             this.d.logger.warn(`reply reader of "${this.d.key}": ${describeError(err)}; retrying`);
-            return timer(Math.min(5000, 100 * 2 ** attempt++));
+            return timer(backoffMs(attempt, retryInitialDelayMs, retryMaxDelayMs));
           },
         }),
       )
-      .subscribe({ next: () => (attempt = 0) });
+      .subscribe();
   }
 
   private async read(): Promise<StreamEntry[]> {

@@ -191,6 +191,30 @@ function parseGroupRow(row: Record<string, unknown>, reply: unknown): GroupInfo 
   return { reportedLag, entriesRead, pending, lastDeliveredId };
 }
 
+/** Every consumer's row of `XINFO CONSUMERS`: its name, the entries pending under it, ms since it last read or claimed. */
+export function parseConsumerRows(reply: unknown): { name: string; pending: number; idleMs: number }[] {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO CONSUMERS', reply);
+  return reply.map((raw) => {
+    const row = parseInfoRecord(raw);
+    return { name: String(row.name), pending: Number(row.pending), idleMs: Number(row.idle) };
+  });
+}
+
+/** The row of `XPENDING key group - + 1 consumer`: the oldest entry pending under it and ms since its last delivery; undefined when none. */
+export function parseOldestPending(reply: unknown): { id: string; idleMs: number } | undefined {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XPENDING', reply);
+  if (reply.length === 0) return undefined;
+  const row = reply[0] as unknown;
+  if (!Array.isArray(row) || row.length < 4) throw new ReplyShapeError('XPENDING', reply);
+  return { id: String(row[0]), idleMs: Number(row[2]) };
+}
+
+/** A SCAN reply: the next cursor ('0' once done) and this batch's keys. */
+export function parseScanReply(reply: unknown): { cursor: string; keys: string[] } {
+  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) throw new ReplyShapeError('SCAN', reply);
+  return { cursor: String(reply[0]), keys: (reply[1] as unknown[]).map(String) };
+}
+
 /** How many entries an XRANGE reply holds (a flat array of entries under RESP2 and RESP3 alike). */
 export function parseRangeCount(reply: unknown): number {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XRANGE', reply);
