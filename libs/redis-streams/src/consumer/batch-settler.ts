@@ -1,6 +1,7 @@
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
+import type { StopSignal } from './stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 export interface BatchSettlerDeps {
@@ -16,9 +17,8 @@ export interface BatchSettlerDeps {
   concurrency: number;
   /** Idle time given to fetched entries that were not started when the loop stops. */
   handBackIdleMs: number;
-  stopping: () => boolean;
-  /** `close()` gave up waiting: whatever finishes late changes nothing (no ack, no hand-back, no event). */
-  abandoned: () => boolean;
+  /** The loop's stop signal; abandoned (`close()` gave up waiting): whatever finishes late changes nothing (no ack, no hand-back, no event). */
+  stop: StopSignal;
   /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
   inProgress: Set<BatchProgress>;
 }
@@ -58,21 +58,21 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const { batchHandler } = d;
   const worker = batchHandler
     ? async (): Promise<void> => {
-        while (progress.next < entries.length && (!d.stopping() || progress.next < inHand)) {
+        while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
           const from = progress.next;
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           const chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
           const decided = await batchHandler.decide(chunk, source);
-          if (d.abandoned()) return;
+          if (d.stop.abandoned) return;
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
         }
       }
     : async (): Promise<void> => {
-        while (progress.next < entries.length && !d.stopping()) {
+        while (progress.next < entries.length && !d.stop.stopped) {
           const entry = entries[progress.next++]!;
           const event = await d.settle(entry, source);
-          if (d.abandoned()) return;
+          if (d.stop.abandoned) return;
           settled(entry, event);
         }
       };
@@ -86,7 +86,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       (o): o is PromiseRejectedResult => o.status === 'rejected',
     );
   d.inProgress.delete(progress);
-  if (d.abandoned()) return;
+  if (d.stop.abandoned) return;
   const { next } = progress;
   if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
   if (succeeded.length > 0) await d.acks.send(succeeded, events);

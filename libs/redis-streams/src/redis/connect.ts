@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
 import { isCluster, type ResolvedConnection } from '../options/connection.js';
+import { within } from '../within.js';
 
 /** What the command lane talks through: one node, or ioredis' Cluster (which follows MOVED/ASK itself). */
 export type RedisConnection = Redis | Cluster;
@@ -85,4 +86,22 @@ export function openBlockingConnection(node: RedisOptions, name: string): Redis 
 /** One node's options on a cluster: the shared node options, at `host:port`. */
 export function nodeOptions(connection: ResolvedConnection, host: string, port: number): RedisOptions {
   return isCluster(connection) ? { ...connection.options.redisOptions, host, port } : connection;
+}
+
+/** How long `close()` waits for Redis to answer QUIT before it just drops the connection. */
+const QUIT_WAIT_MS = 1000;
+
+/** QUIT, or a plain disconnect when the connection is down or Redis does not answer within a second (a paused server). */
+export async function closeConnection(conn: RedisConnection): Promise<void> {
+  if (conn.status === 'end') return;
+  if (conn.status !== 'ready') return conn.disconnect();
+  const said = await within(
+    conn.quit().then(
+      () => true,
+      () => false,
+    ),
+    QUIT_WAIT_MS,
+    false,
+  );
+  if (!said) conn.disconnect();
 }

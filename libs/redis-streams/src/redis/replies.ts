@@ -230,8 +230,7 @@ function parseEntry(stream: string, item: unknown, deliveryCount: number): Strea
   if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
   const [id, fields] = item as [unknown, unknown];
   if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
-  // `holding` set now: every entry has one shape, and the lease's mark is a plain store.
-  return { stream, id: String(id), fields: fields === null ? null : asStrings(fields), deliveryCount, holding: undefined };
+  return { stream, id: String(id), fields: fields === null ? null : asStrings(fields), deliveryCount };
 }
 
 /** ioredis already hands strings; copy only when it did not (Buffers, numbers). */

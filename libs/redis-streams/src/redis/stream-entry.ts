@@ -7,8 +7,6 @@ export interface StreamEntry {
   readonly fields: readonly string[] | null;
   /** Times this entry was delivered to a consumer of the group, this delivery included. */
   deliveryCount: number;
-  /** The lease's mark (consumer/lease.ts): what holds the entry in hand; undefined when not held. */
-  holding?: object | undefined;
 }
 
 /** Entry ids by stream, in order: one command per stream. */

@@ -1,0 +1,146 @@
+import { defer, type Observable } from 'rxjs';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import { within } from '../within.js';
+import type { LoopParts } from './loop-parts.js';
+import type { StepResult } from './loop-vitals.js';
+
+/** How long stopping may wait on Redis to wake a park. */
+const WAKE_WITHIN_MS = 1000;
+
+/**
+ * Step 3 of a beat: wait up to `blockMs` for new entries on the reader's blocking lane
+ * (XREADGROUP … BLOCK … >), then settle them. After a full batch (more is waiting) the next
+ * park is sent at once (read-ahead), so Redis serves it while this batch is handled instead of
+ * after. A batch handler's batch not yet full waits up to `maxWaitMs` for more (fill).
+ */
+export class Parker {
+  /** Emits what the park fetched (and settled). */
+  readonly step$: Observable<StepResult> = defer(() => this.park());
+  private parked: Promise<unknown> | undefined;
+  /** The next park's read, already sent (`readAhead`). */
+  private ahead: Promise<StreamEntry[]> | undefined;
+  /** When each batch handler's read came back (see fill). */
+  private readonly arrivals = new WeakMap<readonly StreamEntry[], number>();
+
+  constructor(private readonly p: LoopParts) {}
+
+  /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
+  wakePark(): void {
+    if (this.parked) void this.p.d.lanes.unblock();
+  }
+
+  /**
+   * Ends a park now rather than after `blockMs`. The read may not have reached the server yet,
+   * so retry briefly; at most a second in all, however slow Redis is to answer (a paused server).
+   */
+  async wake(): Promise<void> {
+    const { lanes } = this.p.d;
+    const deadline = Date.now() + WAKE_WITHIN_MS;
+    while (this.parked && Date.now() < deadline) {
+      if (await within(lanes.unblock(), deadline - Date.now(), false)) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Could not reach the server to unblock: drop the blocking lane, the read fails and the loop ends.
+    if (this.parked) lanes.dropBlocking();
+  }
+
+  /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
+  async handBackAhead(): Promise<void> {
+    if (this.p.stop.abandoned) return; // abandon() handed it back already
+    const entries = (await this.takeAhead()?.catch(() => [])) ?? [];
+    if (entries.length > 0) await this.p.lease.handBack(entries, this.p.d.options.minIdleMs);
+  }
+
+  /**
+   * Before a restart: a read-ahead still out is woken and waited for, and its result dropped.
+   * Its entries are then in this consumer's PEL, where self-drain finds them: settling them
+   * from both would run their handlers twice.
+   */
+  async dropAhead(): Promise<void> {
+    const ahead = this.takeAhead();
+    if (!ahead) return;
+    await this.p.d.lanes.unblock();
+    await ahead.catch(() => undefined);
+  }
+
+  private async park(): Promise<StepResult> {
+    const { d, stop, count } = this.p;
+    if (stop.stopped) return { step: 'park', fetched: 0 };
+    const first = await (this.takeAhead() ?? this.parkRead());
+    const { batch } = d;
+    const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
+    const entries = filling
+      ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs)
+      : first;
+    // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
+    const inHand = filling && stop.stopped ? entries.length : 0;
+    if (d.options.readAhead && entries.length >= count && !stop.stopped) this.readAhead();
+    try {
+      await this.p.settle(entries, 'new', inHand);
+    } finally {
+      if (stop.stopped) await this.handBackAhead();
+    }
+    return { step: 'park', fetched: entries.length };
+  }
+
+  /**
+   * A batch handler's park that returned fewer than `maxSize` entries: read more (Redis blocks)
+   * until it is full or the `deadline` (`maxWaitMs` after the first arrived) has passed.
+   * Stopping ends the wait at once; what is in hand is then settled.
+   */
+  private async fill(entries: StreamEntry[], maxSize: number, deadline: number): Promise<StreamEntry[]> {
+    while (entries.length < maxSize && !this.p.stop.stopped) {
+      const leftMs = Math.floor(deadline - performance.now());
+      // BLOCK 0 would wait forever.
+      if (leftMs < 1) break;
+      const more = await this.parkRead(leftMs, maxSize - entries.length);
+      if (more.length === 0) break;
+      entries = entries.concat(more);
+    }
+    return entries;
+  }
+
+  /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */
+  private async parkRead(blockMs = this.p.d.options.blockMs, count = this.p.count): Promise<StreamEntry[]> {
+    const { d, stop, marks, lease } = this.p;
+    const { commands, lanes, options } = d;
+    // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
+    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs, stop.stopped$))) return [];
+    if (stop.stopped) return [];
+    const read = commands.readGroup(
+      lanes.blocking,
+      options.consumer,
+      d.streams,
+      d.streams.map(() => '>'),
+      count,
+      blockMs,
+    );
+    this.parked = read;
+    try {
+      // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
+      const entries = await lanes.awaitPark(read, blockMs);
+      marks.delivered(entries);
+      // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
+      lease.hold(entries);
+      // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
+      if (d.batch && entries.length > 0) this.arrivals.set(entries, performance.now());
+      return entries;
+    } finally {
+      if (this.parked === read) this.parked = undefined;
+    }
+  }
+
+  /** The read-ahead, if one is out; it is the caller's from now on. */
+  private takeAhead(): Promise<StreamEntry[]> | undefined {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    return ahead;
+  }
+
+  private readAhead(): void {
+    const ahead = this.parkRead();
+    // Awaited by the next park (which reports its failure); until then it must not count as unhandled.
+    ahead.catch(() => undefined);
+    this.ahead = ahead;
+  }
+}
