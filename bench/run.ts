@@ -165,9 +165,10 @@ for (const [system, runs] of drainRuns) {
 if (flags.only === 'drain') {
   const ref = Math.max(row('expert-pipelined').drain!.msgsPerSec, row('expert-readahead').drain!.msgsPerSec);
   for (const system of DRAIN_SYSTEMS) {
-    const { msgsPerSec, runs } = row(system).drain!;
+    const { msgsPerSec, runs, cpuUsPerEntry } = row(system).drain!;
+    const ratio = (msgsPerSec / ref).toFixed(2);
     process.stdout.write(
-      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${(msgsPerSec / ref).toFixed(2)}× ref (runs ${runs.join(', ')})\n`,
+      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${ratio}× ref, ${cpuUsPerEntry.toFixed(1)} µs CPU / entry (runs ${runs.join(', ')})\n`,
     );
   }
   admin.disconnect();
