@@ -34,8 +34,10 @@ const fail = (message: string): never => {
 /** The longest delay a Node timer takes (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+type Flags = ReturnType<typeof parseFlags>['values'];
+
+function parseFlags(argv: string[]) {
+  return parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -49,6 +51,10 @@ async function main(argv: string[]): Promise<number> {
       'idle-ms': { type: 'string' },
     },
   });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv);
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -60,64 +66,80 @@ async function main(argv: string[]): Promise<number> {
     if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
     return withRedis(values, (redis) => runDlq(new DeadLetters(redis), sub, target, ids, values));
   }
-  if (command === 'consumers') {
-    const [sub, stream] = rest;
-    if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
-    const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
-    if (!values.group) return fail('consumers prune needs --group');
-    const group = values.group;
-    return withRedis(values, async (redis) => {
-      // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
-      // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
-      const own = randomUUID();
-      const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
-      const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
-        throw new Error(
-          `"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`,
-          { cause: err },
-        );
-      });
-      if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
-      if (values.json) console.log(safeJson(deleted));
-      else
-        console.log(
-          deleted.length === 0
-            ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending`
-            : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`,
-        );
-      return 0;
-    });
-  }
-  if (command === 'inspect') {
-    const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
-    const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
-    return withRedis(values, async (redis) => {
-      let previous: { reports: StreamReport[]; at: number } | undefined;
-      for (let i = 0; i < times; i++) {
-        if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
-        // Found again every refresh: streams come and go while one watches.
-        const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
-        const at = Date.now();
-        const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0);
-        const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
-        previous = { reports, at };
-        if (values.json) {
-          const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
-          const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
-          console.log(safeJson(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
-        } else {
-          // In place, like top: clear the screen and draw again.
-          if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
-          console.log(
-            `${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`,
-          );
-          console.log(renderReports(reports, r, values.group));
-        }
-      }
-      return 0;
-    });
-  }
+  if (command === 'consumers') return prune(rest, values);
+  if (command === 'inspect') return inspect(rest, values);
   return fail(`unknown command "${escapeControl(command)}"`);
+}
+
+/** `consumers prune <stream> --group G --idle-ms MS`. */
+function prune(rest: string[], values: Flags): Promise<number> {
+  const [sub, stream] = rest;
+  if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
+  const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
+  if (!values.group) return fail('consumers prune needs --group');
+  const group = values.group;
+  return withRedis(values, async (redis) => {
+    // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
+    // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
+    const own = randomUUID();
+    const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
+    const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
+      throw new Error(
+        `"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`,
+        { cause: err },
+      );
+    });
+    if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
+    if (values.json) console.log(safeJson(deleted));
+    else
+      console.log(
+        deleted.length === 0
+          ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending`
+          : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`,
+      );
+    return 0;
+  });
+}
+
+/** `inspect [<stream> …]`, once or with `--watch`. */
+function inspect(rest: string[], values: Flags): Promise<number> {
+  const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
+  const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
+  return withRedis(values, async (redis) => {
+    let previous: { reports: StreamReport[]; at: number } | undefined;
+    for (let i = 0; i < times; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
+      // Found again every refresh: streams come and go while one watches.
+      const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
+      const at = Date.now();
+      const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0);
+      const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
+      previous = { reports, at };
+      printReports(values, intervalMs, at, reports, r);
+    }
+    return 0;
+  });
+}
+
+function printReports(
+  values: Flags,
+  intervalMs: number,
+  at: number,
+  reports: StreamReport[],
+  r: ReturnType<typeof rates> | undefined,
+): void {
+  if (values.json) {
+    const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
+    const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
+    console.log(safeJson(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
+    return;
+  }
+  // In place, like top: clear the screen and draw again.
+  if (values.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
+  console.log(
+    `${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`,
+  );
+  console.log(renderReports(reports, r, values.group));
 }
 
 async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
