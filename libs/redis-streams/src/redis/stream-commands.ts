@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
-import { AUDIT_SCRIPT } from './audit-script.js';
 import {
   parseAuditReply,
   parseAutoClaimReply,
@@ -15,61 +14,8 @@ import {
   type PendingRow,
 } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
-import { RECOVER_SCRIPT } from './recover-script.js';
-import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
-
-// Resets the idle time of entries this consumer still owns (XCLAIM … JUSTID leaves the
-// delivery count alone) and reports which it owned: an entry a peer took meanwhile must
-// not be taken back. ARGV[3] is the idle time to set: 0 renews, minIdleMs releases.
-const LEASE_SCRIPT = `
-local owned = {}
-local claim = {'XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0}
-for i = 4, #ARGV do
-  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
-  if p[1] and p[1][2] == ARGV[2] then
-    owned[#owned + 1] = ARGV[i]
-    claim[#claim + 1] = ARGV[i]
-  end
-end
-if #owned > 0 then
-  claim[#claim + 1] = 'IDLE'
-  claim[#claim + 1] = ARGV[3]
-  claim[#claim + 1] = 'JUSTID'
-  redis.call(unpack(claim))
-end
-return owned
-`;
-
-// Moves one entry to its dead-letter stream and acks it, in one step, only while `consumer`
-// still owns it: a crash can neither lose it nor write it to the dead-letter stream twice.
-// With ARGV[4] = '1' the letter gets a `fields` copy of the entry made here: Lua strings are
-// bytes, so values that are not UTF-8 survive (cjson writes bytes >= 0x80 as they are), and
-// one JSON value holds any number of fields. KEYS: source, dead-letter stream;
-// ARGV: group, consumer, id, copy, dead-letter fields…
-const DEAD_LETTER_SCRIPT = `
-local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
-if not p[1] or p[1][2] ~= ARGV[2] then return false end
-local letter = {}
-for i = 5, #ARGV do letter[#letter + 1] = ARGV[i] end
-if ARGV[4] == '1' then
-  local e = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])[1]
-  letter[#letter + 1] = 'fields'
-  letter[#letter + 1] = e and cjson.encode(e[2]) or '[]'
-end
-local deadId = redis.call('XADD', KEYS[2], '*', unpack(letter))
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
-return deadId
-`;
-
-// The bytes of one entry's fields and values as Redis holds them (Lua's # counts bytes); -1 when gone.
-const ENTRY_BYTES_SCRIPT = `
-local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1]
-if not e then return -1 end
-local n = 0
-for i = 1, #e[2] do n = n + #e[2][i] end
-return n
-`;
+import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -77,37 +23,6 @@ return n
  * pipelined.
  */
 const IDS_PER_SCRIPT_CALL = 1000;
-
-type ScriptedConnection = RedisConnection & {
-  streamsRecover(
-    key: string,
-    group: string,
-    consumer: string,
-    highest: string,
-    force: string,
-    ...owed: string[]
-  ): Promise<[number, string[]]>;
-  streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
-  streamsDeadLetter(
-    source: string,
-    dead: string,
-    group: string,
-    consumer: string,
-    id: string,
-    copy: '1' | '0',
-    ...fields: string[]
-  ): Promise<string | null>;
-  streamsEntryBytes(key: string, id: string): Promise<number>;
-  streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
-  streamsCleanConsumers(
-    key: string,
-    lock: string,
-    group: string,
-    idleMs: number,
-    intervalMs: number,
-    self: string,
-  ): Promise<string[] | number | null>;
-};
 
 /**
  * Every stream command the transport sends, and the one place their replies are parsed.
@@ -120,13 +35,7 @@ export class StreamCommands {
     conn: RedisConnection,
     private readonly group: string,
   ) {
-    conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
-    conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
-    conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
-    conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
-    conn.defineCommand('streamsAudit', { numberOfKeys: 1, lua: AUDIT_SCRIPT });
-    conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
-    this.conn = conn as ScriptedConnection;
+    this.conn = defineScripts(conn);
   }
 
   /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */

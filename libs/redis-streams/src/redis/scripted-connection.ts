@@ -1,0 +1,50 @@
+import type { RedisConnection } from './connect.js';
+import { AUDIT_SCRIPT } from './audit-script.js';
+import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
+import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
+import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
+import { LEASE_SCRIPT } from './lease-script.js';
+import { RECOVER_SCRIPT } from './recover-script.js';
+
+/** A connection with the transport's Lua scripts defined on it (ioredis sends EVALSHA, EVAL once when unknown). */
+export type ScriptedConnection = RedisConnection & {
+  streamsRecover(
+    key: string,
+    group: string,
+    consumer: string,
+    highest: string,
+    force: string,
+    ...owed: string[]
+  ): Promise<[number, string[]]>;
+  streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
+  streamsDeadLetter(
+    source: string,
+    dead: string,
+    group: string,
+    consumer: string,
+    id: string,
+    copy: '1' | '0',
+    ...fields: string[]
+  ): Promise<string | null>;
+  streamsEntryBytes(key: string, id: string): Promise<number>;
+  streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
+  streamsCleanConsumers(
+    key: string,
+    lock: string,
+    group: string,
+    idleMs: number,
+    intervalMs: number,
+    self: string,
+  ): Promise<string[] | number | null>;
+};
+
+/** Defines every script of the transport on `conn` (ioredis keeps one definition per name). */
+export function defineScripts(conn: RedisConnection): ScriptedConnection {
+  conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
+  conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
+  conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
+  conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
+  conn.defineCommand('streamsAudit', { numberOfKeys: 1, lua: AUDIT_SCRIPT });
+  conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
+  return conn as ScriptedConnection;
+}
