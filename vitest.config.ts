@@ -21,8 +21,8 @@ const ON_CLUSTER = [
   'test/operator-actions.e2e.spec.ts',
 ];
 
-/** Test files of the `node` project run at once (TEST_WORKERS overrides). */
-const NODE_WORKERS = Number(process.env.TEST_WORKERS ?? 4);
+/** Test files run at once, of both projects together (TEST_WORKERS overrides). */
+const WORKERS = Number(process.env.TEST_WORKERS ?? 4);
 
 /** Test files to leave out, comma-separated (scripts/test-nest11.mjs: files that run once per CI). */
 const SKIP = (process.env.TEST_SKIP ?? '').split(',').filter(Boolean);
@@ -45,9 +45,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
-      // groupOrder: the cluster files run after the one-node ones, not beside them, so neither
-      // load changes the other's timing (two cores; a cluster is six more servers).
-      // Four files at a time: they mostly wait on Redis (each file has its own server), and Vitest's
+      // Both projects run as one group (one groupOrder, one maxWorkers, as Vitest requires), so cluster
+      // files run beside one-node files and beside each other: none stops a server it shares (each
+      // one-node file has its own; the shared cluster's files skip what would disturb it, and failover
+      // files start their own cluster). Four files at a time: they mostly wait on Redis, and Vitest's
       // default (cores - 1) is one worker on these 2-core machines.
       {
         extends: true,
@@ -55,8 +56,7 @@ export default defineConfig({
           name: 'node',
           include: ['test/**/*.spec.ts'],
           exclude: [...OWN_CLUSTER, ...SKIP],
-          sequence: { groupOrder: 0 },
-          maxWorkers: NODE_WORKERS,
+          maxWorkers: WORKERS,
         },
       },
       {
@@ -68,9 +68,7 @@ export default defineConfig({
           env: { TEST_REDIS: 'cluster' },
           globalSetup: ['./test/support/cluster-global-setup.ts'],
           hookTimeout: 60_000,
-          // One at a time: the files share one cluster, and failover files start their own.
-          maxWorkers: 1,
-          sequence: { groupOrder: 1 },
+          maxWorkers: WORKERS,
         },
       },
     ],

@@ -4,7 +4,7 @@
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
 // section alone (results/telemetry.md). `--only drain` runs the drain section alone and prints its ratios, writing
 // no results file (for before/after comparisons of a change). `--smoke` runs everything at sizes too small to measure anything: it checks
-// that every system completes and the report is written (and fails otherwise).
+// that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -118,6 +118,19 @@ const rotate = <T>(list: readonly T[], round: number): T[] => [...list.slice(rou
 let uniq = 0;
 // BullMQ refuses ':' in queue names.
 const fresh = (what: string) => `bench-${what}-${++uniq}`;
+/** A smoke run's runs go this many at a time: it measures nothing, only that each completes. */
+const SMOKE_LANES = 3;
+/**
+ * Runs `run` for each item: one after another when measuring (each run has the machine to itself),
+ * `SMOKE_LANES` at once in a smoke run.
+ */
+async function inTurn<T>(items: readonly T[], run: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) await run(items[i]!, i);
+  };
+  await Promise.all(Array.from({ length: smoke ? SMOKE_LANES : 1 }, lane));
+}
 
 // ---------------------------------------------------------------------------------------------
 log(`redis-server ${redis.url}; ${smoke ? `SMOKE sizes. ${SMOKE_NOTE}` : 'full sizes'}`);
@@ -131,6 +144,8 @@ if (flags.only === 'telemetry') {
   process.exit(0);
 }
 const startedAt = performance.now();
+// Network-bound (npm lookups): a smoke run does them beside the drain section instead of after it.
+const earlyOtherTransports = smoke && flags.only === undefined ? tryOtherTransports(log) : undefined;
 
 // Every system drains the same backlog size, DRAIN_ROUNDS times, taking turns (a different one first each
 // round), and each reports its median: on a shared 2-core machine one run can be 30% off either way.
@@ -145,14 +160,14 @@ const DRAIN_SYSTEMS: SystemName[] = [
 ];
 const drainRuns = new Map<SystemName, { msgsPerSec: number; cpuUsPerEntry: number; peakRssMb: number }[]>();
 for (let round = 0; round < SIZE.drainRounds; round++) {
-  for (const system of rotate(DRAIN_SYSTEMS, round)) {
+  await inTurn(rotate(DRAIN_SYSTEMS, round), async (system) => {
     const key = fresh('drain');
     await preload(system, key, SIZE.drain);
     const result = await child({ mode: 'drain', system, key, n: SIZE.drain, batchSize: BATCH, concurrency: 1 });
     drainRuns.set(system, [...(drainRuns.get(system) ?? []), result]);
     log(`  round ${round + 1} ${system}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
     await cleanup(system, key);
-  }
+  });
 }
 for (const [system, runs] of drainRuns) {
   row(system).drain = {
@@ -177,8 +192,8 @@ if (flags.only === 'drain') {
   process.exit(0);
 }
 const ceiling = redisBenchmarkXadd();
-log('other NestJS Redis Streams transports (npm search, npm view, npm install --dry-run)');
-const otherTransports = await tryOtherTransports(log);
+if (!earlyOtherTransports) log('other NestJS Redis Streams transports (npm search, npm view, npm install --dry-run)');
+const otherTransports = await (earlyOtherTransports ?? tryOtherTransports(log));
 
 const telemetry = await telemetryCost();
 
@@ -190,18 +205,18 @@ const COST_SYSTEMS = [
   'nestjs-redis-streams-batch',
   'naive-ioredis',
 ] as const;
-for (const system of COST_SYSTEMS) {
+await inTurn(COST_SYSTEMS, async (system) => {
   const key = fresh('costs');
   await preload(system, key, SIZE.profile);
   const result = await child({ mode: 'drain', system, key, n: SIZE.profile, batchSize: BATCH, concurrency: 1, profile: true });
   row(system).costs = { roundTripsPer1k: result.roundTripsPer1k, commandsPer1k: result.commandsPer1k, bytesPerEntry: result.bytesPerEntry };
   log(`  ${system}: ${result.roundTripsPer1k.toFixed(1)} round trips / 1,000 entries`);
   await cleanup(system, key);
-}
+});
 
 log('concurrency scaling (handler awaits 1 ms of I/O)');
 const scaling: { system: string; concurrency: number; msgsPerSec: number }[] = [];
-for (const [system, concurrency] of [
+const SCALING_RUNS = [
   ['expert-pipelined', 1],
   ['expert-readahead', 1],
   ['nestjs-redis-streams', 1],
@@ -210,14 +225,15 @@ for (const [system, concurrency] of [
   ['nestjs-redis-streams', 64],
   ['bullmq', 1],
   ['bullmq', 16],
-] as const) {
+] as const;
+await inTurn(SCALING_RUNS, async ([system, concurrency], index) => {
   const key = fresh('scaling');
   await preload(system, key, SIZE.scaling);
   const result = await child({ mode: 'drain', system, key, n: SIZE.scaling, batchSize: BATCH, concurrency, ioMs: 1 });
-  scaling.push({ system, concurrency, msgsPerSec: result.msgsPerSec });
+  scaling[index] = { system, concurrency, msgsPerSec: result.msgsPerSec };
   log(`  ${system} x${concurrency}: ${Math.round(result.msgsPerSec)} msgs/s`);
   await cleanup(system, key);
-}
+});
 
 // The same producer (bench/producer.ts, a process of its own) feeds every system: the same number of
 // entries, the same bursts, at a fixed rate and at full speed; the systems take turns round after round.
@@ -226,6 +242,7 @@ const STEADY_SYSTEMS: SystemName[] = ['expert-pipelined', 'expert-readahead', 'n
 const steadyRuns = new Map<SystemName, { fixed1: Run[]; full1: Run[]; full4: Run[] }>(
   STEADY_SYSTEMS.map((s) => [s, { fixed1: [], full1: [], full4: [] }]),
 );
+// One system at a time even in a smoke run: a run starts up to five processes, which must all be ready within 30 s.
 for (let round = 0; round < SIZE.steadyRounds; round++) {
   for (const system of rotate(STEADY_SYSTEMS, round)) {
     const runs = steadyRuns.get(system)!;
@@ -247,8 +264,10 @@ for (const [system, runs] of steadyRuns) {
 log('recovery and shutdown (nestjs-redis-streams)');
 const minIdleMs = 2000;
 const blockMs = 500;
-row('nestjs-redis-streams').recoveryMs = await recovery('peer');
-row('nestjs-redis-streams').selfDrainMs = await recovery('self');
+await inTurn(['peer', 'self'] as const, async (kind) => {
+  row('nestjs-redis-streams')[kind === 'peer' ? 'recoveryMs' : 'selfDrainMs'] = await recovery(kind);
+});
+// One at a time even in a smoke run: each looks for its parked consumer in CLIENT LIST.
 row('nestjs-redis-streams').shutdownParkedMs = await shutdown(false);
 row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 
@@ -379,7 +398,7 @@ async function telemetryCost(): Promise<TelemetryCost> {
   const runs = new Map<TelemetryVariant, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
   for (let round = 0; round < SIZE.drainRounds; round++) {
     // A different variant goes first each round: no variant gets the machine's warmest or coldest slot every time.
-    for (const variant of [...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)]) {
+    await inTurn([...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)], async (variant) => {
       const key = fresh('otel');
       await preload('nestjs-redis-streams', key, SIZE.drain);
       const result = await child({
@@ -399,7 +418,7 @@ async function telemetryCost(): Promise<TelemetryCost> {
       runs.set(variant, [...(runs.get(variant) ?? []), result]);
       log(`  ${variant}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
       await cleanup('nestjs-redis-streams', key);
-    }
+    });
   }
   return {
     n: SIZE.drain,

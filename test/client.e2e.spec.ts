@@ -201,7 +201,9 @@ describe('RedisStreamsClient.send', () => {
     { after: 'a peer reclaims it', first: 'dies', second: 'peer', minIdleMs: 300, source: 'reclaim' },
   ])('still answers a waiting caller when the consumer died mid-request: after $after', async ({ first, second, minIdleMs, source }) => {
     const prefix = uniquePrefix();
-    const dying = await consumer(prefix, { consumer: first, minIdleMs });
+    // Its close runs after the "crash": on a cluster ioredis queues the late ack of a disconnected
+    // Cluster instead of failing it, so close() waits out commandTimeoutMs (10 s by default).
+    const dying = await consumer(prefix, { consumer: first, minIdleMs, commandTimeoutMs: 1000 });
     let hang!: () => void;
     dying.recorder.behavior = () => new Promise<void>((resolve) => (hang = resolve));
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });

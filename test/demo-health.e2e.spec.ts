@@ -7,6 +7,9 @@ import { requireBuilt, repoRoot } from './support/built.js';
 import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
+/** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */
+const WORKER_START_MS = 20_000;
+
 // The demo worker (apps/orders-worker) with HEALTH_PORT: a hybrid app answering /health/live,
 // /health/ready and /metrics over real HTTP. Each test spawns the built worker.
 
@@ -85,6 +88,7 @@ async function addOrders(r: Redis, stream: string, count: number, firstId = 1001
 async function started(worker: Worker, port: number): Promise<void> {
   await waitFor(() => worker.output().includes('Nest microservice successfully started') || worker.proc.exitCode !== null, {
     message: 'the worker to start',
+    timeoutMs: WORKER_START_MS,
   });
   expect(worker.proc.exitCode, worker.output()).toBeNull();
   expect(worker.output()).toContain(
@@ -346,7 +350,7 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     const port = await freePort();
     const worker = startWorker({ REDIS_URL: 'redis://127.0.0.1:1', HEALTH_PORT: String(port), STREAMS_STARTUP_TIMEOUT_MS: '60000' });
     // Under way: the listener answers and the connection has failed at least once.
-    await waitFor(() => /ECONNREFUSED/.test(worker.output()), { message: 'the start to be under way' });
+    await waitFor(() => /ECONNREFUSED/.test(worker.output()), { message: 'the start to be under way', timeoutMs: WORKER_START_MS });
     expect((await get(port, '/health/ready')).status).toBe(503);
     worker.proc.kill('SIGTERM');
     expect(await worker.exit).toBe(0);
@@ -405,7 +409,10 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
   it.skipIf(process.platform !== 'linux')('without HEALTH_PORT opens no port; with it, only HEALTH_PORT on loopback', async () => {
     const { stream, env } = names();
     const worker = startWorker({ ...env, REDIS_URL: redis.url, DEMO_QUIET: '0' });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), { message: 'the worker to start' });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: WORKER_START_MS,
+    });
     await addOrders(redis.client(), stream, 1, 1001);
     await waitFor(() => worker.output().includes('order 1001 (paid)'), { message: 'an order handled' });
     expect(listeningPorts(worker.proc.pid!)).toEqual([]);

@@ -4,6 +4,9 @@ import { requireBuilt, repoRoot } from './support/built.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
+/** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */
+const WORKER_START_MS = 20_000;
+
 let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis()));
 afterAll(async () => redis?.stop());
@@ -42,7 +45,10 @@ describe('the demo worker (apps/orders-worker)', () => {
       STREAMS_BLOCK_MS: '30000',
       DEMO_WORK_MS: '300',
     });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), { message: 'the worker to start' });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: WORKER_START_MS,
+    });
     const first = await r.xadd(stream, '*', 'order_id', '1001', 'status', 'pending');
     await waitFor(() => worker.output().includes(`entry ${first}`), { message: 'the first order to be logged' });
     const second = await r.xadd(stream, '*', 'order_id', '1002', 'status', 'paid');
@@ -108,7 +114,7 @@ describe('the demo worker (apps/orders-worker)', () => {
   it('exits 0 on SIGTERM while still starting (nothing was in hand)', async () => {
     const worker = startWorker({ REDIS_URL: 'redis://127.0.0.1:1', STREAMS_STARTUP_TIMEOUT_MS: '60000' });
     // Under way: the connection has failed at least once and is being retried.
-    await waitFor(() => /ECONNREFUSED/.test(worker.output()), { message: 'the start to be under way' });
+    await waitFor(() => /ECONNREFUSED/.test(worker.output()), { message: 'the start to be under way', timeoutMs: WORKER_START_MS });
     worker.proc.kill('SIGTERM');
     expect(await worker.exit).toBe(0);
     expect(worker.output()).toContain('stopped before the consumer started');
