@@ -8,14 +8,12 @@ import { Controller, Injectable, UsePipes, type PipeTransform } from '@nestjs/co
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { addOrders } from './support/batch-app.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 const start = useApps();
 
 type Entry = StreamBatchEntry<{ order_id: string; normalized?: boolean }>;

@@ -8,15 +8,13 @@ import { BatchFailure, DeadLetterException, REDIS_STREAMS_TRANSPORT, type Stream
 import { lastValueFrom, of, throwError } from 'rxjs';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { useProducers } from './support/producer.js';
-import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { deadLetterKey, useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 const producer = useProducers();

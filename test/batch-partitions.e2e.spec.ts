@@ -4,14 +4,12 @@
  */
 import { BatchFailure } from 'nestjs-redis-streams';
 import { BatchLog, batchController, deliveredOf } from './support/batch-app.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 const partitionKey = (prefix: string, pattern: string, i: number) => `${prefix}{${pattern}:${i}}`;

@@ -2,16 +2,14 @@ import { UseInterceptors } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import { BatchFailure, DeadLetterException, type StreamBatchOptions } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
-import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { deadLetterKey, useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { addOrders as addEntries, BatchLog, batchController, CountingInterceptor, deliveredOf } from './support/batch-app.js';
 import { pendingCount } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

@@ -3,13 +3,11 @@ import { RedisStreamsClient, RedisStreamsRecord } from 'nestjs-redis-streams';
 import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
-import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, useRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 const producer = useProducers();

@@ -1,12 +1,10 @@
 import { captureLogs } from './support/logs.js';
-import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

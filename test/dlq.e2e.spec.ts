@@ -4,13 +4,11 @@ import { Redis } from 'ioredis';
 import { DeadLetters, DeadLetterException } from 'nestjs-redis-streams';
 import { aclUser } from './support/acl.js';
 import { repoRoot, requireBuilt } from './support/built.js';
-import { CLUSTER_MODE, deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, deadLetterKey, useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

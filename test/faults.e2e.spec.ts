@@ -5,15 +5,13 @@ import { lastValueFrom } from 'rxjs';
 import { waitParked } from './support/parked.js';
 import { aclUser as aclUserOn, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 const producer = useProducers();

@@ -1,14 +1,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { deadLetterKey, useRedis } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 /** Runs `redis-streams …` against the test's Redis; resolves with its exit code and output, whatever the code. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -4,13 +4,11 @@
  * only a cluster lane reads and clears.
  */
 import { waitParked } from './support/parked.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 const start = useApps();
 
 for (const kill of [false, true])

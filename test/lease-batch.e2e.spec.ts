@@ -6,13 +6,11 @@
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { pendingCount } from './support/pending.js';
 import { BatchFailure } from 'nestjs-redis-streams';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 const start = useApps();
 
 describe('lease: a hung batch call and a reclaiming peer', () => {

@@ -1,15 +1,13 @@
 import { spawn } from 'node:child_process';
 import { captureLogs } from './support/logs.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 
 // Operators' commands on a live group (REVIEW.md, class 1): what the transport must not lose or repeat.
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

@@ -1,15 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
 /** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */
 const WORKER_START_MS = 20_000;
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const children: ChildProcess[] = [];
 afterEach(() => {

@@ -5,14 +5,12 @@
  */
 import type { Redis } from 'ioredis';
 import { waitParked } from './support/parked.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 const start = useApps();
 
 const blockingRow = async (r: Redis, consumer: string): Promise<string | undefined> =>

@@ -2,14 +2,12 @@ import { spawn } from 'node:child_process';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { preloadOrders } from './support/backlog.js';
 import { waitParked } from './support/parked.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingRows } from './support/pending.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

@@ -1,16 +1,14 @@
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { TRIM_EVERY } from '../libs/redis-streams/src/redis/producer-commands.js';
 import { TRIM_SCAN_LIMIT } from '../libs/redis-streams/src/redis/trim-script.js';
 import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const producer = useProducers();
 

@@ -2,14 +2,12 @@ import { spawn } from 'node:child_process';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { captureLogs } from './support/logs.js';
 import { waitParked } from './support/parked.js';
-import { CLUSTER_MODE, startRedis, type TestRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

@@ -1,12 +1,10 @@
 import { Test } from '@nestjs/testing';
 import { RedisStreamsServer } from 'nestjs-redis-streams';
-import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
+import { freePort, useRedis } from './support/redis-server.js';
 import { Recorder, StreamsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 

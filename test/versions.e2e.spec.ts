@@ -1,10 +1,8 @@
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { versionProxy } from './support/version-proxy.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => redis?.stop());
+const redis = useRedis();
 
 const start = useApps();
 
