@@ -5,8 +5,10 @@
  */
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { pendingCount } from './support/pending.js';
+import { RpcException } from '@nestjs/microservices';
 import { BatchFailure } from 'nestjs-redis-streams';
-import { useRedis } from './support/redis-server.js';
+import { deadLetterKey, useRedis } from './support/redis-server.js';
+import { redisProxy } from './support/redis-proxy.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -94,5 +96,44 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     expect(new Set(handled).size).toBe(11); // all but the one acked beside the BatchFailure
     const h = await c1.server.health({ maxStatsAgeMs: 0 });
     expect(h.streams.find((x) => x.stream === key)!.inHand).toBe(0);
+  });
+
+  it('a lease renewal answered with the dead-letter moves of its entries (a client that reads late) does not take them back', async () => {
+    // The call's four moves and the renewal after them reach Redis together, so their replies reach
+    // the transport in one read: the renewal finds the entries gone while they are still held here.
+    const proxy = await redisProxy(redis);
+    try {
+      const Ctl = batchController('batched', { batch: { maxSize: 4, maxWaitMs: 5_000 } });
+      const app = await start(
+        {
+          connection: `redis://127.0.0.1:${proxy.port}`,
+          group: 'g',
+          consumer: 'c1',
+          keyPrefix: uniquePrefix(),
+          blockMs: 100,
+          minIdleMs: 60_000,
+          leaseRenewMs: 50,
+          maxDeliveries: 1,
+        },
+        { controllers: [Ctl], providers: [BatchLog] },
+      );
+      const key = app.key('batched');
+      proxy.holdRequestsFrom((text) => text.includes(deadLetterKey(key)));
+      app.app.get(BatchLog).behavior = () => {
+        throw new RpcException('bulk insert failed');
+      };
+      const ids = await addOrders(redis, key, 4);
+      await waitFor(() => proxy.heldMatching(/\r\neval(sha)?\r\n/gi) >= 5, { message: 'four moves and a renewal held' });
+      proxy.release();
+      await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 4, { message: 'four dead letters' });
+      // A round trip on the transport's command connection: whatever it sent on the renewal's answer has run.
+      await app.server.health({ maxStatsAgeMs: 0 });
+      expect((await redis.client().xrange(deadLetterKey(key), '-', '+')).length).toBe(4);
+      // Moved means acked: none of them may be pending again, under anyone.
+      expect(await pendingCount(redis, key)).toBe(0);
+      expect(app.settled.map((e) => e.id)).toEqual(ids);
+    } finally {
+      await proxy.close();
+    }
   });
 });

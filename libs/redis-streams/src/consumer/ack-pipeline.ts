@@ -27,6 +27,7 @@ export class AckPipeline {
   /** Waits for the previous ack (rethrowing its failure), then sends this one. */
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
+    this.lease.ackSent(entries);
     const ack = this.commands.ackMany(entries).then((short) => {
       for (const [stream, missing] of short)
         this.onShortAck(
@@ -38,6 +39,7 @@ export class AckPipeline {
         this.lease.drop(entries[i]!);
         this.onSettled(events[i]!);
       }
+      this.lease.ackConfirmed(entries);
     });
     // Awaited by the next send or flush; until then its failure must not count as unhandled.
     ack.catch(() => this.onFailure());

@@ -5,6 +5,7 @@ import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
+import { markSettleSent } from './settle-sent.js';
 
 export interface DeadLettererDeps {
   commands: StreamCommands;
@@ -49,8 +50,18 @@ export async function deadLetter(
       deadAt: Date.now(),
     });
   // The copy is made by the script, from the bytes Redis holds (not from the decoded strings).
-  const move = (fields: string[], withCopy: boolean) =>
-    deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, withCopy ? fields : [...fields, 'fields', '[]'], withCopy);
+  const move = (fields: string[], withCopy: boolean) => {
+    // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
+    markSettleSent(entry);
+    return deps.commands.deadLetter(
+      entry.stream,
+      deadStream,
+      deps.consumer,
+      entry.id,
+      withCopy ? fields : [...fields, 'fields', '[]'],
+      withCopy,
+    );
+  };
   const cannot = (err: unknown): SettledEvent => {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
     deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${describeError(err)}), left pending`);

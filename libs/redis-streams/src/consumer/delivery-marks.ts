@@ -55,6 +55,11 @@ export class DeliveryMarks {
     return [...this.owing].map(([stream, ids]) => [stream, [...ids]]);
   }
 
+  /** Still owed: failed here and not settled since. */
+  owes(stream: string, id: string): boolean {
+    return this.owing.get(stream)?.has(id) ?? false;
+  }
+
   /** Seen pending under this consumer, idle `idleMs`, by an audit sent at `at`. */
   confirm(stream: string, id: string, at: number, idleMs: number): void {
     const owed = this.owing.get(stream)?.get(id);

@@ -3,6 +3,7 @@ import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { describeError } from '../describe-error.js';
+import { settleSent } from './settle-sent.js';
 
 /** The ids of held entries, each once: a group re-created under a read-ahead can deliver an id twice, as two objects. */
 const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held.map((e) => e.id))];
@@ -49,6 +50,8 @@ export class Lease {
   /** By stream, the holdings with entries still in hand. */
   private readonly held = new Map<string, Set<Holding>>();
   private timer: Subscription | undefined;
+  /** The entries of the ack in flight (at most one is, see AckPipeline), until its answer drops them; [] when none. */
+  private acking: readonly StreamEntry[] = [];
 
   constructor(
     private readonly commands: StreamCommands,
@@ -71,6 +74,26 @@ export class Lease {
     this.timer = undefined;
     // Marks left on entries point at holdings no longer listed: dropping them changes nothing here.
     this.held.clear();
+    this.acking = [];
+  }
+
+  /** Their XACK is sent. One array per batch, no per-entry work: the hot path. */
+  ackSent(entries: readonly StreamEntry[]): void {
+    this.acking = entries;
+  }
+
+  /** Their ack's answer came (and dropped them). A failed ack leaves them acking: it may have run; the restart clears it. */
+  ackConfirmed(entries: readonly StreamEntry[]): void {
+    if (this.acking === entries) this.acking = [];
+  }
+
+  /**
+   * Held entries whose settle (XACK, dead-letter move) has been sent: gone from the pending list
+   * because this consumer settled them, so never to be reported lost nor taken back.
+   */
+  withoutSettling<T extends { entry: StreamEntry }>(items: readonly T[]): T[] {
+    const acking = this.acking.length > 0 ? new Set(this.acking) : undefined;
+    return items.filter(({ entry }) => !settleSent(entry) && !acking?.has(entry));
   }
 
   /** Ids held on `stream` (a lookup set, made on each call). */
@@ -155,10 +178,12 @@ export class Lease {
             0,
           ),
         );
-        // Not ours on the server, and still held after the answer (not settled meanwhile).
-        const lost = entries
-          .filter((e) => !owned.has(e.id) && holdingOf(e) !== undefined)
-          .map((entry) => ({ entry, confirmedAt: holdingOf(entry)!.confirmedAt }));
+        // Not ours on the server, still held after the answer, and not settled by us (a settle sent before the renewal ran first).
+        const lost = this.withoutSettling(
+          entries
+            .filter((e) => !owned.has(e.id) && holdingOf(e) !== undefined)
+            .map((entry) => ({ entry, confirmedAt: holdingOf(entry)!.confirmedAt })),
+        );
         for (const e of entries) {
           const holding = owned.has(e.id) ? holdingOf(e) : undefined;
           if (holding) holding.confirmedAt = sentAt;

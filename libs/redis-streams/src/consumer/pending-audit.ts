@@ -103,7 +103,9 @@ export class PendingAudit {
   /** A lease renewal found these held entries no longer pending under this consumer. */
   async heldLost(stream: string, found: readonly { entry: StreamEntry; confirmedAt: number }[]): Promise<void> {
     const lost: { entry: StreamEntry; confirmedAt: number }[] = [];
-    for (const l of found) {
+    // Decided now, as the audit is sent: settled by us since (dropped, or its settle sent) is ours, not lost.
+    for (const l of this.d.lease.withoutSettling(found)) {
+      if (this.d.lease.confirmedAt(l.entry) === undefined) continue;
       // Reported deleted already: nothing to find out, and no renewal to spend on it.
       if (this.explained.has(key(stream, l.entry.id))) this.d.lease.drop(l.entry);
       else lost.push(l);
@@ -189,11 +191,13 @@ export class PendingAudit {
   /** Audits the owed entries `pick` chooses, claiming those idle `claimIdleMs` or more into `claimed`. */
   private async eachOwed(pick: (o: Owed) => boolean, claimIdleMs: number | undefined, claimed: StreamEntry[]): Promise<void> {
     for (const [stream, owed] of this.d.marks.owedByStream()) {
-      // In hand already (a reclaim took it back): the lease looks after it.
-      const held = this.d.lease.idsOn(stream);
-      const todo = owed.filter(([id, o]) => !held.has(id) && pick(o));
+      const todo = owed.filter(([, o]) => pick(o));
       for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
-        const chunk = todo.slice(i, i + IDS_PER_AUDIT);
+        // Looked at as each audit is sent (earlier ones were awaited): an entry in hand (a reclaim
+        // took it back) is the lease's; one settled since is no longer owed, and must not be taken back.
+        const held = this.d.lease.idsOn(stream);
+        const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && this.d.marks.owes(stream, id));
+        if (chunk.length === 0) continue;
         const sentAt = performance.now();
         const items = chunk.map(([id, o]) => ({
           id,
