@@ -39,6 +39,35 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
+  const moved = await moveWithFallback(deps, entry, deadStream, reason, copy);
+  if (typeof moved !== 'string' && moved !== null) {
+    // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
+    const why = describeError(moved.refused);
+    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${why}), left pending`);
+    return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${why}`, { cause: moved.refused }) };
+  }
+  const deadId = moved;
+  if (deadId === null) {
+    // A peer reclaimed it (our lease lapsed) or it was acked: it is theirs to settle now.
+    deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
+    return { ...base, outcome: 'failed', error };
+  }
+  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`);
+  return { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId };
+}
+
+/**
+ * The move, with the copy of the entry's fields when asked, else (or when Redis refuses the
+ * letter with it) without: the letter's id, null when this consumer no longer owns the entry,
+ * or Redis' refusal of both. Rejects when Redis could not be reached.
+ */
+async function moveWithFallback(
+  deps: DeadLettererDeps,
+  entry: StreamEntry,
+  deadStream: string,
+  reason: string,
+  copy: boolean,
+): Promise<string | null | { refused: unknown }> {
   const letter = (omitted?: string) =>
     encodeDeadLetterHead({
       stream: entry.stream,
@@ -53,39 +82,19 @@ export async function deadLetter(
   const move = (fields: string[], withCopy: boolean) => {
     // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
     markSettleSent(entry);
-    return deps.commands.deadLetter(
-      entry.stream,
-      deadStream,
-      deps.consumer,
-      entry.id,
-      withCopy ? fields : [...fields, 'fields', '[]'],
-      withCopy,
-    );
+    const args = withCopy ? fields : [...fields, 'fields', '[]'];
+    return deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, args, withCopy);
   };
-  const cannot = (err: unknown): SettledEvent => {
-    // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
-    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${describeError(err)}), left pending`);
-    return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${describeError(err)}`, { cause: err }) };
-  };
-
-  let deadId: string | null;
   try {
-    deadId = await move(letter(copy ? undefined : 'too large'), copy);
+    return await move(letter(copy ? undefined : 'too large'), copy);
   } catch (err) {
     if (!isRefusal(err)) throw err;
-    if (!copy) return cannot(err);
+    if (!copy) return { refused: err };
     try {
-      deadId = await move(letter(describeError(err)), false);
+      return await move(letter(describeError(err)), false);
     } catch (again) {
       if (!isRefusal(again)) throw again;
-      return cannot(again);
+      return { refused: again };
     }
   }
-  if (deadId === null) {
-    // A peer reclaimed it (our lease lapsed) or it was acked: it is theirs to settle now.
-    deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
-    return { ...base, outcome: 'failed', error };
-  }
-  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`);
-  return { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId };
 }
