@@ -83,6 +83,11 @@ describe('the demo worker (apps/orders-worker)', () => {
       DEMO_FAIL_RATE: '0.2',
       DEMO_SEED: '7',
     });
+    // The start is mostly CPU and has its own bound; the orders' own wait starts once it is up.
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: WORKER_START_MS,
+    });
     // Every order logged once it succeeded (failed ones come back through reclaim until they do).
     await waitFor(
       async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0,
