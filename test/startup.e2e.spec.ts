@@ -79,6 +79,35 @@ describe('start-up, unlucky', () => {
     await app.close();
   });
 
+  it('close() during a failing start, between two reconnect attempts, ends the connection and fails the commands it queued', async () => {
+    const port = await freePort(); // nothing listens on it
+    const server = new RedisStreamsServer({
+      connection: `redis://127.0.0.1:${port}`,
+      keyPrefix: uniquePrefix(),
+      startupTimeoutMs: 60_000,
+      commandTimeoutMs: 20_000,
+    });
+    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
+    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    const listening = app.listen().catch(() => undefined);
+    const command = () => {
+      try {
+        return server.unwrap()[0] as unknown as { status: string; offlineQueue: { length: number } };
+      } catch {
+        return undefined;
+      }
+    };
+    // ioredis waits out its reconnect backoff without a socket, the start's INFO in its offline queue.
+    await waitFor(() => (command()?.offlineQueue.length ?? 0) > 0 && command()?.status === 'reconnecting', {
+      message: 'a start command queued while reconnecting',
+    });
+    const conn = command()!;
+    await app.close();
+    await listening;
+    // Left queued, the command's commandTimeoutMs timer would keep the process alive after close().
+    expect({ status: conn.status, queued: conn.offlineQueue.length }).toEqual({ status: 'end', queued: 0 });
+  });
+
   it('close() while XGROUP CREATE is in flight resolves (the start it cut short never comes back to hold the loop)', async () => {
     const admin = redis.client();
     const server = new RedisStreamsServer({

@@ -94,7 +94,7 @@ const QUIT_WAIT_MS = 1000;
 /** QUIT, or a plain disconnect when the connection is down or Redis does not answer within a second (a paused server). */
 export async function closeConnection(conn: RedisConnection): Promise<void> {
   if (conn.status === 'end') return;
-  if (conn.status !== 'ready') return conn.disconnect();
+  if (conn.status !== 'ready') return disconnectNow(conn);
   const said = await within(
     conn.quit().then(
       () => true,
@@ -104,4 +104,23 @@ export async function closeConnection(conn: RedisConnection): Promise<void> {
     false,
   );
   if (!said) conn.disconnect();
+}
+
+/** ioredis' own close, done now: what it does when a socket's close event finds the connection closed by hand. */
+interface ClosableInternals {
+  setStatus?(status: 'end'): void;
+  flushQueue?(error: Error): void;
+}
+
+/**
+ * Disconnects, and ends at once a one-node connection that ioredis left between two reconnect
+ * attempts: it has no socket whose close would end it, so it would stay `reconnecting` with its
+ * queued commands (each holding a `commandTimeout` timer, the process with it) until they time out.
+ */
+function disconnectNow(conn: RedisConnection): void {
+  conn.disconnect();
+  if ((conn as { isCluster?: boolean }).isCluster || conn.status !== 'reconnecting') return;
+  const internals = conn as unknown as ClosableInternals;
+  internals.setStatus?.('end');
+  internals.flushQueue?.(new Error('Connection is closed.'));
 }
