@@ -1,3 +1,4 @@
+import { backoffMs } from '../backoff.js';
 import {
   concat,
   concatMap,
@@ -148,9 +149,7 @@ export class ConsumerLoop {
     if (this.stopSignal.stopped) return EMPTY;
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
     this.vitalSigns.failed(error);
-    const retryInMs = isRetryable(error, this.d.onCluster)
-      ? Math.min(retryMaxDelayMs, retryInitialDelayMs * 2 ** (attempt - 1))
-      : retryMaxDelayMs;
+    const retryInMs = isRetryable(error, this.d.onCluster) ? backoffMs(attempt, retryInitialDelayMs, retryMaxDelayMs) : retryMaxDelayMs;
     this.d.onError(error, retryInMs);
     return timer(retryInMs).pipe(takeUntil(this.stopSignal.stopped$));
   }
