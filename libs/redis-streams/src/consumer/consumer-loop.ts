@@ -90,8 +90,9 @@ export class ConsumerLoop {
     // Stopped before the gate opened (close() during the start): the gate never opens, go straight to finish.
     const gate$ = defer(() => from(this.d.started ?? Promise.resolve())).pipe(takeUntil(stopped$));
     const check$ = defer(() => (this.keeper.due ? from(this.keeper.checkGroups()).pipe(ignoreElements()) : EMPTY));
-    // Under load check$ and reclaim$ have nothing to do and emit nothing: one promise per beat, the park's.
-    const beat$ = concat(check$, this.reclaimer.step$, this.parker.step$);
+    const fullBeat$ = concat(check$, this.reclaimer.step$, this.parker.step$);
+    // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
+    const beat$ = defer(() => (this.keeper.due || this.reclaimer.due ? fullBeat$ : this.parker.step$));
     const beats$ = beat$.pipe(repeat({ delay: () => (this.stopSignal.stopped ? EMPTY : NEXT_BEAT) }));
     const steps$ = concat(groups$, gate$.pipe(concatMap(() => concat(selfDrain$(this.parts), beats$))));
     const loop$ = steps$.pipe(

@@ -23,6 +23,11 @@ export class Reclaimer {
 
   constructor(private readonly p: LoopParts) {}
 
+  /** Whether `step$` has anything to do now (it decides again when subscribed): under load, nothing. */
+  get due(): boolean {
+    return (this.p.audit.anyDue() && !this.p.stop.stopped) || Date.now() - this.lastReclaimAt >= this.p.d.options.blockMs;
+  }
+
   private async retryThenReclaim(): Promise<StepResult> {
     const retried = await this.retryOwed();
     const reclaimed = this.reclaimDue() ? await this.reclaim() : 0;
