@@ -133,8 +133,13 @@ describe('RedisStreamsClient.send', () => {
       code: 'OUT_OF_STOCK',
       message: 'no stock for 3',
     });
-    // Requests are consumer-group entries: all four acked once answered.
-    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, { message: 'requests acked' });
+    // Requests are consumer-group entries: all four acked once answered (the events follow the XACK's reply, so both are awaited).
+    await waitFor(
+      async () =>
+        app.settled.filter((e) => e.outcome === 'acked').length >= 4 &&
+        ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0,
+      { message: 'requests acked' },
+    );
     expect(app.settled.filter((e) => e.outcome === 'acked')).toHaveLength(4);
   });
 
