@@ -8,7 +8,7 @@ import { Controller, Injectable, UsePipes, type PipeTransform } from '@nestjs/co
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { addOrders } from './support/batch-app.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -8,7 +8,8 @@ import { BatchFailure, DeadLetterException, REDIS_STREAMS_TRANSPORT, type Stream
 import { lastValueFrom, of, throwError } from 'rxjs';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { useProducers } from './support/producer.js';
-import { deadLetterKey, useRedis } from './support/redis-server.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

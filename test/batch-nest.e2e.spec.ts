@@ -19,7 +19,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, RedisStreamsContext, StreamPattern, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { defer, map, retry, throwError } from 'rxjs';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -4,7 +4,7 @@
  */
 import { BatchFailure } from 'nestjs-redis-streams';
 import { BatchLog, batchController, deliveredOf } from './support/batch-app.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -4,7 +4,7 @@
  */
 import { MAX_BLOCK_MS } from '../libs/redis-streams/src/options/server-options.js';
 import { addOrders, BatchLog, batchController, deliveredOf } from './support/batch-app.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -3,7 +3,8 @@ import { RedisStreamsClient, RedisStreamsRecord } from 'nestjs-redis-streams';
 import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
-import { CLUSTER_MODE, useRedis } from './support/redis-server.js';
+import { CLUSTER_MODE } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

@@ -1,5 +1,6 @@
 import { captureLogs } from './support/logs.js';
-import { CLUSTER_MODE, useRedis } from './support/redis-server.js';
+import { CLUSTER_MODE } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';

@@ -1,7 +1,8 @@
 import { RpcException } from '@nestjs/microservices';
 import { DeadLetterException, type DeadLetter } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
-import { CLUSTER_MODE, deadLetterKey, useRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -13,7 +13,7 @@ import {
 import { BaseRpcExceptionFilter, Ctx, Payload } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { EMPTY, map, tap, throwError, timer } from 'rxjs';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

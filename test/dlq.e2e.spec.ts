@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { DeadLetters, DeadLetterException } from 'nestjs-redis-streams';
 import { aclUser } from './support/acl.js';
 import { repoRoot, requireBuilt } from './support/built.js';
-import { CLUSTER_MODE, deadLetterKey, useRedis } from './support/redis-server.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

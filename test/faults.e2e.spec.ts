@@ -5,7 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { waitParked } from './support/parked.js';
 import { aclUser as aclUserOn, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
 import { useProducers } from './support/producer.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

@@ -1,5 +1,5 @@
 import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';

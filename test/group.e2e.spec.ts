@@ -1,6 +1,6 @@
 import { RedisStreamsStatus } from 'nestjs-redis-streams';
 import type { Redis } from 'ioredis';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { checkReadiness, partitionKeys, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

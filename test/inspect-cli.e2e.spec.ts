@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { deadLetterKey, useRedis } from './support/redis-server.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';

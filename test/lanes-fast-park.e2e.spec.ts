@@ -4,7 +4,7 @@
  * only a cluster lane reads and clears.
  */
 import { waitParked } from './support/parked.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

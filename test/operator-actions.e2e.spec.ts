@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { captureLogs } from './support/logs.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

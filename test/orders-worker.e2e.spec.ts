@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
 /** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */

@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { waitParked } from './support/parked.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';

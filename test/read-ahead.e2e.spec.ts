@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { preloadOrders } from './support/backlog.js';
 import { waitParked } from './support/parked.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingRows } from './support/pending.js';

@@ -4,7 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import { addOrders } from './support/batch-app.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';

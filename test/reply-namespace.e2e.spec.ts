@@ -7,7 +7,7 @@ import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-co
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { Recorder, RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';

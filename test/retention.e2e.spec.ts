@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { TRIM_EVERY } from '../libs/redis-streams/src/redis/producer-commands.js';
 import { TRIM_SCAN_LIMIT } from '../libs/redis-streams/src/redis/trim-script.js';
 import { captureLogs } from './support/logs.js';

@@ -1,6 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { RedisStreamsServer } from 'nestjs-redis-streams';
-import { freePort, useRedis } from './support/redis-server.js';
+import { freePort } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { Recorder, StreamsController, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 

@@ -1,4 +1,4 @@
-import { useRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { versionProxy } from './support/version-proxy.js';
 
