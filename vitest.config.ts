@@ -41,6 +41,11 @@ export default defineConfig({
   test: {
     globals: true,
     pool: 'forks',
+    // A worker keeps its module cache from file to file: loading Nest, ioredis and the library once per
+    // worker instead of once per file cut the suite's CPU time by a quarter. What a file sets globally
+    // (OpenTelemetry) it unsets in afterAll, and the setup file unsets it again before every file.
+    isolate: false,
+    setupFiles: ['./test/support/reset-globals.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -87,7 +87,7 @@ interface Options {
 }
 
 export async function benchCluster({ smoke, batchSize, log }: Options): Promise<ClusterSection> {
-  const entries = smoke ? 2_000 : 100_000;
+  const entries = smoke ? 500 : 100_000;
   const rounds = smoke ? 1 : 5;
   const { startLocalCluster }: typeof import('../scripts/local-cluster.mjs') = await import(LOCAL_CLUSTER);
   const started = performance.now();

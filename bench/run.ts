@@ -29,15 +29,15 @@ const smoke = flags.smoke;
 if (flags.only !== undefined && !['cluster', 'telemetry', 'drain'].includes(flags.only))
   throw new Error(`bench: --only takes "cluster", "telemetry" or "drain", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
-  drain: smoke ? 2_000 : 100_000,
+  drain: smoke ? 500 : 100_000,
   drainRounds: smoke ? 1 : 5,
-  profile: smoke ? 1_000 : 20_000,
-  scaling: smoke ? 300 : 3_000,
+  profile: smoke ? 300 : 20_000,
+  scaling: smoke ? 100 : 3_000,
   /** Fixed-rate rows: `offeredRate` msgs/s for `fixedSeconds`. */
   offeredRate: 1_000,
   fixedSeconds: smoke ? 1 : 4,
   /** Full-speed rows: this many entries, written as fast as the producer can. */
-  fullSpeed: smoke ? 5_000 : 100_000,
+  fullSpeed: smoke ? 1_000 : 100_000,
   steadyRounds: smoke ? 1 : 3,
   recovery: smoke ? 100 : 1_000,
 };
@@ -717,7 +717,7 @@ function redisBenchmarkXadd(): { msgsPerSec: number; command: string } | undefin
     '-p',
     String(redis.port),
     '-n',
-    smoke ? '20000' : '200000',
+    smoke ? '2000' : '200000',
     '-c',
     '50',
     '-P',

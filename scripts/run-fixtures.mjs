@@ -28,8 +28,8 @@ for (const name of names) {
   const redis = await startRedisServer();
   try {
     process.stdout.write(`fixture ${name}: installing into ${dir}\n`);
-    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], dir);
-    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--no-save', tarball], dir);
+    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline'], dir);
+    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
     const versions = execFileSync('npm', ['ls', '--depth=0'], { cwd: dir, encoding: 'utf8' });
     process.stdout.write(
       `fixture ${name}: ${versions
