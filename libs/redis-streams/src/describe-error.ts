@@ -18,3 +18,37 @@ function rawMessage(error: unknown): string {
     return String(error);
   }
 }
+
+/**
+ * A handler's failure as `Class: message`, the first line of a Node stack, for dead letters and
+ * logs: `CardDeclined: card 4242 declined`, `RpcException: …` (its error), `string: …` for a
+ * thrown string, `Object: {…}` for a plain object. Masked and escaped as describeError.
+ */
+export function describeHandlerError(error: unknown): string {
+  if (error === null || error === undefined) return String(error);
+  const kind = typeof error === 'object' ? classOf(error) : typeof error;
+  const inner = typeof (error as { getError?: unknown }).getError === 'function' ? (error as { getError(): unknown }).getError() : error;
+  const message = typeof inner === 'string' ? inner : rawMessage(inner);
+  return redactText(message === '' ? kind : `${kind}: ${message}`, authSecrets(error));
+}
+
+/**
+ * The stack to log beside a handler's failure: its `Class: message` line (escaped: the message
+ * may quote the entry) and its frames; undefined when it has none (a thrown string).
+ */
+export function handlerStack(error: unknown): string | undefined {
+  const stack = typeof error === 'object' && error !== null ? (error as { stack?: unknown }).stack : undefined;
+  if (typeof stack !== 'string') return undefined;
+  const frames = stack.split('\n').filter((line) => /^\s+at /.test(line));
+  if (frames.length === 0) return undefined;
+  const secrets = authSecrets(error);
+  return [describeHandlerError(error), ...frames.map((frame) => redactText(frame, secrets))].join('\n');
+}
+
+function classOf(error: object): string {
+  const name = error instanceof Error ? error.name : undefined;
+  // A subclass that does not set `name` still says "Error" there: its constructor names it.
+  if (name && name !== 'Error') return name;
+  const ctor = (error as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof ctor === 'string' && ctor !== '' ? ctor : (name ?? 'Object');
+}

@@ -1,4 +1,4 @@
-import { describeError } from '../describe-error.js';
+import { describeHandlerError, handlerStack } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
@@ -124,6 +124,7 @@ function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly Sett
       .map((e) => e.id)
       .join(', ') + (pending.length > 5 ? ', …' : '');
   deps.logger.error(
-    `batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`,
+    `batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeHandlerError(error)}; left pending`,
+    handlerStack(error),
   );
 }
