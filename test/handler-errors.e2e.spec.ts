@@ -131,6 +131,21 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     }
   });
 
+  it('the stack beside the log line is escaped like the line: a message quoting the entry cannot forge log lines', async () => {
+    const { app, logs } = await startWithLogs();
+    app.recorder.behavior = () => {
+      throw new Error('cannot ship \x1b[2J\n    at forged (evil.js:1:1)');
+    };
+    await redis.client().xadd(app.key(), '*', 'order_id', '7');
+    await waitFor(() => app.settled.length >= 1, { message: 'the first failure' });
+    const [record] = logs.records('RedisStreamsServer').filter((r) => r.line.includes('cannot ship'));
+    expect(record!.line).toContain('Error: cannot ship \\x1b[2J\\x0a    at forged (evil.js:1:1); left pending');
+    const [head, ...frames] = record!.stack!.split('\n');
+    expect(head).toBe('Error: cannot ship \\x1b[2J\\x0a    at forged (evil.js:1:1)');
+    expect(frames.length).toBeGreaterThan(0);
+    for (const frame of frames) expect(frame).toMatch(/^\s+at (?!forged)/);
+  });
+
   it("a user's exception filter is honoured: its own error is what the transport reports; one delegating to Nest's default keeps the original", async () => {
     const { app } = await startWithLogs({ controllers: [Filtered] });
     const mapped = await deadLetterOf(app, 'mapped');

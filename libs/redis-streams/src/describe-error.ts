@@ -39,7 +39,10 @@ export function describeHandlerError(error: unknown): string {
 export function handlerStack(error: unknown): string | undefined {
   const stack = typeof error === 'object' && error !== null ? (error as { stack?: unknown }).stack : undefined;
   if (typeof stack !== 'string') return undefined;
-  const frames = stack.split('\n').filter((line) => /^\s+at /.test(line));
+  // Frames only, after the header V8 wrote: a message's own lines cannot pass for frames.
+  const { name, message } = error as { name?: unknown; message?: unknown };
+  const head = `${String(name)}${typeof message === 'string' && message !== '' ? `: ${message}` : ''}`;
+  const frames = (stack.startsWith(head) ? stack.slice(head.length) : stack).split('\n').filter((line) => /^\s+at /.test(line));
   if (frames.length === 0) return undefined;
   const secrets = authSecrets(error);
   return [describeHandlerError(error), ...frames.map((frame) => redactText(frame, secrets))].join('\n');
