@@ -6,17 +6,19 @@
 import { Catch, Controller, UseFilters, type ArgumentsHost, type RpcExceptionFilter } from '@nestjs/common';
 import { BaseRpcExceptionFilter, Ctx, Payload, RpcException } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern, type DeadLetter, type SettledEvent } from 'nestjs-redis-streams';
-import { throwError } from 'rxjs';
+import { lastValueFrom, throwError } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { captureLogs } from './support/logs.js';
 import { deadLetterKey } from './support/redis-server.js';
-import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { useProducers } from './support/producer.js';
+import { RequestsController, uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 const start = useApps();
+const producer = useProducers();
 
 const deadLetters = async (key: string): Promise<DeadLetter[]> =>
   (await redis.client().xrange(deadLetterKey(key), '-', '+')).map(([id, fields]) => decodeDeadLetter(id, fields));
@@ -173,5 +175,14 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     const [batchLine] = logs.records('RedisStreamsServer').filter((r) => r.line.includes('batch handler for'));
     expect(batchLine!.line).toMatch(/failed on 3 of 3 entries .*: CardDeclined: bulk insert failed: deadlock; left pending$/);
     expect(batchLine!.stack).toMatch(/^CardDeclined: bulk insert failed: deadlock\n\s+at /);
+  });
+
+  it("a request's error reply keeps Nest's wire shape: the caller gets what Nest's other transports send", async () => {
+    const { app } = await startWithLogs({ controllers: [RequestsController] });
+    app.recorder.behavior = () => {
+      throw new Error('boom: card declined');
+    };
+    const { client } = await producer({ connection: redis.connection, keyPrefix: app.key('') });
+    await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
   });
 });
