@@ -177,6 +177,39 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     expect(batchLine!.stack).toMatch(/^CardDeclined: bulk insert failed: deadlock\n\s+at /);
   });
 
+  it('a batch failing on its last delivery: the dead letters, and one batch line with the stack', async () => {
+    const Ctl = batchController('bulk', { batch: { maxSize: 3, maxWaitMs: 5_000 } });
+    const logs = captureLogs();
+    const app = await start(
+      { connection: redis.connection, group: 'g', consumer: 'c', keyPrefix: uniquePrefix(), blockMs: 50, minIdleMs: 200, maxDeliveries: 1 },
+      { controllers: [Ctl], providers: [BatchLog], logger: logs.logger } as Parameters<typeof start>[1],
+    );
+    app.app.get(BatchLog).behavior = () => {
+      throw new TypeError('cannot read properties of undefined');
+    };
+    await addOrders(redis, app.key('bulk'), 3);
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 3, { message: 'three dead letters' });
+    const batchLines = logs.records('RedisStreamsServer').filter((r) => r.line.includes('batch handler for'));
+    expect(batchLines.map((r) => r.line)).toEqual([
+      expect.stringMatching(/failed on 3 of 3 entries .*: TypeError: cannot read properties of undefined; 3 dead-lettered$/),
+    ]);
+    expect(batchLines[0]!.stack).toMatch(/^TypeError: cannot read properties of undefined\n\s+at /);
+  });
+
+  it('a huge message is cut in the dead letter and the log, saying how much was left out', async () => {
+    const { app, logs } = await startWithLogs();
+    app.recorder.behavior = () => {
+      throw new Error(`card declined ${'x'.repeat(100_000)}`);
+    };
+    const { letter } = await deadLetterOf(app);
+    expect(letter.error.length).toBeLessThan(8400);
+    expect(letter.error).toMatch(/^handler failed on delivery 2 of 2: Error: card declined x+… \(\d+ more characters\)$/);
+    for (const r of logs.records('RedisStreamsServer').filter((rec) => rec.line.includes('card declined'))) {
+      expect(r.line.length).toBeLessThan(8600);
+      expect(r.stack!.length).toBeLessThan(20_000);
+    }
+  });
+
   it("a request's error reply keeps Nest's wire shape: the caller gets what Nest's other transports send", async () => {
     const { app } = await startWithLogs({ controllers: [RequestsController] });
     app.recorder.behavior = () => {
