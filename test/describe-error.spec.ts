@@ -17,7 +17,7 @@ describe('describeHandlerError and handlerStack', () => {
     const lines = handlerStack(e)!.split('\n');
     expect(lines[0]).toBe('CardDeclined: card\\x0a    at forged3 (evil.js:3:3)');
     expect(lines.slice(1).length).toBeGreaterThan(0);
-    for (const line of lines.slice(1)) expect(line).not.toMatch(/^\s+at forged3/);
+    for (const line of lines.slice(1)) expect(line).toMatch(/^\s+at (?!forged3)/);
   });
 
   it('a stack formatted before message changed: its lines are shown as unverified, none can pass for a frame', () => {
@@ -26,7 +26,8 @@ describe('describeHandlerError and handlerStack', () => {
     e.message = 'card declined';
     const lines = handlerStack(e)!.split('\n');
     expect(lines[0]).toBe('Error: card declined');
-    for (const line of lines.slice(1)) expect(line).not.toMatch(/^\s+at forged4/);
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines.slice(1)) expect(line).not.toMatch(/^\s+at /);
     expect(lines.join('\n')).toContain('describe-error.spec.ts');
   });
 
