@@ -43,6 +43,7 @@ const AGAIN = [
   'dead-letter.e2e',
   'delivery.e2e',
   'faults.e2e',
+  'handler-errors.e2e',
   'health.e2e',
   'lanes-fast-park.e2e',
   'orders-worker.e2e',

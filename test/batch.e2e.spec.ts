@@ -50,7 +50,6 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
   it('a throw leaves every entry of the call pending; they come back with delivery count 2 through the same handler, and are dead-lettered one by one past maxDeliveries', async () => {
     const app = await startBatch({ maxSize: 4, maxWaitMs: 5_000 }, { minIdleMs: 200, maxDeliveries: 2 });
     app.batches.behavior = () => {
-      // Nest's exception filter passes an RpcException's error on (a plain Error becomes "Internal server error").
       throw new RpcException('bulk insert failed');
     };
     const ids = await addOrders(app.key('batched'), 4);

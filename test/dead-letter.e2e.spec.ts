@@ -28,7 +28,7 @@ describe('poison entries and the dead-letter stream', () => {
       maxDeliveries: 3,
     });
     app.recorder.behavior = (call) => {
-      // An RpcException's error is what Nest hands the transport; a plain Error arrives as "Internal server error".
+      // The letter names the class and the message of what the handler threw (handler-errors.e2e covers the other kinds).
       throw new RpcException(`boom ${call.deliveryCount}`);
     };
     const id = (await redis.client().xadd(app.key(), '*', 'order_id', '13', 'status', 'cursed'))!;
@@ -47,7 +47,7 @@ describe('poison entries and the dead-letter stream', () => {
       deliveryCount: 3,
       fields: ['order_id', '13', 'status', 'cursed'],
     });
-    expect(dead!.error).toMatch(/handler failed on delivery 3 of 3: boom 3/);
+    expect(dead!.error).toMatch(/handler failed on delivery 3 of 3: RpcException: boom 3/);
     expect(await pendingCount(redis, app.key())).toBe(0);
   });
 

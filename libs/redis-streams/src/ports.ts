@@ -8,7 +8,8 @@
 export interface Logger {
   log(message: string): unknown;
   warn(message: string): unknown;
-  error(message: string): unknown;
+  /** `stack`: a handler's failure, printed below the line (Nest's `error(message, stack)`). */
+  error(message: string, stack?: string): unknown;
 }
 
 /** Turns a value into an entry field: Nest's `Serializer` fits. */

@@ -31,11 +31,13 @@ export async function deadLetter(
   reason: string,
   error: unknown = new Error(reason),
   copy = true,
+  // Logged beside the line: a handler's failure (see handlerStack).
+  stack?: string,
 ): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
   const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
   if (!deps.deadLetterStream) {
-    deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`);
+    deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`, stack);
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
@@ -43,7 +45,7 @@ export async function deadLetter(
   if (typeof moved !== 'string' && moved !== null) {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
     const why = describeError(moved.refused);
-    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${why}), left pending`);
+    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${why}), left pending`, stack);
     return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${why}`, { cause: moved.refused }) };
   }
   const deadId = moved;
@@ -52,7 +54,7 @@ export async function deadLetter(
     deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
     return { ...base, outcome: 'failed', error };
   }
-  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`);
+  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`, stack);
   return { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId };
 }
 

@@ -1,4 +1,5 @@
-import { describeError } from '../describe-error.js';
+import { isDeadLetter } from '../dead-letter-mark.js';
+import { describeHandlerError, handlerStack } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
@@ -114,16 +115,20 @@ async function failAll(
   return events;
 }
 
-/** One line per call, not one per entry: a failed batch of 500 would flood the log. */
+/** One line per call, not one per entry (a failed batch of 500 would flood the log), with the stack; a refusal (DeadLetter) is logged by the dead-letterer. */
 function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly SettledEvent[], error: unknown): void {
-  const pending = events.filter((e) => e.outcome === 'failed');
-  if (pending.length === 0) return;
+  const failed = events.filter((e) => e.outcome !== 'acked' && !isDeadLetter(e.error));
+  if (failed.length === 0) return;
+  const pending = failed.filter((e) => e.outcome === 'failed').length;
+  const dead = failed.length - pending;
+  const fate = dead === 0 ? 'left pending' : pending === 0 ? `${dead} dead-lettered` : `${pending} left pending, ${dead} dead-lettered`;
   const ids =
-    pending
+    failed
       .slice(0, 5)
       .map((e) => e.id)
-      .join(', ') + (pending.length > 5 ? ', …' : '');
+      .join(', ') + (failed.length > 5 ? ', …' : '');
   deps.logger.error(
-    `batch handler for "${pattern}" failed on ${pending.length} of ${events.length} entries (${ids}): ${describeError(error)}; left pending`,
+    `batch handler for "${pattern}" failed on ${failed.length} of ${events.length} entries (${ids}): ${describeHandlerError(error)}; ${fate}`,
+    handlerStack(error),
   );
 }

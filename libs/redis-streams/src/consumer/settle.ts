@@ -2,7 +2,7 @@ import type { Deserializer } from '../ports.js';
 import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { isDeadLetter } from '../dead-letter-mark.js';
-import { describeError } from '../describe-error.js';
+import { describeError, describeHandlerError, handlerStack } from '../describe-error.js';
 import { safeJson } from '../escape-control.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
@@ -191,18 +191,16 @@ export function handlerFailed(
   quiet = false,
 ): SettledEvent | Promise<SettledEvent> {
   if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
+  // The handler's own error (class and message; the stack beside the log line), not Nest's stand-in for it.
+  const why = describeHandlerError(error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
-    return deadLetter(
-      deps,
-      entry,
-      source,
-      `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${describeError(error)}`,
-      error,
-    );
+    const reason = `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${why}`;
+    return deadLetter(deps, entry, source, reason, error, true, quiet ? undefined : handlerStack(error));
   }
   if (!quiet)
     deps.logger.error(
-      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${describeError(error)}; left pending`,
+      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${why}; left pending`,
+      handlerStack(error),
     );
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
 }

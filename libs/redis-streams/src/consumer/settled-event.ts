@@ -16,6 +16,7 @@ export interface SettledEvent {
   outcome: SettleOutcome;
   deliveryCount: number;
   source: DeliverySource;
+  /** Why it failed: what the handler threw (not Nest's "Internal server error" stand-in), or the transport's reason. */
   error?: unknown;
   /** Id of the entry in the dead-letter stream, when `outcome` is `'dead-lettered'`. */
   deadLetterId?: string;

@@ -10,6 +10,7 @@ import type { DispatchPort } from '../engine/dispatch-port.js';
 import type { Logger, Serializer, WritePacket } from '../ports.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
+import { originalError, rememberOriginalErrors } from './original-errors.js';
 import { writeReplies } from './reply-writer.js';
 
 // What Nest's other transports answer to a request without a handler.
@@ -39,9 +40,17 @@ export function propagateEventHandlerErrors(server: object): void {
   (server as unknown as { propagatesEventHandlerErrors: boolean }).propagatesEventHandlerErrors = true;
 }
 
-/** A handler's resolved result as a value: an Observable still has to complete (or error), and its last value counts. */
+/**
+ * A handler's resolved result as a value: an Observable still has to complete (or error), and its
+ * last value counts. Nest's RPC proxy hands a failure over as an erroring Observable, replaced by
+ * its default filter: the handler's own error is put back (see original-errors.ts).
+ */
 function resultOf(value: unknown): unknown {
-  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }) : value;
+  return isObservable(value) ? lastValueFrom(value, { defaultValue: undefined }).catch(rethrowOriginal) : value;
+}
+
+function rethrowOriginal(err: unknown): never {
+  throw originalError(err);
 }
 
 /** The one place that calls Nest handlers: contexts, processing hooks, request replies. */
@@ -56,6 +65,7 @@ export class NestDispatch implements DispatchPort {
   ) {
     this.server = server as unknown as NestServer;
     this.defaultStartHook = this.server.onProcessingStartHook;
+    rememberOriginalErrors();
   }
 
   /**
@@ -120,7 +130,10 @@ export class NestDispatch implements DispatchPort {
     return byIndex;
   }
 
-  /** A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream. */
+  /**
+   * A request handler's values; Nest's RPC proxy already turned a throw into an erroring stream.
+   * Its error reply keeps what Nest's filters made of it: the caller gets what Nest's other transports send.
+   */
   private async produce(handler: MessageHandler, payload: unknown, ctx: RedisStreamsContext): Promise<Observable<unknown>> {
     try {
       return this.server.transformToObservable(await handler(payload, ctx));

@@ -1,6 +1,6 @@
-import type { Attributes, Context, Counter, Exception, Histogram, MeterProvider, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, MeterProvider, Span, Tracer } from '@opentelemetry/api';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
-import { describeError } from '../describe-error.js';
+import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
 import type { GroupStats } from '../health/group-stats.js';
 import { headersOf } from '../codec/entry-codec.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
@@ -8,7 +8,7 @@ import { observeGroupGauges } from './group-gauges.js';
 import type { OtelApi } from './otel-api.js';
 import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
-import { ATTR, DURATION_BUCKETS, errorType, METRIC, SCOPE, SYSTEM } from './semconv.js';
+import { ATTR, DURATION_BUCKETS, errorType, MAX_ERROR_TYPES, METRIC, OTHER_ERROR_TYPE, SCOPE, SYSTEM } from './semconv.js';
 
 /** One entry's `process` span and measurements, from the start of its settling to the decision. */
 export interface ProcessTrace {
@@ -41,6 +41,8 @@ export class ConsumerTelemetry {
   private instruments: Instruments | undefined;
   /** Metric attributes per stream, outcome and error type: built once, not per entry. */
   private readonly metricAttrs = new Map<string, Attributes>();
+  /** The `error.type` values reported so far: at most MAX_ERROR_TYPES, later ones are `_OTHER`. */
+  private readonly errorTypes = new Set<string>();
 
   constructor(
     readonly api: OtelApi,
@@ -94,13 +96,22 @@ export class ConsumerTelemetry {
       () => {
         const instruments = this.meters();
         if (!instruments) return;
-        const error = event.outcome === 'acked' ? undefined : errorType(event.error);
+        const error = event.outcome === 'acked' ? undefined : this.errorType(event.error);
         const attrs = this.attributes(event.stream, event.outcome, error);
         instruments.duration.record(seconds, attrs);
         instruments.consumed.add(1, attrs);
       },
       undefined,
     );
+  }
+
+  /** `error.type` of a failure, of bounded cardinality (what handlers throw is the user's). */
+  errorType(error: unknown): string {
+    const type = errorType(error);
+    if (this.errorTypes.has(type)) return type;
+    if (this.errorTypes.size >= MAX_ERROR_TYPES) return OTHER_ERROR_TYPE;
+    this.errorTypes.add(type);
+    return type;
   }
 
   dispose(): void {
@@ -222,7 +233,7 @@ class EntryTrace implements ProcessTrace {
 
   private endSpan(event: SettledEvent): void {
     const error = event.outcome === 'acked' ? undefined : event.error;
-    const type = event.outcome === 'acked' ? undefined : errorType(error);
+    const type = event.outcome === 'acked' ? undefined : this.t.errorType(error);
     // Refused before decoding (too many deliveries, too large, malformed): still the producer's child when its headers say so.
     if (this.tracing && !this.span) this.open(headersOf(this.entry, MAX_HEADERS_CHARS));
     const span = this.span;
@@ -230,10 +241,12 @@ class EntryTrace implements ProcessTrace {
       span.setAttribute(ATTR.outcome, event.outcome);
       if (event.deadLetterId !== undefined) span.setAttribute(ATTR.deadLetterId, event.deadLetterId);
       if (type !== undefined) {
-        // Nest hands a handler's failure over as `{ status, message }` (its RPC exception filter): recorded as it is.
-        span.recordException(typeof error === 'object' && error !== null ? (error as Exception) : describeError(error));
+        // A copy, masked and escaped: the handler's message may quote a password or the entry, and exporters send it as it is.
+        const message = handlerMessage(error);
+        const name = typeof error === 'object' && error !== null ? printableClassOf(error) : typeof error;
+        span.recordException({ name, message, stack: handlerStack(error) });
         span.setAttribute(ATTR.errorType, type);
-        span.setStatus({ code: this.t.api.SpanStatusCode.ERROR, message: error === undefined ? event.outcome : describeError(error) });
+        span.setStatus({ code: this.t.api.SpanStatusCode.ERROR, message: error === undefined ? event.outcome : message });
       }
     }
     span?.end();

@@ -1,3 +1,5 @@
+import { printableClassOf } from '../describe-error.js';
+
 /**
  * Names from the OpenTelemetry messaging semantic conventions, and this transport's own
  * (`messaging.redis_streams.*`). Written out rather than taken from
@@ -37,8 +39,13 @@ export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5
 /** The tracer's and meter's name (the instrumentation scope). */
 export const SCOPE = 'nestjs-redis-streams';
 
-/** `error.type`: the error's class name (low cardinality), as the conventions ask. */
+/** `error.type`: the error's class name, escaped and short, as the conventions ask; `_OTHER` for a thrown non-Error. */
 export function errorType(error: unknown): string {
-  if (error instanceof Error) return error.name || 'Error';
-  return '_OTHER';
+  return error instanceof Error ? printableClassOf(error) : OTHER_ERROR_TYPE;
 }
+
+/** The conventions' value for an error of no known type (and, here, past MAX_ERROR_TYPES). */
+export const OTHER_ERROR_TYPE = '_OTHER';
+
+/** Distinct `error.type` values a consumer reports: handlers name their errors, so cardinality stays bounded. */
+export const MAX_ERROR_TYPES = 100;

@@ -1,0 +1,55 @@
+import { BaseRpcExceptionFilter } from '@nestjs/microservices';
+import { catchError, throwError, type Observable } from 'rxjs';
+import { brandMark } from '../brand.js';
+
+/*
+ * Nest's default RPC exception filter hands a transport `{ status, message: 'Internal server
+ * error' }` for anything but an RpcException (and an RpcException's bare error object): the
+ * handler's own error is gone before the transport sees it. A transport cannot register a filter
+ * of its own without the user's code (global filters live in the app's config), and wrapping the
+ * handler is too late (Nest gives `addHandler` the callback already wrapped by its RpcProxy). So
+ * the default filter's `catch` is hooked, once per process, to remember which original each
+ * replacement stands for; only for calls whose context is this transport's, and without changing
+ * what the filter returns. User filters run before it and are untouched: what one returns of its
+ * own is what the transport reports; one that delegates to the default gets the original back.
+ * A WeakMap keyed by the replacement needs no async context and costs nothing when nothing fails.
+ */
+
+const HOOKED = Symbol.for('nestjs-redis-streams/default-rpc-filter-hooked');
+const ORIGINALS = Symbol.for('nestjs-redis-streams/rpc-error-originals');
+// On globalThis under a global symbol: the package's two builds share one map, and one hook.
+const originals: WeakMap<object, unknown> = ((globalThis as Record<symbol, unknown>)[ORIGINALS] ??= new WeakMap()) as WeakMap<
+  object,
+  unknown
+>;
+const OUR_CONTEXTS = [brandMark('RedisStreamsContext'), brandMark('RedisStreamsBatchContext')];
+
+type Catch = (this: unknown, exception: unknown, host: { getArgByIndex(i: number): unknown }) => Observable<unknown>;
+
+/** Installs the hook on Nest's default RPC exception filter (idempotent). */
+export function rememberOriginalErrors(): void {
+  const proto = BaseRpcExceptionFilter.prototype as unknown as Record<PropertyKey, unknown> & { catch: Catch };
+  if (proto[HOOKED]) return;
+  const replace = proto.catch;
+  Object.defineProperty(proto, HOOKED, { value: true });
+  proto.catch = function (this: unknown, exception, host) {
+    const replaced$ = replace.call(this, exception, host);
+    if (!isOurs(host)) return replaced$;
+    return replaced$.pipe(
+      catchError((replacement: unknown) => {
+        if (typeof replacement === 'object' && replacement !== null && replacement !== exception) originals.set(replacement, exception);
+        return throwError(() => replacement);
+      }),
+    );
+  };
+}
+
+/** What the handler threw, when `err` is the default filter's replacement of it; `err` itself otherwise. */
+export function originalError(err: unknown): unknown {
+  return typeof err === 'object' && err !== null && originals.has(err) ? originals.get(err) : err;
+}
+
+function isOurs(host: { getArgByIndex(i: number): unknown } | undefined): boolean {
+  const ctx = host?.getArgByIndex?.(1);
+  return typeof ctx === 'object' && ctx !== null && OUR_CONTEXTS.some((mark) => (ctx as Record<symbol, unknown>)[mark] === true);
+}
