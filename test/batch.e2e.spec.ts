@@ -1,6 +1,6 @@
 import { UseInterceptors } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
-import { BatchFailure, DeadLetterException, type StreamBatchOptions } from 'nestjs-redis-streams';
+import { BatchFailure, DeadLetterException, InvalidOptionError, StreamPattern, type StreamBatchOptions } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -207,5 +207,18 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     ] as const) {
       await expect(startBatch(batch as StreamBatchOptions), JSON.stringify(batch)).rejects.toThrow(message);
     }
+  });
+
+  it('refuses an unknown @StreamPattern extra at listen, naming the pattern and the key: a typo (bach) would make a batch handler a single-entry one', async () => {
+    // @ts-expect-error: `bach` is no option of @StreamPattern, so a typed literal cannot carry it
+    StreamPattern('bulk', { bach: { maxSize: 500 } });
+    // An object typed wider (or plain JavaScript) still can: listen refuses it.
+    const extras: Record<string, unknown> = { bach: { maxSize: 500 } };
+    const attempt = start(
+      { connection: redis.connection, group: 'g', keyPrefix: uniquePrefix() },
+      { controllers: [batchController('bulk', extras)], providers: [BatchLog] },
+    );
+    await expect(attempt).rejects.toThrow(InvalidOptionError);
+    await expect(attempt).rejects.toThrow(`invalid option "@StreamPattern('bulk') bach": unknown option`);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_SLOT_LANES, planStreams, type HandlerInfo, type PlanOptions } from '../libs/redis-streams/src/engine/plan.js';
 import { sameSlotKey, slotOf } from '../libs/redis-streams/src/redis/slots.js';
+import { STREAM_PATTERN_EXTRAS } from '../libs/redis-streams/src/options/pattern-options.js';
+import { InvalidOptionError } from '../libs/redis-streams/src/options/validate.js';
 
 const ONE_NODE: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => `${s}:dead`, onCluster: false };
 const CLUSTER: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => sameSlotKey(s, ':dead'), onCluster: true };
@@ -75,6 +77,19 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
       /pattern "r": a batch handler answers no request; use @StreamPattern, not @MessagePattern/,
     );
     expect(() => planStreams([event('b', { batch: {} })], ONE_NODE)).toThrow(/@StreamPattern\('b'\) batch\.maxSize/);
+  });
+
+  it("refuses an unknown @StreamPattern extra, naming the pattern and the key; a bare @EventPattern's extras may be another transport's", () => {
+    const typo = () => planStreams([event('bulk', { bach: { maxSize: 500 }, [STREAM_PATTERN_EXTRAS]: true })], ONE_NODE);
+    expect(typo).toThrow(InvalidOptionError);
+    expect(typo).toThrow(`invalid option "@StreamPattern('bulk') bach": unknown option`);
+    // Every handler of the chain, not only the first.
+    expect(() => planStreams([event('o', {}, { partitons: 2, [STREAM_PATTERN_EXTRAS]: true })], ONE_NODE)).toThrow(
+      `invalid option "@StreamPattern('o') partitons": unknown option`,
+    );
+    expect(planStreams([event('bulk', { batch: { maxSize: 5 }, [STREAM_PATTERN_EXTRAS]: true })], ONE_NODE).readers).toHaveLength(1);
+    // MQTT's `qos` on a handler no transport was named for.
+    expect(planStreams([event('shared', { qos: 1 })], ONE_NODE).streams).toEqual(['p:shared']);
   });
 
   it('refuses a bad partition count', () => {

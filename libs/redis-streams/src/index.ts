@@ -9,6 +9,7 @@ export type { RetentionPolicy } from './redis/retention.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';
 export { BatchFailure, RedisStreamsBatchContext, type RedisStreamsBatchContextArgs, type StreamBatchEntry } from './batch.js';
 export type { StreamBatchOptions } from './options/batch-options.js';
+export type { StreamPatternExtras } from './options/pattern-options.js';
 export { REDIS_STREAMS_TRANSPORT, StreamPattern } from './transport.js';
 export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';
 export { InvalidOptionError } from './options/validate.js';

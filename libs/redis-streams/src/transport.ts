@@ -1,5 +1,5 @@
 import { EventPattern } from '@nestjs/microservices';
-import type { StreamBatchOptions } from './options/batch-options.js';
+import { STREAM_PATTERN_EXTRAS, type StreamPatternExtras } from './options/pattern-options.js';
 
 /** `transportId` of {@link RedisStreamsServer}: handlers bound to it are served by no other transport. */
 export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol.for('nestjs-redis-streams');
@@ -15,10 +15,9 @@ export const REDIS_STREAMS_TRANSPORT: unique symbol = Symbol.for('nestjs-redis-s
  * `batch: { maxSize, maxWaitMs? }` makes it a batch handler: `@Payload()` is an array of
  * `StreamBatchEntry` (up to `maxSize`), `@Ctx()` a `RedisStreamsBatchContext`; one Nest
  * dispatch and one XACK per call. Its streams get a reader (and blocking connection) of their own.
+ *
+ * Any other key is refused: at compile time for a literal, at `listen` always (`InvalidOptionError`).
  */
-export function StreamPattern(
-  stream: string,
-  extras?: { partitions?: number; batch?: StreamBatchOptions } & Record<string, unknown>,
-): MethodDecorator {
-  return EventPattern<string>(stream, REDIS_STREAMS_TRANSPORT, extras ?? {});
+export function StreamPattern(stream: string, extras: StreamPatternExtras = {}): MethodDecorator {
+  return EventPattern<string>(stream, REDIS_STREAMS_TRANSPORT, { ...extras, [STREAM_PATTERN_EXTRAS]: true });
 }

@@ -93,7 +93,14 @@ export class Parker {
       const leftMs = Math.floor(deadline - performance.now());
       // BLOCK 0 would wait forever.
       if (leftMs < 1) break;
-      const more = await this.parkRead(leftMs, maxSize - entries.length);
+      const read = this.parkRead(leftMs, maxSize - entries.length);
+      // Redis ends a BLOCK at its next timer tick (up to 100 ms late at hz 10): the deadline is kept here.
+      const more = await within<StreamEntry[] | undefined>(read, deadline - performance.now(), undefined);
+      if (more === undefined) {
+        // Still parked: what it brings is the next call's, taken by the next park (never re-sent meanwhile).
+        this.keepAhead(read);
+        break;
+      }
       if (more.length === 0) break;
       entries = entries.concat(more);
     }
@@ -138,9 +145,13 @@ export class Parker {
   }
 
   private readAhead(): void {
-    const ahead = this.parkRead();
+    // A park still out (see fill) is the next one already.
+    if (!this.ahead) this.keepAhead(this.parkRead());
+  }
+
+  private keepAhead(read: Promise<StreamEntry[]>): void {
     // Awaited by the next park (which reports its failure); until then it must not count as unhandled.
-    ahead.catch(() => undefined);
-    this.ahead = ahead;
+    read.catch(() => undefined);
+    this.ahead = read;
   }
 }

@@ -1,5 +1,6 @@
 import type { StreamOrigin } from '../consumer/settle.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
+import { checkPatternExtras } from '../options/pattern-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
 
@@ -62,6 +63,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
   if (pattern.startsWith('{"') || pattern === '{}') {
     throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
   }
+  for (const extras of handler.chain) checkPatternExtras(pattern, extras);
   const { partitions, batch } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown };
   checkChain(pattern, handler.chain);
   if (batch !== undefined) {

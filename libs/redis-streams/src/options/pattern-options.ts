@@ -1,0 +1,22 @@
+import type { StreamBatchOptions } from './batch-options.js';
+import { rejectUnknown } from './validate.js';
+
+/** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
+export interface StreamPatternExtras {
+  /** n keys `{stream:0}` … `{stream:n-1}`, 1 to 64. Default: one plain key. */
+  partitions?: number;
+  batch?: StreamBatchOptions;
+}
+
+/**
+ * Marks the extras `@StreamPattern` wrote (Nest copies symbol keys along). Only those are ours
+ * alone: a bare `@EventPattern`'s extras may be meant for another transport (MQTT's `qos`).
+ */
+export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
+
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch'];
+
+/** A typo in `@StreamPattern`'s extras would otherwise silently keep the default (a single-entry handler). */
+export function checkPatternExtras(pattern: string, extras: object): void {
+  if (STREAM_PATTERN_EXTRAS in extras) rejectUnknown(extras, KNOWN_EXTRAS, `@StreamPattern('${pattern}') `);
+}
