@@ -1,0 +1,152 @@
+import { runCli } from './support/cli.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
+import { uniquePrefix } from './support/test-app.js';
+import { createGroup } from './support/backlog.js';
+
+const redis = useRedis();
+const cli = (...args: string[]) => runCli(redis, args);
+const dlqCli = (...args: string[]) => runCli(redis, args, 'redis-streams-dlq');
+
+/** A work stream with group `g`, three entries (the first in the hand of `stuck`), and two dead letters in its dead-letter stream. */
+async function scene() {
+  const key = `${uniquePrefix()}orders`;
+  const dead = deadLetterKey(key);
+  const r = redis.client();
+  await createGroup(r, key);
+  const ids: string[] = [];
+  ids.push((await r.xadd(key, '*', 'data', '{"note":"\u001b[31mred"}'))!);
+  for (let i = 1; i < 3; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+  await r.xreadgroup('GROUP', 'g', 'stuck', 'COUNT', 1, 'STREAMS', key, '>');
+  const letters: string[] = [];
+  for (const n of ['7', '8'])
+    letters.push((await r.xadd(dead, '*', 'stream', key, 'sourceId', `1-${n}`, 'error', 'boom', 'fields', `["n","${n}"]`, 'deadAt', '1'))!);
+  return { key, dead, ids, letters };
+}
+
+describe('operator CLI: dead-letter streams only', () => {
+  it('refuses to list a work stream as dead letters (exit 2, naming the dead-letter stream), lists an empty or custom-named one', async () => {
+    const { key, dead } = await scene();
+    for (const run of [cli('dlq', 'list', key), dlqCli('list', key), cli('dlq', 'redrive', key, '--all', '--to', key)]) {
+      const refused = await run;
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`"${key}" is not a dead-letter stream`);
+      expect(refused.stderr).toContain(`"${dead}"`);
+      expect(refused.stdout).not.toMatch(/1970/);
+    }
+    expect((await cli('dlq', 'list', `${key}:nothing`)).code).toBe(0);
+    const custom = `${key}-letters`;
+    await redis.client().xadd(custom, '*', 'stream', key, 'sourceId', '1-1', 'error', 'x', 'fields', '[]', 'deadAt', '1');
+    expect(await cli('dlq', 'list', custom, '--json')).toMatchObject({ code: 0 });
+  });
+
+  it('exits 2 on every usage error, as the README says', async () => {
+    const { dead } = await scene();
+    const usage = [
+      ['dlq', 'list', dead, '--count', '0'],
+      ['dlq', 'list', dead, '--count', 'many'],
+      ['dlq', 'list', dead, '--after', 'yesterday'],
+      ['dlq', 'redrive', dead],
+      ['dlq', 'redrive', dead, 'not-an-id'],
+      ['dlq', 'delete', dead],
+      ['consumers', 'prune', 'orders'],
+      ['pending', 'peek', 'orders', '1-1'],
+      ['pending', 'peek', 'orders', '--group', 'g'],
+    ];
+    for (const args of usage) {
+      const run = await cli(...args);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+      const alone = args[0] === 'dlq' ? await dlqCli(...args.slice(1)) : undefined;
+      if (alone) expect({ args, code: alone.code }).toEqual({ args, code: 2 });
+    }
+  });
+
+  it('consumers prune names every missing flag, the first one first', async () => {
+    const run = await cli('consumers', 'prune', 'orders');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/consumers prune needs --group G and --idle-ms MS/);
+  });
+});
+
+describe('operator CLI: deleting dead letters', () => {
+  it('dlq delete deletes the given letters and says which were not there', async () => {
+    const { key, dead, letters } = await scene();
+    const run = await cli('dlq', 'delete', dead, letters[0]!, '9-9');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`${letters[0]} deleted`);
+    expect(run.stdout).toContain('9-9 not in');
+    expect(await redis.client().xlen(dead)).toBe(1);
+    expect((await cli('dlq', 'delete', key, '1-1')).code).toBe(2);
+    expect(await redis.client().xlen(key)).toBe(3);
+  });
+
+  it('dlq purge says how many it would delete and deletes nothing without --yes', async () => {
+    const { key, dead } = await scene();
+    const asked = await cli('dlq', 'purge', dead);
+    expect(asked.code).toBe(2);
+    expect(asked.stderr).toContain(`purge deletes all 2 dead letters of "${dead}": add --yes`);
+    expect(await redis.client().xlen(dead)).toBe(2);
+    const done = await cli('dlq', 'purge', dead, '--yes', '--json');
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ stream: dead, deleted: 2 });
+    expect(await redis.client().xlen(dead)).toBe(0);
+    expect((await cli('dlq', 'purge', key, '--yes')).code).toBe(2);
+    expect(await redis.client().xlen(key)).toBe(3);
+  });
+});
+
+describe('operator CLI: a stuck pending entry', () => {
+  it('pending peek shows its payload (escaped), owner, idle and deliveries', async () => {
+    const { key, ids } = await scene();
+    const json = await cli('pending', 'peek', key, '--group', 'g', ids[0]!, '--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ stream: key, group: 'g', id: ids[0], owner: 'stuck', deliveries: 1 });
+    const text = await cli('pending', 'peek', key, '--group', 'g', ids[0]!);
+    expect(text.stdout).toMatch(new RegExp(`${ids[0]}  owner stuck  idle .*  deliveries 1`));
+    expect(text.stdout).not.toContain('\u001b');
+    const notPending = await cli('pending', 'peek', key, '--group', 'g', ids[1]!);
+    expect(notPending.code).toBe(1);
+    expect(notPending.stderr).toContain(`${ids[1]} is not pending in group "g"`);
+  });
+
+  it('pending release makes it reclaimable by the next peer at once, owner and delivery count unchanged', async () => {
+    const { key, ids } = await scene();
+    const run = await cli('pending', 'release', key, '--group', 'g', ids[0]!, '--min-idle-ms', '60000');
+    expect(run.code).toBe(0);
+    const [[, owner, idle, count]] = (await redis.client().xpending(key, 'g', ids[0]!, ids[0]!, 1)) as [string, string, number, number][];
+    expect([owner, count]).toEqual(['stuck', 1]);
+    expect(idle).toBeGreaterThanOrEqual(60_000);
+    const [, claimed] = (await redis.client().xautoclaim(key, 'g', 'peer', 60_000, '0-0', 'COUNT', 10)) as [string, [string, string[]][]];
+    expect(claimed.map(([id]) => id)).toEqual([ids[0]]);
+  });
+
+  it('pending dead-letter moves it to the dead-letter stream and acks it, in one step', async () => {
+    const { key, dead, ids } = await scene();
+    const run = await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!, '--json');
+    expect(run.code).toBe(0);
+    const { deadLetterId } = JSON.parse(run.stdout) as { deadLetterId: string };
+    const [[, fields]] = await redis.client().xrange(dead, deadLetterId, deadLetterId);
+    const letter = Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]));
+    expect(letter).toMatchObject({ stream: key, sourceId: ids[0], group: 'g', consumer: 'stuck', deliveryCount: '1' });
+    expect(JSON.parse(letter.fields!)).toEqual(['data', '{"note":"\u001b[31mred"}']);
+    expect(await redis.client().xpending(key, 'g', '-', '+', 10)).toEqual([]);
+    expect((await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!)).code).toBe(1);
+  });
+});
+
+describe('operator CLI: inspect says what needs attention', () => {
+  it('flags an entry idle past --min-idle-ms that nobody reclaimed, a consumer without a connection that owns entries, and dead letters', async () => {
+    const { key, dead, ids } = await scene();
+    const json = await cli('inspect', key, '--min-idle-ms', '1', '--json');
+    const [report] = JSON.parse(json.stdout) as { attention: string[] }[];
+    expect(report!.attention).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining(`entry ${ids[0]} held by "stuck"`),
+        expect.stringContaining('"stuck" owns 1 pending entries but has no connection'),
+        expect.stringContaining(`2 dead letters in "${dead}"`),
+      ]),
+    );
+    const text = await cli('inspect', key, '--min-idle-ms', '1');
+    expect(text.stdout).toContain(`  attention: entry ${ids[0]} held by "stuck"`);
+  });
+});
