@@ -22,7 +22,8 @@ inspect: per stream its length, dead letters and, per group, lag, pending and la
 per consumer its pending count, idle time and the age of its oldest pending entry. Without stream
 names, every stream matching --match (default *) that has a consumer group. --watch refreshes in
 place every --interval ms (default 2000) with entries/s produced and consumed.
-consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry.
+consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
+and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
 
 ${CONNECTION_HELP}
 ${DLQ_NAMING}`;
