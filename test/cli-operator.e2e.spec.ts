@@ -80,17 +80,17 @@ describe('operator CLI: deleting dead letters', () => {
     expect(await redis.client().xlen(key)).toBe(3);
   });
 
-  it('dlq purge says how many it would delete and deletes nothing without --yes', async () => {
+  it('dlq delete --all says how many it would delete and deletes nothing without --yes', async () => {
     const { key, dead } = await scene();
-    const asked = await cli('dlq', 'purge', dead);
+    const asked = await cli('dlq', 'delete', dead, '--all');
     expect(asked.code).toBe(2);
-    expect(asked.stderr).toContain(`purge deletes all 2 dead letters of "${dead}": add --yes`);
+    expect(asked.stderr).toContain(`delete --all deletes all 2 dead letters of "${dead}": add --yes`);
     expect(await redis.client().xlen(dead)).toBe(2);
-    const done = await cli('dlq', 'purge', dead, '--yes', '--json');
+    const done = await cli('dlq', 'delete', dead, '--all', '--yes', '--json');
     expect(done.code).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({ stream: dead, deleted: 2 });
     expect(await redis.client().xlen(dead)).toBe(0);
-    expect((await cli('dlq', 'purge', key, '--yes')).code).toBe(2);
+    expect((await cli('dlq', 'delete', key, '--all', '--yes')).code).toBe(2);
     expect(await redis.client().xlen(key)).toBe(3);
   });
 });
@@ -113,7 +113,9 @@ describe('operator CLI: a stuck pending entry', () => {
     const { key, ids } = await scene();
     const run = await cli('pending', 'release', key, '--group', 'g', ids[0]!, '--min-idle-ms', '60000');
     expect(run.code).toBe(0);
-    const [[, owner, idle, count]] = (await redis.client().xpending(key, 'g', ids[0]!, ids[0]!, 1)) as [string, string, number, number][];
+    const [, owner, idle, count] = (
+      (await redis.client().xpending(key, 'g', ids[0]!, ids[0]!, 1)) as [string, string, number, number][]
+    )[0]!;
     expect([owner, count]).toEqual(['stuck', 1]);
     expect(idle).toBeGreaterThanOrEqual(60_000);
     const [, claimed] = (await redis.client().xautoclaim(key, 'g', 'peer', 60_000, '0-0', 'COUNT', 10)) as [string, [string, string[]][]];
@@ -125,7 +127,7 @@ describe('operator CLI: a stuck pending entry', () => {
     const run = await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!, '--json');
     expect(run.code).toBe(0);
     const { deadLetterId } = JSON.parse(run.stdout) as { deadLetterId: string };
-    const [[, fields]] = await redis.client().xrange(dead, deadLetterId, deadLetterId);
+    const [, fields] = (await redis.client().xrange(dead, deadLetterId, deadLetterId))[0]!;
     const letter = Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]]));
     expect(letter).toMatchObject({ stream: key, sourceId: ids[0], group: 'g', consumer: 'stuck', deliveryCount: '1' });
     expect(JSON.parse(letter.fields!)).toEqual(['data', '{"note":"\u001b[31mred"}']);

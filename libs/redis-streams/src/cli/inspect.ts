@@ -18,6 +18,9 @@ export interface ConsumerReport {
   connected: boolean | null;
   /** Age of its oldest pending entry (from the entry id's time); null when it owns none. */
   oldestPendingAgeMs: number | null;
+  /** That entry's id and idle time (since its last delivery or lease renewal); null when it owns none. */
+  oldestPendingId: string | null;
+  oldestPendingIdleMs: number | null;
 }
 
 export interface GroupReport {
@@ -38,6 +41,8 @@ export interface StreamReport {
   groups: GroupReport[];
   /** Dead-letter streams of this stream under the default names, with their length. */
   deadLetters: { stream: string; length: number }[];
+  /** What needs an operator (attention.ts), filled in by the CLI. */
+  attention?: string[];
 }
 
 /** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
@@ -73,18 +78,7 @@ export async function inspectStreams(
     for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
       const name = g.name;
       if (group !== undefined && name !== group) continue;
-      const consumers: ConsumerReport[] = [];
-      const connected = await connectedConsumers(redis, name).catch((err: unknown) => {
-        if (isErrorReply(err)) return null; // no +client|list: connections unknown
-        throw err;
-      });
-      for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, name))) {
-        // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
-        const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, name, '-', '+', 1, c.name)) : undefined;
-        const born = oldest ? idTime(oldest.id) : NaN;
-        const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
-        consumers.push({ ...c, connected: connected && connected.has(c.name), oldestPendingAgeMs: ageMs });
-      }
+      const consumers = await consumerReports(redis, stream, name, now);
       const { lag } = await groupFigures(redis, stream, g);
       groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers });
     }
@@ -99,6 +93,29 @@ export async function inspectStreams(
     });
   }
   return reports;
+}
+
+/** Per consumer of `group`: pending, idle figures, connection, and its oldest pending entry. */
+async function consumerReports(redis: RedisConnection, stream: string, group: string, now: number): Promise<ConsumerReport[]> {
+  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+    if (isErrorReply(err)) return null; // no +client|list: connections unknown
+    throw err;
+  });
+  const consumers: ConsumerReport[] = [];
+  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group))) {
+    // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
+    const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, group, '-', '+', 1, c.name)) : undefined;
+    const born = oldest ? idTime(oldest.id) : NaN;
+    const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
+    consumers.push({
+      ...c,
+      connected: connected && connected.has(c.name),
+      oldestPendingAgeMs: ageMs,
+      oldestPendingId: oldest?.id ?? null,
+      oldestPendingIdleMs: oldest?.idleMs ?? null,
+    });
+  }
+  return consumers;
 }
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
@@ -167,6 +184,7 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
       `${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`,
     );
     for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
+    for (const a of s.attention ?? []) lines.push(`  attention: ${a}`);
     if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
     for (const g of s.groups) {
       const consuming = r?.consumed.get(s.stream)?.get(g.name);

@@ -69,6 +69,12 @@ export function parsePendingRow(id: string, reply: unknown): PendingRow | undefi
   return { consumer: String(row[1]), deliveryCount: Number(row[3]) };
 }
 
+/** {@link parsePendingRow} with the entry's idle time (ms since its last delivery or lease renewal), for the operator's peek. */
+export function parsePendingDetail(id: string, reply: unknown): (PendingRow & { readonly idleMs: number }) | undefined {
+  const row = parsePendingRow(id, reply);
+  return row && { ...row, idleMs: Number((reply as unknown[][])[0]![2]) };
+}
+
 /** What an audit (AUDIT_SCRIPT) found of one entry a consumer believed was pending under it. */
 export type AuditFinding =
   | { readonly id: string; readonly status: 'mine'; readonly idleMs: number }
