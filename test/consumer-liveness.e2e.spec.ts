@@ -1,3 +1,4 @@
+import type { Cluster, Redis } from 'ioredis';
 import { runCli } from './support/cli.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -11,8 +12,13 @@ import { waitParked } from './support/parked.js';
 const redis = useRedis();
 const start = useApps();
 
-const xreadgroupCalls = async (): Promise<number> =>
-  Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(await redis.client().info('commandstats'))?.[1] ?? 0);
+/** XREADGROUP calls served, over every master on a cluster (the worker parks on each slot's). */
+async function xreadgroupCalls(): Promise<number> {
+  const admin = redis.client() as Redis | Cluster;
+  const nodes = redis.cluster ? (admin as Cluster).nodes('master') : [admin as Redis];
+  const infos = await Promise.all(nodes.map((n) => n.info('commandstats')));
+  return infos.reduce((sum, info) => sum + Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(info)?.[1] ?? 0), 0);
+}
 
 async function consumerRow(key: string, name: string): Promise<Record<string, unknown> | undefined> {
   const rows = (await redis.client().xinfo('CONSUMERS', key, 'g')) as unknown[][];
@@ -29,10 +35,10 @@ async function liveAndDead() {
   await waitFor(async () => (await consumerRow(key, 'dead')) !== undefined, { message: 'the consumer "dead" in the group' });
   await dead.close();
   await start({ ...options, consumer: 'live' });
-  await waitParked(redis.client(), 'g:live:blocking', 'the live worker parked');
+  await waitParked(redis.client(), 'name=g:live:', 'the live worker parked');
   const before = await xreadgroupCalls();
   await waitFor(async () => (await xreadgroupCalls()) >= before + 4, { message: 'four more empty parks', timeoutMs: 15_000 });
-  await waitParked(redis.client(), 'g:live:blocking', 'the live worker parked again');
+  await waitParked(redis.client(), 'name=g:live:', 'the live worker parked again');
   await waitFor(async () => Number((await consumerRow(key, 'dead'))?.idle) >= 1000, { message: '"dead" idle past 1000 ms' });
   return { prefix, key };
 }
