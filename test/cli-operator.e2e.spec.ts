@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
+import { requireBuilt, repoRoot } from './support/built.js';
 import { runCli } from './support/cli.js';
+import { waitFor } from './support/wait-for.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
@@ -150,5 +153,32 @@ describe('operator CLI: inspect says what needs attention', () => {
     );
     const text = await cli('inspect', key, '--min-idle-ms', '1');
     expect(text.stdout).toContain(`  attention: entry ${ids[0]} held by "stuck"`);
+  });
+
+  it('--watch flags a dead-letter stream that grew and a lag that rose since the last refresh', async () => {
+    const { key, dead } = await scene();
+    const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
+    const target = redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url];
+    const child = execFile(
+      process.execPath,
+      [script, 'inspect', key, '--watch', '--interval', '500', '--times', '3', '--json', ...target],
+      {
+        cwd: repoRoot,
+      },
+    );
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await waitFor(() => out.split('\n').filter(Boolean).length >= 1, { message: 'the first frame' });
+    await redis.client().xadd(dead, '*', 'stream', key, 'sourceId', '1-9', 'error', 'boom', 'fields', '[]', 'deadAt', '1');
+    await redis.client().xadd(key, '*', 'n', '3');
+    expect(await exited).toBe(0);
+    const frames = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { streams: { attention: string[] }[] });
+    const later = frames.slice(1).flatMap((f) => f.streams[0]!.attention);
+    expect(later).toEqual(expect.arrayContaining([`"${dead}" grew by 1 dead letters`, 'lag of group "g" rose from 2 to 3']));
+    expect(frames[0]!.streams[0]!.attention.some((a) => a.includes('grew') || a.includes('rose'))).toBe(false);
   });
 });
