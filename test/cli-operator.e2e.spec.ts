@@ -6,8 +6,10 @@ import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { createGroup } from './support/backlog.js';
+import { useApps } from './support/test-app.js';
 
 const redis = useRedis();
+const start = useApps();
 const cli = (...args: string[]) => runCli(redis, args);
 const dlqCli = (...args: string[]) => runCli(redis, args, 'redis-streams-dlq');
 
@@ -180,5 +182,118 @@ describe('operator CLI: inspect says what needs attention', () => {
     const later = frames.slice(1).flatMap((f) => f.streams[0]!.attention);
     expect(later).toEqual(expect.arrayContaining([`"${dead}" grew by 1 dead letters`, 'lag of group "g" rose from 2 to 3']));
     expect(frames[0]!.streams[0]!.attention.some((a) => a.includes('grew') || a.includes('rose'))).toBe(false);
+  });
+});
+
+describe('operator CLI: review findings', () => {
+  it('field sniffing never authorises deletion: a work stream whose entries look like letters is not emptied', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const r = redis.client();
+    await r.xadd(key, '*', 'stream', 'x', 'sourceId', '1-1', 'error', 'e');
+    const id = (await r.xadd(key, '*', 'n', '1'))!;
+    for (const args of [
+      ['dlq', 'delete', key, '--all', '--yes'],
+      ['dlq', 'delete', key, id],
+      ['dlq', 'redrive', key, '--all', '--to', `${key}-x`],
+    ]) {
+      const run = await cli(...args);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+      expect(run.stderr).toContain('--custom-dlq');
+    }
+    expect(await r.xlen(key)).toBe(2);
+  });
+
+  it('a custom-named dead-letter stream is acted on with --custom-dlq, and refused without a made-up suggestion', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const custom = `${key}-letters`;
+    const r = redis.client();
+    await r.xadd(custom, '*', 'note', 'not a letter');
+    await r.xadd(custom, '*', 'stream', key, 'sourceId', '1-1', 'error', 'x', 'fields', '[]', 'deadAt', '1');
+    const refused = await cli('dlq', 'list', custom);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--custom-dlq');
+    expect(refused.stderr).not.toContain('did you mean');
+    expect((await cli('dlq', 'list', custom, '--custom-dlq', '--json')).code).toBe(0);
+    const done = await cli('dlq', 'delete', custom, '--all', '--yes', '--custom-dlq', '--json');
+    expect(done.code).toBe(0);
+    expect(await r.xlen(custom)).toBe(0);
+  });
+
+  it('ids together with --all are a usage error (exit 2), nothing deleted or re-driven', async () => {
+    const { key, dead, letters } = await scene();
+    for (const args of [
+      ['dlq', 'delete', dead, letters[0]!, '--all', '--yes'],
+      ['dlq', 'redrive', dead, letters[0]!, '--all', '--to', key],
+    ]) {
+      const run = await cli(...args);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+    }
+    expect(await redis.client().xlen(dead)).toBe(2);
+  });
+
+  it('pending dead-letter and release refuse an entry whose owner is connected (still handling it) unless --force', async () => {
+    let finish!: () => void;
+    const handling = new Promise<void>((resolve) => (finish = resolve));
+    const app = await start({ connection: redis.connection, group: 'g', consumer: 'busy', keyPrefix: uniquePrefix(), blockMs: 1000 });
+    app.recorder.behavior = () => handling;
+    try {
+      const key = app.key();
+      const id = (await redis.client().xadd(key, '*', 'data', '{}'))!;
+      await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler to start' });
+      for (const sub of ['dead-letter', 'release']) {
+        const run = await cli('pending', sub, key, '--group', 'g', id);
+        expect({ sub, code: run.code }).toEqual({ sub, code: 1 });
+        expect(run.stderr).toContain('"busy" has a connection open');
+        expect(run.stderr).toContain('--force');
+      }
+      expect(await redis.client().xlen(deadLetterKey(key))).toBe(0);
+      expect((await cli('pending', 'release', key, '--group', 'g', id, '--force')).code).toBe(0);
+    } finally {
+      finish();
+    }
+  });
+
+  it('pending dead-letter refuses a --to that is not a dead-letter stream, and an entry gone from the stream, unless told', async () => {
+    const { key, dead, ids } = await scene();
+    const r = redis.client();
+    const toWork = await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!, '--to', key);
+    expect(toWork.code).toBe(2);
+    expect(toWork.stderr).toContain('--custom-dlq');
+    expect(await r.xlen(key)).toBe(3);
+    await r.xdel(key, ids[0]!);
+    const gone = await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain('no longer in the stream');
+    expect(await r.xlen(dead)).toBe(2);
+    expect((await cli('pending', 'dead-letter', key, '--group', 'g', ids[0]!, '--force')).code).toBe(0);
+    expect(await r.xlen(dead)).toBe(3);
+  });
+
+  it('an id out of range is a usage error', async () => {
+    const { key, dead } = await scene();
+    for (const args of [
+      ['dlq', 'delete', dead, '99999999999999999999-0'],
+      ['dlq', 'list', dead, '--after', '1-99999999999999999999'],
+      ['pending', 'peek', key, '--group', 'g', '99999999999999999999-0'],
+    ]) {
+      const run = await cli(...args);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+    }
+  });
+
+  it('a dead-letter key of another type is named in the failure', async () => {
+    const hash = `${uniquePrefix()}orders:dead`;
+    await redis.client().hset(hash, 'a', '1');
+    const wrong = await cli('dlq', 'list', hash);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain(`"${hash}"`);
+    expect(wrong.stderr).toContain('WRONGTYPE');
+  });
+
+  it("parseArgs' messages keep their own line breaks", async () => {
+    const ambiguous = await cli('inspect', 'orders', '--min-idle-ms', '-5');
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).not.toContain('\\x0a');
+    expect(ambiguous.stderr.split('\n')[1]).toMatch(/^Did you forget/);
   });
 });
