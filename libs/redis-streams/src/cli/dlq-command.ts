@@ -1,20 +1,23 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { isWrongType } from '../redis/redis-errors.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import { requireDeadLetterStream, requireEntryId } from './dead-letter-guard.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
-  list    <dead-letter-stream> [--count N] [--after ID] [--json]
-  redrive <dead-letter-stream> (<id> … | --all) [--to <stream>] [--json]
-  delete  <dead-letter-stream> (<id> … | --all --yes) [--json]`;
+  list    <dead-letter-stream> [--count N] [--after ID] [--custom-dlq] [--json]
+  redrive <dead-letter-stream> (<id> … | --all) [--to <stream>] [--custom-dlq] [--json]
+  delete  <dead-letter-stream> (<id> … | --all --yes) [--custom-dlq] [--json]`;
 
 export const DLQ_NAMING = `A dead-letter stream is named <stream>:dead ({<stream>}:dead on a cluster when the stream key
 has no hash tag) unless the server's deadLetterStream option says otherwise. redrive writes only to
 the stream whose dead-letter stream it reads (from those names, or --to for a custom name): a letter
 naming another stream is skipped, and a request is re-driven as an event (replyTo/correlationId dropped).
-list, redrive and delete refuse (exit 2) a key that is neither so named nor holds dead letters.
-delete --all deletes every letter only with --yes, and without it says how many it would delete.`;
+list, redrive and delete refuse (exit 2) a key not so named unless --custom-dlq says it is a
+dead-letter stream under a custom name (list also takes one whose oldest entry is a letter; what a
+key holds never authorises redrive or delete: a producer may write any field). Ids and --all do not
+go together. delete --all deletes every letter only with --yes, and without it says how many it would delete.`;
 
 export const DLQ_COMMANDS = ['find', 'list', 'redrive', 'delete'];
 
@@ -25,11 +28,12 @@ export const DLQ_FLAGS = {
   to: { type: 'string' },
   all: { type: 'boolean', default: false },
   yes: { type: 'boolean', default: false },
+  'custom-dlq': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
-type DlqFlags = { count: string; after?: string; to?: string; all: boolean; yes: boolean; json: boolean };
+type DlqFlags = { count: string; after?: string; to?: string; all: boolean; yes: boolean; 'custom-dlq': boolean; json: boolean };
 
 /**
  * `find` / `list` / `redrive` / `delete` of dead letters; returns the exit code. Usage
@@ -50,11 +54,18 @@ export async function runDlq(
   for (const id of ids) requireEntryId('an id', id);
   if (command === 'redrive' && ids.length === 0 && !values.all) throw new UsageError('redrive needs ids or --all');
   if (command === 'delete' && ids.length === 0 && !values.all) throw new UsageError('delete needs ids or --all --yes');
-  await requireDeadLetterStream(redis, dlq, target);
-  if (command === 'list') return list(dlq, target, count, values);
-  if (command === 'redrive') return redrive(dlq, target, ids, values);
-  if (values.all) return deleteAll(dlq, target, values);
-  return remove(dlq, target, ids, values.json);
+  if (ids.length > 0 && values.all) throw new UsageError(`${command} takes ids or --all, not both`);
+  try {
+    await requireDeadLetterStream(redis, dlq, target, { destructive: command !== 'list', custom: values['custom-dlq'] });
+    if (command === 'list') return await list(dlq, target, count, values);
+    if (command === 'redrive') return await redrive(dlq, target, ids, values);
+    if (values.all) return await deleteAll(dlq, target, values);
+    return await remove(dlq, target, ids, values.json);
+  } catch (err) {
+    // Redis' WRONGTYPE names no key.
+    if (isWrongType(err)) throw new Error(`"${e(target)}" is not a stream: ${(err as Error).message}`, { cause: err });
+    throw err;
+  }
 }
 
 async function find(dlq: DeadLetters, target: string, json: boolean): Promise<number> {

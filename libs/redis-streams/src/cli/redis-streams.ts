@@ -59,6 +59,7 @@ function parseFlags(argv: string[]) {
       times: { type: 'string' },
       'idle-ms': { type: 'string' },
       'min-idle-ms': { type: 'string', default: '30000' },
+      force: { type: 'boolean', default: false },
     },
   });
 }
