@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
+import { runCli } from './support/cli.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
@@ -10,18 +11,7 @@ import { createGroup } from './support/backlog.js';
 const redis = useRedis();
 
 /** Runs `redis-streams …` against the test's Redis; resolves with its exit code and output, whatever the code. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
-  const target = args.includes('--url')
-    ? []
-    : redis.cluster
-      ? ['--cluster', (redis.connection as string[]).join(',')]
-      : ['--url', redis.url];
-  return promisify(execFile)(process.execPath, [script, ...args, ...target], { cwd: repoRoot }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
-  );
-}
+const cli = (...args: string[]) => runCli(redis, args);
 
 /** A stream with group `g`: 5 entries, 3 delivered to `busy` (1 of them acked), 1 dead letter, an idle consumer `gone`. */
 async function scene() {

@@ -78,8 +78,16 @@ export function runMain(name: string, main: (argv: string[]) => Promise<number>,
   main(process.argv.slice(2)).then(
     (code) => void (process.exitCode = code),
     (err: unknown) => {
-      const usageError = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
-      console.error(`${name}: ${describeError(err)}${usageError && usage ? `\n\n${usage}` : ''}`);
+      const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+      const usageError = err instanceof UsageError || parseError;
+      // parseArgs' messages span lines of their own: each line escaped, the breaks kept.
+      const text = parseError
+        ? (err as Error).message
+            .split('\n')
+            .map((line) => describeError(new Error(line)))
+            .join('\n')
+        : describeError(err);
+      console.error(`${name}: ${text}${usageError && usage ? `\n\n${usage}` : ''}`);
       process.exitCode = usageError ? 2 : 1;
     },
   );

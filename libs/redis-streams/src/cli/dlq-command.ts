@@ -1,16 +1,25 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { isWrongType } from '../redis/redis-errors.js';
+import { positiveFlag, UsageError } from './cli-connection.js';
+import { requireDeadLetterStream, requireEntryId } from './dead-letter-guard.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
-  list    <dead-letter-stream> [--count N] [--after ID] [--json]
-  redrive <dead-letter-stream> (<id> … | --all) [--to <stream>] [--json]`;
+  list    <dead-letter-stream> [--count N] [--after ID] [--custom-dlq] [--json]
+  redrive <dead-letter-stream> (<id> … | --all) [--to <stream>] [--custom-dlq] [--json]
+  delete  <dead-letter-stream> (<id> … | --all --yes) [--custom-dlq] [--json]`;
 
 export const DLQ_NAMING = `A dead-letter stream is named <stream>:dead ({<stream>}:dead on a cluster when the stream key
 has no hash tag) unless the server's deadLetterStream option says otherwise. redrive writes only to
 the stream whose dead-letter stream it reads (from those names, or --to for a custom name): a letter
-naming another stream is skipped, and a request is re-driven as an event (replyTo/correlationId dropped).`;
+naming another stream is skipped, and a request is re-driven as an event (replyTo/correlationId dropped).
+list, redrive and delete refuse (exit 2) a key not so named unless --custom-dlq says it is a
+dead-letter stream under a custom name (list also takes one whose oldest entry is a letter; what a
+key holds never authorises redrive or delete: a producer may write any field). Ids and --all do not
+go together. delete --all deletes every letter only with --yes, and without it says how many it would delete.`;
 
-export const DLQ_COMMANDS = ['find', 'list', 'redrive'];
+export const DLQ_COMMANDS = ['find', 'list', 'redrive', 'delete'];
 
 /** The flags of the dead-letter commands (both binaries). */
 export const DLQ_FLAGS = {
@@ -18,40 +27,69 @@ export const DLQ_FLAGS = {
   after: { type: 'string' },
   to: { type: 'string' },
   all: { type: 'boolean', default: false },
+  yes: { type: 'boolean', default: false },
+  'custom-dlq': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
-/** `find` / `list` / `redrive` of dead letters; returns the exit code. Every column a producer or a forged letter could write is escaped (`e`). */
+type DlqFlags = { count: string; after?: string; to?: string; all: boolean; yes: boolean; 'custom-dlq': boolean; json: boolean };
+
+/**
+ * `find` / `list` / `redrive` / `delete` of dead letters; returns the exit code. Usage
+ * errors are checked before anything is read. Every column a producer or a forged letter could
+ * write is escaped (`e`).
+ */
 export async function runDlq(
+  redis: RedisConnection,
   dlq: DeadLetters,
   command: string,
   target: string,
   ids: string[],
-  values: { count: string; after?: string; to?: string; all: boolean; json: boolean },
+  values: DlqFlags,
 ): Promise<number> {
-  if (command === 'find') {
-    const found = await dlq.find(target);
-    if (values.json) console.log(safeJson(found));
-    else if (found.length === 0) console.log(`no dead-letter stream of "${e(target)}" under the default names`);
-    else for (const name of found) console.log(`${e(name)}  ${await dlq.count(name)} entries`);
-    return 0;
+  if (command === 'find') return find(dlq, target, values.json);
+  const count = command === 'list' ? positiveFlag('--count', values.count) : 0;
+  if (values.after !== undefined) requireEntryId('--after', values.after);
+  for (const id of ids) requireEntryId('an id', id);
+  if (command === 'redrive' && ids.length === 0 && !values.all) throw new UsageError('redrive needs ids or --all');
+  if (command === 'delete' && ids.length === 0 && !values.all) throw new UsageError('delete needs ids or --all --yes');
+  if (ids.length > 0 && values.all) throw new UsageError(`${command} takes ids or --all, not both`);
+  try {
+    await requireDeadLetterStream(redis, dlq, target, { destructive: command !== 'list', custom: values['custom-dlq'] });
+    if (command === 'list') return await list(dlq, target, count, values);
+    if (command === 'redrive') return await redrive(dlq, target, ids, values);
+    if (values.all) return await deleteAll(dlq, target, values);
+    return await remove(dlq, target, ids, values.json);
+  } catch (err) {
+    // Redis' WRONGTYPE names no key.
+    if (isWrongType(err)) throw new Error(`"${e(target)}" is not a stream: ${(err as Error).message}`, { cause: err });
+    throw err;
   }
-  if (command === 'list') {
-    const count = Number(values.count);
-    if (!Number.isSafeInteger(count) || count <= 0) throw new Error(`--count must be a positive integer, got ${values.count}`);
-    const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
-    if (values.json) letters.forEach((d) => console.log(safeJson(d)));
-    else {
-      console.log(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
-      for (const d of letters) {
-        console.log(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
-        console.log(`    ${safeJson(d.fields)}`);
-      }
+}
+
+async function find(dlq: DeadLetters, target: string, json: boolean): Promise<number> {
+  const found = await dlq.find(target);
+  if (json) console.log(safeJson(found));
+  else if (found.length === 0) console.log(`no dead-letter stream of "${e(target)}" under the default names`);
+  else for (const name of found) console.log(`${e(name)}  ${await dlq.count(name)} entries`);
+  return 0;
+}
+
+async function list(dlq: DeadLetters, target: string, count: number, values: DlqFlags): Promise<number> {
+  const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
+  if (values.json) letters.forEach((d) => console.log(safeJson(d)));
+  else {
+    console.log(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
+    for (const d of letters) {
+      console.log(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
+      console.log(`    ${safeJson(d.fields)}`);
     }
-    return 0;
   }
-  if (ids.length === 0 && !values.all) throw new Error('redrive needs ids or --all');
+  return 0;
+}
+
+async function redrive(dlq: DeadLetters, target: string, ids: string[], values: DlqFlags): Promise<number> {
   const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
   for (const r of results) {
     if (values.json) console.log(safeJson(r));
@@ -59,6 +97,25 @@ export async function runDlq(
     else console.log(`${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
   }
   return results.every((r) => r.newId && !r.skipped) ? 0 : 1;
+}
+
+/** Exit 1 when some id was not there: the operator meant a letter that is not (a typo, or deleted already). */
+async function remove(dlq: DeadLetters, target: string, ids: string[], json: boolean): Promise<number> {
+  const deleted = new Set(await dlq.delete(target, ids));
+  for (const id of ids) {
+    if (json) console.log(safeJson({ id, deleted: deleted.has(id) }));
+    else console.log(deleted.has(id) ? `${id} deleted` : `${id} not in "${e(target)}"`);
+  }
+  return deleted.size === new Set(ids).size ? 0 : 1;
+}
+
+/** Destructive: without --yes it only says how many letters it would delete (exit 2). */
+async function deleteAll(dlq: DeadLetters, target: string, values: DlqFlags): Promise<number> {
+  if (!values.yes)
+    throw new UsageError(`delete --all deletes all ${await dlq.count(target)} dead letters of "${e(target)}": add --yes to confirm`);
+  const deleted = await dlq.purge(target);
+  console.log(values.json ? safeJson({ stream: target, deleted }) : `deleted ${deleted} dead letters from "${e(target)}"`);
+  return 0;
 }
 
 /** A forged `deadAt` is not a date: shown as it is rather than failing the listing (toISOString throws). */

@@ -37,10 +37,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const redis = await connect(values);
   try {
-    return await runDlq(new DeadLetters(redis), command, target, ids, values);
+    return await runDlq(redis, new DeadLetters(redis), command, target, ids, values);
   } finally {
     redis.disconnect();
   }
 }
 
-runMain('redis-streams-dlq', main);
+runMain('redis-streams-dlq', main, USAGE);

@@ -3,15 +3,24 @@ import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
-import { isNoSuchKey } from '../redis/redis-errors.js';
+import { connectedConsumers } from '../redis/connected-consumers.js';
+import { isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
 import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parseOldestPending, parseScanReply } from '../redis/replies.js';
 
 export interface ConsumerReport {
   name: string;
   pending: number;
+  /** XINFO's `idle`: on Redis 7.0 ms since its last delivery (empty reads do not reset it); on Valkey 8 / Redis 7.2+ since its last read. */
   idleMs: number;
+  /** XINFO's `inactive` (Valkey 8 / Redis 7.2+): ms since its last delivery, -1 never; null where the server has no such figure. */
+  inactiveMs: number | null;
+  /** Whether a connection of this transport's named for it is open (see connected-consumers.ts); null when CLIENT LIST is refused. */
+  connected: boolean | null;
   /** Age of its oldest pending entry (from the entry id's time); null when it owns none. */
   oldestPendingAgeMs: number | null;
+  /** That entry's id and idle time (since its last delivery or lease renewal); null when it owns none. */
+  oldestPendingId: string | null;
+  oldestPendingIdleMs: number | null;
 }
 
 export interface GroupReport {
@@ -32,6 +41,8 @@ export interface StreamReport {
   groups: GroupReport[];
   /** Dead-letter streams of this stream under the default names, with their length. */
   deadLetters: { stream: string; length: number }[];
+  /** What needs an operator (attention.ts), filled in by the CLI. */
+  attention?: string[];
 }
 
 /** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
@@ -67,14 +78,7 @@ export async function inspectStreams(
     for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
       const name = g.name;
       if (group !== undefined && name !== group) continue;
-      const consumers: ConsumerReport[] = [];
-      for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, name))) {
-        // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
-        const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, name, '-', '+', 1, c.name)) : undefined;
-        const born = oldest ? idTime(oldest.id) : NaN;
-        const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
-        consumers.push({ name: c.name, pending: c.pending, idleMs: c.idleMs, oldestPendingAgeMs: ageMs });
-      }
+      const consumers = await consumerReports(redis, stream, name, now);
       const { lag } = await groupFigures(redis, stream, g);
       groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers });
     }
@@ -89,6 +93,29 @@ export async function inspectStreams(
     });
   }
   return reports;
+}
+
+/** Per consumer of `group`: pending, idle figures, connection, and its oldest pending entry. */
+async function consumerReports(redis: RedisConnection, stream: string, group: string, now: number): Promise<ConsumerReport[]> {
+  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+    if (isErrorReply(err)) return null; // no +client|list: connections unknown
+    throw err;
+  });
+  const consumers: ConsumerReport[] = [];
+  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group))) {
+    // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
+    const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, group, '-', '+', 1, c.name)) : undefined;
+    const born = oldest ? idTime(oldest.id) : NaN;
+    const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
+    consumers.push({
+      ...c,
+      connected: connected && connected.has(c.name),
+      oldestPendingAgeMs: ageMs,
+      oldestPendingId: oldest?.id ?? null,
+      oldestPendingIdleMs: oldest?.idleMs ?? null,
+    });
+  }
+  return consumers;
 }
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
@@ -157,6 +184,7 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
       `${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`,
     );
     for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
+    for (const a of s.attention ?? []) lines.push(`  attention: ${a}`);
     if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
     for (const g of s.groups) {
       const consuming = r?.consumed.get(s.stream)?.get(g.name);
@@ -164,8 +192,18 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
         `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
       );
       for (const c of g.consumers)
-        lines.push(`    ${e(c.name)}  pending ${c.pending}  idle ${age(c.idleMs)}  oldest pending ${age(c.oldestPendingAgeMs)}`);
+        lines.push(
+          `    ${e(c.name)}  pending ${c.pending}  ${idleFigures(c)}  oldest pending ${age(c.oldestPendingAgeMs)}${connection(c)}`,
+        );
     }
   }
   return lines.join('\n');
 }
+
+/** Which figure `idle` is depends on the server: said, so a live parked worker on Redis 7.0 is not read as stuck. */
+function idleFigures(c: ConsumerReport): string {
+  if (c.inactiveMs === null) return `idle ${age(c.idleMs)} since its last delivery`;
+  return `idle ${age(c.idleMs)} since its last read, ${c.inactiveMs < 0 ? 'never delivered to' : `${age(c.inactiveMs)} since its last delivery`}`;
+}
+
+const connection = (c: ConsumerReport): string => (c.connected === null ? '' : c.connected ? '  connected' : '  no connection');

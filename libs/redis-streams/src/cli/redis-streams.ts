@@ -10,19 +10,28 @@ import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, runMain, UsageError } from './cli-connection.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
+import { attention } from './attention.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
 const USAGE = `usage:
-  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--json] [--watch [--interval MS] [--times N]]
+  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--json] [--watch [--interval MS] [--times N]]
   redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
   redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
+  redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}
   (each with [--url redis://…] or [--cluster redis://…,…])
 
 inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
 per consumer its pending count, idle time and the age of its oldest pending entry. Without stream
 names, every stream matching --match (default *) that has a consumer group. --watch refreshes in
-place every --interval ms (default 2000) with entries/s produced and consumed.
-consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry.
+place every --interval ms (default 2000) with entries/s produced and consumed. Each stream's
+"attention:" lines (\`attention\` in --json) flag a pending entry idle past --min-idle-ms (default
+30000, the server's minIdleMs default) that nobody reclaimed, a consumer with no connection that owns
+entries, dead letters, and, when watching, a dead-letter stream that grew and a lag that rose.
+consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
+and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
+
+${PENDING_HELP}
 
 ${CONNECTION_HELP}
 ${DLQ_NAMING}`;
@@ -49,6 +58,8 @@ function parseFlags(argv: string[]) {
       interval: { type: 'string', default: '2000' },
       times: { type: 'string' },
       'idle-ms': { type: 'string' },
+      'min-idle-ms': { type: 'string', default: '30000' },
+      force: { type: 'boolean', default: false },
     },
   });
 }
@@ -64,7 +75,13 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'dlq') {
     const [sub, target, ...ids] = rest;
     if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
-    return withRedis(values, (redis) => runDlq(new DeadLetters(redis), sub, target, ids, values));
+    return withRedis(values, (redis) => runDlq(redis, new DeadLetters(redis), sub, target, ids, values));
+  }
+  if (command === 'pending') {
+    const [sub, stream, id, ...extra] = rest;
+    requirePendingArgs(sub, stream, id, values.group);
+    if (extra.length > 0) return fail(`pending ${sub} takes one entry id`);
+    return withRedis(values, (redis) => runPending(redis, sub!, stream!, id!, values));
   }
   if (command === 'consumers') return prune(rest, values);
   if (command === 'inspect') return inspect(rest, values);
@@ -75,9 +92,10 @@ async function main(argv: string[]): Promise<number> {
 function prune(rest: string[], values: Flags): Promise<number> {
   const [sub, stream] = rest;
   if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
+  const missing = [...(values.group ? [] : ['--group G']), ...(values['idle-ms'] === undefined ? ['--idle-ms MS'] : [])];
+  if (missing.length > 0) return fail(`consumers prune needs ${missing.join(' and ')}`);
   const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
-  if (!values.group) return fail('consumers prune needs --group');
-  const group = values.group;
+  const group = values.group!;
   return withRedis(values, async (redis) => {
     // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
     // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
@@ -105,6 +123,7 @@ function prune(rest: string[], values: Flags): Promise<number> {
 function inspect(rest: string[], values: Flags): Promise<number> {
   const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
   const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
+  const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms']);
   return withRedis(values, async (redis) => {
     let previous: { reports: StreamReport[]; at: number } | undefined;
     for (let i = 0; i < times; i++) {
@@ -113,6 +132,12 @@ function inspect(rest: string[], values: Flags): Promise<number> {
       const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
       const at = Date.now();
       const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0);
+      for (const report of reports)
+        report.attention = attention(
+          report,
+          minIdleMs,
+          previous?.reports.find((p) => p.stream === report.stream),
+        );
       const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
       previous = { reports, at };
       printReports(values, intervalMs, at, reports, r);

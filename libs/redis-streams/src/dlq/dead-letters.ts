@@ -64,6 +64,18 @@ export class DeadLetters {
     return this.redis.xlen(deadStream);
   }
 
+  /** Deletes the given letters; returns those that were there (the others were already gone). */
+  async delete(deadStream: string, ids: readonly string[]): Promise<string[]> {
+    const deleted: string[] = [];
+    for (const id of ids) if (Number(await this.redis.xdel(deadStream, id)) === 1) deleted.push(id);
+    return deleted;
+  }
+
+  /** Deletes every letter (XTRIM MAXLEN 0: the key stays), those written meanwhile included; returns how many. */
+  async purge(deadStream: string): Promise<number> {
+    return Number(await this.redis.xtrim(deadStream, 'MAXLEN', 0));
+  }
+
   /**
    * Re-drives the given dead letters, or every one when `ids` is `'all'`, to the stream whose
    * dead-letter stream this is (never to one a letter names). A letter that cannot be re-driven

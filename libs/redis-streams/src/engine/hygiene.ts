@@ -17,9 +17,10 @@ export function startHygiene(
   const { consumerCleanup, consumer, connection, group, blockMs } = options;
   if (!consumerCleanup) return undefined;
   if (consumerCleanup.idleMs <= 2 * blockMs) {
-    // Redis counts a consumer parked in XREADGROUP BLOCK as idle from the start of the read.
+    // This transport's consumers are kept while connected (connected-consumers.ts); another client's
+    // parked consumer is told by its idle time alone, which a park of blockMs reaches.
     logger.warn(
-      `consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${blockMs}): live consumers parked that long are deleted too (and re-created by their next read)`,
+      `consumerCleanup.idleMs (${consumerCleanup.idleMs}) is not well above blockMs (${blockMs}): consumers of other clients (connections this transport did not name) parked that long are deleted too (and re-created by their next read)`,
     );
   }
   const hygiene = new ConsumerHygiene({

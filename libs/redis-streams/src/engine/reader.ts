@@ -16,7 +16,7 @@ export interface Reader {
 /** What every reader shares; `onReady` and `onError` also name the loop they come from. */
 export type ReaderDeps = Omit<ConsumerLoopDeps, 'streams' | 'lanes' | 'batch' | 'onReady' | 'onError'> & {
   command: CommandLane;
-  /** `<group>:<consumer>`, the connections' name. */
+  /** `<group>:<consumer>` (encoded: connection-name.ts), the connections' name. */
   name: string;
   /** Readers of this server: a lone one takes the plain name, the others their slot's. */
   readers: number;

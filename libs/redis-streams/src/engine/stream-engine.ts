@@ -12,6 +12,7 @@ import type { Logger } from '../ports.js';
 import { carriesCommand, redactError } from '../redact.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
+import { consumerConnectionName } from '../redis/connection-name.js';
 import { closeCommandLane, foldLaneStates, openCommandLane, type CommandLane } from '../redis/lanes.js';
 import { isRedirection, isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
@@ -77,7 +78,7 @@ export class StreamEngine {
   start(plan: StreamPlan): Promise<void> {
     if (this.closing) return Promise.reject(new Error(CLOSED_BEFORE_START));
     const { options } = this;
-    const name = `${options.group}:${options.consumer}`;
+    const name = consumerConnectionName(options.group, options.consumer);
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs));
     const commands = new StreamCommands(command.conn, options.group);

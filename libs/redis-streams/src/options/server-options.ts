@@ -89,7 +89,9 @@ export interface RedisStreamsServerOptions {
   /**
    * Deletes consumers of the group idle for `idleMs` that own no pending entry (left behind by
    * restarts under new names), checked and deleted in one script, at most once per `intervalMs`
-   * (default 300000) across all workers. Default: off (it needs two more ACL rights, see README).
+   * (default 300000) across all workers; a consumer with a connection of this transport's open is
+   * kept whatever its idle time (Redis 7.0 does not reset it on empty reads). Default: off (it needs
+   * more ACL rights, see README).
    */
   consumerCleanup?: { idleMs: number; intervalMs?: number } | false;
   /**

@@ -59,6 +59,9 @@ export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Com
  */
 export const isRefusal = (err: unknown): boolean => err instanceof Error && /^[A-Z]{3,}\b/.test(err.message) && !isRetryable(err);
 
+/** The key holds another type than the command works on. */
+export const isWrongType = (err: unknown): boolean => /^WRONGTYPE\b/.test(message(err));
+
 /** A refusal due to the key itself (its type, its ids used up): the same write to it will never succeed. */
 export const isKeyRefusal = (err: unknown): boolean => /^WRONGTYPE\b|^ERR The stream has exhausted the last possible ID/.test(message(err));
 

@@ -69,6 +69,12 @@ export function parsePendingRow(id: string, reply: unknown): PendingRow | undefi
   return { consumer: String(row[1]), deliveryCount: Number(row[3]) };
 }
 
+/** {@link parsePendingRow} with the entry's idle time (ms since its last delivery or lease renewal), for the operator's peek. */
+export function parsePendingDetail(id: string, reply: unknown): (PendingRow & { readonly idleMs: number }) | undefined {
+  const row = parsePendingRow(id, reply);
+  return row && { ...row, idleMs: Number((reply as unknown[][])[0]![2]) };
+}
+
 /** What an audit (AUDIT_SCRIPT) found of one entry a consumer believed was pending under it. */
 export type AuditFinding =
   | { readonly id: string; readonly status: 'mine'; readonly idleMs: number }
@@ -192,12 +198,26 @@ function parseGroupRow(row: Record<string, unknown>, reply: unknown): GroupInfo 
 }
 
 /** Every consumer's row of `XINFO CONSUMERS`: its name, the entries pending under it, ms since it last read or claimed. */
-export function parseConsumerRows(reply: unknown): { name: string; pending: number; idleMs: number }[] {
+export function parseConsumerRows(reply: unknown): { name: string; pending: number; idleMs: number; inactiveMs: number | null }[] {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO CONSUMERS', reply);
   return reply.map((raw) => {
     const row = parseInfoRecord(raw);
-    return { name: String(row.name), pending: Number(row.pending), idleMs: Number(row.idle) };
+    // `inactive` (Valkey 8, Redis 7.2+): ms since its last delivery, -1 never; `idle` there counts empty reads too.
+    const inactive = row.inactive === undefined ? null : Number(row.inactive);
+    return { name: String(row.name), pending: Number(row.pending), idleMs: Number(row.idle), inactiveMs: inactive };
   });
+}
+
+/** The `name=` of every client in a CLIENT LIST reply (names cannot hold spaces); unnamed clients left out. */
+export function parseClientNames(reply: unknown): string[] {
+  const text = Buffer.isBuffer(reply) ? reply.toString() : reply;
+  if (typeof text !== 'string') throw new ReplyShapeError('CLIENT LIST', reply);
+  const names: string[] = [];
+  for (const line of text.split('\n')) {
+    const name = / name=(\S*)/.exec(` ${line}`)?.[1];
+    if (name) names.push(name);
+  }
+  return names;
 }
 
 /** The row of `XPENDING key group - + 1 consumer`: the oldest entry pending under it and ms since its last delivery; undefined when none. */

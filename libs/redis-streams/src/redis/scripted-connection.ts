@@ -35,6 +35,7 @@ export type ScriptedConnection = RedisConnection & {
     idleMs: number,
     intervalMs: number,
     self: string,
+    ...connected: string[]
   ): Promise<string[] | number | null>;
 };
 

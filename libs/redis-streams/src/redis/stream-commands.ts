@@ -16,6 +16,7 @@ import {
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
+import { connectedConsumers } from './connected-consumers.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -137,10 +138,12 @@ export class StreamCommands {
 
   /**
    * Deletes the consumers of the group idle for `idleMs` or more that own no pending entry (never
-   * `self`), unless the group was cleaned within `intervalMs` (the `lock` key says so): null then.
+   * `self`, never one with a connection open: see connected-consumers.ts), unless the group was
+   * cleaned within `intervalMs` (the `lock` key says so): null then.
    */
   async deleteIdleConsumers(stream: string, lock: string, self: string, idleMs: number, intervalMs: number): Promise<string[] | null> {
-    const deleted = await this.conn.streamsCleanConsumers(stream, lock, this.group, idleMs, intervalMs, self);
+    const connected = await connectedConsumers(this.conn, this.group);
+    const deleted = await this.conn.streamsCleanConsumers(stream, lock, this.group, idleMs, intervalMs, self, ...connected);
     if (typeof deleted === 'number')
       throw new Error(
         `the cleanup's lock key "${lock}" exists without an expiry: it is not this transport's lock (rename that key); no consumer deleted`,

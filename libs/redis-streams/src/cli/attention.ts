@@ -1,0 +1,33 @@
+import { escapeControl as e } from '../escape-control.js';
+import type { StreamReport } from './inspect.js';
+
+/**
+ * What in one report needs an operator, from the figures `inspect` already read (no extra call):
+ * a consumer's oldest pending entry idle past `minIdleMs` (a live peer would have reclaimed it), a
+ * consumer without a connection that owns entries, dead letters; with the previous refresh of
+ * `--watch`, a dead-letter stream that grew and a lag that rose. Not flagged: entries idle past
+ * minIdleMs other than each consumer's oldest (one XPENDING per entry), a lag rising over more than
+ * one refresh. Names are escaped: anyone who may write may name keys, groups and consumers.
+ */
+export function attention(report: StreamReport, minIdleMs: number, previous?: StreamReport): string[] {
+  const found: string[] = [];
+  for (const g of report.groups) {
+    for (const c of g.consumers) {
+      if (c.oldestPendingId !== null && c.oldestPendingIdleMs !== null && c.oldestPendingIdleMs >= minIdleMs)
+        found.push(
+          `entry ${e(c.oldestPendingId)} held by "${e(c.name)}" in group "${e(g.name)}" idle ${c.oldestPendingIdleMs} ms, past minIdleMs ${minIdleMs}: no live peer reclaimed it`,
+        );
+      if (c.pending > 0 && c.connected === false)
+        found.push(`"${e(c.name)}" owns ${c.pending} pending entries but has no connection: they wait for a peer's reclaim`);
+    }
+    const lagBefore = previous?.groups.find((p) => p.name === g.name)?.lag;
+    if (g.lag !== null && lagBefore !== undefined && lagBefore !== null && g.lag > lagBefore)
+      found.push(`lag of group "${e(g.name)}" rose from ${lagBefore} to ${g.lag}`);
+  }
+  for (const d of report.deadLetters) {
+    const before = previous?.deadLetters.find((p) => p.stream === d.stream)?.length;
+    if (before !== undefined && d.length > before) found.push(`"${e(d.stream)}" grew by ${d.length - before} dead letters`);
+    if (d.length > 0) found.push(`${d.length} dead letters in "${e(d.stream)}"`);
+  }
+  return found;
+}

@@ -1,0 +1,129 @@
+import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
+import { describeError } from '../describe-error.js';
+import { escapeControl as e, safeJson } from '../escape-control.js';
+import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { connectedConsumers } from '../redis/connected-consumers.js';
+import { parsePendingDetail, type PendingRow } from '../redis/replies.js';
+import { StreamCommands } from '../redis/stream-commands.js';
+import { positiveFlag, UsageError } from './cli-connection.js';
+import { requireDeadLetterTarget, requireEntryId } from './dead-letter-guard.js';
+
+export const PENDING_USAGE = `peek        <stream> --group G <id> [--json]
+  release     <stream> --group G <id> [--min-idle-ms MS] [--force] [--json]
+  dead-letter <stream> --group G <id> [--to <dead-letter-stream> [--custom-dlq]] [--force] [--json]`;
+
+export const PENDING_HELP = `pending peek: one pending entry's owner, idle time, delivery count and fields (escaped).
+pending release: sets its idle time to --min-idle-ms (default 30000, the server's minIdleMs
+default), owner and delivery count unchanged, so the next peer that beats reclaims it; it never
+leaves the pending list, so nothing is lost. pending dead-letter: moves it to the dead-letter
+stream (<stream>:dead, or --to, which must be so named unless --custom-dlq) and acks it in one
+script, the library's own, only while its owner still holds it; an entry no longer in the stream
+is refused (its letter would carry no fields) unless --force. Both refuse (exit 1) while the owner
+has a connection open, since it may still be handling the entry: released, a peer would handle it a
+second time; dead-lettered, it would be both handled and dead-lettered. --force does it anyway.`;
+
+export const PENDING_COMMANDS = ['peek', 'release', 'dead-letter'];
+
+type PendingFlags = { group?: string; 'min-idle-ms'?: string; to?: string; 'custom-dlq': boolean; force: boolean; json: boolean };
+
+/** `pending peek | release | dead-letter <stream> --group G <id>`; returns the exit code. */
+export async function runPending(redis: RedisConnection, sub: string, stream: string, id: string, values: PendingFlags): Promise<number> {
+  const group = values.group!;
+  const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms'] ?? '30000');
+  if (sub === 'dead-letter' && values.to !== undefined) requireDeadLetterTarget(values.to, values['custom-dlq']);
+  const row = await pendingRow(redis, stream, group, id);
+  if (sub !== 'peek' && !values.force) await requireOwnerGone(redis, group, id, row.consumer);
+  const commands = new StreamCommands(redis, group);
+  if (sub === 'peek') {
+    const [entry] = await redis.xrange(stream, id, id);
+    const fields = entry ? entry[1] : null;
+    if (values.json)
+      console.log(safeJson({ stream, group, id, owner: row.consumer, idleMs: row.idleMs, deliveries: row.deliveryCount, fields }));
+    else {
+      console.log(`${id}  owner ${e(row.consumer)}  idle ${row.idleMs} ms  deliveries ${row.deliveryCount}`);
+      console.log(`    ${fields ? safeJson(fields) : '(no longer in the stream: trimmed or deleted)'}`);
+    }
+    return 0;
+  }
+  if (sub === 'release') {
+    const [released] = await commands.setIdle(stream, row.consumer, [id], minIdleMs);
+    if (!released) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
+    console.log(
+      values.json
+        ? safeJson({ stream, group, id, owner: row.consumer, idleMs: minIdleMs })
+        : `${id} released: idle ${minIdleMs} ms, still pending under "${e(row.consumer)}", taken by the next peer that beats`,
+    );
+    return 0;
+  }
+  return deadLetterByHand(redis, commands, stream, group, id, row, values);
+}
+
+async function deadLetterByHand(
+  redis: RedisConnection,
+  commands: StreamCommands,
+  stream: string,
+  group: string,
+  id: string,
+  row: PendingRow & { idleMs: number },
+  values: PendingFlags,
+): Promise<number> {
+  const [entry] = await redis.xrange(stream, id, id);
+  if (!entry && !values.force)
+    throw new Error(
+      `${id} is no longer in the stream (trimmed or deleted): its dead letter would carry no fields; add --force to write it anyway`,
+    );
+  const cluster = (redis as { isCluster?: boolean }).isCluster === true;
+  const dead = values.to ?? (cluster ? clusterDeadLetterStream(stream) : defaultDeadLetterStream(stream));
+  const head = encodeDeadLetterHead({
+    stream,
+    sourceId: id,
+    group,
+    consumer: row.consumer,
+    deliveryCount: row.deliveryCount,
+    error: 'dead-lettered by hand (redis-streams pending dead-letter)',
+    deadAt: Date.now(),
+  });
+  const deadLetterId = await commands.deadLetter(stream, dead, row.consumer, id, head, true);
+  if (deadLetterId === null) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
+  console.log(
+    values.json
+      ? safeJson({ stream, group, id, deadLetterStream: dead, deadLetterId })
+      : `${id} → ${e(dead)} ${deadLetterId} (acked in "${e(stream)}")`,
+  );
+  return 0;
+}
+
+/** Checks the usage before anything is read: a stream, --group and an id. */
+export function requirePendingArgs(sub: string | undefined, stream: string | undefined, id: string | undefined, group?: string): void {
+  const missing = [
+    ...(sub && PENDING_COMMANDS.includes(sub) ? [] : [`one of ${PENDING_COMMANDS.join(', ')}`]),
+    ...(stream ? [] : ['a stream']),
+    ...(group ? [] : ['--group G']),
+    ...(id ? [] : ['an entry id']),
+  ];
+  if (missing.length > 0) throw new UsageError(`pending needs ${missing.join(' and ')}`);
+  requireEntryId('the entry id', id!);
+}
+
+/** Refuses to move an entry its owner may still be handling: a connection of it is open (connected-consumers.ts). */
+async function requireOwnerGone(redis: RedisConnection, group: string, id: string, owner: string): Promise<void> {
+  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+    throw new Error(
+      `cannot tell whether "${e(owner)}" still handles ${id} (CLIENT LIST failed: ${describeError(err)}); add --force to go on`,
+      {
+        cause: err,
+      },
+    );
+  });
+  if (connected.has(owner))
+    throw new Error(
+      `"${e(owner)}" has a connection open: it may still be handling ${id}; stop that worker first, or add --force (a peer may then handle it a second time)`,
+    );
+}
+
+async function pendingRow(redis: RedisConnection, stream: string, group: string, id: string): Promise<PendingRow & { idleMs: number }> {
+  const row = parsePendingDetail(id, await redis.xpending(stream, group, id, id, 1));
+  if (!row) throw new Error(`${id} is not pending in group "${e(group)}" of "${e(stream)}"`);
+  return row;
+}
