@@ -1,6 +1,7 @@
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
+import { handlerEnded, handlerStarted } from './stuck-watch.js';
 import type { StopSignal } from './stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
@@ -63,7 +64,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           const chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
+          handlerStarted(chunk);
           const decided = await batchHandler.decide(chunk, source);
+          handlerEnded(chunk);
           if (d.stop.abandoned) return;
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
         }
@@ -71,7 +74,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
     : async (): Promise<void> => {
         while (progress.next < entries.length && !d.stop.stopped) {
           const entry = entries[progress.next++]!;
+          handlerStarted(entry);
           const event = await d.settle(entry, source);
+          handlerEnded(entry);
           if (d.stop.abandoned) return;
           settled(entry, event);
         }

@@ -1,20 +1,79 @@
+import type { Running } from '../consumer/stuck-watch.js';
 import type { Logger } from '../ports.js';
 import { within } from '../within.js';
 import type { Reader } from './reader.js';
 
-/** Waits for a reader to finish the entry in hand, at most `limitMs` (undefined: as long as it takes). */
-export async function settleInHand(reader: Reader, limitMs: number | undefined, logger: Logger): Promise<void> {
-  if (limitMs === undefined) return reader.done;
-  const settled = await within(
-    reader.done.then(() => true),
-    limitMs,
-    false,
-  );
-  if (settled) return;
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+type StopSignalName = (typeof SIGNALS)[number];
+
+/** `1 entry`, `2 entries`. */
+export const entries = (n: number): string => `${n} ${n === 1 ? 'entry' : 'entries'}`;
+
+/** `"orders" 1-0 (handler running for 1200 ms)`, for the shutdown log. */
+export const describeRunning = (running: readonly Running[]): string =>
+  running.map((r) => `"${r.stream}" ${r.id} (handler running for ${r.forMs} ms)`).join(', ');
+
+/** Names what close() waits for: the entries whose handler runs, and how long they may take. */
+export function logStopping(logger: Logger, consumer: string, limitMs: number | undefined, running: readonly Running[]): void {
+  if (running.length === 0) {
+    logger.log(`consumer "${consumer}" stopping: nothing in hand`);
+    return;
+  }
+  const limit = limitMs === undefined ? 'no shutdownTimeoutMs' : `at most ${limitMs} ms`;
+  logger.log(`consumer "${consumer}" stopping: waiting for ${entries(running.length)} in hand (${limit}): ${describeRunning(running)}`);
+}
+
+/**
+ * Listens for SIGTERM/SIGINT while `close()` waits on handlers: a second signal (Nest's shutdown
+ * hooks handle the first) ends the wait. Nest's own listeners stay as they are. `dispose()`
+ * removes ours; when nobody else listened for the signal, it is raised again then, so its
+ * default action (ending the process) is not swallowed.
+ */
+export function watchSignals(): { signalled: Promise<StopSignalName>; dispose: () => void } {
+  let received: StopSignalName | undefined;
+  let alone = false;
+  let resolve!: (signal: StopSignalName) => void;
+  const signalled = new Promise<StopSignalName>((r) => (resolve = r));
+  const listeners = SIGNALS.map((signal) => {
+    const listener = () => {
+      if (received) return;
+      received = signal;
+      alone = process.listenerCount(signal) === 1;
+      resolve(signal);
+    };
+    process.on(signal, listener);
+    return [signal, listener] as const;
+  });
+  return {
+    signalled,
+    dispose: () => {
+      for (const [signal, listener] of listeners) process.removeListener(signal, listener);
+      if (received && alone) process.kill(process.pid, received);
+    },
+  };
+}
+
+/**
+ * Waits for a reader to finish the entries in hand, at most `limitMs` (undefined: as long as it
+ * takes) or until `interrupted` (a second signal); then abandons them, left pending.
+ */
+export async function settleInHand(
+  reader: Reader,
+  limitMs: number | undefined,
+  interrupted: Promise<string>,
+  logger: Logger,
+): Promise<void> {
+  const settled = reader.done.then(() => 'settled' as const);
+  const outcome = await (limitMs === undefined
+    ? Promise.race([settled, interrupted])
+    : within(Promise.race([settled, interrupted]), limitMs, 'timeout' as const));
+  if (outcome === 'settled') return;
   // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
-  const abandoned = reader.loop.inHand();
+  const running = reader.loop.running();
+  const handedBack = reader.loop.inHand().length - running.length;
+  const why = outcome === 'timeout' ? `shutdownTimeoutMs (${limitMs}) passed` : `${outcome} while closing`;
   logger.error(
-    `shutdownTimeoutMs (${limitMs}) passed: abandoning ${abandoned.length} entries in hand, left pending: ${abandoned.map((e) => `${e.stream} ${e.id}`).join(', ')}`,
+    `${why}: abandoning ${entries(running.length)} in hand, left pending: ${describeRunning(running) || 'none'}${handedBack > 0 ? `; ${handedBack} not started, handed back` : ''}`,
   );
   // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
   // no retry timer, no late ack.
