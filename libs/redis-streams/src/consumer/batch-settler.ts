@@ -1,3 +1,4 @@
+import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
@@ -22,7 +23,12 @@ export interface BatchSettlerDeps {
   stop: StopSignal;
   /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
   inProgress: Set<BatchProgress>;
+  logger: Logger;
 }
+
+/** `entries 1-0, 2-0 of "orders"`, for a log line. */
+export const idList = (entries: readonly StreamEntry[]): string =>
+  `entries ${entries.map((e) => e.id).join(', ')} of ${[...new Set(entries.map((e) => `"${e.stream}"`))].join(', ')}`;
 
 export interface BatchProgress {
   readonly entries: readonly StreamEntry[];
@@ -93,8 +99,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   d.inProgress.delete(progress);
   if (d.stop.abandoned) return;
   const { next } = progress;
-  if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
-  if (succeeded.length > 0) await d.acks.send(succeeded, events);
+  const { stop, logger } = d;
+  const rest = entries.slice(next);
+  if (rest.length > 0) await stop.bounded(d.lease.handBack(rest, d.handBackIdleMs), () => `hand-back of ${idList(rest)}`, logger);
+  if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
   if (failure) throw failure.reason;
 }

@@ -171,10 +171,12 @@ export class ConsumerLoop {
 
   /** After the last beat: a read-ahead batch goes back, and the last ack is confirmed (and reported). */
   private async finish(): Promise<void> {
-    await this.parker.handBackAhead();
-    this.parts.audit.stop();
-    await this.parts.acks
-      .flush()
-      .catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
+    const { stop, acks, audit } = this.parts;
+    const { logger } = this.d;
+    await stop.bounded(this.parker.handBackAhead(), () => 'hand-back of the read-ahead batch', logger);
+    audit.stop();
+    await stop
+      .bounded(acks.flush(), () => 'the last ack', logger)
+      .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }
 }
