@@ -20,7 +20,16 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
     const logs = captureLogs();
     // commandTimeoutMs far past the test's timeout: only close()'s own bounds can end it while frozen.
     const app = await start(
-      { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, batchSize: 4, readAhead: false, commandTimeoutMs: 600_000 },
+      {
+        connection: redis.url,
+        group: 'g',
+        consumer: 'c',
+        keyPrefix: prefix,
+        blockMs: 100,
+        batchSize: 4,
+        readAhead: false,
+        commandTimeoutMs: 600_000,
+      },
       { logger: logs.logger },
     );
     let release!: () => void;

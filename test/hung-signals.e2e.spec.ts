@@ -20,7 +20,9 @@ describe.skipIf(CLUSTER_MODE)('a hung handler and signals (Nest shutdown hooks, 
       let out = '';
       child.stdout!.on('data', (d) => (out += d));
       child.stderr!.on('data', (d) => (out += d));
-      const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+      const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+        child.once('exit', (code, signal) => resolve(signal ?? code)),
+      );
       onTestFinished(() => void child.kill('SIGKILL'));
       await waitFor(() => out.includes('listening'), { message: 'the child to listen', timeoutMs: 15_000 });
       const id = await redis.client().xadd(`${prefix}orders`, '*', 'n', '1');

@@ -46,7 +46,10 @@ describe('an entry in hand past stuckEntryMs', () => {
 
   it('close() names the entries it waits for and for how long; with nothing in hand it says nothing of an entry in hand', async () => {
     const logs = captureLogs();
-    const idle = await start({ connection: redis.connection, group: 'g', consumer: 'idle', keyPrefix: uniquePrefix(), blockMs: 100 }, { logger: logs.logger });
+    const idle = await start(
+      { connection: redis.connection, group: 'g', consumer: 'idle', keyPrefix: uniquePrefix(), blockMs: 100 },
+      { logger: logs.logger },
+    );
     await idle.close();
     expect(logs.lines.filter((l) => /consumer "idle" stopping/.test(l))).toEqual(['log consumer "idle" stopping: nothing in hand']);
 
@@ -61,7 +64,11 @@ describe('an entry in hand past stuckEntryMs', () => {
     const closing = app.close();
     await waitFor(() => logs.lines.some((l) => l.includes('consumer "busy" stopping')), { message: 'the stopping line' });
     const line = logs.lines.find((l) => l.includes('consumer "busy" stopping'))!;
-    expect(line).toMatch(new RegExp(`^log consumer "busy" stopping: waiting for 1 entry in hand \\(at most 25000 ms\\): "${app.key()}" ${id} \\(handler running for \\d+ ms\\)$`));
+    expect(line).toMatch(
+      new RegExp(
+        `^log consumer "busy" stopping: waiting for 1 entry in hand \\(at most 25000 ms\\): "${app.key()}" ${id} \\(handler running for \\d+ ms\\)$`,
+      ),
+    );
     release();
     await closing;
   });

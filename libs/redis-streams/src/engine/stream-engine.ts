@@ -195,7 +195,7 @@ export class StreamEngine {
     const { options } = this;
     if (options.telemetry) {
       const api = await loadOtelApi();
-      if (api && !this.closing) this.telemetry = this.makeTelemetry(api);
+      if (api && !this.closing) this.telemetry = this.makeTelemetry(api, plan.streams);
     }
     this.settleDeps = {
       commands,
@@ -215,9 +215,10 @@ export class StreamEngine {
     };
   }
 
-  private makeTelemetry(api: OtelApi): ConsumerTelemetry | undefined {
+  private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
     try {
-      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
+      const source = () => new Map(this.readers.flatMap((r) => [...r.loop.vitals().handlers]));
+      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats, { source, streams });
     } catch (err) {
       // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
       this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
@@ -268,7 +269,12 @@ export class StreamEngine {
     if (this.readers.length === 0) return;
     this.status.next(RedisStreamsStatus.CLOSING);
     const { consumer, shutdownTimeoutMs } = this.options;
-    logStopping(this.logger, consumer, shutdownTimeoutMs, this.readers.flatMap((r) => r.loop.running()));
+    logStopping(
+      this.logger,
+      consumer,
+      shutdownTimeoutMs,
+      this.readers.flatMap((r) => r.loop.running()),
+    );
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
     // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.

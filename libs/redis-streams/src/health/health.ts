@@ -73,7 +73,9 @@ export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThre
     const oldest = s.oldestInHand;
     // Both: a long handler on a loop that still beats (other entries settle) is slow, not stuck.
     if (oldest && oldest.forMs > stuckLoopMs && (s.lastBeatAgeMs ?? Infinity) > stuckLoopMs)
-      reasons.push(`stream "${s.stream}": loop stuck on entry ${oldest.id} of "${s.stream}", its handler running for ${oldest.forMs} ms (threshold ${stuckLoopMs} ms)`);
+      reasons.push(
+        `stream "${s.stream}": loop stuck on entry ${oldest.id} of "${s.stream}", its handler running for ${oldest.forMs} ms (threshold ${stuckLoopMs} ms)`,
+      );
   }
   return { up: reasons.length === 0, reasons };
 }

@@ -110,7 +110,9 @@ export interface RedisStreamsServerOptions {
 }
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs';
-export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | Optional>> &
+export type ResolvedServerOptions = Required<
+  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | Optional>
+> &
   Pick<RedisStreamsServerOptions, Optional> & {
     /** undefined: no limit (`false`). */
     shutdownTimeoutMs: number | undefined;
@@ -235,7 +237,9 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
     handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
     shutdownTimeoutMs:
-      input.shutdownTimeoutMs === false ? undefined : positiveInt('shutdownTimeoutMs', input.shutdownTimeoutMs, SERVER_DEFAULTS.shutdownTimeoutMs),
+      input.shutdownTimeoutMs === false
+        ? undefined
+        : positiveInt('shutdownTimeoutMs', input.shutdownTimeoutMs, SERVER_DEFAULTS.shutdownTimeoutMs),
     stuckEntryMs: atMost('stuckEntryMs', positiveInt('stuckEntryMs', input.stuckEntryMs, SERVER_DEFAULTS.stuckEntryMs), MAX_TIMER_MS),
     consumerCleanup: consumerCleanup(input.consumerCleanup),
   };
