@@ -14,7 +14,11 @@ export const describeRunning = (running: readonly Running[]): string =>
   running.map((r) => `"${r.stream}" ${r.id} (handler running for ${r.forMs} ms)`).join(', ');
 
 /** Names what close() waits for: the entries whose handler runs, and how long they may take. */
-export function logStopping(logger: Logger, consumer: string, limitMs: number | undefined, running: readonly Running[]): void {
+export function logStopping(
+  logger: Logger,
+  { consumer, shutdownTimeoutMs: limitMs }: { consumer: string; shutdownTimeoutMs: number | undefined },
+  running: readonly Running[],
+): void {
   if (running.length === 0) {
     logger.log(`consumer "${consumer}" stopping: nothing in hand`);
     return;
@@ -51,6 +55,16 @@ export function watchSignals(): { signalled: Promise<StopSignalName>; dispose: (
       if (received && alone) process.kill(process.pid, received);
     },
   };
+}
+
+/** Runs `closing` with SIGTERM/SIGINT watched (see watchSignals), and stops watching when it ends. */
+export async function untilSecondSignal(closing: (signalled: Promise<string>) => Promise<void>): Promise<void> {
+  const signals = watchSignals();
+  try {
+    await closing(signals.signalled);
+  } finally {
+    signals.dispose();
+  }
 }
 
 /**

@@ -25,7 +25,7 @@ import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { openReader, type Reader } from './reader.js';
-import { logStopping, settleInHand, watchSignals } from './shutdown.js';
+import { logStopping, settleInHand, untilSecondSignal } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
 
@@ -269,33 +269,26 @@ export class StreamEngine {
     if (this.readers.length === 0) return;
     this.status.next(RedisStreamsStatus.CLOSING);
     const { consumer, shutdownTimeoutMs } = this.options;
-    logStopping(
-      this.logger,
-      consumer,
-      shutdownTimeoutMs,
-      this.readers.flatMap((r) => r.loop.running()),
-    );
+    const running = this.readers.flatMap((r) => r.loop.running());
+    logStopping(this.logger, this.options, running);
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
     // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.
-    const signals = watchSignals();
-    try {
-      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, signals.signalled, this.logger)));
-      else {
-        // Not started: no handler ran, nothing is in hand. The start's commands still waiting on an
-        // unready Redis (up to commandTimeoutMs: ioredis keeps them queued past a disconnect) are
-        // cut now rather than waited for.
-        await this.closeConnections();
-        for (const reader of this.readers) reader.run.unsubscribe();
-      }
+    await untilSecondSignal(async (signalled) => {
+      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, signalled, this.logger)));
+      else await this.cutStart();
       this.telemetry?.dispose();
       await this.closeConnections();
       this.laneStatus?.unsubscribe();
       this.status.next(RedisStreamsStatus.CLOSED);
       this.logger.log(`consumer "${consumer}" stopped`);
-    } finally {
-      signals.dispose();
-    }
+    });
+  }
+
+  /** Not started: nothing is in hand, and the start's commands still queued on an unready Redis (up to commandTimeoutMs) are cut. */
+  private async cutStart(): Promise<void> {
+    await this.closeConnections();
+    for (const reader of this.readers) reader.run.unsubscribe();
   }
 
   private async closeConnections(): Promise<void> {
