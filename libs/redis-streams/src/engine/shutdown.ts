@@ -57,8 +57,9 @@ export function watchSignals(): { signalled: Promise<StopSignalName>; dispose: (
   };
 }
 
-/** Runs `closing` with SIGTERM/SIGINT watched (see watchSignals), and stops watching when it ends. */
-export async function untilSecondSignal(closing: (signalled: Promise<string>) => Promise<void>): Promise<void> {
+/** Runs `closing` with SIGTERM/SIGINT watched (see watchSignals) when `watch` (something is in hand), and stops watching when it ends. */
+export async function untilSecondSignal(watch: boolean, closing: (signalled: Promise<string>) => Promise<void>): Promise<void> {
+  if (!watch) return closing(new Promise<string>(() => {}));
   const signals = watchSignals();
   try {
     await closing(signals.signalled);

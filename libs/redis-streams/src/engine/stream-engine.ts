@@ -274,7 +274,8 @@ export class StreamEngine {
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
     // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.
-    await untilSecondSignal(async (signalled) => {
+    const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.loop.inHand().length > 0);
+    await untilSecondSignal(inHand, async (signalled) => {
       if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, signalled, this.logger)));
       else await this.cutStart();
       this.telemetry?.dispose();
