@@ -173,7 +173,7 @@ export class ConsumerLoop {
   private async finish(): Promise<void> {
     const { stop, acks, audit } = this.parts;
     const { logger } = this.d;
-    await stop.bounded(this.parker.handBackAhead(), () => 'hand-back of the read-ahead batch', logger);
+    await this.parker.handBackAhead();
     audit.stop();
     await stop
       .bounded(acks.flush(), () => 'the last ack', logger)

@@ -212,6 +212,7 @@ export class StreamEngine {
       handlerTimeoutMs: options.handlerTimeoutMs,
       logger: this.logger,
       telemetry: this.telemetry,
+      stopping: () => this.closing !== undefined,
     };
   }
 
