@@ -1,4 +1,5 @@
 import { checkLiveness } from 'nestjs-redis-streams';
+import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { captureLogs } from './support/logs.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -71,5 +72,39 @@ describe('an entry in hand past stuckEntryMs', () => {
     );
     release();
     await closing;
+  });
+
+  it('a stuck batch call is one WARN per period naming the stream, the count and the first ids; the shutdown lines cap the ids too', async () => {
+    const logs = captureLogs();
+    const Ctl = batchController('bulk', { batch: { maxSize: 50 } });
+    const app = await start(
+      {
+        connection: redis.connection,
+        group: 'g',
+        consumer: 'hung',
+        keyPrefix: uniquePrefix(),
+        blockMs: 100,
+        stuckEntryMs: 200,
+        shutdownTimeoutMs: 300,
+      },
+      { controllers: [Ctl], providers: [BatchLog], logger: logs.logger },
+    );
+    const log = app.app.get(BatchLog);
+    log.behavior = () => new Promise<void>(() => {});
+    const key = app.key('bulk');
+    const ids = await addOrders(redis, key, 50);
+    await waitFor(() => log.calls.length === 1 && log.calls[0]!.ids.length === 50, { message: 'one call of 50 in hand' });
+    const stuck = () => logs.lines.filter((l) => l.startsWith('warn ') && l.includes('in hand for'));
+    await waitFor(() => stuck().length >= 2, { message: 'the stuck call reported twice' });
+    const first = `entries ${ids.slice(0, 3).join(', ')} and 47 more of "${key}" in hand for`;
+    // One line per period for the whole call, never one per entry.
+    expect(stuck().slice(0, 2).map((l) => l.includes(first))).toEqual([true, true]);
+    await app.close();
+    const shutdown = logs.lines.filter((l) => l.includes('consumer "hung" stopping') || l.includes('abandoning'));
+    expect(shutdown).toHaveLength(2);
+    for (const line of shutdown) {
+      expect(line).toContain(`"${key}" ${ids.slice(0, 3).join(', ')} and 47 more (handler running for`);
+      expect(line.length).toBeLessThan(600);
+    }
   });
 });
