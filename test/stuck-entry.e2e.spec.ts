@@ -98,7 +98,11 @@ describe('an entry in hand past stuckEntryMs', () => {
     await waitFor(() => stuck().length >= 2, { message: 'the stuck call reported twice' });
     const first = `entries ${ids.slice(0, 3).join(', ')} and 47 more of "${key}" in hand for`;
     // One line per period for the whole call, never one per entry.
-    expect(stuck().slice(0, 2).map((l) => l.includes(first))).toEqual([true, true]);
+    expect(
+      stuck()
+        .slice(0, 2)
+        .map((l) => l.includes(first)),
+    ).toEqual([true, true]);
     await app.close();
     const shutdown = logs.lines.filter((l) => l.includes('consumer "hung" stopping') || l.includes('abandoning'));
     expect(shutdown).toHaveLength(2);

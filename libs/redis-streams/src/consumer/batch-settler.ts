@@ -1,3 +1,4 @@
+import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
@@ -26,9 +27,9 @@ export interface BatchSettlerDeps {
   logger: Logger;
 }
 
-/** `entries 1-0, 2-0 of "orders"`, for a log line. */
+/** `entries 1-0, 2-0, 3-0 and 7 more of "orders"`, for a log line. */
 export const idList = (entries: readonly StreamEntry[]): string =>
-  `entries ${entries.map((e) => e.id).join(', ')} of ${[...new Set(entries.map((e) => `"${e.stream}"`))].join(', ')}`;
+  `entries ${someIds(entries.map((e) => e.id))} of ${[...new Set(entries.map((e) => `"${e.stream}"`))].join(', ')}`;
 
 export interface BatchProgress {
   readonly entries: readonly StreamEntry[];

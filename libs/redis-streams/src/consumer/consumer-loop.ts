@@ -134,8 +134,9 @@ export class ConsumerLoop {
    * After `close()` gave up waiting for a hung handler: the entries fetched and not started
    * are handed back (idle set to minIdleMs, so the next peer's beat takes them), and nothing
    * of ours keeps running for the ones in hand (no lease renewal, and a late result is ignored).
+   * True when Redis confirmed the hand-back (or there was none).
    */
-  async abandon(): Promise<void> {
+  async abandon(): Promise<boolean> {
     const { lease, audit, inProgress } = this.parts;
     this.stopSignal.stop('abandoned');
     audit.stop();
@@ -144,7 +145,7 @@ export class ConsumerLoop {
     const unstarted = lease.heldIds(begun);
     lease.stop();
     // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
-    await within(lease.handBackIds(unstarted, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, undefined);
+    return within(lease.handBackIds(unstarted, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, false);
   }
 
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */

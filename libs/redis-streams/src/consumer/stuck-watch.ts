@@ -1,4 +1,5 @@
 import { interval, type Subscription } from 'rxjs';
+import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { BatchProgress } from './batch-settler.js';
@@ -36,7 +37,8 @@ export interface StreamHandlers {
 
 /**
  * Watches the handlers a loop is running: an entry in hand past `thresholdMs` is logged (WARN,
- * with stream, id, consumer and age) and again every `thresholdMs` while it lasts. A handler
+ * with stream, id, consumer and age; one line per batch call, naming its first ids and count)
+ * and again every `thresholdMs` while it lasts. A handler
  * cannot be cancelled; what an operator needs is to see it.
  */
 export class StuckWatch {
@@ -50,8 +52,8 @@ export class StuckWatch {
   ) {}
 
   start(): void {
-    // Checked often enough to report close to the threshold, never more than once a second.
-    this.timer ??= interval(Math.min(this.thresholdMs, 1000)).subscribe(() => this.check());
+    // Checked often enough to report within a quarter of the threshold past it, at most once a second.
+    this.timer ??= interval(Math.max(10, Math.min(Math.floor(this.thresholdMs / 4), 1000))).subscribe(() => this.check());
   }
 
   stop(): void {
@@ -84,18 +86,28 @@ export class StuckWatch {
     return out;
   }
 
+  /** One WARN per handler call past the threshold (a batch call's entries share their start), at most once per threshold. */
   private check(): void {
     const now = performance.now();
+    const calls = new Map<string, Clocked[]>();
     for (const progress of this.inProgress)
       for (let i = 0; i < progress.next; i++) {
         const e = progress.entries[i] as Clocked;
         const at = e[STARTED];
         if (at === undefined || now - at < this.thresholdMs) continue;
         if (e[REPORTED] !== undefined && e[REPORTED] > at && now - e[REPORTED] < this.thresholdMs) continue;
-        e[REPORTED] = now;
-        this.logger.warn(
-          `entry ${e.id} of "${e.stream}" in hand for ${Math.round(now - at)} ms (consumer "${this.consumer}", stuckEntryMs ${this.thresholdMs}): its handler has not settled`,
-        );
+        const key = `${at}\u0000${e.stream}`;
+        const call = calls.get(key);
+        if (call) call.push(e);
+        else calls.set(key, [e]);
       }
+    for (const call of calls.values()) {
+      for (const e of call) e[REPORTED] = now;
+      const { stream, [STARTED]: at } = call[0]!;
+      const what = call.length === 1 ? `entry ${call[0]!.id}` : `entries ${someIds(call.map((e) => e.id))}`;
+      this.logger.warn(
+        `${what} of "${stream}" in hand for ${Math.round(now - at!)} ms (consumer "${this.consumer}", stuckEntryMs ${this.thresholdMs}): ${call.length === 1 ? 'its handler has' : `their handler (one call of ${call.length}) has`} not settled`,
+      );
+    }
   }
 }

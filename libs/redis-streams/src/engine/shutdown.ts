@@ -1,4 +1,5 @@
 import type { Running } from '../consumer/stuck-watch.js';
+import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import { within } from '../within.js';
 import type { Reader } from './reader.js';
@@ -9,9 +10,26 @@ type StopSignalName = (typeof SIGNALS)[number];
 /** `1 entry`, `2 entries`. */
 export const entries = (n: number): string => `${n} ${n === 1 ? 'entry' : 'entries'}`;
 
-/** `"orders" 1-0 (handler running for 1200 ms)`, for the shutdown log. */
-export const describeRunning = (running: readonly Running[]): string =>
-  running.map((r) => `"${r.stream}" ${r.id} (handler running for ${r.forMs} ms)`).join(', ');
+/** How many handler calls a shutdown line describes before "and N more entries". */
+const CALLS_NAMED = 3;
+
+/**
+ * `"orders" 1-0 (handler running for 1200 ms)`, for the shutdown log: entries of one call (same
+ * stream and age, next to each other: `running` is sorted by age) share a part, with a few ids.
+ */
+export function describeRunning(running: readonly Running[]): string {
+  const calls: Running[][] = [];
+  for (const r of running) {
+    const last = calls.at(-1)?.[0];
+    if (last && last.stream === r.stream && last.forMs === r.forMs) calls.at(-1)!.push(r);
+    else calls.push([r]);
+  }
+  const parts = calls
+    .slice(0, CALLS_NAMED)
+    .map((call) => `"${call[0]!.stream}" ${someIds(call.map((r) => r.id))} (handler running for ${call[0]!.forMs} ms)`);
+  const rest = calls.slice(CALLS_NAMED).reduce((n, call) => n + call.length, 0);
+  return rest > 0 ? `${parts.join(', ')} and ${rest} more ${rest === 1 ? 'entry' : 'entries'}` : parts.join(', ');
+}
 
 /** Names what close() waits for: the entries whose handler runs, and how long they may take. */
 export function logStopping(
@@ -85,13 +103,14 @@ export async function settleInHand(
   if (outcome === 'settled') return;
   // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
   const running = reader.loop.running();
-  const handedBack = reader.loop.inHand().length - running.length;
+  const notStarted = reader.loop.inHand().length - running.length;
   const why = outcome === 'timeout' ? `shutdownTimeoutMs (${limitMs}) passed` : `${outcome} while closing`;
-  logger.error(
-    `${why}: abandoning ${entries(running.length)} in hand, left pending: ${describeRunning(running) || 'none'}${handedBack > 0 ? `; ${handedBack} not started, handed back` : ''}`,
-  );
   // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
-  // no retry timer, no late ack.
-  await reader.loop.abandon();
+  // no retry timer, no late ack. The line says what Redis confirmed of the hand-back.
+  const handedBack = await reader.loop.abandon();
+  const unstarted = `; ${notStarted} not started, ${handedBack ? 'handed back' : 'their hand-back not confirmed by Redis (left pending under this consumer)'}`;
+  logger.error(
+    `${why}: abandoning ${entries(running.length)} in hand, left pending: ${describeRunning(running) || 'none'}${notStarted > 0 ? unstarted : ''}`,
+  );
   reader.run.unsubscribe();
 }
