@@ -60,6 +60,10 @@ describe('options', () => {
     [{ connection: 'not a url' }, 'connection'],
     [{ connection: { keyPrefix: 'x:' } }, 'connection.keyPrefix'],
     [{ minIdle: 100 }, 'minIdle'],
+    [{ stuckEntryMs: 0 }, 'stuckEntryMs'],
+    [{ stuckEntryMs: 2 ** 31 }, 'stuckEntryMs'],
+    [{ shutdownTimeoutMs: true }, 'shutdownTimeoutMs'],
+    [{ shutdownTimeoutMs: 0 }, 'shutdownTimeoutMs'],
   ])('rejects %j at construction, naming "%s"', (options, option) => {
     const make = () => new RedisStreamsServer(options as never);
     expect(make).toThrow(InvalidOptionError);
@@ -71,6 +75,10 @@ describe('options', () => {
     const documented = readmeDefaults('| option | default | meaning |');
     expect([...documented.keys()].sort()).toEqual(Object.keys(options).sort());
     for (const [name, cell] of documented) expect(matchesDoc(cell, options[name], options), `${name}: README says ${cell}`).toBe(true);
+  });
+
+  it('shutdownTimeoutMs: false waits as long as the handlers take (no limit)', () => {
+    expect(new RedisStreamsServer({ shutdownTimeoutMs: false }).options.shutdownTimeoutMs).toBeUndefined();
   });
 
   it(`bounds batchSize at ${MAX_BATCH_SIZE}, as README.md says`, () => {

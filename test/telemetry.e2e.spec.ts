@@ -228,6 +228,35 @@ describe('OpenTelemetry metrics', () => {
     expect(histograms[0]!.value.buckets.boundaries).toContain(0.005);
   });
 
+  it('stuck-entry gauges: an entry in hand past stuckEntryMs counts in messaging.redis_streams.stuck, with the oldest handler’s age; 0 once it settles', async () => {
+    const prefix = uniquePrefix();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    onTestFinished(() => release());
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, stuckEntryMs: 200 });
+    app.recorder.behavior = () => released;
+    await redis.client().xadd(app.key(), '*', 'n', '1');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the entry in hand' });
+    const stuck = await waitFor(
+      async () => {
+        const points = pointsOf(await collect('messaging.redis_streams.stuck'), app.key());
+        return points[0]?.value === 1 && points;
+      },
+      { message: 'the stuck gauge at 1' },
+    );
+    expect(stuck[0]!.attributes).toEqual({
+      'messaging.system': 'redis',
+      'messaging.destination.name': app.key(),
+      'messaging.consumer.group.name': 'g',
+    });
+    const age = pointsOf(await collect('messaging.redis_streams.handler.oldest_age'), app.key());
+    expect(age[0]!.value as number).toBeGreaterThanOrEqual(0.2);
+    release();
+    await waitFor(() => app.settled.length === 1, { message: 'the entry settled' });
+    expect(pointsOf(await collect('messaging.redis_streams.stuck'), app.key()).map((p) => p.value)).toEqual([0]);
+    expect(pointsOf(await collect('messaging.redis_streams.handler.oldest_age'), app.key()).map((p) => p.value)).toEqual([0]);
+  });
+
   it('lag and pending gauges per stream and group match XINFO GROUPS', async () => {
     const prefix = uniquePrefix();
     const admin = redis.client();

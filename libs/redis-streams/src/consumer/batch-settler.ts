@@ -1,6 +1,9 @@
+import { someIds } from '../id-list.js';
+import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
+import { handlerEnded, handlerStarted } from './stuck-watch.js';
 import type { StopSignal } from './stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
@@ -21,7 +24,12 @@ export interface BatchSettlerDeps {
   stop: StopSignal;
   /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
   inProgress: Set<BatchProgress>;
+  logger: Logger;
 }
+
+/** `entries 1-0, 2-0, 3-0 and 7 more of "orders"`, for a log line. */
+export const idList = (entries: readonly StreamEntry[]): string =>
+  `entries ${someIds(entries.map((e) => e.id))} of ${[...new Set(entries.map((e) => `"${e.stream}"`))].join(', ')}`;
 
 export interface BatchProgress {
   readonly entries: readonly StreamEntry[];
@@ -63,7 +71,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           const chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
+          handlerStarted(chunk);
           const decided = await batchHandler.decide(chunk, source);
+          handlerEnded(chunk);
           if (d.stop.abandoned) return;
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
         }
@@ -71,7 +81,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
     : async (): Promise<void> => {
         while (progress.next < entries.length && !d.stop.stopped) {
           const entry = entries[progress.next++]!;
+          handlerStarted(entry);
           const event = await d.settle(entry, source);
+          handlerEnded(entry);
           if (d.stop.abandoned) return;
           settled(entry, event);
         }
@@ -88,8 +100,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   d.inProgress.delete(progress);
   if (d.stop.abandoned) return;
   const { next } = progress;
-  if (next < entries.length) await d.lease.handBack(entries.slice(next), d.handBackIdleMs);
-  if (succeeded.length > 0) await d.acks.send(succeeded, events);
+  const { stop, logger } = d;
+  const rest = entries.slice(next);
+  if (rest.length > 0) await stop.bounded(d.lease.handBack(rest, d.handBackIdleMs), () => `hand-back of ${idList(rest)}`, logger);
+  if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
   if (failure) throw failure.reason;
 }

@@ -26,6 +26,7 @@ import { Parker } from './parker.js';
 import { Reclaimer } from './reclaimer.js';
 import { selfDrain$ } from './self-drain.js';
 import { StopSignal } from './stop-signal.js';
+import { StuckWatch, type Running } from './stuck-watch.js';
 
 export type { ConsumerLoopDeps } from './loop-parts.js';
 export type { LoopVitals, StepResult } from './loop-vitals.js';
@@ -54,6 +55,7 @@ export class ConsumerLoop {
   private readonly parker: Parker;
   private readonly reclaimer: Reclaimer;
   private readonly vitalSigns: VitalSigns;
+  private readonly watch: StuckWatch;
 
   constructor(private readonly d: ConsumerLoopDeps) {
     this.parts = loopParts(d, this.stopSignal, {
@@ -76,6 +78,7 @@ export class ConsumerLoop {
     this.reclaimer = new Reclaimer(this.parts);
     this.keeper = new GroupKeeper(this.parts, () => this.parker.dropAhead());
     this.vitalSigns = new VitalSigns(d.onCluster);
+    this.watch = new StuckWatch(this.parts.inProgress, d.options.stuckEntryMs, d.options.consumer, d.logger);
   }
 
   /** Full keys of the streams this loop reads. */
@@ -99,17 +102,27 @@ export class ConsumerLoop {
       tap((result) => this.stepped(result)),
       retry({ resetOnSuccess: true, delay: (error: unknown, attempt: number) => this.retryAfter(error, attempt) }),
     );
-    return concat(loop$, defer(() => this.finish()).pipe(ignoreElements())).pipe(
+    const watched$ = defer(() => {
+      this.watch.start();
+      return concat(loop$, defer(() => this.finish()).pipe(ignoreElements()));
+    });
+    return watched$.pipe(
       map((result) => result.fetched),
       finalize(() => {
         this.parts.audit.stop();
         this.parts.lease.stop();
+        this.watch.stop();
       }),
     );
   }
 
   vitals(): LoopVitals {
-    return this.vitalSigns.read(this.parts.lease.counts());
+    return this.vitalSigns.read(this.parts.lease.counts(), this.watch.byStream());
+  }
+
+  /** Entries whose handler is running, oldest first. */
+  running(): Running[] {
+    return this.watch.running();
   }
 
   /** Entries fetched and not yet settled. */
@@ -121,16 +134,18 @@ export class ConsumerLoop {
    * After `close()` gave up waiting for a hung handler: the entries fetched and not started
    * are handed back (idle set to minIdleMs, so the next peer's beat takes them), and nothing
    * of ours keeps running for the ones in hand (no lease renewal, and a late result is ignored).
+   * True when Redis confirmed the hand-back (or there was none).
    */
-  async abandon(): Promise<void> {
+  async abandon(): Promise<boolean> {
     const { lease, audit, inProgress } = this.parts;
     this.stopSignal.stop('abandoned');
     audit.stop();
+    this.watch.stop();
     const begun = [...inProgress].flatMap((batch) => batch.entries.slice(0, batch.next));
     const unstarted = lease.heldIds(begun);
     lease.stop();
     // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
-    await within(lease.handBackIds(unstarted, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, undefined);
+    return within(lease.handBackIds(unstarted, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, false);
   }
 
   /** Stop at the next settle point and wake a parked read; the `run()` stream then completes. */
@@ -157,10 +172,12 @@ export class ConsumerLoop {
 
   /** After the last beat: a read-ahead batch goes back, and the last ack is confirmed (and reported). */
   private async finish(): Promise<void> {
+    const { stop, acks, audit } = this.parts;
+    const { logger } = this.d;
     await this.parker.handBackAhead();
-    this.parts.audit.stop();
-    await this.parts.acks
-      .flush()
-      .catch((err: unknown) => this.d.logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
+    audit.stop();
+    await stop
+      .bounded(acks.flush(), () => 'the last ack', logger)
+      .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }
 }

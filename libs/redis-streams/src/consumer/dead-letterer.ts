@@ -4,8 +4,12 @@ import { describeError } from '../describe-error.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import { within } from '../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { markSettleSent } from './settle-sent.js';
+import { STOP_STEPS_WITHIN_MS } from './stop-signal.js';
+
+const UNCONFIRMED = Symbol('unconfirmed');
 
 export interface DeadLettererDeps {
   commands: StreamCommands;
@@ -13,6 +17,8 @@ export interface DeadLettererDeps {
   consumer: string;
   deadLetterStream: ((stream: string) => string) | false;
   logger: Logger;
+  /** True once close() began: a move Redis does not confirm is then not waited for past STOP_STEPS_WITHIN_MS. */
+  stopping?: () => boolean;
 }
 
 /**
@@ -23,6 +29,7 @@ export interface DeadLettererDeps {
  * refuses even that (the dead-letter stream's ids used up, NOPERM), the entry stays pending,
  * reported as failed, and the loop goes on: one entry never stalls the others. Rejects only
  * when Redis could not be reached (the entry is then still pending under this consumer).
+ * Once stopping, a move Redis does not confirm in time is reported as failed, not waited for.
  */
 export async function deadLetter(
   deps: DeadLettererDeps,
@@ -41,7 +48,17 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  const moved = await moveWithFallback(deps, entry, deadStream, reason, copy);
+  const moving = moveWithFallback(deps, entry, deadStream, reason, copy);
+  const moved = deps.stopping?.()
+    ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
+    : await moving;
+  if (moved === UNCONFIRMED) {
+    moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
+    deps.logger.error(
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis within ${STOP_STEPS_WITHIN_MS} ms of stopping: the move is one atomic script, so either it happened or the entry is still pending under consumer "${deps.consumer}"`,
+    );
+    return { ...base, outcome: 'failed', error };
+  }
   if (typeof moved !== 'string' && moved !== null) {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
     const why = describeError(moved.refused);

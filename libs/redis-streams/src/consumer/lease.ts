@@ -155,13 +155,17 @@ export class Lease {
     await this.handBackIds(groupIds(entries), idleMs);
   }
 
-  async handBackIds(byStream: Map<string, string[]>, idleMs: number): Promise<void> {
+  /** True when Redis confirmed every hand-back. */
+  async handBackIds(byStream: Map<string, string[]>, idleMs: number): Promise<boolean> {
+    let confirmed = true;
     for (const [stream, ids] of byStream) {
       await this.commands.setIdle(stream, this.consumer, ids, idleMs).catch((err: unknown) => {
         // Still pending under our name: self-drain or a later reclaim recovers them.
+        confirmed = false;
         this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${describeError(err)}`);
       });
     }
+    return confirmed;
   }
 
   private async renew(): Promise<void> {

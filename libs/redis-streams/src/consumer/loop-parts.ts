@@ -107,6 +107,7 @@ export function loopParts(d: ConsumerLoopDeps, stop: StopSignal, signals: LoopSi
     handBackIdleMs: options.minIdleMs,
     stop,
     inProgress,
+    logger: d.logger,
   };
   const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
   return {

@@ -1,5 +1,6 @@
 import { describeError } from '../describe-error.js';
 import { isErrorReply, isRetryable } from '../redis/redis-errors.js';
+import type { StreamHandlers } from './stuck-watch.js';
 
 /** What each step of the loop emits once it succeeded: the groups checked, or entries fetched (and settled) by one of the fetchers. */
 export interface StepResult {
@@ -18,6 +19,8 @@ export interface LoopVitals {
   refusal: string | undefined;
   /** Entries fetched and not yet settled, per stream. */
   inHand: Map<string, number>;
+  /** Per stream with a handler running: the oldest, and how many are past `stuckEntryMs`. */
+  handlers: Map<string, StreamHandlers>;
 }
 
 /** A loop's vitals, kept from what its pipeline emits: each step's result, and each failure before a retry. */
@@ -44,7 +47,7 @@ export class VitalSigns {
     }
   }
 
-  read(inHand: Map<string, number>): LoopVitals {
-    return { lastBeatAt: this.lastBeatAt, failingSince: this.failingSince, refusal: this.refusal, inHand };
+  read(inHand: Map<string, number>, handlers: Map<string, StreamHandlers>): LoopVitals {
+    return { lastBeatAt: this.lastBeatAt, failingSince: this.failingSince, refusal: this.refusal, inHand, handlers };
   }
 }

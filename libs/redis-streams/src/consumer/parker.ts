@@ -46,9 +46,15 @@ export class Parker {
 
   /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
   async handBackAhead(): Promise<void> {
-    if (this.p.stop.abandoned) return; // abandon() handed it back already
-    const entries = (await this.takeAhead()?.catch(() => [])) ?? [];
-    if (entries.length > 0) await this.p.lease.handBack(entries, this.p.d.options.minIdleMs);
+    const { stop, lease, d } = this.p;
+    if (stop.abandoned) return; // abandon() handed it back already
+    const ahead = this.takeAhead();
+    if (!ahead) return;
+    // The read itself and the hand-back, both bounded once stopping (a frozen server).
+    const handedBack = ahead
+      .catch(() => [])
+      .then((entries) => (entries.length > 0 ? lease.handBack(entries, d.options.minIdleMs) : undefined));
+    await stop.bounded(handedBack, () => 'hand-back of the read-ahead batch', d.logger);
   }
 
   /**

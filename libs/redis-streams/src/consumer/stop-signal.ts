@@ -1,4 +1,12 @@
 import { BehaviorSubject, filter, take, type Observable } from 'rxjs';
+import type { Logger } from '../ports.js';
+import { within } from '../within.js';
+
+/**
+ * How long the steps after the handlers (hand-backs, the last acks) may wait on Redis, all
+ * together, once stopping: a frozen server must not hold close() for commandTimeoutMs per step.
+ */
+export const STOP_STEPS_WITHIN_MS = 2000;
 
 /** Why a loop stops: `stopping` finishes what is in hand; `abandoned` (close() gave up waiting) lets nothing late count. */
 export type StopReason = 'stopping' | 'abandoned';
@@ -18,6 +26,8 @@ export class StopSignal {
   // Plain fields, read per entry on the hot path.
   private isStopped = false;
   private isAbandoned = false;
+  /** performance.now() by which every step after the handlers must be done; set by the first. */
+  private stepsDeadline: number | undefined;
 
   get stopped(): boolean {
     return this.isStopped;
@@ -25,6 +35,23 @@ export class StopSignal {
 
   get abandoned(): boolean {
     return this.isAbandoned;
+  }
+
+  /**
+   * `work` (a Redis step after the handlers); once stopping, waited for only until the shared
+   * deadline, then logged as `what … not confirmed` and left (its entries stay pending). Its
+   * failure still rejects.
+   */
+  async bounded(work: Promise<unknown>, what: () => string, logger: Logger): Promise<void> {
+    if (!this.isStopped) {
+      await work;
+      return;
+    }
+    this.stepsDeadline ??= performance.now() + STOP_STEPS_WITHIN_MS;
+    const confirmed = work.then(() => true);
+    confirmed.catch(() => {}); // a late failure, after the deadline, is nobody's to handle
+    if (!(await within(confirmed, this.stepsDeadline - performance.now(), false)))
+      logger.warn(`${what()} not confirmed by Redis within ${STOP_STEPS_WITHIN_MS} ms of stopping: left pending under this consumer`);
   }
 
   /** Signals `reason`; false when the loop was stopping already (abandoning still upgrades it). */

@@ -26,7 +26,7 @@ import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { openReader, type Reader } from './reader.js';
-import { settleInHand } from './shutdown.js';
+import { logStopping, settleInHand, untilSecondSignal } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
 
@@ -196,7 +196,7 @@ export class StreamEngine {
     const { options } = this;
     if (options.telemetry) {
       const api = await loadOtelApi();
-      if (api && !this.closing) this.telemetry = this.makeTelemetry(api);
+      if (api && !this.closing) this.telemetry = this.makeTelemetry(api, plan.streams);
     }
     this.settleDeps = {
       commands,
@@ -213,12 +213,14 @@ export class StreamEngine {
       handlerTimeoutMs: options.handlerTimeoutMs,
       logger: this.logger,
       telemetry: this.telemetry,
+      stopping: () => this.closing !== undefined,
     };
   }
 
-  private makeTelemetry(api: OtelApi): ConsumerTelemetry | undefined {
+  private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
     try {
-      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats);
+      const source = () => new Map(this.readers.flatMap((r) => [...r.loop.vitals().handlers]));
+      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats, { source, streams });
     } catch (err) {
       // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
       this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
@@ -268,22 +270,28 @@ export class StreamEngine {
     this.gate?.fail(new Error(CLOSED_BEFORE_START));
     if (this.readers.length === 0) return;
     this.status.next(RedisStreamsStatus.CLOSING);
-    this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
+    const { consumer, shutdownTimeoutMs } = this.options;
+    const running = this.readers.flatMap((r) => r.loop.running());
+    logStopping(this.logger, this.options, running);
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
-    if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, this.options.shutdownTimeoutMs, this.logger)));
-    else {
-      // Not started: no handler ran, nothing is in hand. The start's commands still waiting on an
-      // unready Redis (up to commandTimeoutMs: ioredis keeps them queued past a disconnect) are
-      // cut now rather than waited for.
+    // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.
+    const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.loop.inHand().length > 0);
+    await untilSecondSignal(inHand, async (signalled) => {
+      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, signalled, this.logger)));
+      else await this.cutStart();
+      this.telemetry?.dispose();
       await this.closeConnections();
-      for (const reader of this.readers) reader.run.unsubscribe();
-    }
-    this.telemetry?.dispose();
+      this.laneStatus?.unsubscribe();
+      this.status.next(RedisStreamsStatus.CLOSED);
+      this.logger.log(`consumer "${consumer}" stopped`);
+    });
+  }
+
+  /** Not started: nothing is in hand, and the start's commands still queued on an unready Redis (up to commandTimeoutMs) are cut. */
+  private async cutStart(): Promise<void> {
     await this.closeConnections();
-    this.laneStatus?.unsubscribe();
-    this.status.next(RedisStreamsStatus.CLOSED);
-    this.logger.log(`consumer "${this.options.consumer}" stopped`);
+    for (const reader of this.readers) reader.run.unsubscribe();
   }
 
   private async closeConnections(): Promise<void> {

@@ -3,7 +3,7 @@ import { describeError } from '../describe-error.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { within } from '../within.js';
 import { GroupStats } from './group-stats.js';
-import type { RedisStreamsHealth } from './health.js';
+import type { RedisStreamsHealth, StreamHealth } from './health.js';
 
 /** How long a health check waits for XINFO GROUPS before answering with the figures it has. */
 const STATS_WITHIN_MS = 1000;
@@ -20,6 +20,13 @@ export interface HealthProbeDeps {
   /** Each reader's streams and how its loop is doing. */
   readers: () => { streams: readonly string[]; vitals: LoopVitals }[];
   state: () => RedisStreamsHealth['state'];
+}
+
+/** A stream's running handlers as the snapshot shows them. */
+function handlersOf(vitals: LoopVitals, stream: string): Pick<StreamHealth, 'oldestInHand' | 'stuckEntries'> {
+  const handlers = vitals.handlers.get(stream);
+  if (!handlers) return { stuckEntries: 0 };
+  return { oldestInHand: { id: handlers.oldest.id, forMs: handlers.oldest.forMs }, stuckEntries: handlers.stuck };
 }
 
 /**
@@ -75,6 +82,7 @@ export class HealthProbe {
           pending: figures.get(stream)?.pending ?? null,
           inHand: vitals.inHand.get(stream) ?? 0,
           lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
+          ...handlersOf(vitals, stream),
         })),
       ),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,

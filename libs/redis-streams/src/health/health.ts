@@ -31,12 +31,22 @@ export interface StreamHealth {
   inHand: number;
   /** Since the last successful step of the loop reading this stream, in ms; undefined before the first. */
   lastBeatAgeMs: number | undefined;
+  /** The entry of this stream whose handler has run longest, and for how long (ms); absent while none runs. */
+  oldestInHand?: { id: string; forMs: number };
+  /** Entries of this stream whose handler has run longer than `stuckEntryMs`. */
+  stuckEntries: number;
 }
 
 /** Thresholds of {@link checkLiveness} and {@link checkReadiness}. */
 export interface HealthThresholds {
   /** Down once Redis has been unreachable this long (ms). Default 30,000. */
   redisDownMs?: number;
+  /**
+   * Down once a loop is stuck in one entry this long (ms): its handler has run that long and the
+   * loop has not beaten since (a restart is the only cure for a handler that never settles; the
+   * entry stays pending and runs again). Default 300,000.
+   */
+  stuckLoopMs?: number;
   /** Readiness: down while any stream's lag is above this. Default: not checked. */
   maxLag?: number;
   /** Readiness: down while any stream's pending count is above this. Default: not checked. */
@@ -44,6 +54,7 @@ export interface HealthThresholds {
 }
 
 export const DEFAULT_REDIS_DOWN_MS = 30_000;
+export const DEFAULT_STUCK_LOOP_MS = 300_000;
 
 export interface HealthVerdict {
   up: boolean;
@@ -51,12 +62,21 @@ export interface HealthVerdict {
   reasons: string[];
 }
 
-/** Live: started or starting, and not cut off from Redis for longer than `redisDownMs`. */
+/** Live: started or starting, not cut off from Redis for longer than `redisDownMs`, and no loop stuck in one entry for longer than `stuckLoopMs`. */
 export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
   const reasons: string[] = [];
   const redisDownMs = thresholds.redisDownMs ?? DEFAULT_REDIS_DOWN_MS;
+  const stuckLoopMs = thresholds.stuckLoopMs ?? DEFAULT_STUCK_LOOP_MS;
   if (health.state === 'stopped') reasons.push('the consumer is stopped');
   if (health.redisDownForMs > redisDownMs) reasons.push(`Redis unreachable for ${health.redisDownForMs} ms (threshold ${redisDownMs} ms)`);
+  for (const s of health.streams) {
+    const oldest = s.oldestInHand;
+    // Both: a long handler on a loop that still beats (other entries settle) is slow, not stuck.
+    if (oldest && oldest.forMs > stuckLoopMs && (s.lastBeatAgeMs ?? Infinity) > stuckLoopMs)
+      reasons.push(
+        `stream "${s.stream}": loop stuck on entry ${oldest.id} of "${s.stream}", its handler running for ${oldest.forMs} ms (threshold ${stuckLoopMs} ms)`,
+      );
+  }
   return { up: reasons.length === 0, reasons };
 }
 

@@ -84,8 +84,17 @@ export interface RedisStreamsServerOptions {
   maxEntryBytes?: number;
   /** A handler still running after this long counts as failed (the entry stays pending, the loop goes on). Default: none. */
   handlerTimeoutMs?: number;
-  /** `close()` gives the entry in hand at most this long, then logs it as abandoned (still pending) and closes. Default: none. */
-  shutdownTimeoutMs?: number;
+  /**
+   * `close()` gives the entries in hand at most this long, then logs them as abandoned (still
+   * pending: at-least-once, a peer or a restart runs them again) and closes. `false`: wait as
+   * long as the handlers take. Default: 20000: with the 2 s bounds of the Redis steps after it, close() ends well before the 30 s after which orchestrators SIGKILL.
+   */
+  shutdownTimeoutMs?: number | false;
+  /**
+   * An entry whose handler has run this long is reported (a WARN naming stream, id and age,
+   * repeated every `stuckEntryMs` while it lasts; `server.health()`; a metric). Default: 60000.
+   */
+  stuckEntryMs?: number;
   /**
    * Deletes consumers of the group idle for `idleMs` that own no pending entry (left behind by
    * restarts under new names), checked and deleted in one script, at most once per `intervalMs`
@@ -102,9 +111,13 @@ export interface RedisStreamsServerOptions {
   telemetry?: boolean;
 }
 
-type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'shutdownTimeoutMs';
-export type ResolvedServerOptions = Required<Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | Optional>> &
+type Optional = 'maxEntryBytes' | 'handlerTimeoutMs';
+export type ResolvedServerOptions = Required<
+  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | Optional>
+> &
   Pick<RedisStreamsServerOptions, Optional> & {
+    /** undefined: no limit (`false`). */
+    shutdownTimeoutMs: number | undefined;
     connection: ResolvedConnection;
     consumerCleanup: { idleMs: number; intervalMs: number } | false;
   };
@@ -133,6 +146,7 @@ const KNOWN_OPTIONS = [
   'maxEntryBytes',
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
+  'stuckEntryMs',
   'consumerCleanup',
   'telemetry',
 ] as const;
@@ -177,6 +191,8 @@ export const SERVER_DEFAULTS = {
   retryMaxDelayMs: 5000,
   replyTtlMs: 60_000,
   maxDeliveries: 5,
+  shutdownTimeoutMs: 20_000,
+  stuckEntryMs: 60_000,
 } as const;
 
 /** Validates once, at construction, and fills in the defaults. */
@@ -222,7 +238,11 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     deadLetterStream: deadLetterStream(input.deadLetterStream, isCluster(connection) ? clusterDeadLetterStream : defaultDeadLetterStream),
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
     handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
-    shutdownTimeoutMs: optionalInt('shutdownTimeoutMs', input.shutdownTimeoutMs),
+    shutdownTimeoutMs:
+      input.shutdownTimeoutMs === false
+        ? undefined
+        : positiveInt('shutdownTimeoutMs', input.shutdownTimeoutMs, SERVER_DEFAULTS.shutdownTimeoutMs),
+    stuckEntryMs: atMost('stuckEntryMs', positiveInt('stuckEntryMs', input.stuckEntryMs, SERVER_DEFAULTS.stuckEntryMs), MAX_TIMER_MS),
     consumerCleanup: consumerCleanup(input.consumerCleanup),
   };
 }

@@ -1,10 +1,11 @@
-import type { Attributes, Context, Counter, Histogram, MeterProvider, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, Meter, MeterProvider, Span, Tracer } from '@opentelemetry/api';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
 import type { GroupStats } from '../health/group-stats.js';
 import { headersOf } from '../codec/entry-codec.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { observeGroupGauges } from './group-gauges.js';
+import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
 import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
@@ -49,6 +50,8 @@ export class ConsumerTelemetry {
     readonly group: string,
     readonly consumer: string,
     private readonly stats: GroupStats,
+    /** The loops' running handlers, and the streams they read, for the stuck-entry gauges. */
+    private readonly handlers?: { source: HandlersSource; streams: readonly string[] },
   ) {
     this.tracer = api.trace.getTracer(SCOPE);
     this.presence = new SdkPresence(api);
@@ -137,9 +140,19 @@ export class ConsumerTelemetry {
         unit: '{message}',
         description: 'Entries settled, by outcome (acked, failed, dead-lettered)',
       }),
-      unobserve: observeGroupGauges(meter, this.stats, this.group),
+      unobserve: this.observeGauges(meter),
     };
     return this.instruments;
+  }
+
+  private observeGauges(meter: Meter): () => void {
+    const groups = observeGroupGauges(meter, this.stats, this.group);
+    const h = this.handlers;
+    const handlers = h ? observeHandlerGauges(meter, h.source, h.streams, this.group) : () => {};
+    return () => {
+      groups();
+      handlers();
+    };
   }
 
   private attributes(stream: string, outcome: string, error: string | undefined): Attributes {

@@ -31,6 +31,8 @@ export const METRIC = {
   lag: 'messaging.redis_streams.lag',
   pending: 'messaging.redis_streams.pending',
   statsAge: 'messaging.redis_streams.stats.age',
+  stuck: 'messaging.redis_streams.stuck',
+  oldestHandler: 'messaging.redis_streams.handler.oldest_age',
 } as const;
 
 /** The conventions' advised buckets for `messaging.process.duration` (seconds). */

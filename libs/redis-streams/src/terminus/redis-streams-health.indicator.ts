@@ -19,8 +19,12 @@ export interface HealthSource {
 export class RedisStreamsHealthIndicator {
   constructor(private readonly indicators: HealthIndicatorService) {}
 
-  /** Down once the consumer is stopped or has been cut off from Redis for longer than `redisDownMs` (default 30 s). */
-  async isLive(key: string, server: HealthSource, thresholds: Pick<HealthThresholds, 'redisDownMs'> = {}): Promise<HealthIndicatorResult> {
+  /** Down once the consumer is stopped, cut off from Redis for longer than `redisDownMs` (default 30 s), or stuck in one entry for longer than `stuckLoopMs` (default 5 min). */
+  async isLive(
+    key: string,
+    server: HealthSource,
+    thresholds: Pick<HealthThresholds, 'redisDownMs' | 'stuckLoopMs'> = {},
+  ): Promise<HealthIndicatorResult> {
     // Lag and pending do not decide liveness: not waited for (a probe's timeout is short).
     const health = await server.health({ stats: false });
     return this.result(key, health, checkLiveness(health, thresholds));
