@@ -29,7 +29,10 @@ describe.skipIf(CLUSTER_MODE)('a failed emit names its cause (issue 22 item 5)',
     const wrong = `wrong-${randomUUID()}`;
     await redis.client().call('ACL', 'SETUSER', user, 'reset', 'on', `>right-${randomUUID()}`, '~*', '+@all');
     const logs = captureLogs();
-    const { client } = await producer({ connection: `redis://${user}:${wrong}@127.0.0.1:${redis.port}`, commandTimeoutMs: 500 }, logs.logger);
+    const { client } = await producer(
+      { connection: `redis://${user}:${wrong}@127.0.0.1:${redis.port}`, commandTimeoutMs: 500 },
+      logs.logger,
+    );
     const { message, printed } = await emitFailure(client);
     expect(message).toMatch(/XADD to stream "orders" failed: /);
     expect(message).toContain('WRONGPASS');

@@ -3,13 +3,13 @@ import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microser
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
+import { firstValueFrom, filter, map, timeout, type Observable, type Subscription } from 'rxjs';
 import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
-import { isCommandTimeout } from '../redis/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
 import { redactError } from '../redact.js';
@@ -19,6 +19,7 @@ import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { RedisStreamsRecord } from './record.js';
 import { partitionKey, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
+import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
 
@@ -124,6 +125,16 @@ export class RedisStreamsClient extends ClientProxy {
     return [this.lanes.command, this.lanes.blocking] as T;
   }
 
+  /**
+   * Nest's `emit`, hot as Nest makes it (it writes without a subscriber), plus a log line for a
+   * failure nobody subscribed to: in the fire-and-forget style of Nest's examples it would
+   * otherwise leave no trace. A caller who subscribes gets the error and no log line.
+   */
+  override emit<TResult = any, TInput = any>(pattern: any, data: TInput): Observable<TResult> {
+    const hot = super.emit<TResult, TInput>(pattern, data);
+    return watchUnobserved(hot, (err) => this.logger.error(`an emit nobody subscribed to failed: ${describeError(err)}`));
+  }
+
   protected async dispatchEvent<T = string>(packet: ReadPacket): Promise<T> {
     return (await this.write(packet)) as T;
   }
@@ -191,8 +202,7 @@ export class RedisStreamsClient extends ClientProxy {
           timeout(this.options.commandTimeoutMs),
         ),
       ).catch(() => {
-        const last = this.lastLaneError;
-        throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms${last ? `: ${last.message}` : ''}`, last);
+        throw fail(this.noConnection(), this.lastLaneError);
       });
     }
     try {
@@ -203,8 +213,22 @@ export class RedisStreamsClient extends ClientProxy {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err))
         throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
+      if (isConnectionLoss(err))
+        throw fail(
+          `the connection was lost before Redis answered (${this.lastLaneError?.message ?? 'closed'}); the entry may or may not have been written`,
+          err,
+        );
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  /** Why no connection came within commandTimeoutMs: Redis refused it (WRONGPASS, NOPERM …), or could not be reached. */
+  private noConnection(): string {
+    const last = this.lastLaneError;
+    const within = `within ${this.options.commandTimeoutMs} ms`;
+    if (!last) return `no connection to Redis ${within}`;
+    if (isErrorReply(last)) return `Redis refused the connection (${last.message}); no connection ${within}`;
+    return `Redis not reachable ${within}: ${last.message}`;
   }
 
   private where(): string {

@@ -47,6 +47,15 @@ export function isRetryable(err: unknown, onCluster = false): boolean {
   return !/^[A-Z]{3,}\b/.test(text);
 }
 
+/**
+ * ioredis gave up on a command because the connection went away (its MaxRetriesPerRequestError,
+ * a closed connection): the cause is the connection's own error, which names what went wrong;
+ * ioredis' words point at an option that is not the problem.
+ */
+export const isConnectionLoss = (err: unknown): boolean =>
+  (err as { name?: unknown } | null)?.name === 'MaxRetriesPerRequestError' ||
+  /^Reached the max retries per request limit|^Connection is closed\.|^Stream isn't writeable/.test(message(err));
+
 /** Redis itself answered with this error (an upper-case prefix: WRONGTYPE, NOGROUP, LOADING …), as opposed to ioredis failing to reach it. */
 export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(message(err));
 
