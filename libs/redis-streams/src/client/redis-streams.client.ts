@@ -3,10 +3,11 @@ import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microser
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { firstValueFrom, filter, map, timeout, type Observable, type Subscription } from 'rxjs';
+import { firstValueFrom, filter, map, tap, timeout, type Observable, type Subscription } from 'rxjs';
 import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
+import { ConnectionReport } from '../redis/connection-report.js';
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
 import { isCommandTimeout, isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
@@ -71,21 +72,29 @@ export class RedisStreamsClient extends ClientProxy {
       if (this.api) this.producerTelemetry ??= new ProducerTelemetry(this.api);
     }
     if (!this.lanes) {
+      // One log line per change of the connections' state, not one per reconnect attempt.
+      const report = new ConnectionReport(this.where(), this.logger);
       const lanes = (this.lanes = new Lanes({
         connection: this.options.connection,
         name: `client:${this.replyStream}`,
-        onError: (lane, err) => {
+        onError: (_lane, err) => {
           // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
           this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
           const safe = redactError(err, this.where(), secretsOf(this.options.connection));
-          this.logger.warn(`${lane} connection: ${describeError(this.lastLaneError)}`);
+          report.failed(this.lastLaneError);
           if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
         },
+        onRetry: (_lane, delayMs) => report.retrying(delayMs),
         commandTimeoutMs: this.options.commandTimeoutMs,
         // On a cluster, replies are read from the master of the reply stream's slot.
         slotKey: this.replyStream,
       }));
-      this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
+      this.laneStatus = lanes.state$
+        .pipe(
+          tap((state) => report.stateChanged(state)),
+          map((s) => STATUS_OF_LANES[s]),
+        )
+        .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.replies = new ReplyReader({
         lanes,

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { combineLatest, distinctUntilChanged, map, Subject, type Observable, type Subscription } from 'rxjs';
+import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
@@ -13,7 +13,8 @@ import { carriesCommand, redactError } from '../redact.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { closeCommandLane, foldLaneStates, openCommandLane, type CommandLane } from '../redis/lanes.js';
-import { isRedirection, isRetryable } from '../redis/redis-errors.js';
+import { ConnectionReport } from '../redis/connection-report.js';
+import { clusterNodeError, isRedirection, isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
@@ -30,14 +31,6 @@ import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
-
-/** MOVED on a one-node connection: the URL names a node of a cluster. */
-function clusterNodeError(error: unknown): Error {
-  return new Error(
-    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
-    { cause: error },
-  );
-}
 
 /**
  * The consumer without Nest: reads a {@link StreamPlan}'s streams (one reader per slot, one per
@@ -60,6 +53,8 @@ export class StreamEngine {
   private laneStatus: Subscription | undefined;
   private probe: HealthProbe | undefined;
   private telemetry: ConsumerTelemetry | undefined;
+  /** The connections' story in the log: one line per change of state. */
+  private readonly connectionReport: ConnectionReport;
   /** Built once OpenTelemetry is found (or found missing), before any handler may run. */
   private settleDeps: BatchDecideDeps | undefined;
 
@@ -71,6 +66,7 @@ export class StreamEngine {
     this.onCluster = isCluster(options.connection);
     this.where = describeConnection(options.connection);
     this.secrets = secretsOf(options.connection);
+    this.connectionReport = new ConnectionReport(this.where, logger);
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
@@ -79,7 +75,7 @@ export class StreamEngine {
     const { options } = this;
     const name = `${options.group}:${options.consumer}`;
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
-    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs));
+    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
     const commands = new StreamCommands(command.conn, options.group);
     const gate = (this.gate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
@@ -109,6 +105,7 @@ export class StreamEngine {
         commands,
         logger: this.logger,
         onLaneError: this.laneFailed,
+        onLaneRetry: this.laneRetry,
         settle: (entry, source) => settle(this.settleDeps!, entry, source),
         decide: (entries, source) => decideBatch(this.settleDeps!, entries, source),
         onSettled: (event) => this.settled(event),
@@ -132,7 +129,10 @@ export class StreamEngine {
   private followLanes(): void {
     this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
       .pipe(
-        map((states) => STATUS_OF_LANES[foldLaneStates(states)]),
+        map(foldLaneStates),
+        distinctUntilChanged(),
+        tap((state) => this.connectionReport.stateChanged(state)),
+        map((state) => STATUS_OF_LANES[state]),
         distinctUntilChanged(),
       )
       .subscribe((s) => {
@@ -155,8 +155,10 @@ export class StreamEngine {
     const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
     this.gate?.laneFailed(err);
     if (this.gate?.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(err);
-    this.logger.warn(`${lane} connection: ${describeError(err)}`);
+    this.connectionReport.failed(err);
   };
+
+  private readonly laneRetry = (_lane: string, delayMs: number | undefined): void => this.connectionReport.retrying(delayMs);
 
   private loopFailed(error: unknown, retryInMs: number): void {
     this.gate?.loopFailed(error);
@@ -165,8 +167,9 @@ export class StreamEngine {
     if (this.onCluster && isRedirection(error)) (this.command!.conn as Cluster).refreshSlotsCache();
     if (this.gate?.pending && !isRetryable(error, this.onCluster))
       return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
-    const log = isRetryable(error, this.onCluster) ? 'warn' : 'error';
-    this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
+    const retryable = isRetryable(error, this.onCluster);
+    if (!this.connectionReport.covers(error, retryable))
+      this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
     this.emit('error', redactError(error, this.where, this.secrets), retryInMs);
   }
 
@@ -267,7 +270,8 @@ export class StreamEngine {
     this.gate?.fail(new Error(CLOSED_BEFORE_START));
     if (this.readers.length === 0) return;
     this.status.next(RedisStreamsStatus.CLOSING);
-    this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
+    // A start that failed or was cut short has nothing in hand.
+    if (this.gate?.isOpen) this.logger.log(`consumer "${this.options.consumer}" stopping: finishing the entry in hand`);
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
     if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, this.options.shutdownTimeoutMs, this.logger)));

@@ -1,4 +1,5 @@
 /** Classifies errors from Redis and ioredis for the loop's retry decisions. */
+import { describeError } from '../describe-error.js';
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -101,4 +102,12 @@ export class UnsupportedServerError extends Error {
     super(`nestjs-redis-streams: unsupported server: ${detail}`);
     this.name = 'UnsupportedServerError';
   }
+}
+
+/** MOVED on a one-node connection: the URL names a node of a cluster. */
+export function clusterNodeError(error: unknown): Error {
+  return new Error(
+    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
+    { cause: error },
+  );
 }

@@ -1,0 +1,80 @@
+import { describeError } from '../describe-error.js';
+import type { Logger } from '../ports.js';
+import { failureReason } from '../redact.js';
+import type { LaneState } from './lane-state.js';
+import { isConnectionLoss, isErrorReply } from './redis-errors.js';
+
+/** Where the connections stand, as the log has told it. */
+type Phase = 'starting' | 'up' | 'down';
+
+/**
+ * The log of a set of connections (a consumer's, a client's): one line per change of state,
+ * never one per reconnect attempt. "cannot connect to <url> (<cause>), retrying in N ms" or
+ * "connection to <url> lost (<cause>), retrying in N ms" once; "still down" only when the cause
+ * changes (ECONNREFUSED → WRONGPASS); "restored after N s" once. The cause is the connection's own
+ * error, masked; the line waits for the first reconnect attempt that has one.
+ */
+export class ConnectionReport {
+  private phase: Phase = 'starting';
+  /** Since when the connections are down (or trying for the first time). */
+  private downSince = Date.now();
+  private cause: Error | undefined;
+  /** The reason last logged for this outage; undefined: nothing logged yet. */
+  private told: string | undefined;
+
+  constructor(
+    /** The masked URL. */
+    private readonly where: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Lost, or not connected yet with an attempt failed: connection errors are this report's to tell. */
+  get down(): boolean {
+    return this.phase === 'down' || (this.phase === 'starting' && this.cause !== undefined);
+  }
+
+  /** A failure of the reader's loop that is connection trouble: this report tells it (once per outage, with its cause), not the loop. */
+  covers(error: unknown, retryable: boolean): boolean {
+    return isConnectionLoss(error) || (this.down && retryable && !isErrorReply(error));
+  }
+
+  /** A connection's error (ioredis reports each failed attempt): the cause the next line gives. */
+  failed(error: Error): void {
+    this.cause = error;
+  }
+
+  /** ioredis tries again in `delayMs` (its `reconnecting` event); the first after a loss has no cause yet (the next attempt's is). */
+  retrying(delayMs: number | undefined): void {
+    if (this.phase === 'up') return this.lost();
+    if (!this.cause) return;
+    const reason = failureReason(this.cause) ?? this.cause.message;
+    if (reason === this.told) return;
+    const next = delayMs === undefined ? 'retrying' : `retrying in ${delayMs} ms`;
+    const cause = describeError(this.cause);
+    if (this.told !== undefined) this.logger.warn(`connection to ${this.where} still down (${cause}), ${next}`);
+    else if (this.phase === 'starting') this.logger.warn(`cannot connect to ${this.where} (${cause}), ${next}`);
+    else this.logger.warn(`connection to ${this.where} lost (${cause}), ${next}`);
+    this.told = reason;
+  }
+
+  /** The connections' folded state (ready only when all are). */
+  stateChanged(state: LaneState): void {
+    if (state !== 'ready' && this.phase === 'up') return this.lost();
+    if (state !== 'ready' || this.phase === 'up') return;
+    const after = `${((Date.now() - this.downSince) / 1000).toFixed(1)} s`;
+    if (this.phase === 'down' && this.told === undefined)
+      this.logger.log(`connection to ${this.where} dropped, and restored after ${after}`);
+    else if (this.phase === 'down') this.logger.log(`connection to ${this.where} restored after ${after}`);
+    else if (this.told !== undefined) this.logger.log(`connected to ${this.where} after ${after}`);
+    this.phase = 'up';
+    this.cause = undefined;
+    this.told = undefined;
+  }
+
+  private lost(): void {
+    this.phase = 'down';
+    this.downSince = Date.now();
+    this.cause = undefined;
+    this.told = undefined;
+  }
+}
