@@ -10,7 +10,7 @@ import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClie
 import { ConnectionReport } from '../redis/connection-report.js';
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
-import { isCommandTimeout, isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
 import { redactError } from '../redact.js';
@@ -104,6 +104,7 @@ export class RedisStreamsClient extends ClientProxy {
         ttlMs: this.options.replyTtlMs,
         deserializer: this.options.deserializer,
         logger: this.logger,
+        toldElsewhere: (err) => report.covers(err, isRetryable(err)),
         detached: (start) => {
           const api = this.api;
           return api ? api.context.with(api.ROOT_CONTEXT, start) : start();
