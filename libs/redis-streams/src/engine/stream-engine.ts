@@ -170,7 +170,7 @@ export class StreamEngine {
     const retryable = isRetryable(error, this.onCluster);
     if (!this.connectionReport.covers(error, retryable))
       this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-    this.emit('error', redactError(error, this.where, this.secrets), retryInMs);
+    this.emit('error', redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
   }
 
   private settled(event: SettledEvent): void {

@@ -19,6 +19,8 @@ export class ConnectionReport {
   /** Since when the connections are down (or trying for the first time). */
   private downSince = Date.now();
   private cause: Error | undefined;
+  /** The last connection error seen, kept past a recovery: what a command cut by the loss died of. */
+  private lastCause: Error | undefined;
   /** The reason last logged for this outage; undefined: nothing logged yet. */
   private told: string | undefined;
 
@@ -41,6 +43,14 @@ export class ConnectionReport {
   /** A connection's error (ioredis reports each failed attempt): the cause the next line gives. */
   failed(error: Error): void {
     this.cause = error;
+    this.lastCause = error;
+  }
+
+  /** ioredis' "max retries per request" (or "Connection is closed.") as what it stands for: the connection's own last error. */
+  explain(error: unknown): unknown {
+    if (!isConnectionLoss(error)) return error;
+    const last = this.lastCause ? ` (${this.lastCause.message})` : '';
+    return new Error(`the connection was lost before Redis answered${last}`, { cause: error });
   }
 
   /** ioredis tries again in `delayMs` (its `reconnecting` event); the first after a loss has no cause yet (the next attempt's is). */
