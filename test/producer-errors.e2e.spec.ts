@@ -38,6 +38,8 @@ describe.skipIf(CLUSTER_MODE)('a failed emit names its cause (issue 22 item 5)',
     expect(message).toContain('WRONGPASS');
     expect(message).toContain(`redis://${user}:***@127.0.0.1:${redis.port}`);
     expect(message).not.toMatch(/not reachable/);
+    // Item 7: one line for the connection's trouble, not one per reconnect attempt.
+    expect(logs.from('RedisStreamsClient').filter((l) => l.includes('WRONGPASS'))).toHaveLength(1);
     for (const output of [printed, logs.text()]) {
       expect(output).not.toContain(wrong);
       expect(output).not.toContain(encodeURIComponent(wrong));
@@ -46,11 +48,19 @@ describe.skipIf(CLUSTER_MODE)('a failed emit names its cause (issue 22 item 5)',
 
   it('a port nobody listens on: ECONNREFUSED 127.0.0.1:<port> and the URL', async () => {
     const port = await freePort();
-    const { client } = await producer({ connection: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 }, captureLogs().logger);
+    const logs = captureLogs();
+    const { client } = await producer({ connection: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 }, logs.logger);
     const { message } = await emitFailure(client);
     expect(message).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
     expect(message).toContain(`redis://127.0.0.1:${port}`);
     expect(message).not.toMatch(/Reached the max retries|maxRetriesPerRequest/);
+    expect(logs.from('RedisStreamsClient')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^warn cannot connect to redis://127\\.0\\.0\\.1:${port} \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\), retrying in \\d+ ms$`,
+        ),
+      ),
+    ]);
   });
 });
 
