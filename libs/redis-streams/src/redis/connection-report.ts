@@ -4,6 +4,9 @@ import { failureReason } from '../redact.js';
 import type { LaneState } from './lane-state.js';
 import { isConnectionLoss, isErrorReply } from './redis-errors.js';
 
+/** How long an error seen while connected waits for the loss it usually announces, before it is told on its own. */
+const ERROR_WITHOUT_LOSS_MS = 1000;
+
 /** Where the connections stand, as the log has told it. */
 type Phase = 'starting' | 'up' | 'down';
 
@@ -44,6 +47,8 @@ export class ConnectionReport {
   failed(error: Error): void {
     this.cause = error;
     this.lastCause = error;
+    // While up, an error no loss follows (a cluster's failed slot refresh) is told on its own, once per reason.
+    if (this.phase === 'up') setTimeout(() => this.errorWhileUp(error), ERROR_WITHOUT_LOSS_MS).unref();
   }
 
   /** ioredis' "max retries per request" (or "Connection is closed.") as what it stands for: the connection's own last error. */
@@ -79,6 +84,13 @@ export class ConnectionReport {
     this.phase = 'up';
     this.cause = undefined;
     this.told = undefined;
+  }
+
+  private errorWhileUp(error: Error): void {
+    const reason = failureReason(error) ?? error.message;
+    if (this.phase !== 'up' || this.cause !== error || reason === this.told) return;
+    this.told = reason;
+    this.logger.warn(`connection to ${this.where}: ${describeError(error)}`);
   }
 
   private lost(): void {
