@@ -1,3 +1,4 @@
+import { freezeServer } from './support/freeze.js';
 import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE, freePort } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -64,6 +65,43 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     expect(lines.filter((l) => !/group "g"/.test(l))).toHaveLength(2);
     expect(lines.join('\n')).not.toMatch(/max retries per request|maxRetriesPerRequest|created group/);
     expect(lines.filter((l) => l.includes(`group "g" of stream "${app.key()}"`) && /re-created/.test(l))).toHaveLength(1);
+  });
+
+  it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {
+    const logs = captureLogs();
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, retryInitialDelayMs: 50, commandTimeoutMs: 1000 },
+      { logger: logs.logger },
+    );
+    const errors: unknown[] = [];
+    app.server.on('error', (err) => void errors.push(err));
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry handled' });
+    const before = logs.from(SERVER).length;
+    const since = () => logs.from(SERVER).slice(before);
+    const thaw = await freezeServer(redis.newClient());
+    try {
+      // Several failed attempts while frozen: each would have been a line of its own.
+      await waitFor(() => errors.length >= 3, { message: 'three failed attempts while frozen', timeoutMs: 20_000 });
+    } finally {
+      thaw();
+    }
+    await waitFor(() => since().some((l) => /answering again after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":2}');
+    await waitFor(() => app.recorder.calls.length === 2, { message: 'an entry written after the thaw handled' });
+    const url = `redis://127\\.0\\.0\\.1:${redis.port}`;
+    const lines = since();
+    expect(lines.filter((l) => /not answering/.test(l))).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^warn connection to ${url} not answering \\((Command timed out after 1000 ms|no answer to a park with BLOCK 100, .*)\\), retrying in \\d+ ms$`,
+        ),
+      ),
+    ]);
+    expect(lines.filter((l) => /answering again/.test(l))).toEqual([
+      expect.stringMatching(new RegExp(`^log connection to ${url} answering again after \\d+(\\.\\d)? s$`)),
+    ]);
+    expect(lines, lines.join('\n')).toHaveLength(2);
   });
 
   it('a decode failure names the entry and its stream once', async () => {

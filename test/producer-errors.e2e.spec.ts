@@ -1,7 +1,9 @@
 import { RedisStreamsClient } from 'nestjs-redis-streams';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import { lastValueFrom } from 'rxjs';
+import { repoRoot, requireBuilt } from './support/built.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { CLUSTER_MODE, freePort } from './support/redis-server.js';
@@ -85,5 +87,35 @@ describe.skipIf(CLUSTER_MODE)('a fire-and-forget emit that Redis refuses (issue 
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^(warn|error) /);
     expect(lines[0]).toContain('WRONGTYPE');
+  });
+});
+
+describe.skipIf(CLUSTER_MODE)('close() is terminal for the client (review of issue 22 item 6)', () => {
+  it('an emit in flight at close() is written on the open connection, an emit after close() fails with "client closed", and the process exits by itself', async () => {
+    requireBuilt('libs/redis-streams/dist/esm/index.js');
+    const prefix = uniquePrefix();
+    const child = spawn(process.execPath, [`${repoRoot}test/fixtures/emit-at-close.mjs`, redis.url, prefix], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      // A connection opened again after close() would keep the child alive.
+      await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(await exited, out).toBe(0);
+    const report = JSON.parse(out.trim().split('\n').at(-1)!) as {
+      inFlight: { id?: string; error?: string } | 'pending';
+      afterClose: { id?: string; error?: string; name?: string };
+    };
+    expect(report.inFlight).toEqual({ id: expect.stringMatching(/^\d+-\d+$/) });
+    expect(await redis.client().xlen(`${prefix}in-flight`)).toBe(1);
+    expect(report.afterClose).toEqual({ error: expect.stringMatching(/client closed/), name: 'RedisStreamsError' });
+    expect(await redis.client().exists(`${prefix}after-close`)).toBe(0);
   });
 });
