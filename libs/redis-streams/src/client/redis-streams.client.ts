@@ -13,7 +13,8 @@ import { ProducerCommands } from '../redis/producer-commands.js';
 import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
-import { redactError } from '../redact.js';
+import { redactError, RedisStreamsError } from '../redact.js';
+import { within } from '../within.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { RedisStreamsStatus } from '../status.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
@@ -23,6 +24,11 @@ import { ReplyReader } from './reply-reader.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
+
+/** What an emit or send after close() fails with. */
+function clientClosed(): RedisStreamsError {
+  return redactError(new Error('nestjs-redis-streams: client closed: close() was called; emit and send need a new client'));
+}
 
 /** Events of `client.on(...)`. */
 export interface RedisStreamsClientEvents {
@@ -57,6 +63,10 @@ export class RedisStreamsClient extends ClientProxy {
   private apiLookedFor = false;
   /** The last connection error, scrubbed: the reason an XADD that found no connection gives. */
   private lastLaneError: Error | undefined;
+  /** close() was called: terminal, nothing is sent and no connection is opened again. */
+  private closed = false;
+  /** emits and writes begun before close(), which it lets finish on the open connections. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -64,16 +74,19 @@ export class RedisStreamsClient extends ClientProxy {
     this.replyStream = newReplyStream(this.options.keyPrefix);
   }
 
-  /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
+  /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. Fails after close(). */
   async connect(): Promise<void> {
+    if (this.closed) throw clientClosed();
     if (this.options.telemetry && !this.apiLookedFor) {
       this.apiLookedFor = true;
       this.api = await loadOtelApi();
       if (this.api) this.producerTelemetry ??= new ProducerTelemetry(this.api);
     }
+    // Closed meanwhile and done closing: nothing may open connections again.
+    if (this.closed && !this.lanes) throw clientClosed();
     if (!this.lanes) {
       // One log line per change of the connections' state, not one per reconnect attempt.
-      const report = new ConnectionReport(this.where(), this.logger);
+      const report = new ConnectionReport(this.where(), this.logger, this.options.commandTimeoutMs);
       const lanes = (this.lanes = new Lanes({
         connection: this.options.connection,
         name: `client:${this.replyStream}`,
@@ -113,8 +126,14 @@ export class RedisStreamsClient extends ClientProxy {
     }
   }
 
-  /** Fails requests still waiting, deletes the reply stream, closes both connections. */
+  /**
+   * Terminal: later emits and sends fail ("client closed"). Writes begun before it finish on the
+   * open connections (waited for up to `commandTimeoutMs`); then requests still waiting for a
+   * reply fail, the reply stream is deleted and both connections close.
+   */
   async close(): Promise<void> {
+    this.closed = true;
+    await within(Promise.allSettled([...this.inFlight]), this.options.commandTimeoutMs, undefined);
     const lanes = this.lanes;
     if (!lanes) return;
     this.lanes = undefined;
@@ -142,11 +161,22 @@ export class RedisStreamsClient extends ClientProxy {
    */
   override emit<TResult = any, TInput = any>(pattern: any, data: TInput): Observable<TResult> {
     const hot = super.emit<TResult, TInput>(pattern, data);
+    // Begun before close(): close() lets it finish (Nest's emit is already running).
+    this.track(new Promise<void>((done) => hot.subscribe({ complete: done, error: () => done() })));
     return watchUnobserved(hot, (err) => this.logger.error(`an emit nobody subscribed to failed: ${describeError(err)}`));
   }
 
   protected async dispatchEvent<T = string>(packet: ReadPacket): Promise<T> {
     return (await this.write(packet)) as T;
+  }
+
+  private track(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
   }
 
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
@@ -168,9 +198,11 @@ export class RedisStreamsClient extends ClientProxy {
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       return this.append(stream, packet.pattern, fields);
     };
-    await this.connect();
+    // Called after connect() (Nest's emit and send call it first); never reconnects after close().
     const telemetry = this.producerTelemetry;
-    return telemetry ? telemetry.send(stream, correlationId, record.headers, append) : append();
+    const written = telemetry ? telemetry.send(stream, correlationId, record.headers, append) : append();
+    this.track(written);
+    return written;
   }
 
   /**
@@ -201,9 +233,8 @@ export class RedisStreamsClient extends ClientProxy {
         this.where(),
         secretsOf(this.options.connection),
       );
-    await this.connect();
     const lanes = this.lanes;
-    if (!lanes) throw fail('the client is closed');
+    if (!lanes) throw fail('client closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
       await firstValueFrom(

@@ -25,11 +25,13 @@ export type ReaderDeps = Omit<ConsumerLoopDeps, 'streams' | 'lanes' | 'batch' | 
   decide: NonNullable<ConsumerLoopDeps['batch']>['decide'];
   onReady: (loop: ConsumerLoop) => void;
   onError: (error: unknown, retryInMs: number) => void;
+  /** A step of the loop went through (Redis answered). */
+  onStep: () => void;
 };
 
 /** Opens a reader's lanes and runs its loop. */
 export function openReader({ streams, batch }: ReaderStreams, d: ReaderDeps): Reader {
-  const { command, name, readers, onLaneError, onLaneRetry, decide, onReady, ...shared } = d;
+  const { command, name, readers, onLaneError, onLaneRetry, decide, onReady, onStep, ...shared } = d;
   const lanes = new Lanes({
     connection: d.options.connection,
     name: readers === 1 ? name : `${name}:${slotOf(streams[0]!)}${batch ? ':batch' : ''}`,
@@ -47,7 +49,7 @@ export function openReader({ streams, batch }: ReaderStreams, d: ReaderDeps): Re
   });
   let run: Subscription | undefined;
   const done = new Promise<void>((resolve) => {
-    run = loop.run().subscribe({ complete: resolve, error: resolve });
+    run = loop.run().subscribe({ next: onStep, complete: resolve, error: resolve });
   });
   return { lanes, loop, done, run: run! };
 }

@@ -66,7 +66,7 @@ export class StreamEngine {
     this.onCluster = isCluster(options.connection);
     this.where = describeConnection(options.connection);
     this.secrets = secretsOf(options.connection);
-    this.connectionReport = new ConnectionReport(this.where, logger);
+    this.connectionReport = new ConnectionReport(this.where, logger, options.commandTimeoutMs);
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
@@ -118,6 +118,7 @@ export class StreamEngine {
         onCluster: this.onCluster,
         onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
         onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
+        onStep: () => this.connectionReport.answered(),
         started: handlersMayRun,
       }),
     );
@@ -168,8 +169,8 @@ export class StreamEngine {
     if (this.gate?.pending && !isRetryable(error, this.onCluster))
       return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
     const retryable = isRetryable(error, this.onCluster);
-    if (!this.connectionReport.covers(error, retryable))
-      this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
+    const told = this.connectionReport.notAnswering(error, retryInMs) || this.connectionReport.covers(error, retryable);
+    if (!told) this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
     this.emit('error', redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
   }
 

@@ -2,7 +2,8 @@ import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
 import { failureReason } from '../redact.js';
 import type { LaneState } from './lane-state.js';
-import { isConnectionLoss, isErrorReply } from './redis-errors.js';
+import { ParkLostError } from './park-watchdog.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply } from './redis-errors.js';
 
 /** How long an error seen while connected waits for the loss it usually announces, before it is told on its own. */
 const ERROR_WITHOUT_LOSS_MS = 1000;
@@ -15,7 +16,9 @@ type Phase = 'starting' | 'up' | 'down';
  * never one per reconnect attempt. "cannot connect to <url> (<cause>), retrying in N ms" or
  * "connection to <url> lost (<cause>), retrying in N ms" once; "still down" only when the cause
  * changes (ECONNREFUSED → WRONGPASS); "restored after N s" once. The cause is the connection's own
- * error, masked; the line waits for the first reconnect attempt that has one.
+ * error, masked; the line waits for the first reconnect attempt that has one. A server that keeps
+ * the connection but stops answering (frozen, paused) is a change of state too: "not answering
+ * (<why>), retrying in N ms" once, "answering again after N s" once.
  */
 export class ConnectionReport {
   private phase: Phase = 'starting';
@@ -26,12 +29,40 @@ export class ConnectionReport {
   private lastCause: Error | undefined;
   /** The reason last logged for this outage; undefined: nothing logged yet. */
   private told: string | undefined;
+  /** Since when the server, connected, has stopped answering (undefined: it answers). */
+  private silentSince: number | undefined;
 
   constructor(
     /** The masked URL. */
     private readonly where: string,
     private readonly logger: Logger,
+    /** The commands' deadline, which a timeout's line names. */
+    private readonly commandTimeoutMs?: number,
   ) {}
+
+  /**
+   * A loop's failure that says the server does not answer (a command timed out, a park went
+   * unanswered): told once per outage, with the next delay. True when it was such a failure.
+   */
+  notAnswering(error: unknown, retryInMs: number): boolean {
+    const why = isCommandTimeout(error)
+      ? `Command timed out${this.commandTimeoutMs === undefined ? '' : ` after ${this.commandTimeoutMs} ms`}`
+      : error instanceof ParkLostError && /no answer/.test(error.message)
+        ? error.message.replace(/^blocking read lost: /, '')
+        : undefined;
+    if (why === undefined) return false;
+    if (this.silentSince !== undefined || this.phase !== 'up') return true;
+    this.silentSince = Date.now();
+    this.told = why;
+    this.logger.warn(`connection to ${this.where} not answering (${why}), retrying in ${retryInMs} ms`);
+    return true;
+  }
+
+  /** A step of the loop went through: a server that had stopped answering answers again. */
+  answered(): void {
+    if (this.silentSince === undefined || this.phase !== 'up') return;
+    this.answeringAgain();
+  }
 
   /** Lost, or not connected yet with an attempt failed: connection errors are this report's to tell. */
   get down(): boolean {
@@ -76,6 +107,7 @@ export class ConnectionReport {
   stateChanged(state: LaneState): void {
     if (state !== 'ready' && this.phase === 'up') return this.lost();
     if (state !== 'ready' || this.phase === 'up') return;
+    if (this.silentSince !== undefined) return this.answeringAgain();
     const after = `${((Date.now() - this.downSince) / 1000).toFixed(1)} s`;
     if (this.phase === 'down' && this.told === undefined)
       this.logger.log(`connection to ${this.where} dropped, and restored after ${after}`);
@@ -93,8 +125,18 @@ export class ConnectionReport {
     this.logger.warn(`connection to ${this.where}: ${describeError(error)}`);
   }
 
+  private answeringAgain(): void {
+    this.logger.log(`connection to ${this.where} answering again after ${((Date.now() - this.silentSince!) / 1000).toFixed(1)} s`);
+    this.phase = 'up';
+    this.silentSince = undefined;
+    this.cause = undefined;
+    this.told = undefined;
+  }
+
   private lost(): void {
     this.phase = 'down';
+    // A silent server's connection dropped (by the park's watchdog): the same outage, already told.
+    if (this.silentSince !== undefined) return void (this.cause = undefined);
     this.downSince = Date.now();
     this.cause = undefined;
     this.told = undefined;
