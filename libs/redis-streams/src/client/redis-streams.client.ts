@@ -3,24 +3,32 @@ import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microser
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { firstValueFrom, filter, map, timeout, type Subscription } from 'rxjs';
+import { firstValueFrom, filter, map, tap, timeout, type Observable, type Subscription } from 'rxjs';
 import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
+import { ConnectionReport } from '../redis/connection-report.js';
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
-import { isCommandTimeout } from '../redis/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
-import { redactError } from '../redact.js';
+import { redactError, RedisStreamsError } from '../redact.js';
+import { within } from '../within.js';
 import type { RetentionPolicy } from '../redis/retention.js';
 import { RedisStreamsStatus } from '../status.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { RedisStreamsRecord } from './record.js';
 import { partitionKey, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
+import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
+
+/** What an emit or send after close() fails with. */
+function clientClosed(): RedisStreamsError {
+  return redactError(new Error('nestjs-redis-streams: client closed: close() was called; emit and send need a new client'));
+}
 
 /** Events of `client.on(...)`. */
 export interface RedisStreamsClientEvents {
@@ -55,6 +63,10 @@ export class RedisStreamsClient extends ClientProxy {
   private apiLookedFor = false;
   /** The last connection error, scrubbed: the reason an XADD that found no connection gives. */
   private lastLaneError: Error | undefined;
+  /** close() was called: terminal, nothing is sent and no connection is opened again. */
+  private closed = false;
+  /** emits and writes begun before close(), which it lets finish on the open connections. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -62,29 +74,40 @@ export class RedisStreamsClient extends ClientProxy {
     this.replyStream = newReplyStream(this.options.keyPrefix);
   }
 
-  /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. */
+  /** Opens the connections (once); each command then waits for them up to `commandTimeoutMs`. Fails after close(). */
   async connect(): Promise<void> {
+    if (this.closed) throw clientClosed();
     if (this.options.telemetry && !this.apiLookedFor) {
       this.apiLookedFor = true;
       this.api = await loadOtelApi();
       if (this.api) this.producerTelemetry ??= new ProducerTelemetry(this.api);
     }
+    // Closed meanwhile and done closing: nothing may open connections again.
+    if (this.closed && !this.lanes) throw clientClosed();
     if (!this.lanes) {
+      // One log line per change of the connections' state, not one per reconnect attempt.
+      const report = new ConnectionReport(this.where(), this.logger, this.options.commandTimeoutMs);
       const lanes = (this.lanes = new Lanes({
         connection: this.options.connection,
         name: `client:${this.replyStream}`,
-        onError: (lane, err) => {
+        onError: (_lane, err) => {
           // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
           this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
           const safe = redactError(err, this.where(), secretsOf(this.options.connection));
-          this.logger.warn(`${lane} connection: ${describeError(this.lastLaneError)}`);
+          report.failed(this.lastLaneError);
           if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
         },
+        onRetry: (_lane, delayMs) => report.retrying(delayMs),
         commandTimeoutMs: this.options.commandTimeoutMs,
         // On a cluster, replies are read from the master of the reply stream's slot.
         slotKey: this.replyStream,
       }));
-      this.laneStatus = lanes.state$.pipe(map((s) => STATUS_OF_LANES[s])).subscribe((s) => this._status$.next(s));
+      this.laneStatus = lanes.state$
+        .pipe(
+          tap((state) => report.stateChanged(state)),
+          map((s) => STATUS_OF_LANES[s]),
+        )
+        .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.replies = new ReplyReader({
         lanes,
@@ -94,6 +117,7 @@ export class RedisStreamsClient extends ClientProxy {
         ttlMs: this.options.replyTtlMs,
         deserializer: this.options.deserializer,
         logger: this.logger,
+        toldElsewhere: (err) => report.covers(err, isRetryable(err)),
         detached: (start) => {
           const api = this.api;
           return api ? api.context.with(api.ROOT_CONTEXT, start) : start();
@@ -102,8 +126,14 @@ export class RedisStreamsClient extends ClientProxy {
     }
   }
 
-  /** Fails requests still waiting, deletes the reply stream, closes both connections. */
+  /**
+   * Terminal: later emits and sends fail ("client closed"). Writes begun before it finish on the
+   * open connections (waited for up to `commandTimeoutMs`); then requests still waiting for a
+   * reply fail, the reply stream is deleted and both connections close.
+   */
   async close(): Promise<void> {
+    this.closed = true;
+    await within(Promise.allSettled([...this.inFlight]), this.options.commandTimeoutMs, undefined);
     const lanes = this.lanes;
     if (!lanes) return;
     this.lanes = undefined;
@@ -124,8 +154,29 @@ export class RedisStreamsClient extends ClientProxy {
     return [this.lanes.command, this.lanes.blocking] as T;
   }
 
+  /**
+   * Nest's `emit`, hot as Nest makes it (it writes without a subscriber), plus a log line for a
+   * failure nobody subscribed to: in the fire-and-forget style of Nest's examples it would
+   * otherwise leave no trace. A caller who subscribes gets the error and no log line.
+   */
+  override emit<TResult = any, TInput = any>(pattern: any, data: TInput): Observable<TResult> {
+    const hot = super.emit<TResult, TInput>(pattern, data);
+    // Begun before close(): close() lets it finish (Nest's emit is already running).
+    this.track(new Promise<void>((done) => hot.subscribe({ complete: done, error: () => done() })));
+    return watchUnobserved(hot, (err) => this.logger.error(`an emit nobody subscribed to failed: ${describeError(err)}`));
+  }
+
   protected async dispatchEvent<T = string>(packet: ReadPacket): Promise<T> {
     return (await this.write(packet)) as T;
+  }
+
+  private track(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
   }
 
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
@@ -147,9 +198,11 @@ export class RedisStreamsClient extends ClientProxy {
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       return this.append(stream, packet.pattern, fields);
     };
-    await this.connect();
+    // Called after connect() (Nest's emit and send call it first); never reconnects after close().
     const telemetry = this.producerTelemetry;
-    return telemetry ? telemetry.send(stream, correlationId, record.headers, append) : append();
+    const written = telemetry ? telemetry.send(stream, correlationId, record.headers, append) : append();
+    this.track(written);
+    return written;
   }
 
   /**
@@ -180,9 +233,8 @@ export class RedisStreamsClient extends ClientProxy {
         this.where(),
         secretsOf(this.options.connection),
       );
-    await this.connect();
     const lanes = this.lanes;
-    if (!lanes) throw fail('the client is closed');
+    if (!lanes) throw fail('client closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
       await firstValueFrom(
@@ -191,8 +243,7 @@ export class RedisStreamsClient extends ClientProxy {
           timeout(this.options.commandTimeoutMs),
         ),
       ).catch(() => {
-        const last = this.lastLaneError;
-        throw fail(`Redis not reachable within ${this.options.commandTimeoutMs} ms${last ? `: ${last.message}` : ''}`, last);
+        throw fail(this.noConnection(), this.lastLaneError);
       });
     }
     try {
@@ -203,8 +254,22 @@ export class RedisStreamsClient extends ClientProxy {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err))
         throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
+      if (isConnectionLoss(err))
+        throw fail(
+          `the connection was lost before Redis answered (${this.lastLaneError?.message ?? 'closed'}); the entry may or may not have been written`,
+          err,
+        );
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  /** Why no connection came within commandTimeoutMs: Redis refused it (WRONGPASS, NOPERM …), or could not be reached. */
+  private noConnection(): string {
+    const last = this.lastLaneError;
+    const within = `within ${this.options.commandTimeoutMs} ms`;
+    if (!last) return `no connection to Redis ${within}`;
+    if (isErrorReply(last)) return `Redis refused the connection (${last.message}); no connection ${within}`;
+    return `Redis not reachable ${within}: ${last.message}`;
   }
 
   private where(): string {

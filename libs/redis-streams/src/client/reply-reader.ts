@@ -24,6 +24,8 @@ export interface ReplyReaderDeps {
   ttlMs: number;
   deserializer: Deserializer<string, unknown>;
   logger: LoggerService;
+  /** A failure the client's connection report tells already (the connection is down): not logged again here. */
+  toldElsewhere?: (err: unknown) => boolean;
   /**
    * Starts the read loop outside the caller's trace context: the first `send` starts it, and
    * every read for the client's lifetime would otherwise count as part of that one request.
@@ -86,7 +88,7 @@ export class ReplyReader {
           resetOnSuccess: true,
           delay: (err: unknown, attempt: number) => {
             if (this.closed) return EMPTY;
-            this.d.logger.warn(`reply reader of "${this.d.key}": ${describeError(err)}; retrying`);
+            if (!this.d.toldElsewhere?.(err)) this.d.logger.warn(`reply reader of "${this.d.key}": ${describeError(err)}; retrying`);
             return timer(backoffMs(attempt, retryInitialDelayMs, retryMaxDelayMs));
           },
         }),

@@ -7,7 +7,8 @@ export class EntryDecodeError extends Error {
   constructor(
     readonly stream: string,
     readonly id: string,
-    reason: string,
+    /** What is wrong with it, without the entry's id and stream (a log line names them already). */
+    readonly reason: string,
   ) {
     super(`cannot decode entry ${id} of stream "${stream}": ${reason}`);
     this.name = 'EntryDecodeError';

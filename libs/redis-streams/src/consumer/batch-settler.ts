@@ -90,13 +90,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       };
   const units = batchHandler ? Math.ceil(entries.length / batchHandler.maxSize) : entries.length;
   const workers = Math.min(d.concurrency, units);
-  // One worker (concurrency 1, or a batch handler's batch that is one call): awaited alone, no array of outcomes per batch.
-  let failure: { reason: unknown } | undefined;
-  if (workers === 1) await worker().catch((reason: unknown) => (failure = { reason }));
-  else
-    failure = (await Promise.allSettled(Array.from({ length: workers }, worker))).find(
-      (o): o is PromiseRejectedResult => o.status === 'rejected',
-    );
+  const failure = await runWorkers(worker, workers);
   d.inProgress.delete(progress);
   if (d.stop.abandoned) return;
   const { next } = progress;
@@ -106,4 +100,17 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
   if (failure) throw failure.reason;
+}
+
+/** Runs `workers` copies of `worker` at once: the first failure, if any. */
+async function runWorkers(worker: () => Promise<void>, workers: number): Promise<{ reason: unknown } | undefined> {
+  // One worker (concurrency 1, or a batch handler's batch that is one call): awaited alone, no array of outcomes per batch.
+  if (workers === 1)
+    return worker().then(
+      () => undefined,
+      (reason: unknown) => ({ reason }),
+    );
+  return (await Promise.allSettled(Array.from({ length: workers }, worker))).find(
+    (o): o is PromiseRejectedResult => o.status === 'rejected',
+  );
 }

@@ -27,6 +27,8 @@ export class GroupKeeper {
   private readonly shortAcks: [stream: string, entries: StreamEntry[], missing: number][] = [];
   /** Streams whose group was found lost without an error to say so (see PendingAudit). */
   private readonly lossSeen = new Set<string>();
+  /** Streams whose group existed at a (re)start of this loop: one created again there was lost. */
+  private readonly seen = new Set<string>();
   /** An ack failed since the last flush: the next beat surfaces it. */
   private ackFailed = false;
 
@@ -104,7 +106,13 @@ export class GroupKeeper {
         cause: err,
       });
     });
-    if (created) logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
+    // Created again where this keeper saw it before: the server lost it (a restart without data, FLUSHALL, XGROUP DESTROY).
+    if (created && this.seen.has(stream))
+      logger.warn(
+        `group "${options.group}" of stream "${stream}" was gone from the server (NOGROUP: its data lost, or the group destroyed): re-created at ${startId}`,
+      );
+    else if (created) logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
+    this.seen.add(stream);
     await this.rejoin(stream, held);
   }
 

@@ -1,5 +1,5 @@
 import type { Deserializer } from '../ports.js';
-import { decodeEntry, type DecodedEntry } from '../codec/entry-codec.js';
+import { decodeEntry, EntryDecodeError, type DecodedEntry } from '../codec/entry-codec.js';
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeError, describeHandlerError, handlerStack } from '../describe-error.js';
@@ -138,14 +138,18 @@ function decodeAndCheck(
   try {
     decoding = decodeEntry(entry, deps.deserializer);
   } catch (error) {
-    return deadLetter(deps, entry, source, describeError(error), error);
+    return deadLetter(deps, entry, source, undecodable(error), error);
   }
   if (!(decoding instanceof Promise)) return checked(deps, entry, source, trace, decoding);
   return decoding.then<Ready | SettledEvent, Ready | SettledEvent>(
     (decoded) => checked(deps, entry, source, trace, decoded),
-    (error: unknown) => deadLetter(deps, entry, source, describeError(error), error),
+    (error: unknown) => deadLetter(deps, entry, source, undecodable(error), error),
   );
 }
+
+/** Why an entry did not decode, without its id and stream: the dead-letterer's line names them. */
+const undecodable = (error: unknown): string =>
+  describeError(error instanceof EntryDecodeError ? { message: `cannot decode entry: ${error.reason}` } : error);
 
 function checked(
   deps: SettleDeps,

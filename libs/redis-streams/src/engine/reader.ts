@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import { ConsumerLoop, type ConsumerLoopDeps } from '../consumer/consumer-loop.js';
-import { Lanes, type CommandLane } from '../redis/lanes.js';
+import { Lanes, type CommandLane, type RetryListener } from '../redis/lanes.js';
 import { slotOf } from '../redis/slots.js';
 import type { ReaderStreams } from './plan.js';
 
@@ -21,18 +21,22 @@ export type ReaderDeps = Omit<ConsumerLoopDeps, 'streams' | 'lanes' | 'batch' | 
   /** Readers of this server: a lone one takes the plain name, the others their slot's. */
   readers: number;
   onLaneError: (lane: string, failure: Error) => void;
+  onLaneRetry: RetryListener;
   decide: NonNullable<ConsumerLoopDeps['batch']>['decide'];
   onReady: (loop: ConsumerLoop) => void;
   onError: (error: unknown, retryInMs: number) => void;
+  /** A step of the loop went through (Redis answered). */
+  onStep: () => void;
 };
 
 /** Opens a reader's lanes and runs its loop. */
 export function openReader({ streams, batch }: ReaderStreams, d: ReaderDeps): Reader {
-  const { command, name, readers, onLaneError, decide, onReady, ...shared } = d;
+  const { command, name, readers, onLaneError, onLaneRetry, decide, onReady, onStep, ...shared } = d;
   const lanes = new Lanes({
     connection: d.options.connection,
     name: readers === 1 ? name : `${name}:${slotOf(streams[0]!)}${batch ? ':batch' : ''}`,
     onError: onLaneError,
+    onRetry: onLaneRetry,
     command,
     slotKey: streams[0]!,
   });
@@ -45,7 +49,7 @@ export function openReader({ streams, batch }: ReaderStreams, d: ReaderDeps): Re
   });
   let run: Subscription | undefined;
   const done = new Promise<void>((resolve) => {
-    run = loop.run().subscribe({ complete: resolve, error: resolve });
+    run = loop.run().subscribe({ next: onStep, complete: resolve, error: resolve });
   });
   return { lanes, loop, done, run: run! };
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { combineLatest, distinctUntilChanged, map, Subject, type Observable, type Subscription } from 'rxjs';
+import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
@@ -14,7 +14,8 @@ import type { RedisConnection } from '../redis/connect.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { consumerConnectionName } from '../redis/connection-name.js';
 import { closeCommandLane, foldLaneStates, openCommandLane, type CommandLane } from '../redis/lanes.js';
-import { isRedirection, isRetryable } from '../redis/redis-errors.js';
+import { ConnectionReport } from '../redis/connection-report.js';
+import { clusterNodeError, isRedirection, isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
@@ -26,19 +27,12 @@ import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { openReader, type Reader } from './reader.js';
+import { settleDepsOf } from './settle-deps.js';
 import { logStopping, settleInHand, untilSecondSignal } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
-
-/** MOVED on a one-node connection: the URL names a node of a cluster. */
-function clusterNodeError(error: unknown): Error {
-  return new Error(
-    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
-    { cause: error },
-  );
-}
 
 /**
  * The consumer without Nest: reads a {@link StreamPlan}'s streams (one reader per slot, one per
@@ -61,6 +55,8 @@ export class StreamEngine {
   private laneStatus: Subscription | undefined;
   private probe: HealthProbe | undefined;
   private telemetry: ConsumerTelemetry | undefined;
+  /** The connections' story in the log: one line per change of state. */
+  private readonly connectionReport: ConnectionReport;
   /** Built once OpenTelemetry is found (or found missing), before any handler may run. */
   private settleDeps: BatchDecideDeps | undefined;
 
@@ -72,6 +68,7 @@ export class StreamEngine {
     this.onCluster = isCluster(options.connection);
     this.where = describeConnection(options.connection);
     this.secrets = secretsOf(options.connection);
+    this.connectionReport = new ConnectionReport(this.where, logger, options.commandTimeoutMs);
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
@@ -80,7 +77,7 @@ export class StreamEngine {
     const { options } = this;
     const name = consumerConnectionName(options.group, options.consumer);
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
-    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs));
+    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
     const commands = new StreamCommands(command.conn, options.group);
     const gate = (this.gate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
@@ -110,6 +107,7 @@ export class StreamEngine {
         commands,
         logger: this.logger,
         onLaneError: this.laneFailed,
+        onLaneRetry: this.laneRetry,
         settle: (entry, source) => settle(this.settleDeps!, entry, source),
         decide: (entries, source) => decideBatch(this.settleDeps!, entries, source),
         onSettled: (event) => this.settled(event),
@@ -122,6 +120,7 @@ export class StreamEngine {
         onCluster: this.onCluster,
         onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
         onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
+        onStep: () => this.connectionReport.answered(),
         started: handlersMayRun,
       }),
     );
@@ -133,7 +132,10 @@ export class StreamEngine {
   private followLanes(): void {
     this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
       .pipe(
-        map((states) => STATUS_OF_LANES[foldLaneStates(states)]),
+        map(foldLaneStates),
+        distinctUntilChanged(),
+        tap((state) => this.connectionReport.stateChanged(state)),
+        map((state) => STATUS_OF_LANES[state]),
         distinctUntilChanged(),
       )
       .subscribe((s) => {
@@ -156,8 +158,10 @@ export class StreamEngine {
     const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
     this.gate?.laneFailed(err);
     if (this.gate?.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(err);
-    this.logger.warn(`${lane} connection: ${describeError(err)}`);
+    this.connectionReport.failed(err);
   };
+
+  private readonly laneRetry = (_lane: string, delayMs: number | undefined): void => this.connectionReport.retrying(delayMs);
 
   private loopFailed(error: unknown, retryInMs: number): void {
     this.gate?.loopFailed(error);
@@ -166,9 +170,10 @@ export class StreamEngine {
     if (this.onCluster && isRedirection(error)) (this.command!.conn as Cluster).refreshSlotsCache();
     if (this.gate?.pending && !isRetryable(error, this.onCluster))
       return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
-    const log = isRetryable(error, this.onCluster) ? 'warn' : 'error';
-    this.logger[log](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-    this.emit('error', redactError(error, this.where, this.secrets), retryInMs);
+    const retryable = isRetryable(error, this.onCluster);
+    const told = this.connectionReport.notAnswering(error, retryInMs) || this.connectionReport.covers(error, retryable);
+    if (!told) this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
+    this.emit('error', redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
   }
 
   private settled(event: SettledEvent): void {
@@ -198,23 +203,8 @@ export class StreamEngine {
       const api = await loadOtelApi();
       if (api && !this.closing) this.telemetry = this.makeTelemetry(api, plan.streams);
     }
-    this.settleDeps = {
-      commands,
-      dispatch: (pattern, entry, args) => this.dispatch.dispatch(pattern, entry, args, commands),
-      dispatchBatch: (pattern, items, args) => this.dispatch.dispatchBatch(pattern, items, args),
-      originOf: (stream) => plan.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
-      deserializer: options.deserializer,
-      group: options.group,
-      consumer: options.consumer,
-      keyPrefix: options.keyPrefix,
-      maxDeliveries: options.maxDeliveries,
-      deadLetterStream: options.deadLetterStream,
-      maxEntryBytes: options.maxEntryBytes,
-      handlerTimeoutMs: options.handlerTimeoutMs,
-      logger: this.logger,
-      telemetry: this.telemetry,
-      stopping: () => this.closing !== undefined,
-    };
+    const { dispatch, logger, telemetry } = this;
+    this.settleDeps = settleDepsOf(options, plan, { commands, dispatch, logger, telemetry, stopping: () => this.closing !== undefined });
   }
 
   private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
@@ -271,8 +261,13 @@ export class StreamEngine {
     if (this.readers.length === 0) return;
     this.status.next(RedisStreamsStatus.CLOSING);
     const { consumer, shutdownTimeoutMs } = this.options;
-    const running = this.readers.flatMap((r) => r.loop.running());
-    logStopping(this.logger, this.options, running);
+    // A start that failed or was cut short ran no handler: nothing to say of what is in hand.
+    if (this.gate?.isOpen)
+      logStopping(
+        this.logger,
+        this.options,
+        this.readers.flatMap((r) => r.loop.running()),
+      );
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
     // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.

@@ -2,6 +2,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import { BehaviorSubject, of, switchAll, type Observable } from 'rxjs';
 import { within } from '../within.js';
 import { closeConnection, openBlockingConnection } from './connect.js';
+import type { RetryListener } from './command-lane.js';
 import { untilReady, watchState, type LaneState } from './lane-state.js';
 import { PARK_GRACE_MS } from './park-watchdog.js';
 
@@ -21,6 +22,7 @@ export class BlockingLane {
   constructor(
     private readonly name: string,
     private readonly onError: (lane: string, err: Error) => void,
+    private readonly onRetry?: RetryListener,
   ) {
     this.state$ = this.states.pipe(switchAll());
   }
@@ -47,6 +49,7 @@ export class BlockingLane {
     this.target = target;
     this.clientId = undefined;
     conn.on('error', (err: Error) => this.onError('blocking', err));
+    conn.on('reconnecting', (delayMs?: number) => this.onRetry?.('blocking', delayMs));
     // A reconnect gets a new client id; fetch it again before the next park.
     conn.on('close', () => {
       if (this.conn === conn) this.clientId = undefined;

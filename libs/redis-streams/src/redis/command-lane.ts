@@ -3,6 +3,9 @@ import type { ResolvedConnection } from '../options/connection.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from './connect.js';
 import { watchState, type LaneState } from './lane-state.js';
 
+/** ioredis tries to reconnect a lane in `delayMs` (undefined on a cluster, which does not say). */
+export type RetryListener = (lane: string, delayMs: number | undefined) => void;
+
 /** The command lane: one connection (or one ioredis Cluster), shareable by the lanes of every slot. */
 export interface CommandLane {
   readonly conn: RedisConnection;
@@ -20,10 +23,12 @@ export function openCommandLane(
   name: string,
   onError: (lane: string, err: Error) => void,
   commandTimeoutMs?: number,
+  onRetry?: RetryListener,
 ): CommandLane {
   const conn = openCommandConnection(connection, `${name}:command`, commandTimeoutMs);
   // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
   conn.on('error', (err: Error) => onError('command', err));
+  if (onRetry) conn.on('reconnecting', (delayMs?: number) => onRetry('command', delayMs));
   return { conn, state$: watchState(conn) };
 }
 

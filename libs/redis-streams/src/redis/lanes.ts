@@ -2,13 +2,13 @@ import type { Cluster, Redis } from 'ioredis';
 import { combineLatest, distinctUntilChanged, map, NEVER, type Observable } from 'rxjs';
 import { isCluster, type ResolvedConnection } from '../options/connection.js';
 import { BlockingLane } from './blocking-lane.js';
-import { openCommandLane, type CommandLane } from './command-lane.js';
+import { openCommandLane, type CommandLane, type RetryListener } from './command-lane.js';
 import { closeConnection, nodeOptions, type RedisConnection } from './connect.js';
 import { foldLaneStates, laneStateOf, untilReady, type LaneState } from './lane-state.js';
 import { watchPark } from './park-watchdog.js';
 import { SlotFollower } from './slot-follower.js';
 
-export { closeCommandLane, openCommandLane, type CommandLane } from './command-lane.js';
+export { closeCommandLane, openCommandLane, type CommandLane, type RetryListener } from './command-lane.js';
 export { foldLaneStates, type LaneState } from './lane-state.js';
 export { ParkLostError } from './park-watchdog.js';
 
@@ -17,6 +17,8 @@ export interface LanesConfig {
   /** Connection names: `<name>:command`, `<name>:blocking`. */
   name: string;
   onError: (lane: string, err: Error) => void;
+  /** ioredis will try to reconnect a lane in `delayMs`. */
+  onRetry?: RetryListener;
   commandTimeoutMs?: number;
   /** A command lane shared with other Lanes (the caller closes it); otherwise these Lanes open and close their own. */
   command?: CommandLane;
@@ -45,10 +47,11 @@ export class Lanes {
 
   constructor(private readonly config: LanesConfig) {
     this.ownsCommand = config.command === undefined;
-    const commandLane = config.command ?? openCommandLane(config.connection, config.name, config.onError, config.commandTimeoutMs);
+    const commandLane =
+      config.command ?? openCommandLane(config.connection, config.name, config.onError, config.commandTimeoutMs, config.onRetry);
     this.command = commandLane.conn;
     this.commandState$ = commandLane.state$;
-    this.blockingLane = new BlockingLane(`${config.name}:blocking`, config.onError);
+    this.blockingLane = new BlockingLane(`${config.name}:blocking`, config.onError, config.onRetry);
     if (isCluster(config.connection)) {
       if (config.slotKey === undefined) throw new Error('a cluster lane needs the key of the slot it parks on');
       this.slots = new SlotFollower(this.command as Cluster, config.slotKey);

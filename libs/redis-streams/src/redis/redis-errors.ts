@@ -1,4 +1,5 @@
 /** Classifies errors from Redis and ioredis for the loop's retry decisions. */
+import { describeError } from '../describe-error.js';
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -46,6 +47,15 @@ export function isRetryable(err: unknown, onCluster = false): boolean {
   // ioredis' own errors: no Redis error prefix (an upper-case word) at the start.
   return !/^[A-Z]{3,}\b/.test(text);
 }
+
+/**
+ * ioredis gave up on a command because the connection went away (its MaxRetriesPerRequestError,
+ * a closed connection): the cause is the connection's own error, which names what went wrong;
+ * ioredis' words point at an option that is not the problem.
+ */
+export const isConnectionLoss = (err: unknown): boolean =>
+  (err as { name?: unknown } | null)?.name === 'MaxRetriesPerRequestError' ||
+  /^Reached the max retries per request limit|^Connection is closed\.|^Stream isn't writeable/.test(message(err));
 
 /** Redis itself answered with this error (an upper-case prefix: WRONGTYPE, NOGROUP, LOADING …), as opposed to ioredis failing to reach it. */
 export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(message(err));
@@ -95,4 +105,12 @@ export class UnsupportedServerError extends Error {
     super(`nestjs-redis-streams: unsupported server: ${detail}`);
     this.name = 'UnsupportedServerError';
   }
+}
+
+/** MOVED on a one-node connection: the URL names a node of a cluster. */
+export function clusterNodeError(error: unknown): Error {
+  return new Error(
+    `${describeError(error)}: the server is a cluster node: pass the cluster's node URLs (a list, or { cluster: [...] }) as connection`,
+    { cause: error },
+  );
 }

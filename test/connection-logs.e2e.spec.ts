@@ -1,0 +1,117 @@
+import { freezeServer } from './support/freeze.js';
+import { captureLogs } from './support/logs.js';
+import { CLUSTER_MODE, freePort } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+
+// Issue 22, item 7: connection trouble is one clear line per state change (lost with its cause and
+// the next delay, restored after N s), never one per attempt, and never ioredis' maxRetriesPerRequest advice.
+
+const redis = useRedis({ standalone: true });
+const start = useApps();
+const SERVER = 'RedisStreamsServer';
+
+describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)', () => {
+  it('a refused port at start: one line with the cause and the next delay, none per attempt, no "entry in hand"', async () => {
+    const port = await freePort();
+    const logs = captureLogs();
+    const failure = await start(
+      { connection: `redis://127.0.0.1:${port}`, group: 'g', keyPrefix: uniquePrefix(), startupTimeoutMs: 2000, retryInitialDelayMs: 50 },
+      { logger: logs.logger },
+    ).then(
+      () => expect.fail('the start should have failed'),
+      (err: Error) => err,
+    );
+    expect(failure.message).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
+    const lines = logs.from(SERVER);
+    expect(lines.join('\n')).not.toMatch(/max retries per request|maxRetriesPerRequest/);
+    expect(lines.join('\n')).not.toMatch(/in hand/);
+    const refused = lines.filter((l) => l.includes('ECONNREFUSED'));
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(
+      new RegExp(`^warn .*redis://127\\.0\\.0\\.1:${port}.*ECONNREFUSED 127\\.0\\.0\\.1:${port}.*retrying in \\d+ ms`),
+    );
+  });
+
+  it('a restart with no data mid-run: "lost (ECONNREFUSED …), retrying in N ms" once, "restored after N s" once, the group re-created said so', async () => {
+    const logs = captureLogs();
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, retryInitialDelayMs: 50 },
+      { logger: logs.logger },
+    );
+    const admin = redis.client();
+    await admin.xadd(app.key(), '*', 'data', '{"n":1}');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry handled' });
+    const before = logs.from(SERVER).length;
+    await redis.kill();
+    const since = () => logs.from(SERVER).slice(before);
+    await waitFor(() => since().some((l) => / lost /.test(l)), { message: 'the loss to be logged' });
+    await redis.revive();
+    await waitFor(() => since().some((l) => /restored after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":2}');
+    await waitFor(() => app.recorder.calls.length === 2, { message: 'an entry written after the restart handled' });
+    const lines = since();
+    const url = `redis://127\\.0\\.0\\.1:${redis.port}`;
+    expect(lines.filter((l) => / lost /.test(l))).toEqual([
+      expect.stringMatching(
+        new RegExp(`^warn connection to ${url} lost \\(.*ECONNREFUSED 127\\.0\\.0\\.1:${redis.port}.*\\), retrying in \\d+ ms`),
+      ),
+    ]);
+    expect(lines.filter((l) => /restored after/.test(l))).toEqual([
+      expect.stringMatching(new RegExp(`^log connection to ${url} restored after \\d+(\\.\\d)? s$`)),
+    ]);
+    // Nothing per attempt: besides the group lines, only the two above.
+    expect(lines.filter((l) => !/group "g"/.test(l))).toHaveLength(2);
+    expect(lines.join('\n')).not.toMatch(/max retries per request|maxRetriesPerRequest|created group/);
+    expect(lines.filter((l) => l.includes(`group "g" of stream "${app.key()}"`) && /re-created/.test(l))).toHaveLength(1);
+  });
+
+  it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {
+    const logs = captureLogs();
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, retryInitialDelayMs: 50, commandTimeoutMs: 1000 },
+      { logger: logs.logger },
+    );
+    const errors: unknown[] = [];
+    app.server.on('error', (err) => void errors.push(err));
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry handled' });
+    const before = logs.from(SERVER).length;
+    const since = () => logs.from(SERVER).slice(before);
+    const thaw = await freezeServer(redis.newClient());
+    try {
+      // Several failed attempts while frozen: each would have been a line of its own.
+      await waitFor(() => errors.length >= 3, { message: 'three failed attempts while frozen', timeoutMs: 20_000 });
+    } finally {
+      thaw();
+    }
+    await waitFor(() => since().some((l) => /answering again after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":2}');
+    await waitFor(() => app.recorder.calls.length === 2, { message: 'an entry written after the thaw handled' });
+    const url = `redis://127\\.0\\.0\\.1:${redis.port}`;
+    const lines = since();
+    expect(lines.filter((l) => /not answering/.test(l))).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^warn connection to ${url} not answering \\((Command timed out after 1000 ms|no answer to a park with BLOCK 100, .*)\\), retrying in \\d+ ms$`,
+        ),
+      ),
+    ]);
+    expect(lines.filter((l) => /answering again/.test(l))).toEqual([
+      expect.stringMatching(new RegExp(`^log connection to ${url} answering again after \\d+(\\.\\d)? s$`)),
+    ]);
+    expect(lines, lines.join('\n')).toHaveLength(2);
+  });
+
+  it('a decode failure names the entry and its stream once', async () => {
+    const logs = captureLogs();
+    const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 }, { logger: logs.logger });
+    const id = await redis.client().xadd(app.key(), '*', 'data', '{not json');
+    await waitFor(() => app.settled.length === 1, { message: 'the bad entry settled' });
+    const line = logs.from(SERVER).find((l) => l.includes('cannot decode'));
+    expect(line).toBeDefined();
+    expect(line!.split(id!).length - 1).toBe(1);
+    expect(line!.split(`"${app.key()}"`).length - 1).toBe(1);
+  });
+});
