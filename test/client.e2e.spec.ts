@@ -173,7 +173,8 @@ describe('RedisStreamsClient.send', () => {
     await expect(lastValueFrom(client.send('quote', { n: 3 }).pipe(timeout(5000)))).rejects.toMatchObject({
       message: expect.stringMatching(/error could not be serialized: .*BigInt/),
     });
-    await waitFor(async () => ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, {
+    // The settled events come with the XACKs' replies, which may arrive after the PEL is seen empty.
+    await waitFor(async () => app.settled.length === 3 && ((await redis.client().xpending(`${prefix}quote`, 'g')) as [number])[0] === 0, {
       message: 'the requests acked',
     });
     expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 1, 1]);

@@ -59,10 +59,12 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     };
     c1.app.get(BatchLog).behavior = behave('c1') as never;
     await addOrders(redis, key, 12);
+    // The peer starts once c1 holds a hung call and has failed an entry: started earlier, it could
+    // take every other entry before c1's second call (the flake seen under load).
+    await waitFor(() => hungIds.length === 2 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
     const c2 = await start({ ...opts, consumer: 'c2' }, { controllers: [Ctl], providers: [BatchLog] });
     c2.app.get(BatchLog).behavior = behave('c2') as never;
     try {
-      await waitFor(() => hungIds.length === 2 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
       // The failed entry is not held: the peer takes it after minIdleMs.
       await waitFor(() => handled.includes(failedId!), { message: 'the failed entry handled again', timeoutMs: 5_000 });
       // How the rest spreads over c1 and c2 depends on timing; what c1 holds must be exactly
