@@ -55,8 +55,14 @@ const redisUrl = clusterUrls ? undefined : process.env.REDIS_URL || (await start
 // Printed, so masked: the URLs may carry a password.
 const where = maskUrl(clusterUrls ? `cluster ${clusterUrls[0]} (+${clusterUrls.length - 1} nodes)` : redisUrl);
 const admin = clusterUrls ? clusterAdmin(clusterUrls) : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-admin.on('error', () => {});
-await within(admin.ping(), 10_000, 'no answer within 10 s').catch((err) => fail(`cannot reach Redis at ${where}: ${err.message}`));
+// ioredis fails the ping with its own "max retries per request" advice: the connection's last
+// error (ECONNREFUSED, WRONGPASS) is the cause a user can act on.
+let lastConnectionError;
+admin.on('error', (err) => (lastConnectionError = err));
+await within(admin.ping(), 10_000, 'no answer within 10 s').catch((err) => {
+  const cause = /max retries per request/i.test(err.message) && lastConnectionError ? lastConnectionError : err;
+  fail(`cannot reach Redis at ${where}: ${cause.message}`);
+});
 const startLengths = await Promise.all(streams.map((key) => admin.xlen(key)));
 const throwaway = localCluster ? ' (local, throwaway)' : embedded ? ' (embedded, throwaway)' : '';
 say(`redis   ${where}${throwaway}`);

@@ -1,14 +1,15 @@
 import { spawn } from 'node:child_process';
 import { repoRoot, requireBuilt } from './support/built.js';
 import { waitFor } from './support/wait-for.js';
+import { freePort } from './support/redis-server.js';
 
 /** Runs `npm run demo`'s script; with no REDIS_URL it starts its own throwaway redis-server. */
-function runDemo(args: string[]) {
+function runDemo(args: string[], env: Record<string, string> = {}) {
   requireBuilt('dist/apps/orders-worker/main.js');
   const proc = spawn(process.execPath, ['scripts/demo.mjs', '--quiet', ...args], {
     cwd: repoRoot,
     // Its own key prefix, in case REDIS_URL points all test files at one server.
-    env: { ...process.env, NO_COLOR: '1', STREAMS_KEY_PREFIX: `demo-${process.pid}-${Date.now()}:` },
+    env: { ...process.env, NO_COLOR: '1', STREAMS_KEY_PREFIX: `demo-${process.pid}-${Date.now()}:`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -19,6 +20,13 @@ function runDemo(args: string[]) {
 }
 
 describe('npm run demo', () => {
+  it('on a port nobody listens on, says so in one line with the cause (not ioredis’ maxRetriesPerRequest advice)', async () => {
+    const port = await freePort();
+    const demo = runDemo(['--once'], { REDIS_URL: `redis://127.0.0.1:${port}` });
+    expect(await demo.exit).not.toBe(0);
+    expect(demo.output().trim()).toBe(`demo: cannot reach Redis at redis://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`);
+  });
+
   it('feeds orders to the worker, reports them all acked, and stops clean', async () => {
     const demo = runDemo(['--once', '--orders', '120']);
     expect(await demo.exit).toBe(0);
