@@ -128,6 +128,8 @@ apiExit.then((code) => (apiCode = code));
 const startedAt = Date.now();
 await waitFor(
   async () => {
+    // Stopping: the admin connection is going away, and stop() reports what is left pending.
+    if (stopping) return true;
     const { lag, pending } = await groupProgress();
     const written = (await writtenPerStream()).reduce((sum, n) => sum + n, 0);
     say(`progress ${Math.max(0, written - lag - pending)}/${total} acked (written ${written}, lag ${lag}, pending ${pending})`);
@@ -136,6 +138,8 @@ await waitFor(
   },
   { timeoutMs: Infinity, intervalMs: 500, message: 'every order acked' },
 );
+// stop() exits the process once the worker and Redis are down; nothing here may claim the orders acked.
+if (stopping) await new Promise(() => {});
 say(`all ${total} orders acked in ${Date.now() - startedAt} ms`);
 if (partitions !== undefined) {
   const written = await writtenPerStream();

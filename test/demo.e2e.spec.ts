@@ -45,4 +45,20 @@ describe('npm run demo', () => {
       if (demo.proc.exitCode === null) demo.proc.kill('SIGKILL');
     }
   });
+
+  it('on Ctrl-C with orders still to handle, reports them pending and never claims them acked', async () => {
+    const demo = runDemo(['--orders', '3'], { DEMO_WORK_MS: '3000' });
+    try {
+      await waitFor(() => /progress 0\/3 acked \(written 3, lag \d+, pending [1-9]/.test(demo.output()), {
+        message: 'an order in hand',
+        timeoutMs: 20_000,
+      });
+      demo.proc.kill('SIGINT');
+      expect(await demo.exit).toBe(0);
+      expect(demo.output()).toMatch(/worker exited with 0; [1-9] entries pending/);
+      expect(demo.output()).not.toMatch(/orders acked/);
+    } finally {
+      if (demo.proc.exitCode === null) demo.proc.kill('SIGKILL');
+    }
+  });
 });
