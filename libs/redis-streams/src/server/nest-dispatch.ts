@@ -10,7 +10,7 @@ import type { DispatchPort } from '../engine/dispatch-port.js';
 import type { Logger, Serializer, WritePacket } from '../ports.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import { originalError, rememberOriginalErrors } from './original-errors.js';
+import { keepNestLogFor, originalError, rememberOriginalErrors } from './original-errors.js';
 import { writeReplies } from './reply-writer.js';
 
 // What Nest's other transports answer to a request without a handler.
@@ -99,6 +99,7 @@ export class NestDispatch implements DispatchPort {
       }
     };
     if (!handler || handler.isEventHandler) return reply({ err: NO_MESSAGE_HANDLER, isDisposed: true });
+    keepNestLogFor(ctx);
     return this.runInHooks(ctx, async () => writeReplies(await this.produce(handler, entry.payload, ctx), reply));
   }
 

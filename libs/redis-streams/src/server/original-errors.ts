@@ -1,4 +1,4 @@
-import { BaseRpcExceptionFilter } from '@nestjs/microservices';
+import { BaseRpcExceptionFilter, RpcException } from '@nestjs/microservices';
 import { catchError, throwError, type Observable } from 'rxjs';
 import { brandMark } from '../brand.js';
 
@@ -23,6 +23,10 @@ const originals: WeakMap<object, unknown> = ((globalThis as Record<symbol, unkno
   unknown
 >;
 const OUR_CONTEXTS = [brandMark('RedisStreamsContext'), brandMark('RedisStreamsBatchContext')];
+/** Contexts of requests: the transport answers a failed request and logs nothing, so Nest's line stays. */
+const requests = new WeakSet<object>();
+/** What Nest's default filter answers for anything but an RpcException (its MESSAGES.UNKNOWN_EXCEPTION_MESSAGE). */
+const UNKNOWN = 'Internal server error';
 
 type Catch = (this: unknown, exception: unknown, host: { getArgByIndex(i: number): unknown }) => Observable<unknown>;
 
@@ -32,7 +36,18 @@ export function rememberOriginalErrors(): void {
   if (proto[HOOKED]) return;
   const replace = proto.catch;
   Object.defineProperty(proto, HOOKED, { value: true });
+  const logsUnknown = (proto as unknown as { handleUnknownError: unknown }).handleUnknownError;
   proto.catch = function (this: unknown, exception, host) {
+    // An event's or a batch's failure: the transport logs it itself (masked, escaped, with the
+    // stack), so Nest's line would say it twice, raw. A subclass with its own handleUnknownError
+    // (the user's logging) is left to it.
+    if (isOurs(host) && !requests.has(host.getArgByIndex(1) as object) && !(exception instanceof RpcException)) {
+      if ((this as { handleUnknownError?: unknown }).handleUnknownError === logsUnknown) {
+        const replacement = { status: 'error', message: UNKNOWN };
+        originals.set(replacement, exception);
+        return throwError(() => replacement);
+      }
+    }
     const replaced$ = replace.call(this, exception, host);
     if (!isOurs(host)) return replaced$;
     return replaced$.pipe(
@@ -52,4 +67,9 @@ export function originalError(err: unknown): unknown {
 function isOurs(host: { getArgByIndex(i: number): unknown } | undefined): boolean {
   const ctx = host?.getArgByIndex?.(1);
   return typeof ctx === 'object' && ctx !== null && OUR_CONTEXTS.some((mark) => (ctx as Record<symbol, unknown>)[mark] === true);
+}
+
+/** Marks a request's context: its failure keeps Nest's own log line (see `requests`). */
+export function keepNestLogFor(ctx: object): void {
+  requests.add(ctx);
 }
