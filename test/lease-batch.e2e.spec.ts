@@ -60,8 +60,9 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     c1.app.get(BatchLog).behavior = behave('c1') as never;
     await addOrders(redis, key, 12);
     // The peer starts once c1 holds a hung call and has failed an entry: started earlier, it could
-    // take every other entry before c1's second call (the flake seen under load).
-    await waitFor(() => hungIds.length === 2 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
+    // take every other entry before c1's second call. The hung call may hold one entry or two: a
+    // park blocked on the stream is served after the pipeline's first XADD (the flake seen under load).
+    await waitFor(() => hungIds.length > 0 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
     const c2 = await start({ ...opts, consumer: 'c2' }, { controllers: [Ctl], providers: [BatchLog] });
     c2.app.get(BatchLog).behavior = behave('c2') as never;
     try {
