@@ -34,8 +34,6 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     const running = new Map<string, string>(); // id -> consumer handling it now
     const twice: string[] = [];
     const handled: string[] = [];
-    const c1 = await start({ ...opts, consumer: 'c1' }, { controllers: [Ctl], providers: [BatchLog] });
-    const key = c1.key('batched');
     let hungIds: string[] = [];
     let failedId: string | undefined;
     const behave = (consumer: string) => async (entries: { payload: Record<string, string>; context: { getId(): string } }[]) => {
@@ -57,12 +55,15 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
         for (const id of ids) running.delete(id);
       }
     };
-    c1.app.get(BatchLog).behavior = behave('c1') as never;
+    // All 12 written before c1 starts (its behaviour set from the start): its first read takes them,
+    // so the hung call is one of several and the next one runs beside it. Written while c1 was
+    // parked, a read could return 1 or 2, a batch of one hung call that blocks the loop (the flake).
+    const key = `${prefix}batched`;
     await addOrders(redis, key, 12);
-    // The peer starts once c1 holds a hung call and has failed an entry: started earlier, it could
-    // take every other entry before c1's second call. The hung call may hold one entry or two: a
-    // park blocked on the stream is served after the pipeline's first XADD (the flake seen under load).
-    await waitFor(() => hungIds.length > 0 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
+    const log1 = Object.assign(new BatchLog(), { behavior: behave('c1') as never });
+    const c1 = await start({ ...opts, consumer: 'c1' }, { controllers: [Ctl], providers: [{ provide: BatchLog, useValue: log1 }] });
+    // The peer starts once c1 holds a hung call and has failed an entry.
+    await waitFor(() => hungIds.length === 2 && failedId !== undefined, { message: 'a call hung, another failed one entry' });
     const c2 = await start({ ...opts, consumer: 'c2' }, { controllers: [Ctl], providers: [BatchLog] });
     c2.app.get(BatchLog).behavior = behave('c2') as never;
     try {
