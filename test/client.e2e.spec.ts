@@ -276,7 +276,18 @@ describe('RedisStreamsClient.send', () => {
     app.recorder.behavior = () => new Promise((resolve) => (release = () => resolve('too late')));
     client.send('quote', {}).subscribe({ error: () => {} });
     await waitFor(() => typeof release === 'function', { message: 'the handler to start' });
-    for (const conn of client.unwrap<[{ disconnect(): void }, { disconnect(): void }]>()) conn.disconnect();
+    // The reply reader's connection opens with its first read, which a loaded machine may not have sent yet.
+    const conns = await waitFor(
+      () => {
+        try {
+          return client.unwrap<[{ disconnect(): void }, { disconnect(): void }]>();
+        } catch {
+          return undefined;
+        }
+      },
+      { message: 'the reply reader connected' },
+    );
+    for (const conn of conns) conn.disconnect();
     release();
     const admin = redis.client();
     await waitFor(async () => (await admin.exists(client.replyStream)) === 1, { message: 'the orphan reply to be written' });
