@@ -323,8 +323,10 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
       STREAMS_STARTUP_TIMEOUT_MS: '60000',
       HEALTH_REDIS_DOWN_MS: '60000',
     });
+    // A worker process's start: WORKER_START_MS, as for every other start here (10 s was missed once under load).
     const ready = await waitFor(() => get(port, '/health/ready').catch(() => undefined), {
       ...poll,
+      timeoutMs: WORKER_START_MS,
       message: 'the listener while starting',
     });
     expect(ready.status).toBe(503);
