@@ -37,16 +37,7 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
     let release!: () => void;
     app.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     await waitFor(() => app.recorder.calls.length === 1, { message: 'one in hand, three waiting behind it' });
-    const thaw = await freezeServer(admin);
-    try {
-      const closing = app.close();
-      await waitFor(() => logs.lines.some((l) => l.includes('consumer "c" stopping')), { message: 'close() waiting on the handler' });
-      release();
-      // Thawed only after close() resolved: a close() that waits on the frozen server never resolves.
-      await closing;
-    } finally {
-      thaw();
-    }
+    await closeWhileFrozen(admin, app.close, logs, () => release());
     expect(logs.text()).toMatch(/not confirmed by Redis within \d+ ms/);
     const pending = (await redis.newClient().xpending(key, 'g', '-', '+', 10)) as [string, string][];
     // The three never started: their hand-back was not confirmed, still pending under "c".
@@ -57,12 +48,23 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
   });
 
   /** close() must resolve while still frozen; thawed either way, so the next test has a server. */
-  async function closeWhileFrozen(admin: ReturnType<typeof redis.client>, close: () => Promise<void>, inClose: () => void) {
+  /**
+   * close() with Redis frozen: the handler in hand finishes once close() waits on it (its stopping
+   * line is logged). Thawed only after close() resolved: a close() that waits on the frozen server
+   * never resolves.
+   */
+  async function closeWhileFrozen(
+    admin: ReturnType<typeof redis.client>,
+    close: () => Promise<void>,
+    logs: ReturnType<typeof captureLogs>,
+    finishHandler: () => void,
+  ) {
     const thaw = await freezeServer(admin);
     try {
       let closed = false;
       const closing = close().then(() => (closed = true));
-      inClose();
+      await waitFor(() => logs.lines.some((l) => l.includes('consumer "c" stopping')), { message: 'close() waiting on the handler' });
+      finishHandler();
       await waitFor(() => closed, { timeoutMs: 15_000, message: 'close() resolved while Redis is still frozen' });
       await closing;
     } finally {
@@ -89,7 +91,7 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
     await waitFor(() => log.calls.length === 2, { message: 'two calls (10 entries) in hand' });
     // The read-ahead was sent after the full batch: wait until Redis delivered it (20 pending).
     await waitFor(async () => ((await admin.xpending(key, 'g')) as [number])[0] === 20, { message: 'the read-ahead delivered' });
-    await closeWhileFrozen(admin, app.close, () => setTimeout(release, 300));
+    await closeWhileFrozen(admin, app.close, logs, release);
     expect(logs.text()).toMatch(/not confirmed by Redis within \d+ ms/);
     expect(logs.text()).not.toMatch(/Command timed out/);
     // Nothing lost: the acked ones are gone, the rest pending (unconfirmed hand-back) or never read.
@@ -123,7 +125,7 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
     let fail!: () => void;
     app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new Error('boom: card declined'))));
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler in hand' });
-    await closeWhileFrozen(admin, app.close, () => setTimeout(() => fail(), 300));
+    await closeWhileFrozen(admin, app.close, logs, () => fail());
     const line = logs.lines.find((l) => l.includes(`entry ${id} of stream "${key}"`) && l.includes('not confirmed'));
     expect(line, logs.text()).toMatch(/dead-letter move .*not confirmed by Redis within \d+ ms of stopping/);
     // The move is one script: either the dead letter exists and the entry is acked, or it is still pending under "c".
