@@ -42,7 +42,7 @@ export default tseslint.config(
       'libs/redis-streams/src/server/**',
       'libs/redis-streams/src/client/**',
       'libs/redis-streams/src/terminus/**',
-      'libs/redis-streams/src/{context,batch,dead-letter.exception,transport,index}.ts',
+      'libs/redis-streams/src/{context,batch,dead-letter.exception,retry-later.exception,transport,index}.ts',
     ],
     rules: {
       'no-restricted-imports': [
@@ -58,6 +58,7 @@ export default tseslint.config(
                 '**/context.js',
                 '**/batch.js',
                 '**/dead-letter.exception.js',
+                '**/retry-later.exception.js',
                 '**/transport.js',
               ],
               message: 'The adapter sits on top: the layers below it do not import it.',

@@ -21,6 +21,8 @@ const ON_CLUSTER = [
   'test/batch.e2e.spec.ts',
   'test/batch-partitions.e2e.spec.ts',
   'test/operator-actions.e2e.spec.ts',
+  'test/retry.e2e.spec.ts',
+  'test/retry-crash.e2e.spec.ts',
 ];
 
 /** Test files run at once, of both projects together (TEST_WORKERS overrides). */

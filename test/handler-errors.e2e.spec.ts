@@ -95,7 +95,7 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     const records = logs.records('RedisStreamsServer').filter((r) => r.line.includes('boom'));
     expect(records.map((r) => r.line)).toEqual([
       expect.stringMatching(
-        /^error handler for stream ".*orders" failed on entry .* \(delivery 1 of 2\): Error: boom: card declined; left pending$/,
+        /^error handler for stream ".*orders" failed on entry .* \(delivery 1 of 2\): Error: boom: card declined; left pending, next try once idle \d+ ms \(minIdleMs − leaseRenewMs: no retry policy\)$/,
       ),
       expect.stringMatching(/^error entry .*: handler failed on delivery 2 of 2: Error: boom: card declined; moved to ".*dead" as /),
     ]);
@@ -144,7 +144,7 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     await redis.client().xadd(app.key(), '*', 'order_id', '7');
     await waitFor(() => app.settled.length >= 1, { message: 'the first failure' });
     const [record] = logs.records('RedisStreamsServer').filter((r) => r.line.includes('cannot ship'));
-    expect(record!.line).toContain('Error: cannot ship \\x1b[2J\\x0a    at forged (evil.js:1:1); left pending');
+    expect(record!.line).toContain('Error: cannot ship \\x1b[2J\\x0a    at forged (evil.js:1:1); left pending, next try once idle');
     const [head, ...frames] = record!.stack!.split('\n');
     expect(head).toBe('Error: cannot ship \\x1b[2J\\x0a    at forged (evil.js:1:1)');
     expect(frames.length).toBeGreaterThan(0);
@@ -176,7 +176,9 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     );
     expect(app.settled.every((e) => e.error instanceof CardDeclined)).toBe(true);
     const [batchLine] = logs.records('RedisStreamsServer').filter((r) => r.line.includes('batch handler for'));
-    expect(batchLine!.line).toMatch(/failed on 3 of 3 entries .*: CardDeclined: bulk insert failed: deadlock; left pending$/);
+    expect(batchLine!.line).toMatch(
+      /failed on 3 of 3 entries .*: CardDeclined: bulk insert failed: deadlock; left pending, next try once idle \d+ ms \(minIdleMs − leaseRenewMs: no retry policy\)$/,
+    );
     expect(batchLine!.stack).toMatch(/^CardDeclined: bulk insert failed: deadlock\n\s+at /);
   });
 

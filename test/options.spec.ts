@@ -64,6 +64,17 @@ describe('options', () => {
     [{ stuckEntryMs: 2 ** 31 }, 'stuckEntryMs'],
     [{ shutdownTimeoutMs: true }, 'shutdownTimeoutMs'],
     [{ shutdownTimeoutMs: 0 }, 'shutdownTimeoutMs'],
+    [{ retry: 5 }, 'retry'],
+    [{ retry: { backof: { type: 'fixed', delayMs: 1 } } }, 'retry.backof'],
+    [{ retry: {} }, 'retry.backoff'],
+    [{ retry: { backoff: { type: 'linear', delayMs: 1 } } }, 'retry.backoff.type'],
+    [{ retry: { backoff: { type: 'fixed', delayMs: -1 } } }, 'retry.backoff.delayMs'],
+    [{ retry: { backoff: { type: 'fixed', delayMs: '100' } } }, 'retry.backoff.delayMs'],
+    [{ retry: { backoff: { type: 'fixed', delayMs: 86_400_001 } } }, 'retry.backoff.delayMs'],
+    [{ retry: { backoff: { type: 'exponential', delayMs: 100, maxDelayMs: 50 } } }, 'retry.backoff.maxDelayMs'],
+    [{ retry: { backoff: { type: 'fixed', delayMs: 1, jitter: 2 } } }, 'retry.backoff.jitter'],
+    [{ retry: { backoff: { type: 'fixed', delayMs: 1, jiter: 0.5 } } }, 'retry.backoff.jiter'],
+    [{ maxWaitingRetries: 0 }, 'maxWaitingRetries'],
   ])('rejects %j at construction, naming "%s"', (options, option) => {
     const make = () => new RedisStreamsServer(options as never);
     expect(make).toThrow(InvalidOptionError);

@@ -116,6 +116,22 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(planStreams([event('a')], { ...elsewhere, deadLetterStream: false }).readers).toHaveLength(1);
   });
 
+  it("a pattern's retry policy is resolved onto each of its keys; a bad one is refused naming the pattern; only the first chained handler may have one", () => {
+    const plan = planStreams(
+      [event('orders', { partitions: 2, retry: { backoff: { type: 'exponential', delayMs: 100, maxDelayMs: 300 } } }), event('a')],
+      ONE_NODE,
+    );
+    const delay = plan.origins.get('p:{orders:1}')!.retry!;
+    expect([1, 2, 3, 4].map((n) => delay(n, new Error('x')))).toEqual([100, 200, 300, 300]);
+    expect(plan.origins.get('p:a')!.retry).toBeUndefined();
+    expect(() => planStreams([event('orders', { retry: { backoff: { type: 'fixed' } } })], ONE_NODE)).toThrow(
+      `invalid option "@StreamPattern('orders') retry.backoff.delayMs"`,
+    );
+    expect(() => planStreams([event('orders', {}, { retry: { backoff: { type: 'fixed', delayMs: 1 } } })], ONE_NODE)).toThrow(
+      /pattern "orders" has 2 handlers and a retry policy on one that is not the first/,
+    );
+  });
+
   it('no handler: no stream, no reader', () => {
     expect(planStreams([], CLUSTER)).toMatchObject({ streams: [], readers: [] });
   });

@@ -10,6 +10,10 @@ export { freePort } from '../../scripts/lib/ports.mjs';
 export const deadLetterKey = (key: string): string =>
   process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`;
 
+/** The retry set of `group` on a stream (see retryKeyOf): `<key>:retry:<group>`, on a cluster `{<key>}:retry:<group>`. */
+export const retrySetKey = (key: string, group: string): string =>
+  process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:retry:${group}` : `${key}:retry:${group}`;
+
 /** True in the `cluster` test project: the suites that run there talk to a shared local Redis Cluster. */
 export const CLUSTER_MODE = process.env.TEST_REDIS === 'cluster';
 

@@ -177,6 +177,11 @@ export class ConsumerLoop {
     await this.parker.handBackAhead();
     audit.stop();
     await stop
+      .bounded(audit.handBackWaiting(), () => 'the hand-back of entries waiting for their retry', logger)
+      .catch((err: unknown) =>
+        logger.warn(`hand-back of entries waiting for their retry failed, a peer takes them after minIdleMs: ${describeError(err)}`),
+      );
+    await stop
       .bounded(acks.flush(), () => 'the last ack', logger)
       .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }

@@ -3,7 +3,8 @@ import { describeHandlerError, handlerStack } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
-import { acked, handlerFailed, prepare, Ready, settle, type SettleDeps } from './settle.js';
+import { isScheduled } from './retry-schedule.js';
+import { acked, handlerFailed, nextTry, prepare, Ready, settle, type SettleDeps } from './settle.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 /** One entry of a batch call: its payload and what its context says. */
@@ -115,13 +116,23 @@ async function failAll(
   return events;
 }
 
+/** `left pending, next try in 100–400 ms`: the failure line's `nextTry`, for several entries. */
+function nextTries(failed: readonly SettledEvent[]): string {
+  const delays = failed.map((e) => e.retryInMs ?? 0);
+  const [min, max] = [Math.min(...delays), Math.max(...delays)];
+  const scheduled = failed.some(isScheduled);
+  const time = nextTry({ retryInMs: min, scheduled });
+  return min === max || !scheduled ? time : time.replace(`in ${min} ms`, `in ${min}–${max} ms`);
+}
+
 /** One line per call, not one per entry (a failed batch of 500 would flood the log), with the stack; a refusal (DeadLetter) is logged by the dead-letterer. */
 function logFailed(deps: BatchDecideDeps, pattern: string, events: readonly SettledEvent[], error: unknown): void {
   const failed = events.filter((e) => e.outcome !== 'acked' && !isDeadLetter(e.error));
   if (failed.length === 0) return;
   const pending = failed.filter((e) => e.outcome === 'failed').length;
   const dead = failed.length - pending;
-  const fate = dead === 0 ? 'left pending' : pending === 0 ? `${dead} dead-lettered` : `${pending} left pending, ${dead} dead-lettered`;
+  const next = nextTries(failed.filter((e) => e.outcome === 'failed'));
+  const fate = dead === 0 ? next : pending === 0 ? `${dead} dead-lettered` : `${pending} ${next}, ${dead} dead-lettered`;
   const ids =
     failed
       .slice(0, 5)

@@ -1,5 +1,6 @@
 import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import { isScheduled } from './retry-schedule.js';
 import type { SettledEvent } from './settled-event.js';
 
 /** An entry this consumer failed and will retry, and when it was last seen pending under it. */
@@ -8,9 +9,11 @@ export interface Owed {
   /** performance.now() of the last sighting; its idle time then was at most `idleMs`. */
   confirmedAt: number;
   idleMs: number;
+  /** performance.now() of its scheduled retry (a retry policy's, a RetryLaterException's); undefined: once idle (see PendingAudit). */
+  retryAt?: number | undefined;
 }
 
-/** Owed entries remembered per stream; past this, new failures are not tracked (and counted). */
+/** Owed entries without a scheduled retry remembered per stream; past this, new ones are not tracked (and counted). Scheduled ones are bounded by maxWaitingRetries instead. */
 const MAX_OWED_TRACKED = 10_000;
 
 /**
@@ -26,6 +29,8 @@ export class DeliveryMarks {
   /** By stream: id → what is known of it. */
   private readonly owing = new Map<string, Map<string, Owed>>();
   private readonly untracked = new Map<string, number>();
+  /** Owed entries with a scheduled retry, over every stream. */
+  private waitingCount = 0;
 
   delivered(entries: readonly StreamEntry[]): void {
     // Redis returns each stream's entries in id order: only the last of a run can be a new high.
@@ -37,17 +42,46 @@ export class DeliveryMarks {
     }
   }
 
-  /** `confirmedAt`: when the entry was last known pending under this consumer with idle 0 (performance.now()). */
-  settled(event: SettledEvent, confirmedAt = performance.now()): void {
+  /**
+   * `confirmedAt`: when the entry was last known pending under this consumer with idle 0
+   * (performance.now()). Returns when a failure's scheduled retry is due (performance.now()).
+   */
+  settled(event: SettledEvent, confirmedAt = performance.now()): number | undefined {
     if (event.outcome !== 'failed') {
       // The common case, once per entry: nothing owed, nothing to look up.
-      if (this.owing.size > 0) this.owing.get(event.stream)?.delete(event.id);
-      return;
+      if (this.owing.size > 0) this.forgetOwed(event.stream, event.id);
+      return undefined;
     }
-    let ids = this.owing.get(event.stream);
-    if (!ids) this.owing.set(event.stream, (ids = new Map()));
-    if (ids.size < MAX_OWED_TRACKED || ids.has(event.id)) ids.set(event.id, { count: event.deliveryCount, confirmedAt, idleMs: 0 });
-    else this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);
+    const retryAt = isScheduled(event) ? performance.now() + (event.retryInMs ?? 0) : undefined;
+    const ids = this.owing.get(event.stream);
+    if (retryAt === undefined && ids && ids.size >= MAX_OWED_TRACKED && !ids.has(event.id)) {
+      this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);
+      return undefined;
+    }
+    this.owe(event.stream, event.id, { count: event.deliveryCount, confirmedAt, idleMs: 0, retryAt });
+    return retryAt;
+  }
+
+  /** Taken over from a consumer that stopped or died while it waited for its retry (see ADOPT_RETRY_SCRIPT): owed, due in `retryInMs`. */
+  adopt(stream: string, id: string, count: number, retryInMs: number): number {
+    const now = performance.now();
+    const retryAt = now + retryInMs;
+    this.owe(stream, id, { count, confirmedAt: now, idleMs: 0, retryAt });
+    return retryAt;
+  }
+
+  /** Owed entries waiting for a scheduled retry. */
+  get waiting(): number {
+    return this.waitingCount;
+  }
+
+  private owe(stream: string, id: string, owed: Owed): void {
+    let ids = this.owing.get(stream);
+    if (!ids) this.owing.set(stream, (ids = new Map()));
+    const before = ids.get(id);
+    if (before?.retryAt !== undefined) this.waitingCount--;
+    if (owed.retryAt !== undefined) this.waitingCount++;
+    ids.set(id, owed);
   }
 
   /** Streams with owed entries, and what is known of each (for the audit). */
@@ -69,8 +103,10 @@ export class DeliveryMarks {
   /** No longer this consumer's to retry: a peer has it, it is gone, or it is being retried (in hand). */
   forgetOwed(stream: string, id: string): void {
     const ids = this.owing.get(stream);
-    ids?.delete(id);
-    if (ids?.size === 0) this.owing.delete(stream);
+    if (!ids) return;
+    if (ids.get(id)?.retryAt !== undefined) this.waitingCount--;
+    ids.delete(id);
+    if (ids.size === 0) this.owing.delete(stream);
   }
 
   /** The highest id delivered to this consumer from `stream`, if any. */
@@ -93,11 +129,11 @@ export class DeliveryMarks {
   keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
     const mine = new Set(pending);
     const now = performance.now();
-    const kept = new Map(
-      owed.filter(([id]) => mine.has(id)).map(([id, count]): [string, Owed] => [id, { count, confirmedAt: now, idleMs: 0 }]),
-    );
-    if (kept.size > 0) this.owing.set(stream, kept);
-    else this.owing.delete(stream);
+    const before = this.owing.get(stream);
+    this.dropStream(stream);
+    // A scheduled retry keeps its time: self-drain reads the entry again, and it waits until then.
+    for (const [id, count] of owed)
+      if (mine.has(id)) this.owe(stream, id, { count, confirmedAt: now, idleMs: 0, retryAt: before?.get(id)?.retryAt });
   }
 
   /** Failures that came past the limit since the last call (their retry depends on the group surviving). */
@@ -110,7 +146,12 @@ export class DeliveryMarks {
   /** The stream was deleted and written anew: nothing known of the old one applies. */
   forget(stream: string): void {
     this.highest.delete(stream);
-    this.owing.delete(stream);
+    this.dropStream(stream);
     this.untracked.delete(stream);
+  }
+
+  private dropStream(stream: string): void {
+    for (const o of this.owing.get(stream)?.values() ?? []) if (o.retryAt !== undefined) this.waitingCount--;
+    this.owing.delete(stream);
   }
 }

@@ -1,4 +1,6 @@
+import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
+import { isRefusal } from '../redis/redis-errors.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import type { LoopParts } from './loop-parts.js';
 
@@ -43,4 +45,42 @@ export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[]): 
     );
   });
   return kept;
+}
+
+/**
+ * Of entries self-drain or reclaim just delivered (with their counts), the ones to settle now.
+ * One waiting for a scheduled retry not yet due (its consumer stopped, died, or is this one
+ * restarted) is adopted instead: it stays pending under this consumer with the count it had
+ * (this delivery was no try), owed, and is tried at its due time (see ADOPT_RETRY_SCRIPT).
+ */
+export async function withoutWaiting(p: LoopParts, entries: StreamEntry[]): Promise<StreamEntry[]> {
+  if (entries.length === 0) return entries;
+  const { commands, options, logger } = p.d;
+  const waiting = new Set<StreamEntry>();
+  for (const [stream, ids] of groupIds(entries)) {
+    const mine = entries.filter((e) => e.stream === stream);
+    const waits = await commands.adoptRetries(stream, options.consumer, mine).catch((err: unknown) => {
+      if (!isRefusal(err)) throw err;
+      // An ACL from before retries: nothing can be waiting that this consumer could see; tried now.
+      logger.error(
+        `could not look for entries of "${stream}" waiting for a retry (${describeError(err)}; see README "Minimal ACL"): tried now`,
+      );
+      return mine.map(() => -1);
+    });
+    let first = Infinity;
+    mine.forEach((e, i) => {
+      const wait = waits[i]!;
+      if (wait < 0) return;
+      waiting.add(e);
+      p.lease.drop(e);
+      p.audit.scheduled(p.marks.adopt(stream, e.id, Math.max(0, e.deliveryCount - 1), wait));
+      first = Math.min(first, wait);
+    });
+    const n = mine.filter((e) => waiting.has(e)).length;
+    if (n > 0)
+      logger.log(
+        `${n} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
+      );
+  }
+  return waiting.size === 0 ? entries : entries.filter((e) => !waiting.has(e));
 }

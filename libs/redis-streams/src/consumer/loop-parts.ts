@@ -72,7 +72,8 @@ export function loopParts(d: ConsumerLoopDeps, stop: StopSignal, signals: LoopSi
   const marks = new DeliveryMarks();
   const onSettled = (event: SettledEvent, confirmedAt?: number) => {
     if (stop.abandoned) return;
-    marks.settled(event, confirmedAt);
+    const retryAt = marks.settled(event, confirmedAt);
+    if (retryAt !== undefined) audit.scheduled(retryAt);
     d.onSettled(event);
   };
   const { batch, options } = d;

@@ -1,4 +1,4 @@
-import { defer, type Observable } from 'rxjs';
+import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import { within } from '../within.js';
 import type { LoopParts } from './loop-parts.js';
@@ -21,6 +21,9 @@ export class Parker {
   private ahead: Promise<StreamEntry[]> | undefined;
   /** When each batch handler's read came back (see fill). */
   private readonly arrivals = new WeakMap<readonly StreamEntry[], number>();
+
+  /** maxWaitingRetries was reached at the last park (logged once until it is left). */
+  private overCap = false;
 
   constructor(private readonly p: LoopParts) {}
 
@@ -72,7 +75,12 @@ export class Parker {
   private async park(): Promise<StepResult> {
     const { d, stop, count } = this.p;
     if (stop.stopped) return { step: 'park', fetched: 0 };
-    const first = await (this.takeAhead() ?? this.parkRead());
+    if (this.tooManyWaiting()) {
+      // Backpressure: no new work until retries are taken (the next is due by then, or a beat has passed).
+      await firstValueFrom(race(timer(this.blockMs()), stop.stopped$));
+      return { step: 'park', fetched: 0 };
+    }
+    const first = await (this.takeAhead() ?? this.parkRead(this.blockMs()));
     const { batch } = d;
     const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
     const entries = filling
@@ -111,6 +119,27 @@ export class Parker {
       entries = entries.concat(more);
     }
     return entries;
+  }
+
+  /** blockMs, or less when a scheduled retry falls due sooner (Redis may end a BLOCK up to 100 ms late: the due timer wakes it on time). */
+  private blockMs(): number {
+    const { blockMs } = this.p.d.options;
+    const untilDue = this.p.audit.msUntilDue();
+    // At least 5 ms: a due entry the beat could not claim yet (its idle short of the threshold) must not spin the loop.
+    return untilDue < blockMs ? Math.max(5, Math.ceil(untilDue)) : blockMs;
+  }
+
+  /** At `maxWaitingRetries`, logged once each time it is reached. */
+  private tooManyWaiting(): boolean {
+    const { marks, d } = this.p;
+    const max = d.options.maxWaitingRetries;
+    const over = marks.waiting >= max;
+    if (over && !this.overCap)
+      d.logger.warn(
+        `${marks.waiting} failed entries wait for their retry here (maxWaitingRetries ${max}): no new entries are read until some are retried`,
+      );
+    this.overCap = over;
+    return over;
   }
 
   /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */

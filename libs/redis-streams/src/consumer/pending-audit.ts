@@ -6,6 +6,7 @@ import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { DeliveryMarks, Owed } from './delivery-marks.js';
 import type { Lease } from './lease.js';
+import { DueClock, handBackWaiting, touchWaiting } from './retry-waits.js';
 
 /** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
 const IDS_PER_AUDIT = 200;
@@ -40,14 +41,16 @@ export interface PendingAuditDeps {
  */
 export class PendingAudit {
   private timer: Subscription | undefined;
-  /** performance.now() at which the first owed entry is due, as of the last check. */
-  private nextDueAt = Infinity;
+  /** When the first owed entry is due, as of the last check; wakes the loop then. */
+  private readonly due: DueClock;
   /** The owed-entry audits, one at a time: two at once would report a deleted entry twice. */
   private owedTurn: Promise<unknown> = Promise.resolve();
   /** Entries already explained (deleted, a peer's, dropped): their short ack says nothing new. */
   private readonly explained = new Set<string>();
 
-  constructor(private readonly d: PendingAuditDeps) {}
+  constructor(private readonly d: PendingAuditDeps) {
+    this.due = new DueClock(d.onDue);
+  }
 
   /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */
   private get safeIdleMs(): number {
@@ -74,20 +77,42 @@ export class PendingAudit {
   stop(): void {
     this.timer?.unsubscribe();
     this.timer = undefined;
+    this.due.stop();
+  }
+
+  /** At a graceful stop, after the last beat: see handBackWaiting. */
+  handBackWaiting(): Promise<void> {
+    return handBackWaiting(this.d);
+  }
+
+  /** A failure was scheduled for its retry at `retryAt` (performance.now()): the loop is woken then. */
+  scheduled(retryAt: number): void {
+    if (this.timer !== undefined) this.due.lower(retryAt);
+  }
+
+  /** Ms until the first owed entry is due (as of the last check); Infinity when none is owed. */
+  msUntilDue(): number {
+    return this.due.msUntil();
   }
 
   /** An owed entry may be due for its retry (as of the last check). */
   anyDue(): boolean {
-    return performance.now() >= this.nextDueAt;
+    return this.due.msUntil() <= 0;
   }
 
-  /** Owed entries due for their retry, claimed back (a delivery each) and held: the caller settles them. */
+  /**
+   * Owed entries due for their retry, claimed back (a delivery each) and held: the caller settles
+   * them. Due: a scheduled retry's time has come, or (without one) idle `minIdleMs − leaseRenewMs`.
+   */
   claimDue(): Promise<StreamEntry[]> {
-    this.nextDueAt = Infinity;
+    this.due.clear();
     return this.inTurn(async () => {
       const now = performance.now();
       const claimed: StreamEntry[] = [];
-      await this.eachOwed((o) => now - o.confirmedAt + o.idleMs >= this.safeIdleMs, this.safeIdleMs, claimed);
+      const due = (o: Owed) => (o.retryAt !== undefined ? now >= o.retryAt : now - o.confirmedAt + o.idleMs >= this.safeIdleMs);
+      await this.eachOwed(due, this.safeIdleMs, claimed);
+      // What is left: the next due time (no wake here: the beat that claimed goes on to park, and looks again next beat).
+      this.noteNextDue();
       return claimed;
     });
   }
@@ -178,14 +203,21 @@ export class PendingAudit {
     }
   }
 
-  /** Every owed entry, checked (none claimed); notes when the first is due. */
+  /** Every owed entry, checked (none claimed), the idle time of those waiting for a scheduled retry reset; notes when the first is due. */
   private async checkOwed(): Promise<void> {
-    await this.inTurn(() => this.eachOwed(() => true, undefined, []));
+    await this.inTurn(async () => {
+      await this.eachOwed(() => true, undefined, []);
+      await touchWaiting(this.d);
+    });
+    this.noteNextDue();
+    if (this.anyDue()) this.d.onDue();
+  }
+
+  private noteNextDue(): void {
     let next = Infinity;
     for (const [, owed] of this.d.marks.owedByStream())
-      for (const [, o] of owed) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
-    this.nextDueAt = next;
-    if (this.anyDue()) this.d.onDue();
+      for (const [, o] of owed) next = Math.min(next, o.retryAt ?? o.confirmedAt - o.idleMs + this.safeIdleMs);
+    if (this.timer !== undefined) this.due.set(next);
   }
 
   /** Audits the owed entries `pick` chooses, claiming those idle `claimIdleMs` or more into `claimed`. */
@@ -201,7 +233,8 @@ export class PendingAudit {
         const sentAt = performance.now();
         const items = chunk.map(([id, o]) => ({
           id,
-          kind: 'owed' as const,
+          // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
+          kind: claimIdleMs !== undefined && o.retryAt !== undefined ? ('retry' as const) : ('owed' as const),
           reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs),
           count: o.count,
           idleMs: sentAt - o.confirmedAt + o.idleMs,

@@ -1,5 +1,5 @@
 import { defer, EMPTY, from, type Observable } from 'rxjs';
-import { reportDeleted, withDeliveryCounts } from './fetched-entries.js';
+import { reportDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
 
@@ -76,7 +76,7 @@ export class Reclaimer {
         claimed += claimedNow.length;
         marks.delivered(claimedNow);
         lease.hold(claimedNow);
-        await this.p.settle(await withDeliveryCounts(this.p, claimedNow), 'reclaim');
+        await this.p.settle(await withoutWaiting(this.p, await withDeliveryCounts(this.p, claimedNow)), 'reclaim');
       } else {
         emptyScans++;
       }

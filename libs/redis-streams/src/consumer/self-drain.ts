@@ -1,5 +1,5 @@
 import { defer, EMPTY, expand, type Observable } from 'rxjs';
-import { dropDeleted, withDeliveryCounts } from './fetched-entries.js';
+import { dropDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
 
@@ -35,6 +35,6 @@ async function drainOnce(p: LoopParts, next: Map<string, string>): Promise<StepR
   p.marks.delivered(entries);
   const live = await dropDeleted(p, entries);
   p.lease.hold(live);
-  await p.settle(await withDeliveryCounts(p, live), 'drain');
+  await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live)), 'drain');
   return { step: 'drain', fetched: entries.length };
 }

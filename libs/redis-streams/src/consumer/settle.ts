@@ -9,7 +9,9 @@ import type { StreamEntry } from '../redis/stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
+import { markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
+import type { RetryDelay } from '../options/retry-options.js';
 import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-telemetry.js';
 
 /**
@@ -24,9 +26,11 @@ export type Dispatch = (pattern: string, entry: DecodedEntry, args: EntryContext
 export interface StreamOrigin {
   pattern: string;
   partition?: number;
+  /** The pattern's own retry policy (`@StreamPattern(key, { retry })`), over the server's. */
+  retry?: RetryDelay | undefined;
 }
 
-export interface SettleDeps extends DeadLettererDeps {
+export interface SettleDeps extends DeadLettererDeps, RetryScheduleDeps {
   dispatch: Dispatch;
   originOf: (stream: string) => StreamOrigin;
   deserializer: Deserializer<string, unknown>;
@@ -185,7 +189,8 @@ function checked(
 
 /**
  * The handler failed on this entry: refused for good (DeadLetterException) or on its last
- * allowed delivery, it is dead-lettered; otherwise it stays pending and comes back.
+ * allowed delivery, it is dead-lettered; otherwise it stays pending and is tried again at the
+ * time its retry policy (or a RetryLaterException) gives, or once idle without one.
  */
 export function handlerFailed(
   deps: SettleDeps,
@@ -201,13 +206,33 @@ export function handlerFailed(
     const reason = `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${why}`;
     return deadLetter(deps, entry, source, reason, error, true, quiet ? undefined : handlerStack(error));
   }
-  if (!quiet)
-    deps.logger.error(
-      `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${why}; left pending`,
-      handlerStack(error),
-    );
-  return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'failed', error };
+  const failed = (time: RetryTime): SettledEvent => {
+    if (!quiet)
+      deps.logger.error(
+        `handler for stream "${entry.stream}" failed on entry ${entry.id} (delivery ${entry.deliveryCount} of ${deps.maxDeliveries}): ${why}; ${nextTry(time)}`,
+        handlerStack(error),
+      );
+    const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
+    return time.scheduled ? markScheduled(event) : event;
+  };
+  const time = retryTime(deps, entry, error);
+  return time instanceof Promise ? time.then(failed) : failed(time);
 }
+
+/** What a failure's log line says of its next try. */
+export const nextTry = (time: RetryTime): string =>
+  time.scheduled
+    ? `left pending, next try in ${time.retryInMs} ms`
+    : `left pending, next try once idle ${time.retryInMs} ms (minIdleMs − leaseRenewMs: no retry policy)`;
+
+const failedEvent = (entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent => ({
+  stream: entry.stream,
+  id: entry.id,
+  deliveryCount: entry.deliveryCount,
+  source,
+  outcome: 'failed',
+  error,
+});
 
 /**
  * A reply Redis refused or did not take (NOPERM, a master down, a timeout): that concerns this

@@ -18,6 +18,11 @@ export interface SettledEvent {
   source: DeliverySource;
   /** Why it failed: what the handler threw (not Nest's "Internal server error" stand-in), or the transport's reason. */
   error?: unknown;
+  /**
+   * When `outcome` is `'failed'`: about how long until it is tried again (its retry policy's
+   * delay, or a RetryLaterException's; without either, the idle time after which it is claimed back).
+   */
+  retryInMs?: number;
   /** Id of the entry in the dead-letter stream, when `outcome` is `'dead-lettered'`. */
   deadLetterId?: string;
 }

@@ -1,6 +1,7 @@
 import type { StreamOrigin } from '../consumer/settle.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPatternExtras } from '../options/pattern-options.js';
+import { resolveRetry } from '../options/retry-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
 
@@ -64,7 +65,8 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
   }
   for (const extras of handler.chain) checkPatternExtras(pattern, extras);
-  const { partitions, batch } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown };
+  const { partitions, batch, retry: retryPolicy } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown };
+  const retry = resolveRetry(`@StreamPattern('${pattern}') retry`, retryPolicy);
   checkChain(pattern, handler.chain);
   if (batch !== undefined) {
     if (!handler.isEventHandler)
@@ -73,7 +75,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       );
     batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
   }
-  if (partitions === undefined) return [[keyPrefix + pattern, { pattern }]];
+  if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry }]];
   checkPartitions(`nestjs-redis-streams: @StreamPattern('${pattern}')`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
   // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
@@ -83,7 +85,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       `nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keys[0]}, …); use a keyPrefix and pattern without braces`,
     );
   }
-  return keys.map((key, partition) => [key, { pattern, partition }]);
+  return keys.map((key, partition) => [key, { pattern, partition, retry }]);
 }
 
 /**
@@ -92,7 +94,12 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
  * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
  */
 function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
-  const extras = chain as readonly { partitions?: unknown; batch?: unknown }[];
+  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown }[];
+  if (extras.slice(1).some((e) => e.retry !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a retry policy on one that is not the first: an entry is retried one way, so give the policy to the first handler only`,
+    );
+  }
   if (extras.length > 1 && extras.some((e) => e.batch !== undefined)) {
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers, one of them a batch handler: a batch handler must be its stream's only handler`,

@@ -29,6 +29,8 @@ export function settleDepsOf(
     consumer: options.consumer,
     keyPrefix: options.keyPrefix,
     maxDeliveries: options.maxDeliveries,
+    retry: options.retry,
+    unscheduledRetryInMs: Math.max(1, options.minIdleMs - options.leaseRenewMs),
     deadLetterStream: options.deadLetterStream,
     maxEntryBytes: options.maxEntryBytes,
     handlerTimeoutMs: options.handlerTimeoutMs,

@@ -78,7 +78,7 @@ export class StreamEngine {
     const name = consumerConnectionName(options.group, options.consumer);
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
-    const commands = new StreamCommands(command.conn, options.group);
+    const commands = new StreamCommands(command.conn, options.group, this.onCluster);
     const gate = (this.gate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
       where: this.where,

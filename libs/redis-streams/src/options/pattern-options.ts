@@ -1,4 +1,5 @@
 import type { StreamBatchOptions } from './batch-options.js';
+import type { RetryPolicy } from './retry-options.js';
 import { rejectUnknown } from './validate.js';
 
 /** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
@@ -6,6 +7,8 @@ export interface StreamPatternExtras {
   /** n keys `{stream:0}` … `{stream:n-1}`, 1 to 64. Default: one plain key. */
   partitions?: number;
   batch?: StreamBatchOptions;
+  /** This pattern's retry policy, in place of the server's `retry` (see RedisStreamsServerOptions.retry). */
+  retry?: RetryPolicy;
 }
 
 /**
@@ -14,7 +17,7 @@ export interface StreamPatternExtras {
  */
 export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
 
-const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch'];
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry'];
 
 /** A typo in `@StreamPattern`'s extras would otherwise silently keep the default (a single-entry handler). */
 export function checkPatternExtras(pattern: string, extras: object): void {

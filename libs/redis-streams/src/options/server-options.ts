@@ -3,6 +3,8 @@ import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { sameSlotKey } from '../redis/slots.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
+import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
+import { resolveRetry, type RetryDelay, type RetryPolicy } from './retry-options.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
@@ -80,6 +82,19 @@ export interface RedisStreamsServerOptions {
    * move and its XACK stay one script).
    */
   deadLetterStream?: ((stream: string) => string) | false;
+  /**
+   * When a failed entry is tried again: `{ backoff: { type: 'fixed' | 'exponential', delayMs,
+   * maxDelayMs?, jitter? } }` or `{ backoff: (deliveryCount, error) => ms }`, for every pattern
+   * (a `@StreamPattern`'s own `retry` wins). The entry stays pending, same id, and is delivered
+   * again at its due time (see README "Retries"). Default: none (a failed entry comes back once
+   * idle `minIdleMs − leaseRenewMs`).
+   */
+  retry?: RetryPolicy;
+  /**
+   * Most failed entries one consumer keeps waiting for their retry: past it, the consumer reads no
+   * new entries until some are retried (logged once). Default: 50000.
+   */
+  maxWaitingRetries?: number;
   /** Entries larger than this (sum of field and value bytes) are dead-lettered unparsed. Default: none. */
   maxEntryBytes?: number;
   /** A handler still running after this long counts as failed (the entry stays pending, the loop goes on). Default: none. */
@@ -113,9 +128,11 @@ export interface RedisStreamsServerOptions {
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs';
 export type ResolvedServerOptions = Required<
-  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | Optional>
+  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | Optional>
 > &
   Pick<RedisStreamsServerOptions, Optional> & {
+    /** undefined: no policy (see `retry`). */
+    retry: RetryDelay | undefined;
     /** undefined: no limit (`false`). */
     shutdownTimeoutMs: number | undefined;
     connection: ResolvedConnection;
@@ -143,6 +160,8 @@ const KNOWN_OPTIONS = [
   'replyTtlMs',
   'maxDeliveries',
   'deadLetterStream',
+  'retry',
+  'maxWaitingRetries',
   'maxEntryBytes',
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
@@ -191,6 +210,7 @@ export const SERVER_DEFAULTS = {
   retryMaxDelayMs: 5000,
   replyTtlMs: 60_000,
   maxDeliveries: 5,
+  maxWaitingRetries: 50_000,
   shutdownTimeoutMs: 20_000,
   stuckEntryMs: 60_000,
 } as const;
@@ -236,6 +256,8 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
     maxDeliveries: positiveInt('maxDeliveries', input.maxDeliveries, SERVER_DEFAULTS.maxDeliveries),
     deadLetterStream: deadLetterStream(input.deadLetterStream, isCluster(connection) ? clusterDeadLetterStream : defaultDeadLetterStream),
+    retry: resolveRetry('retry', input.retry),
+    maxWaitingRetries: positiveInt('maxWaitingRetries', input.maxWaitingRetries, SERVER_DEFAULTS.maxWaitingRetries),
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),
     handlerTimeoutMs: optionalInt('handlerTimeoutMs', input.handlerTimeoutMs),
     shutdownTimeoutMs:
@@ -244,31 +266,6 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
         : positiveInt('shutdownTimeoutMs', input.shutdownTimeoutMs, SERVER_DEFAULTS.shutdownTimeoutMs),
     stuckEntryMs: atMost('stuckEntryMs', positiveInt('stuckEntryMs', input.stuckEntryMs, SERVER_DEFAULTS.stuckEntryMs), MAX_TIMER_MS),
     consumerCleanup: consumerCleanup(input.consumerCleanup),
-  };
-}
-
-/** How often the consumer cleanup runs by default: often enough to keep XINFO CONSUMERS short, rarely enough to cost nothing. */
-export const CONSUMER_CLEANUP_INTERVAL_MS = 300_000;
-
-/** The longest delay a Node timer takes. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-function consumerCleanup(value: unknown): { idleMs: number; intervalMs: number } | false {
-  if (value === undefined || value === false) return false;
-  if (typeof value !== 'object' || value === null)
-    throw new InvalidOptionError('consumerCleanup', 'must be { idleMs, intervalMs? } or false');
-  rejectUnknown(value, ['idleMs', 'intervalMs'], 'consumerCleanup.');
-  const { idleMs, intervalMs } = value as { idleMs?: unknown; intervalMs?: unknown };
-  if (idleMs === undefined)
-    throw new InvalidOptionError('consumerCleanup.idleMs', 'is required: how long a consumer must be idle to be deleted');
-  // Node runs a timer of more than 2^31 - 1 ms after 1 ms: a longer interval would clean in a busy loop.
-  return {
-    idleMs: positiveInt('consumerCleanup.idleMs', idleMs, 0),
-    intervalMs: atMost(
-      'consumerCleanup.intervalMs',
-      positiveInt('consumerCleanup.intervalMs', intervalMs, CONSUMER_CLEANUP_INTERVAL_MS),
-      MAX_TIMER_MS,
-    ),
   };
 }
 

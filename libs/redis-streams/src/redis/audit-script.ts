@@ -5,8 +5,9 @@ import { LUA_XINFO } from './lua-xinfo.js';
 /**
  * Checks, for one consumer, entries it believes are pending under it: the ones in hand (`h`) and
  * the ones it failed and still owes (`o`). Per id, atomically:
- * - pending under it: `mine` and the idle time; an owed entry idle for `claimIdle` or more is
- *   claimed again for its retry (XCLAIM, which counts a delivery): `claimed`, its fields and count;
+ * - pending under it: `mine` and the idle time; an owed entry idle for `claimIdle` or more, or
+ *   one whose scheduled retry is due (`r`), is claimed again for its retry (XCLAIM, which counts
+ *   a delivery; a scheduled one's record leaves the retry set): `claimed`, its fields and count;
  * - pending under another consumer: `other` and who (an operator's XCLAIM, or a peer after a lapse);
  * - gone from the stream (trimmed, XDEL): `deleted`;
  * - still in the stream but in nobody's pending list (XGROUP DELCONSUMER, an XACK by hand, or a
@@ -15,8 +16,9 @@ import { LUA_XINFO } from './lua-xinfo.js';
  *   consumer again (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT, the
  *   last-delivered id put back): `reowned`, with its fields and its count.
  *
- * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] claimIdle ('' none), then per id:
- * id, kind ('h' | 'o'), '1' to allow a re-own, delivery count and idle time to give it when re-owned.
+ * KEYS[1] stream, KEYS[2] its retry set; ARGV[1] group, ARGV[2] consumer, ARGV[3] claimIdle ('' none),
+ * then per id: id, kind ('h' | 'o' | 'r'), '1' to allow a re-own, delivery count and idle time to
+ * give it when re-owned.
  * Returns -1 without the group, else { 1 if the group lists the consumer else 0, results },
  * each result { code, detail, fields? }.
  */
@@ -32,8 +34,9 @@ for i = 4, #ARGV, 5 do
   local id, kind, reown, count, idle = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local p = redis.call('XPENDING', key, group, id, id, 1)[1]
   if p and p[2] == me then
-    if kind == 'o' and claimIdle ~= '' and p[3] >= tonumber(claimIdle) then
-      local e = redis.call('XCLAIM', key, group, me, claimIdle, id)[1]
+    if kind == 'r' or (kind == 'o' and claimIdle ~= '' and p[3] >= tonumber(claimIdle)) then
+      if kind == 'r' then redis.call('ZREM', KEYS[2], id) end
+      local e = redis.call('XCLAIM', key, group, me, 0, id)[1]
       if e then out[#out + 1] = {'claimed', tostring(p[4] + 1), e[2]} else out[#out + 1] = {'deleted', ''} end
     else
       out[#out + 1] = {'mine', tostring(p[3])}

@@ -116,6 +116,16 @@ export function parseAuditReply(stream: string, ids: readonly string[], reply: u
   return { known: Number(reply[0]) === 1, findings };
 }
 
+/** ADOPT_RETRY_SCRIPT's answer: per entry, the ms until its retry, or -1 to try it now. */
+export function parseAdoptReply(reply: unknown, count: number): number[] {
+  if (!Array.isArray(reply) || reply.length !== count) throw new ReplyShapeError('retry adoption', reply);
+  return reply.map((v) => {
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw new ReplyShapeError('retry adoption', reply);
+    return n;
+  });
+}
+
 /** `redis_version` of an `INFO server` reply (Valkey reports its Redis-compatible version there too). */
 export function parseServerVersion(info: string): { version: string; major: number; minor: number; server: string } {
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();

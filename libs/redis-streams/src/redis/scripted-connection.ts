@@ -5,6 +5,7 @@ import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
 import { LEASE_SCRIPT } from './lease-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
+import { ADOPT_RETRY_SCRIPT, SCHEDULE_RETRY_SCRIPT } from './retry-scripts.js';
 
 /** A connection with the transport's Lua scripts defined on it (ioredis sends EVALSHA, EVAL once when unknown). */
 export type ScriptedConnection = RedisConnection & {
@@ -27,7 +28,9 @@ export type ScriptedConnection = RedisConnection & {
     ...fields: string[]
   ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;
-  streamsAudit(key: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
+  streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
+  streamsScheduleRetry(retryKey: string, delayMs: number, id: string): Promise<number>;
+  streamsAdoptRetry(key: string, retryKey: string, group: string, consumer: string, ...entries: string[]): Promise<unknown>;
   streamsCleanConsumers(
     key: string,
     lock: string,
@@ -45,7 +48,9 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
   conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
   conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
-  conn.defineCommand('streamsAudit', { numberOfKeys: 1, lua: AUDIT_SCRIPT });
+  conn.defineCommand('streamsAudit', { numberOfKeys: 2, lua: AUDIT_SCRIPT });
+  conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 1, lua: SCHEDULE_RETRY_SCRIPT });
+  conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
   return conn as ScriptedConnection;
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
 import {
+  parseAdoptReply,
   parseAuditReply,
   parseAutoClaimReply,
   parseGroupInfo,
@@ -17,6 +18,7 @@ import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 import { connectedConsumers } from './connected-consumers.js';
+import { retryKeyOf } from './retry-key.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -35,8 +37,30 @@ export class StreamCommands {
   constructor(
     conn: RedisConnection,
     private readonly group: string,
+    /** Keys of a cluster: a stream's retry set must share its slot (see retryKeyOf). */
+    private readonly onCluster = false,
   ) {
     this.conn = defineScripts(conn);
+  }
+
+  /** The retry set of this group on `stream` (see retryKeyOf). */
+  retryKey(stream: string): string {
+    return retryKeyOf(stream, this.group, this.onCluster);
+  }
+
+  /** Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock); the due time in Redis ms. */
+  async scheduleRetry(stream: string, id: string, delayMs: number): Promise<number> {
+    return Number(await this.conn.streamsScheduleRetry(this.retryKey(stream), delayMs, id));
+  }
+
+  /**
+   * Entries just delivered to `consumer` by self-drain or reclaim (ADOPT_RETRY_SCRIPT): per entry,
+   * the ms until the retry it waits for (it was adopted, its count put back), or -1 to try it now.
+   */
+  async adoptRetries(stream: string, consumer: string, entries: readonly { id: string; deliveryCount: number }[]): Promise<number[]> {
+    const args = entries.flatMap((e) => [e.id, String(e.deliveryCount)]);
+    const reply = await this.conn.streamsAdoptRetry(stream, this.retryKey(stream), this.group, consumer, ...args);
+    return parseAdoptReply(reply, entries.length);
   }
 
   /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */
@@ -101,16 +125,23 @@ export class StreamCommands {
     stream: string,
     consumer: string,
     claimIdleMs: number | undefined,
-    items: readonly { id: string; kind: 'held' | 'owed'; reown: boolean; count: number; idleMs?: number }[],
+    items: readonly { id: string; kind: 'held' | 'owed' | 'retry'; reown: boolean; count: number; idleMs?: number }[],
   ): Promise<AuditResult | null> {
     const args = items.flatMap((i) => [
       i.id,
-      i.kind === 'held' ? 'h' : 'o',
+      i.kind === 'held' ? 'h' : i.kind === 'owed' ? 'o' : 'r',
       i.reown ? '1' : '0',
       String(i.count),
       String(Math.max(0, Math.floor(i.idleMs ?? 0))),
     ]);
-    const reply = await this.conn.streamsAudit(stream, this.group, consumer, claimIdleMs === undefined ? '' : String(claimIdleMs), ...args);
+    const reply = await this.conn.streamsAudit(
+      stream,
+      this.retryKey(stream),
+      this.group,
+      consumer,
+      claimIdleMs === undefined ? '' : String(claimIdleMs),
+      ...args,
+    );
     return parseAuditReply(
       stream,
       items.map((i) => i.id),

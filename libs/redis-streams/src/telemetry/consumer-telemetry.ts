@@ -9,7 +9,7 @@ import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
 import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
-import { ATTR, DURATION_BUCKETS, errorType, MAX_ERROR_TYPES, METRIC, OTHER_ERROR_TYPE, SCOPE, SYSTEM } from './semconv.js';
+import { ATTR, DURATION_BUCKETS, errorType, MAX_ERROR_TYPES, METRIC, OTHER_ERROR_TYPE, RETRY_DELAY_BUCKETS, SCOPE, SYSTEM } from './semconv.js';
 
 /** One entry's `process` span and measurements, from the start of its settling to the decision. */
 export interface ProcessTrace {
@@ -28,6 +28,7 @@ interface Instruments {
   provider: MeterProvider;
   duration: Histogram;
   consumed: Counter;
+  retryDelay: Histogram;
   unobserve: () => void;
 }
 
@@ -103,6 +104,7 @@ export class ConsumerTelemetry {
         const attrs = this.attributes(event.stream, event.outcome, error);
         instruments.duration.record(seconds, attrs);
         instruments.consumed.add(1, attrs);
+        if (event.retryInMs !== undefined) instruments.retryDelay.record(event.retryInMs / 1000, attrs);
       },
       undefined,
     );
@@ -139,6 +141,11 @@ export class ConsumerTelemetry {
       consumed: meter.createCounter(METRIC.consumed, {
         unit: '{message}',
         description: 'Entries settled, by outcome (acked, failed, dead-lettered)',
+      }),
+      retryDelay: meter.createHistogram(METRIC.retryDelay, {
+        unit: 's',
+        description: 'Delay before the next try of a failed entry (its retry policy, or the idle-time default)',
+        advice: { explicitBucketBoundaries: RETRY_DELAY_BUCKETS },
       }),
       unobserve: this.observeGauges(meter),
     };
@@ -253,6 +260,7 @@ class EntryTrace implements ProcessTrace {
     if (span?.isRecording()) {
       span.setAttribute(ATTR.outcome, event.outcome);
       if (event.deadLetterId !== undefined) span.setAttribute(ATTR.deadLetterId, event.deadLetterId);
+      if (event.retryInMs !== undefined) span.setAttribute(ATTR.retryIn, event.retryInMs);
       if (type !== undefined) {
         // A copy, masked and escaped: the handler's message may quote a password or the entry, and exporters send it as it is.
         const message = handlerMessage(error);

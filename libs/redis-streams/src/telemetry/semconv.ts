@@ -20,6 +20,7 @@ export const ATTR = {
   deliverySource: 'messaging.redis_streams.delivery_source',
   outcome: 'messaging.redis_streams.outcome',
   deadLetterId: 'messaging.redis_streams.dead_letter_id',
+  retryIn: 'messaging.redis_streams.retry_in_ms',
 } as const;
 
 /** `messaging.system`: Redis is not among the conventions' listed systems, so its own name. */
@@ -33,7 +34,11 @@ export const METRIC = {
   statsAge: 'messaging.redis_streams.stats.age',
   stuck: 'messaging.redis_streams.stuck',
   oldestHandler: 'messaging.redis_streams.handler.oldest_age',
+  retryDelay: 'messaging.redis_streams.retry.delay',
 } as const;
+
+/** Buckets of `messaging.redis_streams.retry.delay` (seconds): from a quick retry to a day's backoff. */
+export const RETRY_DELAY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 86_400];
 
 /** The conventions' advised buckets for `messaging.process.duration` (seconds). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];

@@ -1,0 +1,82 @@
+import { timer, type Subscription } from 'rxjs';
+import type { PendingAuditDeps } from './pending-audit.js';
+
+/** When the first owed entry is due (performance.now()), with a timer that wakes the loop then (an idle loop is parked for blockMs). */
+export class DueClock {
+  private at = Infinity;
+  private wake: Subscription | undefined;
+
+  constructor(private readonly onDue: () => void) {}
+
+  msUntil(): number {
+    return this.at - performance.now();
+  }
+
+  /** Due no later than `at`. */
+  lower(at: number): void {
+    if (at < this.at) this.set(at);
+  }
+
+  set(at: number): void {
+    this.at = at;
+    this.wake?.unsubscribe();
+    this.wake = at === Infinity ? undefined : timer(Math.max(0, at - performance.now())).subscribe(() => this.onDue());
+  }
+
+  /** Nothing known to be due (until the caller sets it again). */
+  clear(): void {
+    this.at = Infinity;
+  }
+
+  stop(): void {
+    this.wake?.unsubscribe();
+    this.wake = undefined;
+  }
+}
+
+/**
+ * Idle time past which an entry waiting for a scheduled retry has its idle time reset (it stays
+ * this consumer's until due): audits come every leaseRenewMs / 2, so it never reaches minIdleMs.
+ */
+const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - 2 * d.leaseRenewMs);
+
+/**
+ * Entries waiting for a retry not yet due, idle `touchIdleMs` or more: idle reset (XCLAIM …
+ * JUSTID, no delivery counted), so no peer's reclaim takes them early. Once due they are left
+ * alone: a consumer that cannot claim them (every handler slot hung) leaves them to its peers.
+ */
+export async function touchWaiting(d: PendingAuditDeps): Promise<void> {
+  const threshold = touchIdleMs(d);
+  for (const [stream, owed] of d.marks.owedByStream()) {
+    const now = performance.now();
+    const held = d.lease.idsOn(stream);
+    const ids: string[] = [];
+    for (const [id, o] of owed)
+      if (o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id)) ids.push(id);
+    if (ids.length === 0) continue;
+    // Not owned any more: the next audit says what became of it.
+    for (const id of await d.commands.setIdle(stream, d.consumer, ids, 0)) d.marks.confirm(stream, id, now, 0);
+  }
+}
+
+/**
+ * At a graceful stop: entries waiting for a retry are given the idle time that makes them a
+ * peer's (XAUTOCLAIM past minIdleMs) at their due time; one due later than minIdleMs from now
+ * is a peer's after minIdleMs, which sees it waits and keeps it waiting (ADOPT_RETRY_SCRIPT).
+ * Their records stay in the retry set, so a restart under the same name keeps them waiting too.
+ */
+export async function handBackWaiting(d: PendingAuditDeps): Promise<void> {
+  for (const [stream, owed] of d.marks.owedByStream()) {
+    const now = performance.now();
+    const byIdle = new Map<number, string[]>();
+    for (const [id, o] of owed) {
+      if (o.retryAt === undefined) continue;
+      // Floored to 100 ms: a few calls for many entries, and never a peer's before its due time.
+      const idle = Math.min(d.minIdleMs, Math.max(0, Math.floor((d.minIdleMs - (o.retryAt - now)) / 100) * 100));
+      const ids = byIdle.get(idle);
+      if (ids) ids.push(id);
+      else byIdle.set(idle, [id]);
+    }
+    for (const [idle, ids] of byIdle) await d.commands.setIdle(stream, d.consumer, ids, idle);
+  }
+}

@@ -1,0 +1,49 @@
+/** Redis' own clock in ms (TIME), so that every consumer reads one schedule, whatever its host's clock says. */
+const LUA_NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** How long past its due time a retry record is kept: by then its entry was retried (or is gone). */
+export const RETRY_RECORD_TTL_MS = 86_400_000;
+
+/**
+ * Records when a failed entry is due for its next try: the retry set (a sorted set beside the
+ * stream, in its slot) maps its id to Redis' time now + the delay. Records a day past due are
+ * dropped (their entry was retried, or deleted while it waited).
+ * KEYS[1] retry set; ARGV[1] delay in ms, ARGV[2] the entry's id. Returns the due time (Redis ms).
+ */
+export const SCHEDULE_RETRY_SCRIPT = `${LUA_NOW}
+local due = now + tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - ${RETRY_RECORD_TTL_MS}))
+redis.call('ZADD', KEYS[1], due, ARGV[2])
+return due
+`;
+
+/**
+ * For entries a consumer has just been delivered by self-drain or reclaim: one that waits for a
+ * retry not yet due (its consumer stopped or died while it waited) is adopted, i.e. kept pending
+ * under this consumer with the delivery count it had (RETRYCOUNT: this delivery was no try), to
+ * be tried at its due time; one whose retry is due is this delivery's to try, and its record goes.
+ * KEYS[1] stream, KEYS[2] retry set; ARGV[1] group, ARGV[2] consumer, then per entry: id, its
+ * delivery count as delivered. Returns per entry the ms until its retry, or -1 to try it now.
+ */
+export const ADOPT_RETRY_SCRIPT = `${LUA_NOW}
+local out = {}
+for i = 3, #ARGV, 2 do
+  local id, count = ARGV[i], tonumber(ARGV[i + 1])
+  local due = redis.call('ZSCORE', KEYS[2], id)
+  local wait = -1
+  if due and tonumber(due) > now then
+    local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)[1]
+    if p and p[2] == ARGV[2] then
+      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'RETRYCOUNT', math.max(0, count - 1), 'JUSTID')
+      wait = tonumber(due) - now
+    end
+  elseif due then
+    redis.call('ZREM', KEYS[2], id)
+  end
+  out[#out + 1] = wait
+end
+return out
+`;
