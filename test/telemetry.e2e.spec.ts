@@ -228,6 +228,30 @@ describe('OpenTelemetry metrics', () => {
     expect(histograms[0]!.value.buckets.boundaries).toContain(0.005);
   });
 
+  it('a failed entry: its span and messaging.redis_streams.retry.delay say when it is tried again', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 50,
+      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+    });
+    app.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    await redis.client().xadd(app.key(), '*', 'data', '1');
+    await waitFor(() => app.settled.length === 1 && spanNamed(`process ${app.key()}`).length === 1, {
+      message: 'the failure and its span',
+    });
+    const [span] = spanNamed(`process ${app.key()}`);
+    expect(span!.attributes).toMatchObject({ 'messaging.redis_streams.outcome': 'failed', 'messaging.redis_streams.retry_in_ms': 60_000 });
+    const delay = (await collect('messaging.redis_streams.retry.delay')) as HistogramMetricData;
+    expect(delay.descriptor.unit).toBe('s');
+    const points = pointsOf(delay, app.key()) as HistogramMetricData['dataPoints'];
+    expect(points.map((p) => [p.attributes['messaging.redis_streams.outcome'], p.value.count, p.value.sum])).toEqual([['failed', 1, 60]]);
+  });
+
   it('stuck-entry gauges: an entry in hand past stuckEntryMs counts in messaging.redis_streams.stuck, with the oldest handler’s age; 0 once it settles', async () => {
     const prefix = uniquePrefix();
     let release!: () => void;
