@@ -1,3 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -176,6 +180,30 @@ describe('consumer hygiene (consumerCleanup)', () => {
   });
 
   // ACL users live on one node: the one-node run covers it.
+  it.skipIf(CLUSTER_MODE)(
+    "with README's minimal ACL and the rights it names for consumerCleanup, a second worker's cleanup within the interval finds the lock and fails nothing",
+    async () => {
+      const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+      const rights = /`consumerCleanup` needs `([^`]+)`/.exec(readme)![1]!.split(' ');
+      const prefix = uniquePrefix();
+      const key = `${prefix}orders`;
+      await deadConsumers(key, 2);
+      const name = `clean-${prefix.slice(2, 10)}`;
+      const connection = await aclUser(redis.client(), redis.port, name, prefix, [...CONSUMER_ACL, ...rights]);
+      const conn = new Redis(connection);
+      try {
+        const commands = new StreamCommands(conn, 'g');
+        const lock = `${prefix}orders:cleanup:g`;
+        // The first run takes the lock and deletes; the second, within intervalMs, finds the lock.
+        expect(await commands.deleteIdleConsumers(key, lock, 'a', 1, 60_000)).toHaveLength(2);
+        expect(await commands.deleteIdleConsumers(key, lock, 'b', 1, 60_000)).toBeNull();
+      } finally {
+        conn.disconnect();
+        await redis.client().call('ACL', 'DELUSER', name);
+      }
+    },
+  );
+
   it.skipIf(CLUSTER_MODE)('without the ACL rights, says once which rights it needs, and the loop goes on', async () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;

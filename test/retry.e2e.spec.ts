@@ -210,4 +210,34 @@ describe('retries with backoff', () => {
       }
     },
   );
+
+  it.skipIf(CLUSTER_MODE)(
+    "under README's minimal ACL, without a policy: a failed entry comes back once idle, and the loop never fails on the audit",
+    async () => {
+      const prefix = uniquePrefix();
+      const admin = redis.client();
+      const name = `owed-${prefix.slice(2, 10)}`;
+      const connection = await aclUser(admin, redis.port, name, prefix, CONSUMER_ACL);
+      try {
+        const lines: string[] = [];
+        const keep = (m: unknown) => lines.push(String(m));
+        const app = await start(
+          { ...base(prefix), connection, blockMs: 100, minIdleMs: 600, leaseRenewMs: 150 },
+          { logger: { log: () => {}, warn: keep, error: keep, debug: () => {}, verbose: () => {} } },
+        );
+        app.recorder.behavior = (call) => {
+          if (call.deliveryCount === 1) throw new Error('first try fails');
+        };
+        await admin.xadd(app.key(), '*', 'data', '1');
+        await waitFor(() => app.settled.some((e) => e.outcome === 'acked'), { message: 'the retry to succeed' });
+        expect(app.settled.map((e) => [e.outcome, e.deliveryCount])).toEqual([
+          ['failed', 1],
+          ['acked', 2],
+        ]);
+        expect(lines.filter((l) => /consumer loop|check of owed entries failed|NOPERM|can't run this command/.test(l))).toEqual([]);
+      } finally {
+        await admin.call('ACL', 'DELUSER', name);
+      }
+    },
+  );
 });

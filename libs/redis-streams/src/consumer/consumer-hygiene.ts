@@ -68,7 +68,7 @@ export class ConsumerHygiene {
         // Inside a script a missing ACL right reads "ERR … can't run this command" on Redis 7.0 and
         // "ERR ACL failure in script: … has no permissions to run …" on Valkey 8 (and Redis 7.2+).
         const hint = /NOPERM|no permissions|can't run this command|has no permissions to run/.test(failure)
-          ? '; it needs +xinfo|consumers +xgroup|delconsumer +set +client|list (or consumerCleanup: false)'
+          ? '; it needs +xinfo|consumers +xgroup|delconsumer +set +pttl +client|list (or consumerCleanup: false)'
           : '';
         this.d.logger.warn(
           `consumer cleanup of "${stream}" failed, tried again every ${this.d.intervalMs} ms (logged again when the error changes): ${failure}${hint}`,
