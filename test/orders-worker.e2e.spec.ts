@@ -101,10 +101,60 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(await worker.exit).toBe(0);
   });
 
+  it('STREAMS_RETRY=exponential:200, DEMO_FAIL_FIRST=2: an XADDed order fails on deliveries 1 and 2, next tries 200 then 400 ms away, handled on delivery 3', async () => {
+    const group = `demo-${randomUUID().slice(0, 8)}`;
+    const prefix = `${group}:`;
+    const stream = `${prefix}orders`;
+    const r = redis.client();
+    const worker = startWorker({
+      REDIS_URL: redis.url,
+      STREAMS_KEY_PREFIX: prefix,
+      STREAMS_GROUP: group,
+      STREAMS_CONSUMER: 'worker-1',
+      STREAMS_BLOCK_MS: '30000',
+      STREAMS_RETRY: 'exponential:200',
+      DEMO_FAIL_FIRST: '2',
+    });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: WORKER_START_MS,
+    });
+    const id = await r.xadd(stream, '*', 'order_id', '3001', 'status', 'pending');
+    await waitFor(() => worker.output().includes(`entry ${id} delivery 3`), { message: 'the order handled on its third delivery' });
+    // The library's failure lines (delivery n of maxDeliveries, the handler's error, the next try), then the order's own line.
+    const lines = worker.output().split('\n');
+    const failures = lines.filter((line) => line.includes(`failed on entry ${id}`));
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatch(
+      /\(delivery 1 of \d+\): .*simulated failure of order 3001 on delivery 1 \(DEMO_FAIL_FIRST=2\); left pending, next try in 200 ms$/,
+    );
+    expect(failures[1]).toMatch(
+      /\(delivery 2 of \d+\): .*simulated failure of order 3001 on delivery 2 \(DEMO_FAIL_FIRST=2\); left pending, next try in 400 ms$/,
+    );
+    const handled = lines.findIndex((line) => line.includes(`entry ${id} delivery 3`));
+    expect(lines.indexOf(failures[1]!)).toBeLessThan(handled);
+    expect(lines.filter((line) => line.includes(`entry ${id} delivery`))).toHaveLength(1);
+    // Same entry throughout: acked, nothing waits for a retry, no copy was added.
+    expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
+    expect(await r.xlen(stream)).toBe(1);
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exit).toBe(0);
+  });
+
   it('refuses a bad setting with a message naming it', async () => {
     const worker = startWorker({ REDIS_URL: redis.url, STREAMS_BATCH: 'lots' });
     expect(await worker.exit).toBe(1);
     expect(worker.output()).toContain('STREAMS_BATCH must be an integer');
+  });
+
+  it('refuses a malformed STREAMS_RETRY or DEMO_FAIL_FIRST, naming it and the value', async () => {
+    const retry = startWorker({ REDIS_URL: redis.url, STREAMS_RETRY: 'exponential:200:100' });
+    const failFirst = startWorker({ REDIS_URL: redis.url, DEMO_FAIL_FIRST: '-1' });
+    expect(await retry.exit).toBe(1);
+    expect(retry.output()).toContain('STREAMS_RETRY must be fixed:<ms> or exponential:<ms>[:<maxMs>]');
+    expect(retry.output()).toContain('got "exponential:200:100"');
+    expect(await failFirst.exit).toBe(1);
+    expect(failFirst.output()).toContain('DEMO_FAIL_FIRST must be a whole number (0 or more), got "-1"');
   });
 
   it('exits 1 with the URL and the cause when Redis is unreachable at start', async () => {

@@ -56,9 +56,13 @@ export function ordersController(partitions?: number, batch?: StreamBatchOptions
 
     /** One order: the simulated work, failure, record and log line. Its failure is returned, not thrown. */
     private async handle(order: Order, ctx: RedisStreamsContext): Promise<RpcException | undefined> {
-      const { workMs, jitterMs, failRate, quiet } = this.demo;
+      const { workMs, jitterMs, failRate, failFirst, quiet } = this.demo;
       const ms = workMs + (jitterMs > 0 ? Math.floor(this.random() * (jitterMs + 1)) : 0);
       if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+      // Before DEMO_FAIL_RATE's draw, and drawing nothing: a seeded run's failures stay the same.
+      const delivery = ctx.getDeliveryCount();
+      if (delivery <= failFirst)
+        return new RpcException(`simulated failure of order ${order.order_id} on delivery ${delivery} (DEMO_FAIL_FIRST=${failFirst})`);
       if (failRate > 0 && this.random() < failRate) return new RpcException(`simulated failure of order ${order.order_id}`);
       // Partitions are separate streams whose ids can coincide: their entries are told apart by key.
       await this.recorder.record(ctx.getPartition() === undefined ? ctx.getId() : `${ctx.getStream()} ${ctx.getId()}`);

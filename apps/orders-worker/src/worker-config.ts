@@ -1,4 +1,5 @@
 import { MAX_PARTITIONS, maskUrl, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { retryPolicy } from './retry-config.js';
 
 /** How the demo handler behaves; the chaos test turns on the knobs after `workMs`. */
 export interface DemoBehaviour {
@@ -8,6 +9,8 @@ export interface DemoBehaviour {
   jitterMs: number;
   /** Fraction of deliveries whose handler throws (DEMO_FAIL_RATE, 0–1). */
   failRate: number;
+  /** Each order's first n deliveries throw (DEMO_FAIL_FIRST; Redis' delivery count), to watch a retry schedule. */
+  failFirst: number;
   /** Seed of the handler's random numbers (DEMO_SEED), so a run can be repeated. */
   seed: number;
   /** When set, each successful handling does HINCRBY <key> <entry id> 1, to count duplicates (DEMO_RECORD_KEY). */
@@ -50,6 +53,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     maxDeliveries: int('STREAMS_MAX_DELIVERIES'),
     startupTimeoutMs: int('STREAMS_STARTUP_TIMEOUT_MS'),
     keyPrefix: env.STREAMS_KEY_PREFIX || undefined,
+    retry: retryPolicy(env.STREAMS_RETRY),
   };
   // Undefined keeps the transport default; dropping the keys keeps the options readable in logs.
   for (const key of Object.keys(transport) as (keyof RedisStreamsServerOptions)[]) {
@@ -59,6 +63,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     workMs: int('DEMO_WORK_MS') ?? 0,
     jitterMs: int('DEMO_WORK_JITTER_MS') ?? 0,
     failRate: number('DEMO_FAIL_RATE', Number, (v) => v >= 0 && v <= 1, 'a number from 0 to 1') ?? 0,
+    failFirst: number('DEMO_FAIL_FIRST', wholeNumber, Number.isSafeInteger, 'a whole number (0 or more)') ?? 0,
     seed: int('DEMO_SEED') ?? 1,
     recordKey: env.DEMO_RECORD_KEY || undefined,
     quiet: env.DEMO_QUIET === '1',
@@ -70,6 +75,9 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     batchMax === undefined ? undefined : { maxSize: batchMax, ...(batchWaitMs === undefined ? {} : { maxWaitMs: batchWaitMs }) };
   return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS), ordersBatch };
 }
+
+/** Digits only (`Number` would take `1e3`, `0x10`, `-0`); NaN otherwise, which the check refuses. */
+const wholeNumber = (raw: string): number => (/^\d+$/.test(raw.trim()) ? Number(raw) : NaN);
 
 /**
  * REDIS_CLUSTER_URLS: comma-separated seed nodes of a Redis Cluster (`redis://host:port`, or

@@ -18,7 +18,7 @@ export { FIELD } from './codec/wire-format.js';
 export { JsonDeserializer, JsonSerializer } from './codec/json.js';
 export { DeadLetterException, isDeadLetter } from './dead-letter.exception.js';
 export { RetryLaterException } from './retry-later.exception.js';
-export type { RetryBackoff, RetryPolicy } from './options/retry-options.js';
+export { MAX_RETRY_DELAY_MS, type RetryBackoff, type RetryPolicy } from './options/retry-options.js';
 export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';
