@@ -1,9 +1,10 @@
-// npm run bench [-- --smoke] [-- --only cluster|telemetry]: every system on the same throwaway redis-server, in one run,
+// npm run bench [-- --smoke] [-- --only cluster|telemetry|drain|retries]: every system on the same throwaway redis-server, in one run,
 // reported as ratios to the better of two hand-written expert ioredis loops measured in that same run; then the
 // Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
 // section alone (results/telemetry.md). `--only drain` runs the drain section alone and prints its ratios, writing
-// no results file (for before/after comparisons of a change). `--smoke` runs everything at sizes too small to measure anything: it checks
+// no results file (for before/after comparisons of a change). `--only retries` runs the retry section alone
+// (bench/retries.ts: results/retries.md). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -19,6 +20,8 @@ import { waitFor } from '../test/support/wait-for.js';
 import { shutdownRedis } from './shutdown-redis.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
 import { tryOtherTransports } from './other-transports.js';
+import { benchRetries, type RetrySection } from './retries.js';
+import { retriesMarkdown, retriesProblems } from './retries-report.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -26,8 +29,8 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && !['cluster', 'telemetry', 'drain'].includes(flags.only))
-  throw new Error(`bench: --only takes "cluster", "telemetry" or "drain", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries'].includes(flags.only))
+  throw new Error(`bench: --only takes "cluster", "telemetry", "drain" or "retries", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 500 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -143,6 +146,14 @@ if (flags.only === 'telemetry') {
   await redis.stop();
   redisStopped = true;
   process.exit(0);
+}
+if (flags.only === 'retries') {
+  const problems = retriesProblems(writeRetries(await benchRetries({ smoke, url: redis.url, log })));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
 }
 const startedAt = performance.now();
 // Network-bound (npm lookups): a smoke run does them beside the drain section instead of after it.
@@ -275,6 +286,8 @@ await inTurn(['peer', 'self'] as const, async (kind) => {
 row('nestjs-redis-streams').shutdownParkedMs = await shutdown(false);
 row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 
+const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }));
+
 log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
 const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
 
@@ -310,6 +323,7 @@ const result = {
   targets,
   otherTransports,
   telemetry,
+  retries,
   cluster,
 };
 result.minutes = Math.round((performance.now() - startedAt) / 600) / 100;
@@ -372,6 +386,7 @@ function incomplete(): string[] {
   if (cluster.cases.length !== 4 || !cluster.cases.every((c) => c.runs.length === cluster.rounds))
     problems.push('Redis Cluster: a case is missing runs');
   if (otherTransports.attempts.length === 0) problems.push('other transports: nothing was tried');
+  problems.push(...retriesProblems(retries));
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
   }
@@ -452,6 +467,15 @@ function telemetryMarkdown(t: TelemetryCost): string {
         `| ${v.variant} | ${Math.round(v.msgsPerSec).toLocaleString('en-US')} | ${(v.msgsPerSec / base.msgsPerSec).toFixed(2)}× | ${v.cpuUsPerEntry.toFixed(1)} | ${v.runs.join(', ')} |`,
     ),
   ].join('\n');
+}
+
+/** The retry section written to results/retries.md (a smoke run: retries-smoke.md); `--only retries` prints it too. */
+function writeRetries(section: RetrySection): RetrySection {
+  const markdown = retriesMarkdown(section, SMOKE_NOTE);
+  if (flags.only === 'retries') process.stdout.write(markdown + '\n');
+  mkdirSync(new URL('./results/', pathToBench()), { recursive: true });
+  writeFileSync(new URL(`./results/retries${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
+  return section;
 }
 
 /** The bench sources' folder (results live beside them, not in the build output). */
@@ -861,6 +885,8 @@ function toMarkdown(r: typeof result): string {
       : `Targets: drain ${met(r.targets.drainVsReference, 0.9)} the better expert loop (per-entry handler), ${met(r.targets.batchDrainVsReference, 1)} it with a batch handler; full speed (1 consumer) ${r.targets.fullSpeedVsReference.toFixed(2)}× it; drain ${met(r.targets.drainVsBullmq, 3)} BullMQ at concurrency 1.`,
     '',
     telemetryMarkdown(r.telemetry),
+    '',
+    retriesMarkdown(r.retries, SMOKE_NOTE),
     '',
     clusterMarkdown(r.cluster),
   ];
