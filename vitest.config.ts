@@ -14,6 +14,7 @@ const ON_CLUSTER = [
   'test/client.e2e.spec.ts',
   'test/consumer-hygiene.e2e.spec.ts',
   'test/inspect-cli.e2e.spec.ts',
+  'test/inspect-retry.e2e.spec.ts',
   'test/cli-operator.e2e.spec.ts',
   'test/consumer-liveness.e2e.spec.ts',
   'test/telemetry.e2e.spec.ts',

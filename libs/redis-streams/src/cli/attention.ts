@@ -4,7 +4,9 @@ import type { StreamReport } from './inspect.js';
 /**
  * What in one report needs an operator, from the figures `inspect` already read (no extra call):
  * a consumer's oldest pending entry idle past `minIdleMs` (a live peer would have reclaimed it), a
- * consumer without a connection that owns entries, dead letters; with the previous refresh of
+ * consumer without a connection that owns entries (and, of those shown, entries waiting for their
+ * retry), a retry past due by `minIdleMs` under a live consumer, a retry set that could not be
+ * read, dead letters; with the previous refresh of
  * `--watch`, a dead-letter stream that grew and a lag that rose. Not flagged: entries idle past
  * minIdleMs other than each consumer's oldest (one XPENDING per entry), a lag rising over more than
  * one refresh. Names are escaped: anyone who may write may name keys, groups and consumers.
@@ -19,7 +21,18 @@ export function attention(report: StreamReport, minIdleMs: number, previous?: St
         );
       if (c.pending > 0 && c.connected === false)
         found.push(`"${e(c.name)}" owns ${c.pending} pending entries but has no connection: they wait for a peer's reclaim`);
+      const retrying = c.pendingEntries.filter((p) => p.retryInMs !== null);
+      if (retrying.length > 0 && c.connected === false)
+        found.push(
+          `"${e(c.name)}" has no connection and ${retrying.length} entries shown wait for their retry: a peer adopts them once idle past minIdleMs ${minIdleMs} and tries each at its due time`,
+        );
+      for (const p of retrying)
+        if (c.connected === true && p.retryInMs! <= -minIdleMs)
+          found.push(
+            `retry of entry ${e(p.id)} held by "${e(c.name)}" in group "${e(g.name)}" was due ${-p.retryInMs!} ms ago and has not begun`,
+          );
     }
+    if (g.retryStateError !== null) found.push(`retry state of group "${e(g.name)}" unknown (${g.retryStateError})`);
     const lagBefore = previous?.groups.find((p) => p.name === g.name)?.lag;
     if (g.lag !== null && lagBefore !== undefined && lagBefore !== null && g.lag > lagBefore)
       found.push(`lag of group "${e(g.name)}" rose from ${lagBefore} to ${g.lag}`);

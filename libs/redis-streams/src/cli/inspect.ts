@@ -5,7 +5,8 @@ import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { connectedConsumers } from '../redis/connected-consumers.js';
 import { isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
-import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parseOldestPending, parseScanReply } from '../redis/replies.js';
+import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parsePendingRows, parseScanReply } from '../redis/replies.js';
+import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
 
 export interface ConsumerReport {
   name: string;
@@ -21,6 +22,10 @@ export interface ConsumerReport {
   /** That entry's id and idle time (since its last delivery or lease renewal); null when it owns none. */
   oldestPendingId: string | null;
   oldestPendingIdleMs: number | null;
+  /** Its oldest pending entries (at most `--entries`), each with what it waits for (pending-states.ts). */
+  pendingEntries: PendingEntryReport[];
+  /** How many of those are in each state. */
+  pendingStates: Partial<Record<PendingState, number>>;
 }
 
 export interface GroupReport {
@@ -31,6 +36,11 @@ export interface GroupReport {
   lag: number | null;
   entriesRead: number | null;
   consumers: ConsumerReport[];
+  /** Records of the retry set not yet due / past due (ZCOUNT); null when it could not be read. */
+  retryWaiting: number | null;
+  retryDue: number | null;
+  /** Why the retry set could not be read (e.g. NOPERM); null when it was. */
+  retryStateError: string | null;
 }
 
 export interface StreamReport {
@@ -51,6 +61,7 @@ const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
 /**
  * What an operator asks first about each stream: how long, how far behind, who holds what, what
  * died. `skipMissing`: a stream deleted since it was found is left out rather than an error.
+ * `entriesShown`: pending entries listed per consumer, oldest first.
  */
 export async function inspectStreams(
   redis: RedisConnection,
@@ -58,6 +69,7 @@ export async function inspectStreams(
   group?: string,
   now = Date.now(),
   skipMissing = false,
+  entriesShown = 10,
 ): Promise<StreamReport[]> {
   const dlq = new DeadLetters(redis);
   const reports: StreamReport[] = [];
@@ -78,9 +90,9 @@ export async function inspectStreams(
     for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
       const name = g.name;
       if (group !== undefined && name !== group) continue;
-      const consumers = await consumerReports(redis, stream, name, now);
+      const { consumers, retries } = await consumerReports(redis, stream, name, now, entriesShown);
       const { lag } = await groupFigures(redis, stream, g);
-      groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers });
+      groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
     }
     const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
     reports.push({
@@ -95,27 +107,47 @@ export async function inspectStreams(
   return reports;
 }
 
-/** Per consumer of `group`: pending, idle figures, connection, and its oldest pending entry. */
-async function consumerReports(redis: RedisConnection, stream: string, group: string, now: number): Promise<ConsumerReport[]> {
+/** Per consumer of `group`: pending, idle figures, connection, its oldest pending entries and what each waits for. */
+async function consumerReports(
+  redis: RedisConnection,
+  stream: string,
+  group: string,
+  now: number,
+  entriesShown: number,
+): Promise<{ consumers: ConsumerReport[]; retries: Pick<GroupReport, 'retryWaiting' | 'retryDue' | 'retryStateError'> }> {
   const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
     if (isErrorReply(err)) return null; // no +client|list: connections unknown
     throw err;
   });
-  const consumers: ConsumerReport[] = [];
-  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group))) {
+  const rows = [];
+  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group)))
+    rows.push({ c, pending: c.pending > 0 ? parsePendingRows(await redis.xpending(stream, group, '-', '+', entriesShown, c.name)) : [] });
+  const view = await readRetryView(
+    redis,
+    stream,
+    group,
+    rows.flatMap((r) => r.pending.map((p) => p.id)),
+  );
+  const consumers = rows.map(({ c, pending }): ConsumerReport => {
     // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
-    const oldest = c.pending > 0 ? parseOldestPending(await redis.xpending(stream, group, '-', '+', 1, c.name)) : undefined;
+    const oldest = pending[0];
     const born = oldest ? idTime(oldest.id) : NaN;
-    const ageMs = oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null;
-    consumers.push({
+    const isConnected = connected && connected.has(c.name);
+    const pendingEntries = pending.map((p) => pendingEntryReport(p, view, isConnected));
+    return {
       ...c,
-      connected: connected && connected.has(c.name),
-      oldestPendingAgeMs: ageMs,
+      connected: isConnected,
+      oldestPendingAgeMs: oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null,
       oldestPendingId: oldest?.id ?? null,
       oldestPendingIdleMs: oldest?.idleMs ?? null,
-    });
-  }
-  return consumers;
+      pendingEntries,
+      pendingStates: countStates(pendingEntries),
+    };
+  });
+  const retries = view.known
+    ? { retryWaiting: view.waitingCount, retryDue: view.dueCount, retryStateError: null }
+    : { retryWaiting: null, retryDue: null, retryStateError: view.error };
+  return { consumers, retries };
 }
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
@@ -189,12 +221,15 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
     for (const g of s.groups) {
       const consuming = r?.consumed.get(s.stream)?.get(g.name);
       lines.push(
-        `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}`,
+        `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}${retryFigures(g)}`,
       );
-      for (const c of g.consumers)
+      for (const c of g.consumers) {
         lines.push(
           `    ${e(c.name)}  pending ${c.pending}  ${idleFigures(c)}  oldest pending ${age(c.oldestPendingAgeMs)}${connection(c)}`,
         );
+        for (const p of c.pendingEntries)
+          lines.push(`      ${e(p.id)}  delivery ${p.deliveries}  idle ${age(p.idleMs)}  ${waitsFor(p, c, g)}`);
+      }
     }
   }
   return lines.join('\n');
@@ -207,3 +242,28 @@ function idleFigures(c: ConsumerReport): string {
 }
 
 const connection = (c: ConsumerReport): string => (c.connected === null ? '' : c.connected ? '  connected' : '  no connection');
+
+/** The retry set's figures on the group line: said only when there are records, or when it could not be read. */
+function retryFigures(g: GroupReport): string {
+  if (g.retryStateError !== null) return `  retry state unknown (${g.retryStateError})`;
+  return g.retryWaiting || g.retryDue ? `  retries waiting ${g.retryWaiting}, due ${g.retryDue}` : '';
+}
+
+const GONE = "consumer gone: a peer's reclaim takes it once idle past minIdleMs";
+
+/** What one shown pending entry waits for, in words (see PendingState). */
+function waitsFor(p: PendingEntryReport, c: ConsumerReport, g: GroupReport): string {
+  const gone = c.connected === false ? `; ${GONE}` : '';
+  switch (p.state) {
+    case 'retry-waiting':
+      return `waiting for its retry in ${age(p.retryInMs)} (due ${new Date(p.retryDueAt!).toISOString()})${gone && `${gone}, and tries it when due`}`;
+    case 'retry-due':
+      return `retry due ${age(-p.retryInMs!)} ago${gone && `${gone}, and tries it then`}`;
+    case 'live':
+      return 'in a live handler';
+    case 'consumer-gone':
+      return GONE;
+    default:
+      return g.retryStateError !== null ? 'retry state unknown' : 'connection unknown (no +client|list)';
+  }
+}

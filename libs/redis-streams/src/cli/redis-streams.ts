@@ -15,19 +15,24 @@ import { attention } from './attention.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
 const USAGE = `usage:
-  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--json] [--watch [--interval MS] [--times N]]
+  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--entries N] [--json] [--watch [--interval MS] [--times N]]
   redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
   redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
   redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}
   (each with [--url redis://…] or [--cluster redis://…,…])
 
 inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
-per consumer its pending count, idle time and the age of its oldest pending entry. Without stream
+per consumer its pending count, idle time and the age of its oldest pending entry, then its --entries
+oldest pending entries (default 10), each with what it waits for: "waiting for its retry in …"
+(a record in the retry set, due later), "retry due … ago", "in a live handler" (its consumer has a
+connection open), "consumer gone" (none: a peer's reclaim takes it once idle past minIdleMs), or
+"retry state unknown" (the retry set could not be read, e.g. NOPERM). Without stream
 names, every stream matching --match (default *) that has a consumer group. --watch refreshes in
 place every --interval ms (default 2000) with entries/s produced and consumed. Each stream's
 "attention:" lines (\`attention\` in --json) flag a pending entry idle past --min-idle-ms (default
 30000, the server's minIdleMs default) that nobody reclaimed, a consumer with no connection that owns
-entries, dead letters, and, when watching, a dead-letter stream that grew and a lag that rose.
+entries (or entries waiting for their retry), a retry due longer than --min-idle-ms ago under a live
+consumer, a retry set that could not be read, dead letters, and, when watching, a dead-letter stream that grew and a lag that rose.
 consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
 and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
 
@@ -42,6 +47,9 @@ const fail = (message: string): never => {
 
 /** The longest delay a Node timer takes (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Most pending entries `--entries` lists per consumer: one XPENDING each, and their ids in ZMSCORE. */
+const MAX_ENTRIES_SHOWN = 1000;
 
 type Flags = ReturnType<typeof parseFlags>['values'];
 
@@ -59,6 +67,7 @@ function parseFlags(argv: string[]) {
       times: { type: 'string' },
       'idle-ms': { type: 'string' },
       'min-idle-ms': { type: 'string', default: '30000' },
+      entries: { type: 'string', default: '10' },
       force: { type: 'boolean', default: false },
     },
   });
@@ -124,6 +133,7 @@ function inspect(rest: string[], values: Flags): Promise<number> {
   const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
   const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
   const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms']);
+  const entriesShown = positiveFlag('--entries', values.entries, MAX_ENTRIES_SHOWN);
   return withRedis(values, async (redis) => {
     let previous: { reports: StreamReport[]; at: number } | undefined;
     for (let i = 0; i < times; i++) {
@@ -131,7 +141,7 @@ function inspect(rest: string[], values: Flags): Promise<number> {
       // Found again every refresh: streams come and go while one watches.
       const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
       const at = Date.now();
-      const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0);
+      const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0, entriesShown);
       for (const report of reports)
         report.attention = attention(
           report,

@@ -1,4 +1,7 @@
+import { ReplyShapeError } from './reply-shape-error.js';
 import type { StreamEntry } from './stream-entry.js';
+
+export { ReplyShapeError };
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -230,13 +233,25 @@ export function parseClientNames(reply: unknown): string[] {
   return names;
 }
 
-/** The row of `XPENDING key group - + 1 consumer`: the oldest entry pending under it and ms since its last delivery; undefined when none. */
-export function parseOldestPending(reply: unknown): { id: string; idleMs: number } | undefined {
+/** The rows of `XPENDING key group - + N consumer`, oldest first: id, ms since its last delivery (or lease renewal), delivery count. */
+export function parsePendingRows(reply: unknown): { id: string; idleMs: number; deliveries: number }[] {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XPENDING', reply);
-  if (reply.length === 0) return undefined;
-  const row = reply[0] as unknown;
-  if (!Array.isArray(row) || row.length < 4) throw new ReplyShapeError('XPENDING', reply);
-  return { id: String(row[0]), idleMs: Number(row[2]) };
+  return reply.map((row: unknown) => {
+    if (!Array.isArray(row) || row.length < 4) throw new ReplyShapeError('XPENDING', reply);
+    return { id: String(row[0]), idleMs: Number(row[2]), deliveries: Number(row[3]) };
+  });
+}
+
+/** A TIME reply as ms (Redis' clock, the one retry due times are on). */
+export function parseTimeMs(reply: unknown): number {
+  if (!Array.isArray(reply) || reply.length !== 2) throw new ReplyShapeError('TIME', reply);
+  return Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
+}
+
+/** A ZMSCORE reply: each member's score, null when it is not in the set (or the set does not exist). */
+export function parseScores(reply: unknown, count: number): (number | null)[] {
+  if (!Array.isArray(reply) || reply.length !== count) throw new ReplyShapeError('ZMSCORE', reply);
+  return reply.map((v) => (v === null ? null : Number(v)));
 }
 
 /** A SCAN reply: the next cursor ('0' once done) and this batch's keys. */
@@ -279,19 +294,4 @@ export function compareIds(a: string, b: string): number {
 function compareDecimal(a: string, b: string): number {
   if (a.length !== b.length) return a.length - b.length;
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-export class ReplyShapeError extends Error {
-  constructor(command: string, reply: unknown) {
-    super(`nestjs-redis-streams: unexpected ${command} reply shape: ${safePreview(reply)}`);
-    this.name = 'ReplyShapeError';
-  }
-}
-
-function safePreview(value: unknown): string {
-  try {
-    return JSON.stringify(value)?.slice(0, 200) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }

@@ -1,0 +1,77 @@
+import { describeError } from '../describe-error.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { isErrorReply } from '../redis/redis-errors.js';
+import { parseScores, parseTimeMs } from '../redis/replies.js';
+import { retryKeyOf } from '../redis/retry-key.js';
+
+/**
+ * What a pending entry waits for: its retry (a record in the retry set, due later or already due),
+ * a live consumer (a connection of it is open: in its handler), a peer's reclaim (its consumer has
+ * no connection), or unknown (no CLIENT LIST, or the retry set could not be read).
+ */
+export type PendingState = 'retry-waiting' | 'retry-due' | 'live' | 'consumer-gone' | 'unknown';
+
+export interface PendingEntryReport {
+  id: string;
+  /** Since its last delivery or lease renewal (a waiting entry's owner renews it too). */
+  idleMs: number;
+  deliveries: number;
+  state: PendingState;
+  /** When its retry is due, on Redis' clock (ms); null without a retry record. */
+  retryDueAt: number | null;
+  /** Ms until that due time on Redis' clock, negative once passed; null without a retry record. */
+  retryInMs: number | null;
+}
+
+/** The group's retry set as read for the entries shown: each id's due time (null: no record), counts, or why it could not be read. */
+export type RetryView =
+  { known: true; now: number; dueAt: Map<string, number | null>; waitingCount: number; dueCount: number } | { known: false; error: string };
+
+/** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
+const SCORES_PER_CALL = 1000;
+
+/**
+ * Reads the retry records of `ids` (ZMSCORE, never the whole set), Redis' clock and how many
+ * records are not yet due / past due (ZCOUNT, O(log n)). A missing set is no retries. A refusal
+ * (NOPERM without `+zmscore +zcount +time`, WRONGTYPE) is reported, not thrown: inspect goes on.
+ */
+export async function readRetryView(redis: RedisConnection, stream: string, group: string, ids: readonly string[]): Promise<RetryView> {
+  const key = retryKeyOf(stream, group, (redis as { isCluster?: boolean }).isCluster === true);
+  try {
+    // Any node's clock on a cluster (TIME has no key); the records were written on the slot master's.
+    const now = parseTimeMs(await redis.call('TIME'));
+    const dueAt = new Map<string, number | null>();
+    for (let i = 0; i < ids.length; i += SCORES_PER_CALL) {
+      const chunk = ids.slice(i, i + SCORES_PER_CALL);
+      parseScores(await redis.call('ZMSCORE', key, ...chunk), chunk.length).forEach((score, j) => dueAt.set(chunk[j]!, score));
+    }
+    const waitingCount = Number(await redis.zcount(key, `(${now}`, '+inf'));
+    const dueCount = Number(await redis.zcount(key, '-inf', now));
+    return { known: true, now, dueAt, waitingCount, dueCount };
+  } catch (err) {
+    if (isErrorReply(err)) return { known: false, error: describeError(err) };
+    throw err;
+  }
+}
+
+/** One shown entry's state, from its retry record (if the set was read) and its consumer's connection (null: unknown). */
+export function pendingEntryReport(
+  row: { id: string; idleMs: number; deliveries: number },
+  view: RetryView,
+  connected: boolean | null,
+): PendingEntryReport {
+  const dueAt = view.known ? (view.dueAt.get(row.id) ?? null) : null;
+  const retryInMs = view.known && dueAt !== null ? dueAt - view.now : null;
+  let state: PendingState;
+  if (retryInMs !== null) state = retryInMs > 0 ? 'retry-waiting' : 'retry-due';
+  else if (connected === false) state = 'consumer-gone';
+  else state = connected === null || !view.known ? 'unknown' : 'live';
+  return { ...row, state, retryDueAt: dueAt, retryInMs };
+}
+
+/** How many of the shown entries are in each state (states with none left out). */
+export function countStates(entries: readonly PendingEntryReport[]): Partial<Record<PendingState, number>> {
+  const counts: Partial<Record<PendingState, number>> = {};
+  for (const p of entries) counts[p.state] = (counts[p.state] ?? 0) + 1;
+  return counts;
+}
