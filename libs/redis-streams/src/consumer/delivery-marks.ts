@@ -1,5 +1,6 @@
 import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import { DueHeap, type DueItem } from './due-heap.js';
 import { isScheduled } from './retry-schedule.js';
 import type { SettledEvent } from './settled-event.js';
 
@@ -31,6 +32,8 @@ export class DeliveryMarks {
   private readonly untracked = new Map<string, number>();
   /** Owed entries with a scheduled retry, over every stream. */
   private waitingCount = 0;
+  /** The scheduled retries by due time (stale items skipped when met: see DueHeap). */
+  private readonly dueHeap = new DueHeap();
 
   delivered(entries: readonly StreamEntry[]): void {
     // Redis returns each stream's entries in id order: only the last of a run can be a new high.
@@ -80,8 +83,43 @@ export class DeliveryMarks {
     if (!ids) this.owing.set(stream, (ids = new Map()));
     const before = ids.get(id);
     if (before?.retryAt !== undefined) this.waitingCount--;
-    if (owed.retryAt !== undefined) this.waitingCount++;
+    if (owed.retryAt !== undefined) {
+      this.waitingCount++;
+      if (before?.retryAt !== owed.retryAt) this.dueHeap.push({ at: owed.retryAt, stream, id });
+    }
     ids.set(id, owed);
+  }
+
+  /** The scheduled retries due by `now`, by stream, each once (taken off the schedule; the audit claims them). */
+  takeDueRetries(now: number): Map<string, [id: string, owed: Owed][]> {
+    const due = new Map<string, [string, Owed][]>();
+    for (let top = this.dueHeap.peek(); top !== undefined && top.at <= now; top = this.dueHeap.peek()) {
+      this.dueHeap.pop();
+      const owed = this.owing.get(top.stream)?.get(top.id);
+      // Stale: settled, forgotten or rescheduled since it was pushed.
+      if (owed?.retryAt !== top.at) continue;
+      const list = due.get(top.stream);
+      if (list) list.push([top.id, owed]);
+      else due.set(top.stream, [[top.id, owed]]);
+    }
+    return due;
+  }
+
+  /** When the first scheduled retry is due (performance.now()); Infinity when none waits. */
+  nextRetryAt(): number {
+    for (let top = this.dueHeap.peek(); top !== undefined; top = this.dueHeap.peek()) {
+      if (this.owing.get(top.stream)?.get(top.id)?.retryAt === top.at) return top.at;
+      this.dueHeap.pop();
+    }
+    return Infinity;
+  }
+
+  /** Every waiting entry back on the schedule, stale items dropped (after a claim that did not happen: Redis failed it). */
+  rescheduleAll(): void {
+    const items: DueItem[] = [];
+    for (const [stream, ids] of this.owing)
+      for (const [id, o] of ids) if (o.retryAt !== undefined) items.push({ at: o.retryAt, stream, id });
+    this.dueHeap.reset(items);
   }
 
   /** Streams with owed entries, and what is known of each (for the audit). */

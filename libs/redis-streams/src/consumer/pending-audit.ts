@@ -1,15 +1,12 @@
 import type { Logger } from '../ports.js';
 import { exhaustMap, interval, type Subscription } from 'rxjs';
 import { describeError } from '../describe-error.js';
-import type { AuditResult } from '../redis/replies.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { DeliveryMarks, Owed } from './delivery-marks.js';
 import type { Lease } from './lease.js';
+import { auditOwed, noPeerCouldClaim } from './owed-audit.js';
 import { DueClock, handBackWaiting, touchWaiting } from './retry-waits.js';
-
-/** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
-const IDS_PER_AUDIT = 200;
 
 export interface PendingAuditDeps {
   commands: StreamCommands;
@@ -43,6 +40,8 @@ export class PendingAudit {
   private timer: Subscription | undefined;
   /** When the first owed entry is due, as of the last check; wakes the loop then. */
   private readonly due: DueClock;
+  /** When the first owed entry without a scheduled retry is due, as of the last scan. */
+  private unscheduledDueAt = Infinity;
   /** The owed-entry audits, one at a time: two at once would report a deleted entry twice. */
   private owedTurn: Promise<unknown> = Promise.resolve();
   /** Entries already explained (deleted, a peer's, dropped): their short ack says nothing new. */
@@ -109,8 +108,18 @@ export class PendingAudit {
     return this.inTurn(async () => {
       const now = performance.now();
       const claimed: StreamEntry[] = [];
-      const due = (o: Owed) => (o.retryAt !== undefined ? now >= o.retryAt : now - o.confirmedAt + o.idleMs >= this.safeIdleMs);
-      await this.eachOwed(due, this.safeIdleMs, claimed);
+      try {
+        // Scheduled ones off the due-time heap (not a scan of every waiting entry per beat).
+        for (const [stream, due] of this.d.marks.takeDueRetries(now)) await auditOwed(this.d, stream, due, this.safeIdleMs, claimed);
+      } catch (err) {
+        // Not claimed: back on the schedule, tried again next beat.
+        this.d.marks.rescheduleAll();
+        throw err;
+      }
+      if (this.unscheduledDueAt <= now) {
+        await this.eachOwed((o) => o.retryAt === undefined && now - o.confirmedAt + o.idleMs >= this.safeIdleMs, this.safeIdleMs, claimed);
+        this.unscheduledDueAt = this.unscheduledNext();
+      }
       // What is left: the next due time (no wake here: the beat that claimed goes on to park, and looks again next beat).
       this.noteNextDue();
       return claimed;
@@ -140,7 +149,7 @@ export class PendingAudit {
     const items = lost.map(({ entry, confirmedAt }) => ({
       id: entry.id,
       kind: 'held' as const,
-      reown: this.noPeerCouldClaim(confirmedAt, 0),
+      reown: noPeerCouldClaim(this.d, confirmedAt, 0),
       count: entry.deliveryCount,
     }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
@@ -209,89 +218,39 @@ export class PendingAudit {
       await this.eachOwed(() => true, undefined, []);
       await touchWaiting(this.d);
     });
+    this.unscheduledDueAt = this.unscheduledNext();
     this.noteNextDue();
     if (this.anyDue()) this.d.onDue();
   }
 
   private noteNextDue(): void {
+    if (this.timer !== undefined) this.due.set(Math.min(this.d.marks.nextRetryAt(), this.unscheduledDueAt));
+  }
+
+  /** When the first owed entry without a scheduled retry is due (a scan: at checks and after claiming them, not per beat). */
+  private unscheduledNext(): number {
     let next = Infinity;
     for (const [, owed] of this.d.marks.owedByStream())
-      for (const [, o] of owed) next = Math.min(next, o.retryAt ?? o.confirmedAt - o.idleMs + this.safeIdleMs);
-    if (this.timer !== undefined) this.due.set(next);
+      for (const [, o] of owed) if (o.retryAt === undefined) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
+    return next;
   }
 
   /** Audits the owed entries `pick` chooses, claiming those idle `claimIdleMs` or more into `claimed`. */
   private async eachOwed(pick: (o: Owed) => boolean, claimIdleMs: number | undefined, claimed: StreamEntry[]): Promise<void> {
-    for (const [stream, owed] of this.d.marks.owedByStream()) {
-      const todo = owed.filter(([, o]) => pick(o));
-      for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
-        // Looked at as each audit is sent (earlier ones were awaited): an entry in hand (a reclaim
-        // took it back) is the lease's; one settled since is no longer owed, and must not be taken back.
-        const held = this.d.lease.idsOn(stream);
-        const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && this.d.marks.owes(stream, id));
-        if (chunk.length === 0) continue;
-        const sentAt = performance.now();
-        const items = chunk.map(([id, o]) => ({
-          id,
-          // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
-          kind: claimIdleMs !== undefined && o.retryAt !== undefined ? ('retry' as const) : ('owed' as const),
-          reown: this.noPeerCouldClaim(o.confirmedAt, o.idleMs),
-          count: o.count,
-          idleMs: sentAt - o.confirmedAt + o.idleMs,
-        }));
-        const result = await this.d.commands.audit(stream, this.d.consumer, claimIdleMs, items);
-        if (result === null) return this.d.onGroupLost(stream);
-        this.applyOwed(stream, sentAt, result, claimed);
-      }
-    }
-  }
-
-  private applyOwed(stream: string, sentAt: number, result: AuditResult, claimed: StreamEntry[]): void {
-    const { marks, logger } = this.d;
-    const deleted: string[] = [];
-    const retry: StreamEntry[] = [];
-    let lost = !result.known;
-    for (const f of result.findings) {
-      if (f.status === 'mine' || f.status === 'reowned') {
-        // Taken back: pending under this consumer again with its count and idle time.
-        if (f.status === 'mine') marks.confirm(stream, f.id, sentAt, f.idleMs);
-        if (f.status === 'reowned') {
-          logger.warn(
-            `failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`,
-          );
-          // Its pending list was dropped: the loop rejoins, whose self-drain retries what was taken back at once.
-          lost = true;
-        }
-        continue;
-      }
-      marks.forgetOwed(stream, f.id);
-      if (f.status === 'claimed') retry.push(f.entry);
-      else if (f.status === 'deleted') deleted.push(f.id);
-      else if (f.status === 'dropped')
-        logger.warn(
-          `failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`,
-        );
-    }
-    if (deleted.length > 0) this.d.onDeleted(stream, deleted);
-    if (retry.length > 0) {
-      this.d.lease.hold(retry);
-      claimed.push(...retry);
-    }
-    if (lost) this.d.onGroupLost(stream);
+    for (const [stream, owed] of this.d.marks.owedByStream())
+      await auditOwed(
+        this.d,
+        stream,
+        owed.filter(([, o]) => pick(o)),
+        claimIdleMs,
+        claimed,
+      );
   }
 
   private explain(stream: string, id: string): void {
     // Explained entries whose ack never comes (their handler failed) must not pile up.
     if (this.explained.size >= 10_000) this.explained.clear();
     this.explained.add(key(stream, id));
-  }
-
-  /**
-   * Last seen here with idle at most `idleMs` at `confirmedAt` (a renewal or an audit sent then):
-   * its idle time cannot have reached minIdleMs since, so no peer's XAUTOCLAIM can have taken it.
-   */
-  private noPeerCouldClaim(confirmedAt: number, idleMs: number): boolean {
-    return performance.now() - confirmedAt + idleMs < this.d.minIdleMs;
   }
 }
 

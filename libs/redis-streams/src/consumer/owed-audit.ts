@@ -1,0 +1,78 @@
+import type { AuditResult } from '../redis/replies.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
+import type { Owed } from './delivery-marks.js';
+import type { PendingAuditDeps } from './pending-audit.js';
+
+/** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
+const IDS_PER_AUDIT = 200;
+
+/**
+ * Last seen here with idle at most `idleMs` at `confirmedAt` (a renewal or an audit sent then):
+ * its idle time cannot have reached minIdleMs since, so no peer's XAUTOCLAIM can have taken it.
+ */
+export function noPeerCouldClaim(d: PendingAuditDeps, confirmedAt: number, idleMs: number): boolean {
+  return performance.now() - confirmedAt + idleMs < d.minIdleMs;
+}
+
+/** Audits these owed entries of `stream`, IDS_PER_AUDIT at a time; with `claimIdleMs`, claims the due ones into `claimed`. */
+export async function auditOwed(
+  d: PendingAuditDeps,
+  stream: string,
+  todo: readonly [string, Owed][],
+  claimIdleMs: number | undefined,
+  claimed: StreamEntry[],
+): Promise<void> {
+  for (let i = 0; i < todo.length; i += IDS_PER_AUDIT) {
+    // Looked at as each audit is sent (earlier ones were awaited): an entry in hand (a reclaim
+    // took it back) is the lease's; one settled since is no longer owed, and must not be taken back.
+    const held = d.lease.idsOn(stream);
+    const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && d.marks.owes(stream, id));
+    if (chunk.length === 0) continue;
+    const sentAt = performance.now();
+    const items = chunk.map(([id, o]) => ({
+      id,
+      // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
+      kind: claimIdleMs !== undefined && o.retryAt !== undefined ? ('retry' as const) : ('owed' as const),
+      reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
+      count: o.count,
+      idleMs: sentAt - o.confirmedAt + o.idleMs,
+    }));
+    const result = await d.commands.audit(stream, d.consumer, claimIdleMs, items);
+    if (result === null) return d.onGroupLost(stream);
+    applyOwed(d, stream, sentAt, result, claimed);
+  }
+}
+
+function applyOwed(d: PendingAuditDeps, stream: string, sentAt: number, result: AuditResult, claimed: StreamEntry[]): void {
+  const { marks, logger } = d;
+  const deleted: string[] = [];
+  const retry: StreamEntry[] = [];
+  let lost = !result.known;
+  for (const f of result.findings) {
+    if (f.status === 'mine' || f.status === 'reowned') {
+      // Taken back: pending under this consumer again with its count and idle time.
+      if (f.status === 'mine') marks.confirm(stream, f.id, sentAt, f.idleMs);
+      if (f.status === 'reowned') {
+        logger.warn(
+          `failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`,
+        );
+        // Its pending list was dropped: the loop rejoins, whose self-drain retries what was taken back at once.
+        lost = true;
+      }
+      continue;
+    }
+    marks.forgetOwed(stream, f.id);
+    if (f.status === 'claimed') retry.push(f.entry);
+    else if (f.status === 'deleted') deleted.push(f.id);
+    else if (f.status === 'dropped')
+      logger.warn(
+        `failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`,
+      );
+  }
+  if (deleted.length > 0) d.onDeleted(stream, deleted);
+  if (retry.length > 0) {
+    d.lease.hold(retry);
+    claimed.push(...retry);
+  }
+  if (lost) d.onGroupLost(stream);
+}
