@@ -1,13 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import {
-  REDIS_STREAMS_TRANSPORT,
-  RedisStreamsContext,
-  RetryLaterException,
-  StreamPattern,
-  type RedisStreamsServerOptions,
-} from 'nestjs-redis-streams';
+import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, RetryLaterException, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
