@@ -130,6 +130,9 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(() => planStreams([event('orders', {}, { retry: { backoff: { type: 'fixed', delayMs: 1 } } })], ONE_NODE)).toThrow(
       /pattern "orders" has 2 handlers and a retry policy on one that is not the first/,
     );
+    expect(() => planStreams([request('quote', { retry: { backoff: { type: 'fixed', delayMs: 1 } } })], ONE_NODE)).toThrow(
+      /pattern "quote": a request handler's failure is answered to its caller .* a retry policy is for event handlers/,
+    );
   });
 
   it('no handler: no stream, no reader', () => {

@@ -8,6 +8,8 @@ import type { LoopParts } from './loop-parts.js';
 export function reportDeleted(p: LoopParts, stream: string, ids: string[]): void {
   p.audit.deletedElsewhere(stream, ids);
   p.d.onDeleted(stream, ids);
+  // Best effort: a record left behind only costs its bytes until a day past its due time.
+  p.d.commands.retries.drop(stream, ids).catch(() => undefined);
 }
 
 /**
@@ -56,10 +58,13 @@ export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[]): 
 export async function withoutWaiting(p: LoopParts, entries: StreamEntry[]): Promise<StreamEntry[]> {
   if (entries.length === 0) return entries;
   const { commands, options, logger } = p.d;
-  const waiting = new Set<StreamEntry>();
+  const skip = new Set<StreamEntry>();
   for (const [stream, ids] of groupIds(entries)) {
     const mine = entries.filter((e) => e.stream === stream);
-    const waits = await commands.adoptRetries(stream, options.consumer, mine).catch((err: unknown) => {
+    // Adopted ones stay below maxWaitingRetries: a stopped peer's wait list must not stop this consumer's intake
+    // (only its own failures, a downstream failing for it too, may).
+    const room = Math.max(0, options.maxWaitingRetries - 1 - p.marks.waiting);
+    const waits = await commands.retries.adopt(stream, options.consumer, mine, room, options.minIdleMs).catch((err: unknown) => {
       if (!isRefusal(err)) throw err;
       // An ACL from before retries: nothing can be waiting that this consumer could see; tried now.
       logger.error(
@@ -68,19 +73,29 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[]): Prom
       return mine.map(() => -1);
     });
     let first = Infinity;
+    let adopted = 0;
+    let left = 0;
     mine.forEach((e, i) => {
       const wait = waits[i]!;
-      if (wait < 0) return;
-      waiting.add(e);
+      if (wait === -1) return;
+      skip.add(e);
       p.lease.drop(e);
+      if (wait === -2) {
+        left++;
+        return;
+      }
+      adopted++;
       p.audit.scheduled(p.marks.adopt(stream, e.id, Math.max(0, e.deliveryCount - 1), wait));
       first = Math.min(first, wait);
     });
-    const n = mine.filter((e) => waiting.has(e)).length;
-    if (n > 0)
+    if (adopted > 0)
       logger.log(
-        `${n} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
+        `${adopted} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
+      );
+    if (left > 0)
+      logger.warn(
+        `${left} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${options.maxWaitingRetries}): left to the group, a reclaim takes each at its due time`,
       );
   }
-  return waiting.size === 0 ? entries : entries.filter((e) => !waiting.has(e));
+  return skip.size === 0 ? entries : entries.filter((e) => !skip.has(e));
 }

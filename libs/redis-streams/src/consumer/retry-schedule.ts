@@ -21,6 +21,8 @@ export interface RetryScheduleDeps {
 export interface RetryTime {
   retryInMs: number;
   scheduled: boolean;
+  /** Why an unscheduled one is (no policy, or one that gave no usable delay); for the log line. */
+  why?: string;
 }
 
 /** Failed events whose retry has a time of its own: the consumer keeps them waiting until then (see DeliveryMarks). */
@@ -42,8 +44,8 @@ export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has
  */
 export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): RetryTime | Promise<RetryTime> {
   const delay = chosenDelay(deps, entry, error);
-  if (delay === undefined) return { retryInMs: deps.unscheduledRetryInMs, scheduled: false };
-  return deps.commands.scheduleRetry(entry.stream, entry.id, delay).then(
+  if (typeof delay === 'string') return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: delay };
+  return deps.commands.retries.schedule(entry.stream, entry.id, delay).then(
     () => ({ retryInMs: delay, scheduled: true }),
     (err: unknown) => {
       if (isRefusal(err)) {
@@ -51,7 +53,7 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
         deps.logger.error(
           `entry ${entry.id} of "${entry.stream}": Redis refused its retry record (${describeError(err)}; the consumer needs the retry set, see README "Minimal ACL"): it comes back once idle ${deps.unscheduledRetryInMs} ms instead`,
         );
-        return { retryInMs: deps.unscheduledRetryInMs, scheduled: false };
+        return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: 'Redis refused the retry record' };
       }
       deps.logger.warn(
         `entry ${entry.id} of "${entry.stream}": its retry in ${delay} ms was not recorded in Redis (${describeError(err)}); it waits here, but a peer that takes it after this consumer stops tries it at once`,
@@ -61,7 +63,8 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
   );
 }
 
-function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): number | undefined {
+/** The delay, or why there is none (the idle-time default then). */
+function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): number | string {
   const where = `entry ${entry.id} of "${entry.stream}"`;
   const asked = retryLaterDelay(error);
   if (asked !== undefined) {
@@ -70,7 +73,7 @@ function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown
     deps.logger.warn(`${where}: RetryLaterException: ${delay}; the retry policy applies instead`);
   }
   const policy = deps.originOf(entry.stream).retry ?? deps.retry;
-  if (!policy) return undefined;
+  if (!policy) return 'no retry policy';
   let delay: number | string;
   try {
     delay = checkedDelay(policy(entry.deliveryCount, error));
@@ -79,5 +82,5 @@ function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown
   }
   if (typeof delay === 'number') return delay;
   deps.logger.warn(`${where}: ${delay}; it comes back once idle minIdleMs − leaseRenewMs instead`);
-  return undefined;
+  return 'the retry policy gave no usable delay';
 }

@@ -1,4 +1,5 @@
 import { timer, type Subscription } from 'rxjs';
+import type { Owed } from './delivery-marks.js';
 import type { PendingAuditDeps } from './pending-audit.js';
 
 /** When the first owed entry is due (performance.now()), with a timer that wakes the loop then (an idle loop is parked for blockMs). */
@@ -35,28 +36,42 @@ export class DueClock {
 }
 
 /**
- * Idle time past which an entry waiting for a scheduled retry has its idle time reset (it stays
- * this consumer's until due): audits come every leaseRenewMs / 2, so it never reaches minIdleMs.
+ * Idle time past which an entry waiting for a scheduled retry has its idle time reset: checks come
+ * every leaseRenewMs / 2, so it stays below minIdleMs − leaseRenewMs / 2 (an event loop held longer
+ * lets a peer take it, which keeps its schedule: see ADOPT_RETRY_SCRIPT). As late as that, so each
+ * waiting entry costs one reset per `minIdleMs − leaseRenewMs`, not one per check.
  */
-const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - 2 * d.leaseRenewMs);
+const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - d.leaseRenewMs);
 
 /**
  * Entries waiting for a retry not yet due, idle `touchIdleMs` or more: idle reset (XCLAIM …
  * JUSTID, no delivery counted), so no peer's reclaim takes them early. Once due they are left
  * alone: a consumer that cannot claim them (every handler slot hung) leaves them to its peers.
+ * Returns those no longer pending under this consumer, for the audit to explain.
  */
-export async function touchWaiting(d: PendingAuditDeps): Promise<void> {
+export async function touchWaiting(d: PendingAuditDeps): Promise<Map<string, [string, Owed][]>> {
   const threshold = touchIdleMs(d);
+  const missing = new Map<string, [string, Owed][]>();
   for (const [stream, owed] of d.marks.owedByStream()) {
     const now = performance.now();
     const held = d.lease.idsOn(stream);
-    const ids: string[] = [];
-    for (const [id, o] of owed)
-      if (o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id)) ids.push(id);
-    if (ids.length === 0) continue;
-    // Not owned any more: the next audit says what became of it.
-    for (const id of await d.commands.setIdle(stream, d.consumer, ids, 0)) d.marks.confirm(stream, id, now, 0);
+    const due = owed.filter(
+      ([id, o]) => o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id),
+    );
+    if (due.length === 0) continue;
+    const owned = new Set(
+      await d.commands.setIdle(
+        stream,
+        d.consumer,
+        due.map(([id]) => id),
+        0,
+      ),
+    );
+    for (const [id] of due) if (owned.has(id)) d.marks.confirm(stream, id, now, 0);
+    const gone = due.filter(([id]) => !owned.has(id));
+    if (gone.length > 0) missing.set(stream, gone);
   }
+  return missing;
 }
 
 /**

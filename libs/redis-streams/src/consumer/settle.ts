@@ -223,7 +223,7 @@ export function handlerFailed(
 export const nextTry = (time: RetryTime): string =>
   time.scheduled
     ? `left pending, next try in ${time.retryInMs} ms`
-    : `left pending, next try once idle ${time.retryInMs} ms (minIdleMs − leaseRenewMs: no retry policy)`;
+    : `left pending, next try once idle ${time.retryInMs} ms (minIdleMs − leaseRenewMs: ${time.why ?? 'no retry policy'})`;
 
 const failedEvent = (entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent => ({
   stream: entry.stream,

@@ -66,6 +66,10 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
   }
   for (const extras of handler.chain) checkPatternExtras(pattern, extras);
   const { partitions, batch, retry: retryPolicy } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown };
+  if (retryPolicy !== undefined && !handler.isEventHandler)
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}": a request handler's failure is answered to its caller (the request is acked), never retried; a retry policy is for event handlers`,
+    );
   const retry = resolveRetry(`@StreamPattern('${pattern}') retry`, retryPolicy);
   checkChain(pattern, handler.chain);
   if (batch !== undefined) {

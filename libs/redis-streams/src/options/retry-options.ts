@@ -64,6 +64,6 @@ function delay(option: string, value: unknown): number {
 /** A delay a policy function or a RetryLaterException gave, checked: a whole number of ms within a day, else why not. */
 export function checkedDelay(value: unknown): number | string {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    return `a retry delay must be a finite number of ms, at least 0; got ${String(value)}`;
+    return `a retry delay must be a finite number of ms, at least 0; got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))}`;
   return Math.min(Math.round(value), MAX_RETRY_DELAY_MS);
 }

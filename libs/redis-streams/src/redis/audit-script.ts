@@ -9,7 +9,7 @@ import { LUA_XINFO } from './lua-xinfo.js';
  *   one whose scheduled retry is due (`r`), is claimed again for its retry (XCLAIM, which counts
  *   a delivery; a scheduled one's record leaves the retry set): `claimed`, its fields and count;
  * - pending under another consumer: `other` and who (an operator's XCLAIM, or a peer after a lapse);
- * - gone from the stream (trimmed, XDEL): `deleted`;
+ * - gone from the stream (trimmed, XDEL): `deleted` (an owed one's retry record goes too);
  * - still in the stream but in nobody's pending list (XGROUP DELCONSUMER, an XACK by hand, or a
  *   peer that took and settled it while this consumer was held up): `dropped`, unless the caller
  *   allows a re-own (it knows no peer could have claimed it yet): then it is pending under this
@@ -44,6 +44,8 @@ for i = 4, #ARGV, 5 do
   elseif p then
     out[#out + 1] = {'other', p[2]}
   elseif #redis.call('XRANGE', key, id, id) == 0 then
+    -- Gone from the stream: a retry it waited for goes too.
+    if kind ~= 'h' then redis.call('ZREM', KEYS[2], id) end
     out[#out + 1] = {'deleted', ''}
   elseif reown == '1' and not less(last, id) then
     out[#out + 1] = {'reowned', count, redeliver(key, group, me, id, count, idle, last)}

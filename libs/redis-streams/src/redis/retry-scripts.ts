@@ -25,20 +25,26 @@ return due
  * retry not yet due (its consumer stopped or died while it waited) is adopted, i.e. kept pending
  * under this consumer with the delivery count it had (RETRYCOUNT: this delivery was no try), to
  * be tried at its due time; one whose retry is due is this delivery's to try, and its record goes.
- * KEYS[1] stream, KEYS[2] retry set; ARGV[1] group, ARGV[2] consumer, then per entry: id, its
- * delivery count as delivered. Returns per entry the ms until its retry, or -1 to try it now.
+ * Past `room` adoptions (the consumer's maxWaitingRetries) a waiting entry is left to the group
+ * instead: its count put back and its idle time set so that a reclaim takes it at its due time.
+ * KEYS[1] stream, KEYS[2] retry set; ARGV[1] group, ARGV[2] consumer, ARGV[3] room, ARGV[4]
+ * minIdleMs, then per entry: id, its delivery count as delivered. Returns per entry the ms until
+ * its retry (adopted), -1 to try it now, or -2 (left to the group).
  */
 export const ADOPT_RETRY_SCRIPT = `${LUA_NOW}
 local out = {}
-for i = 3, #ARGV, 2 do
+local room, minIdle = tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = 5, #ARGV, 2 do
   local id, count = ARGV[i], tonumber(ARGV[i + 1])
   local due = redis.call('ZSCORE', KEYS[2], id)
   local wait = -1
   if due and tonumber(due) > now then
     local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)[1]
     if p and p[2] == ARGV[2] then
-      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'RETRYCOUNT', math.max(0, count - 1), 'JUSTID')
       wait = tonumber(due) - now
+      local idle = 0
+      if room > 0 then room = room - 1 else idle = math.max(0, minIdle - wait); wait = -2 end
+      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'IDLE', idle, 'RETRYCOUNT', math.max(0, count - 1), 'JUSTID')
     end
   elseif due then
     redis.call('ZREM', KEYS[2], id)

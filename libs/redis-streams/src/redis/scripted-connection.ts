@@ -30,7 +30,15 @@ export type ScriptedConnection = RedisConnection & {
   streamsEntryBytes(key: string, id: string): Promise<number>;
   streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
   streamsScheduleRetry(retryKey: string, delayMs: number, id: string): Promise<number>;
-  streamsAdoptRetry(key: string, retryKey: string, group: string, consumer: string, ...entries: string[]): Promise<unknown>;
+  streamsAdoptRetry(
+    key: string,
+    retryKey: string,
+    group: string,
+    consumer: string,
+    room: number,
+    minIdleMs: number,
+    ...entries: string[]
+  ): Promise<unknown>;
   streamsCleanConsumers(
     key: string,
     lock: string,

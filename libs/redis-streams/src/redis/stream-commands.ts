@@ -2,7 +2,6 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
 import {
-  parseAdoptReply,
   parseAuditReply,
   parseAutoClaimReply,
   parseGroupInfo,
@@ -18,7 +17,7 @@ import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 import { connectedConsumers } from './connected-consumers.js';
-import { retryKeyOf } from './retry-key.js';
+import { RetryCommands } from './retry-commands.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -34,33 +33,17 @@ const IDS_PER_SCRIPT_CALL = 1000;
 export class StreamCommands {
   private readonly conn: ScriptedConnection;
 
+  /** The retry sets' commands (see RetryCommands). */
+  readonly retries: RetryCommands;
+
   constructor(
     conn: RedisConnection,
     private readonly group: string,
     /** Keys of a cluster: a stream's retry set must share its slot (see retryKeyOf). */
-    private readonly onCluster = false,
+    onCluster = false,
   ) {
     this.conn = defineScripts(conn);
-  }
-
-  /** The retry set of this group on `stream` (see retryKeyOf). */
-  retryKey(stream: string): string {
-    return retryKeyOf(stream, this.group, this.onCluster);
-  }
-
-  /** Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock); the due time in Redis ms. */
-  async scheduleRetry(stream: string, id: string, delayMs: number): Promise<number> {
-    return Number(await this.conn.streamsScheduleRetry(this.retryKey(stream), delayMs, id));
-  }
-
-  /**
-   * Entries just delivered to `consumer` by self-drain or reclaim (ADOPT_RETRY_SCRIPT): per entry,
-   * the ms until the retry it waits for (it was adopted, its count put back), or -1 to try it now.
-   */
-  async adoptRetries(stream: string, consumer: string, entries: readonly { id: string; deliveryCount: number }[]): Promise<number[]> {
-    const args = entries.flatMap((e) => [e.id, String(e.deliveryCount)]);
-    const reply = await this.conn.streamsAdoptRetry(stream, this.retryKey(stream), this.group, consumer, ...args);
-    return parseAdoptReply(reply, entries.length);
+    this.retries = new RetryCommands(this.conn, group, onCluster);
   }
 
   /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */
@@ -136,7 +119,7 @@ export class StreamCommands {
     ]);
     const reply = await this.conn.streamsAudit(
       stream,
-      this.retryKey(stream),
+      this.retries.key(stream),
       this.group,
       consumer,
       claimIdleMs === undefined ? '' : String(claimIdleMs),

@@ -9,7 +9,17 @@ import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
 import { safely } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
-import { ATTR, DURATION_BUCKETS, errorType, MAX_ERROR_TYPES, METRIC, OTHER_ERROR_TYPE, RETRY_DELAY_BUCKETS, SCOPE, SYSTEM } from './semconv.js';
+import {
+  ATTR,
+  DURATION_BUCKETS,
+  errorType,
+  MAX_ERROR_TYPES,
+  METRIC,
+  OTHER_ERROR_TYPE,
+  RETRY_DELAY_BUCKETS,
+  SCOPE,
+  SYSTEM,
+} from './semconv.js';
 
 /** One entry's `process` span and measurements, from the start of its settling to the decision. */
 export interface ProcessTrace {

@@ -1,0 +1,44 @@
+import { parseAdoptReply } from './replies.js';
+import { retryKeyOf } from './retry-key.js';
+import type { ScriptedConnection } from './scripted-connection.js';
+
+/** The commands on a group's retry sets (`<stream>:retry:<group>`, see retryKeyOf), and the one place their replies are parsed. */
+export class RetryCommands {
+  constructor(
+    private readonly conn: ScriptedConnection,
+    private readonly group: string,
+    private readonly onCluster: boolean,
+  ) {}
+
+  /** The retry set of this group on `stream`. */
+  key(stream: string): string {
+    return retryKeyOf(stream, this.group, this.onCluster);
+  }
+
+  /** Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock); the due time in Redis ms. */
+  async schedule(stream: string, id: string, delayMs: number): Promise<number> {
+    return Number(await this.conn.streamsScheduleRetry(this.key(stream), delayMs, id));
+  }
+
+  /** The records of entries gone from `stream` (trimmed, XDEL): nothing is left to retry. */
+  async drop(stream: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.conn.zrem(this.key(stream), ...ids);
+  }
+
+  /**
+   * Entries just delivered to `consumer` by self-drain or reclaim (ADOPT_RETRY_SCRIPT): per entry,
+   * the ms until the retry it waits for (adopted, its count put back; at most `room` of them), -1
+   * to try it now, or -2 (waiting, past `room`: left to the group for a reclaim at its due time).
+   */
+  async adopt(
+    stream: string,
+    consumer: string,
+    entries: readonly { id: string; deliveryCount: number }[],
+    room: number,
+    minIdleMs: number,
+  ): Promise<number[]> {
+    const args = entries.flatMap((e) => [e.id, String(e.deliveryCount)]);
+    const reply = await this.conn.streamsAdoptRetry(stream, this.key(stream), this.group, consumer, room, minIdleMs, ...args);
+    return parseAdoptReply(reply, entries.length);
+  }
+}

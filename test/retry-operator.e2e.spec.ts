@@ -1,0 +1,104 @@
+import { retrySetKey } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+const redis = useRedis();
+const start = useApps();
+
+const capture = () => {
+  const lines: string[] = [];
+  const keep = (m: unknown) => lines.push(String(m));
+  return { lines, logger: { log: keep, warn: keep, error: keep, debug: () => {}, verbose: () => {} } };
+};
+
+describe('retries under operator actions and peers', () => {
+  it('entries adopted from a stopped peer count against maxWaitingRetries: past it they are left to the group with their count, and intake goes on', async () => {
+    const prefix = uniquePrefix();
+    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 500, leaseRenewMs: 100 };
+    const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
+    a.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    const pipeline = redis.client().pipeline();
+    for (let n = 0; n < 30; n++) pipeline.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+    await pipeline.exec();
+    await waitFor(() => a.settled.length === 30, { message: '30 failures' });
+    await a.close();
+    const log = capture();
+    const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 10 }, { logger: log.logger });
+    await waitFor(
+      () => log.lines.some((l) => /entries taken from .* past this consumer's maxWaitingRetries \(10\): left to the group/.test(l)),
+      {
+        message: 'b to leave the rest to the group',
+      },
+    );
+    expect(log.lines.filter((l) => /wait for their retry here \(maxWaitingRetries 10\): no new entries are read/.test(l))).toEqual([]);
+    // Below the bound: 9 kept waiting here, the 21 others left to the group.
+    const kept = log.lines.map((l) => /^(\d+) of \d+ entries taken from .* kept waiting here/.exec(l)?.[1]).filter(Boolean);
+    expect(kept.map(Number).reduce((a, n) => a + n, 0)).toBe(9);
+    // Intake goes on: a new entry is handled.
+    const fresh = (await redis.client().xadd(b.key(), '*', 'data', JSON.stringify({ n: 'new' })))!;
+    await waitFor(() => b.settled.some((e) => e.id === fresh && e.outcome === 'acked'), { message: 'the new entry handled' });
+    // None of the 30 was tried by b, and each kept its one delivery.
+    expect(b.recorder.calls.map((c) => c.id)).toEqual([fresh]);
+    const rows = (await redis.client().xpending(b.key(), 'g', '-', '+', 100)) as [string, string, number, number][];
+    expect(rows).toHaveLength(30);
+    expect(new Set(rows.map((r) => r[3]))).toEqual(new Set([1]));
+  });
+
+  it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
+    const prefix = uniquePrefix();
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      blockMs: 100,
+      minIdleMs: 600,
+      leaseRenewMs: 150,
+      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+    });
+    app.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    const id = (await redis.client().xadd(app.key(), '*', 'data', '1'))!;
+    await waitFor(() => app.settled.length === 1, { message: 'the failure' });
+    expect(await redis.client().zscore(retrySetKey(app.key(), 'g'), id)).not.toBeNull();
+    await redis.client().xdel(app.key(), id);
+    await waitFor(async () => app.deleted.includes(id) && (await redis.client().zscore(retrySetKey(app.key(), 'g'), id)) === null, {
+      message: 'the deletion reported and the record gone',
+    });
+    expect(app.deleted.filter((d) => d === id)).toHaveLength(1);
+    expect(app.recorder.calls).toHaveLength(1);
+  });
+
+  it('a policy that gives no usable delay: the log says so (not "no retry policy"), and the entry comes back once idle', async () => {
+    const prefix = uniquePrefix();
+    const log = capture();
+    const app = await start(
+      {
+        connection: redis.connection,
+        group: 'g',
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 600,
+        leaseRenewMs: 150,
+        retry: {
+          backoff: () => {
+            throw new Error('policy bug');
+          },
+        },
+      },
+      { logger: log.logger },
+    );
+    app.recorder.behavior = (call) => {
+      if (call.deliveryCount === 1) throw new Error('first try fails');
+    };
+    await redis.client().xadd(app.key(), '*', 'data', '1');
+    await waitFor(() => app.settled.some((e) => e.outcome === 'acked'), { message: 'the retry' });
+    expect(log.lines.find((l) => l.includes('the retry policy threw: policy bug'))).toBeDefined();
+    expect(log.lines.find((l) => l.includes('failed on entry'))).toMatch(
+      /left pending, next try once idle 450 ms \(minIdleMs − leaseRenewMs: the retry policy gave no usable delay\)$/,
+    );
+  });
+});
