@@ -4,6 +4,9 @@ import { within } from '../within.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
 
+/** Tries of a wake whose UNBLOCK found no parked read yet (2 ms apart). */
+const WAKE_TRIES = 10;
+
 /** How long stopping may wait on Redis to wake a park. */
 const WAKE_WITHIN_MS = 1000;
 
@@ -29,7 +32,16 @@ export class Parker {
 
   /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
   wakePark(): void {
-    if (this.parked) void this.p.d.lanes.unblock();
+    const parked = this.parked;
+    if (!parked) return;
+    void (async () => {
+      // The read may not be blocked at the server yet (UNBLOCK then finds nothing): try again a few times,
+      // or Redis ends the BLOCK at its timeout, up to 100 ms late (hz 10) — a retry due now would wait that long.
+      for (let i = 0; i < WAKE_TRIES && this.parked === parked; i++) {
+        if (await this.p.d.lanes.unblock().catch(() => false)) return;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
   }
 
   /**

@@ -35,6 +35,9 @@ export class DueClock {
   }
 }
 
+/** Ids per idle reset: each costs Redis an XPENDING, and the script holds every other client meanwhile. */
+const TOUCHES_PER_CALL = 50;
+
 /**
  * Idle time past which an entry waiting for a scheduled retry has its idle time reset: checks come
  * every leaseRenewMs / 2, so it stays below minIdleMs − leaseRenewMs / 2 (an event loop held longer
@@ -59,14 +62,12 @@ export async function touchWaiting(d: PendingAuditDeps): Promise<Map<string, [st
       ([id, o]) => o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id),
     );
     if (due.length === 0) continue;
-    const owned = new Set(
-      await d.commands.setIdle(
-        stream,
-        d.consumer,
-        due.map(([id]) => id),
-        0,
-      ),
-    );
+    const owned = new Set<string>();
+    // A few hundred per call, one call at a time: 10,000 at once would hold Redis (and every park and ack) for tens of ms.
+    for (let i = 0; i < due.length; i += TOUCHES_PER_CALL) {
+      const ids = due.slice(i, i + TOUCHES_PER_CALL).map(([id]) => id);
+      for (const id of await d.commands.setIdle(stream, d.consumer, ids, 0)) owned.add(id);
+    }
     for (const [id] of due) if (owned.has(id)) d.marks.confirm(stream, id, now, 0);
     const gone = due.filter(([id]) => !owned.has(id));
     if (gone.length > 0) missing.set(stream, gone);
