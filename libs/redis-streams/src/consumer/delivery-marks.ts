@@ -78,6 +78,18 @@ export class DeliveryMarks {
     return this.waitingCount;
   }
 
+  /** Owed entries without a scheduled retry (they come back once idle): none is the common case with a policy. */
+  get unscheduled(): number {
+    let owed = 0;
+    for (const ids of this.owing.values()) owed += ids.size;
+    return owed - this.waitingCount;
+  }
+
+  /** The owed entries by stream, as they are (no copy: for scans of many waiting entries; do not change them meanwhile). */
+  owedMaps(): IterableIterator<[stream: string, owed: ReadonlyMap<string, Owed>]> {
+    return this.owing.entries();
+  }
+
   private owe(stream: string, id: string, owed: Owed): void {
     let ids = this.owing.get(stream);
     if (!ids) this.owing.set(stream, (ids = new Map()));

@@ -217,7 +217,7 @@ export class PendingAudit {
     await this.inTurn(async () => {
       // Waiting ones are not audited each time (20,000 waiting would cost Redis ~10,000 XPENDING a second):
       // their idle reset says they are still ours, and only those it finds gone are audited.
-      await this.eachOwed((o) => o.retryAt === undefined, undefined, []);
+      if (this.d.marks.unscheduled > 0) await this.eachOwed((o) => o.retryAt === undefined, undefined, []);
       for (const [stream, gone] of await touchWaiting(this.d)) await auditOwed(this.d, stream, gone, undefined, []);
     });
     this.unscheduledDueAt = this.unscheduledNext();
@@ -232,7 +232,8 @@ export class PendingAudit {
   /** When the first owed entry without a scheduled retry is due (a scan: at checks and after claiming them, not per beat). */
   private unscheduledNext(): number {
     let next = Infinity;
-    for (const [, owed] of this.d.marks.owedByStream())
+    if (this.d.marks.unscheduled === 0) return next;
+    for (const [, owed] of this.d.marks.owedMaps())
       for (const [, o] of owed) if (o.retryAt === undefined) next = Math.min(next, o.confirmedAt - o.idleMs + this.safeIdleMs);
     return next;
   }

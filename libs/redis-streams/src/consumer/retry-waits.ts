@@ -55,18 +55,24 @@ const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - d
 export async function touchWaiting(d: PendingAuditDeps): Promise<Map<string, [string, Owed][]>> {
   const threshold = touchIdleMs(d);
   const missing = new Map<string, [string, Owed][]>();
-  for (const [stream, owed] of d.marks.owedByStream()) {
-    const now = performance.now();
+  // Collected before any call: the owed maps change while the calls are out.
+  const todo: [string, [string, Owed][]][] = [];
+  const now = performance.now();
+  for (const [stream, owed] of d.marks.owedMaps()) {
     const held = d.lease.idsOn(stream);
-    const due = owed.filter(
-      ([id, o]) => o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id),
-    );
-    if (due.length === 0) continue;
+    const due: [string, Owed][] = [];
+    for (const [id, o] of owed)
+      if (o.retryAt !== undefined && o.retryAt > now && now - o.confirmedAt + o.idleMs >= threshold && !held.has(id)) due.push([id, o]);
+    if (due.length > 0) todo.push([stream, due]);
+  }
+  for (const [stream, due] of todo) {
     const owned = new Set<string>();
-    // A few hundred per call, one call at a time: 10,000 at once would hold Redis (and every park and ack) for tens of ms.
+    // 50 per call, one call at a time: 10,000 at once would hold Redis (and every park and ack) for tens of ms.
     for (let i = 0; i < due.length; i += TOUCHES_PER_CALL) {
       const ids = due.slice(i, i + TOUCHES_PER_CALL).map(([id]) => id);
       for (const id of await d.commands.setIdle(stream, d.consumer, ids, 0)) owned.add(id);
+      // Paced: the handlers and parks of this process and its peers get their turns in between.
+      if (i + TOUCHES_PER_CALL < due.length) await new Promise((resolve) => setTimeout(resolve, 1));
     }
     for (const [id] of due) if (owned.has(id)) d.marks.confirm(stream, id, now, 0);
     const gone = due.filter(([id]) => !owned.has(id));
