@@ -81,7 +81,8 @@ export class PendingAudit {
 
   /** At a graceful stop, after the last beat: see handBackWaiting. */
   handBackWaiting(): Promise<void> {
-    return handBackWaiting(this.d);
+    // In turn: after a check still running, whose idle resets would otherwise undo the hand-back.
+    return this.inTurn(() => handBackWaiting(this.d));
   }
 
   /** A failure was scheduled for its retry at `retryAt` (performance.now()): the loop is woken then. */
