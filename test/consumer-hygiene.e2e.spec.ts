@@ -183,7 +183,7 @@ describe('consumer hygiene (consumerCleanup)', () => {
   it.skipIf(CLUSTER_MODE)(
     "with README's minimal ACL and the rights it names for consumerCleanup, a second worker's cleanup within the interval finds the lock and fails nothing",
     async () => {
-      const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+      const readme = readFileSync(new URL('../docs/guide/security.md', import.meta.url), 'utf8');
       const rights = /`consumerCleanup` needs `([^`]+)`/.exec(readme)![1]!.split(' ');
       const prefix = uniquePrefix();
       const key = `${prefix}orders`;

@@ -9,13 +9,14 @@ import {
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+// The options tables live in docs/guide/options.md (README links there).
+const readme = readFileSync(new URL('../docs/guide/options.md', import.meta.url), 'utf8');
 
 /** The README table whose header row is `header`: option name → its "default" cell. */
 function readmeDefaults(header: string): Map<string, string> {
   const lines = readme.split('\n');
   const start = lines.indexOf(header);
-  if (start === -1) throw new Error(`README.md has no table headed ${header}`);
+  if (start === -1) throw new Error(`docs/guide/options.md has no table headed ${header}`);
   const rows = new Map<string, string>();
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;

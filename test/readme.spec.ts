@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import { repoRoot, requireBuilt } from './support/built.js';
 
 /** The ```ts blocks of a markdown file, each named by its first line (`// orders.module.ts`). */
@@ -10,14 +11,21 @@ function tsBlocks(markdown: string): { file: string; code: string }[] {
   }));
 }
 
-/** Type-checks the blocks as one app would: strict, ESM (nodenext), decorators with metadata, the built package. */
-function compile(doc: string): string {
-  const blocks = tsBlocks(readFileSync(`${repoRoot}${doc}`, 'utf8'));
+/** Type-checks the blocks as one app would: strict, ESM (nodenext), decorators with metadata, the built package; several docs in one tsc run, each in a folder of its own. */
+function compile(...docs: string[]): string {
   // Inside the repository, so that 'nestjs-redis-streams' resolves to the workspace package (its built exports).
-  const dir = `${repoRoot}dist/readme-snippets/${doc.replace(/[/.]/g, '_')}`;
+  const dir = `${repoRoot}dist/readme-snippets/${docs.length === 1 ? docs[0]!.replace(/[/.]/g, '_') : 'guide'}`;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const { file, code } of blocks) writeFileSync(`${dir}/${file}`, code);
+  let count = 0;
+  for (const doc of docs) {
+    const blocks = tsBlocks(readFileSync(`${repoRoot}${doc}`, 'utf8'));
+    const sub = `${dir}/${doc.replace(/[/.]/g, '_')}`;
+    mkdirSync(sub, { recursive: true });
+    for (const { file, code } of blocks) writeFileSync(`${sub}/${file}`, code);
+    count += blocks.length;
+  }
+  const blocks = { length: count };
   writeFileSync(`${dir}/package.json`, JSON.stringify({ type: 'module' }));
   writeFileSync(
     `${dir}/tsconfig.json`,
@@ -35,7 +43,7 @@ function compile(doc: string): string {
         types: ['node'],
         typeRoots: [`${repoRoot}node_modules/@types`],
       },
-      include: ['*.ts'],
+      include: ['**/*.ts'],
     }),
   );
   try {
@@ -45,7 +53,7 @@ function compile(doc: string): string {
     });
     return `${blocks.length} blocks`;
   } catch (err) {
-    throw new Error(`${doc}: a TypeScript block does not compile:\n${(err as { stdout: string }).stdout}`, { cause: err });
+    throw new Error(`${docs.join(', ')}: a TypeScript block does not compile:\n${(err as { stdout: string }).stdout}`, { cause: err });
   }
 }
 
@@ -60,4 +68,53 @@ describe('the README code', () => {
     requireBuilt('libs/redis-streams/dist/esm/index.d.ts');
     expect(compile('libs/redis-streams/README.md')).toMatch(/blocks$/);
   }, 90_000);
+
+  it('compiles: every TypeScript block of the guide (docs/guide), in one tsc run', () => {
+    requireBuilt('libs/redis-streams/dist/esm/index.d.ts');
+    const guide = readdirSync(`${repoRoot}docs/guide`)
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/guide/${f}`);
+    expect(compile(...guide)).toMatch(/^\d+ blocks$/);
+  }, 90_000);
+});
+
+/** Markdown files a reader follows links between. */
+function markdownFiles(): string[] {
+  const top = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'libs/redis-streams/README.md'].filter((f) => existsSync(`${repoRoot}${f}`));
+  const docs = (dir: string): string[] =>
+    readdirSync(`${repoRoot}${dir}`, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? docs(`${dir}/${e.name}`) : e.name.endsWith('.md') ? [`${dir}/${e.name}`] : [],
+    );
+  return [...top, ...docs('docs')];
+}
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+
+function anchorsOf(file: string): Set<string> {
+  const text = readFileSync(`${repoRoot}${file}`, 'utf8').replace(/```[\s\S]*?```/g, '');
+  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map(([, h]) => slug(h!)));
+}
+
+describe('the docs links', () => {
+  it('every relative link of README, CONTRIBUTING, CHANGELOG and docs/ points at a file that exists, and at a heading it has', () => {
+    const dead: string[] = [];
+    for (const file of markdownFiles()) {
+      const text = readFileSync(`${repoRoot}${file}`, 'utf8').replace(/```[\s\S]*?```/g, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue;
+        const [path, anchor] = target!.split('#') as [string, string | undefined];
+        const resolved = path === '' ? file : posix.normalize(posix.join(posix.dirname(file), path));
+        if (!existsSync(`${repoRoot}${resolved}`)) dead.push(`${file}: ${target} (no file ${resolved})`);
+        else if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(resolved).has(anchor))
+          dead.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`);
+      }
+    }
+    expect(dead).toEqual([]);
+  });
 });

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+// The guide's "Minimal ACL" page (docs/guide/security.md).
+const readme = readFileSync(new URL('../../docs/guide/security.md', import.meta.url), 'utf8');
 
 /** The rules of the README's `ACL SETUSER <user> …` line (section "Minimal ACL"), selectors kept whole. */
 function readmeAcl(user: string): string[] {
   const line = readme.split('\n').find((l) => l.startsWith(`ACL SETUSER ${user} `));
-  if (!line) throw new Error(`README.md has no "ACL SETUSER ${user}" line`);
+  if (!line) throw new Error(`docs/guide/security.md has no "ACL SETUSER ${user}" line`);
   return line.slice(`ACL SETUSER ${user} `.length).match(/\([^)]*\)|\S+/g)!;
 }
 

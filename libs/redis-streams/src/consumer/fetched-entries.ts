@@ -68,7 +68,7 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[]): Prom
       if (!isRefusal(err)) throw err;
       // An ACL from before retries: nothing can be waiting that this consumer could see; tried now.
       logger.error(
-        `could not look for entries of "${stream}" waiting for a retry (${describeError(err)}; see README "Minimal ACL"): tried now`,
+        `could not look for entries of "${stream}" waiting for a retry (${describeError(err)}; see docs/guide/security.md): tried now`,
       );
       return mine.map(() => -1);
     });

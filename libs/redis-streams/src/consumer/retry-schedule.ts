@@ -51,7 +51,7 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
       if (isRefusal(err)) {
         // NOPERM (an ACL from before retries), OOM: no schedule a peer could keep, so the idle-time default.
         deps.logger.error(
-          `entry ${entry.id} of "${entry.stream}": Redis refused its retry record (${describeError(err)}; the consumer needs the retry set, see README "Minimal ACL"): it comes back once idle ${deps.unscheduledRetryInMs} ms instead`,
+          `entry ${entry.id} of "${entry.stream}": Redis refused its retry record (${describeError(err)}; the consumer needs the retry set, see docs/guide/security.md): it comes back once idle ${deps.unscheduledRetryInMs} ms instead`,
         );
         return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: 'Redis refused the retry record' };
       }

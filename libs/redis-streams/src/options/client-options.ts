@@ -6,7 +6,7 @@ import { validateRetention } from './retention-options.js';
 import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { boolean, InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
-/** Options of {@link RedisStreamsClient}; defaults in README.md and below. */
+/** Options of {@link RedisStreamsClient}; defaults in docs/guide/options.md and below. */
 export interface RedisStreamsClientOptions {
   /** ioredis options or a `redis://` / `rediss://` URL; a cluster: node URLs or `{ cluster: [...] }`. Default: `redis://127.0.0.1:6379`. */
   connection?: ConnectionOption;

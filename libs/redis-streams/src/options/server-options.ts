@@ -9,7 +9,7 @@ import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnkno
 
 /**
  * Options of {@link RedisStreamsServer}. Every field maps to one Redis argument or one
- * loop setting; units are in the names. Defaults are listed in README.md and below.
+ * loop setting; units are in the names. Defaults are listed in docs/guide/options.md and below.
  */
 export interface RedisStreamsServerOptions {
   /** ioredis options or a `redis://` / `rediss://` URL. Default: `redis://127.0.0.1:6379`. */
@@ -86,7 +86,7 @@ export interface RedisStreamsServerOptions {
    * When a failed entry is tried again: `{ backoff: { type: 'fixed' | 'exponential', delayMs,
    * maxDelayMs?, jitter? } }` or `{ backoff: (deliveryCount, error) => ms }`, for every pattern
    * (a `@StreamPattern`'s own `retry` wins). The entry stays pending, same id, and is delivered
-   * again at its due time (see README "Retries"). Default: none (a failed entry comes back once
+   * again at its due time (see docs/guide/handlers.md, "Retries"). Default: none (a failed entry comes back once
    * idle `minIdleMs − leaseRenewMs`).
    */
   retry?: RetryPolicy;
@@ -115,7 +115,7 @@ export interface RedisStreamsServerOptions {
    * restarts under new names), checked and deleted in one script, at most once per `intervalMs`
    * (default 300000) across all workers; a consumer with a connection of this transport's open is
    * kept whatever its idle time (Redis 7.0 does not reset it on empty reads). Default: off (it needs
-   * more ACL rights, see README).
+   * more ACL rights, see docs/guide/security.md).
    */
   consumerCleanup?: { idleMs: number; intervalMs?: number } | false;
   /**
