@@ -1,6 +1,5 @@
 import { describeError } from '../describe-error.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { isErrorReply } from '../redis/redis-errors.js';
 import { parseScores, parseTimeMs } from '../redis/replies.js';
 import { retryKeyOf } from '../redis/retry-key.js';
 
@@ -49,8 +48,9 @@ export async function readRetryView(redis: RedisConnection, stream: string, grou
     const dueCount = Number(await redis.zcount(key, '-inf', now));
     return { known: true, now, dueAt, waitingCount, dueCount };
   } catch (err) {
-    if (isErrorReply(err)) return { known: false, error: describeError(err) };
-    throw err;
+    // A refusal, or a node that does not answer (TIME goes to any node of a cluster, maybe one just failed
+    // over): the retry state is unknown, and inspect goes on with the rest.
+    return { known: false, error: describeError(err) };
   }
 }
 
