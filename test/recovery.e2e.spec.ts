@@ -1,7 +1,7 @@
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
-import { pendingIds } from './support/pending.js';
+import { pendingIds, pendingRows } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
 
 const redis = useRedis();
@@ -36,6 +36,38 @@ describe('recovery of own and peer work', () => {
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
     expect(app.recorder.calls.every((c) => c.deliveryCount === 2)).toBe(true);
     expect(await pendingIds(redis, app.key())).toEqual([]);
+  });
+
+  it('self-drain reads ahead, and a stop hands the read-ahead batch back (idle minIdleMs, a peer’s at once), never runs or loses it', async () => {
+    const prefix = uniquePrefix();
+    const ids = await leavePending(`${prefix}orders`, 'C', 50);
+    const minIdleMs = 600_000;
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'C',
+      keyPrefix: prefix,
+      batchSize: 10,
+      blockMs: 100,
+      minIdleMs,
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    app.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    // The first batch in hand, and the next read (ids 11–20) already back: both under C.
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
+    await waitFor(async () => (await pendingRows(redis, app.key())).filter(([, , , n]) => n === 2).length === 20, {
+      message: 'the first batch and the read-ahead batch delivered',
+    });
+    const closing = app.close();
+    release();
+    await closing;
+    expect(app.recorder.idsOf()).toEqual([ids[0]]);
+    const rows = await pendingRows(redis, app.key());
+    expect(rows.map(([id]) => id)).toEqual(ids.slice(1));
+    // Handed back: the rest of the first batch and the whole read-ahead batch, with the idle time that makes them a peer's.
+    const handedBack = rows.filter(([, , idle]) => idle >= minIdleMs).map(([id]) => id);
+    expect(handedBack).toEqual(ids.slice(1, 20));
   });
 
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {

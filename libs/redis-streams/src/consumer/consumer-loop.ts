@@ -74,7 +74,7 @@ export class ConsumerLoop {
       },
       wake: () => this.parker.wakePark(),
     });
-    this.parker = new Parker(this.parts);
+    this.parker = new Parker(this.parts, () => this.reclaimer.busy);
     this.reclaimer = new Reclaimer(this.parts);
     this.keeper = new GroupKeeper(this.parts, () => this.parker.dropAhead());
     this.vitalSigns = new VitalSigns(d.onCluster);

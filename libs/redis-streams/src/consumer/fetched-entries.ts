@@ -1,6 +1,7 @@
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import { isRefusal } from '../redis/redis-errors.js';
+import type { PendingRow } from '../redis/replies.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import type { LoopParts } from './loop-parts.js';
 
@@ -25,14 +26,23 @@ export async function dropDeleted(p: LoopParts, entries: StreamEntry[]): Promise
 }
 
 /**
- * Drained and reclaimed entries were delivered before: their exact counts (one XPENDING per
- * entry, one round trip). An entry that is no longer this consumer's (a peer took it, or it
- * was acked meanwhile) is not ours to settle: it is dropped from the batch, never given a
- * made-up count.
+ * Drained and reclaimed entries were delivered before: their exact counts (`counted`: read
+ * with them; the others, or all without it, one XPENDING per entry, one round trip). An entry that is no longer this consumer's (a peer took it, or it was
+ * acked meanwhile) is not ours to settle: it is dropped from the batch, never given a made-up
+ * count.
  */
-export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[]): Promise<StreamEntry[]> {
+export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[], counted = false): Promise<StreamEntry[]> {
   const { commands, options, logger } = p.d;
-  const rows = await commands.pendingRows(entries);
+  const rows: (PendingRow | undefined)[] = counted ? entries.map((e) => ownRow(e.deliveryCount, options.consumer)) : [];
+  // Not counted yet (or not where expected): one XPENDING each, exactly.
+  const unknown = counted ? entries.filter((_, i) => rows[i] === undefined) : entries;
+  if (unknown.length > 0) {
+    const found = await commands.fetch.pendingRows(unknown);
+    let next = 0;
+    entries.forEach((_, i) => {
+      if (rows[i] === undefined) rows[i] = found[next++];
+    });
+  }
   const kept: StreamEntry[] = [];
   entries.forEach((e, i) => {
     const row = rows[i];
@@ -49,14 +59,19 @@ export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[]): 
   return kept;
 }
 
+function ownRow(deliveryCount: number, consumer: string): PendingRow | undefined {
+  return deliveryCount > 0 ? { consumer, deliveryCount } : undefined;
+}
+
 /**
  * Of entries self-drain or reclaim just delivered (with their counts), the ones to settle now.
  * One waiting for a scheduled retry not yet due (its consumer stopped, died, or is this one
  * restarted) is adopted instead: it stays pending under this consumer with the count it had
  * (this delivery was no try), owed, and is tried at its due time (see ADOPT_RETRY_SCRIPT).
+ * `retriesWaiting` false (no retry set exists, read with the entries): nothing to look up.
  */
-export async function withoutWaiting(p: LoopParts, entries: StreamEntry[]): Promise<StreamEntry[]> {
-  if (entries.length === 0) return entries;
+export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retriesWaiting = true): Promise<StreamEntry[]> {
+  if (entries.length === 0 || !retriesWaiting) return entries;
   const { commands, options, logger } = p.d;
   const skip = new Set<StreamEntry>();
   for (const [stream, ids] of groupIds(entries)) {

@@ -66,7 +66,11 @@ export class GroupKeeper {
     const held = lease.heldIds();
     lease.stop();
     await this.checkServer();
-    for (const stream of d.streams) await this.ensureGroup(stream, held.get(stream) ?? []);
+    // All streams at once: their commands share round trips (start-up must not grow by a round trip per stream).
+    // Every one settles before a failure restarts the loop: none is still running when the next start begins.
+    const results = await Promise.allSettled(d.streams.map((stream) => this.ensureGroup(stream, held.get(stream) ?? [])));
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
     lease.start();
     audit.start();
   }

@@ -28,7 +28,11 @@ export class Parker {
   /** maxWaitingRetries was reached at the last park (logged once until it is left). */
   private overCap = false;
 
-  constructor(private readonly p: LoopParts) {}
+  constructor(
+    private readonly p: LoopParts,
+    /** A reclaim sweep is under way: parks between its rounds do not block (see Reclaimer). */
+    private readonly reclaiming: () => boolean = () => false,
+  ) {}
 
   /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
   wakePark(): void {
@@ -133,8 +137,12 @@ export class Parker {
     return entries;
   }
 
-  /** blockMs, or less when a scheduled retry falls due sooner (Redis may end a BLOCK up to 100 ms late: the due timer wakes it on time). */
+  /**
+   * blockMs, or less when a scheduled retry falls due sooner (Redis may end a BLOCK up to 100 ms
+   * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds.
+   */
   private blockMs(): number {
+    if (this.reclaiming()) return 0;
     const { blockMs } = this.p.d.options;
     const untilDue = this.p.audit.msUntilDue();
     // At least 5 ms: a due entry the beat could not claim yet (its idle short of the threshold) must not spin the loop.
@@ -154,20 +162,20 @@ export class Parker {
     return over;
   }
 
-  /** One XREADGROUP … BLOCK … > on the blocking lane; what it returns is leased at once. */
-  private async parkRead(blockMs = this.p.d.options.blockMs, count = this.p.count): Promise<StreamEntry[]> {
+  /** One XREADGROUP … BLOCK … > on the blocking lane (`blockMs` 0: no BLOCK); what it returns is leased at once. */
+  private async parkRead(blockMs: number, count = this.p.count): Promise<StreamEntry[]> {
     const { d, stop, marks, lease } = this.p;
     const { commands, lanes, options } = d;
     // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
-    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs, stop.stopped$))) return [];
+    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs || options.blockMs, stop.stopped$))) return [];
     if (stop.stopped) return [];
-    const read = commands.readGroup(
+    const read = commands.fetch.readGroup(
       lanes.blocking,
       options.consumer,
       d.streams,
       d.streams.map(() => '>'),
       count,
-      blockMs,
+      blockMs > 0 ? blockMs : undefined,
     );
     this.parked = read;
     try {
@@ -193,7 +201,7 @@ export class Parker {
 
   private readAhead(): void {
     // A park still out (see fill) is the next one already.
-    if (!this.ahead) this.keepAhead(this.parkRead());
+    if (!this.ahead) this.keepAhead(this.parkRead(this.blockMs()));
   }
 
   private keepAhead(read: Promise<StreamEntry[]>): void {

@@ -1,48 +1,67 @@
 import { defer, EMPTY, from, type Observable } from 'rxjs';
+import type { ClaimRequest } from '../redis/fetch-commands.js';
+import type { StreamEntry } from '../redis/stream-entry.js';
 import { reportDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
 
-/** Without a claim, XAUTOCLAIM calls per stream per beat (each scans ~10 × COUNT PEL entries). */
-const MAX_EMPTY_SCANS_PER_BEAT = 4;
+/** Without a claim, XAUTOCLAIM calls per stream per sweep (each scans ~10 × COUNT PEL entries). */
+const MAX_EMPTY_SCANS_PER_SWEEP = 4;
 
 /**
- * Step 2 of a beat: the retries of this consumer's own failed entries that are due, and (at
- * most once per blockMs) XAUTOCLAIM of entries idle past `minIdleMs`, each stream's cursor
- * carried across beats.
+ * Step 2 of a beat: the retries of this consumer's own failed entries that are due, and
+ * XAUTOCLAIM of entries idle past `minIdleMs`. A sweep of every stream starts at most once per
+ * blockMs; each beat takes one round of it (one pipelined round trip for all its streams, at
+ * most one batch in all), and the park runs between rounds without blocking: however large a
+ * dead peer's PEL, new entries wait one round, not the whole takeover.
  */
 export class Reclaimer {
+  /** Each stream's XAUTOCLAIM cursor, carried across rounds and sweeps. */
   private readonly cursors = new Map<string, string>();
-  private lastReclaimAt = 0;
+  /** Streams of the sweep under way with more to take (claimed last round, or a cursor to carry): empty scans so far. */
+  private readonly sweeping = new Map<string, number>();
+  private lastSweepAt = 0;
 
   /** Emits what was claimed and settled; nothing when nothing was due (under load: no promise per batch). */
   readonly step$: Observable<StepResult> = defer(() => {
     if (this.p.audit.anyDue() && !this.p.stop.stopped) return from(this.retryThenReclaim());
-    return this.reclaimDue() ? from(this.reclaim().then((fetched): StepResult => ({ step: 'reclaim', fetched }))) : EMPTY;
+    return this.roundDue() ? from(this.round().then((fetched): StepResult => ({ step: 'reclaim', fetched }))) : EMPTY;
   });
 
   constructor(private readonly p: LoopParts) {}
 
   /** Whether `step$` has anything to do now (it decides again when subscribed): under load, nothing. */
   get due(): boolean {
-    return (this.p.audit.anyDue() && !this.p.stop.stopped) || Date.now() - this.lastReclaimAt >= this.p.d.options.blockMs;
+    return (this.p.audit.anyDue() && !this.p.stop.stopped) || this.sweeping.size > 0 || this.sweepDue();
+  }
+
+  /** A sweep is under way: the park between its rounds must not block (see Parker). */
+  get busy(): boolean {
+    return this.sweeping.size > 0 && !this.p.stop.stopped;
   }
 
   private async retryThenReclaim(): Promise<StepResult> {
     const retried = await this.retryOwed();
-    const reclaimed = this.reclaimDue() ? await this.reclaim() : 0;
+    const reclaimed = this.roundDue() ? await this.round() : 0;
     return { step: 'reclaim', fetched: retried + reclaimed };
   }
 
   /**
    * An idle beat lasts blockMs; a busy one (the park returned entries at once) can be far
-   * shorter, and an XAUTOCLAIM per batch would cost a round trip each: under load, reclaim
+   * shorter, and a sweep per batch would cost a round trip each: under load, a sweep starts
    * at most once per blockMs. Recovery still happens within minIdleMs + blockMs.
    */
-  private reclaimDue(): boolean {
-    const now = Date.now();
-    if (now - this.lastReclaimAt < this.p.d.options.blockMs) return false;
-    this.lastReclaimAt = now;
+  private sweepDue(): boolean {
+    return Date.now() - this.lastSweepAt >= this.p.d.options.blockMs;
+  }
+
+  /** A round is due when a sweep is under way, or one may start (then it does). */
+  private roundDue(): boolean {
+    if (this.p.stop.stopped) return false;
+    if (this.sweeping.size > 0) return true;
+    if (!this.sweepDue()) return false;
+    this.lastSweepAt = Date.now();
+    for (const stream of this.p.d.streams) this.sweeping.set(stream, 0);
     return true;
   }
 
@@ -54,34 +73,38 @@ export class Reclaimer {
     return entries.length;
   }
 
-  private async reclaim(): Promise<number> {
-    let claimed = 0;
-    for (const stream of this.p.d.streams) claimed += await this.reclaimStream(stream);
-    return claimed;
-  }
-
-  private async reclaimStream(stream: string): Promise<number> {
-    const { d, lease, marks, stop, count } = this.p;
-    let claimed = 0;
-    for (let emptyScans = 0; !stop.stopped && emptyScans < MAX_EMPTY_SCANS_PER_BEAT;) {
-      const cursor = this.cursors.get(stream) ?? '0-0';
-      const result = await d.commands.autoClaim(stream, d.options.consumer, d.options.minIdleMs, cursor, count);
+  /** One XAUTOCLAIM per stream of the sweep, one round trip; what they claimed, settled as one batch. */
+  private async round(): Promise<number> {
+    const { d, marks, lease, count } = this.p;
+    const streams = [...this.sweeping.keys()];
+    // At most about one batch per round, whatever the number of streams: the park comes next.
+    const each = Math.max(1, Math.floor(count / streams.length));
+    const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0', count: each }));
+    const { results, retriesWaiting } = await d.commands.fetch.autoClaim(d.options.consumer, d.options.minIdleMs, requests);
+    const claimed: StreamEntry[] = [];
+    results.forEach((result, i) => {
+      const stream = streams[i]!;
       this.cursors.set(stream, result.cursor);
       if (result.deletedIds.length > 0) reportDeleted(this.p, stream, result.deletedIds);
       // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
       // was held): the batch that holds them settles them; settling them here too would run them twice.
       const held = result.entries.length > 0 ? lease.idsOn(stream) : undefined;
       const claimedNow = result.entries.filter((e) => !held!.has(e.id));
-      if (claimedNow.length > 0) {
-        claimed += claimedNow.length;
-        marks.delivered(claimedNow);
-        lease.hold(claimedNow);
-        await this.p.settle(await withoutWaiting(this.p, await withDeliveryCounts(this.p, claimedNow)), 'reclaim');
-      } else {
-        emptyScans++;
-      }
-      if (result.cursor === '0-0') break;
-    }
-    return claimed;
+      claimed.push(...claimedNow);
+      this.carry(stream, result.cursor, claimedNow.length > 0);
+    });
+    if (claimed.length === 0) return 0;
+    marks.delivered(claimed);
+    lease.hold(claimed);
+    await d.commands.fetch.countClaimed(d.options.consumer, claimed, (stream) => lease.idsOn(stream).size + marks.waiting);
+    await this.p.settle(await withoutWaiting(this.p, await withDeliveryCounts(this.p, claimed, true), retriesWaiting), 'reclaim');
+    return claimed.length;
+  }
+
+  /** A stream stays in the sweep while its cursor carries and it claims, or has had fewer than MAX_EMPTY_SCANS_PER_SWEEP empty scans. */
+  private carry(stream: string, cursor: string, claimedSome: boolean): void {
+    const emptyScans = (this.sweeping.get(stream) ?? 0) + (claimedSome ? 0 : 1);
+    if (cursor === '0-0' || emptyScans >= MAX_EMPTY_SCANS_PER_SWEEP) this.sweeping.delete(stream);
+    else this.sweeping.set(stream, emptyScans);
   }
 }

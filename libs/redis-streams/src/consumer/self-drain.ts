@@ -1,4 +1,5 @@
 import { defer, EMPTY, expand, type Observable } from 'rxjs';
+import type { DrainRead } from '../redis/fetch-commands.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
@@ -9,32 +10,79 @@ import type { StepResult } from './loop-vitals.js';
  */
 export function selfDrain$(p: LoopParts): Observable<StepResult> {
   return defer(() => {
-    const next = new Map(p.d.streams.map((s) => [s, '0']));
-    const read$ = defer(() => drainOnce(p, next));
+    const drain = new Drain(p);
+    const read$ = defer(() => drain.once());
     return read$.pipe(expand((r) => (r.fetched > 0 && !p.stop.stopped ? read$ : EMPTY)));
   });
 }
 
-/** One read from where each stream's last one ended; a stream drops out once it reads back empty. */
-async function drainOnce(p: LoopParts, next: Map<string, string>): Promise<StepResult> {
-  const streams = [...next.keys()];
-  if (streams.length === 0 || p.stop.stopped) return { step: 'drain', fetched: 0 };
-  const { commands, lanes, options } = p.d;
-  const entries = await commands.readGroup(
-    lanes.command,
-    options.consumer,
-    streams,
-    streams.map((s) => next.get(s)!),
-    p.count,
-  );
-  for (const s of streams) {
-    const last = entries.findLast((e) => e.stream === s);
-    if (last) next.set(s, last.id);
-    else next.delete(s);
+/**
+ * Each read brings its entries' delivery counts in the same round trip, and the next read is
+ * sent as soon as one arrives (read-ahead): Redis serves it while this batch is handled, as a
+ * fresh drain's parks are.
+ */
+class Drain {
+  /** Where each stream's next read starts; a stream drops out once it reads back empty. */
+  private readonly next: Map<string, string>;
+  private ahead: Promise<DrainRead> | undefined;
+
+  constructor(private readonly p: LoopParts) {
+    this.next = new Map(p.d.streams.map((s) => [s, '0']));
   }
-  p.marks.delivered(entries);
-  const live = await dropDeleted(p, entries);
-  p.lease.hold(live);
-  await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live)), 'drain');
-  return { step: 'drain', fetched: entries.length };
+
+  async once(): Promise<StepResult> {
+    const { p } = this;
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (p.stop.stopped) {
+      await this.handBack(ahead);
+      return { step: 'drain', fetched: 0 };
+    }
+    const read = await (ahead ?? this.read());
+    if (!read) return { step: 'drain', fetched: 0 };
+    const { entries, retriesWaiting } = read;
+    for (const s of [...this.next.keys()]) {
+      const last = entries.findLast((e) => e.stream === s);
+      if (last) this.next.set(s, last.id);
+      else this.next.delete(s);
+    }
+    if (this.next.size > 0) this.ahead = this.keep(this.read());
+    p.marks.delivered(entries);
+    const live = await dropDeleted(p, entries);
+    p.lease.hold(live);
+    await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live, true), retriesWaiting), 'drain');
+    if (p.stop.stopped) await this.handBack(this.ahead);
+    return { step: 'drain', fetched: entries.length };
+  }
+
+  private read(): Promise<DrainRead> | undefined {
+    const streams = [...this.next.keys()];
+    if (streams.length === 0) return undefined;
+    const { commands, options } = this.p.d;
+    return commands.fetch.drainRead(
+      options.consumer,
+      streams,
+      streams.map((s) => this.next.get(s)!),
+      this.p.count,
+    );
+  }
+
+  private keep(read: Promise<DrainRead> | undefined): Promise<DrainRead> | undefined {
+    // Awaited by the next read (which reports its failure); until then it must not count as unhandled.
+    read?.catch(() => undefined);
+    return read;
+  }
+
+  /** Stopping: a read-ahead batch was never started, so it goes back to the group at once (as the park's does). */
+  private async handBack(ahead: Promise<DrainRead> | undefined): Promise<void> {
+    if (!ahead) return;
+    this.ahead = undefined;
+    const { stop, lease, d } = this.p;
+    if (stop.abandoned) return;
+    const handedBack = ahead
+      .then((r) => r.entries.filter((e) => e.fields !== null))
+      .catch(() => [])
+      .then((entries) => (entries.length > 0 ? lease.handBack(entries, d.options.minIdleMs) : undefined));
+    await stop.bounded(handedBack, () => 'hand-back of the read-ahead drain batch', d.logger);
+  }
 }

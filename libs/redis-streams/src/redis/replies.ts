@@ -2,6 +2,7 @@ import { ReplyShapeError } from './reply-shape-error.js';
 import type { StreamEntry } from './stream-entry.js';
 
 export { ReplyShapeError };
+export { compareIds, idTime } from './stream-ids.js';
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -266,11 +267,6 @@ export function parseRangeCount(reply: unknown): number {
   return reply.length;
 }
 
-/** The ms part of a stream id: when the entry was added (for auto-generated ids). */
-export function idTime(id: string): number {
-  return Number(id.slice(0, id.indexOf('-')));
-}
-
 function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
   if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
   const [id, fields] = item as [unknown, unknown];
@@ -284,14 +280,17 @@ function asStrings(values: unknown[]): string[] {
   return values as string[];
 }
 
-/** Orders two stream ids (`ms-seq`) numerically: by length, then by text, of each part (no BigInt: the hot path calls it). */
-export function compareIds(a: string, b: string): number {
-  const da = a.indexOf('-');
-  const db = b.indexOf('-');
-  return compareDecimal(a.slice(0, da), b.slice(0, db)) || compareDecimal(a.slice(da + 1), b.slice(db + 1));
-}
-
-function compareDecimal(a: string, b: string): number {
-  if (a.length !== b.length) return a.length - b.length;
-  return a < b ? -1 : a > b ? 1 : 0;
+/**
+ * RECLAIM_ROUND_SCRIPT's reply for `streams`: each stream's XAUTOCLAIM result; a stream the script
+ * left out claimed nothing, found nothing deleted and ended its scan (cursor 0-0).
+ */
+export function parseReclaimRoundReply(streams: readonly string[], reply: unknown): AutoClaimResult[] {
+  if (!Array.isArray(reply) || reply.length % 2 !== 0) throw new ReplyShapeError('reclaim round', reply);
+  const results = streams.map((): AutoClaimResult => ({ cursor: '0-0', entries: [], deletedIds: [] }));
+  for (let i = 0; i < reply.length; i += 2) {
+    const stream = streams[Number(reply[i]) - 1];
+    if (stream === undefined) throw new ReplyShapeError('reclaim round', reply);
+    results[Number(reply[i]) - 1] = parseAutoClaimReply(stream, reply[i + 1]);
+  }
+  return results;
 }

@@ -4,6 +4,7 @@ import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
 import { LEASE_SCRIPT } from './lease-script.js';
+import { RECLAIM_ROUND_SCRIPT } from './reclaim-round-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { ADOPT_RETRY_SCRIPT, SCHEDULE_RETRY_SCRIPT } from './retry-scripts.js';
 
@@ -28,6 +29,8 @@ export type ScriptedConnection = RedisConnection & {
     ...fields: string[]
   ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;
+  /** Variadic keys: the stream count first, then the streams, then the arguments. */
+  streamsReclaimRound(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<unknown>;
   streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
   streamsScheduleRetry(retryKey: string, delayMs: number, id: string): Promise<number>;
   streamsAdoptRetry(
@@ -56,6 +59,7 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
   conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
   conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
+  conn.defineCommand('streamsReclaimRound', { lua: RECLAIM_ROUND_SCRIPT });
   conn.defineCommand('streamsAudit', { numberOfKeys: 2, lua: AUDIT_SCRIPT });
   conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 1, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });

@@ -1,23 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
-import {
-  parseAuditReply,
-  parseAutoClaimReply,
-  parseGroupInfo,
-  parseLastGeneratedId,
-  parsePendingRow,
-  parseReadReply,
-  parseServerVersion,
-  type AuditResult,
-  type AutoClaimResult,
-  type PendingRow,
-} from './replies.js';
+import { parseAuditReply, parseGroupInfo, parseLastGeneratedId, parseServerVersion, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 import { connectedConsumers } from './connected-consumers.js';
 import { RetryCommands } from './retry-commands.js';
+import { FetchCommands } from './fetch-commands.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -35,6 +25,8 @@ export class StreamCommands {
 
   /** The retry sets' commands (see RetryCommands). */
   readonly retries: RetryCommands;
+  /** The commands that fetch entries: reads, reclaims, delivery counts (see FetchCommands). */
+  readonly fetch: FetchCommands;
 
   constructor(
     conn: RedisConnection,
@@ -44,6 +36,7 @@ export class StreamCommands {
   ) {
     this.conn = defineScripts(conn);
     this.retries = new RetryCommands(this.conn, group, onCluster);
+    this.fetch = new FetchCommands(this.conn, group, onCluster);
   }
 
   /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */
@@ -55,46 +48,6 @@ export class StreamCommands {
       if (isBusyGroup(err)) return false;
       throw err;
     }
-  }
-
-  /**
-   * XREADGROUP over several streams at once. `ids[i]` is the start id for `streams[i]`:
-   * `'>'` for new entries, an explicit id for this consumer's own pending ones.
-   * `blockMs` undefined: no BLOCK. Runs on `conn` (the private lane for blocking reads).
-   */
-  async readGroup(
-    conn: RedisConnection,
-    consumer: string,
-    streams: readonly string[],
-    ids: readonly string[],
-    count: number,
-    blockMs?: number,
-  ): Promise<StreamEntry[]> {
-    const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
-    const reply = await conn.call('XREADGROUP', 'GROUP', this.group, consumer, 'COUNT', count, ...block, 'STREAMS', ...streams, ...ids);
-    return parseReadReply(reply, 1);
-  }
-
-  /** XAUTOCLAIM: entries of the group idle for at least `minIdleMs` become `consumer`'s. */
-  async autoClaim(stream: string, consumer: string, minIdleMs: number, cursor: string, count: number): Promise<AutoClaimResult> {
-    const reply = await this.conn.xautoclaim(stream, this.group, consumer, minIdleMs, cursor, 'COUNT', count);
-    return parseAutoClaimReply(stream, reply);
-  }
-
-  /**
-   * Owner and delivery count of each entry, exactly: one `XPENDING key group id id 1` per
-   * entry, pipelined in one round trip. Undefined for an entry no longer pending (acked).
-   */
-  async pendingRows(entries: readonly StreamEntry[]): Promise<(PendingRow | undefined)[]> {
-    if (entries.length === 0) return [];
-    const pipeline = this.conn.pipeline();
-    for (const e of entries) pipeline.xpending(e.stream, this.group, e.id, e.id, 1);
-    const results = (await pipeline.exec()) ?? [];
-    return entries.map((e, i) => {
-      const [err, reply] = results[i] ?? [new Error('XPENDING got no reply'), null];
-      if (err) throw err;
-      return parsePendingRow(e.id, reply);
-    });
   }
 
   /**
