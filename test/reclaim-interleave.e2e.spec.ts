@@ -29,6 +29,33 @@ class FanController {
   }
 }
 
+/** 4 × 64 partitions, and StreamsController's two: more streams than one reclaim round takes (200). */
+@Controller()
+class WideController {
+  constructor(private readonly recorder: Recorder) {}
+
+  @StreamPattern('wa', { partitions: 64 })
+  a(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+
+  @StreamPattern('wb', { partitions: 64 })
+  b(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+
+  @StreamPattern('wc', { partitions: 64 })
+  c(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+
+  @StreamPattern('wd', { partitions: 64 })
+  d(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+    return this.recorder.handle(payload, ctx);
+  }
+}
+const WIDE = 4 * 64 + 2;
+
 /** Server-side counters: XAUTOCLAIM and XREADGROUP calls, and read events (one per pipeline a client sends, however many commands it holds). */
 async function counters(info: () => Promise<string>): Promise<{ autoClaims: number; parks: number; reads: number }> {
   const stats = parseInfo(await info());
@@ -90,5 +117,22 @@ describe('reclaim keeps its cost per beat', () => {
     // Sequential XAUTOCLAIMs cost a read event each: 42 per beat here.
     expect((after.reads - before.reads - polls) / beats).toBeLessThan(8);
     expect(app.recorder.calls).toEqual([]);
+  });
+
+  it('sweeps a large stream set in rounds of at most 200 streams, a park after each', async () => {
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    await start(
+      { connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000 },
+      { controllers: [WideController] },
+    );
+    await admin.config('RESETSTAT');
+    const info = () => admin.call('INFO', 'commandstats', 'stats') as Promise<string>;
+    await waitFor(async () => (await counters(info)).autoClaims >= 5 * WIDE, { message: 'five idle sweeps', intervalMs: 20 });
+    const { autoClaims, parks } = await counters(info);
+    // Each sweep: a round of 200 streams, a park that does not block, a round of the other 58, a park that does.
+    // In one round (no park between), the sweep would cost one park per 258 claims.
+    expect(autoClaims).toBeLessThanOrEqual((parks + 1) * 200);
+    expect(parks).toBeGreaterThanOrEqual(Math.floor(autoClaims / WIDE) * 2);
   });
 });

@@ -9,11 +9,18 @@ import type { StepResult } from './loop-vitals.js';
 const MAX_EMPTY_SCANS_PER_SWEEP = 4;
 
 /**
+ * Streams one round reclaims at most: Redis spends ~3.5 µs per stream on a round (one script),
+ * the worker about as much building and reading it, and no park is out meanwhile. A larger set
+ * is swept over several rounds, a park between each: an entry waits one short round, never N.
+ */
+const MAX_STREAMS_PER_ROUND = 200;
+
+/**
  * Step 2 of a beat: the retries of this consumer's own failed entries that are due, and
  * XAUTOCLAIM of entries idle past `minIdleMs`. A sweep of every stream starts at most once per
- * blockMs; each beat takes one round of it (one pipelined round trip for all its streams, at
- * most one batch in all), and the park runs between rounds without blocking: however large a
- * dead peer's PEL, new entries wait one round, not the whole takeover.
+ * blockMs; each beat takes one round of it (one round trip for up to MAX_STREAMS_PER_ROUND
+ * streams, at most about one batch in all), and the park runs between rounds without blocking:
+ * however large a dead peer's PEL or the stream set, new entries wait one round, not the sweep.
  */
 export class Reclaimer {
   /** Each stream's XAUTOCLAIM cursor, carried across rounds and sweeps. */
@@ -76,7 +83,8 @@ export class Reclaimer {
   /** One XAUTOCLAIM per stream of the sweep, one round trip; what they claimed, settled as one batch. */
   private async round(): Promise<number> {
     const { d, marks, lease, count } = this.p;
-    const streams = [...this.sweeping.keys()];
+    const streams: string[] = [];
+    for (const stream of this.sweeping.keys()) if (streams.push(stream) >= MAX_STREAMS_PER_ROUND) break;
     // At most about one batch per round, whatever the number of streams: the park comes next.
     const each = Math.max(1, Math.floor(count / streams.length));
     const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0', count: each }));
