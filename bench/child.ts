@@ -20,6 +20,8 @@ interface Args extends ConsumerOptions {
   hideOtel?: boolean;
   /** Register an OpenTelemetry SDK (spans and metrics recorded, exported nowhere), as an app that traces would. */
   otelSdk?: boolean;
+  /** With otelSdk: the SDK's default parent-based sampler (follows the producer's sampled flag), or always on. */
+  otelSampler?: 'parent' | 'always';
   /** consume: also time each entry's stages (its XREADGROUP reply reaching JavaScript, its handler). */
   stages?: boolean;
 }
@@ -99,14 +101,15 @@ if (args.otelSdk) await registerOtelSdk();
 
 async function registerOtelSdk(): Promise<void> {
   const { metrics, trace } = await import('@opentelemetry/api');
-  const { BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
+  const { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
   // Spans batched and dropped: the transport's cost of recording them, not an exporter's.
   const discard = {
     export: (_spans: unknown, done: (r: { code: number }) => void) => done({ code: 0 }),
     shutdown: () => Promise.resolve(),
   };
-  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: discard })] }));
+  const sampler = args.otelSampler === 'always' ? { sampler: new AlwaysOnSampler() } : {};
+  trace.setGlobalTracerProvider(new TracerProvider({ ...sampler, spanProcessors: [new BatchSpanProcessor({ exporter: discard })] }));
   class Reader extends MetricReader {
     protected onForceFlush = () => Promise.resolve();
     protected onShutdown = () => Promise.resolve();

@@ -412,7 +412,8 @@ function incomplete(): string[] {
   return problems;
 }
 
-type TelemetryVariant = 'no API' | 'API, telemetry: false' | 'API, no SDK' | 'API + SDK';
+type TelemetryVariant =
+  'no API' | 'API, telemetry: false' | 'API, no SDK' | 'API + SDK, parent-based (10 % sampled)' | 'API + SDK, always on';
 interface TelemetryCost {
   n: number;
   rounds: number;
@@ -427,13 +428,21 @@ interface TelemetryCost {
  */
 async function telemetryCost(): Promise<TelemetryCost> {
   log('OpenTelemetry cost (nestjs-redis-streams drain: no API / API, telemetry off / API without SDK / API + SDK)');
-  const variants: TelemetryVariant[] = ['no API', 'API, telemetry: false', 'API, no SDK', 'API + SDK'];
+  const variants: TelemetryVariant[] = [
+    'no API',
+    'API, telemetry: false',
+    'API, no SDK',
+    'API + SDK, parent-based (10 % sampled)',
+    'API + SDK, always on',
+  ];
   const runs = new Map<TelemetryVariant, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
   for (let round = 0; round < SIZE.drainRounds; round++) {
     // A different variant goes first each round: no variant gets the machine's warmest or coldest slot every time.
     await inTurn([...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)], async (variant) => {
       const key = fresh('otel');
-      await preload('nestjs-redis-streams', key, SIZE.drain);
+      // Every variant drains the same entries: each carries its producer's trace context, one in ten sampled (a
+      // producer's 10 % ratio sampler). Parent-based (the SDK's default) follows it; always on records every one.
+      await preloadTraced(key, SIZE.drain, 10);
       const result = await child({
         mode: 'drain',
         system: 'nestjs-redis-streams',
@@ -442,7 +451,8 @@ async function telemetryCost(): Promise<TelemetryCost> {
         batchSize: BATCH,
         concurrency: 1,
         hideOtel: variant === 'no API',
-        otelSdk: variant === 'API + SDK',
+        otelSdk: variant.startsWith('API + SDK'),
+        otelSampler: variant === 'API + SDK, always on' ? 'always' : 'parent',
         ...(variant === 'API, telemetry: false' ? { telemetry: false } : {}),
       });
       // The variant must be what it claims: the hook really hid the API, or it really was there.
@@ -531,6 +541,20 @@ async function preload(system: SystemName, key: string, n: number): Promise<void
   for (let i = 0; i < n; i += 1000) {
     const p = admin.pipeline();
     for (let j = i; j < Math.min(n, i + 1000); j++) p.xadd(key, '*', 'n', String(j));
+    await p.exec();
+  }
+}
+
+/** `n` entries with a W3C trace context in their headers (wire format), every `sampledEvery`-th sampled. */
+async function preloadTraced(key: string, n: number, sampledEvery: number): Promise<void> {
+  await admin.xgroup('CREATE', key, 'bench', '0', 'MKSTREAM');
+  const hex = (i: number, length: number) => i.toString(16).padStart(length, '0');
+  for (let i = 0; i < n; i += 1000) {
+    const p = admin.pipeline();
+    for (let j = i; j < Math.min(n, i + 1000); j++) {
+      const traceparent = `00-${hex(j + 1, 32)}-${hex(j + 1, 16)}-${j % sampledEvery === 0 ? '01' : '00'}`;
+      p.xadd(key, '*', 'data', JSON.stringify({ n: j }), 'headers', JSON.stringify({ traceparent }));
+    }
     await p.exec();
   }
 }

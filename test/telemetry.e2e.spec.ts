@@ -11,6 +11,7 @@ import { startRedis, type TestRedis } from './support/redis-server.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
+import { BatchLog, batchController } from './support/batch-app.js';
 
 const spans = new InMemorySpanExporter();
 const reader = new PullReader();
@@ -99,6 +100,39 @@ describe('OpenTelemetry traces', () => {
     expect(process!.status.code).toBe(SpanStatusCode.UNSET);
     // The producer's own headers travel beside the trace context.
     expect(app.recorder.calls[0]!.headers).toMatchObject({ tenant: 'a', traceparent: expect.stringContaining(send!.spanContext().spanId) });
+  });
+
+  it('a batch handler’s call has one process span linking each entry’s send span; the handler’s own spans are its children', async () => {
+    const prefix = uniquePrefix();
+    const Ctl = batchController('batched', { batch: { maxSize: 5, maxWaitMs: 2000 } });
+    const app = await start(
+      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: prefix, blockMs: 100 },
+      { controllers: [Ctl], providers: [BatchLog] },
+    );
+    app.app.get(BatchLog).behavior = () => tracer.startActiveSpan('batch work', (span) => span.end());
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    for (let n = 1; n <= 5; n++) await lastValueFrom(client.emit('batched', { n }));
+    const key = app.key('batched');
+    const batchSpans = () => spanNamed(`process ${key}`).filter((s) => s.attributes['messaging.batch.message_count'] !== undefined);
+    await waitFor(() => app.settled.length === 5 && batchSpans().length === 1, { message: 'the batch call’s span' });
+    const [call] = batchSpans();
+    const sends = spanNamed(`send ${key}`);
+    expect(sends).toHaveLength(5);
+    expect(call!.kind).toBe(SpanKind.CONSUMER);
+    expect(call!.attributes).toMatchObject({
+      'messaging.system': 'redis',
+      'messaging.operation.name': 'process',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': key,
+      'messaging.consumer.group.name': 'g',
+      'messaging.client.id': 'c1',
+      'messaging.batch.message_count': 5,
+    });
+    // The conventions' batch shape: links to the producers' contexts (five traces), not one of them as parent.
+    expect(parentOf(call!)).toBeUndefined();
+    expect(call!.links.map((l) => l.context.spanId).sort()).toEqual(sends.map((s) => s.spanContext().spanId).sort());
+    const [work] = spanNamed('batch work');
+    expect(parentOf(work!)).toBe(call!.spanContext().spanId);
   });
 
   it('a failed then retried entry shows two process spans, delivery counts 1 and 2, the failure recorded, both children of the one send', async () => {

@@ -6,6 +6,7 @@ import { withTimeout } from './handler-timeout.js';
 import { isScheduled } from './retry-schedule.js';
 import { acked, handlerFailed, nextTry, prepare, Ready, settle, type SettleDeps } from './settle.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
+import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
 
 /** One entry of a batch call: its payload and what its context says. */
 export interface BatchItem {
@@ -63,7 +64,7 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
       }
     }
     for (const [pattern, { index, ready }] of calls) {
-      const decided = await callHandler(deps, pattern, ready, source);
+      const decided = await callHandler(deps, pattern, ready, source, traces && index.map((i) => traces[i]));
       for (let j = 0; j < index.length; j++) events[index[j]!] = decided[j]!;
     }
   } catch (error) {
@@ -80,16 +81,22 @@ async function callHandler(
   pattern: string,
   ready: readonly Ready[],
   source: DeliverySource,
+  traces: readonly (ProcessTrace | undefined)[] | undefined,
 ): Promise<SettledEvent[]> {
   const items = ready.map((r): BatchItem => ({ payload: r.decoded.payload, args: r.args }));
   const args = { pattern, group: deps.group, consumer: deps.consumer, size: items.length };
+  const stream = ready[0]!.entry.stream;
+  // A partitioned pattern's call may span its streams: the span then names the pattern.
+  const call = traces && deps.telemetry?.startBatch(ready.every((r) => r.entry.stream === stream) ? stream : pattern, traces);
   let failed: Map<number, unknown> | undefined;
   try {
-    const work = deps.dispatchBatch(pattern, items, args);
+    const work = call ? call.run(() => deps.dispatchBatch(pattern, items, args)) : deps.dispatchBatch(pattern, items, args);
     failed = deps.handlerTimeoutMs === undefined ? await work : ((await withTimeout(work, deps.handlerTimeoutMs)) as typeof failed);
   } catch (error) {
+    call?.end(error, true);
     return failAll(deps, pattern, ready, source, error);
   }
+  call?.end(failed && failed.values().next().value, failed !== undefined);
   if (!failed) return ready.map((r) => acked(r.entry, source));
   let firstError: unknown;
   const events = await Promise.all(

@@ -1,9 +1,9 @@
-import type { Attributes, Context, Counter, Histogram, Meter, MeterProvider, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Counter, Histogram, Meter, MeterProvider, SpanContext, Tracer } from '@opentelemetry/api';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
-import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
 import type { GroupStats } from '../health/group-stats.js';
-import { headersOf } from '../codec/entry-codec.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
+import { EntryTrace } from './entry-trace.js';
+import { BatchTrace } from './batch-trace.js';
 import { observeGroupGauges } from './group-gauges.js';
 import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
@@ -21,6 +21,8 @@ import {
   SYSTEM,
 } from './semconv.js';
 
+export type { BatchTrace };
+
 /** One entry's `process` span and measurements, from the start of its settling to the decision. */
 export interface ProcessTrace {
   /** Opens the span, parented to the producer's context found in the entry's headers (none: a root span). */
@@ -31,10 +33,12 @@ export interface ProcessTrace {
   end(event: SettledEvent): void;
   /** Redis failed while settling: the entry stays pending; recorded as `failed`. */
   fail(error: unknown): void;
+  /** The producer's span context from the entry's headers (a batch call's span links it); undefined without one. */
+  producer(): SpanContext | undefined;
 }
 
 /** The instruments of one meter provider (the app's SDK), and its gauges' unregistering. */
-interface Instruments {
+export interface Instruments {
   provider: MeterProvider;
   duration: Histogram;
   consumed: Counter;
@@ -87,6 +91,15 @@ export class ConsumerTelemetry {
     return new EntryTrace(this, entry, source, tracing, instruments);
   }
 
+  /**
+   * A batch handler's call: one `process` span linking each entry's producer context (the
+   * conventions' batch shape); undefined when spans are not recorded (no SDK, or not sampled).
+   */
+  startBatch(stream: string, traces: readonly (ProcessTrace | undefined)[]): BatchTrace | undefined {
+    if (!this.presence.tracing) return undefined;
+    return safely(this.api, 'span start', () => BatchTrace.start(this, stream, traces), undefined);
+  }
+
   /** How long each decided entry took, until its outcome is final (see `settled`). */
   private readonly durations = new WeakMap<SettledEvent, number>();
 
@@ -113,11 +126,24 @@ export class ConsumerTelemetry {
         const error = event.outcome === 'acked' ? undefined : this.errorType(event.error);
         const attrs = this.attributes(event.stream, event.outcome, error);
         instruments.duration.record(seconds, attrs);
-        instruments.consumed.add(1, attrs);
+        this.count(instruments, attrs);
         if (event.retryInMs !== undefined) instruments.retryDelay.record(event.retryInMs / 1000, attrs);
       },
       undefined,
     );
+  }
+
+  /** Consumed counts by attribute set, added once per batch (the SDK hashes the attributes on every add). */
+  private readonly counts = new Map<Attributes, number>();
+
+  private count(instruments: Instruments, attrs: Attributes): void {
+    if (this.counts.size === 0) queueMicrotask(() => this.flushCounts(instruments));
+    this.counts.set(attrs, (this.counts.get(attrs) ?? 0) + 1);
+  }
+
+  private flushCounts(instruments: Instruments): void {
+    safely(this.api, 'metric record', () => this.counts.forEach((n, attrs) => instruments.consumed.add(n, attrs)), undefined);
+    this.counts.clear();
   }
 
   /** `error.type` of a failure, of bounded cardinality (what handlers throw is the user's). */
@@ -189,106 +215,3 @@ export class ConsumerTelemetry {
     return attrs;
   }
 }
-
-class EntryTrace implements ProcessTrace {
-  private readonly startedAt = performance.now();
-  private span: Span | undefined;
-  private parent: Context;
-
-  constructor(
-    private readonly t: ConsumerTelemetry,
-    private readonly entry: StreamEntry,
-    private readonly source: DeliverySource,
-    private readonly tracing: boolean,
-    private readonly instruments: Instruments | undefined,
-  ) {
-    this.parent = t.api.ROOT_CONTEXT;
-  }
-
-  open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
-    if (!this.tracing) return;
-    safely(this.t.api, 'span start', () => this.openSpan(headers, conversationId, partition), undefined);
-  }
-
-  private openSpan(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
-    const { api, tracer } = this.t;
-    const { entry } = this;
-    // The producer's context is the parent; an entry without one (another producer) starts a trace.
-    if (headers) this.parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
-    const span = (this.span = tracer.startSpan(`process ${entry.stream}`, { kind: api.SpanKind.CONSUMER }, this.parent));
-    if (!span.isRecording()) return;
-    span.setAttributes({
-      [ATTR.system]: SYSTEM,
-      [ATTR.operationName]: 'process',
-      [ATTR.operationType]: 'process',
-      [ATTR.destination]: entry.stream,
-      [ATTR.group]: this.t.group,
-      [ATTR.clientId]: this.t.consumer,
-      [ATTR.messageId]: entry.id,
-      [ATTR.deliveryCount]: entry.deliveryCount,
-      [ATTR.deliverySource]: this.source,
-    });
-    if (partition !== undefined) span.setAttribute(ATTR.partition, String(partition));
-    if (conversationId !== undefined) span.setAttribute(ATTR.conversationId, conversationId);
-  }
-
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const { api } = this.t;
-    const span = this.span;
-    if (!span) return work();
-    // The handler runs exactly once: inside the span's context, or without it if the context manager fails.
-    let ran = false;
-    try {
-      return api.context.with(api.trace.setSpan(this.parent, span), () => {
-        ran = true;
-        return work();
-      });
-    } catch (err) {
-      if (ran) throw err;
-      safely(
-        api,
-        'context manager',
-        () => {
-          throw err;
-        },
-        undefined,
-      );
-      return work();
-    }
-  }
-
-  end(event: SettledEvent): void {
-    safely(this.t.api, 'span end', () => this.endSpan(event), undefined);
-  }
-
-  private endSpan(event: SettledEvent): void {
-    const error = event.outcome === 'acked' ? undefined : event.error;
-    const type = event.outcome === 'acked' ? undefined : this.t.errorType(error);
-    // Refused before decoding (too many deliveries, too large, malformed): still the producer's child when its headers say so.
-    if (this.tracing && !this.span) this.open(headersOf(this.entry, MAX_HEADERS_CHARS));
-    const span = this.span;
-    if (span?.isRecording()) {
-      span.setAttribute(ATTR.outcome, event.outcome);
-      if (event.deadLetterId !== undefined) span.setAttribute(ATTR.deadLetterId, event.deadLetterId);
-      if (event.retryInMs !== undefined) span.setAttribute(ATTR.retryIn, event.retryInMs);
-      if (type !== undefined) {
-        // A copy, masked and escaped: the handler's message may quote a password or the entry, and exporters send it as it is.
-        const message = handlerMessage(error);
-        const name = typeof error === 'object' && error !== null ? printableClassOf(error) : typeof error;
-        span.recordException({ name, message, stack: handlerStack(error) });
-        span.setAttribute(ATTR.errorType, type);
-        span.setStatus({ code: this.t.api.SpanStatusCode.ERROR, message: error === undefined ? event.outcome : message });
-      }
-    }
-    span?.end();
-    if (this.instruments) this.t.decided(event, (performance.now() - this.startedAt) / 1000);
-  }
-
-  fail(error: unknown): void {
-    const { entry } = this;
-    this.end({ stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source: this.source, outcome: 'failed', error });
-  }
-}
-
-/** Headers longer than this are not read for a refused entry's span (a W3C context takes ~600 characters at most): refusing a too-large entry spares parsing it. */
-const MAX_HEADERS_CHARS = 8192;

@@ -21,6 +21,7 @@ export const ATTR = {
   outcome: 'messaging.redis_streams.outcome',
   deadLetterId: 'messaging.redis_streams.dead_letter_id',
   retryIn: 'messaging.redis_streams.retry_in_ms',
+  batchSize: 'messaging.batch.message_count',
 } as const;
 
 /** `messaging.system`: Redis is not among the conventions' listed systems, so its own name. */
