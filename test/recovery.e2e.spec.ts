@@ -70,6 +70,44 @@ describe('recovery of own and peer work', () => {
     expect(handedBack).toEqual(ids.slice(1, 20));
   });
 
+  it('a self-drain read-ahead batch waiting past minIdleMs behind a slow batch stays this consumer’s: a peer takes what was never read, not it', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const ids = await leavePending(key, 'C', 40);
+    const minIdleMs = 800;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const c = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'C',
+      keyPrefix: prefix,
+      batchSize: 10,
+      blockMs: 100,
+      minIdleMs,
+    });
+    c.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    await waitFor(() => c.recorder.calls.length === 1, { message: 'the first drained entry in hand' });
+    await waitFor(async () => (await pendingRows(redis, key)).filter(([, , , n]) => n === 2).length === 20, {
+      message: 'the first batch and the read-ahead batch delivered',
+    });
+    const b = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'B',
+      keyPrefix: prefix,
+      batchSize: 10,
+      blockMs: 100,
+      minIdleMs,
+    });
+    // Past minIdleMs B has swept C's PEL: it takes the 20 C never read, and must leave the leased read-ahead batch.
+    await waitFor(() => ids.slice(20).every((id) => b.recorder.idsOf().includes(id)), { message: 'B took what C never read' });
+    release();
+    await waitFor(async () => (await pendingRows(redis, key)).length === 0, { message: 'everything acked' });
+    const handled = [...c.recorder.idsOf(), ...b.recorder.idsOf()];
+    expect(handled.sort()).toEqual([...ids].sort());
+  });
+
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 5);

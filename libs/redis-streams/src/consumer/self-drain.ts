@@ -47,9 +47,7 @@ class Drain {
       else this.next.delete(s);
     }
     if (this.next.size > 0) this.ahead = this.keep(this.read());
-    p.marks.delivered(entries);
     const live = await dropDeleted(p, entries);
-    p.lease.hold(live);
     await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live, true), retriesWaiting), 'drain');
     if (p.stop.stopped) await this.handBack(this.ahead);
     return { step: 'drain', fetched: entries.length };
@@ -58,13 +56,20 @@ class Drain {
   private read(): Promise<DrainRead> | undefined {
     const streams = [...this.next.keys()];
     if (streams.length === 0) return undefined;
-    const { commands, options } = this.p.d;
-    return commands.fetch.drainRead(
+    const { p } = this;
+    const { commands, options } = p.d;
+    const read = commands.fetch.drainRead(
       options.consumer,
       streams,
       streams.map((s) => this.next.get(s)!),
-      this.p.count,
+      p.count,
     );
+    return read.then((r) => {
+      // Held from arrival, as the park's read-ahead: behind a slow batch it may wait past minIdleMs, and a peer must not take it.
+      p.marks.delivered(r.entries);
+      p.lease.hold(r.entries.filter((e) => e.fields !== null));
+      return r;
+    });
   }
 
   private keep(read: Promise<DrainRead> | undefined): Promise<DrainRead> | undefined {
