@@ -108,6 +108,27 @@ describe('recovery of own and peer work', () => {
     expect(handled.sort()).toEqual([...ids].sort());
   });
 
+  it('readAhead: false: self-drain reads the next batch only once this one is settled', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const ids = await leavePending(key, 'C', 40);
+    const minIdleMs = 800;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const common = { connection: redis.connection, group: 'g', keyPrefix: prefix, batchSize: 10, blockMs: 100, minIdleMs };
+    const c = await start({ ...common, consumer: 'C', readAhead: false });
+    c.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    await waitFor(() => c.recorder.calls.length === 1, { message: 'the first drained entry in hand' });
+    const b = await start({ ...common, consumer: 'B' });
+    // C read nothing past its first batch: B takes the other 30 from C's PEL once idle, each on its second delivery.
+    await waitFor(() => ids.slice(10).every((id) => b.recorder.idsOf().includes(id)), { message: 'B took the 30 C did not read' });
+    expect(b.recorder.calls.filter((call) => ids.slice(10).includes(call.id)).map((call) => call.deliveryCount)).toEqual(
+      ids.slice(10).map(() => 2),
+    );
+    release();
+    await waitFor(async () => (await pendingRows(redis, key)).length === 0, { message: 'everything acked' });
+  });
+
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 5);

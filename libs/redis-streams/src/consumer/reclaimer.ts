@@ -19,7 +19,7 @@ const MAX_STREAMS_PER_ROUND = 200;
  * Step 2 of a beat: the retries of this consumer's own failed entries that are due, and
  * XAUTOCLAIM of entries idle past `minIdleMs`. A sweep of every stream starts at most once per
  * blockMs; each beat takes one round of it (one round trip for up to MAX_STREAMS_PER_ROUND
- * streams, at most about one batch in all), and the park runs between rounds without blocking:
+ * streams, one batch at most in all), and the park runs between rounds without blocking:
  * however large a dead peer's PEL or the stream set, new entries wait one round, not the sweep.
  */
 export class Reclaimer {
@@ -82,15 +82,16 @@ export class Reclaimer {
 
   /** One XAUTOCLAIM per stream of the sweep, one round trip; what they claimed, settled as one batch. */
   private async round(): Promise<number> {
-    const { d, marks, lease, count } = this.p;
+    const { d, lease, count } = this.p;
     const streams: string[] = [];
     for (const stream of this.sweeping.keys()) if (streams.push(stream) >= MAX_STREAMS_PER_ROUND) break;
-    // At most about one batch per round, whatever the number of streams: the park comes next.
-    const each = Math.max(1, Math.floor(count / streams.length));
-    const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0', count: each }));
-    const { results, retriesWaiting } = await d.commands.fetch.autoClaim(d.options.consumer, d.options.minIdleMs, requests);
+    const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0' }));
+    // One batch per round at most, whatever the number of streams: the park comes next.
+    const { results, retriesWaiting, failure } = await d.commands.fetch.autoClaim(d.options.consumer, d.options.minIdleMs, requests, count);
     const claimed: StreamEntry[] = [];
     results.forEach((result, i) => {
+      // Not reached (the round's batch was full): next round, from the same cursor.
+      if (!result) return;
       const stream = streams[i]!;
       this.cursors.set(stream, result.cursor);
       if (result.deletedIds.length > 0) reportDeleted(this.p, stream, result.deletedIds);
@@ -99,20 +100,31 @@ export class Reclaimer {
       const held = result.entries.length > 0 ? lease.idsOn(stream) : undefined;
       const claimedNow = result.entries.filter((e) => !held!.has(e.id));
       claimed.push(...claimedNow);
-      this.carry(stream, result.cursor, claimedNow.length > 0);
+      // Deleted ids count as progress: a trimmed PEL is cleared round after round, not four calls per sweep.
+      this.carry(stream, result.cursor, claimedNow.length > 0 || result.deletedIds.length > 0);
     });
-    if (claimed.length === 0) return 0;
+    if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting);
+    // A stream failed (NOGROUP) after the others claimed: those are settled first, then the loop restarts.
+    if (failure) throw failure;
+    return claimed.length;
+  }
+
+  private async settleClaimed(claimed: StreamEntry[], retriesWaiting: boolean): Promise<void> {
+    const { d, marks, lease } = this.p;
     marks.delivered(claimed);
     lease.hold(claimed);
     await d.commands.fetch.countClaimed(d.options.consumer, claimed, (stream) => lease.idsOn(stream).size + marks.waiting);
     await this.p.settle(await withoutWaiting(this.p, await withDeliveryCounts(this.p, claimed, true), retriesWaiting), 'reclaim');
-    return claimed.length;
   }
 
-  /** A stream stays in the sweep while its cursor carries and it claims, or has had fewer than MAX_EMPTY_SCANS_PER_SWEEP empty scans. */
+  /**
+   * A stream stays in the sweep while its cursor carries and it claims, or has had fewer than
+   * MAX_EMPTY_SCANS_PER_SWEEP empty scans; it goes to the back, so one stream's large PEL does
+   * not hold the others' rounds (each round starts with the streams not yet reached).
+   */
   private carry(stream: string, cursor: string, claimedSome: boolean): void {
     const emptyScans = (this.sweeping.get(stream) ?? 0) + (claimedSome ? 0 : 1);
-    if (cursor === '0-0' || emptyScans >= MAX_EMPTY_SCANS_PER_SWEEP) this.sweeping.delete(stream);
-    else this.sweeping.set(stream, emptyScans);
+    this.sweeping.delete(stream);
+    if (cursor !== '0-0' && emptyScans < MAX_EMPTY_SCANS_PER_SWEEP) this.sweeping.set(stream, emptyScans);
   }
 }

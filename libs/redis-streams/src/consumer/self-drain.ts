@@ -18,8 +18,8 @@ export function selfDrain$(p: LoopParts): Observable<StepResult> {
 
 /**
  * Each read brings its entries' delivery counts in the same round trip, and the next read is
- * sent as soon as one arrives (read-ahead): Redis serves it while this batch is handled, as a
- * fresh drain's parks are.
+ * sent as soon as one arrives (`readAhead`, as the park's): Redis serves it while this batch is
+ * handled.
  */
 class Drain {
   /** Where each stream's next read starts; a stream drops out once it reads back empty. */
@@ -46,7 +46,7 @@ class Drain {
       if (last) this.next.set(s, last.id);
       else this.next.delete(s);
     }
-    if (this.next.size > 0) this.ahead = this.keep(this.read());
+    if (this.next.size > 0 && p.d.options.readAhead) this.ahead = this.keep(this.read());
     const live = await dropDeleted(p, entries);
     await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live, true), retriesWaiting), 'drain');
     if (p.stop.stopped) await this.handBack(this.ahead);

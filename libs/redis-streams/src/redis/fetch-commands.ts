@@ -13,11 +13,10 @@ import {
 import { retryKeyOf } from './retry-key.js';
 import type { StreamEntry } from './stream-entry.js';
 
-/** One stream's XAUTOCLAIM of a reclaim round: from `cursor`, at most `count` entries. */
+/** One stream's XAUTOCLAIM of a reclaim round: from `cursor`. */
 export interface ClaimRequest {
   readonly stream: string;
   readonly cursor: string;
-  readonly count: number;
 }
 
 /** One self-drain read: the entries with their delivery counts, and whether any retry set exists. */
@@ -76,31 +75,39 @@ export class FetchCommands {
   }
 
   /**
-   * One XAUTOCLAIM per request (entries of the group idle for at least `minIdleMs` become
-   * `consumer`'s; several in one script) and an EXISTS of their retry sets after them,
-   * pipelined: one round trip for any number of streams. `retriesWaiting` false: none of them holds an entry waiting for a retry.
+   * XAUTOCLAIM of each request's stream in turn (entries of the group idle for at least
+   * `minIdleMs` become `consumer`'s), `count` entries at most in all; several streams in one
+   * script (RECLAIM_ROUND_SCRIPT), whose unreached streams come back undefined. An EXISTS of
+   * their retry sets goes in the same pipeline: one round trip for any number of streams.
+   * `retriesWaiting` false: none of them holds an entry waiting for a retry. `failure`: a
+   * stream's XAUTOCLAIM failed, after what the streams before it claimed (to settle, then throw).
    */
   async autoClaim(
     consumer: string,
     minIdleMs: number,
     requests: readonly ClaimRequest[],
-  ): Promise<{ results: AutoClaimResult[]; retriesWaiting: boolean }> {
+    count: number,
+  ): Promise<{ results: (AutoClaimResult | undefined)[]; retriesWaiting: boolean; failure?: Error }> {
     const pipeline = this.conn.pipeline() as ReturnType<ScriptedConnection['pipeline']> & Pick<ScriptedConnection, 'streamsReclaimRound'>;
     const streams = requests.map((r) => r.stream);
-    if (requests.length === 1) {
-      const r = requests[0]!;
-      pipeline.xautoclaim(r.stream, this.group, consumer, minIdleMs, r.cursor, 'COUNT', r.count);
-    } else {
-      // Several streams: one script (RECLAIM_ROUND_SCRIPT) whose reply lists only those with something to say.
-      const perStream = requests.flatMap((r) => [r.cursor, r.count]);
-      void pipeline.streamsReclaimRound(streams.length, ...streams, this.group, consumer, minIdleMs, ...perStream);
-    }
+    if (requests.length === 1) pipeline.xautoclaim(streams[0]!, this.group, consumer, minIdleMs, requests[0]!.cursor, 'COUNT', count);
+    else
+      void pipeline.streamsReclaimRound(
+        streams.length,
+        ...streams,
+        this.group,
+        consumer,
+        minIdleMs,
+        count,
+        ...requests.map((r) => r.cursor),
+      );
     pipeline.exists(...streams.map((s) => retryKeyOf(s, this.group, this.onCluster)));
     const [claims, exists] = replyValues((await pipeline.exec()) ?? [], 2, 'XAUTOCLAIM');
-    return {
-      results: requests.length === 1 ? [parseAutoClaimReply(streams[0]!, claims)] : parseReclaimRoundReply(streams, claims),
-      retriesWaiting: Number(exists) > 0,
-    };
+    const retriesWaiting = Number(exists) > 0;
+    if (requests.length === 1) return { results: [parseAutoClaimReply(streams[0]!, claims)], retriesWaiting };
+    const { results, error } = parseReclaimRoundReply(streams, claims);
+    // Redis' own words (NOGROUP …): the loop's retry decisions read their prefix.
+    return error === undefined ? { results, retriesWaiting } : { results, retriesWaiting, failure: new Error(error) };
   }
 
   /**

@@ -3,6 +3,7 @@ import type { StreamEntry } from './stream-entry.js';
 
 export { ReplyShapeError };
 export { compareIds, idTime } from './stream-ids.js';
+export * from './info-replies.js';
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -152,88 +153,6 @@ export function parseLastGeneratedId(reply: unknown): string {
   return value;
 }
 
-/** An XINFO reply's field/value list (RESP2 flat array, or a RESP3 map) as a record. */
-export function parseInfoRecord(reply: unknown): Record<string, unknown> {
-  if (reply instanceof Map) return Object.fromEntries(reply);
-  if (!Array.isArray(reply)) {
-    if (typeof reply === 'object' && reply !== null) return reply as Record<string, unknown>;
-    throw new ReplyShapeError('XINFO', reply);
-  }
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < reply.length; i += 2) record[String(reply[i])] = reply[i + 1];
-  return record;
-}
-
-/** One group's row of `XINFO GROUPS`, as the server reports it. */
-export interface GroupInfo {
-  /**
-   * The server's `lag` (`entries-added` − `entries-read`); null when it cannot tell (entries deleted past
-   * the group's last read). Not to be shown as is: a promoted Redis 7.0 replica keeps a stale
-   * `entries-read` (its reads are replicated without it), so this can stay high forever; see group-lag.ts.
-   */
-  reportedLag: number | null;
-  /** The server's count of entries the group has read; null when it cannot tell. */
-  entriesRead: number | null;
-  /** Entries delivered to the group and not yet acked (its PEL). */
-  pending: number;
-  lastDeliveredId: string;
-}
-
-/** The row of `group` in an `XINFO GROUPS` reply; undefined when the stream has no such group. */
-export function parseGroupInfo(reply: unknown, group: string): GroupInfo | undefined {
-  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO GROUPS', reply);
-  for (const raw of reply) {
-    const row = parseInfoRecord(raw);
-    if (String(row.name) !== group) continue;
-    return parseGroupRow(row, reply);
-  }
-  return undefined;
-}
-
-/** Every group's row of an `XINFO GROUPS` reply, by name. */
-export function parseGroupRows(reply: unknown): (GroupInfo & { name: string })[] {
-  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO GROUPS', reply);
-  return reply.map((raw) => {
-    const row = parseInfoRecord(raw);
-    return { name: String(row.name), ...parseGroupRow(row, reply) };
-  });
-}
-
-function parseGroupRow(row: Record<string, unknown>, reply: unknown): GroupInfo {
-  const pending = Number(row.pending);
-  const optional = (value: unknown) => (value === null || value === undefined ? null : Number(value));
-  const reportedLag = optional(row.lag);
-  const entriesRead = optional(row['entries-read']);
-  const lastDeliveredId = String(row['last-delivered-id']);
-  const bad = (n: number | null) => n !== null && !Number.isSafeInteger(n);
-  if (!Number.isSafeInteger(pending) || bad(reportedLag) || bad(entriesRead) || !/^\d+-\d+$/.test(lastDeliveredId))
-    throw new ReplyShapeError('XINFO GROUPS', reply);
-  return { reportedLag, entriesRead, pending, lastDeliveredId };
-}
-
-/** Every consumer's row of `XINFO CONSUMERS`: its name, the entries pending under it, ms since it last read or claimed. */
-export function parseConsumerRows(reply: unknown): { name: string; pending: number; idleMs: number; inactiveMs: number | null }[] {
-  if (!Array.isArray(reply)) throw new ReplyShapeError('XINFO CONSUMERS', reply);
-  return reply.map((raw) => {
-    const row = parseInfoRecord(raw);
-    // `inactive` (Valkey 8, Redis 7.2+): ms since its last delivery, -1 never; `idle` there counts empty reads too.
-    const inactive = row.inactive === undefined ? null : Number(row.inactive);
-    return { name: String(row.name), pending: Number(row.pending), idleMs: Number(row.idle), inactiveMs: inactive };
-  });
-}
-
-/** The `name=` of every client in a CLIENT LIST reply (names cannot hold spaces); unnamed clients left out. */
-export function parseClientNames(reply: unknown): string[] {
-  const text = Buffer.isBuffer(reply) ? reply.toString() : reply;
-  if (typeof text !== 'string') throw new ReplyShapeError('CLIENT LIST', reply);
-  const names: string[] = [];
-  for (const line of text.split('\n')) {
-    const name = / name=(\S*)/.exec(` ${line}`)?.[1];
-    if (name) names.push(name);
-  }
-  return names;
-}
-
 /** The rows of `XPENDING key group - + N consumer`, oldest first: id, ms since its last delivery (or lease renewal), delivery count. */
 export function parsePendingRows(reply: unknown): { id: string; idleMs: number; deliveries: number }[] {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XPENDING', reply);
@@ -281,16 +200,25 @@ function asStrings(values: unknown[]): string[] {
 }
 
 /**
- * RECLAIM_ROUND_SCRIPT's reply for `streams`: each stream's XAUTOCLAIM result; a stream the script
- * left out claimed nothing, found nothing deleted and ended its scan (cursor 0-0).
+ * RECLAIM_ROUND_SCRIPT's reply for `streams`: each visited stream's XAUTOCLAIM result (one the
+ * script left out claimed nothing, found nothing deleted and ended its scan: cursor 0-0);
+ * undefined for a stream the round did not reach; `error`: the reply of the stream that failed.
  */
-export function parseReclaimRoundReply(streams: readonly string[], reply: unknown): AutoClaimResult[] {
-  if (!Array.isArray(reply) || reply.length % 2 !== 0) throw new ReplyShapeError('reclaim round', reply);
-  const results = streams.map((): AutoClaimResult => ({ cursor: '0-0', entries: [], deletedIds: [] }));
-  for (let i = 0; i < reply.length; i += 2) {
-    const stream = streams[Number(reply[i]) - 1];
-    if (stream === undefined) throw new ReplyShapeError('reclaim round', reply);
-    results[Number(reply[i]) - 1] = parseAutoClaimReply(stream, reply[i + 1]);
+export function parseReclaimRoundReply(
+  streams: readonly string[],
+  reply: unknown,
+): { results: (AutoClaimResult | undefined)[]; error?: string } {
+  if (!Array.isArray(reply) || reply.length % 2 !== 1) throw new ReplyShapeError('reclaim round', reply);
+  const visited = Number(reply[0]);
+  const results = streams.map((_, i): AutoClaimResult | undefined =>
+    i < visited ? { cursor: '0-0', entries: [], deletedIds: [] } : undefined,
+  );
+  let error: string | undefined;
+  for (let i = 1; i < reply.length; i += 2) {
+    const index = Number(reply[i]);
+    if (index < 0 && i === reply.length - 2) error = String(reply[i + 1]);
+    else if (index >= 1 && index <= visited) results[index - 1] = parseAutoClaimReply(streams[index - 1]!, reply[i + 1]);
+    else throw new ReplyShapeError('reclaim round', reply);
   }
-  return results;
+  return error === undefined ? { results } : { results, error };
 }
