@@ -100,7 +100,13 @@ const otelApi = await import('@opentelemetry/api').then(
 if (args.otelSdk) await registerOtelSdk();
 
 async function registerOtelSdk(): Promise<void> {
-  const { metrics, trace } = await import('@opentelemetry/api');
+  const { context, metrics, propagation, trace } = await import('@opentelemetry/api');
+  const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  // What an app's NodeSDK registers besides the providers: the W3C propagator (without it no entry has a parent,
+  // and a parent-based sampler samples every root) and a context manager (spans made in a handler find their parent).
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
   // Spans batched and dropped: the transport's cost of recording them, not an exporter's.
