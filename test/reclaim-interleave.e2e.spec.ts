@@ -133,6 +133,7 @@ describe('reclaim keeps its cost per beat', () => {
     // Each sweep: a round of 200 streams, a park that does not block, a round of the other 58, a park that does.
     // In one round (no park between), the sweep would cost one park per 258 claims.
     expect(autoClaims).toBeLessThanOrEqual((parks + 1) * 200);
-    expect(parks).toBeGreaterThanOrEqual(Math.floor(autoClaims / WIDE) * 2);
+    // The last sweep's second round may be counted before its park is.
+    expect(parks).toBeGreaterThanOrEqual(Math.floor(autoClaims / WIDE) * 2 - 1);
   });
 });
