@@ -1,5 +1,5 @@
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingIds, pendingRows } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
@@ -15,6 +15,14 @@ async function leavePending(key: string, consumer: string, n: number, group = 'g
   for (let i = 0; i < n; i++) await r.xadd(key, '*', 'n', String(i));
   const reply = (await r.xreadgroup('GROUP', group, consumer, 'COUNT', n, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
   return reply[0]![1].map(([id]) => id);
+}
+
+/** `app`'s handler holds on entry `id` until the returned function is called (the others return at once). */
+function holdOn(app: TestApp, id: string): () => void {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  app.recorder.behavior = (call) => (call.id === id ? held : undefined);
+  return () => release();
 }
 
 describe('recovery of own and peer work', () => {
@@ -51,9 +59,7 @@ describe('recovery of own and peer work', () => {
       blockMs: 100,
       minIdleMs,
     });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    app.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    const release = holdOn(app, ids[0]!);
     // The first batch in hand, and the next read (ids 11–20) already back: both under C.
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
     await waitFor(async () => (await pendingRows(redis, app.key())).filter(([, , , n]) => n === 2).length === 20, {
@@ -75,8 +81,6 @@ describe('recovery of own and peer work', () => {
     const key = `${prefix}orders`;
     const ids = await leavePending(key, 'C', 40);
     const minIdleMs = 800;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
     const c = await start({
       connection: redis.connection,
       group: 'g',
@@ -86,7 +90,7 @@ describe('recovery of own and peer work', () => {
       blockMs: 100,
       minIdleMs,
     });
-    c.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    const release = holdOn(c, ids[0]!);
     await waitFor(() => c.recorder.calls.length === 1, { message: 'the first drained entry in hand' });
     await waitFor(async () => (await pendingRows(redis, key)).filter(([, , , n]) => n === 2).length === 20, {
       message: 'the first batch and the read-ahead batch delivered',
@@ -113,11 +117,9 @@ describe('recovery of own and peer work', () => {
     const key = `${prefix}orders`;
     const ids = await leavePending(key, 'C', 40);
     const minIdleMs = 800;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
     const common = { connection: redis.connection, group: 'g', keyPrefix: prefix, batchSize: 10, blockMs: 100, minIdleMs };
     const c = await start({ ...common, consumer: 'C', readAhead: false });
-    c.recorder.behavior = (call) => (call.id === ids[0] ? held : undefined);
+    const release = holdOn(c, ids[0]!);
     await waitFor(() => c.recorder.calls.length === 1, { message: 'the first drained entry in hand' });
     const b = await start({ ...common, consumer: 'B' });
     // C read nothing past its first batch: B takes the other 30 from C's PEL once idle, each on its second delivery.
