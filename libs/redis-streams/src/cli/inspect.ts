@@ -4,7 +4,7 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { connectedConsumers } from '../redis/connected-consumers.js';
-import { isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
 import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parsePendingRows, parseScanReply } from '../redis/replies.js';
 import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
 
@@ -116,7 +116,8 @@ async function consumerReports(
   entriesShown: number,
 ): Promise<{ consumers: ConsumerReport[]; retries: Pick<GroupReport, 'retryWaiting' | 'retryDue' | 'retryStateError'> }> {
   const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
-    if (isErrorReply(err)) return null; // no +client|list: connections unknown
+    // No +client|list, or a cluster node's connection closed by a failover just now: connections unknown.
+    if (isErrorReply(err) || isConnectionLoss(err)) return null;
     throw err;
   });
   const rows = [];
