@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
+import { registerOtelSdk } from './otel-sdk.js';
 import { startConsumer, type ConsumerOptions, type SystemName } from './systems.js';
 
 interface Args extends ConsumerOptions {
@@ -97,31 +98,7 @@ const otelApi = await import('@opentelemetry/api').then(
   () => true,
   () => false,
 );
-if (args.otelSdk) await registerOtelSdk();
-
-async function registerOtelSdk(): Promise<void> {
-  const { context, metrics, propagation, trace } = await import('@opentelemetry/api');
-  const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
-  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
-  // What an app's NodeSDK registers besides the providers: the W3C propagator (without it no entry has a parent,
-  // and a parent-based sampler samples every root) and a context manager (spans made in a handler find their parent).
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  const { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
-  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
-  // Spans batched and dropped: the transport's cost of recording them, not an exporter's.
-  const discard = {
-    export: (_spans: unknown, done: (r: { code: number }) => void) => done({ code: 0 }),
-    shutdown: () => Promise.resolve(),
-  };
-  const sampler = args.otelSampler === 'always' ? { sampler: new AlwaysOnSampler() } : {};
-  trace.setGlobalTracerProvider(new TracerProvider({ ...sampler, spanProcessors: [new BatchSpanProcessor({ exporter: discard })] }));
-  class Reader extends MetricReader {
-    protected onForceFlush = () => Promise.resolve();
-    protected onShutdown = () => Promise.resolve();
-  }
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new Reader()] }));
-}
+if (args.otelSdk) await registerOtelSdk(args.otelSampler ?? 'parent');
 
 async function drain(): Promise<void> {
   const n = args.n!;

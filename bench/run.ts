@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis-server.js';
 import { waitFor } from '../test/support/wait-for.js';
+import { traceparentOf, type OtelSampler } from './otel-sdk.js';
 import { shutdownRedis } from './shutdown-redis.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
 import { tryOtherTransports } from './other-transports.js';
@@ -48,6 +49,7 @@ const SIZE = {
 };
 const BATCH = 100;
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
+const OTEL_CALLS = fileURLToPath(new URL('./otel-calls.js', import.meta.url));
 const PRODUCER = fileURLToPath(new URL('./producer.js', import.meta.url));
 const HIDE_OTEL = fileURLToPath(new URL('./hide-otel-api.mjs', pathToBench()));
 const SMOKE_NOTE =
@@ -419,6 +421,8 @@ interface TelemetryCost {
   rounds: number;
   /** Median drain msgs/s and CPU µs per entry of each variant, and every run's msgs/s. */
   variants: { variant: TelemetryVariant; msgsPerSec: number; cpuUsPerEntry: number; runs: number[] }[];
+  /** The SDK's own calls per entry without a transport (bench/otel-calls.ts): median CPU µs per entry, by sampler. */
+  callsAlone: Record<OtelSampler, number>;
 }
 
 /**
@@ -436,6 +440,7 @@ async function telemetryCost(): Promise<TelemetryCost> {
     'API + SDK, always on',
   ];
   const runs = new Map<TelemetryVariant, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
+  const alone: Record<OtelSampler, number[]> = { parent: [], always: [] };
   for (let round = 0; round < SIZE.drainRounds; round++) {
     // A different variant goes first each round: no variant gets the machine's warmest or coldest slot every time.
     await inTurn([...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)], async (variant) => {
@@ -462,6 +467,11 @@ async function telemetryCost(): Promise<TelemetryCost> {
       log(`  ${variant}: ${Math.round(result.msgsPerSec)} msgs/s, ${result.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
       await cleanup('nestjs-redis-streams', key);
     });
+    for (const sampler of ['parent', 'always'] as const) {
+      const { cpuUsPerEntry } = await runJson(OTEL_CALLS, { n: SIZE.drain, otelSampler: sampler });
+      alone[sampler].push(cpuUsPerEntry);
+      log(`  SDK calls alone, ${sampler}: ${cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
+    }
   }
   return {
     n: SIZE.drain,
@@ -475,6 +485,7 @@ async function telemetryCost(): Promise<TelemetryCost> {
         runs: r.map((x) => Math.round(x.msgsPerSec)),
       };
     }),
+    callsAlone: { parent: median(alone.parent), always: median(alone.always) },
   };
 }
 
@@ -489,6 +500,14 @@ function telemetryMarkdown(t: TelemetryCost): string {
       (v) =>
         `| ${v.variant} | ${Math.round(v.msgsPerSec).toLocaleString('en-US')} | ${(v.msgsPerSec / base.msgsPerSec).toFixed(2)}× | ${v.cpuUsPerEntry.toFixed(1)} | ${v.runs.join(', ')} |`,
     ),
+    '',
+    ...(['parent', 'always'] as const).map((sampler) => {
+      // A floor of f× the no-API drain leaves base × (1/f − 1) µs per entry for everything telemetry adds.
+      const floor = sampler === 'parent' ? 0.75 : 0.55;
+      const budget = base.cpuUsPerEntry * (1 / floor - 1);
+      const calls = t.callsAlone[sampler];
+      return `- ${sampler === 'parent' ? 'Parent-based (10 % sampled)' : 'Always on'}: the floor of ${floor}× leaves ${budget.toFixed(1)} µs of CPU per entry for telemetry; the SDK's own calls per entry (extract, startSpan, context.with, end, one histogram record; bench/otel-calls.ts, no transport) take ${calls.toFixed(1)} µs (${(calls / budget).toFixed(2)}× that budget), the transport adds ${(t.variants.find((v) => v.variant.startsWith(sampler === 'parent' ? 'API + SDK, parent' : 'API + SDK, always'))!.cpuUsPerEntry - base.cpuUsPerEntry).toFixed(1)} µs in all.`;
+    }),
   ].join('\n');
 }
 
@@ -548,11 +567,10 @@ async function preload(system: SystemName, key: string, n: number): Promise<void
 /** `n` entries with a W3C trace context in their headers (wire format), every `sampledEvery`-th sampled. */
 async function preloadTraced(key: string, n: number, sampledEvery: number): Promise<void> {
   await admin.xgroup('CREATE', key, 'bench', '0', 'MKSTREAM');
-  const hex = (i: number, length: number) => i.toString(16).padStart(length, '0');
   for (let i = 0; i < n; i += 1000) {
     const p = admin.pipeline();
     for (let j = i; j < Math.min(n, i + 1000); j++) {
-      const traceparent = `00-${hex(j + 1, 32)}-${hex(j + 1, 16)}-${j % sampledEvery === 0 ? '01' : '00'}`;
+      const traceparent = traceparentOf(j, sampledEvery);
       p.xadd(key, '*', 'data', JSON.stringify({ n: j }), 'headers', JSON.stringify({ traceparent }));
     }
     await p.exec();
@@ -580,6 +598,17 @@ async function child(args: Record<string, unknown>): Promise<any> {
   // Every preloaded entry handled exactly once (and, for the child to finish, none left pending).
   if (args.mode === 'drain' && last.handled !== args.n)
     throw new Error(`bench: ${String(args.system)} handled ${last.handled} of ${String(args.n)} entries: ${JSON.stringify(args)}`);
+  return last;
+}
+
+/** Runs a script that prints one JSON line (bench/otel-calls.ts) and returns it. */
+async function runJson(file: string, args: Record<string, unknown>): Promise<any> {
+  const proc = spawnChild(args, file);
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  let last: any;
+  for await (const line of createInterface({ input: proc.stdout! })) last = JSON.parse(line);
+  const code = await exited;
+  if (code !== 0 || last === undefined) throw new Error(`bench: ${file} failed (exit ${code}): ${JSON.stringify(args)}`);
   return last;
 }
 
