@@ -73,7 +73,7 @@ const redisEnv = clusterUrls ? { REDIS_CLUSTER_URLS: clusterUrls.join(',') } : {
 const healthPort = process.env.HEALTH_PORT?.trim() || String(await freePort());
 const healthHost = process.env.HEALTH_HOST?.trim() || '127.0.0.1';
 const healthBase = `http://${healthHost.includes(':') ? `[${healthHost}]` : healthHost}:${healthPort}`;
-say(`health  ${healthBase}/health/ready (and /health/live)  metrics ${healthBase}/metrics`);
+say(`health  ${healthBase}/health/ready (and /health/live)  metrics ${healthBase}/metrics  dashboard ${healthBase}/dashboard/`);
 
 const worker = spawn(process.execPath, [join(root, 'dist/apps/orders-worker/main.js')], {
   env: {

@@ -41,6 +41,7 @@ const AGAIN = [
   'cluster.e2e',
   'concurrency.e2e',
   'connection-logs.e2e',
+  'dashboard.e2e',
   'dead-letter.e2e',
   'delivery.e2e',
   'faults.e2e',

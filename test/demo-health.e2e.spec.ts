@@ -92,7 +92,7 @@ async function started(worker: Worker, port: number): Promise<void> {
   });
   expect(worker.proc.exitCode, worker.output()).toBeNull();
   expect(worker.output()).toContain(
-    `health http://127.0.0.1:${port}/health/live http://127.0.0.1:${port}/health/ready, metrics http://127.0.0.1:${port}/metrics`,
+    `health http://127.0.0.1:${port}/health/live http://127.0.0.1:${port}/health/ready, metrics http://127.0.0.1:${port}/metrics, dashboard http://127.0.0.1:${port}/dashboard/`,
   );
 }
 
@@ -195,6 +195,14 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     expect(scrape.body).toMatch(new RegExp(`^messaging_redis_streams_lag\\{[^}]*${on}[^}]*\\} 0$`, 'm'));
     expect(scrape.body).toMatch(new RegExp(`^messaging_redis_streams_pending\\{[^}]*${on}[^}]*\\} 0$`, 'm'));
     expect(scrape.body).toMatch(new RegExp(`^messaging_process_duration_count\\{[^}]*${on}[^}]*\\} 60$`, 'm'));
+
+    // The dashboard beside them (read-only): the stream, drained, in its overview; an action refused.
+    const overview = await get(port, '/dashboard/api/overview');
+    expect(overview.status).toBe(200);
+    const shown = overview.body.streams.find((x: { stream: string }) => x.stream === stream);
+    expect(shown.groups[0]).toMatchObject({ lag: 0, pending: 0 });
+    const action = await fetch(`http://127.0.0.1:${port}/dashboard/api/dead-letters/delete`, { method: 'POST' });
+    expect(action.status).toBe(403);
   });
 
   it('liveness turns 503 within HEALTH_REDIS_DOWN_MS once its Redis is killed, and 200 again once Redis is back', async (ctx) => {

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { MicroserviceOptions } from '@nestjs/microservices';
-import { RedisStreamsServer } from 'nestjs-redis-streams';
+import { RedisStreamsDashboardModule, RedisStreamsServer } from 'nestjs-redis-streams';
 import { healthBaseUrl, healthConfig, type HealthConfig } from './health-config.js';
 import { OrdersWorkerModule } from './orders-worker.module.js';
 import { workerConfig } from './worker-config.js';
@@ -11,7 +11,7 @@ async function bootstrap(): Promise<void> {
   const { transport, connection, demo, ordersPartitions, ordersBatch } = workerConfig();
   const health = healthConfig();
   const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions, ordersBatch);
-  if (health) return hybrid(orders, new RedisStreamsServer(transport), health);
+  if (health) return hybrid(orders, new RedisStreamsServer(transport), health, connection);
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(orders, {
     strategy: new RedisStreamsServer(transport),
   });
@@ -24,7 +24,12 @@ async function bootstrap(): Promise<void> {
  * With HEALTH_PORT: the same worker as a hybrid app, the transport connected to a small HTTP
  * app that answers `/health/live`, `/health/ready` and `/metrics` (Prometheus text).
  */
-async function hybrid(orders: DynamicModule, server: RedisStreamsServer, health: HealthConfig): Promise<void> {
+async function hybrid(
+  orders: DynamicModule,
+  server: RedisStreamsServer,
+  health: HealthConfig,
+  connection: string | string[],
+): Promise<void> {
   // Loaded only here: a worker without HEALTH_PORT never loads Express, Terminus or the OpenTelemetry SDK.
   const [{ metrics }, { MeterProvider }, { PrometheusExporter }, { HealthModule }] = await Promise.all([
     import('@opentelemetry/api'),
@@ -37,7 +42,9 @@ async function hybrid(orders: DynamicModule, server: RedisStreamsServer, health:
   const exporter = new PrometheusExporter({ preventServerStart: true });
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
 
-  @Module({ imports: [orders, HealthModule.register(server, health.thresholds, exporter)] })
+  // The dashboard, read-only, on the worker's own Redis: /dashboard/.
+  const dashboard = RedisStreamsDashboardModule.register({ basePath: '/dashboard', connection, minIdleMs: server.options.minIdleMs });
+  @Module({ imports: [orders, HealthModule.register(server, health.thresholds, exporter), dashboard] })
   class OrdersWorkerHttpModule {}
 
   // forceCloseConnections: a probe's half-sent request (or an idle keep-alive) must not hold the
@@ -50,7 +57,7 @@ async function hybrid(orders: DynamicModule, server: RedisStreamsServer, health:
   // /health/live already answers and /health/ready says "starting" (503), rather than no answer.
   await app.listen(health.port, health.host);
   const base = healthBaseUrl(health);
-  Logger.log(`health ${base}/health/live ${base}/health/ready, metrics ${base}/metrics`, 'orders-worker');
+  Logger.log(`health ${base}/health/live ${base}/health/ready, metrics ${base}/metrics, dashboard ${base}/dashboard/`, 'orders-worker');
   await app.startAllMicroservices();
 }
 

@@ -34,3 +34,7 @@ export {
 } from './health/health.js';
 export { maskUrl, redactError, RedisStreamsError } from './redact.js';
 export { escapeControl, safeJson } from './escape-control.js';
+export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';
+export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';
+export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from './dashboard/dashboard-options.js';
+export { serveDashboard, type DashboardServerOptions } from './dashboard/dashboard-server.js';

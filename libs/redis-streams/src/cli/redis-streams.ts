@@ -12,6 +12,7 @@ import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, runMain, Usag
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
 import { attention } from './attention.js';
+import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, runDashboard } from './dashboard-command.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
 const USAGE = `usage:
@@ -19,6 +20,7 @@ const USAGE = `usage:
   redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
   redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
   redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}
+  redis-streams ${DASHBOARD_USAGE}
   (each with [--url redis://…] or [--cluster redis://…,…])
 
 inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
@@ -37,6 +39,8 @@ consumers prune: deletes the group's consumers idle for --idle-ms or more that o
 and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
 
 ${PENDING_HELP}
+
+${DASHBOARD_HELP}
 
 ${CONNECTION_HELP}
 ${DLQ_NAMING}`;
@@ -60,6 +64,7 @@ function parseFlags(argv: string[]) {
     options: {
       ...CONNECTION_FLAGS,
       ...DLQ_FLAGS,
+      ...DASHBOARD_FLAGS,
       match: { type: 'string', default: '*' },
       group: { type: 'string' },
       watch: { type: 'boolean', default: false },
@@ -94,6 +99,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'consumers') return prune(rest, values);
   if (command === 'inspect') return inspect(rest, values);
+  if (command === 'dashboard') {
+    if (rest.length > 0) return fail('dashboard takes no stream names (see --match)');
+    // The connection stays open while it serves: withRedis would close it.
+    return runDashboard(await connect(values), values);
+  }
   return fail(`unknown command "${escapeControl(command)}"`);
 }
 

@@ -1,0 +1,45 @@
+import type { RedisConnection } from '../redis/connect.js';
+import { serveDashboard } from '../dashboard/dashboard-server.js';
+import { positiveFlag, UsageError } from './cli-connection.js';
+
+export const DASHBOARD_USAGE =
+  'dashboard [--port 3001] [--host 127.0.0.1] [--base-path /P] [--match PATTERN] [--min-idle-ms MS] [--actions]';
+
+export const DASHBOARD_HELP = `dashboard: a live page of every stream with a consumer group (lag, pending, consumers, rates, dead
+letters; a stream's PEL, paged; an entry), on http://127.0.0.1:3001/ unless --host / --port say
+otherwise. Read-only unless --actions: then redrive and delete of dead letters are on, and every
+page asks for HTTP Basic auth with the password in $DASHBOARD_PASSWORD (required; never a flag, which
+other users could read in the process list). Each action is logged on stdout (who, what, which ids).`;
+
+export const DASHBOARD_FLAGS = {
+  port: { type: 'string', default: '3001' },
+  host: { type: 'string', default: '127.0.0.1' },
+  'base-path': { type: 'string' },
+  actions: { type: 'boolean', default: false },
+} as const;
+
+interface Flags {
+  port: string;
+  host: string;
+  'base-path'?: string;
+  actions: boolean;
+  match: string;
+  'min-idle-ms': string;
+}
+
+/** Serves until the process is stopped (Ctrl-C): resolves never, unless listening fails. */
+export async function runDashboard(redis: RedisConnection, values: Flags): Promise<number> {
+  const port = values.port === '0' ? 0 : positiveFlag('--port', values.port, 65535);
+  const password = process.env.DASHBOARD_PASSWORD;
+  if (values.actions && !password) throw new UsageError('--actions needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
+  const { url } = await serveDashboard(redis, {
+    port,
+    host: values.host,
+    ...(values['base-path'] ? { basePath: values['base-path'] } : {}),
+    match: values.match,
+    minIdleMs: positiveFlag('--min-idle-ms', values['min-idle-ms']),
+    ...(values.actions ? { actionsPassword: password } : {}),
+  });
+  console.log(`dashboard: ${url} (${values.actions ? 'actions on, Basic auth' : 'read-only'})`);
+  return new Promise<number>(() => {});
+}

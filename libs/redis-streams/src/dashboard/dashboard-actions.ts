@@ -1,0 +1,96 @@
+import type { IncomingMessage } from 'node:http';
+import { safeJson } from '../escape-control.js';
+import { BadRequest, deadStream, type DashboardContext } from './dashboard-keys.js';
+
+/** An action refused: 403 (read-only, cross-site, not authorized) or 415. */
+export class ActionRefused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The header the page's script sends with every action: a cross-site form cannot set it, and a cross-site fetch that does is preflighted (and refused: no CORS here). */
+export const ACTION_HEADER = 'x-requested-by';
+export const ACTION_HEADER_VALUE = 'redis-streams-dashboard';
+
+/** Most ids one action names, and the largest body read. */
+const MAX_IDS = 1000;
+const MAX_BODY_BYTES = 256 * 1024;
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+
+/** A POST: checked (actions on, same origin, authorized), carried out, logged (who, what, which ids). */
+export async function runAction(req: IncomingMessage, path: string, ctx: DashboardContext): Promise<unknown> {
+  const { options, dlq } = ctx;
+  if (path !== '/api/dead-letters/redrive' && path !== '/api/dead-letters/delete') throw new ActionRefused(404, 'no such action');
+  if (!options.authorize) throw new ActionRefused(403, 'read-only: actions are off (the dashboard was started without actions)');
+  refuseCrossSite(req);
+  const who = await options.authorize(req);
+  if (who === null || who === '') throw new ActionRefused(403, 'not authorized');
+  const body = await readJson(req);
+  const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
+  const key = await deadStream(q, ctx);
+  const ids = body.ids === 'all' && path.endsWith('/redrive') ? 'all' : idsOf(body.ids);
+  if (path.endsWith('/redrive')) {
+    const results = await dlq.redrive(key, ids);
+    const moved = results.filter((r) => r.newId !== null);
+    options.logger.log(
+      `dashboard: ${safeJson(who)} redrove ${moved.length} of ${ids === 'all' ? 'all' : ids.length} letters of ${safeJson(key)}: ${moved.map((r) => r.id).join(', ') || 'none'}`,
+    );
+    return { results };
+  }
+  const deleted = await dlq.delete(key, ids as string[]);
+  options.logger.log(`dashboard: ${safeJson(who)} deleted ${deleted.length} letters of ${safeJson(key)}: ${deleted.join(', ') || 'none'}`);
+  return { deleted };
+}
+
+/** Same origin only: the page's header, JSON, and an Origin (when the browser sends one) naming this host. */
+function refuseCrossSite(req: IncomingMessage): void {
+  if (req.headers[ACTION_HEADER] !== ACTION_HEADER_VALUE)
+    throw new ActionRefused(403, `cross-site request refused: no ${ACTION_HEADER} header`);
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/json\b/i.test(type)) throw new ActionRefused(415, 'an action takes application/json');
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new ActionRefused(403, `cross-site request refused (${site})`);
+  const origin = req.headers.origin;
+  if (origin !== undefined && origin !== 'null') {
+    let host: string;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      throw new ActionRefused(403, 'cross-site request refused: bad Origin');
+    }
+    if (host !== req.headers.host) throw new ActionRefused(403, 'cross-site request refused: Origin is another site');
+  } else if (origin === 'null') throw new ActionRefused(403, 'cross-site request refused: opaque Origin');
+}
+
+function idsOf(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_IDS)
+    throw new BadRequest(`"ids" must be a list of 1 to ${MAX_IDS} dead-letter ids${' (or "all" to redrive every one)'}`);
+  for (const id of value)
+    if (typeof id !== 'string' || !STREAM_ID.test(id)) throw new BadRequest('"ids" must be stream ids such as 1700000000000-0');
+  return value as string[];
+}
+
+/** The body as JSON: a body parser may have read it already (Express with express.json()), else it is read here. */
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const parsed = (req as { body?: unknown }).body;
+  if (parsed !== undefined && typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed))
+    return parsed as Record<string, unknown>;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new BadRequest('body too large');
+    chunks.push(chunk);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // below
+  }
+  throw new BadRequest('the body must be a JSON object');
+}

@@ -1,0 +1,52 @@
+import type { IncomingMessage } from 'node:http';
+import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string } from '../options/validate.js';
+
+/** Who may act: a name for the action log, or null to refuse (403). */
+export type DashboardAuthorize = (req: IncomingMessage) => string | null | Promise<string | null>;
+
+export interface DashboardOptions {
+  /** The path the dashboard is served under, e.g. `/dashboard`. Default: `''` (the root). */
+  basePath?: string;
+  /** Which streams: a SCAN MATCH pattern. Default `*` (every stream with a consumer group). */
+  match?: string;
+  /** The workers' `minIdleMs`, for "reclaimable in" and what needs attention. Default 30000 (the server's default). */
+  minIdleMs?: number;
+  /** Streams per overview page. Default 200. */
+  pageSize?: number;
+  /** Redrive and delete of dead letters. Off (read-only) unless given: `authorize` says who acts, or null to refuse. */
+  actions?: { authorize: DashboardAuthorize };
+  /** Where each action is logged (who, what, which ids). Default: the console. */
+  logger?: { log(message: string): void };
+}
+
+export interface ResolvedDashboardOptions {
+  basePath: string;
+  match: string;
+  minIdleMs: number;
+  pageSize: number;
+  authorize: DashboardAuthorize | undefined;
+  logger: { log(message: string): void };
+}
+
+export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200 } as const;
+
+const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger'] as const;
+
+/** Options checked, each error naming the option (`dashboard.basePath`, …). */
+export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedDashboardOptions {
+  rejectUnknown(input, KNOWN, 'dashboard.');
+  const basePath = string('dashboard.basePath', input.basePath, DASHBOARD_DEFAULTS.basePath).replace(/\/+$/, '');
+  if (basePath !== '' && !/^\/[\w\-./~]*$/.test(basePath))
+    throw new InvalidOptionError('dashboard.basePath', `must be a path such as "/dashboard", got ${JSON.stringify(input.basePath)}`);
+  const actions = input.actions;
+  if (actions !== undefined && (typeof actions !== 'object' || actions === null || typeof actions.authorize !== 'function'))
+    throw new InvalidOptionError('dashboard.actions', 'must be { authorize(req) }: who may redrive and delete (return null to refuse)');
+  return {
+    basePath,
+    match: nonEmpty('dashboard.match', input.match, DASHBOARD_DEFAULTS.match),
+    minIdleMs: positiveInt('dashboard.minIdleMs', input.minIdleMs, DASHBOARD_DEFAULTS.minIdleMs),
+    pageSize: atMost('dashboard.pageSize', positiveInt('dashboard.pageSize', input.pageSize, DASHBOARD_DEFAULTS.pageSize), 1000),
+    authorize: actions?.authorize,
+    logger: input.logger ?? { log: (message) => console.log(message) },
+  };
+}

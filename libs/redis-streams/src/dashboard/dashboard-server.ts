@@ -1,0 +1,55 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RedisConnection } from '../redis/connect.js';
+import { createDashboardHandler } from './dashboard-http.js';
+import type { DashboardOptions } from './dashboard-options.js';
+
+export interface DashboardServerOptions extends Omit<DashboardOptions, 'actions'> {
+  /** Default 3001; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1: loopback only unless told otherwise. */
+  host?: string;
+  /** Redrive and delete, behind HTTP Basic auth with this password (any user name, which the action log names). Off without it. */
+  actionsPassword?: string;
+}
+
+/** The dashboard on a plain Node HTTP server (the CLI's `dashboard` command); resolves once it listens. */
+export async function serveDashboard(
+  redis: RedisConnection,
+  options: DashboardServerOptions = {},
+): Promise<{ server: Server; url: string }> {
+  const { port = 3001, host = '127.0.0.1', actionsPassword, ...rest } = options;
+  const login = actionsPassword === undefined ? undefined : basicUser(actionsPassword);
+  const handler = createDashboardHandler(redis, { ...rest, ...(login ? { actions: { authorize: login } } : {}) });
+  const server = createServer((req, res) => {
+    // With actions on, every page and call needs the password: the browser then sends it with the page's own calls.
+    if (login && login(req) === null) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="redis-streams dashboard", charset="UTF-8"', 'content-type': 'text/plain' });
+      return void res.end('the dashboard has actions on: sign in with its password\n');
+    }
+    handler(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return { server, url: `http://${shownHost}:${address.port}${rest.basePath ?? ''}/` };
+}
+
+/** Basic auth against one password, compared in constant time: the user name, or null. */
+function basicUser(password: string): (req: IncomingMessage) => string | null {
+  const expected = Buffer.from(password);
+  return (req) => {
+    const header = req.headers.authorization ?? '';
+    if (!header.startsWith('Basic ')) return null;
+    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return null;
+    const given = Buffer.from(decoded.slice(colon + 1));
+    const ok = given.length === expected.length && timingSafeEqual(given, expected);
+    return ok ? decoded.slice(0, colon) || 'anonymous' : null;
+  };
+}

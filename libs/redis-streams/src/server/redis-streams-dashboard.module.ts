@@ -1,0 +1,93 @@
+import {
+  Inject,
+  Module,
+  RequestMethod,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import type { CanActivate } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
+import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
+import type { DashboardOptions } from '../dashboard/dashboard-options.js';
+import { resolveConnection, type ConnectionOption } from '../options/connection.js';
+import { closeConnection, openCommandConnection, type RedisConnection } from '../redis/connect.js';
+
+export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOptions, 'actions'> {
+  /** Where it is mounted, e.g. `/dashboard` (required: it shares the app's routes). */
+  basePath: string;
+  /** The Redis it reads: the same option as the transport's (URL, options, or cluster nodes). */
+  connection?: ConnectionOption;
+  /**
+   * Actions (redrive, delete) are off unless given: the guard decides who may act (return false to
+   * refuse), and `who` names them in the action log (default: "app").
+   */
+  actions?: { guard: CanActivate; who?: (req: IncomingMessage) => string };
+}
+
+const HANDLER = Symbol('redis-streams-dashboard-handler');
+const CONNECTION = Symbol('redis-streams-dashboard-connection');
+
+/**
+ * The dashboard inside a Nest HTTP app (Express or Fastify): `RedisStreamsDashboardModule.register({ basePath: '/dashboard', connection })`.
+ * Served as middleware under `basePath`, on a connection of its own that closes with the app.
+ */
+@Module({})
+export class RedisStreamsDashboardModule implements NestModule, OnApplicationShutdown {
+  constructor(
+    @Inject(HANDLER) private readonly handler: DashboardHandler,
+    @Inject(CONNECTION) private readonly redis: RedisConnection,
+  ) {}
+
+  static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
+    const { connection, actions, ...rest } = options;
+    return {
+      module: RedisStreamsDashboardModule,
+      providers: [
+        { provide: CONNECTION, useFactory: () => openCommandConnection(resolveConnection(connection), 'redis-streams:dashboard') },
+        {
+          provide: HANDLER,
+          inject: [CONNECTION],
+          useFactory: (redis: RedisConnection) =>
+            createDashboardHandler(redis, { ...rest, ...(actions ? { actions: { authorize: guardAuthorize(actions) } } : {}) }),
+        },
+      ],
+    };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    // Every path: the handler passes on (next) whatever is not under basePath.
+    consumer.apply(this.handler).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeConnection(this.redis);
+  }
+}
+
+/** A Nest guard as the dashboard's authorize: it sees the request through a minimal HTTP execution context. */
+function guardAuthorize(actions: NonNullable<RedisStreamsDashboardModuleOptions['actions']>) {
+  return async (req: IncomingMessage): Promise<string | null> => {
+    const context = {
+      getType: () => 'http',
+      switchToHttp: () => ({ getRequest: () => req, getResponse: () => undefined, getNext: () => undefined }),
+      getClass: () => RedisStreamsDashboardModule,
+      getHandler: () => guardAuthorize,
+      getArgs: () => [req],
+      getArgByIndex: (i: number) => (i === 0 ? req : undefined),
+      switchToRpc: () => {
+        throw new Error('the dashboard is HTTP');
+      },
+      switchToWs: () => {
+        throw new Error('the dashboard is HTTP');
+      },
+    };
+    const allowed = await Promise.resolve(actions.guard.canActivate(context as never)).catch(() => false);
+    const verdict =
+      typeof allowed === 'boolean'
+        ? allowed
+        : await new Promise<boolean>((resolve) => allowed.subscribe({ next: resolve, error: () => resolve(false) }));
+    return verdict ? (actions.who?.(req) ?? 'app') : null;
+  };
+}

@@ -1,0 +1,266 @@
+import { Controller, Module, type CanActivate } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import type { Server } from 'node:http';
+import { DeadLetterException, RedisStreamsDashboardModule, RedisStreamsServer, serveDashboard } from 'nestjs-redis-streams';
+import { refreshes, useBrowser } from './support/browser.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+
+const redis = useRedis();
+const browser = useBrowser();
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+/** The standalone dashboard (what `redis-streams dashboard` serves) for this test's keys. */
+async function standalone(prefix: string, actionsPassword?: string) {
+  const { server, url } = await serveDashboard(redis.client(), {
+    port: 0,
+    match: `${prefix}*`,
+    minIdleMs: 60_000,
+    ...(actionsPassword ? { actionsPassword } : {}),
+  });
+  servers.push(server);
+  return url;
+}
+
+/** A stream with a group: `n` entries, the first `read` of them delivered to consumer c1 and left pending. */
+async function backlog(stream: string, n: number, read: number) {
+  const r = redis.client();
+  await r.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+  for (let i = 0; i < n; i++) await r.xadd(stream, '*', 'data', JSON.stringify({ n: i }), 'headers', '{}');
+  if (read > 0) await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', read, 'STREAMS', stream, '>');
+}
+
+/** A group's figures as XINFO GROUPS reports them. */
+async function xinfoGroup(stream: string) {
+  const rows = (await redis.client().xinfo('GROUPS', stream)) as unknown[][];
+  const flat = rows[0]!;
+  const at = (name: string) => flat[flat.indexOf(name) + 1];
+  return { pending: Number(at('pending')), lag: Number(at('lag')) };
+}
+
+describe('dashboard', () => {
+  it('the overview shows lag and pending as XINFO reports them, and a new entry within two refreshes', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await backlog(stream, 7, 3);
+    const page = await browser.page();
+    await page.goto(await standalone(prefix));
+    const row = page.getByRole('row', { name: new RegExp(stream) });
+    const cell = async (column: string) => {
+      const headers = await page.getByRole('table', { name: 'Streams' }).locator('th').allTextContents();
+      return row.locator('td').nth(headers.indexOf(column)).textContent();
+    };
+    await row.waitFor();
+    const info = await xinfoGroup(stream);
+    expect(info).toEqual({ pending: 3, lag: 4 });
+    expect(await cell('Pending')).toBe(String(info.pending));
+    expect(await cell('Lag')).toBe(String(info.lag));
+    expect(await cell('Length')).toBe('7');
+    await browser.shot(page, 'dashboard-overview');
+
+    await redis.client().xadd(stream, '*', 'data', '{}', 'headers', '{}');
+    await refreshes(page);
+    expect(await cell('Length')).toBe('8');
+    expect(await cell('Lag')).toBe('5');
+  });
+
+  it('renders a hostile stream name, field and dead-letter reason as text: nothing runs', async () => {
+    const prefix = uniquePrefix();
+    const hostile = `${prefix}<img src=x onerror="window.__pwned=1">`;
+    await backlog(hostile, 0, 0);
+    await redis
+      .client()
+      .xadd(hostile, '*', 'data', '<script>window.__pwned=2</script>', 'headers', '{"x":"<img src=y onerror=window.__pwned=3>"}');
+    await redis.client().xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1, 'STREAMS', hostile, '>');
+    const dead = deadLetterKey(hostile);
+    await redis
+      .client()
+      .xadd(
+        dead,
+        '*',
+        'stream',
+        hostile,
+        'sourceId',
+        '1-1',
+        'group',
+        'g',
+        'consumer',
+        '<b onmouseover=x>',
+        'deliveryCount',
+        '3',
+        'error',
+        '<img src=z onerror="window.__pwned=4">',
+        'deadAt',
+        '1700000000000',
+        'fields',
+        '["data","<script>window.__pwned=5</script>"]',
+      );
+    const page = await browser.page();
+    const base = await standalone(prefix);
+    for (const hash of ['#/', `#/stream/${encodeURIComponent(hostile)}`, `#/dead/${encodeURIComponent(dead)}`]) {
+      await page.goto(`${base}${hash}`);
+      await page.getByText(hostile, { exact: false }).first().waitFor();
+      expect(await page.locator('#app img, #app script, #app b').count()).toBe(0);
+    }
+    const entryId = (await redis.client().xrange(hostile, '-', '+'))[0]![0];
+    await page.goto(`${base}#/entry/${encodeURIComponent(hostile)}/${entryId}`);
+    await page.getByText('<script>window.__pwned=2</script>').waitFor();
+    await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+    await page.getByText('<img src=z onerror="window.__pwned=4">').waitFor();
+    expect(await page.locator('#app img, #app script').count()).toBe(0);
+    expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it('read-only by default: no action on the page, and the API refuses one (403)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await backlog(stream, 1, 0);
+    const dead = deadLetterKey(stream);
+    const letter = await redis
+      .client()
+      .xadd(
+        dead,
+        '*',
+        'stream',
+        stream,
+        'sourceId',
+        '1-1',
+        'group',
+        'g',
+        'consumer',
+        'c',
+        'deliveryCount',
+        '3',
+        'error',
+        'boom',
+        'deadAt',
+        '1700000000000',
+        'fields',
+        '["data","{}"]',
+      );
+    const base = await standalone(prefix);
+    const page = await browser.page();
+    await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+    await page.getByText('Read-only: actions are off.').waitFor();
+    expect(await page.getByRole('button', { name: /Redrive|Delete/ }).count()).toBe(0);
+    await browser.shot(page, 'dashboard-dead-letters-read-only');
+    const refused = await fetch(`${base}api/dead-letters/redrive`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
+      body: JSON.stringify({ key: dead, ids: [letter] }),
+    });
+    expect(refused.status).toBe(403);
+    expect(await redis.client().xlen(dead)).toBe(1);
+  });
+
+  it('with actions on (standalone): every page asks for the password; a cross-site action is refused even with it', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await backlog(stream, 1, 0);
+    const dead = deadLetterKey(stream);
+    const letter = await redis
+      .client()
+      .xadd(
+        dead,
+        '*',
+        'stream',
+        stream,
+        'sourceId',
+        '1-1',
+        'group',
+        'g',
+        'consumer',
+        'c',
+        'deliveryCount',
+        '3',
+        'error',
+        'boom',
+        'deadAt',
+        '1700000000000',
+        'fields',
+        '["data","{}"]',
+      );
+    const base = await standalone(prefix, 'pa55word');
+    expect((await fetch(`${base}api/overview`)).status).toBe(401);
+    const auth = `Basic ${Buffer.from('ops:wrong').toString('base64')}`;
+    expect((await fetch(`${base}api/overview`, { headers: { authorization: auth } })).status).toBe(401);
+    const good = `Basic ${Buffer.from('ops:pa55word').toString('base64')}`;
+    const post = (headers: Record<string, string>) =>
+      fetch(`${base}api/dead-letters/delete`, {
+        method: 'POST',
+        headers: { authorization: good, ...headers },
+        body: JSON.stringify({ key: dead, ids: [letter] }),
+      });
+    // A form post from another site (no custom header, a form's content type), and a fetch from another origin.
+    expect((await post({ 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(403);
+    expect(
+      (await post({ 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard', origin: 'http://evil.example' }))
+        .status,
+    ).toBe(403);
+    expect(await redis.client().xlen(dead)).toBe(1);
+    const done = await post({ 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' });
+    expect(done.status).toBe(200);
+    expect(await redis.client().xlen(dead)).toBe(0);
+  });
+
+  it('in a Nest app: a redrive from the page moves the letter back, the worker handles it, and the action is logged', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const handled: unknown[] = [];
+    let poisoned = true;
+    @Controller()
+    class Worker {
+      @EventPattern<string>(stream)
+      orders(@Payload() payload: unknown) {
+        if (poisoned) throw new DeadLetterException('poisoned');
+        handled.push(payload);
+      }
+    }
+    const allow: CanActivate = { canActivate: () => true };
+    const logs: string[] = [];
+    @Module({
+      controllers: [Worker],
+      imports: [
+        RedisStreamsDashboardModule.register({
+          basePath: '/ops/streams',
+          connection: redis.url,
+          match: `${prefix}*`,
+          actions: { guard: allow, who: () => 'tester' },
+          logger: { log: (m) => logs.push(m) },
+        }),
+      ],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    app.connectMicroservice({ strategy: new RedisStreamsServer({ connection: redis.url, group: 'g', blockMs: 50 }) });
+    await app.startAllMicroservices();
+    await app.listen(0, '127.0.0.1');
+    try {
+      const id = await redis.client().xadd(stream, '*', 'data', JSON.stringify({ order: 1 }), 'headers', '{}');
+      const dead = deadLetterKey(stream);
+      await waitFor(async () => (await redis.client().xlen(dead)) === 1, { message: 'the entry dead-lettered' });
+      poisoned = false;
+      const page = await browser.page();
+      await page.goto(`${await app.getUrl()}/ops/streams/#/dead/${encodeURIComponent(dead)}`.replace('[::1]', '127.0.0.1'));
+      await page.getByText(`poisoned`, { exact: false }).first().waitFor();
+      await browser.shot(page, 'dashboard-dead-letters');
+      const letter = (await redis.client().xrange(dead, '-', '+'))[0]![0];
+      await page.getByRole('checkbox', { name: `Select ${letter}` }).check();
+      await page.getByRole('button', { name: 'Redrive', exact: true }).click();
+      await page.getByRole('alert').filter({ hasText: 'redrove 1' }).waitFor();
+      await waitFor(() => handled.length === 1, { message: 'the redriven entry handled' });
+      expect(handled).toEqual([{ order: 1 }]);
+      expect(await redis.client().xlen(dead)).toBe(0);
+      expect(logs).toEqual([expect.stringMatching(new RegExp(`"tester" redrove 1 of 1 letters of .*: ${letter}`))]);
+      expect(id).toBeTruthy();
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import { mkdirSync } from 'node:fs';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { repoRoot } from './built.js';
+
+/** Debian's Chromium (installed by .ci/run), with the flags that work on these closed machines (../shared/README.md). */
+export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+
+/** Where page tests save their screenshots (not committed: docs/images holds the one the guide shows). */
+export const SCREENSHOTS = `${repoRoot}/test-results/screenshots`;
+
+/** One headless Chromium for a test file (Playwright gives it a fresh profile of its own); closed after all its tests. */
+export function useBrowser(): { page(options?: BrowserContextOptions): Promise<Page>; shot(page: Page, name: string): Promise<void> } {
+  let browser: Browser | undefined;
+  const pages: Page[] = [];
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  });
+  afterEach(async () => {
+    await Promise.all(pages.splice(0).map((p) => p.context().close()));
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    async page(options = {}) {
+      const context = await browser!.newContext(options);
+      const page = await context.newPage();
+      pages.push(page);
+      return page;
+    },
+    async shot(page, name) {
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
+    },
+  };
+}
+
+/** Waits until the page has refreshed `times` more times (it refreshes every second): what it shows then was read after now. */
+export async function refreshes(page: Page, times = 2): Promise<void> {
+  const count = () => Number(document.body.dataset.refreshes ?? 0);
+  const now = await page.evaluate(count);
+  await page.waitForFunction((until) => Number(document.body.dataset.refreshes ?? 0) >= until, now + times);
+}
