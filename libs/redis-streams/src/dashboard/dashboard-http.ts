@@ -89,10 +89,12 @@ async function route(req: IncomingMessage, res: ServerResponse, path: string, q:
     case '/api/dead-letters': {
       const key = await deadStream(q, ctx);
       const reason = q.get('reason')?.toLowerCase();
-      const letters = await ctx.dlq.list(key, { count: count(q, 'count', 50, 500), after: q.get('after') ?? undefined });
+      const n = count(q, 'count', 50, 500);
+      const letters = await ctx.dlq.list(key, { count: n, after: q.get('after') ?? undefined });
+      // The filter applies to this page (one XRANGE): never a scan of the whole dead-letter stream.
       const shown = reason ? letters.filter((l) => l.error.toLowerCase().includes(reason)) : letters;
-      const last = letters.at(-1)?.id ?? null;
-      return send(res, 200, { key, length: await ctx.dlq.count(key), letters: shown, next: letters.length === 0 ? null : last });
+      const next = letters.length === n ? (letters.at(-1)?.id ?? null) : null;
+      return send(res, 200, { key, length: await ctx.dlq.count(key), letters: shown, next });
     }
     default:
       return send(res, 404, { error: 'not found' });
