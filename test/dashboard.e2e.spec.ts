@@ -17,12 +17,13 @@ afterEach(async () => {
 });
 
 /** The standalone dashboard (what `redis-streams dashboard` serves) for this test's keys. */
-async function standalone(prefix: string, actionsPassword?: string) {
+async function standalone(prefix: string, actionsPassword?: string, pageSize?: number) {
   const { server, url } = await serveDashboard(redis.client(), {
     port: 0,
     match: `${prefix}*`,
     minIdleMs: 60_000,
     ...(actionsPassword ? { actionsPassword } : {}),
+    ...(pageSize ? { pageSize } : {}),
   });
   servers.push(server);
   return url;
@@ -115,6 +116,46 @@ describe('dashboard', () => {
     await page.getByText('<img src=z onerror="window.__pwned=4">').waitFor();
     expect(await page.locator('#app img, #app script').count()).toBe(0);
     expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it('pages past the first, a letter whose date is out of range, and a page that fails to load says so', async () => {
+    const prefix = uniquePrefix();
+    for (const name of ['a', 'b', 'c']) await backlog(`${prefix}${name}`, 1, 0);
+    const dead = deadLetterKey(`${prefix}a`);
+    await redis
+      .client()
+      .xadd(
+        dead,
+        '*',
+        'stream',
+        `${prefix}a`,
+        'sourceId',
+        '1-1',
+        'group',
+        'g',
+        'consumer',
+        'c',
+        'deliveryCount',
+        '3',
+        'error',
+        'far future',
+        'deadAt',
+        '1e20',
+        'fields',
+        '[]',
+      );
+    const base = await standalone(prefix, undefined, 2);
+    const page = await browser.page();
+    await page.goto(base);
+    await page.getByRole('row', { name: new RegExp(`${prefix}b`) }).waitFor();
+    expect(await page.getByRole('row', { name: new RegExp(`${prefix}c`) }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByRole('row', { name: new RegExp(`${prefix}c`) }).waitFor();
+    await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+    await page.getByText('far future').waitFor();
+    await page.goto(`${base}#/stream/${encodeURIComponent(`${prefix}nothing`)}`);
+    await page.getByRole('alert').filter({ hasText: 'Could not load this page' }).waitFor();
+    expect(await page.getByText('far future').count()).toBe(0);
   });
 
   it('read-only by default: no action on the page, and the API refuses one (403)', async () => {

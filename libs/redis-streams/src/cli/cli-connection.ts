@@ -13,7 +13,10 @@ instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS).
  * Connects as `--cluster`, `--url` or the environment say, refusing a bad URL like the server's
  * `connection` option does, and naming the server (password masked) and the cause when it cannot.
  */
-export async function connect(values: { url?: string; cluster?: string }): Promise<RedisConnection> {
+/** A long-running command's reconnect backoff (the dashboard): a dropped connection comes back; one-shot commands fail at once. */
+const reconnect = (tries: number): number => Math.min(tries * 200, 2_000);
+
+export async function connect(values: { url?: string; cluster?: string }, { keepAlive = false } = {}): Promise<RedisConnection> {
   const clusterUrls = values.cluster ?? (values.url ? undefined : process.env.REDIS_CLUSTER_URLS);
   const connection = resolveConnection(
     clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
@@ -22,10 +25,10 @@ export async function connect(values: { url?: string; cluster?: string }): Promi
     ? new Cluster(connection.cluster, {
         ...connection.options,
         lazyConnect: true,
-        clusterRetryStrategy: () => null,
+        clusterRetryStrategy: keepAlive ? reconnect : () => null,
         redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1 },
       })
-    : new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    : new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: keepAlive ? reconnect : () => null });
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
   redis.on('error', (err: unknown) => (cause = err));

@@ -9,13 +9,16 @@ export const DASHBOARD_HELP = `dashboard: a live page of every stream with a con
 letters; a stream's PEL, paged; an entry), on http://127.0.0.1:3001/ unless --host / --port say
 otherwise. Read-only unless --actions: then redrive and delete of dead letters are on, and every
 page asks for HTTP Basic auth with the password in $DASHBOARD_PASSWORD (required; never a flag, which
-other users could read in the process list). Each action is logged on stdout (who, what, which ids).`;
+other users could read in the process list). Each action is logged on stdout (who, what, which ids).
+It answers only requests whose Host is one of its own addresses or an --allowed-host (a name a
+proxy serves it under): a web page cannot rebind its own name to it and read it.`;
 
 export const DASHBOARD_FLAGS = {
   port: { type: 'string', default: '3001' },
   host: { type: 'string', default: '127.0.0.1' },
   'base-path': { type: 'string' },
   actions: { type: 'boolean', default: false },
+  'allowed-host': { type: 'string', multiple: true },
 } as const;
 
 interface Flags {
@@ -23,6 +26,7 @@ interface Flags {
   host: string;
   'base-path'?: string;
   actions: boolean;
+  'allowed-host'?: string[];
   match: string;
   'min-idle-ms': string;
 }
@@ -39,6 +43,7 @@ export async function runDashboard(redis: RedisConnection, values: Flags): Promi
     match: values.match,
     minIdleMs: positiveFlag('--min-idle-ms', values['min-idle-ms']),
     ...(values.actions ? { actionsPassword: password } : {}),
+    ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
   });
   console.log(`dashboard: ${url} (${values.actions ? 'actions on, Basic auth' : 'read-only'})`);
   return new Promise<number>(() => {});

@@ -102,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'dashboard') {
     if (rest.length > 0) return fail('dashboard takes no stream names (see --match)');
     // The connection stays open while it serves: withRedis would close it.
-    return runDashboard(await connect(values), values);
+    return runDashboard(await connect(values, { keepAlive: true }), values);
   }
   return fail(`unknown command "${escapeControl(command)}"`);
 }

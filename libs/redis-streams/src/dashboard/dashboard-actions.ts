@@ -32,16 +32,18 @@ export async function runAction(req: IncomingMessage, path: string, ctx: Dashboa
   const body = await readJson(req);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
   const key = await deadStream(q, ctx);
-  const ids = body.ids === 'all' && path.endsWith('/redrive') ? 'all' : idsOf(body.ids);
+  // "all": the oldest MAX_IDS letters, one bounded request at a time (the answer says how many are left).
+  const all = body.ids === 'all' && path.endsWith('/redrive');
+  const ids = all ? await ctx.data.deadLetterIds(key, MAX_IDS) : idsOf(body.ids);
   if (path.endsWith('/redrive')) {
-    const results = await dlq.redrive(key, ids);
+    const results = ids.length === 0 ? [] : await dlq.redrive(key, ids);
     const moved = results.filter((r) => r.newId !== null);
     options.logger.log(
-      `dashboard: ${safeJson(who)} redrove ${moved.length} of ${ids === 'all' ? 'all' : ids.length} letters of ${safeJson(key)}: ${moved.map((r) => r.id).join(', ') || 'none'}`,
+      `dashboard: ${safeJson(who)} redrove ${moved.length} of ${ids.length} letters of ${safeJson(key)}: ${moved.map((r) => r.id).join(', ') || 'none'}`,
     );
-    return { results };
+    return { results, remaining: all ? await dlq.count(key) : undefined };
   }
-  const deleted = await dlq.delete(key, ids as string[]);
+  const deleted = await dlq.delete(key, ids);
   options.logger.log(`dashboard: ${safeJson(who)} deleted ${deleted.length} letters of ${safeJson(key)}: ${deleted.join(', ') || 'none'}`);
   return { deleted };
 }

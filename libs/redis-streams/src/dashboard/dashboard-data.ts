@@ -1,26 +1,37 @@
-import { attention } from '../cli/attention.js';
-import { findStreams, inspectStreams, type StreamReport } from '../cli/inspect.js';
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../cli/pending-states.js';
-import { connectedConsumers } from '../redis/connected-consumers.js';
+import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
+import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { DashboardCommands } from '../redis/dashboard-commands.js';
+import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
 import { idTime, parseGroupRows, parsePendingRows } from '../redis/replies.js';
-import { RateHistory, type StreamRates } from './rate-history.js';
+import { deadSource, globToRegExp } from './key-scope.js';
+import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
+import { RateHistory } from './rate-history.js';
 
-/** One stream of the overview: inspect's report, with rates, the age of each group's oldest undelivered entry and what needs attention. */
-export interface OverviewStream extends StreamReport, StreamRates {
-  /** Per group: ms since the oldest entry not yet delivered to it was added (0: nothing undelivered; null: its id is no time). */
-  lagMs: Record<string, number | null>;
+export interface DashboardGroup extends GroupSummary {
+  /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
+  lagMs: number | null;
+  consumedPerSec: number | null;
+  /** Per consumer: whether a connection of this library's is open for it (null: CLIENT LIST refused). */
+  connected: Record<string, boolean | null>;
+}
+
+export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
+  groups: DashboardGroup[];
+  deadLetters: DeadLetterFigure[];
+  producedPerSec: number | null;
+  producedHistory: number[];
+  attention: string[];
 }
 
 export interface Overview {
-  /** Redis' streams with a consumer group, this page of them (sorted by name). */
-  streams: OverviewStream[];
-  /** How many such streams there are, and which page this is. */
+  streams: DashboardStream[];
+  /** Stream keys in scope (dead-letter streams apart), and this page of them, sorted by name. */
   total: number;
   page: number;
   pageSize: number;
-  /** What needs attention first, across the page: `stream: why`. */
   attention: string[];
   at: number;
 }
@@ -29,58 +40,90 @@ export interface PendingPage {
   stream: string;
   group: string;
   entries: (PendingEntryReport & { consumer: string; reclaimableInMs: number })[];
-  /** Pass as `after` for the next page; null when this was the last. */
   next: string | null;
 }
 
 export interface EntryView {
   stream: string;
   id: string;
-  /** Field/value pairs; a value over `maxChars` is cut (see `truncated`). */
   fields: [string, string][];
+  /** Each value's full size in bytes, beside the (maybe cut) value shown. */
+  sizes: [number, number][];
   truncated: boolean;
 }
 
+export type DeadLetterRow = Omit<DeadLetter, 'fields'> & { fieldsBytes: number; errorTruncated: boolean };
+
 /** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
 const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
+/** The key list (one SCAN of every master) is read at most this often; pages and tabs share it. */
+const KEYS_TTL_MS = 5_000;
+/** Overview refreshes within this window share one read (several tabs, one Redis load). */
+const SHARED_MS = 500;
+/** A dead letter's reason is cut here in lists (the entry view has it whole, up to its own bound). */
+const REASON_BYTES = 2_000;
 
-/** What the dashboard reads, each a bounded number of commands: SCAN with counts, ranged XPENDING / XRANGE, never KEYS. */
+/** What the dashboard reads: bounded commands only (dashboard-commands.ts), scoped to `match`. */
 export class DashboardData {
-  private readonly history = new RateHistory();
+  private readonly commands: DashboardCommands;
+  private readonly history = new RateHistory<ReturnType<typeof asReport>>();
+  private readonly scope: RegExp;
+  private keys: { at: number; work: string[]; dead: string[] } | undefined;
+  private readonly shared = new Map<number, { at: number; overview: Promise<Overview> }>();
 
   constructor(
     private readonly redis: RedisConnection,
     private readonly options: { match: string; minIdleMs: number; pageSize: number },
-  ) {}
+  ) {
+    this.commands = new DashboardCommands(redis);
+    this.scope = globToRegExp(options.match);
+  }
 
-  async overview(page = 0): Promise<Overview> {
+  /** Whether the API may show `key`: a key `match` names, or the default-named dead-letter stream of one. */
+  inScope(key: string): boolean {
+    return this.scope.test(key);
+  }
+
+  /** Whether `stream` is a stream with a consumer group (XINFO GROUPS: no entry comes back). */
+  async hasGroups(stream: string): Promise<boolean> {
+    return parseGroupRows(await this.redis.xinfo('GROUPS', stream).catch(() => [])).length > 0;
+  }
+
+  overview(page = 0): Promise<Overview> {
     const now = Date.now();
-    const all = await findStreams(this.redis, this.options.match);
+    const recent = this.shared.get(page);
+    if (recent && now - recent.at < SHARED_MS) return recent.overview;
+    const overview = this.readOverview(page, now);
+    this.shared.set(page, { at: now, overview });
+    overview.catch(() => this.shared.delete(page));
+    return overview;
+  }
+
+  /** Dead-letter streams in scope, with their lengths (one page of them). */
+  async deadLetterStreams(page: number): Promise<{ streams: DeadLetterFigure[]; total: number; page: number; pageSize: number }> {
+    const { dead } = await this.keyList();
     const { pageSize } = this.options;
-    const names = all.slice(page * pageSize, (page + 1) * pageSize);
-    const reports = await inspectStreams(this.redis, names, undefined, now, true, 1);
-    const streams: OverviewStream[] = [];
-    for (const report of reports) {
-      const previous = this.history.previous(report.stream);
-      const rates = this.history.add(report, now);
-      const lagMs: Record<string, number | null> = {};
-      for (const g of report.groups) lagMs[g.name] = await this.undeliveredAge(report.stream, g.lastDeliveredId, now);
-      streams.push({ ...report, ...rates, lagMs, attention: attention(report, this.options.minIdleMs, previous) });
+    const names = dead.slice(page * pageSize, (page + 1) * pageSize);
+    const lengths = await Promise.all(names.map((key) => this.commands.deadLength(key)));
+    const streams = names.map((stream, i) => ({ stream, length: typeof lengths[i] === 'number' ? lengths[i] : null }));
+    return { streams, total: dead.length, page, pageSize };
+  }
+
+  /** One stream: its summary with rates left out, and per group the retry set's counts. */
+  async stream(stream: string): Promise<(DashboardStream & { retries: Record<string, unknown> }) | null> {
+    const summary = await this.commands.summary(stream);
+    if (!summary) return null;
+    const [full] = await this.decorate([summary], Date.now(), false);
+    const retries: Record<string, unknown> = {};
+    for (const g of summary.groups) {
+      const view = await readRetryView(this.redis, stream, g.name, []);
+      retries[g.name] = view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error };
     }
-    const flagged = streams.flatMap((s) => s.attention!.map((why) => `${s.stream}: ${why}`));
-    return { streams, total: all.length, page, pageSize, attention: flagged, at: now };
+    return { ...full!, retries };
   }
 
-  /** One stream: its full report (every consumer, up to 10 of each one's oldest pending entries). */
-  async stream(stream: string): Promise<StreamReport | null> {
-    const [report] = await inspectStreams(this.redis, [stream], undefined, Date.now(), true, 10);
-    return report ?? null;
-  }
-
-  /** A page of the group's PEL, oldest first, after `after` (exclusive), each with its state and time until a peer may reclaim it. */
   async pending(stream: string, group: string, after: string | undefined, count: number): Promise<PendingPage> {
-    const start = after === undefined ? '-' : `(${after}`;
-    const raw = (await this.redis.xpending(stream, group, start, '+', count)) as unknown[];
+    const raw = (await this.redis.xpending(stream, group, after === undefined ? '-' : `(${after}`, '+', count)) as unknown[];
     const rows = parsePendingRows(raw).map((row, i) => ({ ...row, consumer: String((raw[i] as unknown[])[1]) }));
     const view = await readRetryView(
       this.redis,
@@ -88,45 +131,107 @@ export class DashboardData {
       group,
       rows.map((r) => r.id),
     );
-    const connected = await connectedConsumers(this.redis, group).catch((err: unknown) => {
-      if (isErrorReply(err) || isConnectionLoss(err)) return null;
-      throw err;
-    });
+    const connected = await this.connected();
     const entries = rows.map((row) => ({
-      ...pendingEntryReport(row, view, connected === null ? null : connected.has(row.consumer)),
+      ...pendingEntryReport(row, view, connected === null ? null : (connected.get(group)?.has(row.consumer) ?? false)),
       consumer: row.consumer,
       reclaimableInMs: Math.max(0, this.options.minIdleMs - row.idleMs),
     }));
     return { stream, group, entries, next: rows.length === count ? rows[rows.length - 1]!.id : null };
   }
 
-  /** One entry's fields, values cut at `maxChars` unless asked in full. */
-  async entry(stream: string, id: string, maxChars: number): Promise<EntryView | null> {
-    const found = await this.redis.xrange(stream, id, id);
-    const first = found[0];
-    if (!first) return null;
-    const [, flat] = first;
+  /** One entry, each value cut to `maxBytes` inside Redis. */
+  async entry(stream: string, id: string, maxBytes: number): Promise<EntryView | null> {
+    const [found] = await this.commands.rangePreview(stream, id, id, 1, maxBytes);
+    if (!found) return null;
     const fields: [string, string][] = [];
-    let truncated = false;
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const value = flat[i + 1]!;
-      if (value.length > maxChars) truncated = true;
-      fields.push([flat[i]!, value.length > maxChars ? value.slice(0, maxChars) : value]);
+    const sizes: [number, number][] = [];
+    for (let i = 0; i + 1 < found.fields.length; i += 2) {
+      fields.push([found.fields[i]!, found.fields[i + 1]!]);
+      sizes.push([found.sizes[i]!, found.sizes[i + 1]!]);
     }
-    return { stream, id, fields, truncated };
+    return { stream, id, fields, sizes, truncated: found.sizes.some((n) => n > maxBytes) };
   }
 
-  /** Whether `stream` is a stream with a group (actions and pages accept no other key). */
-  async hasGroups(stream: string): Promise<boolean> {
-    return parseGroupRows(await this.redis.xinfo('GROUPS', stream).catch(() => [])).length > 0;
+  /** A page of dead letters, their reasons cut and their original fields left in Redis (their size only). */
+  async deadLetters(key: string, after: string | undefined, count: number): Promise<DeadLetterRow[]> {
+    const rows = await this.commands.rangePreview(key, after === undefined ? '-' : `(${after}`, '+', count, REASON_BYTES);
+    return rows.map((row) => {
+      const { fields: _fields, ...letter } = decodeDeadLetter(row.id, row.fields);
+      const at = (name: string) => row.sizes[row.fields.indexOf(name) + 1] ?? 0;
+      return { ...letter, fieldsBytes: at('fields'), errorTruncated: at('error') > REASON_BYTES };
+    });
   }
 
-  /** Age of the first entry after the group's last-delivered id (one XRANGE of one entry). */
-  private async undeliveredAge(stream: string, lastDeliveredId: string, now: number): Promise<number | null> {
-    const next = await this.redis.xrange(stream, `(${lastDeliveredId}`, '+', 'COUNT', 1).catch(() => []);
-    const first = next[0];
-    if (!first) return 0;
-    const born = idTime(first[0]);
+  /** Ids of a dead-letter stream's oldest letters, at most `count` (nothing else is read). */
+  async deadLetterIds(key: string, count: number): Promise<string[]> {
+    return (await this.commands.rangePreview(key, '-', '+', count, 0)).map((r) => r.id);
+  }
+
+  private async readOverview(page: number, now: number): Promise<Overview> {
+    const { work } = await this.keyList();
+    const { pageSize } = this.options;
+    const names = work.slice(page * pageSize, (page + 1) * pageSize);
+    const summaries = (await Promise.all(names.map((key) => this.commands.summary(key)))).filter(
+      (s): s is StreamSummary => s !== null && s.groups.length > 0,
+    );
+    const streams = await this.decorate(summaries, now, true);
+    const attention = streams.flatMap((s) => s.attention.map((why) => `${s.stream}: ${why}`));
+    return { streams, total: work.length, page, pageSize, attention, at: now };
+  }
+
+  /** Summaries with their dead letters, connections, lag ages, rates (when `rates`) and attention. */
+  private async decorate(summaries: StreamSummary[], now: number, rates: boolean): Promise<DashboardStream[]> {
+    const connected = await this.connected();
+    return Promise.all(
+      summaries.map(async (s) => {
+        const names = [...new Set([defaultDeadLetterStream(s.stream), clusterDeadLetterStream(s.stream)])];
+        const lengths = await Promise.all(names.map((key) => this.commands.deadLength(key)));
+        const dead = names.flatMap((stream, i) => {
+          const n = lengths[i];
+          return n === null || n === undefined ? [] : [{ stream, length: n === 'wrong type' ? null : n }];
+        });
+        const report = asReport(s, connected, dead);
+        const previous = this.history.previous(s.stream);
+        const r = rates ? this.history.add(report, now) : { producedPerSec: null, consumedPerSec: {}, producedHistory: [] };
+        const groups = s.groups.map((g) => ({
+          ...g,
+          lagMs: this.undeliveredAge(g.firstUndeliveredId, now),
+          consumedPerSec: r.consumedPerSec[g.name] ?? null,
+          connected: Object.fromEntries(
+            g.consumers.map((c) => [c.name, connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false)]),
+          ),
+        }));
+        const attention = streamAttention(report, dead, this.options.minIdleMs, previous);
+        return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention };
+      }),
+    );
+  }
+
+  private undeliveredAge(id: string | null, now: number): number | null {
+    if (id === null) return 0;
+    const born = idTime(id);
     return born >= PLAUSIBLE_SINCE && born <= now ? now - born : null;
+  }
+
+  private connected(): Promise<Map<string, Set<string>> | null> {
+    return this.commands.connectedByGroup().catch((err: unknown) => {
+      // No +client|list, or a node's connection just closed by a failover: connections unknown.
+      if (isErrorReply(err) || isConnectionLoss(err)) return null;
+      throw err;
+    });
+  }
+
+  private async keyList(): Promise<{ work: string[]; dead: string[] }> {
+    const now = Date.now();
+    if (this.keys && now - this.keys.at < KEYS_TTL_MS) return this.keys;
+    // The dead-letter streams of a cluster's hash-tagged names do not match the pattern itself: a second SCAN for them.
+    const { match } = this.options;
+    const all = [...new Set([...(await this.commands.streamKeys(match)), ...(await this.commands.streamKeys(`{${match}}:dead`))])].sort();
+    const inScope = all.filter((key) => this.inScope(key) || (deadSource(key) !== null && this.inScope(deadSource(key)!)));
+    const dead = inScope.filter((key) => deadSource(key) !== null && this.inScope(deadSource(key)!));
+    const work = inScope.filter((key) => deadSource(key) === null && this.inScope(key));
+    this.keys = { at: now, work, dead };
+    return this.keys;
   }
 }

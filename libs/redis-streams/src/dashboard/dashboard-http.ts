@@ -3,7 +3,9 @@ import { describeError } from '../describe-error.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
-import { BadRequest, count, deadSource, deadStream, need, workStream, type DashboardContext } from './dashboard-keys.js';
+import { BadRequest, count, deadStream, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
+import { deadSource } from './key-scope.js';
+import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
 import { resolveDashboardOptions, type DashboardOptions } from './dashboard-options.js';
 import { APP_CSS, appScript, pageHtml } from './dashboard-page.js';
@@ -11,9 +13,9 @@ import { APP_CSS, appScript, pageHtml } from './dashboard-page.js';
 /** A Node request handler, Connect-style (Express and Fastify middleware both take it): `next` for paths that are not the dashboard's. */
 export type DashboardHandler = (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
 
-/** Longest value of an entry shown unless asked in full, and the most shown in full. */
-const PREVIEW_CHARS = 2_000;
-const FULL_CHARS = 1_000_000;
+/** Bytes of each value shown unless asked in full, and the most shown in full (a larger value says its size). */
+const PREVIEW_BYTES = 2_000;
+const FULL_BYTES = 1_000_000;
 
 const HEADERS = {
   'cache-control': 'no-store',
@@ -39,70 +41,93 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       if (next) return next();
       return send(res, 404, { error: 'not found' });
     }
+    // DNS rebinding: a page of another site that resolves its name to this loopback address sends its own Host.
+    if (options.allowedHosts && !options.allowedHosts.includes((req.headers.host ?? '').toLowerCase()))
+      return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
     const path = url.pathname.slice(options.basePath.length);
-    route(req, res, path, url.searchParams, { data, dlq, options }).catch((err: unknown) => {
-      if (err instanceof ActionRefused) return send(res, err.status, { error: err.message });
-      if (err instanceof BadRequest) return send(res, 400, { error: err.message });
-      // describeError masks credentials; the message is all a browser gets.
-      send(res, 500, { error: describeError(err) });
-    });
+    const TIMEOUT = Symbol('timeout');
+    within(
+      route(req, res, path, url.searchParams, { data, dlq, options }).then(() => undefined),
+      options.requestTimeoutMs,
+      TIMEOUT,
+    ).then(
+      (late) => {
+        if (late === TIMEOUT) send(res, 503, { error: `Redis did not answer within ${options.requestTimeoutMs} ms` });
+      },
+      (err: unknown) => {
+        if (err instanceof ActionRefused) return send(res, err.status, { error: err.message });
+        if (err instanceof BadRequest) return send(res, 400, { error: err.message });
+        // describeError masks credentials; the message is all a browser gets.
+        send(res, 500, { error: describeError(err) });
+      },
+    );
   };
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, path: string, q: URLSearchParams, ctx: DashboardContext): Promise<void> {
-  const { data, options } = ctx;
   if (req.method === 'POST') return send(res, 200, await runAction(req, path, ctx));
-  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'GET, or POST for an action' });
+  if (req.method !== 'GET') return send(res, 405, { error: 'GET, or POST for an action' });
+  const page = pageOf(path);
+  if (page) return page(res, ctx);
+  const answer = await api(path, q, ctx);
+  if (answer === undefined) return send(res, 404, { error: 'not found' });
+  send(res, answer === null ? 404 : 200, answer ?? { error: 'no such stream or entry' });
+}
+
+/** The page and its assets; undefined for an API path. */
+function pageOf(path: string): ((res: ServerResponse, ctx: DashboardContext) => void) | undefined {
   switch (path) {
     case '':
-      res.writeHead(308, { location: `${options.basePath}/` }).end();
-      return;
+      return (res, ctx) => void res.writeHead(308, { location: `${ctx.options.basePath}/` }).end();
     case '/':
-      return sendText(res, 'text/html; charset=utf-8', pageHtml());
+      return (res) => sendText(res, 'text/html; charset=utf-8', pageHtml());
     case '/app.js':
-      return sendText(res, 'text/javascript; charset=utf-8', appScript());
+      return (res) => sendText(res, 'text/javascript; charset=utf-8', appScript());
     case '/app.css':
-      return sendText(res, 'text/css; charset=utf-8', APP_CSS);
+      return (res) => sendText(res, 'text/css; charset=utf-8', APP_CSS);
     case '/favicon.ico':
-      res.writeHead(204).end();
-      return;
+      return (res) => void res.writeHead(204).end();
+    default:
+      return undefined;
+  }
+}
+
+/** A GET of the JSON API: its answer, null for a missing stream or entry (404), undefined for no such call. */
+async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Promise<unknown> {
+  const { data, options } = ctx;
+  switch (path) {
     case '/api/config':
-      return send(res, 200, { actions: options.authorize !== undefined, minIdleMs: options.minIdleMs, pageSize: options.pageSize });
+      return { actions: options.authorize !== undefined, minIdleMs: options.minIdleMs, pageSize: options.pageSize };
     case '/api/overview':
-      return send(res, 200, await data.overview(count(q, 'page', 0, 1_000_000)));
-    case '/api/stream': {
-      const report = await data.stream(await workStream(q, ctx));
-      return report ? send(res, 200, report) : send(res, 404, { error: 'no such stream' });
-    }
+      return data.overview(count(q, 'page', 0, 1_000_000, 0));
+    case '/api/dead-letter-streams':
+      return data.deadLetterStreams(count(q, 'page', 0, 1_000_000, 0));
+    case '/api/stream':
+      return data.stream(await workStream(q, ctx));
     case '/api/pending':
-      return send(
-        res,
-        200,
-        await data.pending(await workStream(q, ctx), need(q, 'group'), q.get('after') ?? undefined, count(q, 'count', 50, 500)),
-      );
+      return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
     case '/api/entry': {
-      const key = q.get('key') ?? '';
-      const stream = deadSource(key) !== null ? await deadStream(q, ctx) : await workStream(q, ctx);
-      const entry = await data.entry(stream, need(q, 'id'), q.get('full') === '1' ? FULL_CHARS : PREVIEW_CHARS);
-      return entry ? send(res, 200, entry) : send(res, 404, { error: 'no such entry' });
+      const stream = deadSource(q.get('key') ?? '') !== null ? await deadStream(q, ctx) : await workStream(q, ctx);
+      return data.entry(stream, streamId(q, 'id', true), q.get('full') === '1' ? FULL_BYTES : PREVIEW_BYTES);
     }
     case '/api/dead-letters': {
       const key = await deadStream(q, ctx);
-      const reason = q.get('reason')?.toLowerCase();
       const n = count(q, 'count', 50, 500);
-      const letters = await ctx.dlq.list(key, { count: n, after: q.get('after') ?? undefined });
-      // The filter applies to this page (one XRANGE): never a scan of the whole dead-letter stream.
+      const letters = await data.deadLetters(key, streamId(q, 'after'), n);
+      // The filter applies to this page (one ranged read), never to a scan of the whole dead-letter stream.
+      const reason = q.get('reason')?.toLowerCase();
       const shown = reason ? letters.filter((l) => l.error.toLowerCase().includes(reason)) : letters;
-      const next = letters.length === n ? (letters.at(-1)?.id ?? null) : null;
-      return send(res, 200, { key, length: await ctx.dlq.count(key), letters: shown, next });
+      const next = letters.length === n ? letters.at(-1)!.id! : null;
+      return { key, length: await ctx.dlq.count(key), letters: shown, next };
     }
     default:
-      return send(res, 404, { error: 'not found' });
+      return undefined;
   }
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return void res.end();
+  // Answered already (a request past its deadline that finished after all).
+  if (res.headersSent) return;
   res.writeHead(status, { ...HEADERS, 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
 }
 

@@ -1,4 +1,5 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
+import { deadSource } from './key-scope.js';
 import type { DashboardData } from './dashboard-data.js';
 import type { ResolvedDashboardOptions } from './dashboard-options.js';
 
@@ -18,33 +19,42 @@ export function need(q: URLSearchParams, name: string): string {
   return value;
 }
 
-export function count(q: URLSearchParams, name: string, fallback: number, max: number): number {
+export function count(q: URLSearchParams, name: string, fallback: number, max: number, min = 1): number {
   const raw = q.get(name);
   if (raw === null) return fallback;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new BadRequest(`"${name}" must be an integer from 0 to ${max}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new BadRequest(`"${name}" must be an integer from ${min} to ${max}`);
   return n;
 }
 
 /** A stream with a consumer group: the only keys whose entries and PEL the dashboard shows. */
 export async function workStream(q: URLSearchParams, ctx: DashboardContext): Promise<string> {
   const key = need(q, 'key');
-  if (!(await ctx.data.hasGroups(key))) throw new BadRequest('not a stream with a consumer group');
+  if (!ctx.data.inScope(key) || !(await ctx.data.hasGroups(key)))
+    throw new BadRequest('not a stream with a consumer group that this dashboard shows');
   return key;
-}
-
-/** `orders:dead` → `orders`, `{orders}:dead` → `orders`; null for any other name. */
-export function deadSource(key: string): string | null {
-  const tagged = /^\{(.+)\}:dead$/.exec(key);
-  if (tagged) return tagged[1]!;
-  return key.endsWith(':dead') && key.length > 5 ? key.slice(0, -5) : null;
 }
 
 /** A dead-letter stream under the default names of a stream with a group: the only keys dead-letter pages and actions touch. */
 export async function deadStream(q: URLSearchParams, ctx: DashboardContext): Promise<string> {
   const key = need(q, 'key');
   const source = deadSource(key);
-  if (source === null || !(await ctx.data.hasGroups(source)))
+  if (source === null || !ctx.data.inScope(source) || !(await ctx.data.hasGroups(source)))
     throw new BadRequest('not the dead-letter stream of a stream with a consumer group');
   return key;
+}
+
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+
+/** A stream id parameter (`1700000000000-0`); undefined when absent and not required. */
+export function streamId(q: URLSearchParams, name: string, required: true): string;
+export function streamId(q: URLSearchParams, name: string, required?: false): string | undefined;
+export function streamId(q: URLSearchParams, name: string, required = false): string | undefined {
+  const value = q.get(name);
+  if (value === null || value === '') {
+    if (required) throw new BadRequest(`"${name}" is required`);
+    return undefined;
+  }
+  if (!STREAM_ID.test(value)) throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0`);
+  return value;
 }

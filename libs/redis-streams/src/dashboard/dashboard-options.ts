@@ -17,6 +17,14 @@ export interface DashboardOptions {
   actions?: { authorize: DashboardAuthorize };
   /** Where each action is logged (who, what, which ids). Default: the console. */
   logger?: { log(message: string): void };
+  /**
+   * The `Host` values it answers (`name:port`, lower case); any other gets 421, so that a page of
+   * another site whose name resolves to this address (DNS rebinding) cannot read it. Default: any
+   * (in a Nest app, the app's own concern); the standalone server answers its own addresses and these.
+   */
+  allowedHosts?: string[];
+  /** A call Redis has not answered within this many ms gets 503 (a frozen Redis must not hold the page). Default 10000. */
+  requestTimeoutMs?: number;
 }
 
 export interface ResolvedDashboardOptions {
@@ -26,11 +34,13 @@ export interface ResolvedDashboardOptions {
   pageSize: number;
   authorize: DashboardAuthorize | undefined;
   logger: { log(message: string): void };
+  allowedHosts: string[] | undefined;
+  requestTimeoutMs: number;
 }
 
-export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200 } as const;
+export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200, requestTimeoutMs: 10_000 } as const;
 
-const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger'] as const;
+const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger', 'allowedHosts', 'requestTimeoutMs'] as const;
 
 /** Options checked, each error naming the option (`dashboard.basePath`, …). */
 export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedDashboardOptions {
@@ -48,5 +58,14 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
     pageSize: atMost('dashboard.pageSize', positiveInt('dashboard.pageSize', input.pageSize, DASHBOARD_DEFAULTS.pageSize), 1000),
     authorize: actions?.authorize,
     logger: input.logger ?? { log: (message) => console.log(message) },
+    allowedHosts: hostsOf(input.allowedHosts),
+    requestTimeoutMs: positiveInt('dashboard.requestTimeoutMs', input.requestTimeoutMs, DASHBOARD_DEFAULTS.requestTimeoutMs),
   };
+}
+
+function hostsOf(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || !value.every((h) => typeof h === 'string' && h !== ''))
+    throw new InvalidOptionError('dashboard.allowedHosts', 'must be a non-empty list of host:port names');
+  return value.map((h: string) => h.toLowerCase());
 }

@@ -1,4 +1,4 @@
-import { dashboardApp } from './dashboard-app.js';
+export { appScript } from './app-script.js';
 
 /** The page: its script and style come from the same path (CSP 'self'); the app renders into <main>. */
 export function pageHtml(): string {
@@ -17,11 +17,6 @@ export function pageHtml(): string {
 </body>
 </html>
 `;
-}
-
-/** The browser code: one function, compiled with the library and sent as its source (no bundler, no CDN, nothing fetched but the API). */
-export function appScript(): string {
-  return `(${dashboardApp.toString()})();\n`;
 }
 
 export const APP_CSS = `

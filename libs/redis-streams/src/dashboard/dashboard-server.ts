@@ -2,7 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RedisConnection } from '../redis/connect.js';
-import { createDashboardHandler } from './dashboard-http.js';
+import { InvalidOptionError } from '../options/validate.js';
+import { createDashboardHandler, type DashboardHandler } from './dashboard-http.js';
 import type { DashboardOptions } from './dashboard-options.js';
 
 export interface DashboardServerOptions extends Omit<DashboardOptions, 'actions'> {
@@ -19,16 +20,19 @@ export async function serveDashboard(
   redis: RedisConnection,
   options: DashboardServerOptions = {},
 ): Promise<{ server: Server; url: string }> {
-  const { port = 3001, host = '127.0.0.1', actionsPassword, ...rest } = options;
+  const { port = 3001, host = '127.0.0.1', actionsPassword, allowedHosts, ...rest } = options;
+  if (actionsPassword !== undefined && (typeof actionsPassword !== 'string' || actionsPassword === ''))
+    throw new InvalidOptionError('dashboard.actionsPassword', 'must be a non-empty string (leave it out for a read-only dashboard)');
   const login = actionsPassword === undefined ? undefined : basicUser(actionsPassword);
-  const handler = createDashboardHandler(redis, { ...rest, ...(login ? { actions: { authorize: login } } : {}) });
+  // Made once listening: its Host check needs the port the server got.
+  const serving: { handler?: DashboardHandler } = {};
   const server = createServer((req, res) => {
     // With actions on, every page and call needs the password: the browser then sends it with the page's own calls.
     if (login && login(req) === null) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="redis-streams dashboard", charset="UTF-8"', 'content-type': 'text/plain' });
       return void res.end('the dashboard has actions on: sign in with its password\n');
     }
-    handler(req, res);
+    serving.handler!(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -36,6 +40,13 @@ export async function serveDashboard(
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  // The names this server answers to (DNS rebinding): its loopback names, the address it listens on, and those given.
+  const own = ['127.0.0.1', 'localhost', '[::1]', shownHost].map((name) => `${name}:${address.port}`);
+  serving.handler = createDashboardHandler(redis, {
+    ...rest,
+    allowedHosts: [...own, ...(allowedHosts ?? [])],
+    ...(login ? { actions: { authorize: login } } : {}),
+  });
   return { server, url: `http://${shownHost}:${address.port}${rest.basePath ?? ''}/` };
 }
 

@@ -1,4 +1,9 @@
-import type { StreamReport } from '../cli/inspect.js';
+/** What rates are computed from: the stream's entries-added and each group's entries-read. */
+export interface RateSource {
+  stream: string;
+  entriesAdded: number;
+  groups: { name: string; entriesRead: number | null }[];
+}
 
 /** Entries per second over the last refresh, and the recent history for a sparkline. */
 export interface StreamRates {
@@ -12,43 +17,42 @@ export interface StreamRates {
 
 /** Refreshes kept per stream: at one per second, the last few minutes. */
 const HISTORY = 180;
-/** Streams tracked at most: the oldest seen is forgotten first (a SCAN over many keys must not grow memory without bound). */
+/** Streams tracked at most: the oldest seen is forgotten first (memory stays bounded whatever the key count). */
 const MAX_STREAMS = 20_000;
+/** Refreshes closer than this (two tabs at once) keep the last rates: a rate over a few ms is noise. */
+const MIN_GAP_MS = 500;
 
-interface Sample {
+interface Sample<T> {
   at: number;
-  report: StreamReport;
+  report: T;
   history: number[];
   consumed: Record<string, number | null>;
 }
 
 /** Rates between successive refreshes of the same stream, kept in the process (no extra Redis call). */
-export class RateHistory {
-  private readonly samples = new Map<string, Sample>();
+export class RateHistory<T extends RateSource> {
+  private readonly samples = new Map<string, Sample<T>>();
 
-  previous(stream: string): StreamReport | undefined {
+  previous(stream: string): T | undefined {
     return this.samples.get(stream)?.report;
   }
 
-  add(report: StreamReport, at: number): StreamRates {
+  add(report: T, at: number): StreamRates {
     const before = this.samples.get(report.stream);
-    const seconds = before ? (at - before.at) / 1000 : 0;
-    // Two refreshes in the same instant (two browsers): the last rates stand.
-    if (before && seconds < 0.5)
+    if (before && at - before.at < MIN_GAP_MS)
       return { producedPerSec: before.history.at(-1) ?? null, consumedPerSec: before.consumed, producedHistory: before.history };
-    const produced = before && seconds > 0 ? Math.max(0, report.entriesAdded - before.report.entriesAdded) / seconds : null;
-    const consumedPerSec: Record<string, number | null> = {};
+    const seconds = before ? (at - before.at) / 1000 : 0;
+    const produced = before ? Math.max(0, report.entriesAdded - before.report.entriesAdded) / seconds : null;
+    const consumed: Record<string, number | null> = {};
     for (const g of report.groups) {
       const was = before?.report.groups.find((x) => x.name === g.name);
-      consumedPerSec[g.name] =
-        was && was.entriesRead !== null && g.entriesRead !== null && seconds > 0
-          ? Math.max(0, g.entriesRead - was.entriesRead) / seconds
-          : null;
+      consumed[g.name] =
+        was && was.entriesRead !== null && g.entriesRead !== null ? Math.max(0, g.entriesRead - was.entriesRead) / seconds : null;
     }
     const history = [...(before?.history ?? []), ...(produced === null ? [] : [produced])].slice(-HISTORY);
     this.samples.delete(report.stream);
-    this.samples.set(report.stream, { at, report, history, consumed: consumedPerSec });
+    this.samples.set(report.stream, { at, report, history, consumed });
     if (this.samples.size > MAX_STREAMS) this.samples.delete(this.samples.keys().next().value!);
-    return { producedPerSec: produced, consumedPerSec, producedHistory: history };
+    return { producedPerSec: produced, consumedPerSec: consumed, producedHistory: history };
   }
 }

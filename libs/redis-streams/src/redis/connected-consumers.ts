@@ -1,7 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
-import { decodeNamePart, encodeNamePart } from './connection-name.js';
+import { decodeNamePart } from './connection-name.js';
 import { parseClientNames } from './replies.js';
+
+/** The group and consumer a connection of this library's is named for (`<group>:<consumer>:command`, `…:blocking`, …); undefined for any other name. */
+export function consumerOfConnectionName(name: string): { group: string; consumer: string } | undefined {
+  const m = /^([^:]+):([^:]+):(?:\d+:(?:batch:)?)?(?:command|blocking)$/.exec(name);
+  if (!m) return undefined;
+  const group = decodeNamePart(m[1]!);
+  const consumer = decodeNamePart(m[2]!);
+  return group === undefined || consumer === undefined ? undefined : { group, consumer };
+}
 
 /**
  * The consumers of `group` that have a connection open now, told from the names this library gives
@@ -12,14 +21,11 @@ import { parseClientNames } from './replies.js';
  */
 export async function connectedConsumers(redis: RedisConnection, group: string): Promise<Set<string>> {
   const nodes: Redis[] = (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
-  const prefix = `${encodeNamePart(group)}:`;
   const consumers = new Set<string>();
   for (const node of nodes) {
     for (const name of parseClientNames(await node.call('CLIENT', 'LIST', 'TYPE', 'normal'))) {
-      if (!name.startsWith(prefix)) continue;
-      const lane = /^([^:]+):(?:\d+:(?:batch:)?)?(?:command|blocking)$/.exec(name.slice(prefix.length))?.[1];
-      const consumer = lane === undefined ? undefined : decodeNamePart(lane);
-      if (consumer !== undefined) consumers.add(consumer);
+      const owner = consumerOfConnectionName(name);
+      if (owner?.group === group) consumers.add(owner.consumer);
     }
   }
   return consumers;

@@ -222,3 +222,4 @@ export function parseReclaimRoundReply(
   }
   return error === undefined ? { results } : { results, error };
 }
+export * from './dashboard-replies.js';

@@ -27,6 +27,7 @@ export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOption
 }
 
 const HANDLER = Symbol('redis-streams-dashboard-handler');
+const COMMAND_TIMEOUT_MS = 5_000;
 const CONNECTION = Symbol('redis-streams-dashboard-connection');
 
 /**
@@ -45,7 +46,11 @@ export class RedisStreamsDashboardModule implements NestModule, OnApplicationShu
     return {
       module: RedisStreamsDashboardModule,
       providers: [
-        { provide: CONNECTION, useFactory: () => openCommandConnection(resolveConnection(connection), 'redis-streams:dashboard') },
+        // A command timeout: a frozen Redis fails the page's calls instead of holding them.
+        {
+          provide: CONNECTION,
+          useFactory: () => openCommandConnection(resolveConnection(connection), 'redis-streams:dashboard', COMMAND_TIMEOUT_MS),
+        },
         {
           provide: HANDLER,
           inject: [CONNECTION],

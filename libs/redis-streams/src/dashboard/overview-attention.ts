@@ -1,0 +1,46 @@
+import { attention } from '../cli/attention.js';
+import { escapeControl } from '../escape-control.js';
+import type { StreamReport } from '../cli/inspect.js';
+import type { StreamSummary } from '../redis/dashboard-replies.js';
+
+export interface DeadLetterFigure {
+  stream: string;
+  /** null: the key holds another type (nothing can be dead-lettered there). */
+  length: number | null;
+}
+
+/** A summary in the shape `inspect` reports (the same attention rules apply to both): no retry state, each consumer's oldest pending entry. */
+export function asReport(s: StreamSummary, connected: Map<string, Set<string>> | null, dead: DeadLetterFigure[]): StreamReport {
+  return {
+    stream: s.stream,
+    length: s.length,
+    lastGeneratedId: s.lastGeneratedId,
+    entriesAdded: s.entriesAdded,
+    groups: s.groups.map((g) => ({
+      name: g.name,
+      pending: g.pending,
+      lastDeliveredId: g.lastDeliveredId,
+      lag: g.lag,
+      entriesRead: g.entriesRead,
+      consumers: g.consumers.map((c) => ({
+        ...c,
+        connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
+        oldestPendingAgeMs: null,
+        pendingEntries: [],
+        pendingStates: {},
+      })),
+      retryWaiting: null,
+      retryDue: null,
+      retryStateError: null,
+    })),
+    deadLetters: dead.filter((d) => d.length !== null).map((d) => ({ stream: d.stream, length: d.length! })),
+  };
+}
+
+/** What needs an operator in this stream (cli/attention.ts), and a dead-letter key of the wrong type. */
+export function streamAttention(report: StreamReport, dead: DeadLetterFigure[], minIdleMs: number, previous?: StreamReport): string[] {
+  const found = attention(report, minIdleMs, previous);
+  for (const d of dead)
+    if (d.length === null) found.push(`"${escapeControl(d.stream)}" is not a stream: nothing can be dead-lettered there`);
+  return found;
+}

@@ -1,0 +1,174 @@
+// The dashboard's JSON API against a real Redis: what it costs Redis, what it refuses, and what one odd
+// key or a frozen server does to it (the fresh-eyes review's findings, each seen failing first).
+import { get as httpGet, type Server } from 'node:http';
+import { serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
+import { createRequire } from 'node:module';
+import { requireBuilt } from './support/built.js';
+import { freezeServer } from './support/freeze.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+
+const redis = useRedis();
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+async function dashboard(prefix: string, options: DashboardServerOptions = {}) {
+  const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*`, ...options });
+  servers.push(server);
+  return {
+    url,
+    get: async (path: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${url}${path}`, { headers });
+      return { status: res.status, body: (await res.json()) as any };
+    },
+  };
+}
+
+/** A GET with any Host header (fetch drops a Host it is given): the status. */
+const statusWithHost = (url: string, host: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve, reject) => {
+    httpGet(url, { headers: { ...headers, host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    }).on('error', reject);
+  });
+
+const letter = (stream: string, extra: string[] = []) =>
+  redis
+    .client()
+    .xadd(
+      deadLetterKey(stream),
+      '*',
+      'stream',
+      stream,
+      'sourceId',
+      '1-1',
+      'group',
+      'g',
+      'consumer',
+      'c',
+      'deliveryCount',
+      '3',
+      'error',
+      'boom',
+      'deadAt',
+      '1700000000000',
+      'fields',
+      '["data","{}"]',
+      ...extra,
+    );
+
+/** Bytes Redis has sent to all its clients so far. */
+const sentBytes = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.client().info('stats'))![1]);
+
+describe('dashboard API', () => {
+  it('large entries cost what is shown: the overview, the stream, an entry and a dead-letter page send no payload whole', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}big`;
+    const big = 'x'.repeat(2_000_000);
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    for (let i = 0; i < 3; i++) await redis.client().xadd(stream, '*', 'data', big);
+    await letter(stream, ['pad', big]);
+    const id = (await redis.client().xrange(stream, '-', '+', 'COUNT', 1))[0]![0];
+    const d = await dashboard(prefix);
+    const before = await sentBytes();
+    const overview = await d.get('api/overview');
+    expect(overview.body.streams[0].groups[0]).toMatchObject({ lag: 3, pending: 0 });
+    expect((await d.get(`api/stream?key=${encodeURIComponent(stream)}`)).status).toBe(200);
+    const entry = await d.get(`api/entry?key=${encodeURIComponent(stream)}&id=${id}`);
+    expect(entry.body).toMatchObject({ truncated: true, sizes: [[4, 2_000_000]] });
+    expect(entry.body.fields[0][1]).toHaveLength(2_000);
+    const dead = await d.get(`api/dead-letters?key=${encodeURIComponent(deadLetterKey(stream))}`);
+    expect(dead.body.letters).toHaveLength(1);
+    // Four entries of 2 MB are in play; everything Redis sent for the four calls is a small part of one.
+    expect((await sentBytes()) - before).toBeLessThan(200_000);
+  });
+
+  it('a dead-letter key of another type is flagged on its stream; the overview still shows every stream', async () => {
+    const prefix = uniquePrefix();
+    for (const name of ['a', 'b']) await redis.client().xgroup('CREATE', `${prefix}${name}`, 'g', '$', 'MKSTREAM');
+    await redis.client().set(deadLetterKey(`${prefix}a`), 'not a stream');
+    const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
+    expect(overview.status).toBe(200);
+    expect(overview.body.streams.map((s: { stream: string }) => s.stream)).toEqual([`${prefix}a`, `${prefix}b`]);
+    expect(overview.body.attention).toEqual([expect.stringContaining(`"${prefix}a:dead" is not a stream`)]);
+  });
+
+  it('pages: the overview and the dead-letter streams past the first page are reachable', async () => {
+    const prefix = uniquePrefix();
+    for (const name of ['a', 'b', 'c']) {
+      await redis.client().xgroup('CREATE', `${prefix}${name}`, 'g', '$', 'MKSTREAM');
+      await letter(`${prefix}${name}`);
+    }
+    const d = await dashboard(prefix, { pageSize: 2 });
+    const second = await d.get('api/overview?page=1');
+    expect(second.body).toMatchObject({ total: 3, page: 1 });
+    expect(second.body.streams.map((s: { stream: string }) => s.stream)).toEqual([`${prefix}c`]);
+    const dead = await d.get('api/dead-letter-streams?page=1');
+    expect(dead.body.streams).toEqual([{ stream: `${prefix}c:dead`, length: 1 }]);
+  });
+
+  it('answers only its own Host names (DNS rebinding) and only keys its match names', async () => {
+    const prefix = uniquePrefix();
+    const other = uniquePrefix();
+    for (const key of [`${prefix}orders`, `${other}pay`]) await redis.client().xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    await letter(`${other}pay`);
+    const d = await dashboard(prefix, { actionsPassword: 'pw' });
+    const auth = { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` };
+    expect(await statusWithHost(`${d.url}api/overview`, 'evil.example:80', auth)).toBe(421);
+    expect((await d.get('api/overview', auth)).status).toBe(200);
+    expect((await d.get(`api/stream?key=${encodeURIComponent(`${other}pay`)}`, auth)).status).toBe(400);
+    expect((await d.get(`api/dead-letters?key=${encodeURIComponent(`${other}pay:dead`)}`, auth)).status).toBe(400);
+    const id = (await redis.client().xrange(`${other}pay:dead`, '-', '+'))[0]![0];
+    const deleted = await fetch(`${d.url}api/dead-letters/delete`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
+      body: JSON.stringify({ key: `${other}pay:dead`, ids: [id] }),
+    });
+    expect(deleted.status).toBe(400);
+    expect(await redis.client().xlen(`${other}pay:dead`)).toBe(1);
+  });
+
+  it('refuses bad input with 400 (never 500), HEAD with 405, and an empty actions password', async () => {
+    const prefix = uniquePrefix();
+    const stream = encodeURIComponent(`${prefix}orders`);
+    await redis.client().xgroup('CREATE', `${prefix}orders`, 'g', '$', 'MKSTREAM');
+    const d = await dashboard(prefix);
+    for (const path of [
+      `api/pending?key=${stream}&group=g&count=0`,
+      `api/pending?key=${stream}&group=g&after=nope`,
+      `api/entry?key=${stream}&id=1-x`,
+    ]) {
+      const answer = await d.get(path);
+      expect([path, answer.status]).toEqual([path, 400]);
+    }
+    expect((await fetch(`${d.url}api/overview`, { method: 'HEAD' })).status).toBe(405);
+    await expect(serveDashboard(redis.client(), { port: 0, actionsPassword: '' })).rejects.toThrow(/actionsPassword/);
+  });
+
+  it('a frozen Redis: each call gets 503 at its deadline instead of hanging the page', async (ctx) => {
+    if (!redis.owned) return ctx.skip();
+    const prefix = uniquePrefix();
+    await redis.client().xgroup('CREATE', `${prefix}orders`, 'g', '$', 'MKSTREAM');
+    const d = await dashboard(prefix, { requestTimeoutMs: 300 });
+    const thaw = await freezeServer(redis.client());
+    try {
+      const answer = await d.get('api/overview');
+      expect(answer).toEqual({ status: 503, body: { error: 'Redis did not answer within 300 ms' } });
+    } finally {
+      thaw();
+    }
+    expect((await d.get('api/overview')).status).toBe(200);
+  });
+
+  it('the page script is the same self-contained code from the CommonJS build as from the ES one (no require, no exports in it)', () => {
+    const load = (path: string) => (createRequire(import.meta.url)(requireBuilt(path)) as { appScript: () => string }).appScript();
+    const cjs = load('libs/redis-streams/dist/cjs/dashboard/app-script.js');
+    expect(cjs).not.toMatch(/\brequire\(|\bexports\.|_\d+\./);
+    // It parses as a script (main() left out: there is no DOM here).
+    expect(() => new Function(cjs.replace('main();', ''))).not.toThrow();
+  });
+});
