@@ -24,6 +24,7 @@ const ON_CLUSTER = [
   'test/operator-actions.e2e.spec.ts',
   'test/retry.e2e.spec.ts',
   'test/retry-crash.e2e.spec.ts',
+  'test/dashboard-api.e2e.spec.ts',
 ];
 
 /** Test files run at once, of both projects together (TEST_WORKERS overrides). */

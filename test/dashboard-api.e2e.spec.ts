@@ -1,8 +1,10 @@
 // The dashboard's JSON API against a real Redis: what it costs Redis, what it refuses, and what one odd
 // key or a frozen server does to it (the fresh-eyes review's findings, each seen failing first).
 import { get as httpGet, type Server } from 'node:http';
-import { serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
+import { Redis, type Cluster } from 'ioredis';
+import { partitionKeys, serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
 import { createRequire } from 'node:module';
+import { aclUser } from './support/acl.js';
 import { requireBuilt } from './support/built.js';
 import { freezeServer } from './support/freeze.js';
 import { deadLetterKey } from './support/redis-server.js';
@@ -65,7 +67,9 @@ const letter = (stream: string, extra: string[] = []) =>
 const sentBytes = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.client().info('stats'))![1]);
 
 describe('dashboard API', () => {
-  it('large entries cost what is shown: the overview, the stream, an entry and a dead-letter page send no payload whole', async () => {
+  it('large entries cost what is shown: the overview, the stream, an entry and a dead-letter page send no payload whole', async (ctx) => {
+    // INFO stats of one server: on a cluster it would be any node's.
+    if (redis.cluster) return ctx.skip();
     const prefix = uniquePrefix();
     const stream = `${prefix}big`;
     const big = 'x'.repeat(2_000_000);
@@ -94,7 +98,7 @@ describe('dashboard API', () => {
     const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
     expect(overview.status).toBe(200);
     expect(overview.body.streams.map((s: { stream: string }) => s.stream)).toEqual([`${prefix}a`, `${prefix}b`]);
-    expect(overview.body.attention).toEqual([expect.stringContaining(`"${prefix}a:dead" is not a stream`)]);
+    expect(overview.body.attention).toEqual([expect.stringContaining(`"${deadLetterKey(`${prefix}a`)}" is not a stream`)]);
   });
 
   it('pages: the overview and the dead-letter streams past the first page are reachable', async () => {
@@ -108,7 +112,7 @@ describe('dashboard API', () => {
     expect(second.body).toMatchObject({ total: 3, page: 1 });
     expect(second.body.streams.map((s: { stream: string }) => s.stream)).toEqual([`${prefix}c`]);
     const dead = await d.get('api/dead-letter-streams?page=1');
-    expect(dead.body.streams).toEqual([{ stream: `${prefix}c:dead`, length: 1 }]);
+    expect(dead.body.streams).toEqual([{ stream: deadLetterKey(`${prefix}c`), length: 1 }]);
   });
 
   it('answers only its own Host names (DNS rebinding) and only keys its match names', async () => {
@@ -121,15 +125,15 @@ describe('dashboard API', () => {
     expect(await statusWithHost(`${d.url}api/overview`, 'evil.example:80', auth)).toBe(421);
     expect((await d.get('api/overview', auth)).status).toBe(200);
     expect((await d.get(`api/stream?key=${encodeURIComponent(`${other}pay`)}`, auth)).status).toBe(400);
-    expect((await d.get(`api/dead-letters?key=${encodeURIComponent(`${other}pay:dead`)}`, auth)).status).toBe(400);
-    const id = (await redis.client().xrange(`${other}pay:dead`, '-', '+'))[0]![0];
+    expect((await d.get(`api/dead-letters?key=${encodeURIComponent(deadLetterKey(`${other}pay`))}`, auth)).status).toBe(400);
+    const id = (await redis.client().xrange(deadLetterKey(`${other}pay`), '-', '+'))[0]![0];
     const deleted = await fetch(`${d.url}api/dead-letters/delete`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
-      body: JSON.stringify({ key: `${other}pay:dead`, ids: [id] }),
+      body: JSON.stringify({ key: deadLetterKey(`${other}pay`), ids: [id] }),
     });
     expect(deleted.status).toBe(400);
-    expect(await redis.client().xlen(`${other}pay:dead`)).toBe(1);
+    expect(await redis.client().xlen(deadLetterKey(`${other}pay`))).toBe(1);
   });
 
   it('refuses bad input with 400 (never 500), HEAD with 405, and an empty actions password', async () => {
@@ -170,5 +174,61 @@ describe('dashboard API', () => {
     expect(cjs).not.toMatch(/\brequire\(|\bexports\.|_\d+\./);
     // It parses as a script (main() left out: there is no DOM here).
     expect(() => new Function(cjs.replace('main();', ''))).not.toThrow();
+  });
+
+  it('on a Redis Cluster: every partition of a partitioned stream, each with the master that serves it', async (ctx) => {
+    if (!redis.cluster) return ctx.skip();
+    const prefix = uniquePrefix();
+    const keys = partitionKeys(prefix, 'orders', 6);
+    for (const key of keys) await redis.client().xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
+    const shown = (overview.body.streams as { stream: string; node: string }[]).map((s) => [s.stream, s.node] as const);
+    expect(shown.map(([key]) => key)).toEqual([...keys].sort());
+    const masters = (redis.client() as unknown as Cluster).nodes('master');
+    for (const [key, node] of shown) {
+      const master = masters.find((n) => `${n.options.host}:${n.options.port}` === node);
+      expect([key, await master?.exists(key)]).toEqual([key, 1]);
+    }
+    expect(new Set(shown.map(([, node]) => node)).size).toBeGreaterThan(1);
+  });
+
+  it('bounds what one stream or entry can make it send, and says which stream it could not read', async (ctx) => {
+    if (redis.cluster) return ctx.skip();
+    const prefix = uniquePrefix();
+    const wide = `${prefix}wide`;
+    await redis.client().xgroup('CREATE', wide, 'g', '$', 'MKSTREAM');
+    for (let i = 0; i < 150; i++) await redis.client().xgroup('CREATECONSUMER', wide, 'g', `c${i}`);
+    const parts = Array.from({ length: 600 }, (_, i) => `f${i}`);
+    const id = (await redis.client().xadd(wide, '*', ...parts))!;
+    // A key the dashboard's user may not read, among those its match names.
+    await redis.client().xgroup('CREATE', `${prefix}secret`, 'g', '$', 'MKSTREAM');
+    const user = await aclUser(redis.client(), redis.port, `dash-${prefix.slice(2, 10)}`, prefix, [
+      'on',
+      '>pw',
+      `~${prefix}w*`,
+      `~{${prefix}w*}:dead`,
+      '+@all',
+    ]);
+    const limited = new Redis(user);
+    try {
+      const { server, url } = await serveDashboard(limited, { port: 0, match: `${prefix}*` });
+      servers.push(server);
+      const get = async (path: string) => {
+        const res = await fetch(`${url}${path}`);
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const overview = await get('api/overview');
+      expect(overview.status).toBe(200);
+      expect(overview.body.streams.map((x: { stream: string }) => x.stream)).toEqual([wide]);
+      expect(overview.body.attention).toEqual([expect.stringMatching(new RegExp(`^${prefix}secret: could not be read \\(NOPERM`))]);
+      const group = overview.body.streams[0].groups[0];
+      expect([group.consumers.length, group.consumerCount]).toEqual([100, 150]);
+      const entry = await get(`api/entry?key=${encodeURIComponent(wide)}&id=${id}`);
+      expect([entry.body.fields.length, entry.body.fieldCount, entry.body.truncated]).toEqual([100, 300, true]);
+      expect((await get(`api/pending?key=${encodeURIComponent(wide)}&group=nogroup`)).status).toBe(400);
+      expect((await get(`api/entry?key=${encodeURIComponent(wide)}&id=99999999999999999999-0`)).status).toBe(400);
+    } finally {
+      limited.disconnect();
+    }
   });
 });

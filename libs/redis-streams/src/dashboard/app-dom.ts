@@ -14,6 +14,8 @@ export interface AppState {
   last: string;
   message: string;
   rendering: boolean;
+  /** A navigation came while rendering: render once more after. */
+  again: boolean;
 }
 /** Made by the served script (app-script.ts), not by this module. */
 declare const ui: { state: AppState; render(tick?: boolean): Promise<void> };

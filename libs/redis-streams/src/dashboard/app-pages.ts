@@ -5,7 +5,7 @@ import type { AppState, Child, Dom } from './app-dom.js';
 /** Made by the served script (app-script.ts), not by this module. */
 declare const ui: Dom & { state: AppState };
 
-function streamRows(s: any): Child[][] {
+function streamRows(s: any, cluster: boolean): Child[][] {
   const dead = s.deadLetters.find((d: any) => d.length > 0);
   const groups = s.groups.length ? s.groups : [null];
   return groups.map((g: any, i: number) => {
@@ -19,9 +19,10 @@ function streamRows(s: any): Child[][] {
       g ? ui.num(g.lag) : '–',
       g ? ui.age(g.lagMs) : '–',
       g ? ui.num(g.pending) : '–',
-      g ? ui.num(g.consumers.length) : '–',
+      g ? ui.num(g.consumerCount) : '–',
       g ? ui.rate(g.consumedPerSec) : '–',
       first ? (dead ? ui.link(ui.num(dead.length), `#/dead/${encodeURIComponent(dead.stream)}`) : '0') : '',
+      ...(cluster ? [first ? s.node : ''] : []),
     ];
   });
 }
@@ -33,7 +34,22 @@ async function overviewPage(): Promise<Child[]> {
     ui.state.page = to;
     ui.rerender();
   };
-  const head = ['Stream', 'Length', 'Produced/s', 'Trend', 'Group', 'Lag', 'Lag age', 'Pending', 'Consumers', 'Consumed/s', 'Dead letters'];
+  // On a cluster: which master serves each stream (a partitioned stream's partitions spread over them).
+  const cluster = o.streams.some((s: any) => s.node !== null);
+  const head = [
+    'Stream',
+    'Length',
+    'Produced/s',
+    'Trend',
+    'Group',
+    'Lag',
+    'Lag age',
+    'Pending',
+    'Consumers',
+    'Consumed/s',
+    'Dead letters',
+    ...(cluster ? ['Master'] : []),
+  ];
   return [
     ui.el('h1', {}, 'Overview'),
     o.attention.length
@@ -44,7 +60,12 @@ async function overviewPage(): Promise<Child[]> {
           ui.el('ul', { class: 'attention' }, ...o.attention.map((a: string) => ui.el('li', {}, a))),
         )
       : ui.el('p', { class: 'muted' }, 'Nothing needs attention.'),
-    ui.table(head, o.streams.flatMap(streamRows), [1, 2, 5, 7, 8, 9, 10], 'Streams'),
+    ui.table(
+      head,
+      o.streams.flatMap((s: any) => streamRows(s, cluster)),
+      [1, 2, 5, 7, 8, 9, 10],
+      'Streams',
+    ),
     ui.el('p', {}, `${ui.num(o.total)} streams, page ${o.page + 1} of ${pages}`),
     o.page > 0 ? ui.button('Previous page', 'prev:overview', turn(o.page - 1)) : null,
     o.page + 1 < pages ? ui.button('Next page', 'next:overview', turn(o.page + 1)) : null,
@@ -63,13 +84,13 @@ function pelStateLabel(state: string): string {
 }
 
 async function groupSection(key: string, g: any, retries: any): Promise<Child[]> {
-  const connected = (name: string) => (g.connected[name] === null ? 'unknown' : g.connected[name] ? 'yes' : 'no');
+  const connected = (c: any) => (c.connected === null ? 'unknown' : c.connected ? 'yes' : 'no');
   const consumers = g.consumers.map((c: any) => [
     c.name,
     ui.num(c.pending),
     ui.age(c.idleMs),
     c.inactiveMs === null ? 'n/a' : ui.age(c.inactiveMs),
-    connected(c.name),
+    connected(c),
     ui.age(c.oldestPendingIdleMs),
   ]);
   const after = ui.state.after.get(`pel:${g.name}`);
@@ -139,10 +160,12 @@ async function entryPage(key: string, id: string): Promise<Child[]> {
   });
   const more =
     e.truncated && !ui.state.entryFull ? ui.button('Show all', 'show-all', () => ((ui.state.entryFull = true), ui.rerender())) : null;
+  const wide = e.fieldCount > e.fields.length ? ui.el('p', {}, `First ${e.fields.length} of ${e.fieldCount} fields shown.`) : null;
   const cut = e.truncated && ui.state.entryFull ? ui.el('p', {}, 'Values over 1 MB are cut here; XRANGE reads them whole.') : null;
   return [
     ui.el('h1', { class: 'name' }, `${e.stream} ${e.id}`),
     ui.table(['Field', 'Value (JSON shown decoded)', 'Size'], rows, [], 'Fields'),
+    wide,
     more,
     cut,
   ];

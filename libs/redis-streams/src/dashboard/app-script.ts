@@ -19,7 +19,11 @@ function view(): { load: () => Promise<Child[]>; live: boolean } {
 async function render(tick = false): Promise<void> {
   const app = document.getElementById('app')!;
   const status = document.getElementById('status')!;
-  if (ui.state.rendering) return;
+  // One render at a time; a navigation during one renders again after it (a tick may skip, a navigation may not).
+  if (ui.state.rendering) {
+    if (!tick) ui.state.again = true;
+    return;
+  }
   ui.state.rendering = true;
   const fresh = ui.state.last === '';
   try {
@@ -42,6 +46,10 @@ async function render(tick = false): Promise<void> {
     if (fresh) app.replaceChildren(ui.el('p', { role: 'alert', class: 'bad' }, `Could not load this page: ${(err as Error).message}`));
   } finally {
     ui.state.rendering = false;
+    if (ui.state.again) {
+      ui.state.again = false;
+      void render();
+    }
   }
 }
 
@@ -69,6 +77,7 @@ function newState(): AppState {
     last: '',
     message: '',
     rendering: false,
+    again: false,
   };
 }
 

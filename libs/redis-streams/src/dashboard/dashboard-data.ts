@@ -5,17 +5,18 @@ import type { RedisConnection } from '../redis/connect.js';
 import { DashboardCommands } from '../redis/dashboard-commands.js';
 import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
+import { describeError } from '../describe-error.js';
 import { idTime, parseGroupRows, parsePendingRows } from '../redis/replies.js';
 import { deadSource, globToRegExp } from './key-scope.js';
 import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
 
-export interface DashboardGroup extends GroupSummary {
+export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
   lagMs: number | null;
   consumedPerSec: number | null;
-  /** Per consumer: whether a connection of this library's is open for it (null: CLIENT LIST refused). */
-  connected: Record<string, boolean | null>;
+  /** Its consumers, each with whether a connection of this library's is open for it (null: CLIENT LIST refused). */
+  consumers: (GroupSummary['consumers'][number] & { connected: boolean | null })[];
 }
 
 export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
@@ -24,6 +25,8 @@ export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
   producedPerSec: number | null;
   producedHistory: number[];
   attention: string[];
+  /** On a cluster, the master that serves it (`host:port`); null on one node. */
+  node: string | null;
 }
 
 export interface Overview {
@@ -49,6 +52,8 @@ export interface EntryView {
   fields: [string, string][];
   /** Each value's full size in bytes, beside the (maybe cut) value shown. */
   sizes: [number, number][];
+  /** How many fields it has (a wide entry shows its first MAX_PARTS / 2). */
+  fieldCount: number;
   truncated: boolean;
 }
 
@@ -68,7 +73,7 @@ export class DashboardData {
   private readonly commands: DashboardCommands;
   private readonly history = new RateHistory<ReturnType<typeof asReport>>();
   private readonly scope: RegExp;
-  private keys: { at: number; work: string[]; dead: string[] } | undefined;
+  private keys: { at: number; work: string[]; dead: string[]; nodes: Map<string, string> | undefined } | undefined;
   private readonly shared = new Map<number, { at: number; overview: Promise<Overview> }>();
 
   constructor(
@@ -150,7 +155,8 @@ export class DashboardData {
       fields.push([found.fields[i]!, found.fields[i + 1]!]);
       sizes.push([found.sizes[i]!, found.sizes[i + 1]!]);
     }
-    return { stream, id, fields, sizes, truncated: found.sizes.some((n) => n > maxBytes) };
+    const truncated = found.sizes.length > found.fields.length || found.sizes.some((n) => n > maxBytes);
+    return { stream, id, fields, sizes, fieldCount: found.sizes.length / 2, truncated };
   }
 
   /** A page of dead letters, their reasons cut and their original fields left in Redis (their size only). */
@@ -158,7 +164,11 @@ export class DashboardData {
     const rows = await this.commands.rangePreview(key, after === undefined ? '-' : `(${after}`, '+', count, REASON_BYTES);
     return rows.map((row) => {
       const { fields: _fields, ...letter } = decodeDeadLetter(row.id, row.fields);
-      const at = (name: string) => row.sizes[row.fields.indexOf(name) + 1] ?? 0;
+      // A field name sits at an even index: a value that happens to read "fields" is not one.
+      const at = (name: string) => {
+        for (let i = 0; i + 1 < row.fields.length; i += 2) if (row.fields[i] === name) return row.sizes[i + 1] ?? 0;
+        return 0;
+      };
       return { ...letter, fieldsBytes: at('fields'), errorTruncated: at('error') > REASON_BYTES };
     });
   }
@@ -172,11 +182,20 @@ export class DashboardData {
     const { work } = await this.keyList();
     const { pageSize } = this.options;
     const names = work.slice(page * pageSize, (page + 1) * pageSize);
-    const summaries = (await Promise.all(names.map((key) => this.commands.summary(key)))).filter(
-      (s): s is StreamSummary => s !== null && s.groups.length > 0,
+    // A stream Redis refuses to read (NOPERM, a script error on odd data) is reported, never the whole page's failure.
+    const unreadable: string[] = [];
+    const read = await Promise.all(
+      names.map((key) =>
+        this.commands.summary(key).catch((err: unknown) => {
+          if (!isErrorReply(err)) throw err;
+          unreadable.push(`${key}: could not be read (${describeError(err)})`);
+          return null;
+        }),
+      ),
     );
+    const summaries = read.filter((s): s is StreamSummary => s !== null && s.groups.length > 0);
     const streams = await this.decorate(summaries, now, true);
-    const attention = streams.flatMap((s) => s.attention.map((why) => `${s.stream}: ${why}`));
+    const attention = [...unreadable, ...streams.flatMap((s) => s.attention.map((why) => `${s.stream}: ${why}`))];
     return { streams, total: work.length, page, pageSize, attention, at: now };
   }
 
@@ -198,12 +217,14 @@ export class DashboardData {
           ...g,
           lagMs: this.undeliveredAge(g.firstUndeliveredId, now),
           consumedPerSec: r.consumedPerSec[g.name] ?? null,
-          connected: Object.fromEntries(
-            g.consumers.map((c) => [c.name, connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false)]),
-          ),
+          consumers: g.consumers.map((c) => ({
+            ...c,
+            connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
+          })),
         }));
         const attention = streamAttention(report, dead, this.options.minIdleMs, previous);
-        return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention };
+        const node = this.keys?.nodes?.get(s.stream) ?? null;
+        return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention, node };
       }),
     );
   }
@@ -222,16 +243,19 @@ export class DashboardData {
     });
   }
 
-  private async keyList(): Promise<{ work: string[]; dead: string[] }> {
+  private async keyList(): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
     const now = Date.now();
     if (this.keys && now - this.keys.at < KEYS_TTL_MS) return this.keys;
     // The dead-letter streams of a cluster's hash-tagged names do not match the pattern itself: a second SCAN for them.
     const { match } = this.options;
-    const all = [...new Set([...(await this.commands.streamKeys(match)), ...(await this.commands.streamKeys(`{${match}}:dead`))])].sort();
+    const found = new Map([...(await this.commands.streamKeys(match)), ...(await this.commands.streamKeys(`{${match}}:dead`))]);
+    const all = [...found.keys()].sort();
     const inScope = all.filter((key) => this.inScope(key) || (deadSource(key) !== null && this.inScope(deadSource(key)!)));
     const dead = inScope.filter((key) => deadSource(key) !== null && this.inScope(deadSource(key)!));
     const work = inScope.filter((key) => deadSource(key) === null && this.inScope(key));
-    this.keys = { at: now, work, dead };
+    // Which master serves which stream: shown on a cluster only (one node tells nothing).
+    const nodes = new Set(found.values()).size > 1 || (this.redis as { isCluster?: boolean }).isCluster === true ? found : undefined;
+    this.keys = { at: now, work, dead, nodes };
     return this.keys;
   }
 }

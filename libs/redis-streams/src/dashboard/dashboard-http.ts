@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError } from '../describe-error.js';
+import { isErrorReply } from '../redis/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
@@ -57,6 +58,8 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       (err: unknown) => {
         if (err instanceof ActionRefused) return send(res, err.status, { error: err.message });
         if (err instanceof BadRequest) return send(res, 400, { error: err.message });
+        // Redis refused what the request named (NOGROUP, an id past the last one, NOPERM): said as Redis said it.
+        if (isErrorReply(err)) return send(res, 400, { error: `Redis refused: ${describeError(err)}` });
         // describeError masks credentials; the message is all a browser gets.
         send(res, 500, { error: describeError(err) });
       },

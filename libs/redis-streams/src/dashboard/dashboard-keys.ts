@@ -22,7 +22,7 @@ export function need(q: URLSearchParams, name: string): string {
 export function count(q: URLSearchParams, name: string, fallback: number, max: number, min = 1): number {
   const raw = q.get(name);
   if (raw === null) return fallback;
-  const n = Number(raw);
+  const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new BadRequest(`"${name}" must be an integer from ${min} to ${max}`);
   return n;
 }
@@ -45,6 +45,7 @@ export async function deadStream(q: URLSearchParams, ctx: DashboardContext): Pro
 }
 
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+const MAX_U64 = 2n ** 64n - 1n;
 
 /** A stream id parameter (`1700000000000-0`); undefined when absent and not required. */
 export function streamId(q: URLSearchParams, name: string, required: true): string;
@@ -55,6 +56,8 @@ export function streamId(q: URLSearchParams, name: string, required = false): st
     if (required) throw new BadRequest(`"${name}" is required`);
     return undefined;
   }
-  if (!STREAM_ID.test(value)) throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0`);
+  const [ms, seq] = value.split('-');
+  if (!STREAM_ID.test(value) || BigInt(ms!) > MAX_U64 || BigInt(seq!) > MAX_U64)
+    throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0`);
   return value;
 }

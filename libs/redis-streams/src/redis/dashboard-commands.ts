@@ -6,10 +6,15 @@ import { DEAD_LENGTH_SCRIPT, RANGE_PREVIEW_SCRIPT, STREAM_SUMMARY_SCRIPT } from 
 import { parseRangePreview, parseStreamSummary, type RangePreviewEntry, type StreamSummary } from './dashboard-replies.js';
 
 type Scripted = RedisConnection & {
-  streamsSummary(key: string): Promise<unknown>;
+  streamsSummary(key: string, maxConsumers: number): Promise<unknown>;
   streamsDeadLength(key: string): Promise<number>;
-  streamsRangePreview(key: string, start: string, end: string, count: number, maxBytes: number): Promise<unknown>;
+  streamsRangePreview(key: string, start: string, end: string, count: number, maxBytes: number, maxParts: number): Promise<unknown>;
 };
+
+/** Consumers listed per group (each costs one XPENDING row); the summary gives the count of all. */
+export const MAX_CONSUMERS = 100;
+/** Field names and values shown per entry (a wide entry shows its first ones and the size of all). */
+export const MAX_PARTS = 200;
 
 /** What the dashboard asks Redis, each bounded: SCAN with counts, one script per stream, ranged reads. */
 export class DashboardCommands {
@@ -22,23 +27,24 @@ export class DashboardCommands {
     this.redis = redis as Scripted;
   }
 
-  /** Stream keys matching `pattern` on every master (SCAN … COUNT 1000 TYPE stream), sorted. */
-  async streamKeys(pattern: string): Promise<string[]> {
-    const keys = new Set<string>();
+  /** Stream keys matching `pattern` on every master (SCAN … COUNT 1000 TYPE stream), each with the master it is on (`host:port`). */
+  async streamKeys(pattern: string): Promise<Map<string, string>> {
+    const keys = new Map<string, string>();
     for (const node of this.masters()) {
+      const at = `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
       let cursor = '0';
       do {
         const scanned = parseScanReply(await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream'));
         cursor = scanned.cursor;
-        for (const key of scanned.keys) keys.add(key);
+        for (const key of scanned.keys) keys.set(key, at);
       } while (cursor !== '0');
     }
-    return [...keys].sort();
+    return keys;
   }
 
   /** The stream's figures (STREAM_SUMMARY_SCRIPT); null when the key is no stream (deleted since the SCAN). */
   async summary(stream: string): Promise<StreamSummary | null> {
-    return parseStreamSummary(stream, await this.redis.streamsSummary(stream));
+    return parseStreamSummary(stream, await this.redis.streamsSummary(stream, MAX_CONSUMERS));
   }
 
   /** A dead-letter stream's length; 'wrong type' when the key holds something else, null when absent. */
@@ -48,8 +54,15 @@ export class DashboardCommands {
   }
 
   /** Entries from `start` to `end` (XRANGE ids), values cut to `maxBytes` inside Redis (0: ids only). */
-  async rangePreview(key: string, start: string, end: string, count: number, maxBytes: number): Promise<RangePreviewEntry[]> {
-    return parseRangePreview(await this.redis.streamsRangePreview(key, start, end, count, maxBytes));
+  async rangePreview(
+    key: string,
+    start: string,
+    end: string,
+    count: number,
+    maxBytes: number,
+    maxParts = MAX_PARTS,
+  ): Promise<RangePreviewEntry[]> {
+    return parseRangePreview(await this.redis.streamsRangePreview(key, start, end, count, maxBytes, maxParts));
   }
 
   /** Per group, the consumers with a connection of this library's open now: one CLIENT LIST per master (see connected-consumers.ts). */

@@ -21,7 +21,9 @@ export interface GroupSummary {
   /** The first entry not yet delivered to the group; null when none. */
   firstUndeliveredId: string | null;
   oldestPending: { id: string; consumer: string; idleMs: number } | null;
+  /** Its first consumers (at most MAX_CONSUMERS), and how many it has in all. */
   consumers: ConsumerSummary[];
+  consumerCount: number;
 }
 
 export interface StreamSummary {
@@ -55,7 +57,7 @@ export function parseStreamSummary(stream: string, reply: unknown): StreamSummar
     lastGeneratedId: str(lastGeneratedId),
     entriesAdded: Number(entriesAdded),
     groups: groups.map((g: unknown) => {
-      if (!Array.isArray(g) || g.length < 10 || !Array.isArray(g[9])) throw new ReplyShapeError('stream summary', reply);
+      if (!Array.isArray(g) || g.length < 11 || !Array.isArray(g[9])) throw new ReplyShapeError('stream summary', reply);
       return {
         name: str(g[0]),
         pending: Number(g[1]),
@@ -72,6 +74,7 @@ export function parseStreamSummary(stream: string, reply: unknown): StreamSummar
           oldestPendingId: c[4] === null ? null : str(c[4]),
           oldestPendingIdleMs: count(c[5]),
         })),
+        consumerCount: Number(g[10]),
       };
     }),
   };

@@ -3,8 +3,9 @@ import { LUA_XINFO } from './lua-xinfo.js';
 /**
  * One stream's figures for the dashboard in one call, without sending a single entry back: its
  * length and ids, and per group its counts, the first id not yet delivered (the lag's age), its
- * oldest pending entry (id, owner, idle) and its consumers. The scan of XINFO and XRANGE stays in
- * Redis (entries of megabytes cost a copy there, not a transfer). {} when the key is no stream.
+ * oldest pending entry (id, owner, idle) and its first ARGV[1] consumers. The scan of XINFO and
+ * XRANGE stays in Redis: entries of megabytes cost a copy there (XINFO STREAM copies the first and
+ * last entries, the lag's age one more), not a transfer. {} when the key is no stream.
  */
 export const STREAM_SUMMARY_SCRIPT = `${LUA_XINFO}
 local key = KEYS[1]
@@ -17,14 +18,16 @@ for _, row in ipairs(redis.call('XINFO', 'GROUPS', key)) do
   local first = ok and after[1] or nil
   local oldest = redis.call('XPENDING', key, g['name'], '-', '+', 1)[1]
   local consumers = {}
-  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', key, g['name'])) do
-    local r = record(c)
+  local listed = redis.call('XINFO', 'CONSUMERS', key, g['name'])
+  -- At most MAX_CONSUMERS of them, each with one XPENDING of one row; the count says how many there are.
+  for i = 1, math.min(#listed, tonumber(ARGV[1])) do
+    local r = record(listed[i])
     local own = r['pending'] > 0 and redis.call('XPENDING', key, g['name'], '-', '+', 1, r['name'])[1] or nil
     table.insert(consumers, { r['name'], r['pending'], r['idle'], r['inactive'] or -2, own and own[1] or false, own and own[3] or -1 })
   end
   table.insert(groups, {
     g['name'], g['pending'], g['last-delivered-id'], g['entries-read'] or -1, g['lag'] or -1,
-    first and first[1] or false, oldest and oldest[1] or false, oldest and oldest[2] or false, oldest and oldest[3] or -1, consumers,
+    first and first[1] or false, oldest and oldest[1] or false, oldest and oldest[2] or false, oldest and oldest[3] or -1, consumers, #listed,
   })
 end
 return { s['length'], s['last-generated-id'], s['entries-added'] or s['length'], groups }
@@ -40,17 +43,18 @@ return redis.call('XLEN', KEYS[1])
 
 /**
  * XRANGE with every value cut to ARGV[4] bytes inside Redis (0: ids only), and each value's full
- * length: pages of large entries cost what they show. ARGV: start, end, count, maxBytes.
+ * length: pages of large entries cost what they show. ARGV: start, end, count, maxBytes, maxParts.
  */
 export const RANGE_PREVIEW_SCRIPT = `
 if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then return {} end
-local max = tonumber(ARGV[4])
+local max, parts = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
 for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', ARGV[3])) do
   local cut, sizes = {}, {}
   if max > 0 then
+    -- At most ARGV[5] parts (field names and values) of each entry; sizes of all of them.
     for i = 1, #e[2] do
-      cut[i] = string.sub(e[2][i], 1, max)
+      if i <= parts then cut[i] = string.sub(e[2][i], 1, max) end
       sizes[i] = #e[2][i]
     end
   end
