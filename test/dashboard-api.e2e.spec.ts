@@ -9,6 +9,7 @@ import { requireBuilt } from './support/built.js';
 import { freezeServer } from './support/freeze.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
+import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 
 const redis = useRedis();
@@ -38,30 +39,7 @@ const statusWithHost = (url: string, host: string, headers: Record<string, strin
     }).on('error', reject);
   });
 
-const letter = (stream: string, extra: string[] = []) =>
-  redis
-    .client()
-    .xadd(
-      deadLetterKey(stream),
-      '*',
-      'stream',
-      stream,
-      'sourceId',
-      '1-1',
-      'group',
-      'g',
-      'consumer',
-      'c',
-      'deliveryCount',
-      '3',
-      'error',
-      'boom',
-      'deadAt',
-      '1700000000000',
-      'fields',
-      '["data","{}"]',
-      ...extra,
-    );
+const letter = (stream: string, extra: string[] = []) => forgeDeadLetter(redis.client(), deadLetterKey(stream), stream, {}, extra);
 
 /** Bytes Redis has sent to all its clients so far. */
 const sentBytes = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.client().info('stats'))![1]);

@@ -6,6 +6,7 @@ import { DeadLetterException, RedisStreamsDashboardModule, RedisStreamsServer, s
 import { refreshes, useBrowser } from './support/browser.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
+import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -80,28 +81,11 @@ describe('dashboard', () => {
       .xadd(hostile, '*', 'data', '<script>window.__pwned=2</script>', 'headers', '{"x":"<img src=y onerror=window.__pwned=3>"}');
     await redis.client().xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1, 'STREAMS', hostile, '>');
     const dead = deadLetterKey(hostile);
-    await redis
-      .client()
-      .xadd(
-        dead,
-        '*',
-        'stream',
-        hostile,
-        'sourceId',
-        '1-1',
-        'group',
-        'g',
-        'consumer',
-        '<b onmouseover=x>',
-        'deliveryCount',
-        '3',
-        'error',
-        '<img src=z onerror="window.__pwned=4">',
-        'deadAt',
-        '1700000000000',
-        'fields',
-        '["data","<script>window.__pwned=5</script>"]',
-      );
+    await forgeDeadLetter(redis.client(), dead, hostile, {
+      consumer: '<b onmouseover=x>',
+      error: '<img src=z onerror="window.__pwned=4">',
+      fields: '["data","<script>window.__pwned=5</script>"]',
+    });
     const page = await browser.page();
     const base = await standalone(prefix);
     for (const hash of ['#/', `#/stream/${encodeURIComponent(hostile)}`, `#/dead/${encodeURIComponent(dead)}`]) {
@@ -122,28 +106,7 @@ describe('dashboard', () => {
     const prefix = uniquePrefix();
     for (const name of ['a', 'b', 'c']) await backlog(`${prefix}${name}`, 1, 0);
     const dead = deadLetterKey(`${prefix}a`);
-    await redis
-      .client()
-      .xadd(
-        dead,
-        '*',
-        'stream',
-        `${prefix}a`,
-        'sourceId',
-        '1-1',
-        'group',
-        'g',
-        'consumer',
-        'c',
-        'deliveryCount',
-        '3',
-        'error',
-        'far future',
-        'deadAt',
-        '1e20',
-        'fields',
-        '[]',
-      );
+    await forgeDeadLetter(redis.client(), dead, `${prefix}a`, { error: 'far future', deadAt: '1e20', fields: '[]' });
     const base = await standalone(prefix, undefined, 2);
     const page = await browser.page();
     await page.goto(base);
@@ -163,28 +126,7 @@ describe('dashboard', () => {
     const stream = `${prefix}orders`;
     await backlog(stream, 1, 0);
     const dead = deadLetterKey(stream);
-    const letter = await redis
-      .client()
-      .xadd(
-        dead,
-        '*',
-        'stream',
-        stream,
-        'sourceId',
-        '1-1',
-        'group',
-        'g',
-        'consumer',
-        'c',
-        'deliveryCount',
-        '3',
-        'error',
-        'boom',
-        'deadAt',
-        '1700000000000',
-        'fields',
-        '["data","{}"]',
-      );
+    const letter = await forgeDeadLetter(redis.client(), dead, stream);
     const base = await standalone(prefix);
     const page = await browser.page();
     await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
@@ -205,28 +147,7 @@ describe('dashboard', () => {
     const stream = `${prefix}orders`;
     await backlog(stream, 1, 0);
     const dead = deadLetterKey(stream);
-    const letter = await redis
-      .client()
-      .xadd(
-        dead,
-        '*',
-        'stream',
-        stream,
-        'sourceId',
-        '1-1',
-        'group',
-        'g',
-        'consumer',
-        'c',
-        'deliveryCount',
-        '3',
-        'error',
-        'boom',
-        'deadAt',
-        '1700000000000',
-        'fields',
-        '["data","{}"]',
-      );
+    const letter = await forgeDeadLetter(redis.client(), dead, stream);
     const base = await standalone(prefix, 'pa55word');
     expect((await fetch(`${base}api/overview`)).status).toBe(401);
     const auth = `Basic ${Buffer.from('ops:wrong').toString('base64')}`;
