@@ -1,5 +1,6 @@
 import { Controller, Module, type CanActivate } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { Server } from 'node:http';
 import { DeadLetterException, RedisStreamsDashboardModule, RedisStreamsServer, serveDashboard } from 'nestjs-redis-streams';
@@ -65,6 +66,14 @@ describe('dashboard', () => {
     expect(await cell('Lag')).toBe(String(info.lag));
     expect(await cell('Length')).toBe('7');
     await browser.shot(page, 'dashboard-overview');
+    await page.getByRole('link', { name: stream }).click();
+    await page.getByRole('table', { name: 'Pending entries of g' }).waitFor();
+    const oldest = (await redis.client().xrange(stream, '-', '+', 'COUNT', 1))[0]![0];
+    // Trim headroom: the oldest entry is pending, so a trim past it loses work.
+    await page.getByText(`the oldest a group still needs is ${oldest}`, { exact: false }).waitFor();
+    await browser.shot(page, 'dashboard-stream');
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await row.waitFor();
 
     await redis.client().xadd(stream, '*', 'data', '{}', 'headers', '{}');
     await refreshes(page);
@@ -185,6 +194,7 @@ describe('dashboard', () => {
       }
     }
     const allow: CanActivate = { canActivate: () => true };
+    const transport = new RedisStreamsServer({ connection: redis.url, group: 'g', blockMs: 50 });
     const logs: string[] = [];
     @Module({
       controllers: [Worker],
@@ -194,13 +204,14 @@ describe('dashboard', () => {
           connection: redis.url,
           match: `${prefix}*`,
           actions: { guard: allow, who: () => 'tester' },
+          server: transport,
           logger: { log: (m) => logs.push(m) },
         }),
       ],
     })
     class AppModule {}
     const app = await NestFactory.create(AppModule, { logger: false });
-    app.connectMicroservice({ strategy: new RedisStreamsServer({ connection: redis.url, group: 'g', blockMs: 50 }) });
+    app.connectMicroservice({ strategy: transport });
     await app.startAllMicroservices();
     await app.listen(0, '127.0.0.1');
     try {
@@ -209,7 +220,13 @@ describe('dashboard', () => {
       await waitFor(async () => (await redis.client().xlen(dead)) === 1, { message: 'the entry dead-lettered' });
       poisoned = false;
       const page = await browser.page();
-      await page.goto(`${await app.getUrl()}/ops/streams/#/dead/${encodeURIComponent(dead)}`.replace('[::1]', '127.0.0.1'));
+      const base = `${await app.getUrl()}/ops/streams/`.replace('[::1]', '127.0.0.1');
+      // Beside the streams, this app's own consumer: running, reading the stream.
+      await page.goto(base);
+      const panel = page.getByRole('region', { name: "This app's consumer" });
+      await panel.getByText(/in group g: running/).waitFor();
+      expect(await panel.getByRole('row', { name: new RegExp(stream) }).count()).toBe(1);
+      await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
       await page.getByText(`poisoned`, { exact: false }).first().waitFor();
       await browser.shot(page, 'dashboard-dead-letters');
       const letter = (await redis.client().xrange(dead, '-', '+'))[0]![0];
@@ -221,6 +238,43 @@ describe('dashboard', () => {
       expect(await redis.client().xlen(dead)).toBe(0);
       expect(logs).toEqual([expect.stringMatching(new RegExp(`"tester" redrove 1 of 1 letters of .*: ${letter}`))]);
       expect(id).toBeTruthy();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('in a Nest app on Fastify: the page under its base path, and an action through Fastify (body unparsed before the middleware)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await backlog(stream, 2, 1);
+    const dead = deadLetterKey(stream);
+    const letter = await forgeDeadLetter(redis.client(), dead, stream);
+    @Module({
+      imports: [
+        RedisStreamsDashboardModule.register({
+          basePath: '/ops',
+          connection: redis.url,
+          match: `${prefix}*`,
+          actions: { guard: { canActivate: () => true } },
+          logger: { log: () => {} },
+        }),
+      ],
+    })
+    class FastifyAppModule {}
+    const app = await NestFactory.create<NestFastifyApplication>(FastifyAppModule, new FastifyAdapter(), { logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      const page = await browser.page();
+      await page.goto(base);
+      await page.getByRole('row', { name: new RegExp(stream) }).waitFor();
+      await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+      await page.getByRole('checkbox', { name: `Select ${letter}` }).check();
+      await page.getByRole('button', { name: 'Delete', exact: true }).click();
+      await page.getByRole('alert').filter({ hasText: 'deleted 1' }).waitFor();
+      expect(await redis.client().xlen(dead)).toBe(0);
+      // Fastify's own routes still answer: the middleware passes on what is not under /ops.
+      expect((await fetch(base.replace('/ops/', '/elsewhere'))).status).toBe(404);
     } finally {
       await app.close();
     }

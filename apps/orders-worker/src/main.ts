@@ -42,8 +42,13 @@ async function hybrid(
   const exporter = new PrometheusExporter({ preventServerStart: true });
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
 
-  // The dashboard, read-only, on the worker's own Redis: /dashboard/.
-  const dashboard = RedisStreamsDashboardModule.register({ basePath: '/dashboard', connection, minIdleMs: server.options.minIdleMs });
+  // The dashboard, read-only, on the worker's own Redis, with this worker's own health: /dashboard/.
+  const dashboard = RedisStreamsDashboardModule.register({
+    basePath: '/dashboard',
+    connection,
+    minIdleMs: server.options.minIdleMs,
+    server,
+  });
   @Module({ imports: [orders, HealthModule.register(server, health.thresholds, exporter), dashboard] })
   class OrdersWorkerHttpModule {}
 

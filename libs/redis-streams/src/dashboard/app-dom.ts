@@ -1,4 +1,4 @@
-/* The dashboard's browser code, part 1 of 3: DOM and formatting helpers, and the API calls.
+/* The dashboard's browser code, part 1 of 4: DOM and formatting helpers, and the API calls.
  * These functions are sent as their source (app-script.ts) into one function scope, where `ui`
  * holds all parts and the page's state: they use `ui` and each other, nothing else of this module.
  * Everything from Redis goes in as text (textContent, never HTML). */
@@ -6,6 +6,8 @@
 export type Child = Node | string | number | null | undefined | false;
 export interface AppState {
   actions: boolean;
+  /** A transport runs beside the dashboard (in-app): its health is shown. */
+  consumer: boolean;
   selected: Set<string>;
   reason: string;
   after: Map<string, string>;

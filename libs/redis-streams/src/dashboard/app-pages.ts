@@ -1,9 +1,10 @@
-/* The dashboard's browser code, part 2 of 3: the pages (overview, stream, entry, dead letters).
+/* The dashboard's browser code, part 2 of 4: the pages (overview, stream, entry, dead letters).
  * Sent as source with the other parts (app-script.ts); reaches them through `ui` only. */
 import type { AppState, Child, Dom } from './app-dom.js';
+import type { Panels } from './app-panels.js';
 
 /** Made by the served script (app-script.ts), not by this module. */
-declare const ui: Dom & { state: AppState };
+declare const ui: Dom & Panels & { state: AppState };
 
 function streamRows(s: any, cluster: boolean): Child[][] {
   const dead = s.deadLetters.find((d: any) => d.length > 0);
@@ -52,6 +53,7 @@ async function overviewPage(): Promise<Child[]> {
   ];
   return [
     ui.el('h1', {}, 'Overview'),
+    ...(await ui.consumerPanel()),
     o.attention.length
       ? ui.el(
           'section',
@@ -128,6 +130,7 @@ async function streamPage(key: string): Promise<Child[]> {
   const out: Child[] = [
     ui.el('h1', { class: 'name' }, s.stream),
     ui.el('p', {}, `${ui.num(s.length)} entries, last id ${s.lastGeneratedId}`),
+    ui.headroom(s),
   ];
   for (const g of s.groups) out.push(...(await groupSection(key, g, s.retries[g.name])));
   const dead = s.deadLetters.map((d: any) =>
@@ -226,6 +229,7 @@ function letterRow(key: string, l: any): Child[] {
         })
       : null,
     l.id,
+    l.stream,
     l.sourceId,
     ui.el('span', { class: 'bad' }, l.error + (l.errorTruncated ? ' …' : '')),
     ui.num(l.deliveryCount),
@@ -240,7 +244,18 @@ async function deadPage(key: string): Promise<Child[]> {
   const after = ui.state.after.get(`dead:${key}`);
   const q = `key=${encodeURIComponent(key)}&count=50${after ? `&after=${after}` : ''}${ui.state.reason ? `&reason=${encodeURIComponent(ui.state.reason)}` : ''}`;
   const d = await ui.get(`api/dead-letters?${q}`);
-  const head = [ui.state.actions ? 'Select' : '', 'Id', 'Source id', 'Reason', 'Deliveries', 'Dead at', 'Group / consumer', 'Entry', ''];
+  const head = [
+    ui.state.actions ? 'Select' : '',
+    'Id',
+    'Source stream',
+    'Source id',
+    'Reason',
+    'Deliveries',
+    'Dead at',
+    'Group / consumer',
+    'Entry',
+    '',
+  ];
   const filter = (ev: Event) => {
     ui.state.reason = (ev.target as HTMLInputElement).value;
     ui.rerender();

@@ -1,10 +1,11 @@
-/* The dashboard's browser code, part 3 of 3: routing, rendering, start-up, and the script that
+/* The dashboard's browser code, part 4 of 4: routing, rendering, start-up, and the script that
  * sends all three parts (their compiled sources in one function scope, then main()). */
 import { DOM_PARTS, type AppState, type Child, type Dom } from './app-dom.js';
 import { PAGE_PARTS, type Pages } from './app-pages.js';
+import { PANEL_PARTS, type Panels } from './app-panels.js';
 
 /** Made by the served script (appScript), not by this module. */
-declare const ui: Dom & Pages & { state: AppState; render(tick?: boolean): Promise<void> };
+declare const ui: Dom & Pages & Panels & { state: AppState; render(tick?: boolean): Promise<void> };
 
 function view(): { load: () => Promise<Child[]>; live: boolean } {
   const [page, a, b] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -13,6 +14,7 @@ function view(): { load: () => Promise<Child[]>; live: boolean } {
   if (page === 'entry' && a && b) return { load: () => ui.entryPage(a, b), live: false };
   if (page === 'dead' && a) return { load: () => ui.deadPage(a), live: true };
   if (page === 'dead') return { load: () => ui.deadListPage(), live: true };
+  if (page === 'cluster') return { load: () => ui.clusterPage(), live: true };
   return { load: () => ui.overviewPage(), live: true };
 }
 
@@ -61,6 +63,7 @@ function main(): void {
   });
   void ui.get('api/config').then((c) => {
     ui.state.actions = c.actions;
+    ui.state.consumer = c.consumer;
     ui.rerender();
     setInterval(() => void render(true), 1000);
   });
@@ -69,6 +72,7 @@ function main(): void {
 function newState(): AppState {
   return {
     actions: false,
+    consumer: false,
     selected: new Set(),
     reason: '',
     after: new Map(),
@@ -85,7 +89,7 @@ const SCRIPT_PARTS = { view, render, main, newState };
 
 /** The browser script: every part's compiled source in one scope, `ui` over them all, then main(). No bundler, no CDN. */
 export function appScript(): string {
-  const parts = { ...DOM_PARTS, ...PAGE_PARTS, ...SCRIPT_PARTS };
+  const parts = { ...DOM_PARTS, ...PAGE_PARTS, ...PANEL_PARTS, ...SCRIPT_PARTS };
   const names = Object.keys(parts).filter((name) => name !== 'newState');
   return `(() => {
 ${Object.values(parts)

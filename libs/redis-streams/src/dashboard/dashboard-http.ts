@@ -100,7 +100,14 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
   const { data, options } = ctx;
   switch (path) {
     case '/api/config':
-      return { actions: options.authorize !== undefined, minIdleMs: options.minIdleMs, pageSize: options.pageSize };
+      return {
+        actions: options.authorize !== undefined,
+        minIdleMs: options.minIdleMs,
+        pageSize: options.pageSize,
+        consumer: options.consumer !== undefined,
+      };
+    case '/api/consumer':
+      return options.consumer ? { health: await options.consumer.health() } : null;
     case '/api/overview':
       return data.overview(count(q, 'page', 0, 1_000_000, 0));
     case '/api/dead-letter-streams':

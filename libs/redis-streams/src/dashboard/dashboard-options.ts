@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string } from '../options/validate.js';
+import type { RedisStreamsHealth } from '../health/health.js';
+import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from '../options/validate.js';
 
 /** Who may act: a name for the action log, or null to refuse (403). */
 export type DashboardAuthorize = (req: IncomingMessage) => string | null | Promise<string | null>;
@@ -25,6 +26,8 @@ export interface DashboardOptions {
   allowedHosts?: string[];
   /** A call Redis has not answered within this many ms gets 503 (a frozen Redis must not hold the page). Default 10000. */
   requestTimeoutMs?: number;
+  /** The transport running beside it (a `RedisStreamsServer`): the page shows that consumer's own health too. */
+  consumer?: { health(): Promise<RedisStreamsHealth> };
 }
 
 export interface ResolvedDashboardOptions {
@@ -36,11 +39,12 @@ export interface ResolvedDashboardOptions {
   logger: { log(message: string): void };
   allowedHosts: string[] | undefined;
   requestTimeoutMs: number;
+  consumer: { health(): Promise<RedisStreamsHealth> } | undefined;
 }
 
 export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200, requestTimeoutMs: 10_000 } as const;
 
-const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger', 'allowedHosts', 'requestTimeoutMs'] as const;
+const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger', 'allowedHosts', 'requestTimeoutMs', 'consumer'] as const;
 
 /** Options checked, each error naming the option (`dashboard.basePath`, …). */
 export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedDashboardOptions {
@@ -59,6 +63,7 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
     authorize: actions?.authorize,
     logger: input.logger ?? { log: (message) => console.log(message) },
     allowedHosts: hostsOf(input.allowedHosts),
+    consumer: withMethod('dashboard.consumer', input.consumer, 'health', undefined),
     requestTimeoutMs: positiveInt('dashboard.requestTimeoutMs', input.requestTimeoutMs, DASHBOARD_DEFAULTS.requestTimeoutMs),
   };
 }

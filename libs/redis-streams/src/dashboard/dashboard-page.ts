@@ -12,7 +12,7 @@ export function pageHtml(): string {
 <script src="app.js" defer></script>
 </head>
 <body>
-<header><a href="#/" class="brand">Redis Streams</a><nav><a href="#/">Overview</a><a href="#/dead">Dead letters</a></nav><span id="status" role="status"></span></header>
+<header><a href="#/" class="brand">Redis Streams</a><nav><a href="#/">Overview</a><a href="#/dead">Dead letters</a><a href="#/cluster">Cluster</a></nav><span id="status" role="status"></span></header>
 <main id="app" tabindex="-1"><p>Loading…</p></main>
 </body>
 </html>

@@ -32,6 +32,8 @@ export interface StreamSummary {
   lastGeneratedId: string;
   entriesAdded: number;
   groups: GroupSummary[];
+  /** The stream's oldest entry (what a trim removes first); null when it is empty. */
+  firstEntryId: string | null;
 }
 
 export interface RangePreviewEntry {
@@ -49,13 +51,14 @@ const count = (v: unknown): number | null => (v === null || Number(v) < 0 ? null
 export function parseStreamSummary(stream: string, reply: unknown): StreamSummary | null {
   if (!Array.isArray(reply)) throw new ReplyShapeError('stream summary', reply);
   if (reply.length === 0) return null;
-  const [length, lastGeneratedId, entriesAdded, groups] = reply as [unknown, unknown, unknown, unknown];
+  const [length, lastGeneratedId, entriesAdded, groups, firstEntryId] = reply as [unknown, unknown, unknown, unknown, unknown];
   if (!Array.isArray(groups)) throw new ReplyShapeError('stream summary', reply);
   return {
     stream,
     length: Number(length),
     lastGeneratedId: str(lastGeneratedId),
     entriesAdded: Number(entriesAdded),
+    firstEntryId: firstEntryId === null || firstEntryId === undefined ? null : str(firstEntryId),
     groups: groups.map((g: unknown) => {
       if (!Array.isArray(g) || g.length < 11 || !Array.isArray(g[9])) throw new ReplyShapeError('stream summary', reply);
       return {

@@ -30,7 +30,8 @@ for _, row in ipairs(redis.call('XINFO', 'GROUPS', key)) do
     first and first[1] or false, oldest and oldest[1] or false, oldest and oldest[2] or false, oldest and oldest[3] or -1, consumers, #listed,
   })
 end
-return { s['length'], s['last-generated-id'], s['entries-added'] or s['length'], groups }
+local firstEntry = s['first-entry']
+return { s['length'], s['last-generated-id'], s['entries-added'] or s['length'], groups, firstEntry and firstEntry[1] or false }
 `;
 
 /** A dead-letter stream's length; -1 when the key holds another type (reported, never a WRONGTYPE), -2 when absent. */

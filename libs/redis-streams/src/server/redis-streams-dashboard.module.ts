@@ -11,6 +11,7 @@ import type { CanActivate } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
+import type { RedisStreamsHealth } from '../health/health.js';
 import { resolveConnection, type ConnectionOption } from '../options/connection.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from '../redis/connect.js';
 
@@ -24,6 +25,8 @@ export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOption
    * refuse), and `who` names them in the action log (default: "app").
    */
   actions?: { guard: CanActivate; who?: (req: IncomingMessage) => string };
+  /** The app's own transport (a `RedisStreamsServer`): its consumer's health is shown beside the streams. */
+  server?: { health(): Promise<RedisStreamsHealth> };
 }
 
 const HANDLER = Symbol('redis-streams-dashboard-handler');
@@ -42,7 +45,7 @@ export class RedisStreamsDashboardModule implements NestModule, OnApplicationShu
   ) {}
 
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
-    const { connection, actions, ...rest } = options;
+    const { connection, actions, server, ...rest } = options;
     return {
       module: RedisStreamsDashboardModule,
       providers: [
@@ -55,7 +58,11 @@ export class RedisStreamsDashboardModule implements NestModule, OnApplicationShu
           provide: HANDLER,
           inject: [CONNECTION],
           useFactory: (redis: RedisConnection) =>
-            createDashboardHandler(redis, { ...rest, ...(actions ? { actions: { authorize: guardAuthorize(actions) } } : {}) }),
+            createDashboardHandler(redis, {
+              ...rest,
+              ...(server ? { consumer: server } : {}),
+              ...(actions ? { actions: { authorize: guardAuthorize(actions) } } : {}),
+            }),
         },
       ],
     };
