@@ -1,21 +1,26 @@
 // The dashboard's JSON API against a real Redis: what it costs Redis, what it refuses, and what one odd
 // key or a frozen server does to it (the fresh-eyes review's findings, each seen failing first).
+import { spawn } from 'node:child_process';
 import { get as httpGet, type Server } from 'node:http';
+import { createInterface } from 'node:readline';
 import { Redis, type Cluster } from 'ioredis';
 import { partitionKeys, serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
 import { createRequire } from 'node:module';
 import { aclUser } from './support/acl.js';
-import { requireBuilt } from './support/built.js';
+import { repoRoot, requireBuilt } from './support/built.js';
+import { useBrowser } from './support/browser.js';
 import { freezeServer } from './support/freeze.js';
-import { deadLetterKey } from './support/redis-server.js';
+import { deadLetterKey, retrySetKey } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 
 const redis = useRedis();
+const browser = useBrowser();
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+  // closeAllConnections: an open page polls every second over keep-alive, which close() alone would wait out.
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => (s.close(resolve), s.closeAllConnections()))));
 });
 
 async function dashboard(prefix: string, options: DashboardServerOptions = {}) {
@@ -77,6 +82,20 @@ describe('dashboard API', () => {
     expect(overview.status).toBe(200);
     expect(overview.body.streams.map((s: { stream: string }) => s.stream)).toEqual([`${prefix}a`, `${prefix}b`]);
     expect(overview.body.attention).toEqual([expect.stringContaining(`"${deadLetterKey(`${prefix}a`)}" is not a stream`)]);
+  });
+
+  it("entries waiting for a retry are flagged on the overview, with the group's retry counts", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const id = (await redis.client().xadd(stream, '*', 'data', '{}'))!;
+    await redis.client().xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1, 'STREAMS', stream, '>');
+    // A retry record as a worker's retry policy writes one: due in a minute, on Redis' clock.
+    const [seconds] = (await redis.client().time()) as [number, number];
+    await redis.client().zadd(retrySetKey(stream, 'g'), seconds * 1000 + 60_000, id);
+    const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
+    expect(overview.body.streams[0].groups[0].retries).toEqual({ waiting: 1, due: 0 });
+    expect(overview.body.attention).toContain(`${stream}: 1 entries of group "g" wait for a retry`);
   });
 
   it('pages: the overview and the dead-letter streams past the first page are reachable', async () => {
@@ -207,6 +226,36 @@ describe('dashboard API', () => {
       expect((await get(`api/entry?key=${encodeURIComponent(wide)}&id=99999999999999999999-0`)).status).toBe(400);
     } finally {
       limited.disconnect();
+    }
+  });
+
+  it('on a Redis Cluster, the standalone command: its cluster page lists every partition under the master that serves it', async (ctx) => {
+    if (!redis.cluster) return ctx.skip();
+    const prefix = uniquePrefix();
+    const keys = partitionKeys(prefix, 'orders', 6);
+    for (const key of keys) await redis.client().xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    const cli = requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
+    const nodes = (redis.connection as string[]).join(',');
+    const proc = spawn(process.execPath, [cli, 'dashboard', '--cluster', nodes, '--port', '0', '--match', `${prefix}*`], { cwd: repoRoot });
+    try {
+      const lines = createInterface({ input: proc.stdout });
+      let url = '';
+      for await (const line of lines) {
+        const m = /^dashboard: (http:\/\/\S+)/.exec(line);
+        if (m) {
+          url = m[1]!;
+          break;
+        }
+      }
+      const page = await browser.page();
+      await page.goto(`${url}#/cluster`);
+      const masters = page.getByRole('table', { name: 'Masters' });
+      await masters.waitFor();
+      for (const key of keys) await masters.getByRole('link', { name: key, exact: true }).waitFor();
+      expect(await masters.locator('tbody tr').count()).toBeGreaterThan(1);
+      await browser.shot(page, 'dashboard-cluster');
+    } finally {
+      proc.kill();
     }
   });
 });

@@ -15,7 +15,8 @@ const redis = useRedis();
 const browser = useBrowser();
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+  // closeAllConnections: an open page polls every second over keep-alive, which close() alone would wait out.
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => (s.close(resolve), s.closeAllConnections()))));
 });
 
 /** The standalone dashboard (what `redis-streams dashboard` serves) for this test's keys. */

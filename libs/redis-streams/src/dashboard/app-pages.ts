@@ -85,7 +85,8 @@ function pelStateLabel(state: string): string {
   return labels[state] ?? 'unknown';
 }
 
-async function groupSection(key: string, g: any, retries: any): Promise<Child[]> {
+async function groupSection(key: string, g: any): Promise<Child[]> {
+  const retries = g.retries;
   const connected = (c: any) => (c.connected === null ? 'unknown' : c.connected ? 'yes' : 'no');
   const consumers = g.consumers.map((c: any) => [
     c.name,
@@ -132,7 +133,7 @@ async function streamPage(key: string): Promise<Child[]> {
     ui.el('p', {}, `${ui.num(s.length)} entries, last id ${s.lastGeneratedId}`),
     ui.headroom(s),
   ];
-  for (const g of s.groups) out.push(...(await groupSection(key, g, s.retries[g.name])));
+  for (const g of s.groups) out.push(...(await groupSection(key, g)));
   const dead = s.deadLetters.map((d: any) =>
     ui.el(
       'li',

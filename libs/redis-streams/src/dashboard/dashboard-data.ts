@@ -15,9 +15,13 @@ export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
   lagMs: number | null;
   consumedPerSec: number | null;
+  /** Its retry set: records not yet due and past due (ZCOUNT), or why it could not be read. */
+  retries: RetryCounts;
   /** Its consumers, each with whether a connection of this library's is open for it (null: CLIENT LIST refused). */
   consumers: (GroupSummary['consumers'][number] & { connected: boolean | null })[];
 }
+
+export type RetryCounts = { waiting: number; due: number } | { error: string };
 
 export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
   groups: DashboardGroup[];
@@ -115,16 +119,12 @@ export class DashboardData {
   }
 
   /** One stream: its summary with rates left out, and per group the retry set's counts. */
-  async stream(stream: string): Promise<(DashboardStream & { retries: Record<string, unknown> }) | null> {
+  /** One stream: as in the overview, rates left out. */
+  async stream(stream: string): Promise<DashboardStream | null> {
     const summary = await this.commands.summary(stream);
     if (!summary) return null;
     const [full] = await this.decorate([summary], Date.now(), false);
-    const retries: Record<string, unknown> = {};
-    for (const g of summary.groups) {
-      const view = await readRetryView(this.redis, stream, g.name, []);
-      retries[g.name] = view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error };
-    }
-    return { ...full!, retries };
+    return full!;
   }
 
   async pending(stream: string, group: string, after: string | undefined, count: number): Promise<PendingPage> {
@@ -210,13 +210,19 @@ export class DashboardData {
           const n = lengths[i];
           return n === null || n === undefined ? [] : [{ stream, length: n === 'wrong type' ? null : n }];
         });
-        const report = asReport(s, connected, dead);
+        const retries = new Map<string, RetryCounts>();
+        for (const g of s.groups) {
+          const view = await readRetryView(this.redis, s.stream, g.name, []);
+          retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
+        }
+        const report = asReport(s, connected, dead, retries);
         const previous = this.history.previous(s.stream);
         const r = rates ? this.history.add(report, now) : { producedPerSec: null, consumedPerSec: {}, producedHistory: [] };
         const groups = s.groups.map((g) => ({
           ...g,
           lagMs: this.undeliveredAge(g.firstUndeliveredId, now),
           consumedPerSec: r.consumedPerSec[g.name] ?? null,
+          retries: retries.get(g.name)!,
           consumers: g.consumers.map((c) => ({
             ...c,
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),

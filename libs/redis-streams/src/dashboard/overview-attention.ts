@@ -10,7 +10,12 @@ export interface DeadLetterFigure {
 }
 
 /** A summary in the shape `inspect` reports (the same attention rules apply to both): no retry state, each consumer's oldest pending entry. */
-export function asReport(s: StreamSummary, connected: Map<string, Set<string>> | null, dead: DeadLetterFigure[]): StreamReport {
+export function asReport(
+  s: StreamSummary,
+  connected: Map<string, Set<string>> | null,
+  dead: DeadLetterFigure[],
+  retries: Map<string, { waiting: number; due: number } | { error: string }>,
+): StreamReport {
   return {
     stream: s.stream,
     length: s.length,
@@ -29,9 +34,7 @@ export function asReport(s: StreamSummary, connected: Map<string, Set<string>> |
         pendingEntries: [],
         pendingStates: {},
       })),
-      retryWaiting: null,
-      retryDue: null,
-      retryStateError: null,
+      ...retryFigures(retries.get(g.name)),
     })),
     deadLetters: dead.filter((d) => d.length !== null).map((d) => ({ stream: d.stream, length: d.length! })),
   };
@@ -40,7 +43,18 @@ export function asReport(s: StreamSummary, connected: Map<string, Set<string>> |
 /** What needs an operator in this stream (cli/attention.ts), and a dead-letter key of the wrong type. */
 export function streamAttention(report: StreamReport, dead: DeadLetterFigure[], minIdleMs: number, previous?: StreamReport): string[] {
   const found = attention(report, minIdleMs, previous);
+  for (const g of report.groups) {
+    if (g.retryWaiting) found.push(`${g.retryWaiting} entries of group "${escapeControl(g.name)}" wait for a retry`);
+    if (g.retryDue) found.push(`${g.retryDue} retries of group "${escapeControl(g.name)}" are due and not yet taken`);
+  }
   for (const d of dead)
     if (d.length === null) found.push(`"${escapeControl(d.stream)}" is not a stream: nothing can be dead-lettered there`);
   return found;
+}
+
+function retryFigures(r: { waiting: number; due: number } | { error: string } | undefined) {
+  if (r === undefined) return { retryWaiting: null, retryDue: null, retryStateError: null };
+  return 'error' in r
+    ? { retryWaiting: null, retryDue: null, retryStateError: r.error }
+    : { retryWaiting: r.waiting, retryDue: r.due, retryStateError: null };
 }
