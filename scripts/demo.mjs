@@ -101,8 +101,9 @@ const stop = async (reason) => {
   say(`stopping (${reason}): SIGTERM to the worker, waiting for the order in hand`);
   worker.kill('SIGTERM');
   const code = await workerExit;
-  const pending = await pendingCount();
-  say(`worker exited with ${code}; ${pending} entries pending in group "${group}"`);
+  // What is left, both ways: delivered and not acked (pending), and never delivered (lag).
+  const left = await groupProgress().catch(() => ({ lag: '?', pending: '?' }));
+  say(`worker exited with ${code}; ${left.pending} entries pending and ${left.lag} not yet delivered in group "${group}"`);
   admin.disconnect();
   await stopThrowawayRedis();
   process.exit(code === 0 ? 0 : 1);
@@ -267,10 +268,6 @@ function within(promise, ms, message) {
   return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
     clearTimeout(timer),
   );
-}
-
-async function pendingCount() {
-  return (await groupProgress().catch(() => ({ pending: '?' }))).pending;
 }
 
 async function startEmbeddedRedis() {

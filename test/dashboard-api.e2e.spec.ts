@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { get as httpGet, type Server } from 'node:http';
 import { createInterface } from 'node:readline';
 import { Redis, type Cluster } from 'ioredis';
-import { partitionKeys, serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
+import { partitionKeys, RedisStreamsDashboardModule, serveDashboard, type DashboardServerOptions } from 'nestjs-redis-streams';
 import { createRequire } from 'node:module';
 import { aclUser } from './support/acl.js';
 import { repoRoot, requireBuilt } from './support/built.js';
@@ -199,13 +199,7 @@ describe('dashboard API', () => {
     const id = (await redis.client().xadd(wide, '*', ...parts))!;
     // A key the dashboard's user may not read, among those its match names.
     await redis.client().xgroup('CREATE', `${prefix}secret`, 'g', '$', 'MKSTREAM');
-    const user = await aclUser(redis.client(), redis.port, `dash-${prefix.slice(2, 10)}`, prefix, [
-      'on',
-      '>pw',
-      `~${prefix}w*`,
-      `~{${prefix}w*}:dead`,
-      '+@all',
-    ]);
+    const user = await aclUser(redis.client(), redis.port, `dash-${prefix.slice(2, 10)}`, prefix, ['on', '>pw', `~${prefix}w*`, '+@all']);
     const limited = new Redis(user);
     try {
       const { server, url } = await serveDashboard(limited, { port: 0, match: `${prefix}*` });
@@ -217,7 +211,11 @@ describe('dashboard API', () => {
       const overview = await get('api/overview');
       expect(overview.status).toBe(200);
       expect(overview.body.streams.map((x: { stream: string }) => x.stream)).toEqual([wide]);
-      expect(overview.body.attention).toEqual([expect.stringMatching(new RegExp(`^${prefix}secret: could not be read \\(NOPERM`))]);
+      // The stream it may not read, and the dead-letter name it may not read (a cluster's {…}:dead): said, the rest shown.
+      expect(overview.body.attention).toEqual([
+        expect.stringMatching(new RegExp(`^${prefix}secret: could not be read \\(NOPERM`)),
+        expect.stringMatching(/^[^:]+:wide: "\{[^}]+\}:dead" could not be read \(NOPERM/),
+      ]);
       const group = overview.body.streams[0].groups[0];
       expect([group.consumers.length, group.consumerCount]).toEqual([100, 150]);
       const entry = await get(`api/entry?key=${encodeURIComponent(wide)}&id=${id}`);
@@ -257,5 +255,32 @@ describe('dashboard API', () => {
     } finally {
       proc.kill();
     }
+  });
+
+  it('matches the path as sent: dot segments and double slashes never reach it (a guard on the base path cannot be walked around)', async () => {
+    const prefix = uniquePrefix();
+    const d = await dashboard(prefix, { basePath: '/ops' });
+    const status = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const url = new URL(d.url);
+        httpGet({ host: url.hostname, port: url.port, path }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        }).on('error', reject);
+      });
+    expect(await status('/ops/api/config')).toBe(200);
+    for (const path of ['/x/../ops/api/config', '/./ops/api/config', '//ops/api/config', '/ops/%2e%2e/ops/api/config'])
+      expect([path, await status(path)]).toEqual([path, 404]);
+  });
+
+  it("the transport's health failing or hanging is the panel's error, not the page's; the module refuses a root basePath and a wrong server", async () => {
+    const prefix = uniquePrefix();
+    const failing = await dashboard(prefix, { consumer: { health: () => Promise.reject(new Error('health boom')) } });
+    expect((await failing.get('api/consumer')).body).toEqual({ error: 'health boom' });
+    expect((await failing.get('api/overview')).status).toBe(200);
+    const hanging = await dashboard(prefix, { consumer: { health: () => new Promise(() => {}) } });
+    expect((await hanging.get('api/consumer')).body).toEqual({ error: 'health() did not answer within 2000 ms' });
+    for (const basePath of ['', '/']) expect(() => RedisStreamsDashboardModule.register({ basePath })).toThrow(/"basePath"/);
+    expect(() => RedisStreamsDashboardModule.register({ basePath: '/ops', server: {} as never })).toThrow(/"server"/);
   });
 });

@@ -106,6 +106,7 @@ describe('dashboard', () => {
     const entryId = (await redis.client().xrange(hostile, '-', '+'))[0]![0];
     await page.goto(`${base}#/entry/${encodeURIComponent(hostile)}/${entryId}`);
     await page.getByText('<script>window.__pwned=2</script>').waitFor();
+    await browser.shot(page, 'dashboard-entry');
     await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
     await page.getByText('<img src=z onerror="window.__pwned=4">').waitFor();
     expect(await page.locator('#app img, #app script').count()).toBe(0);
@@ -238,6 +239,13 @@ describe('dashboard', () => {
       expect(handled).toEqual([{ order: 1 }]);
       expect(await redis.client().xlen(dead)).toBe(0);
       expect(logs).toEqual([expect.stringMatching(new RegExp(`"tester" redrove 1 of 1 letters of .*: ${letter}`))]);
+      // A JSON array (express.json() parses it before the middleware) is no action.
+      const array = await fetch(`${base}api/dead-letters/delete`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
+        body: '[1]',
+      });
+      expect(array.status).toBe(400);
       expect(id).toBeTruthy();
     } finally {
       await app.close();

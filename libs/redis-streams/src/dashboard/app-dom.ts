@@ -129,6 +129,40 @@ async function act(path: string, body: unknown, done: (reply: any) => string): P
   rerender();
 }
 
+/** Ms since an entry id's time; null when the id is no time (before 2000, or in the future). */
+function idAge(id: string): number | null {
+  const born = Number(id.split('-')[0]);
+  const now = Date.now();
+  return born >= 946684800000 && born <= now ? now - born : null;
+}
+
+/** What a pending entry waits for, in words. */
+function pelStateLabel(state: string): string {
+  const labels: Record<string, string> = {
+    'retry-waiting': 'waiting for its retry',
+    'retry-due': 'retry due',
+    live: 'held by a live handler',
+    'consumer-gone': 'consumer gone',
+  };
+  return labels[state] ?? 'unknown';
+}
+
 /** The helpers, for app-script.ts to send and for the other parts' types. */
-export const DOM_PARTS = { el, link, button, num, rate, age, when, table, spark, pager, rerender, get, act };
+export const DOM_PARTS = {
+  idAge,
+  pelStateLabel,
+  el,
+  link,
+  button,
+  num,
+  rate,
+  age,
+  when,
+  table,
+  spark,
+  pager,
+  rerender,
+  get,
+  act,
+};
 export type Dom = typeof DOM_PARTS;

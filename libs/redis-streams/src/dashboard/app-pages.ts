@@ -74,17 +74,6 @@ async function overviewPage(): Promise<Child[]> {
   ];
 }
 
-/** What a pending entry waits for, in words. */
-function pelStateLabel(state: string): string {
-  const labels: Record<string, string> = {
-    'retry-waiting': 'waiting for its retry',
-    'retry-due': 'retry due',
-    live: 'held by a live handler',
-    'consumer-gone': 'consumer gone',
-  };
-  return labels[state] ?? 'unknown';
-}
-
 async function groupSection(key: string, g: any): Promise<Child[]> {
   const retries = g.retries;
   const connected = (c: any) => (c.connected === null ? 'unknown' : c.connected ? 'yes' : 'no');
@@ -94,6 +83,8 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
     ui.age(c.idleMs),
     c.inactiveMs === null ? 'n/a' : ui.age(c.inactiveMs),
     connected(c),
+    // Its oldest pending entry's age from its id (an explicit id such as 1-1 is no time), and its idle time.
+    c.oldestPendingId ? ui.age(ui.idAge(c.oldestPendingId)) : '–',
     ui.age(c.oldestPendingIdleMs),
   ]);
   const after = ui.state.after.get(`pel:${g.name}`);
@@ -106,7 +97,7 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
     ui.age(p.idleMs),
     ui.num(p.deliveries),
     ui.age(p.reclaimableInMs),
-    pelStateLabel(p.state) + (p.retryInMs !== null ? ` (${ui.age(Math.abs(p.retryInMs))})` : ''),
+    ui.pelStateLabel(p.state) + (p.retryInMs !== null ? ` (${ui.age(Math.abs(p.retryInMs))})` : ''),
     ui.link('View', `#/entry/${encodeURIComponent(key)}/${p.id}`),
   ]);
   const retry = retries.error
@@ -119,7 +110,12 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
       {},
       `lag ${ui.num(g.lag)} (${ui.age(g.lagMs)}), pending ${ui.num(g.pending)}, last delivered ${g.lastDeliveredId}; ${retry}`,
     ),
-    ui.table(['Consumer', 'Pending', 'Idle', 'Inactive', 'Connected', 'Oldest pending idle'], consumers, [1], `Consumers of ${g.name}`),
+    ui.table(
+      ['Consumer', 'Pending', 'Idle', 'Inactive', 'Connected', 'Oldest pending age', 'Oldest pending idle'],
+      consumers,
+      [1],
+      `Consumers of ${g.name}`,
+    ),
     ui.el('h2', {}, `Pending entries of ${g.name}`),
     ui.table(['Id', 'Consumer', 'Idle', 'Deliveries', 'Reclaimable in', 'State', ''], rows, [2, 3, 4], `Pending entries of ${g.name}`),
     ...ui.pager(`pel:${g.name}`, pel.next),
@@ -288,7 +284,6 @@ async function deadPage(key: string): Promise<Child[]> {
 
 /** The pages, for app-script.ts to send and route to. */
 export const PAGE_PARTS = {
-  pelStateLabel,
   streamRows,
   overviewPage,
   groupSection,

@@ -9,18 +9,21 @@ declare const ui: Dom & { state: AppState };
 /** The transport running beside the dashboard (in-app only): its state and, per stream, what it holds. */
 async function consumerPanel(): Promise<Child[]> {
   if (!ui.state.consumer) return [];
-  const { health: h } = await ui.get('api/consumer');
-  const rows = h.streams.map((s: any) => [s.stream, ui.num(s.lag), ui.num(s.pending), ui.num(s.inHand), ui.age(s.lastBeatAgeMs)]);
-  const down = h.redisDownForMs > 0 ? `, Redis unreachable for ${ui.age(h.redisDownForMs)}` : '';
-  return [
-    ui.el(
-      'section',
-      { 'aria-label': "This app's consumer" },
-      ui.el('h2', {}, "This app's consumer"),
+  // Its own failure (health() throwing or hanging) shows here; the streams still render.
+  const reply = await ui.get('api/consumer').catch((err: Error) => ({ error: err.message }));
+  const h = reply.health;
+  const body: Child[] = [];
+  if (!h) body.push(ui.el('p', { class: 'bad' }, `Its health could not be read: ${reply.error ?? 'no answer'}`));
+  else {
+    const down = h.redisDownForMs > 0 ? `, Redis unreachable for ${ui.age(h.redisDownForMs)}` : '';
+    const streams = Array.isArray(h.streams) ? h.streams : [];
+    const rows = streams.map((s: any) => [s.stream, ui.num(s.lag), ui.num(s.pending), ui.num(s.inHand), ui.age(s.lastBeatAgeMs)]);
+    body.push(
       ui.el('p', {}, `${h.consumer} in group ${h.group}: ${h.state}${down}${h.loopError ? `; Redis refuses: ${h.loopError}` : ''}`),
       ui.table(['Stream', 'Lag', 'Pending', 'In hand', 'Last beat'], rows, [1, 2, 3, 4], "This app's streams"),
-    ),
-  ];
+    );
+  }
+  return [ui.el('section', { 'aria-label': "This app's consumer" }, ui.el('h2', {}, "This app's consumer"), ...body)];
 }
 
 /** Which master serves which streams and partitions (this overview page's streams). */
@@ -53,7 +56,7 @@ function headroom(s: any): Child {
       const [bm, bs] = b.split('-').map(BigInt);
       return am! === bm! ? (as! < bs! ? -1 : as! > bs! ? 1 : 0) : am! < bm! ? -1 : 1;
     })[0];
-  const since = (id: string) => ui.age(Date.now() - Number(id.split('-')[0]));
+  const since = (id: string) => ui.age(ui.idAge(id));
   if (!s.firstEntryId) return ui.el('p', {}, 'Trim headroom: the stream is empty.');
   if (!needed)
     return ui.el('p', {}, `Trim headroom: no group needs any entry; the oldest is ${s.firstEntryId} (${since(s.firstEntryId)} old).`);

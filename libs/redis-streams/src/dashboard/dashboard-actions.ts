@@ -79,8 +79,11 @@ function idsOf(value: unknown): string[] {
 /** The body as JSON: a body parser may have read it already (Express with express.json()), else it is read here. */
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const parsed = (req as { body?: unknown }).body;
-  if (parsed !== undefined && typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed))
+  // An array (express.json() takes one) is no action: refused below like any other shape.
+  if (parsed !== undefined && typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed)) {
+    if (Array.isArray(parsed) || Object.keys(parsed).length === 0) throw new BadRequest('the body must be a JSON object');
     return parsed as Record<string, unknown>;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

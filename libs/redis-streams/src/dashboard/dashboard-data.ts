@@ -6,6 +6,7 @@ import { DashboardCommands } from '../redis/dashboard-commands.js';
 import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { idTime, parseGroupRows, parsePendingRows } from '../redis/replies.js';
 import { deadSource, globToRegExp } from './key-scope.js';
 import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
@@ -205,7 +206,17 @@ export class DashboardData {
     return Promise.all(
       summaries.map(async (s) => {
         const names = [...new Set([defaultDeadLetterStream(s.stream), clusterDeadLetterStream(s.stream)])];
-        const lengths = await Promise.all(names.map((key) => this.commands.deadLength(key)));
+        // A dead-letter key the dashboard's user may not read (NOPERM) is left out, and said.
+        const refused: string[] = [];
+        const lengths = await Promise.all(
+          names.map((key) =>
+            this.commands.deadLength(key).catch((err: unknown) => {
+              if (!isErrorReply(err)) throw err;
+              refused.push(`"${escapeControl(key)}" could not be read (${describeError(err)})`);
+              return null;
+            }),
+          ),
+        );
         const dead = names.flatMap((stream, i) => {
           const n = lengths[i];
           return n === null || n === undefined ? [] : [{ stream, length: n === 'wrong type' ? null : n }];
@@ -228,7 +239,7 @@ export class DashboardData {
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
           })),
         }));
-        const attention = streamAttention(report, dead, this.options.minIdleMs, previous);
+        const attention = [...refused, ...streamAttention(report, dead, this.options.minIdleMs, previous)];
         const node = this.keys?.nodes?.get(s.stream) ?? null;
         return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention, node };
       }),

@@ -37,18 +37,20 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   const dlq = new DeadLetters(redis);
   return (req, res, next) => {
     // originalUrl: Express strips a mount path from req.url.
-    const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/', 'http://dashboard.invalid');
-    if (url.pathname !== options.basePath && !url.pathname.startsWith(`${options.basePath}/`)) {
+    const raw = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+    const url = new URL(raw, 'http://dashboard.invalid');
+    // Matched on the path as sent, not as URL resolves it: `/x/../ops` must not reach what a guard on `/ops` protects.
+    const path = rawPath(raw);
+    if (path === null || (path !== options.basePath && !path.startsWith(`${options.basePath}/`))) {
       if (next) return next();
       return send(res, 404, { error: 'not found' });
     }
     // DNS rebinding: a page of another site that resolves its name to this loopback address sends its own Host.
     if (options.allowedHosts && !options.allowedHosts.includes((req.headers.host ?? '').toLowerCase()))
       return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
-    const path = url.pathname.slice(options.basePath.length);
     const TIMEOUT = Symbol('timeout');
     within(
-      route(req, res, path, url.searchParams, { data, dlq, options }).then(() => undefined),
+      route(req, res, path.slice(options.basePath.length), url.searchParams, { data, dlq, options }).then(() => undefined),
       options.requestTimeoutMs,
       TIMEOUT,
     ).then(
@@ -107,7 +109,7 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
         consumer: options.consumer !== undefined,
       };
     case '/api/consumer':
-      return options.consumer ? { health: await options.consumer.health() } : null;
+      return options.consumer ? consumerHealth(options.consumer) : null;
     case '/api/overview':
       return data.overview(count(q, 'page', 0, 1_000_000, 0));
     case '/api/dead-letter-streams':
@@ -143,4 +145,28 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 function sendText(res: ServerResponse, type: string, body: string): void {
   res.writeHead(200, { ...HEADERS, 'content-type': type }).end(body);
+}
+
+/** The path as sent, percent-decoded; null when it has a dot segment or a double slash (no router agrees on what those name). */
+function rawPath(raw: string): string | null {
+  let path: string;
+  try {
+    path = decodeURIComponent(raw.split(/[?#]/)[0]!);
+  } catch {
+    return null;
+  }
+  return /(^|\/)\.{1,2}(\/|$)|\/\/|\\/.test(path) ? null : path;
+}
+
+/** How long the page waits for the transport's own health() (its failure is the panel's, not the page's). */
+const CONSUMER_HEALTH_MS = 2_000;
+
+async function consumerHealth(consumer: { health(): Promise<unknown> }): Promise<{ health: unknown } | { error: string }> {
+  const late = Symbol('late');
+  try {
+    const health = await within(Promise.resolve(consumer.health()), CONSUMER_HEALTH_MS, late);
+    return health === late ? { error: `health() did not answer within ${CONSUMER_HEALTH_MS} ms` } : { health };
+  } catch (err) {
+    return { error: describeError(err) };
+  }
 }

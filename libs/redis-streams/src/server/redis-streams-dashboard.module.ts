@@ -13,6 +13,7 @@ import { createDashboardHandler, type DashboardHandler } from '../dashboard/dash
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { resolveConnection, type ConnectionOption } from '../options/connection.js';
+import { InvalidOptionError } from '../options/validate.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from '../redis/connect.js';
 
 export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOptions, 'actions'> {
@@ -46,6 +47,14 @@ export class RedisStreamsDashboardModule implements NestModule, OnApplicationShu
 
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
     const { connection, actions, server, ...rest } = options;
+    // It shares the app's routes: at the root it would answer every path the app has.
+    if (typeof rest.basePath !== 'string' || rest.basePath.replace(/\/+$/, '') === '')
+      throw new InvalidOptionError(
+        'basePath',
+        `must be a path such as "/dashboard" (the dashboard shares the app's routes), got ${JSON.stringify(rest.basePath)}`,
+      );
+    if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
+      throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
     return {
       module: RedisStreamsDashboardModule,
       providers: [
