@@ -22,7 +22,14 @@ for (const f of files) {
 const pkg = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
 // @nestjs/platform-express (the demo worker's health listener) and -fastify (the dashboard's test) follow Nest's major: 12.x needs Nest 12.
 // @nestjs/terminus stays: 12.x supports Nest 11 and 12.
-for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', '@nestjs/platform-express', '@nestjs/platform-fastify', '@nestjs/testing'])
+for (const name of [
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/microservices',
+  '@nestjs/platform-express',
+  '@nestjs/platform-fastify',
+  '@nestjs/testing',
+])
   pkg.devDependencies[name] = '^11.0.0';
 pkg.devDependencies.ioredis = '^5.0.0';
 writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
