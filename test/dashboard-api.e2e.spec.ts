@@ -14,6 +14,7 @@ import { deadLetterKey, retrySetKey } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 const browser = useBrowser();
@@ -96,6 +97,23 @@ describe('dashboard API', () => {
     const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
     expect(overview.body.streams[0].groups[0].retries).toEqual({ waiting: 1, due: 0 });
     expect(overview.body.attention).toContain(`${stream}: 1 entries of group "g" wait for a retry`);
+  });
+
+  it('produced and consumed rates between two refreshes, and their history for the sparklines', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const d = await dashboard(prefix);
+    const first = await d.get('api/overview');
+    expect(first.body.streams[0]).toMatchObject({ producedPerSec: null, producedHistory: [] });
+    for (let i = 0; i < 5; i++) await redis.client().xadd(stream, '*', 'data', '{}');
+    await redis.client().xreadgroup('GROUP', 'g', 'c1', 'COUNT', 3, 'STREAMS', stream, '>');
+    // Past the window in which refreshes share one read (0.5 s): waited for on the dashboard's own clock of refreshes.
+    await waitFor(async () => (await d.get('api/overview')).body.streams[0].producedHistory.length === 1, { message: 'a second refresh' });
+    const { streams } = (await d.get('api/overview')).body;
+    expect(streams[0].producedPerSec).toBeGreaterThan(0);
+    expect(streams[0].groups[0].consumedPerSec).toBeGreaterThan(0);
+    expect(streams[0].groups[0].consumedHistory).toHaveLength(1);
   });
 
   it('pages: the overview and the dead-letter streams past the first page are reachable', async () => {

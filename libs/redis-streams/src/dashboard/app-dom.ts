@@ -74,7 +74,7 @@ function table(head: string[], rows: Child[][], numeric: number[], label: string
   );
 }
 
-function spark(values: number[]): Node {
+function spark(values: number[], what: string): Node {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
   const shown = values.slice(-60);
@@ -84,7 +84,7 @@ function spark(values: number[]): Node {
     ['width', '90'],
     ['height', '20'],
     ['role', 'img'],
-    ['aria-label', `produced per second, last ${shown.length} refreshes`],
+    ['aria-label', `${what} per second, last ${shown.length} refreshes`],
   ])
     svg.setAttribute(k!, v!);
   const line = document.createElementNS(ns, 'polyline');

@@ -16,6 +16,8 @@ export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
   lagMs: number | null;
   consumedPerSec: number | null;
+  /** Consumed per second at each of the last refreshes (the sparkline). */
+  consumedHistory: number[];
   /** Its retry set: records not yet due and past due (ZCOUNT), or why it could not be read. */
   retries: RetryCounts;
   /** Its consumers, each with whether a connection of this library's is open for it (null: CLIENT LIST refused). */
@@ -228,11 +230,14 @@ export class DashboardData {
         }
         const report = asReport(s, connected, dead, retries);
         const previous = this.history.previous(s.stream);
-        const r = rates ? this.history.add(report, now) : { producedPerSec: null, consumedPerSec: {}, producedHistory: [] };
+        const r = rates
+          ? this.history.add(report, now)
+          : { producedPerSec: null, consumedPerSec: {}, producedHistory: [], consumedHistory: {} };
         const groups = s.groups.map((g) => ({
           ...g,
           lagMs: this.undeliveredAge(g.firstUndeliveredId, now),
           consumedPerSec: r.consumedPerSec[g.name] ?? null,
+          consumedHistory: r.consumedHistory[g.name] ?? [],
           retries: retries.get(g.name)!,
           consumers: g.consumers.map((c) => ({
             ...c,

@@ -2,8 +2,12 @@
 export interface RateSource {
   stream: string;
   entriesAdded: number;
-  groups: { name: string; entriesRead: number | null }[];
+  groups: { name: string; entriesRead: number | null; lag: number | null }[];
 }
+
+/** Entries a group has read: the server's entries-read, or, where it has none (a group made at `$`), entries added less the lag. */
+const readBy = (source: RateSource, g: RateSource['groups'][number]): number | null =>
+  g.entriesRead ?? (g.lag === null ? null : source.entriesAdded - g.lag);
 
 /** Entries per second over the last refresh, and the recent history for a sparkline. */
 export interface StreamRates {
@@ -13,6 +17,8 @@ export interface StreamRates {
   consumedPerSec: Record<string, number | null>;
   /** Produced per second at each of the last refreshes, oldest first (at most HISTORY). */
   producedHistory: number[];
+  /** Per group: consumed per second at each of the last refreshes, oldest first. */
+  consumedHistory: Record<string, number[]>;
 }
 
 /** Refreshes kept per stream: at one per second, the last few minutes. */
@@ -27,6 +33,7 @@ interface Sample<T> {
   report: T;
   history: number[];
   consumed: Record<string, number | null>;
+  consumedHistory: Record<string, number[]>;
 }
 
 /** Rates between successive refreshes of the same stream, kept in the process (no extra Redis call). */
@@ -40,19 +47,28 @@ export class RateHistory<T extends RateSource> {
   add(report: T, at: number): StreamRates {
     const before = this.samples.get(report.stream);
     if (before && at - before.at < MIN_GAP_MS)
-      return { producedPerSec: before.history.at(-1) ?? null, consumedPerSec: before.consumed, producedHistory: before.history };
+      return {
+        producedPerSec: before.history.at(-1) ?? null,
+        consumedPerSec: before.consumed,
+        producedHistory: before.history,
+        consumedHistory: before.consumedHistory,
+      };
     const seconds = before ? (at - before.at) / 1000 : 0;
     const produced = before ? Math.max(0, report.entriesAdded - before.report.entriesAdded) / seconds : null;
     const consumed: Record<string, number | null> = {};
     for (const g of report.groups) {
       const was = before?.report.groups.find((x) => x.name === g.name);
-      consumed[g.name] =
-        was && was.entriesRead !== null && g.entriesRead !== null ? Math.max(0, g.entriesRead - was.entriesRead) / seconds : null;
+      const then = was ? readBy(before!.report, was) : null;
+      const now = readBy(report, g);
+      consumed[g.name] = then !== null && now !== null ? Math.max(0, now - then) / seconds : null;
     }
     const history = [...(before?.history ?? []), ...(produced === null ? [] : [produced])].slice(-HISTORY);
+    const consumedHistory: Record<string, number[]> = {};
+    for (const [name, rate] of Object.entries(consumed))
+      consumedHistory[name] = [...(before?.consumedHistory[name] ?? []), ...(rate === null ? [] : [rate])].slice(-HISTORY);
     this.samples.delete(report.stream);
-    this.samples.set(report.stream, { at, report, history, consumed });
+    this.samples.set(report.stream, { at, report, history, consumed, consumedHistory });
     if (this.samples.size > MAX_STREAMS) this.samples.delete(this.samples.keys().next().value!);
-    return { producedPerSec: produced, consumedPerSec: consumed, producedHistory: history };
+    return { producedPerSec: produced, consumedPerSec: consumed, producedHistory: history, consumedHistory };
   }
 }
