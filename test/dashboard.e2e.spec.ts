@@ -40,6 +40,15 @@ async function backlog(stream: string, n: number, read: number) {
   if (read > 0) await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', read, 'STREAMS', stream, '>');
 }
 
+/** A stream with a group and one entry, and one dead letter of it. */
+async function oneLetter() {
+  const prefix = uniquePrefix();
+  const stream = `${prefix}orders`;
+  await backlog(stream, 1, 0);
+  const dead = deadLetterKey(stream);
+  return { prefix, stream, dead, letter: await forgeDeadLetter(redis.client(), dead, stream) };
+}
+
 /** A group's figures as XINFO GROUPS reports them. */
 async function xinfoGroup(stream: string) {
   const rows = (await redis.client().xinfo('GROUPS', stream)) as unknown[][];
@@ -134,11 +143,7 @@ describe('dashboard', () => {
   });
 
   it('read-only by default: no action on the page, and the API refuses one (403)', async () => {
-    const prefix = uniquePrefix();
-    const stream = `${prefix}orders`;
-    await backlog(stream, 1, 0);
-    const dead = deadLetterKey(stream);
-    const letter = await forgeDeadLetter(redis.client(), dead, stream);
+    const { prefix, dead, letter } = await oneLetter();
     const base = await standalone(prefix);
     const page = await browser.page();
     await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
@@ -155,11 +160,7 @@ describe('dashboard', () => {
   });
 
   it('with actions on (standalone): every page asks for the password; a cross-site action is refused even with it', async () => {
-    const prefix = uniquePrefix();
-    const stream = `${prefix}orders`;
-    await backlog(stream, 1, 0);
-    const dead = deadLetterKey(stream);
-    const letter = await forgeDeadLetter(redis.client(), dead, stream);
+    const { prefix, dead, letter } = await oneLetter();
     const base = await standalone(prefix, 'pa55word');
     expect((await fetch(`${base}api/overview`)).status).toBe(401);
     const auth = `Basic ${Buffer.from('ops:wrong').toString('base64')}`;

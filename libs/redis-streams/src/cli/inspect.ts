@@ -1,11 +1,12 @@
-import type { Cluster, Redis } from 'ioredis';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { connectedConsumers } from '../redis/connected-consumers.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
-import { idTime, parseConsumerRows, parseGroupRows, parseInfoRecord, parsePendingRows, parseScanReply } from '../redis/replies.js';
+import { parseConsumerRows, parseGroupRows, parseInfoRecord, parsePendingRows } from '../redis/replies.js';
+import { scanStreamKeys } from '../redis/stream-keys.js';
+import { idAge } from '../redis/stream-ids.js';
 import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
 
 export interface ConsumerReport {
@@ -54,9 +55,6 @@ export interface StreamReport {
   /** What needs an operator (attention.ts), filled in by the CLI. */
   attention?: string[];
 }
-
-/** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
-const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
 
 /**
  * What an operator asks first about each stream: how long, how far behind, who holds what, what
@@ -132,13 +130,12 @@ async function consumerReports(
   const consumers = rows.map(({ c, pending }): ConsumerReport => {
     // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
     const oldest = pending[0];
-    const born = oldest ? idTime(oldest.id) : NaN;
     const isConnected = connected && connected.has(c.name);
     const pendingEntries = pending.map((p) => pendingEntryReport(p, view, isConnected));
     return {
       ...c,
       connected: isConnected,
-      oldestPendingAgeMs: oldest ? (born >= PLAUSIBLE_SINCE && born <= now ? now - born : oldest.idleMs) : null,
+      oldestPendingAgeMs: oldest ? (idAge(oldest.id, now) ?? oldest.idleMs) : null,
       oldestPendingId: oldest?.id ?? null,
       oldestPendingIdleMs: oldest?.idleMs ?? null,
       pendingEntries,
@@ -153,18 +150,9 @@ async function consumerReports(
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
 export async function findStreams(redis: RedisConnection, pattern: string): Promise<string[]> {
-  const nodes: Redis[] = (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
-  const keys = new Set<string>();
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const scanned = parseScanReply(await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream'));
-      cursor = scanned.cursor;
-      for (const key of scanned.keys) keys.add(key);
-    } while (cursor !== '0');
-  }
+  const keys = await scanStreamKeys(redis, pattern);
   const withGroups: string[] = [];
-  for (const key of [...keys].sort()) {
+  for (const key of [...keys.keys()].sort()) {
     // Deleted since the SCAN saw it: not there any more.
     if (parseGroupRows(await redis.xinfo('GROUPS', key).catch(() => [])).length > 0) withGroups.push(key);
   }

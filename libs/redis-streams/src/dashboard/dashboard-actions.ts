@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { safeJson } from '../escape-control.js';
-import { BadRequest, deadStream, type DashboardContext } from './dashboard-keys.js';
+import { BadRequest, deadStream, isStreamId, type DashboardContext } from './dashboard-keys.js';
 
 /** An action refused: 403 (read-only, cross-site, not authorized) or 415. */
 export class ActionRefused extends Error {
@@ -19,7 +19,6 @@ export const ACTION_HEADER_VALUE = 'redis-streams-dashboard';
 /** Most ids one action names, and the largest body read. */
 const MAX_IDS = 1000;
 const MAX_BODY_BYTES = 256 * 1024;
-const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 
 /** A POST: checked (actions on, same origin, authorized), carried out, logged (who, what, which ids). */
 export async function runAction(req: IncomingMessage, path: string, ctx: DashboardContext): Promise<unknown> {
@@ -72,7 +71,7 @@ function idsOf(value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0 || value.length > MAX_IDS)
     throw new BadRequest(`"ids" must be a list of 1 to ${MAX_IDS} dead-letter ids${' (or "all" to redrive every one)'}`);
   for (const id of value)
-    if (typeof id !== 'string' || !STREAM_ID.test(id)) throw new BadRequest('"ids" must be stream ids such as 1700000000000-0');
+    if (typeof id !== 'string' || !isStreamId(id)) throw new BadRequest('"ids" must be stream ids such as 1700000000000-0');
   return value as string[];
 }
 

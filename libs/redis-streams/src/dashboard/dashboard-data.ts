@@ -7,8 +7,10 @@ import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js'
 import { isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { idTime, parseGroupRows, parsePendingRows } from '../redis/replies.js';
-import { deadSource, globToRegExp } from './key-scope.js';
+import { parseGroupRows, parsePendingRows } from '../redis/replies.js';
+import { idAge } from '../redis/stream-ids.js';
+import { deadLetterSources } from '../dlq/dead-letter-source.js';
+import { globToRegExp } from './key-scope.js';
 import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
 
@@ -66,8 +68,6 @@ export interface EntryView {
 
 export type DeadLetterRow = Omit<DeadLetter, 'fields'> & { fieldsBytes: number; errorTruncated: boolean };
 
-/** Ids before 2000 or in the future are not times (explicit ids such as `1-1`). */
-const PLAUSIBLE_SINCE = Date.UTC(2000, 0, 1);
 /** The key list (one SCAN of every master) is read at most this often; pages and tabs share it. */
 const KEYS_TTL_MS = 5_000;
 /** Overview refreshes within this window share one read (several tabs, one Redis load). */
@@ -235,7 +235,8 @@ export class DashboardData {
           : { producedPerSec: null, consumedPerSec: {}, producedHistory: [], consumedHistory: {} };
         const groups = s.groups.map((g) => ({
           ...g,
-          lagMs: this.undeliveredAge(g.firstUndeliveredId, now),
+          // Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time).
+          lagMs: g.firstUndeliveredId === null ? 0 : idAge(g.firstUndeliveredId, now),
           consumedPerSec: r.consumedPerSec[g.name] ?? null,
           consumedHistory: r.consumedHistory[g.name] ?? [],
           retries: retries.get(g.name)!,
@@ -249,12 +250,6 @@ export class DashboardData {
         return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention, node };
       }),
     );
-  }
-
-  private undeliveredAge(id: string | null, now: number): number | null {
-    if (id === null) return 0;
-    const born = idTime(id);
-    return born >= PLAUSIBLE_SINCE && born <= now ? now - born : null;
   }
 
   private connected(): Promise<Map<string, Set<string>> | null> {
@@ -272,9 +267,9 @@ export class DashboardData {
     const { match } = this.options;
     const found = new Map([...(await this.commands.streamKeys(match)), ...(await this.commands.streamKeys(`{${match}}:dead`))]);
     const all = [...found.keys()].sort();
-    const inScope = all.filter((key) => this.inScope(key) || (deadSource(key) !== null && this.inScope(deadSource(key)!)));
-    const dead = inScope.filter((key) => deadSource(key) !== null && this.inScope(deadSource(key)!));
-    const work = inScope.filter((key) => deadSource(key) === null && this.inScope(key));
+    const isDead = (key: string) => deadLetterSources(key).length > 0;
+    const dead = all.filter((key) => deadLetterSources(key).some((source) => this.inScope(source)));
+    const work = all.filter((key) => !isDead(key) && this.inScope(key));
     // Which master serves which stream: shown on a cluster only (one node tells nothing).
     const nodes = new Set(found.values()).size > 1 || (this.redis as { isCluster?: boolean }).isCluster === true ? found : undefined;
     this.keys = { at: now, work, dead, nodes };

@@ -1,5 +1,5 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
-import { deadSource } from './key-scope.js';
+import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import type { DashboardData } from './dashboard-data.js';
 import type { ResolvedDashboardOptions } from './dashboard-options.js';
 
@@ -38,14 +38,19 @@ export async function workStream(q: URLSearchParams, ctx: DashboardContext): Pro
 /** A dead-letter stream under the default names of a stream with a group: the only keys dead-letter pages and actions touch. */
 export async function deadStream(q: URLSearchParams, ctx: DashboardContext): Promise<string> {
   const key = need(q, 'key');
-  const source = deadSource(key);
-  if (source === null || !ctx.data.inScope(source) || !(await ctx.data.hasGroups(source)))
-    throw new BadRequest('not the dead-letter stream of a stream with a consumer group');
-  return key;
+  for (const source of deadLetterSources(key)) if (ctx.data.inScope(source) && (await ctx.data.hasGroups(source))) return key;
+  throw new BadRequest('not the dead-letter stream of a stream with a consumer group');
 }
 
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 const MAX_U64 = 2n ** 64n - 1n;
+
+/** Whether `value` is a stream id (`ms-seq`, each part at most 2^64 - 1). */
+export function isStreamId(value: string): boolean {
+  if (!STREAM_ID.test(value)) return false;
+  const [ms, seq] = value.split('-');
+  return BigInt(ms!) <= MAX_U64 && BigInt(seq!) <= MAX_U64;
+}
 
 /** A stream id parameter (`1700000000000-0`); undefined when absent and not required. */
 export function streamId(q: URLSearchParams, name: string, required: true): string;
@@ -56,8 +61,6 @@ export function streamId(q: URLSearchParams, name: string, required = false): st
     if (required) throw new BadRequest(`"${name}" is required`);
     return undefined;
   }
-  const [ms, seq] = value.split('-');
-  if (!STREAM_ID.test(value) || BigInt(ms!) > MAX_U64 || BigInt(seq!) > MAX_U64)
-    throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0`);
+  if (!isStreamId(value)) throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0`);
   return value;
 }

@@ -1,10 +1,3 @@
-/** `orders:dead` → `orders`, `{orders}:dead` → `orders`: the source of a default-named dead-letter stream; null for any other name. */
-export function deadSource(key: string): string | null {
-  const tagged = /^\{(.+)\}:dead$/.exec(key);
-  if (tagged) return tagged[1]!;
-  return key.endsWith(':dead') && key.length > 5 ? key.slice(0, -5) : null;
-}
-
 /** Redis' glob (`*`, `?`, `[...]`, `\x`) as a RegExp, so that `match` scopes what the API shows and acts on, not only what SCAN lists. */
 export function globToRegExp(glob: string): RegExp {
   let out = '';

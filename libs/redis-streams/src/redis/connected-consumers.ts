@@ -1,7 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { decodeNamePart } from './connection-name.js';
 import { parseClientNames } from './replies.js';
+import { mastersOf } from './stream-keys.js';
 
 /** The group and consumer a connection of this library's is named for (`<group>:<consumer>:command`, `…:blocking`, …); undefined for any other name. */
 export function consumerOfConnectionName(name: string): { group: string; consumer: string } | undefined {
@@ -13,20 +13,27 @@ export function consumerOfConnectionName(name: string): { group: string; consume
 }
 
 /**
- * The consumers of `group` that have a connection open now, told from the names this library gives
+ * Per group, the consumers that have a connection open now, told from the names this library gives
  * its connections (`<group>:<consumer>:command`, `…:blocking`, `…:<slot>[:batch]:blocking`, both
- * parts encoded by connection-name.ts, so a name has no ':' of its own and reads one way only).
- * Idle time cannot tell a live parked worker from a dead one: Redis 7.0 does not reset it on an
- * empty XREADGROUP BLOCK, Valkey 8 does but counts a park of blockMs as idle. A connection can.
+ * parts encoded by connection-name.ts, so a name has no ':' of its own and reads one way only):
+ * one CLIENT LIST per master. Idle time cannot tell a live parked worker from a dead one: Redis 7.0
+ * does not reset it on an empty XREADGROUP BLOCK, Valkey 8 does but counts a park of blockMs as
+ * idle. A connection can.
  */
-export async function connectedConsumers(redis: RedisConnection, group: string): Promise<Set<string>> {
-  const nodes: Redis[] = (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
-  const consumers = new Set<string>();
-  for (const node of nodes) {
+export async function connectedByGroup(redis: RedisConnection): Promise<Map<string, Set<string>>> {
+  const byGroup = new Map<string, Set<string>>();
+  for (const node of mastersOf(redis)) {
     for (const name of parseClientNames(await node.call('CLIENT', 'LIST', 'TYPE', 'normal'))) {
       const owner = consumerOfConnectionName(name);
-      if (owner?.group === group) consumers.add(owner.consumer);
+      if (!owner) continue;
+      if (!byGroup.has(owner.group)) byGroup.set(owner.group, new Set());
+      byGroup.get(owner.group)!.add(owner.consumer);
     }
   }
-  return consumers;
+  return byGroup;
+}
+
+/** The consumers of `group` that have a connection open now (see connectedByGroup). */
+export async function connectedConsumers(redis: RedisConnection, group: string): Promise<Set<string>> {
+  return (await connectedByGroup(redis)).get(group) ?? new Set();
 }

@@ -1,7 +1,6 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
-import { parseClientNames, parseScanReply } from './replies.js';
-import { consumerOfConnectionName } from './connected-consumers.js';
+import { connectedByGroup } from './connected-consumers.js';
+import { scanStreamKeys } from './stream-keys.js';
 import { DEAD_LENGTH_SCRIPT, RANGE_PREVIEW_SCRIPT, STREAM_SUMMARY_SCRIPT } from './dashboard-scripts.js';
 import { parseRangePreview, parseStreamSummary, type RangePreviewEntry, type StreamSummary } from './dashboard-replies.js';
 
@@ -27,19 +26,9 @@ export class DashboardCommands {
     this.redis = redis as Scripted;
   }
 
-  /** Stream keys matching `pattern` on every master (SCAN … COUNT 1000 TYPE stream), each with the master it is on (`host:port`). */
-  async streamKeys(pattern: string): Promise<Map<string, string>> {
-    const keys = new Map<string, string>();
-    for (const node of this.masters()) {
-      const at = `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
-      let cursor = '0';
-      do {
-        const scanned = parseScanReply(await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream'));
-        cursor = scanned.cursor;
-        for (const key of scanned.keys) keys.set(key, at);
-      } while (cursor !== '0');
-    }
-    return keys;
+  /** Stream keys matching `pattern` on every master, each with the master it is on (stream-keys.ts). */
+  streamKeys(pattern: string): Promise<Map<string, string>> {
+    return scanStreamKeys(this.redis, pattern);
   }
 
   /** The stream's figures (STREAM_SUMMARY_SCRIPT); null when the key is no stream (deleted since the SCAN). */
@@ -65,21 +54,8 @@ export class DashboardCommands {
     return parseRangePreview(await this.redis.streamsRangePreview(key, start, end, count, maxBytes, maxParts));
   }
 
-  /** Per group, the consumers with a connection of this library's open now: one CLIENT LIST per master (see connected-consumers.ts). */
-  async connectedByGroup(): Promise<Map<string, Set<string>>> {
-    const byGroup = new Map<string, Set<string>>();
-    for (const node of this.masters()) {
-      for (const name of parseClientNames(await node.call('CLIENT', 'LIST', 'TYPE', 'normal'))) {
-        const owner = consumerOfConnectionName(name);
-        if (!owner) continue;
-        if (!byGroup.has(owner.group)) byGroup.set(owner.group, new Set());
-        byGroup.get(owner.group)!.add(owner.consumer);
-      }
-    }
-    return byGroup;
-  }
-
-  private masters(): Redis[] {
-    return (this.redis as Cluster).isCluster ? (this.redis as Cluster).nodes('master') : [this.redis as Redis];
+  /** Per group, the consumers with a connection of this library's open now (connected-consumers.ts). */
+  connectedByGroup(): Promise<Map<string, Set<string>>> {
+    return connectedByGroup(this.redis);
   }
 }

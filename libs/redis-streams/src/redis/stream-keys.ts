@@ -1,0 +1,23 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisConnection } from './connect.js';
+import { parseScanReply } from './replies.js';
+
+/** Every master of a cluster, or the one node. */
+export function mastersOf(redis: RedisConnection): Redis[] {
+  return (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+}
+
+/** Stream keys matching `pattern` on every master (SCAN … COUNT 1000 TYPE stream, never KEYS), each with the master it is on (`host:port`). */
+export async function scanStreamKeys(redis: RedisConnection, pattern: string): Promise<Map<string, string>> {
+  const keys = new Map<string, string>();
+  for (const node of mastersOf(redis)) {
+    const at = `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
+    let cursor = '0';
+    do {
+      const scanned = parseScanReply(await node.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000, 'TYPE', 'stream'));
+      cursor = scanned.cursor;
+      for (const key of scanned.keys) keys.set(key, at);
+    } while (cursor !== '0');
+  }
+  return keys;
+}
