@@ -36,10 +36,11 @@ async function dashboard(prefix: string, options: DashboardServerOptions = {}) {
   };
 }
 
-/** A GET with any Host header (fetch drops a Host it is given): the status. */
-const statusWithHost = (url: string, host: string, headers: Record<string, string>) =>
+/** A GET sent as written, path and Host kept (fetch resolves dot segments and drops a Host it is given): the status. */
+const rawStatus = (base: string, path: string, headers: Record<string, string> = {}) =>
   new Promise<number>((resolve, reject) => {
-    httpGet(url, { headers: { ...headers, host } }, (res) => {
+    const url = new URL(base);
+    httpGet({ host: url.hostname, port: url.port, path, headers }, (res) => {
       res.resume();
       resolve(res.statusCode!);
     }).on('error', reject);
@@ -116,6 +117,23 @@ describe('dashboard API', () => {
     expect(streams[0].groups[0].consumedHistory).toHaveLength(1);
   });
 
+  it('a trim or a re-created group is no consumption: a group that read nothing shows none', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    for (let i = 0; i < 200; i += 100) {
+      const p = redis.client().pipeline();
+      for (let j = 0; j < 100; j++) p.xadd(stream, '*', 'data', '{}');
+      await p.exec();
+    }
+    await redis.client().xgroup('CREATE', stream, 'g', '0');
+    const d = await dashboard(prefix);
+    await d.get('api/overview');
+    await redis.client().xtrim(stream, 'MAXLEN', 20);
+    await waitFor(async () => (await d.get('api/overview')).body.streams[0].producedHistory.length === 1, { message: 'a second refresh' });
+    const group = (await d.get('api/overview')).body.streams[0].groups[0];
+    expect([group.consumedPerSec ?? 0, ...group.consumedHistory]).toEqual([0, ...group.consumedHistory.map(() => 0)]);
+  });
+
   it('pages: the overview and the dead-letter streams past the first page are reachable', async () => {
     const prefix = uniquePrefix();
     for (const name of ['a', 'b', 'c']) {
@@ -137,7 +155,7 @@ describe('dashboard API', () => {
     await letter(`${other}pay`);
     const d = await dashboard(prefix, { actionsPassword: 'pw' });
     const auth = { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` };
-    expect(await statusWithHost(`${d.url}api/overview`, 'evil.example:80', auth)).toBe(421);
+    expect(await rawStatus(d.url, '/api/overview', { ...auth, host: 'evil.example:80' })).toBe(421);
     expect((await d.get('api/overview', auth)).status).toBe(200);
     expect((await d.get(`api/stream?key=${encodeURIComponent(`${other}pay`)}`, auth)).status).toBe(400);
     expect((await d.get(`api/dead-letters?key=${encodeURIComponent(deadLetterKey(`${other}pay`))}`, auth)).status).toBe(400);
@@ -278,16 +296,16 @@ describe('dashboard API', () => {
   it('matches the path as sent: dot segments and double slashes never reach it (a guard on the base path cannot be walked around)', async () => {
     const prefix = uniquePrefix();
     const d = await dashboard(prefix, { basePath: '/ops' });
-    const status = (path: string) =>
-      new Promise<number>((resolve, reject) => {
-        const url = new URL(d.url);
-        httpGet({ host: url.hostname, port: url.port, path }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
-        }).on('error', reject);
-      });
+    const status = (path: string) => rawStatus(d.url, path);
     expect(await status('/ops/api/config')).toBe(200);
-    for (const path of ['/x/../ops/api/config', '/./ops/api/config', '//ops/api/config', '/ops/%2e%2e/ops/api/config'])
+    for (const path of [
+      '/x/../ops/api/config',
+      '/./ops/api/config',
+      '//ops/api/config',
+      '/ops/%2e%2e/ops/api/config',
+      '/ops%2fapi/config',
+      '/%6fps/api/config',
+    ])
       expect([path, await status(path)]).toEqual([path, 404]);
   });
 
@@ -296,8 +314,12 @@ describe('dashboard API', () => {
     const failing = await dashboard(prefix, { consumer: { health: () => Promise.reject(new Error('health boom')) } });
     expect((await failing.get('api/consumer')).body).toEqual({ error: 'health boom' });
     expect((await failing.get('api/overview')).status).toBe(200);
-    const hanging = await dashboard(prefix, { consumer: { health: () => new Promise(() => {}) } });
+    let calls = 0;
+    const hanging = await dashboard(prefix, { consumer: { health: () => (calls++, new Promise(() => {})) } });
     expect((await hanging.get('api/consumer')).body).toEqual({ error: 'health() did not answer within 2000 ms' });
+    // A hung call is not asked again on every refresh: the next ones wait on the same call.
+    expect((await hanging.get('api/consumer')).body).toEqual({ error: 'health() did not answer within 2000 ms' });
+    expect(calls).toBe(1);
     for (const basePath of ['', '/']) expect(() => RedisStreamsDashboardModule.register({ basePath })).toThrow(/"basePath"/);
     expect(() => RedisStreamsDashboardModule.register({ basePath: '/ops', server: {} as never })).toThrow(/"server"/);
   });

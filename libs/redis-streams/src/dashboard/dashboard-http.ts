@@ -5,7 +5,7 @@ import { DeadLetters } from '../dlq/dead-letters.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
 import { BadRequest, count, deadStream, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
-import { deadSource } from './key-scope.js';
+import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
 import { resolveDashboardOptions, type DashboardOptions } from './dashboard-options.js';
@@ -119,7 +119,7 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
     case '/api/pending':
       return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
     case '/api/entry': {
-      const stream = deadSource(q.get('key') ?? '') !== null ? await deadStream(q, ctx) : await workStream(q, ctx);
+      const stream = deadLetterSources(q.get('key') ?? '').length > 0 ? await deadStream(q, ctx) : await workStream(q, ctx);
       return data.entry(stream, streamId(q, 'id', true), q.get('full') === '1' ? FULL_BYTES : PREVIEW_BYTES);
     }
     case '/api/dead-letters': {
@@ -147,24 +147,35 @@ function sendText(res: ServerResponse, type: string, body: string): void {
   res.writeHead(200, { ...HEADERS, 'content-type': type }).end(body);
 }
 
-/** The path as sent, percent-decoded; null when it has a dot segment or a double slash (no router agrees on what those name). */
+/**
+ * The path as sent, still percent-encoded, as an app's router and a proxy compare it; null when it
+ * has a dot segment, a double slash, a backslash or an encoded `/`, `\` or `.`, which routers do
+ * not agree on (`/ops%2fapi` or `/x/../ops` must not reach what a guard on `/ops` protects).
+ */
 function rawPath(raw: string): string | null {
-  let path: string;
-  try {
-    path = decodeURIComponent(raw.split(/[?#]/)[0]!);
-  } catch {
-    return null;
-  }
-  return /(^|\/)\.{1,2}(\/|$)|\/\/|\\/.test(path) ? null : path;
+  const path = raw.split(/[?#]/)[0]!;
+  return /(^|\/)\.{1,2}(\/|$)|\/\/|\\|%2f|%5c|%2e/i.test(path) ? null : path;
 }
 
 /** How long the page waits for the transport's own health() (its failure is the panel's, not the page's). */
 const CONSUMER_HEALTH_MS = 2_000;
 
+/** The call in progress, shared by every refresh until it settles: a hung health() is asked once, not once a second. */
+const inFlight = new WeakMap<object, Promise<unknown>>();
+
 async function consumerHealth(consumer: { health(): Promise<unknown> }): Promise<{ health: unknown } | { error: string }> {
+  let call = inFlight.get(consumer);
+  if (!call) {
+    call = Promise.resolve().then(() => consumer.health());
+    inFlight.set(consumer, call);
+    void call.then(
+      () => inFlight.delete(consumer),
+      () => inFlight.delete(consumer),
+    );
+  }
   const late = Symbol('late');
   try {
-    const health = await within(Promise.resolve(consumer.health()), CONSUMER_HEALTH_MS, late);
+    const health = await within(call, CONSUMER_HEALTH_MS, late);
     return health === late ? { error: `health() did not answer within ${CONSUMER_HEALTH_MS} ms` } : { health };
   } catch (err) {
     return { error: describeError(err) };

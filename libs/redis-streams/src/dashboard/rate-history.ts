@@ -2,12 +2,16 @@
 export interface RateSource {
   stream: string;
   entriesAdded: number;
-  groups: { name: string; entriesRead: number | null; lag: number | null }[];
+  groups: { name: string; entriesRead: number | null; lag: number | null; lastDeliveredId: string }[];
 }
 
-/** Entries a group has read: the server's entries-read, or, where it has none (a group made at `$`), entries added less the lag. */
+/**
+ * Entries a group has read: the server's entries-read, or, where it has none (a group made at `$` or
+ * at `0`), the entries added once its lag is 0 (it has read all of them). Otherwise unknown: a lag that
+ * fell may be a trim or a group made again, not reading.
+ */
 const readBy = (source: RateSource, g: RateSource['groups'][number]): number | null =>
-  g.entriesRead ?? (g.lag === null ? null : source.entriesAdded - g.lag);
+  g.entriesRead ?? (g.lag === 0 ? source.entriesAdded : null);
 
 /** Entries per second over the last refresh, and the recent history for a sparkline. */
 export interface StreamRates {
@@ -60,7 +64,9 @@ export class RateHistory<T extends RateSource> {
       const was = before?.report.groups.find((x) => x.name === g.name);
       const then = was ? readBy(before!.report, was) : null;
       const now = readBy(report, g);
-      consumed[g.name] = then !== null && now !== null ? Math.max(0, now - then) / seconds : null;
+      // Nothing delivered since (its last-delivered id did not move): nothing consumed, whatever the counts say.
+      if (was && was.lastDeliveredId === g.lastDeliveredId) consumed[g.name] = 0;
+      else consumed[g.name] = then !== null && now !== null ? Math.max(0, now - then) / seconds : null;
     }
     const history = [...(before?.history ?? []), ...(produced === null ? [] : [produced])].slice(-HISTORY);
     const consumedHistory: Record<string, number[]> = {};
