@@ -56,15 +56,16 @@ describe('batch handlers: @StreamPattern(key, { batch })', () => {
     await waitFor(() => app.settled.filter((e) => e.outcome === 'failed').length === 4, { message: 'four failed entries' });
     expect(await pendingCount(redis, app.key('batched'))).toBe(4);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 4, { message: 'four dead letters' });
-    expect(app.batches.calls.map((c) => [c.ids, c.deliveryCounts])).toEqual([
-      [ids, [1, 1, 1, 1]],
-      [ids, [2, 2, 2, 2]],
-    ]);
+    // One call on delivery 1 (maxWaitMs fills it). Delivery 2 comes by reclaim, in one call or more and in any
+    // order: the entries' idle times differ by the few ms between their reads, and a beat may fall in between.
+    const [first, ...again] = app.batches.calls;
+    expect([first!.ids, first!.deliveryCounts]).toEqual([ids, [1, 1, 1, 1]]);
+    expect([again.flatMap((c) => c.ids).sort(), again.flatMap((c) => c.deliveryCounts)]).toEqual([ids, [2, 2, 2, 2]]);
     expect(app.settled.filter((e) => e.deliveryCount === 2).map((e) => e.source)).toEqual(['reclaim', 'reclaim', 'reclaim', 'reclaim']);
     const dead = (await redis.client().xrange(deadLetterKey(app.key('batched')), '-', '+')).map(([id, fields]) =>
       decodeDeadLetter(id, fields),
     );
-    expect(dead.map((d) => d.sourceId)).toEqual(ids);
+    expect(dead.map((d) => d.sourceId).sort()).toEqual(ids);
     expect(dead[0]!.error).toContain('bulk insert failed');
     expect(await pendingCount(redis, app.key('batched'))).toBe(0);
   });

@@ -42,11 +42,13 @@ describe('faults the loop must survive', () => {
     const app = await start({ connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 });
     const errors: unknown[] = [];
     app.server.on('error', (err: unknown) => errors.push(err));
-    const statuses: string[] = [];
-    app.server.status.subscribe((s) => statuses.push(s));
     const r = redis.client();
     await r.xadd(app.key(), '*', 'n', 'before');
     await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
+    // From here on: a park delivered that entry, so both connections are up. Before it, the status
+    // may still read connecting (the blocking connection's handshake can end after the groups exist).
+    const statuses: string[] = [];
+    app.server.status.subscribe((s) => statuses.push(s));
     const stats = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
     const before = await stats();
     await r.client('PAUSE', 1500, 'ALL');

@@ -1,7 +1,8 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
-import { checkLiveness, checkReadiness, type RedisStreamsServer } from 'nestjs-redis-streams';
+import { checkLiveness, checkReadiness, RedisStreamsStatus, type RedisStreamsServer } from 'nestjs-redis-streams';
+import { filter, firstValueFrom } from 'rxjs';
 import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
 import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
@@ -159,6 +160,9 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
   it('liveness: up while consuming, down within the threshold once Redis is killed, up again when it is back', async () => {
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, retryMaxDelayMs: 200 });
     const probe = await probeApp(app.server, { redisDownMs: 500 });
+    // listen() resolves once the groups exist; the blocking connection's handshake may end a few ms
+    // later, and until then the connections count as down.
+    await firstValueFrom(app.server.status.pipe(filter((s) => s === RedisStreamsStatus.CONNECTED)));
     const up = await probe('live');
     expect(up.status).toBe('up');
     expect(up.body.info.worker).toMatchObject({ status: 'up', state: 'running', redisDownForMs: 0 });
