@@ -1,8 +1,9 @@
 // node scripts/run-fixtures.mjs [name…]: each fixture under fixtures/ is a small app of its own.
-// It is copied to a fresh directory, installs its own dependencies plus the packed library
-// tarball (exactly as a user would: npm install <tarball>), and runs its own `npm test` against a
-// throwaway redis-server on a free loopback port (REDIS_URL). Prints one line per fixture.
-import { execFileSync } from 'node:child_process';
+// It is copied to a fresh directory, installs its own locked dependencies plus the packed library
+// tarball (as a user would: npm install <tarball>), and runs its own `npm test` against a
+// throwaway redis-server on a free loopback port (REDIS_URL). The fixtures run at once (their
+// installs mostly wait on the registry); each one's output is printed in one piece when it ends.
+import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -19,33 +20,51 @@ if (names.length === 0) {
 }
 const tarball = execFileSync(process.execPath, [`${root}scripts/pack-lib.mjs`], { encoding: 'utf8' }).trim();
 
-const run = (cmd, args, cwd, env = {}) => execFileSync(cmd, args, { cwd, stdio: 'inherit', env: { ...process.env, ...env } });
-let failed = 0;
-for (const name of names) {
+/** Runs `cmd`, its output appended to `out`; rejects on a non-zero exit. */
+const run = (out, cmd, args, cwd, env = {}) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.stderr.on('data', (d) => (text += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      out.push(text);
+      if (code === 0) resolve(text);
+      else reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`));
+    });
+  });
+
+async function runFixture(name) {
+  const out = [];
   const dir = mkdtempSync(`${tmpdir()}/nrs-fixture-${name}-`);
   cpSync(`${root}fixtures/${name}`, dir, { recursive: true, filter: (src) => !/node_modules|dist$/.test(src) });
   const started = Date.now();
   const redis = await startRedisServer();
   try {
-    process.stdout.write(`fixture ${name}: installing into ${dir}\n`);
-    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline'], dir);
-    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
-    const versions = execFileSync('npm', ['ls', '--depth=0'], { cwd: dir, encoding: 'utf8' });
-    process.stdout.write(
+    out.push(`fixture ${name}: installing into ${dir}\n`);
+    // Its lockfile and the tarball in one install: the registry is asked for tarballs only, not for every package's metadata.
+    await run(out, 'npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
+    const versions = await run([], 'npm', ['ls', '--depth=0'], dir);
+    out.push(
       `fixture ${name}: ${versions
         .split('\n')
         .filter((l) => /@nestjs\/core|ioredis|rxjs|reflect-metadata|typescript|jest@|vitest|nestjs-redis-streams/.test(l))
         .map((l) => l.replace(/^[^\w@]+/, ''))
         .join(', ')}\n`,
     );
-    run('npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
-    process.stdout.write(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    await run(out, 'npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+    out.push(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    return true;
   } catch (err) {
-    failed++;
-    process.stdout.write(`fixture ${name}: FAILED (${err.message})\n`);
+    out.push(`fixture ${name}: FAILED (${err.message})\n`);
+    return false;
   } finally {
+    process.stdout.write(out.join(''));
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
-process.exit(failed === 0 ? 0 : 1);
+
+const passed = await Promise.all(names.map(runFixture));
+process.exit(passed.every(Boolean) ? 0 : 1);

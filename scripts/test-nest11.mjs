@@ -1,7 +1,7 @@
 // node scripts/test-nest11.mjs: the test files that exercise Nest's or ioredis' API (AGAIN) once more, against the lower end
 // of the peer ranges: @nestjs/* 11 and ioredis 5. The working tree is copied to a fresh directory,
-// its devDependencies are moved to those majors (no lockfile, so npm resolves them as a user's
-// install would); there the whole tree is type-checked against them and the files in AGAIN run.
+// its devDependencies are moved to those majors (dropped from the lockfile, so npm resolves them as a
+// user's upgrade would); there the whole tree is type-checked against them and the files in AGAIN run.
 // Built once: the build here (a no-op after `npm run build`) is copied there, as the emitted
 // JavaScript does not depend on the types it was checked against.
 import { execFileSync } from 'node:child_process';
@@ -14,7 +14,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(`${tmpdir()}/nrs-nest11-`);
 const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
   .split('\n')
-  .filter((f) => f && !f.startsWith('fixtures/') && f !== 'package-lock.json');
+  .filter((f) => f && !f.startsWith('fixtures/'));
 for (const f of files) {
   mkdirSync(dirname(`${dir}/${f}`), { recursive: true });
   cpSync(`${root}${f}`, `${dir}/${f}`);
@@ -22,17 +22,23 @@ for (const f of files) {
 const pkg = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
 // @nestjs/platform-express (the demo worker's health listener) and -fastify (the dashboard's test) follow Nest's major: 12.x needs Nest 12.
 // @nestjs/terminus stays: 12.x supports Nest 11 and 12.
-for (const name of [
-  '@nestjs/common',
-  '@nestjs/core',
-  '@nestjs/microservices',
-  '@nestjs/platform-express',
-  '@nestjs/platform-fastify',
-  '@nestjs/testing',
-])
-  pkg.devDependencies[name] = '^11.0.0';
-pkg.devDependencies.ioredis = '^5.0.0';
+const LOWER = {
+  '@nestjs/common': '^11.0.0',
+  '@nestjs/core': '^11.0.0',
+  '@nestjs/microservices': '^11.0.0',
+  '@nestjs/platform-express': '^11.0.0',
+  '@nestjs/platform-fastify': '^11.0.0',
+  '@nestjs/testing': '^11.0.0',
+  ioredis: '^5.0.0',
+};
+Object.assign(pkg.devDependencies, LOWER);
 writeFileSync(`${dir}/package.json`, `${JSON.stringify(pkg, null, 2)}\n`);
+// The lockfile without them: npm resolves these afresh, as a user's install would, and keeps the rest locked
+// (a full resolution asked the registry for every package's metadata: minutes on a fresh machine).
+const lock = JSON.parse(readFileSync(`${dir}/package-lock.json`, 'utf8'));
+const moved = new RegExp(`(^|/)node_modules/(${Object.keys(LOWER).join('|')})$`);
+for (const path of Object.keys(lock.packages)) if (moved.test(path)) delete lock.packages[path];
+writeFileSync(`${dir}/package-lock.json`, `${JSON.stringify(lock, null, 2)}\n`);
 
 // What differs under @nestjs/* 11 and ioredis 5 is Nest's dispatch (event handlers, processing hooks,
 // request replies, exception filters, shutdown hooks, Terminus) and ioredis' API (connecting, its
