@@ -57,7 +57,8 @@ async function xinfoGroup(stream: string) {
   return { pending: Number(at('pending')), lag: Number(at('lag')) };
 }
 
-describe('dashboard', () => {
+// Chromium is the heaviest process of the suite: on a loaded 2-core machine one page test took over 30 s (every wait is on a condition).
+describe('dashboard', { timeout: 60_000 }, () => {
   it('the overview shows lag and pending as XINFO reports them, and a new entry within two refreshes', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}orders`;
