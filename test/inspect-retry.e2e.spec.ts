@@ -27,6 +27,12 @@ async function serverNow(): Promise<number> {
  * hung handler; a consumer `dead` with no connection holding one entry, and one whose retry record
  * is past due (it died while the entry waited).
  */
+/**
+ * The gone consumer's name, unique: "connected" is read from connection names (group and consumer), and
+ * another file on the shared cluster runs a live `g`/`dead` worker (consumer-liveness), which CI saw.
+ */
+const DEAD = `dead-${uniquePrefix().replace(/\W/g, '')}`;
+
 async function scene() {
   const prefix = uniquePrefix();
   const key = `${prefix}orders`;
@@ -36,7 +42,7 @@ async function scene() {
   const deadId = (await r.xadd(key, '*', 'data', '{"n":"dead"}'))!;
   const dueId = (await r.xadd(key, '*', 'data', '{"n":"due"}'))!;
   const reader = redis.newClient();
-  await reader.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 2, 'STREAMS', key, '>');
+  await reader.xreadgroup('GROUP', 'g', DEAD, 'COUNT', 2, 'STREAMS', key, '>');
   reader.disconnect();
   await r.zadd(retrySetKey(key, 'g'), (await serverNow()) - 5000, dueId);
   const app = await start({
@@ -78,7 +84,7 @@ describe('redis-streams inspect: retries, live handlers, consumers gone', () => 
       expect(worker[failId]!.retryInMs).toBeGreaterThan(0);
       expect(worker[failId]!.retryInMs).toBeLessThanOrEqual(60_000);
       expect(worker[hangId]).toMatchObject({ state: 'live', retryInMs: null, retryDueAt: null });
-      const dead = Object.fromEntries((consumers.dead.pendingEntries as Shown[]).map((p) => [p.id, p]));
+      const dead = Object.fromEntries((consumers[DEAD].pendingEntries as Shown[]).map((p) => [p.id, p]));
       expect(dead[deadId]).toMatchObject({ state: 'consumer-gone', retryInMs: null });
       expect(dead[dueId]).toMatchObject({ state: 'retry-due' });
       expect(dead[dueId]!.retryInMs).toBeLessThanOrEqual(-5000);
@@ -93,7 +99,7 @@ describe('redis-streams inspect: retries, live handlers, consumers gone', () => 
       expect(text.stdout).toMatch(new RegExp(`\\n {6}${deadId} {2}delivery 1 {2}idle .* {2}consumer gone: `));
       expect(text.stdout).toMatch(new RegExp(`\\n {6}${dueId} {2}delivery 1 {2}idle .* {2}retry due \\d+(\\.\\d)? s ago; consumer gone: `));
       expect(text.stdout).toMatch(/group g .* {2}retries waiting 1, due 1\n/);
-      expect(text.stdout).toMatch(/attention: "dead" has no connection and 1 entries shown wait for their retry/);
+      expect(text.stdout).toMatch(new RegExp(`attention: "${DEAD}" has no connection and 1 entries shown wait for their retry`));
     } finally {
       release();
     }
