@@ -31,7 +31,8 @@ const ON_CLUSTER = [
  * The suites CI runs once more on Valkey (TEST_SET=valkey): the core suites but the CLI's (a process of
  * its own, running the library code the others run in process), and those whose outcome hangs on a
  * server's own replies: idle times and `inactive` (consumer-liveness), error wordings (secrets,
- * connection-logs, versions), NOGROUP and BUSYGROUP (group, group-recovery, startup), CLIENT PAUSE and
+ * connection-logs, versions, and NOPERM: read-ahead, reply-namespace), what replicas carry
+ * (failover-lag), NOGROUP and BUSYGROUP (group, group-recovery, startup), CLIENT PAUSE and
  * UNBLOCK (faults, health, park-faults), trimming (retention), the reclaim round and lease scripts.
  */
 const ON_VALKEY = [
@@ -48,6 +49,9 @@ const ON_VALKEY = [
   'test/retention.e2e.spec.ts',
   'test/reclaim-round.e2e.spec.ts',
   'test/lease.e2e.spec.ts',
+  'test/read-ahead.e2e.spec.ts',
+  'test/reply-namespace.e2e.spec.ts',
+  'test/failover-lag.e2e.spec.ts',
 ];
 
 /** Test files run at once, of both projects together (TEST_WORKERS overrides). */

@@ -86,6 +86,13 @@ try {
     encoding: 'utf8',
   });
   process.stdout.write(versions);
+  // What the pass is for: every moved package at the major it was moved to.
+  const installed = JSON.parse(execFileSync('npm', ['ls', ...Object.keys(LOWER), '--depth=0', '--json'], { cwd: dir, encoding: 'utf8' }));
+  for (const [name, range] of Object.entries(LOWER)) {
+    const version = installed.dependencies?.[name]?.version;
+    if (version?.split('.')[0] !== range.replace(/^\^/, '').split('.')[0])
+      throw new Error(`scripts/test-nest11.mjs: ${name} installed at ${version ?? 'no version'}, not ${range}`);
+  }
   run('npm', ['run', 'typecheck']);
   run('npx', ['vitest', 'run'], { TEST_SKIP: ONCE.join(',') });
 } finally {

@@ -2,7 +2,6 @@ import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import { checkLiveness, checkReadiness, RedisStreamsStatus, type RedisStreamsServer } from 'nestjs-redis-streams';
-import { filter, firstValueFrom } from 'rxjs';
 import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
 import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
@@ -162,7 +161,9 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
     const probe = await probeApp(app.server, { redisDownMs: 500 });
     // listen() resolves once the groups exist; the blocking connection's handshake may end a few ms
     // later, and until then the connections count as down.
-    await firstValueFrom(app.server.status.pipe(filter((s) => s === RedisStreamsStatus.CONNECTED)));
+    let status: RedisStreamsStatus | undefined;
+    app.server.status.subscribe((s) => (status = s));
+    await waitFor(() => status === RedisStreamsStatus.CONNECTED, { message: 'both connections up' });
     const up = await probe('live');
     expect(up.status).toBe('up');
     expect(up.body.info.worker).toMatchObject({ status: 'up', state: 'running', redisDownForMs: 0 });
