@@ -12,7 +12,14 @@ import { resolveDashboardOptions, type DashboardOptions } from './dashboard-opti
 import { APP_CSS, appScript, pageHtml } from './dashboard-page.js';
 
 /** A Node request handler, Connect-style (Express and Fastify middleware both take it): `next` for paths that are not the dashboard's. */
-export type DashboardHandler = (req: IncomingMessage, res: ServerResponse, next?: () => void) => void;
+export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
+  /**
+   * Before the HTTP server closes: from now on every response of the dashboard, and those not yet
+   * sent, close their connection. An open page polls every second over one kept-alive connection,
+   * which the server's close would otherwise wait for until the tab goes.
+   */
+  drain(): void;
+};
 
 /** Bytes of each value shown unless asked in full, and the most shown in full (a larger value says its size). */
 const PREVIEW_BYTES = 2_000;
@@ -35,7 +42,14 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   const options = resolveDashboardOptions(input);
   const data = new DashboardData(redis, options);
   const dlq = new DeadLetters(redis);
-  return (req, res, next) => {
+  const unsent = new Set<ServerResponse>();
+  let draining = false;
+  const closeWhenDraining = (res: ServerResponse) => {
+    if (draining) return res.setHeader('connection', 'close');
+    unsent.add(res);
+    res.once('close', () => unsent.delete(res));
+  };
+  const handler = (req: IncomingMessage, res: ServerResponse, next?: () => void): void => {
     // originalUrl: Express strips a mount path from req.url.
     const raw = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
     const url = new URL(raw, 'http://dashboard.invalid');
@@ -45,6 +59,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       if (next) return next();
       return send(res, 404, { error: 'not found' });
     }
+    closeWhenDraining(res);
     // DNS rebinding: a page of another site that resolves its name to this loopback address sends its own Host.
     if (options.allowedHosts && !options.allowedHosts.includes((req.headers.host ?? '').toLowerCase()))
       return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
@@ -67,6 +82,11 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       },
     );
   };
+  const drain = () => {
+    draining = true;
+    for (const res of unsent) if (!res.headersSent) res.setHeader('connection', 'close');
+  };
+  return Object.assign(handler, { drain });
 }
 
 async function route(req: IncomingMessage, res: ServerResponse, path: string, q: URLSearchParams, ctx: DashboardContext): Promise<void> {

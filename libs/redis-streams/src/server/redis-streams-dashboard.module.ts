@@ -9,7 +9,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { CanActivate } from '@nestjs/common';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -41,10 +41,6 @@ const CONNECTION = Symbol('redis-streams-dashboard-connection');
  */
 @Module({})
 export class RedisStreamsDashboardModule implements NestModule, BeforeApplicationShutdown, OnApplicationShutdown {
-  /** Responses not yet sent; once the app shuts down, each closes its connection. */
-  private readonly unsent = new Set<ServerResponse>();
-  private shuttingDown = false;
-
   constructor(
     @Inject(HANDLER) private readonly handler: DashboardHandler,
     @Inject(CONNECTION) private readonly redis: RedisConnection,
@@ -84,26 +80,13 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
 
   configure(consumer: MiddlewareConsumer): void {
     // Every path: the handler passes on (next) whatever is not under basePath.
-    consumer.apply(this.serve).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
+    consumer.apply(this.handler).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
   }
 
-  /**
-   * An open page polls every second over one kept-alive connection: the HTTP server's close (after
-   * this hook) would wait for the tab to go. From here on every response closes its connection.
-   */
+  /** Before the HTTP server closes: an open page's kept-alive connection must not hold it. */
   beforeApplicationShutdown(): void {
-    this.shuttingDown = true;
-    for (const res of this.unsent) if (!res.headersSent) res.setHeader('connection', 'close');
+    this.handler.drain();
   }
-
-  private readonly serve = (req: IncomingMessage, res: ServerResponse, next?: () => void): void => {
-    if (this.shuttingDown) res.setHeader('connection', 'close');
-    else {
-      this.unsent.add(res);
-      res.once('close', () => this.unsent.delete(res));
-    }
-    this.handler(req, res, next);
-  };
 
   async onApplicationShutdown(): Promise<void> {
     await closeConnection(this.redis);
