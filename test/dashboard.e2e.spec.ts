@@ -284,6 +284,26 @@ describe('dashboard', () => {
     expect(closed).toBe('closed');
   });
 
+  it('serveDashboard: close() does not wait for an open page (its poll in flight)', async (ctx) => {
+    if (!redis.owned) ctx.skip(); // pauses the whole server
+    const prefix = uniquePrefix();
+    await backlog(`${prefix}orders`, 1, 0);
+    const served = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
+    servers.push(served.server);
+    let inFlight = 0;
+    served.server.on('request', (_req, res: ServerResponse) => {
+      inFlight++;
+      res.once('close', () => inFlight--);
+    });
+    const page = await browser.page();
+    await page.goto(served.url);
+    await refreshes(page, 1);
+    await redis.client().client('PAUSE', 2000, 'ALL');
+    await waitFor(() => inFlight > 0, { message: 'a poll in flight' });
+    const closed = await Promise.race([served.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 10_000, 'still open'))]);
+    expect(closed).toBe('closed');
+  });
+
   it('in a Nest app on Fastify: the page under its base path, and an action through Fastify (body unparsed before the middleware)', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}orders`;

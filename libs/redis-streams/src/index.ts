@@ -37,4 +37,4 @@ export { escapeControl, safeJson } from './escape-control.js';
 export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';
 export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';
 export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from './dashboard/dashboard-options.js';
-export { serveDashboard, type DashboardServerOptions } from './dashboard/dashboard-server.js';
+export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from './dashboard/dashboard-server.js';

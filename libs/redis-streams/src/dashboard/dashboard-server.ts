@@ -15,18 +15,27 @@ export interface DashboardServerOptions extends Omit<DashboardOptions, 'actions'
   actionsPassword?: string;
 }
 
+/** A listening dashboard. */
+export interface ServedDashboard {
+  server: Server;
+  url: string;
+  /**
+   * Stops it: no new connection, and each open one closes after its response. `server.close()`
+   * alone would wait for every open page (they poll every second over one kept-alive connection).
+   */
+  close(): Promise<void>;
+}
+
 /** The dashboard on a plain Node HTTP server (the CLI's `dashboard` command); resolves once it listens. */
-export async function serveDashboard(
-  redis: RedisConnection,
-  options: DashboardServerOptions = {},
-): Promise<{ server: Server; url: string }> {
+export async function serveDashboard(redis: RedisConnection, options: DashboardServerOptions = {}): Promise<ServedDashboard> {
   const { port = 3001, host = '127.0.0.1', actionsPassword, allowedHosts, ...rest } = options;
   if (actionsPassword !== undefined && (typeof actionsPassword !== 'string' || actionsPassword === ''))
     throw new InvalidOptionError('dashboard.actionsPassword', 'must be a non-empty string (leave it out for a read-only dashboard)');
   const login = actionsPassword === undefined ? undefined : basicUser(actionsPassword);
   // Made once listening: its Host check needs the port the server got.
-  const serving: { handler?: DashboardHandler } = {};
+  const serving: { handler?: DashboardHandler; closing?: boolean } = {};
   const server = createServer((req, res) => {
+    if (serving.closing) res.setHeader('connection', 'close');
     // With actions on, every page and call needs the password: the browser then sends it with the page's own calls.
     if (login && login(req) === null) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="redis-streams dashboard", charset="UTF-8"', 'content-type': 'text/plain' });
@@ -47,7 +56,13 @@ export async function serveDashboard(
     allowedHosts: [...own, ...(allowedHosts ?? [])],
     ...(login ? { actions: { authorize: login } } : {}),
   });
-  return { server, url: `http://${shownHost}:${address.port}${rest.basePath ?? ''}/` };
+  const close = () =>
+    new Promise<void>((resolve, reject) => {
+      serving.closing = true;
+      serving.handler!.drain();
+      server.close((err) => (err ? reject(err) : resolve()));
+    });
+  return { server, url: `http://${shownHost}:${address.port}${rest.basePath ?? ''}/`, close };
 }
 
 /** Basic auth against one password, compared in constant time: the user name, or null. */
