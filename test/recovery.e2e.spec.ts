@@ -204,12 +204,14 @@ describe('recovery of own and peer work', () => {
     const key = `${prefix}orders`;
     const r = redis.client();
     await createGroup(r, key);
-    const first = await r.xadd(key, '*', 'n', '1');
-    const second = await r.xadd(key, '*', 'n', '2');
     const minIdleMs = 300;
     const slow = await start({ connection: redis.connection, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
     let release!: () => void;
-    slow.recorder.behavior = (call) => (call.id === first ? new Promise<void>((resolve) => (release = resolve)) : undefined);
+    // Set before the entries exist (CI saw the first handled, and acked, before a later assignment).
+    slow.recorder.behavior = (call) =>
+      (call.payload as { n?: string }).n === '1' ? new Promise<void>((resolve) => (release = resolve)) : undefined;
+    // One transaction: the park wakes once both exist, and reads them as one batch.
+    const [first, second] = (await r.multi().xadd(key, '*', 'n', '1').xadd(key, '*', 'n', '2').exec())!.map(([, id]) => id as string);
     await waitFor(() => slow.recorder.calls.length === 1, { message: 'the slow handler to start' });
 
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
