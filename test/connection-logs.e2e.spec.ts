@@ -62,7 +62,11 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
       expect.stringMatching(new RegExp(`^log connection to ${url} restored after \\d+(\\.\\d)? s$`)),
     ]);
     // Nothing per attempt: besides the group lines, only the two above.
-    expect(lines.filter((l) => !/group "g"/.test(l))).toHaveLength(2);
+    // The lines in the message: CI's Valkey pass once saw a third, under load, and did not say which.
+    expect(
+      lines.filter((l) => !/group "g"/.test(l)),
+      lines.join('\n'),
+    ).toHaveLength(2);
     expect(lines.join('\n')).not.toMatch(/max retries per request|maxRetriesPerRequest|created group/);
     expect(lines.filter((l) => l.includes(`group "g" of stream "${app.key()}"`) && /re-created/.test(l))).toHaveLength(1);
   });
