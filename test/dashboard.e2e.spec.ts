@@ -10,6 +10,7 @@ import { uniquePrefix } from './support/test-app.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
+import { within } from '../libs/redis-streams/src/within.js';
 
 const redis = useRedis();
 const browser = useBrowser();
@@ -279,7 +280,11 @@ describe('dashboard', () => {
     // Redis paused: the page's next poll waits in the app when it shuts down, on a kept-alive connection.
     await redis.client().client('PAUSE', 2000, 'ALL');
     await waitFor(() => inFlight > 0, { message: 'a poll in flight in the app' });
-    const closed = await Promise.race([app.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 10_000, 'still open'))]);
+    const closed = await within(
+      app.close().then(() => 'closed'),
+      10_000,
+      'still open',
+    );
     // Before the fix the page's polls kept reusing that connection, and close() waited for the tab to go.
     expect(closed).toBe('closed');
   });
@@ -300,7 +305,11 @@ describe('dashboard', () => {
     await refreshes(page, 1);
     await redis.client().client('PAUSE', 2000, 'ALL');
     await waitFor(() => inFlight > 0, { message: 'a poll in flight' });
-    const closed = await Promise.race([served.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 10_000, 'still open'))]);
+    const closed = await within(
+      served.close().then(() => 'closed'),
+      10_000,
+      'still open',
+    );
     expect(closed).toBe('closed');
   });
 
