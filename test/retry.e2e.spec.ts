@@ -52,11 +52,14 @@ function watchDue(key: string, group: string, tries: Try[]): () => void {
   return () => (on = false);
 }
 
+/** The park's length: a retry that waited for the park to end would be up to this late. */
+const BLOCK_MS = 5000;
+
 const base = (prefix: string): RedisStreamsServerOptions => ({
   connection: redis.connection,
   group: 'g',
   keyPrefix: prefix,
-  blockMs: 5000,
+  blockMs: BLOCK_MS,
   // Far above every delay here: a retry on time cannot be the idle-time reclaim.
   minIdleMs: 60_000,
 });
@@ -87,9 +90,10 @@ describe('retries with backoff', () => {
       expect(due - tries[i]!.at).toBeGreaterThanOrEqual(delays[i]!);
       const late = tries[i + 1]!.at - due;
       expect(late, `try ${i + 2}: ${late} ms after its due time`).toBeGreaterThanOrEqual(0);
-      // Timely, not an absolute bound (CI is loaded): within its own delay, where the idle-time path would take a minute.
-      // `npm run bench` measures the distribution on a quiet machine (within max(50 ms, 5 %)).
-      expect(late, `try ${i + 2}: ${late} ms after its due time`).toBeLessThan(delays[i]!);
+      // Tried at its due time, not when the 5 s park ends: a park that ignores the due time made it 4.7–5.0 s late
+      // (and the idle-time path takes a minute). Half the park leaves room for a loaded machine (CI once saw 368 ms);
+      // promptness itself is `npm run bench`'s to measure, on a quiet machine (within max(50 ms, 5 %)).
+      expect(late, `try ${i + 2}: ${late} ms after its due time`).toBeLessThan(BLOCK_MS / 2);
     }
     // One entry in the stream, nothing pending, no record left.
     expect(await redis.client().xlen(key)).toBe(1);
@@ -120,7 +124,8 @@ describe('retries with backoff', () => {
     expect(tries[1]!.call.consumer).toBe(tries[0]!.call.consumer);
     const late = tries[1]!.at - tries[0]!.due!;
     expect(late).toBeGreaterThanOrEqual(0);
-    expect(late).toBeLessThan(1000);
+    // Not a promptness bound (the park here is 100 ms): tried at its due time, not a second delay later.
+    expect(late).toBeLessThan(options.retry.backoff.delayMs);
     expect([...a.settled, ...b.settled].filter((e) => e.source === 'reclaim' && e.outcome !== 'acked')).toEqual([]);
   });
 
@@ -146,7 +151,8 @@ describe('retries with backoff', () => {
     ]);
     const late = tries[1]!.at - tries[0]!.due!;
     expect(late).toBeGreaterThanOrEqual(0);
-    expect(late).toBeLessThan(300);
+    // Tried at its due time, not when the 5 s park ends (see the first test).
+    expect(late).toBeLessThan(BLOCK_MS / 2);
     const never = await r.xadd(key, '*', 'data', '"never"');
     await waitFor(() => app.settled.some((e) => e.id === never), { message: '"never" to be settled' });
     expect(app.settled.find((e) => e.id === never)!.outcome).toBe('dead-lettered');
