@@ -3,6 +3,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
+import { quiesced } from './support/pending.js';
 
 const redis = useRedis();
 
@@ -19,19 +20,6 @@ const add = async (app: TestApp, tag: string): Promise<string> => (await redis.c
 async function settled(apps: TestApp[], id: string, outcome = 'acked'): Promise<void> {
   await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), { message: `${id} ${outcome}` });
 }
-/** Everything in the stream was delivered and settled (so no replay is still on its way). */
-async function quiesced(key: string): Promise<void> {
-  const r = redis.client();
-  await waitFor(
-    async () => {
-      const [group] = (await r.xinfo('GROUPS', key)) as unknown[][];
-      const [[lastId] = []] = await r.xrevrange(key, '+', '-', 'COUNT', 1);
-      const field = (name: string) => group?.[group.indexOf(name) + 1];
-      return group !== undefined && field('last-delivered-id') === lastId && Number(field('pending')) === 0;
-    },
-    { message: 'every entry delivered and settled' },
-  );
-}
 
 describe('a lost group (XGROUP DESTROY) re-created under load', () => {
   it('re-owns the entry it still owed, without replaying the acked entries after it', async () => {
@@ -46,7 +34,7 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     await redis.client().xgroup('DESTROY', a.key(), 'g');
     await settled([a], bad);
     await settled([a], await add(a, 'after'));
-    await quiesced(a.key());
+    await quiesced(redis, a.key());
     expect(counts([a])).toEqual({ bad: 2, ok0: 1, ok1: 1, ok2: 1, ok3: 1, ok4: 1, after: 1 });
     // Its delivery count carried over the loss: the second try is delivery 2, not 1 again.
     expect(a.recorder.calls.filter((c) => tagOf(c) === 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
@@ -64,7 +52,7 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     for (let i = 0; i < 5; i++) await settled([a], await add(a, `ok${i}`));
     await redis.client().xgroup('DESTROY', a.key(), 'g');
     await settled([a], await add(a, 'after'));
-    await quiesced(a.key());
+    await quiesced(redis, a.key());
     expect(counts([a])).toEqual({ bad: 1, ok0: 1, ok1: 1, ok2: 1, ok3: 1, ok4: 1, after: 1 });
   });
 
@@ -83,7 +71,7 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     await redis.client().xgroup('DESTROY', a.key(), 'g');
     await settled([a, b], await add(a, 'after'));
     await settled([b], bad);
-    await quiesced(a.key());
+    await quiesced(redis, a.key());
     const c = counts([a, b]);
     expect(c.bad).toBe(2);
     expect(Object.entries(c).filter(([tag, n]) => tag !== 'bad' && n !== 1)).toEqual([]);
@@ -119,7 +107,7 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     open();
     await settled([a], await add(a, 'after'));
     await waitFor(() => a.recorder.calls.filter((c) => tagOf(c) === 'x2').length === 2, { message: 'x2 retried' });
-    await quiesced(key);
+    await quiesced(redis, key);
     const c = counts([a]);
     for (let i = 0; i < 12; i++) expect(c[`x${i}`], `x${i}`).toBe(i === 2 ? 2 : 1);
   });

@@ -1,4 +1,6 @@
+import { parseGroupInfo } from '../../libs/redis-streams/src/redis/replies.js';
 import type { TestRedis } from './redis-server.js';
+import { waitFor } from './wait-for.js';
 
 /** One row of XPENDING key group - + count: the entry, who holds it, for how long, how often delivered. */
 export type PendingRow = [id: string, consumer: string, idleMs: number, deliveries: number];
@@ -20,3 +22,18 @@ export const pendingRows = async (
 /** The ids of pendingRows(). */
 export const pendingIds = async (redis: TestRedis, key: string, options?: { group?: string; consumer?: string }): Promise<string[]> =>
   (await pendingRows(redis, key, options)).map(([id]) => id);
+
+/**
+ * Nothing more is on its way to the group's consumers: the group exists, has delivered the stream's
+ * last entry and holds nothing pending (a failed entry stays pending until it is retried).
+ */
+export async function isQuiesced(redis: TestRedis, key: string, group = 'g'): Promise<boolean> {
+  const r = redis.client();
+  const info = parseGroupInfo(await r.xinfo('GROUPS', key).catch(() => []), group);
+  const [[lastId] = []] = await r.xrevrange(key, '+', '-', 'COUNT', 1);
+  return info !== undefined && info.lastDeliveredId === lastId && info.pending === 0;
+}
+
+/** Waits for isQuiesced: every entry delivered and settled, so no replay is still on its way. */
+export const quiesced = (redis: TestRedis, key: string, group = 'g'): Promise<void> =>
+  waitFor(() => isQuiesced(redis, key, group), { message: 'every entry delivered and settled' }).then(() => undefined);
