@@ -107,10 +107,7 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retri
       logger.log(
         `${adopted} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
       );
-    if (left > 0)
-      logger.warn(
-        `${left} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${options.maxWaitingRetries}): left to the group, a reclaim takes each at its due time`,
-      );
+    if (left > 0) p.leftLog.note(stream, left);
   }
   return skip.size === 0 ? entries : entries.filter((e) => !skip.has(e));
 }

@@ -8,6 +8,7 @@ import { AckPipeline } from './ack-pipeline.js';
 import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
 import { Lease } from './lease.js';
+import { LeftToGroupLog } from './left-to-group-log.js';
 import { PendingAudit } from './pending-audit.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { StopSignal } from './stop-signal.js';
@@ -57,6 +58,8 @@ export interface LoopParts {
   readonly audit: PendingAudit;
   readonly acks: AckPipeline;
   readonly marks: DeliveryMarks;
+  /** The warning for waiting entries left to the group, at most once a minute per stream. */
+  readonly leftLog: LeftToGroupLog;
   /** Batches being settled, and how far each got (what abandon hands back). */
   readonly inProgress: Set<BatchProgress>;
   /**
@@ -118,6 +121,7 @@ export function loopParts(d: ConsumerLoopDeps, stop: StopSignal, signals: LoopSi
     audit,
     acks,
     marks,
+    leftLog: new LeftToGroupLog(d.logger, options.maxWaitingRetries),
     inProgress,
     count,
     settle: (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand),
