@@ -21,6 +21,8 @@ export interface ChaosOptions {
   maxQuiesceMs?: number;
   /** Longest the kill-and-restart phase lasts. */
   maxChaosMs?: number;
+  /** Most kills and stops of the chaos (default 40), whatever the machine's speed. */
+  maxFaults?: number;
   log?: (line: string) => void;
 }
 
@@ -123,12 +125,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     );
 
     // The chaos: until the producer is done and most entries were handled (kills then hit
-    // workers in the middle of batches), at most maxChaosMs.
+    // workers in the middle of batches), at most maxFaults faults and maxChaosMs.
     const chaosStart = Date.now();
     const maxChaosMs = o.maxChaosMs ?? 60_000;
+    const maxFaults = o.maxFaults ?? 40;
     const busy = async () => !producerDone || (await admin.hlen(recordKey)) < o.entries * 0.5;
-    while ((await busy()) && Date.now() - chaosStart < maxChaosMs) {
+    let handledAtFault = 0;
+    while (counts.kills + counts.terms < maxFaults && (await busy()) && Date.now() - chaosStart < maxChaosMs) {
+      // Each fault hits workers at work: handling has gone on since the last one (on a slow machine a
+      // fault every 300–700 ms would otherwise only ever kill workers still starting).
+      await waitFor(async () => (await admin.hlen(recordKey)) > handledAtFault, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        message: `handling to go on after fault ${counts.kills + counts.terms}`,
+      });
       await sleepMs(300 + Math.floor(random() * 400));
+      handledAtFault = await admin.hlen(recordKey);
       const slot = slots[Math.floor(random() * slots.length)]!;
       const term = random() < 0.2;
       slot.proc.kill(term ? 'SIGTERM' : 'SIGKILL');
