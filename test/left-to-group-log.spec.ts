@@ -1,24 +1,46 @@
 import { LEFT_TO_GROUP_LOG_EVERY_MS, LeftToGroupLog } from '../libs/redis-streams/src/consumer/left-to-group-log.js';
 
+const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${from + i}-0`);
+
 describe('the warning for entries left to the group past maxWaitingRetries', () => {
   afterEach(() => vi.useRealTimers());
 
-  it('is logged once per stream a minute, then with how many were left meanwhile', () => {
-    vi.useFakeTimers();
+  it('names the distinct entries a sweep left, then logs once a minute per stream, or when their number doubles', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'Date'] });
     const lines: string[] = [];
     const log = new LeftToGroupLog({ log: () => {}, warn: (m: string) => lines.push(m), error: () => {} }, 10);
-    log.note('s', 1);
-    log.note('s', 10);
-    log.note('t', 3);
-    log.note('s', 10);
+    // One sweep, in three rounds: one line for the 21 entries, none per round.
+    log.note('s', ids(0, 1));
+    log.note('s', ids(1, 11));
+    log.note('s', ids(11, 21));
+    log.note('t', ids(0, 3));
+    log.flush();
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^1 entries taken from "s" .* maxWaitingRetries \(10\): left to the group/);
+    expect(lines[0]).toMatch(/^21 entries taken from "s" .* maxWaitingRetries \(10\): left to the group/);
     expect(lines[1]).toMatch(/^3 entries taken from "t"/);
+    // The same 21 come back each minIdleMs: no line within the minute.
+    for (let sweep = 0; sweep < 5; sweep++) {
+      log.note('s', ids(0, 21));
+      log.flush();
+    }
+    expect(lines).toHaveLength(2);
+    // A minute on: the distinct entries again, and how often they were left.
     vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
-    log.note('s', 4);
+    log.note('s', ids(0, 21));
+    log.flush();
     expect(lines).toHaveLength(3);
-    expect(lines[2]).toMatch(/^4 entries taken from "s" .*\(and 20 more since the last such line\)/);
-    log.note('s', 4);
+    expect(lines[2]).toMatch(/^21 entries taken from "s" .*\(left 126 times since the last such line\)/);
+    // A second peer's wait list: logged at once, the number doubled.
+    log.note('s', ids(0, 21));
+    log.flush();
     expect(lines).toHaveLength(3);
+    log.note('s', ids(100, 130));
+    log.flush();
+    expect(lines).toHaveLength(4);
+    expect(lines[3]).toMatch(/^51 entries taken from "s"/);
+    // Nothing left since the last line: nothing to say.
+    vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
+    log.flush();
+    expect(lines).toHaveLength(4);
   });
 });

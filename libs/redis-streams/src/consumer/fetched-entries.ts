@@ -89,14 +89,14 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retri
     });
     let first = Infinity;
     let adopted = 0;
-    let left = 0;
+    const left: string[] = [];
     mine.forEach((e, i) => {
       const wait = waits[i]!;
       if (wait === -1) return;
       skip.add(e);
       p.lease.drop(e);
       if (wait === -2) {
-        left++;
+        left.push(e.id);
         return;
       }
       adopted++;
@@ -107,7 +107,7 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retri
       logger.log(
         `${adopted} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
       );
-    if (left > 0) p.leftLog.note(stream, left);
+    if (left.length > 0) p.leftLog.note(stream, left);
   }
   return skip.size === 0 ? entries : entries.filter((e) => !skip.has(e));
 }

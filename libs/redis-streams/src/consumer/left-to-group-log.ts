@@ -1,33 +1,56 @@
 import type { Logger } from '../ports.js';
 
-/** How often, per stream, the entries left to the group are logged at most. */
+/** How often, per stream, the entries left to the group are logged at most (unless their number doubles). */
 export const LEFT_TO_GROUP_LOG_EVERY_MS = 60_000;
+
+/** Distinct ids remembered per stream between two lines: past it the line says "at least". */
+const MAX_IDS_PER_STREAM = 100_000;
+
+interface StreamLines {
+  /** Distinct ids left since the last line. */
+  ids: Set<string>;
+  /** Times an entry was left since the last line (the same one comes back each minIdleMs). */
+  times: number;
+  /** When the last line was logged (performance.now()), and how many entries it named. */
+  at?: number;
+  named: number;
+}
 
 /**
  * The warning for waiting entries left to the group past maxWaitingRetries. Redis holds no idle
- * time in the future, so an entry due later than minIdleMs comes back to a reclaim every
- * minIdleMs, and is left again: once per stream a minute, with how many were left meanwhile,
- * not once per reclaim round.
+ * time in the future, so an entry due later than minIdleMs comes back to a reclaim every minIdleMs
+ * and is left again: the entries are noted as they are left and logged when a sweep (or a
+ * self-drain) ends, so a line names the distinct entries, not one batch; then once a minute per
+ * stream, or sooner when their number doubles (a second peer's wait list), never once per round.
  */
 export class LeftToGroupLog {
-  private readonly lines = new Map<string, { at: number; left: number }>();
+  private readonly streams = new Map<string, StreamLines>();
 
   constructor(
     private readonly logger: Logger,
     private readonly maxWaitingRetries: number,
   ) {}
 
-  note(stream: string, left: number): void {
-    const now = Date.now();
-    const last = this.lines.get(stream);
-    if (last && now - last.at < LEFT_TO_GROUP_LOG_EVERY_MS) {
-      last.left += left;
-      return;
+  note(stream: string, ids: readonly string[]): void {
+    let s = this.streams.get(stream);
+    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, named: 0 }));
+    for (const id of ids) if (s.ids.size < MAX_IDS_PER_STREAM) s.ids.add(id);
+    s.times += ids.length;
+  }
+
+  /** At the end of a sweep or a self-drain: a line per stream that is due one. */
+  flush(): void {
+    const now = performance.now();
+    for (const [stream, s] of this.streams) {
+      if (s.times === 0) continue;
+      const due = s.at === undefined || now - s.at >= LEFT_TO_GROUP_LOG_EVERY_MS || s.ids.size >= 2 * s.named;
+      if (!due) continue;
+      const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
+      const again = s.at === undefined ? '' : ` (left ${s.times} times since the last such line)`;
+      this.logger.warn(
+        `${n} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
+      );
+      this.streams.set(stream, { ids: new Set(), times: 0, at: now, named: s.ids.size });
     }
-    const since = last && last.left > 0 ? ` (and ${last.left} more since the last such line)` : '';
-    this.lines.set(stream, { at: now, left: 0 });
-    this.logger.warn(
-      `${left} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${since}; one due later than minIdleMs comes back each minIdleMs until then (logged at most once a minute)`,
-    );
   }
 }

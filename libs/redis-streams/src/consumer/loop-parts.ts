@@ -58,7 +58,7 @@ export interface LoopParts {
   readonly audit: PendingAudit;
   readonly acks: AckPipeline;
   readonly marks: DeliveryMarks;
-  /** The warning for waiting entries left to the group, at most once a minute per stream. */
+  /** The warning for waiting entries left to the group: per sweep at most, once a minute per stream unless it doubles. */
   readonly leftLog: LeftToGroupLog;
   /** Batches being settled, and how far each got (what abandon hands back). */
   readonly inProgress: Set<BatchProgress>;

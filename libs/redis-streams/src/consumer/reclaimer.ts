@@ -104,6 +104,7 @@ export class Reclaimer {
       this.carry(stream, result.cursor, claimedNow.length > 0 || result.deletedIds.length > 0);
     });
     if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting);
+    if (this.sweeping.size === 0) this.p.leftLog.flush();
     // A stream failed (NOGROUP) after the others claimed: those are settled first, then the loop restarts.
     if (failure) throw failure;
     return claimed.length;
