@@ -47,7 +47,6 @@ describe(`chaos: workers killed and restarted while a producer appends${onCluste
       expect(result.lag).toBe(0);
       expect(result.handled + result.deadLettered).toBeGreaterThanOrEqual(entries);
       expect(result.kills + result.terms).toBeGreaterThan(0);
-      expect(result.kills + result.terms).toBeLessThanOrEqual(maxFaults);
       expect(result.finalExitCodes).toEqual(result.finalExitCodes.map(() => 0));
     },
   );

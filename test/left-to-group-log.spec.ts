@@ -8,7 +8,7 @@ describe('the warning for entries left to the group past maxWaitingRetries', () 
   it('names the distinct entries a sweep left, then logs once a minute per stream, or when their number doubles', () => {
     vi.useFakeTimers({ toFake: ['performance', 'Date'] });
     const lines: string[] = [];
-    const log = new LeftToGroupLog({ log: () => {}, warn: (m: string) => lines.push(m), error: () => {} }, 10);
+    const log = new LeftToGroupLog({ log: () => {}, warn: (m: string) => lines.push(m), error: () => {} }, 10, 500);
     // One sweep, in three rounds: one line for the 21 entries, none per round.
     log.note('s', ids(0, 1));
     log.note('s', ids(1, 11));
@@ -38,9 +38,17 @@ describe('the warning for entries left to the group past maxWaitingRetries', () 
     log.flush();
     expect(lines).toHaveLength(4);
     expect(lines[3]).toMatch(/^51 entries taken from "s"/);
+    // A stream still in its sweep waits for the end of it, or minIdleMs after its first such entry.
+    vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
+    log.note('s', ids(0, 51));
+    log.flush(() => false);
+    expect(lines).toHaveLength(4);
+    vi.advanceTimersByTime(500);
+    log.flush(() => false);
+    expect(lines).toHaveLength(5);
     // Nothing left since the last line: nothing to say.
     vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
     log.flush();
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(5);
   });
 });

@@ -78,6 +78,41 @@ describe('retries under operator actions and peers', () => {
     expect(new Set(rows.map((r) => r[3]))).toEqual(new Set([1]));
   });
 
+  it("entries left to the group ahead of a dead peer's large backlog: warned within minIdleMs, not once the backlog is done", async () => {
+    const prefix = uniquePrefix();
+    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 500, leaseRenewMs: 100 };
+    const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
+    a.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    const r = redis.client();
+    const waiting = r.pipeline();
+    for (let n = 0; n < 30; n++) waiting.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+    await waiting.exec();
+    await waitFor(() => a.settled.length === 30, { message: '30 failures' });
+    await a.close();
+    // A dead peer x's 2,000 entries, behind the 30 in the stream: one reclaim sweep takes them batch by batch.
+    const backlog = 2000;
+    const more = r.pipeline();
+    for (let n = 0; n < backlog; n++) more.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+    await more.exec();
+    await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', backlog, 'STREAMS', a.key(), '>');
+    await waitFor(async () => ((await r.xpending(a.key(), 'g', 'IDLE', 500, '-', '+', backlog, 'x')) as unknown[]).length === backlog, {
+      message: "x's entries idle past minIdleMs",
+    });
+    const log = capture();
+    const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
+    b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
+    let handledAtWarning = -1;
+    await waitFor(() => log.lines.some((l) => /left to the group/.test(l)) && (handledAtWarning = b.recorder.calls.length) >= 0, {
+      message: 'the warning',
+      timeoutMs: 30_000,
+    });
+    expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([expect.stringMatching(/^30 entries taken from /)]);
+    expect(handledAtWarning).toBeLessThan(backlog);
+    await waitFor(() => b.recorder.calls.length === backlog, { message: 'the backlog handled', timeoutMs: 30_000 });
+  });
+
   it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
     const prefix = uniquePrefix();
     const app = await start({

@@ -132,8 +132,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const busy = async () => !producerDone || (await admin.hlen(recordKey)) < o.entries * 0.5;
     let handledAtFault = 0;
     while (counts.kills + counts.terms < maxFaults && (await busy()) && Date.now() - chaosStart < maxChaosMs) {
-      // Each fault hits workers at work: handling has gone on since the last one (on a slow machine a
-      // fault every 300–700 ms would otherwise only ever kill workers still starting).
+      // Each fault comes once handling has gone on since the last one (on a slow machine a fault every
+      // 300–700 ms would otherwise only ever kill workers still starting); the victim is picked at random.
       await waitFor(async () => (await admin.hlen(recordKey)) > handledAtFault, {
         timeoutMs: 30_000,
         intervalMs: 50,

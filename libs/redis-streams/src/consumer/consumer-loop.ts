@@ -109,6 +109,7 @@ export class ConsumerLoop {
     return watched$.pipe(
       map((result) => result.fetched),
       finalize(() => {
+        this.parts.leftLog.flush();
         this.parts.audit.stop();
         this.parts.lease.stop();
         this.watch.stop();

@@ -11,6 +11,8 @@ interface StreamLines {
   ids: Set<string>;
   /** Times an entry was left since the last line (the same one comes back each minIdleMs). */
   times: number;
+  /** When the first of them was noted (performance.now()). */
+  since: number;
   /** When the last line was logged (performance.now()), and how many entries it named. */
   at?: number;
   named: number;
@@ -19,9 +21,10 @@ interface StreamLines {
 /**
  * The warning for waiting entries left to the group past maxWaitingRetries. Redis holds no idle
  * time in the future, so an entry due later than minIdleMs comes back to a reclaim every minIdleMs
- * and is left again: the entries are noted as they are left and logged when a sweep (or a
- * self-drain) ends, so a line names the distinct entries, not one batch; then once a minute per
- * stream, or sooner when their number doubles (a second peer's wait list), never once per round.
+ * and is left again: the entries are noted as they are left and logged once their stream is
+ * done with (its sweep or the self-drain ended, or the consumer stops) or minIdleMs after the
+ * first, so a line names the distinct entries, not one batch; then once a minute per stream, or
+ * sooner when their number doubles (a second peer's wait list), never once per round.
  */
 export class LeftToGroupLog {
   private readonly streams = new Map<string, StreamLines>();
@@ -29,20 +32,22 @@ export class LeftToGroupLog {
   constructor(
     private readonly logger: Logger,
     private readonly maxWaitingRetries: number,
+    private readonly minIdleMs: number,
   ) {}
 
   note(stream: string, ids: readonly string[]): void {
     let s = this.streams.get(stream);
-    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, named: 0 }));
+    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, since: 0, named: 0 }));
+    if (s.times === 0) s.since = performance.now();
     for (const id of ids) if (s.ids.size < MAX_IDS_PER_STREAM) s.ids.add(id);
     s.times += ids.length;
   }
 
-  /** At the end of a sweep or a self-drain: a line per stream that is due one. */
-  flush(): void {
+  /** After a reclaim round, a self-drain, or at stop: a line per stream `done` with (or noted minIdleMs ago) that is due one. */
+  flush(done: (stream: string) => boolean = () => true): void {
     const now = performance.now();
     for (const [stream, s] of this.streams) {
-      if (s.times === 0) continue;
+      if (s.times === 0 || !(done(stream) || now - s.since >= this.minIdleMs)) continue;
       const due = s.at === undefined || now - s.at >= LEFT_TO_GROUP_LOG_EVERY_MS || s.ids.size >= 2 * s.named;
       if (!due) continue;
       const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
@@ -50,7 +55,7 @@ export class LeftToGroupLog {
       this.logger.warn(
         `${n} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
       );
-      this.streams.set(stream, { ids: new Set(), times: 0, at: now, named: s.ids.size });
+      this.streams.set(stream, { ids: new Set(), times: 0, since: 0, at: now, named: s.ids.size });
     }
   }
 }

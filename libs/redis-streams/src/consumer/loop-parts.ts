@@ -121,7 +121,7 @@ export function loopParts(d: ConsumerLoopDeps, stop: StopSignal, signals: LoopSi
     audit,
     acks,
     marks,
-    leftLog: new LeftToGroupLog(d.logger, options.maxWaitingRetries),
+    leftLog: new LeftToGroupLog(d.logger, options.maxWaitingRetries, options.minIdleMs),
     inProgress,
     count,
     settle: (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand),

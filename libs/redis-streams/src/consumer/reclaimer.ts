@@ -104,7 +104,8 @@ export class Reclaimer {
       this.carry(stream, result.cursor, claimedNow.length > 0 || result.deletedIds.length > 0);
     });
     if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting);
-    if (this.sweeping.size === 0) this.p.leftLog.flush();
+    // Streams out of the sweep have shown every entry they leave: their line names them all.
+    this.p.leftLog.flush((stream) => !this.sweeping.has(stream));
     // A stream failed (NOGROUP) after the others claimed: those are settled first, then the loop restarts.
     if (failure) throw failure;
     return claimed.length;
