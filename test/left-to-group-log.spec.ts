@@ -38,17 +38,29 @@ describe('the warning for entries left to the group past maxWaitingRetries', () 
     log.flush();
     expect(lines).toHaveLength(4);
     expect(lines[3]).toMatch(/^51 entries taken from "s"/);
-    // A stream still in its sweep waits for the end of it, or minIdleMs after its first such entry.
-    vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
-    log.note('s', ids(0, 51));
-    log.flush(() => false);
-    expect(lines).toHaveLength(4);
-    vi.advanceTimersByTime(500);
-    log.flush(() => false);
-    expect(lines).toHaveLength(5);
     // Nothing left since the last line: nothing to say.
     vi.advanceTimersByTime(LEFT_TO_GROUP_LOG_EVERY_MS);
     log.flush();
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(4);
+  });
+
+  it('a sweep longer than minIdleMs: "so far" once, minIdleMs after the first entry left, then the total at its end', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'Date'] });
+    const lines: string[] = [];
+    const log = new LeftToGroupLog({ log: () => {}, warn: (m: string) => lines.push(m), error: () => {} }, 10, 500);
+    // 200 rounds of 20 ms, 5 entries left in each, the stream in its sweep throughout.
+    for (let round = 0; round < 200; round++) {
+      log.note('s', ids(round * 5, round * 5 + 5));
+      log.flush(() => false);
+      vi.advanceTimersByTime(20);
+    }
+    expect(lines).toEqual([expect.stringMatching(/^130 entries taken from "s" so far \(this consumer's reclaim sweep goes on\)/)]);
+    log.flush((stream) => stream === 's');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^1000 entries taken from "s" wait for a retry/);
+    // The next sweep brings the same 1,000 back: nothing new to say within the minute.
+    log.note('s', ids(0, 1000));
+    log.flush();
+    expect(lines).toHaveLength(2);
   });
 });

@@ -113,6 +113,44 @@ describe('retries under operator actions and peers', () => {
     await waitFor(() => b.recorder.calls.length === backlog, { message: 'the backlog handled', timeoutMs: 30_000 });
   });
 
+  it('a consumer stopped in the middle of its sweep says what it left to the group', async () => {
+    const prefix = uniquePrefix();
+    // minIdleMs 3 s: the stop comes well before a "so far" line would.
+    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 3000, leaseRenewMs: 500 };
+    const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
+    a.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    const r = redis.client();
+    const waiting = r.pipeline();
+    for (let n = 0; n < 30; n++) waiting.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+    await waiting.exec();
+    await waitFor(() => a.settled.length === 30, { message: '30 failures' });
+    await a.close();
+    const backlog = 2000;
+    const more = r.pipeline();
+    for (let n = 0; n < backlog; n++) more.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+    await more.exec();
+    await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', backlog, 'STREAMS', a.key(), '>');
+    // All claimable when b starts, so that its sweep meets the 30 first (its cursor would pass them otherwise).
+    await waitFor(
+      async () => ((await r.xpending(a.key(), 'g', 'IDLE', 3000, '-', '+', backlog + 30)) as unknown[]).length === backlog + 30,
+      {
+        message: 'every entry idle past minIdleMs',
+      },
+    );
+    const log = capture();
+    const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
+    b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
+    await waitFor(() => b.recorder.calls.length >= 50, { message: "b into x's backlog", timeoutMs: 20_000 });
+    expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([]);
+    await b.close();
+    expect(b.recorder.calls.length).toBeLessThan(backlog);
+    expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([
+      expect.stringMatching(/^30 entries taken from "[^"]+" wait for a retry/),
+    ]);
+  });
+
   it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
     const prefix = uniquePrefix();
     const app = await start({

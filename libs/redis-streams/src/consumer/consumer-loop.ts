@@ -109,10 +109,10 @@ export class ConsumerLoop {
     return watched$.pipe(
       map((result) => result.fetched),
       finalize(() => {
-        this.parts.leftLog.flush();
         this.parts.audit.stop();
         this.parts.lease.stop();
         this.watch.stop();
+        this.parts.leftLog.flush();
       }),
     );
   }

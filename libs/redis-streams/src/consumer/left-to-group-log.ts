@@ -7,7 +7,7 @@ export const LEFT_TO_GROUP_LOG_EVERY_MS = 60_000;
 const MAX_IDS_PER_STREAM = 100_000;
 
 interface StreamLines {
-  /** Distinct ids left since the last line. */
+  /** Distinct ids left since the last complete line. */
   ids: Set<string>;
   /** Times an entry was left since the last line (the same one comes back each minIdleMs). */
   times: number;
@@ -16,15 +16,18 @@ interface StreamLines {
   /** When the last line was logged (performance.now()), and how many entries it named. */
   at?: number;
   named: number;
+  /** The last line was logged with the stream still in its sweep: a count so far, completed at its end. */
+  partial: boolean;
 }
 
 /**
  * The warning for waiting entries left to the group past maxWaitingRetries. Redis holds no idle
  * time in the future, so an entry due later than minIdleMs comes back to a reclaim every minIdleMs
- * and is left again: the entries are noted as they are left and logged once their stream is
- * done with (its sweep or the self-drain ended, or the consumer stops) or minIdleMs after the
- * first, so a line names the distinct entries, not one batch; then once a minute per stream, or
- * sooner when their number doubles (a second peer's wait list), never once per round.
+ * and is left again: the entries are noted as they are left and logged once their stream is done
+ * with (its sweep or the self-drain ended, or the consumer stops), so a line names the distinct
+ * entries, not one batch. A long sweep says so minIdleMs after the first ("so far"), once, and
+ * gives the total at its end. Then once a minute per stream, or sooner when their number doubles
+ * (a second peer's wait list), never once per round.
  */
 export class LeftToGroupLog {
   private readonly streams = new Map<string, StreamLines>();
@@ -37,7 +40,7 @@ export class LeftToGroupLog {
 
   note(stream: string, ids: readonly string[]): void {
     let s = this.streams.get(stream);
-    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, since: 0, named: 0 }));
+    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, since: 0, named: 0, partial: false }));
     if (s.times === 0) s.since = performance.now();
     for (const id of ids) if (s.ids.size < MAX_IDS_PER_STREAM) s.ids.add(id);
     s.times += ids.length;
@@ -47,15 +50,25 @@ export class LeftToGroupLog {
   flush(done: (stream: string) => boolean = () => true): void {
     const now = performance.now();
     for (const [stream, s] of this.streams) {
-      if (s.times === 0 || !(done(stream) || now - s.since >= this.minIdleMs)) continue;
-      const due = s.at === undefined || now - s.at >= LEFT_TO_GROUP_LOG_EVERY_MS || s.ids.size >= 2 * s.named;
+      if (s.times === 0) continue;
+      const complete = done(stream);
+      if (!complete && now - s.since < this.minIdleMs) continue;
+      const minute = s.at === undefined || now - s.at >= LEFT_TO_GROUP_LOG_EVERY_MS;
+      // A sweep under way says "so far" once; its end completes that count.
+      const due = minute || (complete ? s.partial || s.ids.size >= 2 * s.named : !s.partial && s.ids.size >= 2 * s.named);
       if (!due) continue;
-      const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
-      const again = s.at === undefined ? '' : ` (left ${s.times} times since the last such line)`;
-      this.logger.warn(
-        `${n} entries taken from "${stream}" wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
-      );
-      this.streams.set(stream, { ids: new Set(), times: 0, since: 0, at: now, named: s.ids.size });
+      this.line(stream, s, complete);
+      if (complete) this.streams.set(stream, { ids: new Set(), times: 0, since: 0, at: now, named: s.ids.size, partial: false });
+      else Object.assign(s, { at: now, named: s.ids.size, partial: true });
     }
+  }
+
+  private line(stream: string, s: StreamLines, complete: boolean): void {
+    const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
+    const sofar = complete ? '' : " so far (this consumer's reclaim sweep goes on)";
+    const again = s.at === undefined ? '' : ` (left ${s.times} times since the last such line)`;
+    this.logger.warn(
+      `${n} entries taken from "${stream}"${sofar} wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
+    );
   }
 }
