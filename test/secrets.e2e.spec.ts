@@ -163,7 +163,8 @@ describe('a wrong password never appears in any output', () => {
     await server.close();
   });
 
-  it('the demo, with a wrong password and with the right one', async () => {
+  // Two demo runs, four Node processes: 5 s alone, past 30 s on a loaded CI machine.
+  it('the demo, with a wrong password and with the right one', { timeout: 60_000 }, async () => {
     requireBuilt('dist/apps/orders-worker/main.js');
     const run = (url: string, orders: string) =>
       new Promise<{ code: number | null; output: string }>((resolve) => {
