@@ -90,14 +90,14 @@ describe('consumer group behaviour', () => {
     await waitFor(() => statuses.at(-1) === RedisStreamsStatus.CONNECTED, { message: 'connected before the kill' });
     const [command, blocking] = app.server.unwrap<[Redis, Redis]>();
     const ids = await Promise.all([command.client('ID'), blocking.client('ID')]);
+    // What the kill makes the status say, apart from anything before it.
+    const mark = statuses.length;
+    const since = () => statuses.slice(mark);
     for (const id of ids) await redis.client().client('KILL', 'ID', String(id));
-    await waitFor(() => statuses.includes(RedisStreamsStatus.RECONNECTING), { message: 'a reconnecting status' });
-    await waitFor(() => statuses.at(-1) === RedisStreamsStatus.CONNECTED, { message: 'connected again' });
+    await waitFor(() => since().includes(RedisStreamsStatus.RECONNECTING), { message: 'a reconnecting status' });
+    await waitFor(() => since().at(-1) === RedisStreamsStatus.CONNECTED, { message: 'connected again' });
     await roundTrip(app, 'after');
-    // Connected, then reconnecting (the kill), then connected again.
-    const after = statuses.slice(statuses.indexOf(RedisStreamsStatus.CONNECTED));
-    expect(after.indexOf(RedisStreamsStatus.RECONNECTING)).toBeGreaterThan(0);
-    expect(after.at(-1)).toBe(RedisStreamsStatus.CONNECTED);
+    expect(since().at(-1)).toBe(RedisStreamsStatus.CONNECTED);
   });
 });
 

@@ -57,10 +57,27 @@ describe('the warning for entries left to the group past maxWaitingRetries', () 
     expect(lines).toEqual([expect.stringMatching(/^130 entries taken from "s" so far \(this consumer's reclaim sweep goes on\)/)]);
     log.flush((stream) => stream === 's');
     expect(lines).toHaveLength(2);
-    expect(lines[1]).toMatch(/^1000 entries taken from "s" wait for a retry/);
+    expect(lines[1]).toMatch(/^1000 entries taken from "s" wait for a retry.*\(left 870 times since the last such line\)/);
     // The next sweep brings the same 1,000 back: nothing new to say within the minute.
     log.note('s', ids(0, 1000));
     log.flush();
     expect(lines).toHaveLength(2);
+  });
+
+  it('short sweeps of the same entries, each in two rounds: one line a minute, never "so far"', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'Date'] });
+    const lines: string[] = [];
+    const log = new LeftToGroupLog({ log: () => {}, warn: (m: string) => lines.push(m), error: () => {} }, 10, 500);
+    log.note('s', ids(0, 21));
+    log.flush();
+    for (let t = 500; t <= LEFT_TO_GROUP_LOG_EVERY_MS; t += 500) {
+      vi.advanceTimersByTime(500);
+      log.note('s', ids(0, 10));
+      log.flush(() => false);
+      log.note('s', ids(10, 21));
+      log.flush(() => true);
+    }
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^21 entries taken from "s" wait for a retry.*\(left 2520 times since the last such line\)/);
   });
 });

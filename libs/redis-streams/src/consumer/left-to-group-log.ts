@@ -11,23 +11,25 @@ interface StreamLines {
   ids: Set<string>;
   /** Times an entry was left since the last line (the same one comes back each minIdleMs). */
   times: number;
-  /** When the first of them was noted (performance.now()). */
-  since: number;
-  /** When the last line was logged (performance.now()), and how many entries it named. */
+  /** When the sweep under way first left one (performance.now()); unset between sweeps. */
+  sweepStart?: number;
+  /** When the last complete line was logged (performance.now()), and how many entries it named. */
   at?: number;
   named: number;
-  /** The last line was logged with the stream still in its sweep: a count so far, completed at its end. */
+  /** A "so far" line was logged in the sweep under way: its end gives the total. */
   partial: boolean;
+  /** Any line was logged before. */
+  logged: boolean;
 }
 
 /**
  * The warning for waiting entries left to the group past maxWaitingRetries. Redis holds no idle
  * time in the future, so an entry due later than minIdleMs comes back to a reclaim every minIdleMs
- * and is left again: the entries are noted as they are left and logged once their stream is done
- * with (its sweep or the self-drain ended, or the consumer stops), so a line names the distinct
- * entries, not one batch. A long sweep says so minIdleMs after the first ("so far"), once, and
- * gives the total at its end. Then once a minute per stream, or sooner when their number doubles
- * (a second peer's wait list), never once per round.
+ * and is left again: the entries are noted as they are left and logged once their stream is out of
+ * the reclaim sweep (or the consumer stops), so a line names the distinct entries, not one batch.
+ * A sweep still under way minIdleMs after it first left one says so ("so far"), once, when there
+ * was no line yet or their number doubled; its end gives the total. Then once a minute per stream,
+ * or sooner when their number doubles (a second peer's wait list), never once per round.
  */
 export class LeftToGroupLog {
   private readonly streams = new Map<string, StreamLines>();
@@ -40,33 +42,38 @@ export class LeftToGroupLog {
 
   note(stream: string, ids: readonly string[]): void {
     let s = this.streams.get(stream);
-    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, since: 0, named: 0, partial: false }));
-    if (s.times === 0) s.since = performance.now();
+    if (!s) this.streams.set(stream, (s = { ids: new Set(), times: 0, named: 0, partial: false, logged: false }));
+    s.sweepStart ??= performance.now();
     for (const id of ids) if (s.ids.size < MAX_IDS_PER_STREAM) s.ids.add(id);
     s.times += ids.length;
   }
 
-  /** After a reclaim round, a self-drain, or at stop: a line per stream `done` with (or noted minIdleMs ago) that is due one. */
+  /** After a reclaim round (`done`: the streams out of the sweep), or at stop (every stream): the lines due. */
   flush(done: (stream: string) => boolean = () => true): void {
     const now = performance.now();
     for (const [stream, s] of this.streams) {
-      if (s.times === 0) continue;
-      const complete = done(stream);
-      if (!complete && now - s.since < this.minIdleMs) continue;
+      if (s.times === 0 && !s.partial) continue;
+      const doubled = s.ids.size >= 2 * s.named;
+      if (!done(stream)) {
+        const long = s.sweepStart !== undefined && now - s.sweepStart >= this.minIdleMs;
+        if (!long || s.partial || !(!s.logged || doubled)) continue;
+        this.line(stream, s, false);
+        Object.assign(s, { times: 0, partial: true, logged: true });
+        continue;
+      }
+      // Out of the sweep: the next one starts its own clock.
+      s.sweepStart = undefined;
       const minute = s.at === undefined || now - s.at >= LEFT_TO_GROUP_LOG_EVERY_MS;
-      // A sweep under way says "so far" once; its end completes that count.
-      const due = minute || (complete ? s.partial || s.ids.size >= 2 * s.named : !s.partial && s.ids.size >= 2 * s.named);
-      if (!due) continue;
-      this.line(stream, s, complete);
-      if (complete) this.streams.set(stream, { ids: new Set(), times: 0, since: 0, at: now, named: s.ids.size, partial: false });
-      else Object.assign(s, { at: now, named: s.ids.size, partial: true });
+      if (!(minute || s.partial || doubled)) continue;
+      this.line(stream, s, true);
+      this.streams.set(stream, { ids: new Set(), times: 0, at: now, named: s.ids.size, partial: false, logged: true });
     }
   }
 
   private line(stream: string, s: StreamLines, complete: boolean): void {
     const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
     const sofar = complete ? '' : " so far (this consumer's reclaim sweep goes on)";
-    const again = s.at === undefined ? '' : ` (left ${s.times} times since the last such line)`;
+    const again = s.logged ? ` (left ${s.times} times since the last such line)` : '';
     this.logger.warn(
       `${n} entries taken from "${stream}"${sofar} wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
     );

@@ -1,4 +1,4 @@
-import { defer, EMPTY, expand, finalize, type Observable } from 'rxjs';
+import { defer, EMPTY, expand, type Observable } from 'rxjs';
 import type { DrainRead } from '../redis/fetch-commands.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
@@ -12,11 +12,8 @@ export function selfDrain$(p: LoopParts): Observable<StepResult> {
   return defer(() => {
     const drain = new Drain(p);
     const read$ = defer(() => drain.once());
-    return read$.pipe(
-      expand((r) => (r.fetched > 0 && !p.stop.stopped ? read$ : EMPTY)),
-      // Entries it left to the group, once it is done: all of them in one line.
-      finalize(() => p.leftLog.flush()),
-    );
+    // What it leaves to the group is logged by the next reclaim round (or the loop's end), with a sweep's.
+    return read$.pipe(expand((r) => (r.fetched > 0 && !p.stop.stopped ? read$ : EMPTY)));
   });
 }
 
