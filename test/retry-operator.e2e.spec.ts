@@ -36,6 +36,32 @@ async function reclaimsOfOneLeftEntry(key: string, consumer: string, minIdleMs: 
   return reclaims;
 }
 
+/**
+ * A stopped peer a's 30 failed entries waiting for a retry in 600 s, then a dead peer x's `backlog`
+ * entries behind them in the stream, all idle past minIdleMs: a new consumer's first sweep meets the
+ * 30 first (its cursor would pass entries not yet claimable), then takes x's batch by batch.
+ */
+async function waitListBehindBacklog(options: { minIdleMs: number } & Record<string, unknown>, backlog: number): Promise<void> {
+  const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
+  a.recorder.behavior = () => {
+    throw new Error('downstream down');
+  };
+  const r = redis.client();
+  const waiting = r.pipeline();
+  for (let n = 0; n < 30; n++) waiting.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+  await waiting.exec();
+  await waitFor(() => a.settled.length === 30, { message: '30 failures' });
+  await a.close();
+  const more = r.pipeline();
+  for (let n = 0; n < backlog; n++) more.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
+  await more.exec();
+  await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', backlog, 'STREAMS', a.key(), '>');
+  const all = backlog + 30;
+  await waitFor(async () => ((await r.xpending(a.key(), 'g', 'IDLE', options.minIdleMs, '-', '+', all)) as unknown[]).length === all, {
+    message: 'every entry idle past minIdleMs',
+  });
+}
+
 describe('retries under operator actions and peers', () => {
   it('entries adopted from a stopped peer count against maxWaitingRetries: past it they are left to the group with their count, and intake goes on', async () => {
     const prefix = uniquePrefix();
@@ -81,25 +107,8 @@ describe('retries under operator actions and peers', () => {
   it("entries left to the group ahead of a dead peer's large backlog: warned within minIdleMs, not once the backlog is done", async () => {
     const prefix = uniquePrefix();
     const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 500, leaseRenewMs: 100 };
-    const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
-    a.recorder.behavior = () => {
-      throw new Error('downstream down');
-    };
-    const r = redis.client();
-    const waiting = r.pipeline();
-    for (let n = 0; n < 30; n++) waiting.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
-    await waiting.exec();
-    await waitFor(() => a.settled.length === 30, { message: '30 failures' });
-    await a.close();
-    // A dead peer x's 2,000 entries, behind the 30 in the stream: one reclaim sweep takes them batch by batch.
     const backlog = 2000;
-    const more = r.pipeline();
-    for (let n = 0; n < backlog; n++) more.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
-    await more.exec();
-    await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', backlog, 'STREAMS', a.key(), '>');
-    await waitFor(async () => ((await r.xpending(a.key(), 'g', 'IDLE', 500, '-', '+', backlog, 'x')) as unknown[]).length === backlog, {
-      message: "x's entries idle past minIdleMs",
-    });
+    await waitListBehindBacklog(options, backlog);
     const log = capture();
     const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
     b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
@@ -117,28 +126,8 @@ describe('retries under operator actions and peers', () => {
     const prefix = uniquePrefix();
     // minIdleMs 3 s: the stop comes well before a "so far" line would.
     const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 3000, leaseRenewMs: 500 };
-    const a = await start({ ...options, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 600_000 } } });
-    a.recorder.behavior = () => {
-      throw new Error('downstream down');
-    };
-    const r = redis.client();
-    const waiting = r.pipeline();
-    for (let n = 0; n < 30; n++) waiting.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
-    await waiting.exec();
-    await waitFor(() => a.settled.length === 30, { message: '30 failures' });
-    await a.close();
     const backlog = 2000;
-    const more = r.pipeline();
-    for (let n = 0; n < backlog; n++) more.xadd(a.key(), '*', 'data', JSON.stringify({ n }));
-    await more.exec();
-    await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', backlog, 'STREAMS', a.key(), '>');
-    // All claimable when b starts, so that its sweep meets the 30 first (its cursor would pass them otherwise).
-    await waitFor(
-      async () => ((await r.xpending(a.key(), 'g', 'IDLE', 3000, '-', '+', backlog + 30)) as unknown[]).length === backlog + 30,
-      {
-        message: 'every entry idle past minIdleMs',
-      },
-    );
+    await waitListBehindBacklog(options, backlog);
     const log = capture();
     const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
     b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
