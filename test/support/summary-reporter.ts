@@ -1,20 +1,37 @@
+import { relative } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Prints one plain closing line (`tests: N passed, N failed, N skipped`) that any CI can read. */
+/**
+ * Prints one plain closing line (`tests: N passed, N failed, N skipped`) that any CI can read, after one
+ * `failed: <file> > <test>: <first line of the error>` line per failure, so a log's tail names them.
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
     const counts = { passed: 0, failed: 0, skipped: 0 };
+    const failures: string[] = [];
     for (const mod of testModules) {
+      const file = relative(process.cwd(), mod.moduleId);
       for (const test of mod.children.allTests()) {
-        const state = test.result().state;
-        if (state === 'passed') counts.passed++;
-        else if (state === 'failed') counts.failed++;
-        else counts.skipped++;
+        const result = test.result();
+        if (result.state === 'passed') counts.passed++;
+        else if (result.state === 'failed') {
+          counts.failed++;
+          failures.push(`failed: ${file} > ${test.fullName}: ${firstLine(result.errors?.[0]?.message)}`);
+        } else counts.skipped++;
       }
       // A file that failed to load has no tests but must count as a failure.
-      if (mod.state() === 'failed' && [...mod.children.allTests()].length === 0) counts.failed++;
+      if (mod.state() === 'failed' && [...mod.children.allTests()].length === 0) {
+        counts.failed++;
+        failures.push(`failed: ${file}: ${firstLine(mod.errors()[0]?.message)}`);
+      }
     }
+    for (const error of unhandledErrors) failures.push(`failed: unhandled error: ${firstLine(String(error))}`);
     counts.failed += unhandledErrors.length;
-    process.stdout.write(`\ntests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
+    const list = failures.length > 0 ? `\n${failures.join('\n')}` : '';
+    process.stdout.write(`${list}\ntests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
   }
+}
+
+function firstLine(message: string | undefined): string {
+  return (message ?? 'no message').split('\n', 1)[0]?.slice(0, 200) ?? '';
 }
