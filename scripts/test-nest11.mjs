@@ -79,6 +79,16 @@ const run = (cmd, args, env = {}) => execFileSync(cmd, args, { cwd: dir, stdio: 
 try {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   for (const out of ['dist/apps', 'libs/redis-streams/dist']) cpSync(`${root}${out}`, `${dir}/${out}`, { recursive: true });
+  // The installed tree, hard-linked (a second or so, where a fresh install took 40 s): npm then swaps in only the
+  // moved packages, writing new files. npm's own record of the tree and the tools' caches are written in place,
+  // which would write through a link into the main tree: the copy goes without them.
+  try {
+    execFileSync('cp', ['-al', `${root}node_modules`, `${dir}/node_modules`]);
+    for (const own of ['.package-lock.json', '.vite', '.vitest', '.cache'])
+      rmSync(`${dir}/node_modules/${own}`, { recursive: true, force: true });
+  } catch {
+    rmSync(`${dir}/node_modules`, { recursive: true, force: true }); // no hard links here (another device): a fresh install
+  }
   process.stdout.write(`nest11: installing @nestjs/* 11 and ioredis 5 into ${dir}\n`);
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline']);
   const versions = execFileSync('npm', ['ls', '@nestjs/core', '@nestjs/microservices', 'ioredis', '--depth=0'], {

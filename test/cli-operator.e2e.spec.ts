@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { runCli } from './support/cli.js';
+import { runCli, runCliProcess } from './support/cli.js';
 import { waitFor } from './support/wait-for.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -109,7 +109,9 @@ describe('operator CLI: a stuck pending entry', () => {
     const json = await cli('pending', 'peek', key, '--group', 'g', ids[0]!, '--json');
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ stream: key, group: 'g', id: ids[0], owner: 'stuck', deliveries: 1 });
-    const text = await cli('pending', 'peek', key, '--group', 'g', ids[0]!);
+    // The binary once: a command that exits once done.
+    const text = await runCliProcess(redis, ['pending', 'peek', key, '--group', 'g', ids[0]!]);
+    expect(text.code).toBe(0);
     expect(text.stdout).toMatch(new RegExp(`${ids[0]}  owner stuck  idle .*  deliveries 1`));
     expect(text.stdout).not.toContain('\u001b');
     const notPending = await cli('pending', 'peek', key, '--group', 'g', ids[1]!);

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { DeadLetters, DeadLetterException } from 'nestjs-redis-streams';
 import { aclUser } from './support/acl.js';
+import { runCli } from './support/cli.js';
 import { repoRoot, requireBuilt } from './support/built.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -28,17 +29,7 @@ async function poisoned(count: number) {
 }
 
 /** The CLI's exit code and output, whatever the code. */
-const cliRun = (...args: string[]) => {
-  const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-  return promisify(execFile)(
-    process.execPath,
-    [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])],
-    { cwd: repoRoot },
-  ).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
-  );
-};
+const cliRun = (...args: string[]) => runCli(redis, args, 'redis-streams-dlq');
 
 /** A dead letter as a producer could write it by hand, naming `stream` and carrying `fields` (a JSON text). */
 const forge = (dead: string, stream: string, fields: string) =>
@@ -67,14 +58,11 @@ const forge = (dead: string, stream: string, fields: string) =>
 
 const fieldsOf = async (key: string, id: string) => (await redis.client().xrange(key, id, id))[0]?.[1];
 
+/** The CLI's output; rejects on a non-zero exit. */
 const cli = async (...args: string[]) => {
-  const script = requireBuilt('libs/redis-streams/dist/esm/cli/dlq.js');
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [script, ...args, ...(redis.cluster ? ['--cluster', (redis.connection as string[]).join(',')] : ['--url', redis.url])],
-    { cwd: repoRoot },
-  );
-  return stdout;
+  const run = await cliRun(...args);
+  if (run.code !== 0) throw new Error(`redis-streams-dlq ${args.join(' ')} exited with ${run.code}: ${run.stderr}`);
+  return run.stdout;
 };
 
 describe('dead-letter tooling', () => {

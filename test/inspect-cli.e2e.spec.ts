@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
-import { runCli } from './support/cli.js';
+import { runCli, runCliProcess } from './support/cli.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
@@ -12,6 +12,8 @@ const redis = useRedis();
 
 /** Runs `redis-streams …` against the test's Redis; resolves with its exit code and output, whatever the code. */
 const cli = (...args: string[]) => runCli(redis, args);
+/** The same through the built binary, a process of its own: it must exit once done, its code the command's. */
+const bin = (...args: string[]) => runCliProcess(redis, args);
 
 /** A stream with group `g`: 5 entries, 3 delivered to `busy` (1 of them acked), 1 dead letter, an idle consumer `gone`. */
 async function scene() {
@@ -80,28 +82,28 @@ describe('redis-streams inspect', () => {
 });
 
 describe('redis-streams consumers prune and dlq', () => {
-  it('prunes idle consumers that own nothing, and keeps the dead-letter commands', async () => {
+  it('prunes idle consumers that own nothing, and keeps the dead-letter commands (the binary: each exits once done)', async () => {
     const { key } = await scene();
-    const pruned = await cli('consumers', 'prune', key, '--group', 'g', '--idle-ms', '1', '--json');
+    const pruned = await bin('consumers', 'prune', key, '--group', 'g', '--idle-ms', '1', '--json');
     expect(pruned.code).toBe(0);
     expect(JSON.parse(pruned.stdout)).toEqual(['gone']);
-    const find = await cli('dlq', 'find', key, '--json');
+    const find = await bin('dlq', 'find', key, '--json');
     expect(JSON.parse(find.stdout)).toEqual([deadLetterKey(key)]);
-    const list = await cli('dlq', 'list', deadLetterKey(key), '--json');
+    const list = await bin('dlq', 'list', deadLetterKey(key), '--json');
     expect(JSON.parse(list.stdout.trim())).toMatchObject({ stream: key, fields: ['n', '4'] });
   });
 
-  it('answers --help on stdout, refuses a bad command with exit 2, and names an unreachable server (password masked)', async () => {
-    const help = await cli('--help');
+  it('the binary answers --help on stdout, refuses a bad command with exit 2, and names an unreachable server (password masked)', async () => {
+    const help = await bin('--help');
     expect(help).toMatchObject({ code: 0, stderr: '' });
     expect(help.stdout).toMatch(/^usage:\n {2}redis-streams inspect/);
-    const bad = await cli('purge');
+    const bad = await bin('purge');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/unknown command "purge"/);
-    const prune = await cli('consumers', 'prune', 'orders', '--idle-ms', '1');
+    const prune = await bin('consumers', 'prune', 'orders', '--idle-ms', '1');
     expect(prune.code).toBe(2);
     expect(prune.stderr).toMatch(/needs --group/);
-    const down = await cli('inspect', 'orders', '--url', 'redis://ops:s3cret@127.0.0.1:1');
+    const down = await bin('inspect', 'orders', '--url', 'redis://ops:s3cret@127.0.0.1:1');
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1: connect ECONNREFUSED/);
     expect(down.stderr).not.toContain('s3cret');

@@ -67,31 +67,3 @@ export function positiveFlag(flag: string, raw: string | undefined, max = Number
     throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got ${raw}`);
   return n;
 }
-
-/**
- * Runs a CLI's main: exit code 2 for usage errors (parseArgs' own included), 1 for failures, with
- * the error on stderr. The code is set, not forced: process.exit() would drop what stdout has not
- * yet written to a pipe (everything past its 64 KiB buffer when the reader is slow).
- */
-export function runMain(name: string, main: (argv: string[]) => Promise<number>, usage?: string): void {
-  // A reader that went away (`| head -1`): stop quietly.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  });
-  main(process.argv.slice(2)).then(
-    (code) => void (process.exitCode = code),
-    (err: unknown) => {
-      const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
-      const usageError = err instanceof UsageError || parseError;
-      // parseArgs' messages span lines of their own: each line escaped, the breaks kept.
-      const text = parseError
-        ? (err as Error).message
-            .split('\n')
-            .map((line) => describeError(new Error(line)))
-            .join('\n')
-        : describeError(err);
-      console.error(`${name}: ${text}${usageError && usage ? `\n\n${usage}` : ''}`);
-      process.exitCode = usageError ? 2 : 1;
-    },
-  );
-}

@@ -1,6 +1,7 @@
 import type { RedisConnection } from '../redis/connect.js';
 import { serveDashboard } from '../dashboard/dashboard-server.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
+import type { CliIo } from './cli-io.js';
 
 export const DASHBOARD_USAGE =
   'dashboard [--port 3001] [--host 127.0.0.1] [--base-path /P] [--match PATTERN] [--min-idle-ms MS] [--actions]';
@@ -32,7 +33,7 @@ interface Flags {
 }
 
 /** Serves until the process is stopped (Ctrl-C): resolves never, unless listening fails. */
-export async function runDashboard(redis: RedisConnection, values: Flags): Promise<number> {
+export async function runDashboard(redis: RedisConnection, values: Flags, io: CliIo): Promise<number> {
   const port = values.port === '0' ? 0 : positiveFlag('--port', values.port, 65535);
   const password = process.env.DASHBOARD_PASSWORD;
   if (values.actions && !password) throw new UsageError('--actions needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
@@ -44,7 +45,8 @@ export async function runDashboard(redis: RedisConnection, values: Flags): Promi
     minIdleMs: positiveFlag('--min-idle-ms', values['min-idle-ms']),
     ...(values.actions ? { actionsPassword: password } : {}),
     ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
+    logger: { log: (message) => io.out(message) },
   });
-  console.log(`dashboard: ${url} (${values.actions ? 'actions on, Basic auth' : 'read-only'})`);
+  io.out(`dashboard: ${url} (${values.actions ? 'actions on, Basic auth' : 'read-only'})`);
   return new Promise<number>(() => {});
 }

@@ -3,6 +3,7 @@ import { escapeControl as e, safeJson } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isWrongType } from '../redis/redis-errors.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
+import type { CliIo } from './cli-io.js';
 import { requireDeadLetterStream, requireEntryId } from './dead-letter-guard.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
@@ -47,8 +48,9 @@ export async function runDlq(
   target: string,
   ids: string[],
   values: DlqFlags,
+  io: CliIo,
 ): Promise<number> {
-  if (command === 'find') return find(dlq, target, values.json);
+  if (command === 'find') return find(dlq, target, values.json, io);
   const count = command === 'list' ? positiveFlag('--count', values.count) : 0;
   if (values.after !== undefined) requireEntryId('--after', values.after);
   for (const id of ids) requireEntryId('an id', id);
@@ -57,10 +59,10 @@ export async function runDlq(
   if (ids.length > 0 && values.all) throw new UsageError(`${command} takes ids or --all, not both`);
   try {
     await requireDeadLetterStream(redis, dlq, target, { destructive: command !== 'list', custom: values['custom-dlq'] });
-    if (command === 'list') return await list(dlq, target, count, values);
-    if (command === 'redrive') return await redrive(dlq, target, ids, values);
-    if (values.all) return await deleteAll(dlq, target, values);
-    return await remove(dlq, target, ids, values.json);
+    if (command === 'list') return await list(dlq, target, count, values, io);
+    if (command === 'redrive') return await redrive(dlq, target, ids, values, io);
+    if (values.all) return await deleteAll(dlq, target, values, io);
+    return await remove(dlq, target, ids, values.json, io);
   } catch (err) {
     // Redis' WRONGTYPE names no key.
     if (isWrongType(err)) throw new Error(`"${e(target)}" is not a stream: ${(err as Error).message}`, { cause: err });
@@ -68,53 +70,53 @@ export async function runDlq(
   }
 }
 
-async function find(dlq: DeadLetters, target: string, json: boolean): Promise<number> {
+async function find(dlq: DeadLetters, target: string, json: boolean, io: CliIo): Promise<number> {
   const found = await dlq.find(target);
-  if (json) console.log(safeJson(found));
-  else if (found.length === 0) console.log(`no dead-letter stream of "${e(target)}" under the default names`);
-  else for (const name of found) console.log(`${e(name)}  ${await dlq.count(name)} entries`);
+  if (json) io.out(safeJson(found));
+  else if (found.length === 0) io.out(`no dead-letter stream of "${e(target)}" under the default names`);
+  else for (const name of found) io.out(`${e(name)}  ${await dlq.count(name)} entries`);
   return 0;
 }
 
-async function list(dlq: DeadLetters, target: string, count: number, values: DlqFlags): Promise<number> {
+async function list(dlq: DeadLetters, target: string, count: number, values: DlqFlags, io: CliIo): Promise<number> {
   const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
-  if (values.json) letters.forEach((d) => console.log(safeJson(d)));
+  if (values.json) letters.forEach((d) => io.out(safeJson(d)));
   else {
-    console.log(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
+    io.out(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
     for (const d of letters) {
-      console.log(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
-      console.log(`    ${safeJson(d.fields)}`);
+      io.out(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
+      io.out(`    ${safeJson(d.fields)}`);
     }
   }
   return 0;
 }
 
-async function redrive(dlq: DeadLetters, target: string, ids: string[], values: DlqFlags): Promise<number> {
+async function redrive(dlq: DeadLetters, target: string, ids: string[], values: DlqFlags, io: CliIo): Promise<number> {
   const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
   for (const r of results) {
-    if (values.json) console.log(safeJson(r));
-    else if (r.newId) console.log(`${e(r.id)} → ${e(r.stream)} ${r.newId}${r.skipped ? `: ${e(r.skipped)}` : ''}`);
-    else console.log(`${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
+    if (values.json) io.out(safeJson(r));
+    else if (r.newId) io.out(`${e(r.id)} → ${e(r.stream)} ${r.newId}${r.skipped ? `: ${e(r.skipped)}` : ''}`);
+    else io.out(`${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
   }
   return results.every((r) => r.newId && !r.skipped) ? 0 : 1;
 }
 
 /** Exit 1 when some id was not there: the operator meant a letter that is not (a typo, or deleted already). */
-async function remove(dlq: DeadLetters, target: string, ids: string[], json: boolean): Promise<number> {
+async function remove(dlq: DeadLetters, target: string, ids: string[], json: boolean, io: CliIo): Promise<number> {
   const deleted = new Set(await dlq.delete(target, ids));
   for (const id of ids) {
-    if (json) console.log(safeJson({ id, deleted: deleted.has(id) }));
-    else console.log(deleted.has(id) ? `${id} deleted` : `${id} not in "${e(target)}"`);
+    if (json) io.out(safeJson({ id, deleted: deleted.has(id) }));
+    else io.out(deleted.has(id) ? `${id} deleted` : `${id} not in "${e(target)}"`);
   }
   return deleted.size === new Set(ids).size ? 0 : 1;
 }
 
 /** Destructive: without --yes it only says how many letters it would delete (exit 2). */
-async function deleteAll(dlq: DeadLetters, target: string, values: DlqFlags): Promise<number> {
+async function deleteAll(dlq: DeadLetters, target: string, values: DlqFlags, io: CliIo): Promise<number> {
   if (!values.yes)
     throw new UsageError(`delete --all deletes all ${await dlq.count(target)} dead letters of "${e(target)}": add --yes to confirm`);
   const deleted = await dlq.purge(target);
-  console.log(values.json ? safeJson({ stream: target, deleted }) : `deleted ${deleted} dead letters from "${e(target)}"`);
+  io.out(values.json ? safeJson({ stream: target, deleted }) : `deleted ${deleted} dead letters from "${e(target)}"`);
   return 0;
 }
 

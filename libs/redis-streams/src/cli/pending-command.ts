@@ -7,6 +7,7 @@ import { connectedConsumers } from '../redis/connected-consumers.js';
 import { parsePendingDetail, type PendingRow } from '../redis/replies.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
+import type { CliIo } from './cli-io.js';
 import { requireDeadLetterTarget, requireEntryId } from './dead-letter-guard.js';
 
 export const PENDING_USAGE = `peek        <stream> --group G <id> [--json]
@@ -28,7 +29,14 @@ export const PENDING_COMMANDS = ['peek', 'release', 'dead-letter'];
 type PendingFlags = { group?: string; 'min-idle-ms'?: string; to?: string; 'custom-dlq': boolean; force: boolean; json: boolean };
 
 /** `pending peek | release | dead-letter <stream> --group G <id>`; returns the exit code. */
-export async function runPending(redis: RedisConnection, sub: string, stream: string, id: string, values: PendingFlags): Promise<number> {
+export async function runPending(
+  redis: RedisConnection,
+  sub: string,
+  stream: string,
+  id: string,
+  values: PendingFlags,
+  io: CliIo,
+): Promise<number> {
   const group = values.group!;
   const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms'] ?? '30000');
   if (sub === 'dead-letter' && values.to !== undefined) requireDeadLetterTarget(values.to, values['custom-dlq']);
@@ -39,24 +47,24 @@ export async function runPending(redis: RedisConnection, sub: string, stream: st
     const [entry] = await redis.xrange(stream, id, id);
     const fields = entry ? entry[1] : null;
     if (values.json)
-      console.log(safeJson({ stream, group, id, owner: row.consumer, idleMs: row.idleMs, deliveries: row.deliveryCount, fields }));
+      io.out(safeJson({ stream, group, id, owner: row.consumer, idleMs: row.idleMs, deliveries: row.deliveryCount, fields }));
     else {
-      console.log(`${id}  owner ${e(row.consumer)}  idle ${row.idleMs} ms  deliveries ${row.deliveryCount}`);
-      console.log(`    ${fields ? safeJson(fields) : '(no longer in the stream: trimmed or deleted)'}`);
+      io.out(`${id}  owner ${e(row.consumer)}  idle ${row.idleMs} ms  deliveries ${row.deliveryCount}`);
+      io.out(`    ${fields ? safeJson(fields) : '(no longer in the stream: trimmed or deleted)'}`);
     }
     return 0;
   }
   if (sub === 'release') {
     const [released] = await commands.setIdle(stream, row.consumer, [id], minIdleMs);
     if (!released) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
-    console.log(
+    io.out(
       values.json
         ? safeJson({ stream, group, id, owner: row.consumer, idleMs: minIdleMs })
         : `${id} released: idle ${minIdleMs} ms, still pending under "${e(row.consumer)}", taken by the next peer that beats`,
     );
     return 0;
   }
-  return deadLetterByHand(redis, commands, stream, group, id, row, values);
+  return deadLetterByHand(redis, commands, stream, group, id, row, values, io);
 }
 
 async function deadLetterByHand(
@@ -67,6 +75,7 @@ async function deadLetterByHand(
   id: string,
   row: PendingRow & { idleMs: number },
   values: PendingFlags,
+  io: CliIo,
 ): Promise<number> {
   const [entry] = await redis.xrange(stream, id, id);
   if (!entry && !values.force)
@@ -86,7 +95,7 @@ async function deadLetterByHand(
   });
   const deadLetterId = await commands.deadLetter(stream, dead, row.consumer, id, head, true);
   if (deadLetterId === null) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
-  console.log(
+  io.out(
     values.json
       ? safeJson({ stream, group, id, deadLetterStream: dead, deadLetterId })
       : `${id} → ${e(dead)} ${deadLetterId} (acked in "${e(stream)}")`,

@@ -1,0 +1,196 @@
+// The `redis-streams` command (bin: redis-streams.ts): what an operator needs beside the workers.
+import type { Cluster } from 'ioredis';
+import { parseArgs } from 'node:util';
+import { DeadLetters } from '../dlq/dead-letters.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { sameSlotKey } from '../redis/slots.js';
+import { StreamCommands } from '../redis/stream-commands.js';
+import { escapeControl, safeJson } from '../escape-control.js';
+import { randomUUID } from 'node:crypto';
+import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, UsageError } from './cli-connection.js';
+import type { CliIo } from './cli-io.js';
+import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
+import { attention } from './attention.js';
+import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, runDashboard } from './dashboard-command.js';
+import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
+
+export const REDIS_STREAMS_USAGE = `usage:
+  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--entries N] [--json] [--watch [--interval MS] [--times N]]
+  redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
+  redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
+  redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}
+  redis-streams ${DASHBOARD_USAGE}
+  (each with [--url redis://…] or [--cluster redis://…,…])
+
+inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
+per consumer its pending count, idle time and the age of its oldest pending entry, then its --entries
+oldest pending entries (default 10), each with what it waits for: "waiting for its retry in …"
+(a record in the retry set, due later), "retry due … ago", "in a live handler" (its consumer has a
+connection open), "consumer gone" (none: a peer's reclaim takes it once idle past minIdleMs), or
+"retry state unknown" (the retry set could not be read, e.g. NOPERM). Without stream
+names, every stream matching --match (default *) that has a consumer group. --watch refreshes in
+place every --interval ms (default 2000) with entries/s produced and consumed. Each stream's
+"attention:" lines (\`attention\` in --json) flag a pending entry idle past --min-idle-ms (default
+30000, the server's minIdleMs default) that nobody reclaimed, a consumer with no connection that owns
+entries (or entries waiting for their retry), a retry due longer than --min-idle-ms ago under a live
+consumer, a retry set that could not be read, dead letters, and, when watching, a dead-letter stream that grew and a lag that rose.
+consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
+and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
+
+${PENDING_HELP}
+
+${DASHBOARD_HELP}
+
+${CONNECTION_HELP}
+${DLQ_NAMING}`;
+
+const fail = (message: string): never => {
+  throw new UsageError(message);
+};
+
+/** The longest delay a Node timer takes (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Most pending entries `--entries` lists per consumer: one XPENDING each, and their ids in ZMSCORE. */
+const MAX_ENTRIES_SHOWN = 1000;
+
+type Flags = ReturnType<typeof parseFlags>['values'];
+
+function parseFlags(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      ...CONNECTION_FLAGS,
+      ...DLQ_FLAGS,
+      ...DASHBOARD_FLAGS,
+      match: { type: 'string', default: '*' },
+      group: { type: 'string' },
+      watch: { type: 'boolean', default: false },
+      interval: { type: 'string', default: '2000' },
+      times: { type: 'string' },
+      'idle-ms': { type: 'string' },
+      'min-idle-ms': { type: 'string', default: '30000' },
+      entries: { type: 'string', default: '10' },
+      force: { type: 'boolean', default: false },
+    },
+  });
+}
+
+export async function redisStreamsMain(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseFlags(argv);
+  if (values.help) {
+    io.out(REDIS_STREAMS_USAGE);
+    return 0;
+  }
+  const [command, ...rest] = positionals;
+  if (!command) return fail('a command is needed');
+  if (command === 'dlq') {
+    const [sub, target, ...ids] = rest;
+    if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
+    return withRedis(values, (redis) => runDlq(redis, new DeadLetters(redis), sub, target, ids, values, io));
+  }
+  if (command === 'pending') {
+    const [sub, stream, id, ...extra] = rest;
+    requirePendingArgs(sub, stream, id, values.group);
+    if (extra.length > 0) return fail(`pending ${sub} takes one entry id`);
+    return withRedis(values, (redis) => runPending(redis, sub!, stream!, id!, values, io));
+  }
+  if (command === 'consumers') return prune(rest, values, io);
+  if (command === 'inspect') return inspect(rest, values, io);
+  if (command === 'dashboard') {
+    if (rest.length > 0) return fail('dashboard takes no stream names (see --match)');
+    // The connection stays open while it serves: withRedis would close it.
+    return runDashboard(await connect(values, { keepAlive: true }), values, io);
+  }
+  return fail(`unknown command "${escapeControl(command)}"`);
+}
+
+/** `consumers prune <stream> --group G --idle-ms MS`. */
+function prune(rest: string[], values: Flags, io: CliIo): Promise<number> {
+  const [sub, stream] = rest;
+  if (sub !== 'prune' || !stream) return fail('consumers prune needs a stream');
+  const missing = [...(values.group ? [] : ['--group G']), ...(values['idle-ms'] === undefined ? ['--idle-ms MS'] : [])];
+  if (missing.length > 0) return fail(`consumers prune needs ${missing.join(' and ')}`);
+  const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
+  const group = values.group!;
+  return withRedis(values, async (redis) => {
+    // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
+    // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
+    const own = randomUUID();
+    const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
+    const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
+      throw new Error(
+        `"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`,
+        { cause: err },
+      );
+    });
+    if (deleted === null) throw new Error(`could not take the prune lock "${lock}"`);
+    if (values.json) io.out(safeJson(deleted));
+    else
+      io.out(
+        deleted.length === 0
+          ? `no consumer of "${escapeControl(group)}" on "${escapeControl(stream)}" idle past ${idleMs} ms with nothing pending`
+          : `deleted ${deleted.length}: ${deleted.map(escapeControl).join(', ')}`,
+      );
+    return 0;
+  });
+}
+
+/** `inspect [<stream> …]`, once or with `--watch`. */
+function inspect(rest: string[], values: Flags, io: CliIo): Promise<number> {
+  const intervalMs = positiveFlag('--interval', values.interval, MAX_TIMER_MS);
+  const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
+  const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms']);
+  const entriesShown = positiveFlag('--entries', values.entries, MAX_ENTRIES_SHOWN);
+  return withRedis(values, async (redis) => {
+    let previous: { reports: StreamReport[]; at: number } | undefined;
+    for (let i = 0; i < times; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
+      // Found again every refresh: streams come and go while one watches.
+      const streams = rest.length > 0 ? rest : await findStreams(redis, values.match);
+      const at = Date.now();
+      const reports = await inspectStreams(redis, streams, values.group, at, rest.length === 0, entriesShown);
+      for (const report of reports)
+        report.attention = attention(
+          report,
+          minIdleMs,
+          previous?.reports.find((p) => p.stream === report.stream),
+        );
+      const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
+      previous = { reports, at };
+      printReports(io, values, intervalMs, at, reports, r);
+    }
+    return 0;
+  });
+}
+
+function printReports(
+  io: CliIo,
+  values: Flags,
+  intervalMs: number,
+  at: number,
+  reports: StreamReport[],
+  r: ReturnType<typeof rates> | undefined,
+): void {
+  if (values.json) {
+    const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
+    const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
+    io.out(safeJson(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
+    return;
+  }
+  // In place, like top: clear the screen and draw again.
+  if (values.watch && io.tty) io.raw('\x1b[2J\x1b[H');
+  io.out(`${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
+  io.out(renderReports(reports, r, values.group));
+}
+
+async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
+  const redis = await connect(values);
+  try {
+    return await run(redis);
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,38 @@
+import { describeError } from '../describe-error.js';
+import { UsageError } from './cli-connection.js';
+import { processIo, type CliIo, type CliMain } from './cli-io.js';
+
+/**
+ * Runs a CLI's main and resolves with its exit code: 2 for usage errors (parseArgs' own included), 1
+ * for failures, with the error on `io.err` (after the usage, for a usage error).
+ */
+export async function runCommand(name: string, main: CliMain, usage: string, argv: string[], io: CliIo): Promise<number> {
+  try {
+    return await main(argv, io);
+  } catch (err) {
+    const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+    const usageError = err instanceof UsageError || parseError;
+    // parseArgs' messages span lines of their own: each line escaped, the breaks kept.
+    const text = parseError
+      ? (err as Error).message
+          .split('\n')
+          .map((line) => describeError(new Error(line)))
+          .join('\n')
+      : describeError(err);
+    io.err(`${name}: ${text}${usageError ? `\n\n${usage}` : ''}`);
+    return usageError ? 2 : 1;
+  }
+}
+
+/**
+ * A binary's entry: runs the command on the process's arguments and output. The exit code is set,
+ * not forced: process.exit() would drop what stdout has not yet written to a pipe (everything past
+ * its 64 KiB buffer when the reader is slow).
+ */
+export function runMain(name: string, main: CliMain, usage: string): void {
+  // A reader that went away (`| head -1`): stop quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  });
+  void runCommand(name, main, usage, process.argv.slice(2), processIo).then((code) => (process.exitCode = code));
+}
