@@ -79,6 +79,9 @@ export default defineConfig({
     // (OpenTelemetry) it unsets in afterAll, and the setup file unsets it again before every file.
     isolate: false,
     setupFiles: ['./test/support/reset-globals.ts'],
+    // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content): CI's
+    // later passes (chaos, npm test) and every worker after the first load them instead of transforming again.
+    experimental: { fsModuleCache: true },
     reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

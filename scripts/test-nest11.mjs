@@ -84,7 +84,7 @@ try {
   // which would write through a link into the main tree: the copy goes without them.
   try {
     execFileSync('cp', ['-al', `${root}node_modules`, `${dir}/node_modules`]);
-    for (const own of ['.package-lock.json', '.vite', '.vitest', '.cache'])
+    for (const own of ['.package-lock.json', '.vite', '.vitest', '.experimental-vitest-cache', '.cache'])
       rmSync(`${dir}/node_modules/${own}`, { recursive: true, force: true });
   } catch {
     rmSync(`${dir}/node_modules`, { recursive: true, force: true }); // no hard links here (another device): a fresh install
