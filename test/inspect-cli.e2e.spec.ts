@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { runCli, runCliProcess } from './support/cli.js';
@@ -204,6 +205,40 @@ describe('redis-streams, what the review broke', () => {
     const missing = await cli('inspect', `${prefix}nothing`);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`no stream "${prefix}nothing"`);
+  });
+
+  it('the dashboard exits 2 on a usage error instead of keeping its connection open', async () => {
+    // Without $DASHBOARD_PASSWORD, and a port out of range. A process: a connection left open holds it.
+    const noPassword = await runCliProcess(redis, ['dashboard', '--actions'], 'redis-streams', {
+      timeoutMs: 15_000,
+      env: { DASHBOARD_PASSWORD: undefined },
+    });
+    expect(noPassword.code).toBe(2);
+    expect(noPassword.stderr).toMatch(/--actions needs \$DASHBOARD_PASSWORD/);
+    const badPort = await runCliProcess(redis, ['dashboard', '--port', '99999'], 'redis-streams', { timeoutMs: 15_000 });
+    expect(badPort.code).toBe(2);
+    expect(badPort.stderr).toMatch(/--port must be a whole number from 1 to 65535/);
+  });
+
+  it('a server that accepts the connection but never answers fails within --timeout-ms, naming it (password masked)', async () => {
+    const silent = createServer(() => {}); // accepts, never replies
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `redis://ops:s3cret@127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const started = performance.now();
+      const run = await cli('inspect', 'orders', '--url', url, '--timeout-ms', '300');
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:\d+: no answer within 300 ms/);
+      expect(run.stderr).not.toContain('s3cret');
+      expect(performance.now() - started).toBeLessThan(10_000);
+      const dlq = await runCli(redis, ['list', 'orders:dead', '--url', url, '--timeout-ms', '300'], 'redis-streams-dlq');
+      expect(dlq.code).toBe(1);
+      expect(dlq.stderr).toMatch(/no answer within 300 ms/);
+      const bad = await cli('inspect', 'orders', '--timeout-ms', '0');
+      expect(bad.code).toBe(2);
+    } finally {
+      silent.close();
+    }
   });
 
   it('prunes without touching a key of the user named like a lock, and never says "none" when it did not look', async () => {

@@ -42,11 +42,27 @@ export async function runCli(redis: TestRedis, args: string[], bin: Bin = 'redis
   return { code, stdout, stderr };
 }
 
-/** The built binary in a process of its own: resolves with its exit code and output, whatever the code. */
-export async function runCliProcess(redis: TestRedis, args: string[], bin: Bin = 'redis-streams'): Promise<CliRun> {
+/**
+ * The built binary in a process of its own: resolves with its exit code and output, whatever the code.
+ * One still running after `timeoutMs` (default: the test's own timeout) is killed: its code is then null.
+ */
+export async function runCliProcess(
+  redis: TestRedis,
+  args: string[],
+  bin: Bin = 'redis-streams',
+  { timeoutMs = 0, env = {} as Record<string, string | undefined> } = {},
+): Promise<CliRun> {
   const script = requireBuilt(`libs/redis-streams/dist/esm/cli/${bin === 'redis-streams' ? 'redis-streams' : 'dlq'}.js`);
-  return promisify(execFile)(process.execPath, [script, ...args, ...targetOf(redis, args)], { cwd: repoRoot }).then(
+  return promisify(execFile)(process.execPath, [script, ...args, ...targetOf(redis, args)], {
+    cwd: repoRoot,
+    timeout: timeoutMs,
+    env: { ...process.env, ...env },
+  }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+    (err: { code: number | null; stdout: string; stderr: string }) => ({
+      code: err.code as number,
+      stdout: err.stdout,
+      stderr: err.stderr,
+    }),
   );
 }

@@ -25,7 +25,8 @@ export default class SummaryReporter implements Reporter {
         failures.push(`failed: ${file}: ${firstLine(mod.errors()[0]?.message)}`);
       }
     }
-    for (const error of unhandledErrors) failures.push(`failed: unhandled error: ${firstLine(String(error))}`);
+    for (const error of unhandledErrors)
+      failures.push(`failed: unhandled error: ${firstLine((error as { message?: string } | null)?.message ?? safeString(error))}`);
     counts.failed += unhandledErrors.length;
     const list = failures.length > 0 ? `\n${failures.join('\n')}` : '';
     process.stdout.write(`${list}\ntests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
@@ -34,4 +35,13 @@ export default class SummaryReporter implements Reporter {
 
 function firstLine(message: string | undefined): string {
   return (message ?? 'no message').split('\n', 1)[0]?.slice(0, 200) ?? '';
+}
+
+/** A thrown value that is no Error (Vitest hands unhandled errors over serialized): whatever text it gives. */
+function safeString(value: unknown): string {
+  try {
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  } catch {
+    return 'an error that cannot be shown';
+  }
 }

@@ -2,12 +2,22 @@ import { Cluster, Redis } from 'ioredis';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster, resolveConnection } from '../options/connection.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { isCommandTimeout } from '../redis/redis-errors.js';
+import { SERVER_DEFAULTS } from '../options/server-options.js';
 
-/** The `--url` / `--cluster` flags every sub-command takes. */
-export const CONNECTION_FLAGS = { url: { type: 'string' }, cluster: { type: 'string' } } as const;
+/** The longest delay a Node timer takes (a longer one fires after 1 ms). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The `--url` / `--cluster` / `--timeout-ms` flags every sub-command takes. */
+export const CONNECTION_FLAGS = {
+  url: { type: 'string' },
+  cluster: { type: 'string' },
+  'timeout-ms': { type: 'string', default: String(SERVER_DEFAULTS.commandTimeoutMs) },
+} as const;
 
 export const CONNECTION_HELP = `The URL defaults to $REDIS_URL, then redis://127.0.0.1:6379. On a Redis Cluster pass its nodes
-instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS).`;
+instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS). A command that gets no
+answer within --timeout-ms (default ${SERVER_DEFAULTS.commandTimeoutMs}, a frozen or silent server) fails with exit 1.`;
 
 /**
  * Connects as `--cluster`, `--url` or the environment say, refusing a bad URL like the server's
@@ -16,7 +26,13 @@ instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS).
 /** A long-running command's reconnect backoff (the dashboard): a dropped connection comes back; one-shot commands fail at once. */
 const reconnect = (tries: number): number => Math.min(tries * 200, 2_000);
 
-export async function connect(values: { url?: string; cluster?: string }, { keepAlive = false } = {}): Promise<RedisConnection> {
+export async function connect(
+  values: { url?: string; cluster?: string; 'timeout-ms'?: string },
+  { keepAlive = false } = {},
+): Promise<RedisConnection> {
+  // Each command's deadline: ioredis waits for an answer forever, and a server that accepts the
+  // connection but never answers (frozen, or not Redis) would hold the command with no word.
+  const timeoutMs = positiveFlag('--timeout-ms', values['timeout-ms'] ?? String(SERVER_DEFAULTS.commandTimeoutMs), MAX_TIMER_MS);
   const clusterUrls = values.cluster ?? (values.url ? undefined : process.env.REDIS_CLUSTER_URLS);
   const connection = resolveConnection(
     clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
@@ -26,14 +42,23 @@ export async function connect(values: { url?: string; cluster?: string }, { keep
         ...connection.options,
         lazyConnect: true,
         clusterRetryStrategy: keepAlive ? reconnect : () => null,
-        redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1 },
+        redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1, commandTimeout: timeoutMs },
       })
-    : new Redis({ ...connection, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: keepAlive ? reconnect : () => null });
+    : new Redis({
+        ...connection,
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        commandTimeout: timeoutMs,
+        retryStrategy: keepAlive ? reconnect : () => null,
+      });
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
   redis.on('error', (err: unknown) => (cause = err));
-  const failure = (err: unknown) =>
-    new Error(`cannot connect to ${describeConnection(connection)}: ${describeError(nodeCause(cause) ?? err)}`);
+  const failure = (err: unknown) => {
+    const reason = nodeCause(cause) ?? err;
+    const said = isCommandTimeout(reason) ? `no answer within ${timeoutMs} ms` : describeError(reason);
+    return new Error(`cannot connect to ${describeConnection(connection)}: ${said}`);
+  };
   try {
     await redis.connect();
     // A refused handshake step (SELECT of a database that does not exist) arrives as an 'error' event after connect().

@@ -1,5 +1,5 @@
 import type { RedisConnection } from '../redis/connect.js';
-import { serveDashboard } from '../dashboard/dashboard-server.js';
+import { serveDashboard, type DashboardServerOptions } from '../dashboard/dashboard-server.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 
@@ -32,12 +32,12 @@ interface Flags {
   'min-idle-ms': string;
 }
 
-/** Serves until the process is stopped (Ctrl-C): resolves never, unless listening fails. */
-export async function runDashboard(redis: RedisConnection, values: Flags, io: CliIo): Promise<number> {
+/** The dashboard's settings from its flags; a usage error before anything connects. */
+export function dashboardSettings(values: Flags): DashboardServerOptions {
   const port = values.port === '0' ? 0 : positiveFlag('--port', values.port, 65535);
   const password = process.env.DASHBOARD_PASSWORD;
   if (values.actions && !password) throw new UsageError('--actions needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
-  const { url } = await serveDashboard(redis, {
+  return {
     port,
     host: values.host,
     ...(values['base-path'] ? { basePath: values['base-path'] } : {}),
@@ -45,8 +45,18 @@ export async function runDashboard(redis: RedisConnection, values: Flags, io: Cl
     minIdleMs: positiveFlag('--min-idle-ms', values['min-idle-ms']),
     ...(values.actions ? { actionsPassword: password } : {}),
     ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
-    logger: { log: (message) => io.out(message) },
+  };
+}
+
+/**
+ * Serves until the process is stopped (Ctrl-C): resolves never. When it cannot serve (the port is
+ * taken) it closes the connection and fails: an open connection would keep the process alive.
+ */
+export async function runDashboard(redis: RedisConnection, settings: DashboardServerOptions, io: CliIo): Promise<number> {
+  const { url } = await serveDashboard(redis, { ...settings, logger: { log: (message) => io.out(message) } }).catch((err: unknown) => {
+    redis.disconnect();
+    throw err;
   });
-  io.out(`dashboard: ${url} (${values.actions ? 'actions on, Basic auth' : 'read-only'})`);
+  io.out(`dashboard: ${url} (${settings.actionsPassword !== undefined ? 'actions on, Basic auth' : 'read-only'})`);
   return new Promise<number>(() => {});
 }

@@ -7,12 +7,12 @@ import { sameSlotKey } from '../redis/slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
-import { CONNECTION_FLAGS, CONNECTION_HELP, connect, positiveFlag, UsageError } from './cli-connection.js';
+import { CONNECTION_FLAGS, CONNECTION_HELP, connect, MAX_TIMER_MS, positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
 import { attention } from './attention.js';
-import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, runDashboard } from './dashboard-command.js';
+import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, runDashboard } from './dashboard-command.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 
 export const REDIS_STREAMS_USAGE = `usage:
@@ -48,9 +48,6 @@ ${DLQ_NAMING}`;
 const fail = (message: string): never => {
   throw new UsageError(message);
 };
-
-/** The longest delay a Node timer takes (a longer one fires after 1 ms). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Most pending entries `--entries` lists per consumer: one XPENDING each, and their ids in ZMSCORE. */
 const MAX_ENTRIES_SHOWN = 1000;
@@ -101,8 +98,9 @@ export async function redisStreamsMain(argv: string[], io: CliIo): Promise<numbe
   if (command === 'inspect') return inspect(rest, values, io);
   if (command === 'dashboard') {
     if (rest.length > 0) return fail('dashboard takes no stream names (see --match)');
-    // The connection stays open while it serves: withRedis would close it.
-    return runDashboard(await connect(values, { keepAlive: true }), values, io);
+    // Its flags checked before it connects; the connection stays open while it serves (withRedis would close it).
+    const settings = dashboardSettings(values);
+    return runDashboard(await connect(values, { keepAlive: true }), settings, io);
   }
   return fail(`unknown command "${escapeControl(command)}"`);
 }
