@@ -31,6 +31,15 @@ async function poisoned(count: number) {
 /** The CLI's exit code and output, whatever the code. */
 const cliRun = (...args: string[]) => runCli(redis, args, 'redis-streams-dlq');
 
+/** The fields of a dead letter of `stream` whose entry was `['n', n]`. */
+const letterFields = (stream: string, n: string) =>
+  ['stream', stream, 'sourceId', '1-1', 'group', 'g', 'consumer', 'c', 'deliveryCount', '9', 'error', 'x'].concat([
+    'fields',
+    JSON.stringify(['n', n]),
+    'deadAt',
+    '0',
+  ]);
+
 /** A dead letter as a producer could write it by hand, naming `stream` and carrying `fields` (a JSON text). */
 const forge = (dead: string, stream: string, fields: string) =>
   redis
@@ -64,6 +73,32 @@ const cli = async (...args: string[]) => {
   if (run.code !== 0) throw new Error(`redis-streams-dlq ${args.join(' ')} exited with ${run.code}: ${run.stderr}`);
   return run.stdout;
 };
+
+describe('dead-letter tooling, a redrive cut short', () => {
+  it.skipIf(CLUSTER_MODE)('a redrive that loses its server prints each letter as it moves and says where it stopped', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    const dead = deadLetterKey(key);
+    const admin = redis.client();
+    for (let i = 0; i < 2_000; i += 500)
+      await admin.pipeline(Array.from({ length: 500 }, (_, j) => ['xadd', dead, '*', ...letterFields(key, String(i + j))])).exec();
+    const running = cliRun('redrive', dead, '--all', '--timeout-ms', '500');
+    // Writes paused once the first letters have moved: the redrive's next script waits past its deadline.
+    await waitFor(async () => (await admin.xlen(key)) >= 10, { message: 'the first letters re-driven' });
+    await admin.call('CLIENT', 'PAUSE', '3000', 'WRITE');
+    const run = await running;
+    await admin.call('CLIENT', 'UNPAUSE');
+    const printed = run.stdout.split('\n').filter((line) => line.includes(' → '));
+    // The letter in flight when the deadline passed may have moved after the pause (at least once).
+    await waitFor(async () => (await admin.xlen(key)) >= printed.length, { message: 'every printed letter in the stream' });
+    expect(run.code).toBe(1);
+    expect(printed.length).toBeGreaterThanOrEqual(10);
+    expect(printed.length).toBeLessThan(2_000);
+    expect(await admin.xlen(key)).toBeLessThanOrEqual(printed.length + 1);
+    expect(run.stderr).toMatch(new RegExp(`no answer from redis://127\\.0\\.0\\.1:${redis.port} within 500 ms`));
+    expect(run.stderr).toMatch(new RegExp(`${printed.length} re-driven \\(above\\)`));
+  });
+});
 
 describe('dead-letter tooling', () => {
   it('lists dead letters and re-drives chosen ones to their source stream, exactly once', async () => {

@@ -3,7 +3,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { runCli, runCliProcess } from './support/cli.js';
-import { deadLetterKey } from './support/redis-server.js';
+import { aclUser } from './support/acl.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -239,6 +240,26 @@ describe('redis-streams, what the review broke', () => {
     } finally {
       silent.close();
     }
+  });
+
+  it.skipIf(CLUSTER_MODE)(
+    'inspect without stream names fails (exit 1) when a stream cannot be read, instead of leaving it out',
+    async () => {
+      const { prefix, key } = await scene();
+      // Every right but XINFO: the SCAN finds the stream, its groups cannot be read.
+      const user = await aclUser(redis.client(), redis.port, `insp-${prefix.slice(2, 10)}`, prefix, ['on', '>pw', '~*', '+@all', '-xinfo']);
+      const run = await cli('inspect', '--match', `${prefix}*`, '--url', `redis://${user.username}:pw@127.0.0.1:${redis.port}`);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(`"${key}"`);
+      expect(run.stderr).toMatch(/NOPERM/);
+      expect(run.stdout).toBe('');
+    },
+  );
+
+  it('the dashboard exits on a bad --base-path instead of serving a broken page', async () => {
+    const run = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--port', '0'], 'redis-streams', { timeoutMs: 15_000 });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/basePath/);
   });
 
   it('prunes without touching a key of the user named like a lock, and never says "none" when it did not look', async () => {

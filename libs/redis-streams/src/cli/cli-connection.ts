@@ -19,24 +19,33 @@ export const CONNECTION_HELP = `The URL defaults to $REDIS_URL, then redis://127
 instead: --cluster redis://host:port,redis://host:port (or $REDIS_CLUSTER_URLS). A command that gets no
 answer within --timeout-ms (default ${SERVER_DEFAULTS.commandTimeoutMs}, a frozen or silent server) fails with exit 1.`;
 
-/**
- * Connects as `--cluster`, `--url` or the environment say, refusing a bad URL like the server's
- * `connection` option does, and naming the server (password masked) and the cause when it cannot.
- */
 /** A long-running command's reconnect backoff (the dashboard): a dropped connection comes back; one-shot commands fail at once. */
 const reconnect = (tries: number): number => Math.min(tries * 200, 2_000);
 
-export async function connect(
-  values: { url?: string; cluster?: string; 'timeout-ms'?: string },
-  { keepAlive = false } = {},
-): Promise<RedisConnection> {
-  // Each command's deadline: ioredis waits for an answer forever, and a server that accepts the
-  // connection but never answers (frozen, or not Redis) would hold the command with no word.
-  const timeoutMs = positiveFlag('--timeout-ms', values['timeout-ms'] ?? String(SERVER_DEFAULTS.commandTimeoutMs), MAX_TIMER_MS);
+type ConnectionFlags = { url?: string; cluster?: string; 'timeout-ms'?: string };
+
+/** Where the flags (or the environment) say to connect, refused like the server's `connection` option when bad. */
+function cliConnection(values: ConnectionFlags) {
   const clusterUrls = values.cluster ?? (values.url ? undefined : process.env.REDIS_CLUSTER_URLS);
-  const connection = resolveConnection(
+  return resolveConnection(
     clusterUrls ? clusterUrls.split(',').map((u) => u.trim()) : (values.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
   );
+}
+
+/**
+ * Each command's deadline: ioredis waits for an answer forever, and a server that accepts the
+ * connection but never answers (frozen, or not Redis) would hold the command with no word.
+ */
+const timeoutOf = (values: ConnectionFlags) =>
+  positiveFlag('--timeout-ms', values['timeout-ms'] ?? String(SERVER_DEFAULTS.commandTimeoutMs), MAX_TIMER_MS);
+
+/**
+ * Connects as `--cluster`, `--url` or the environment say, and names the server (password masked)
+ * and the cause when it cannot.
+ */
+export async function connect(values: ConnectionFlags, { keepAlive = false } = {}): Promise<RedisConnection> {
+  const timeoutMs = timeoutOf(values);
+  const connection = cliConnection(values);
   const redis = isCluster(connection)
     ? new Cluster(connection.cluster, {
         ...connection.options,
@@ -72,6 +81,24 @@ export async function connect(
     throw failure(cause);
   }
   return redis;
+}
+
+/**
+ * Connects, runs `run`, disconnects. A command that got no answer in time says so, naming the server
+ * and the deadline, where ioredis says only "Command timed out".
+ */
+export async function withConnection(values: ConnectionFlags, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
+  const redis = await connect(values);
+  try {
+    return await run(redis);
+  } catch (err) {
+    const text = err instanceof Error ? err.message : '';
+    if (!text.includes('Command timed out')) throw err;
+    const said = `no answer from ${describeConnection(cliConnection(values))} within ${timeoutOf(values)} ms`;
+    throw new Error(text.replace('Command timed out', said), { cause: err });
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause. */

@@ -1,5 +1,6 @@
 import type { RedisConnection } from '../redis/connect.js';
 import { serveDashboard, type DashboardServerOptions } from '../dashboard/dashboard-server.js';
+import { InvalidOptionError } from '../options/validate.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 
@@ -55,7 +56,8 @@ export function dashboardSettings(values: Flags): DashboardServerOptions {
 export async function runDashboard(redis: RedisConnection, settings: DashboardServerOptions, io: CliIo): Promise<number> {
   const { url } = await serveDashboard(redis, { ...settings, logger: { log: (message) => io.out(message) } }).catch((err: unknown) => {
     redis.disconnect();
-    throw err;
+    // A flag the dashboard's options refuse (--base-path): a usage error, like the flags checked here.
+    throw err instanceof InvalidOptionError ? new UsageError(err.message) : err;
   });
   io.out(`dashboard: ${url} (${settings.actionsPassword !== undefined ? 'actions on, Basic auth' : 'read-only'})`);
   return new Promise<number>(() => {});

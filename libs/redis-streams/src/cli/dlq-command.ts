@@ -1,4 +1,4 @@
-import type { DeadLetters } from '../dlq/dead-letters.js';
+import type { DeadLetters, RedriveResult } from '../dlq/dead-letters.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isWrongType } from '../redis/redis-errors.js';
@@ -92,12 +92,20 @@ async function list(dlq: DeadLetters, target: string, count: number, values: Dlq
 }
 
 async function redrive(dlq: DeadLetters, target: string, ids: string[], values: DlqFlags, io: CliIo): Promise<number> {
-  const results = await dlq.redrive(target, values.all ? 'all' : ids, values.to === undefined ? {} : { stream: values.to });
-  for (const r of results) {
+  let done = 0;
+  // Printed as each letter moves: a redrive cut short (no answer, a lost connection) has said what it did.
+  const print = (r: RedriveResult) => {
+    done++;
     if (values.json) io.out(safeJson(r));
     else if (r.newId) io.out(`${e(r.id)} → ${e(r.stream)} ${r.newId}${r.skipped ? `: ${e(r.skipped)}` : ''}`);
     else io.out(`${e(r.id)}: skipped (${e(r.skipped ?? 'not re-driven')})`);
-  }
+  };
+  const stream = values.to === undefined ? {} : { stream: values.to };
+  const results = await dlq.redrive(target, values.all ? 'all' : ids, { ...stream, onResult: print }).catch((err: unknown) => {
+    if (done === 0) throw err;
+    const said = err instanceof Error ? err.message : String(err);
+    throw new Error(`${said}: ${done} re-driven (above); the next letter may or may not have moved`, { cause: err });
+  });
   return results.every((r) => r.newId && !r.skipped) ? 0 : 1;
 }
 

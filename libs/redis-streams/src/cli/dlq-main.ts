@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { escapeControl } from '../escape-control.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import { CONNECTION_FLAGS, CONNECTION_HELP, connect } from './cli-connection.js';
+import { CONNECTION_FLAGS, CONNECTION_HELP, withConnection } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 
@@ -35,10 +35,5 @@ export async function dlqMain(argv: string[], io: CliIo): Promise<number> {
     io.err(`redis-streams-dlq: unknown command "${escapeControl(command)}"\n\n${DLQ_BIN_USAGE}`);
     return 2;
   }
-  const redis = await connect(values);
-  try {
-    return await runDlq(redis, new DeadLetters(redis), command, target, ids, values, io);
-  } finally {
-    redis.disconnect();
-  }
+  return withConnection(values, (redis) => runDlq(redis, new DeadLetters(redis), command, target, ids, values, io));
 }

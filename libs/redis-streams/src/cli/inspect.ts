@@ -153,8 +153,13 @@ export async function findStreams(redis: RedisConnection, pattern: string): Prom
   const keys = await scanStreamKeys(redis, pattern);
   const withGroups: string[] = [];
   for (const key of [...keys.keys()].sort()) {
-    // Deleted since the SCAN saw it: not there any more.
-    if (parseGroupRows(await redis.xinfo('GROUPS', key).catch(() => [])).length > 0) withGroups.push(key);
+    // Deleted since the SCAN saw it: not there any more. Any other failure (NOPERM, no answer) is one:
+    // a stream left out would read as a stream that has no group.
+    const rows = await redis.xinfo('GROUPS', key).catch((err: unknown) => {
+      if (isNoSuchKey(err)) return [];
+      throw new Error(`"${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (parseGroupRows(rows).length > 0) withGroups.push(key);
   }
   return withGroups;
 }

@@ -2,12 +2,11 @@
 import type { Cluster } from 'ioredis';
 import { parseArgs } from 'node:util';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import type { RedisConnection } from '../redis/connect.js';
 import { sameSlotKey } from '../redis/slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
-import { CONNECTION_FLAGS, CONNECTION_HELP, connect, MAX_TIMER_MS, positiveFlag, UsageError } from './cli-connection.js';
+import { CONNECTION_FLAGS, CONNECTION_HELP, connect, MAX_TIMER_MS, positiveFlag, UsageError, withConnection } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
@@ -86,13 +85,13 @@ export async function redisStreamsMain(argv: string[], io: CliIo): Promise<numbe
   if (command === 'dlq') {
     const [sub, target, ...ids] = rest;
     if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
-    return withRedis(values, (redis) => runDlq(redis, new DeadLetters(redis), sub, target, ids, values, io));
+    return withConnection(values, (redis) => runDlq(redis, new DeadLetters(redis), sub, target, ids, values, io));
   }
   if (command === 'pending') {
     const [sub, stream, id, ...extra] = rest;
     requirePendingArgs(sub, stream, id, values.group);
     if (extra.length > 0) return fail(`pending ${sub} takes one entry id`);
-    return withRedis(values, (redis) => runPending(redis, sub!, stream!, id!, values, io));
+    return withConnection(values, (redis) => runPending(redis, sub!, stream!, id!, values, io));
   }
   if (command === 'consumers') return prune(rest, values, io);
   if (command === 'inspect') return inspect(rest, values, io);
@@ -113,7 +112,7 @@ function prune(rest: string[], values: Flags, io: CliIo): Promise<number> {
   if (missing.length > 0) return fail(`consumers prune needs ${missing.join(' and ')}`);
   const idleMs = positiveFlag('--idle-ms', values['idle-ms']);
   const group = values.group!;
-  return withRedis(values, async (redis) => {
+  return withConnection(values, async (redis) => {
     // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
     // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
     const own = randomUUID();
@@ -142,7 +141,7 @@ function inspect(rest: string[], values: Flags, io: CliIo): Promise<number> {
   const times = values.times === undefined ? (values.watch ? Infinity : 1) : positiveFlag('--times', values.times);
   const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms']);
   const entriesShown = positiveFlag('--entries', values.entries, MAX_ENTRIES_SHOWN);
-  return withRedis(values, async (redis) => {
+  return withConnection(values, async (redis) => {
     let previous: { reports: StreamReport[]; at: number } | undefined;
     for (let i = 0; i < times; i++) {
       if (i > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs)); // the refresh period of --watch
@@ -182,13 +181,4 @@ function printReports(
   if (values.watch && io.tty) io.raw('\x1b[2J\x1b[H');
   io.out(`${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
   io.out(renderReports(reports, r, values.group));
-}
-
-async function withRedis(values: { url?: string; cluster?: string }, run: (redis: RedisConnection) => Promise<number>): Promise<number> {
-  const redis = await connect(values);
-  try {
-    return await run(redis);
-  } finally {
-    redis.disconnect();
-  }
 }

@@ -51,11 +51,17 @@ export async function serveDashboard(redis: RedisConnection, options: DashboardS
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   // The names this server answers to (DNS rebinding): its loopback names, the address it listens on, and those given.
   const own = ['127.0.0.1', 'localhost', '[::1]', shownHost].map((name) => `${name}:${address.port}`);
-  serving.handler = createDashboardHandler(redis, {
-    ...rest,
-    allowedHosts: [...own, ...(allowedHosts ?? [])],
-    ...(login ? { actions: { authorize: login } } : {}),
-  });
+  try {
+    serving.handler = createDashboardHandler(redis, {
+      ...rest,
+      allowedHosts: [...own, ...(allowedHosts ?? [])],
+      ...(login ? { actions: { authorize: login } } : {}),
+    });
+  } catch (err) {
+    // A refused option: the server must not stay listening (nor keep the process) with no handler.
+    server.close();
+    throw err;
+  }
   const close = () =>
     new Promise<void>((resolve, reject) => {
       serving.closing = true;

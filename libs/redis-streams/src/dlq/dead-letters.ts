@@ -23,6 +23,8 @@ export interface RedriveOptions {
    * Letters that name another stream are skipped either way.
    */
   stream?: string;
+  /** Called with each letter's result as soon as it is known (a CLI prints it then: a redrive cut short still says what it did). */
+  onResult?: (result: RedriveResult) => void;
 }
 
 /** Tries of a wide letter's WATCH … MULTI before giving up on it (the dead-letter stream kept changing). */
@@ -87,7 +89,11 @@ export class DeadLetters {
     const target = options.stream ?? (await this.sourceOf(deadStream));
     const chosen = ids === 'all' ? await this.allIds(deadStream) : await this.pick(deadStream, ids);
     const results: RedriveResult[] = [];
-    for (const id of chosen) results.push({ id, stream: target, ...(await this.redriveOne(deadStream, target, id)) });
+    for (const id of chosen) {
+      const result = { id, stream: target, ...(await this.redriveOne(deadStream, target, id)) };
+      results.push(result);
+      options.onResult?.(result);
+    }
     return results;
   }
 
