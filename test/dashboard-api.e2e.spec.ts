@@ -262,6 +262,10 @@ describe('dashboard API', () => {
       expect([group.consumers.length, group.consumerCount]).toEqual([100, 150]);
       const entry = await get(`api/entry?key=${encodeURIComponent(wide)}&id=${id}`);
       expect([entry.body.fields.length, entry.body.fieldCount, entry.body.truncated]).toEqual([100, 300, true]);
+      // A stream it may not read is said so (NOPERM, a refusal: 400), not called a key without a group.
+      const secret = await get(`api/stream?key=${encodeURIComponent(`${prefix}secret`)}`);
+      expect(secret.status).toBe(400);
+      expect(secret.body.error).toMatch(/NOPERM/);
       expect((await get(`api/pending?key=${encodeURIComponent(wide)}&group=nogroup`)).status).toBe(400);
       expect((await get(`api/entry?key=${encodeURIComponent(wide)}&id=99999999999999999999-0`)).status).toBe(400);
     } finally {

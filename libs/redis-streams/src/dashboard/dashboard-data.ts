@@ -4,7 +4,7 @@ import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/ser
 import type { RedisConnection } from '../redis/connect.js';
 import { DashboardCommands } from '../redis/dashboard-commands.js';
 import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
-import { isConnectionLoss, isErrorReply } from '../redis/redis-errors.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import { parseGroupRows, parsePendingRows } from '../redis/replies.js';
@@ -96,9 +96,16 @@ export class DashboardData {
     return this.scope.test(key);
   }
 
-  /** Whether `stream` is a stream with a consumer group (XINFO GROUPS: no entry comes back). */
+  /**
+   * Whether `stream` is a stream with a consumer group (XINFO GROUPS: no entry comes back). A key that
+   * is missing or no stream is not one; any other failure (NOPERM, no answer) is the request's.
+   */
   async hasGroups(stream: string): Promise<boolean> {
-    return parseGroupRows(await this.redis.xinfo('GROUPS', stream).catch(() => [])).length > 0;
+    const rows = await this.redis.xinfo('GROUPS', stream).catch((err: unknown) => {
+      if (isNoSuchKey(err) || isWrongType(err)) return [];
+      throw err;
+    });
+    return parseGroupRows(rows).length > 0;
   }
 
   overview(page = 0): Promise<Overview> {
