@@ -81,6 +81,7 @@ export default defineConfig({
     setupFiles: ['./test/support/reset-globals.ts'],
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content): CI's
     // later passes (chaos, npm test) and every worker after the first load them instead of transforming again.
+    // Transform-time inputs outside the file (import.meta.env) are not in its key: nothing here uses them.
     experimental: { fsModuleCache: true },
     reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 30_000,
