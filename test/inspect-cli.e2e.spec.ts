@@ -245,13 +245,17 @@ describe('redis-streams, what the review broke', () => {
   it.skipIf(CLUSTER_MODE)(
     'inspect without stream names fails (exit 1) when a stream cannot be read, instead of leaving it out',
     async () => {
-      const { prefix, key } = await scene();
+      const { prefix } = await scene();
+      // A name that holds ioredis' timeout text: the failure must not read as a timeout.
+      const key = `${prefix}Command timed out`;
+      await createGroup(redis.client(), key);
       // Every right but XINFO: the SCAN finds the stream, its groups cannot be read.
       const user = await aclUser(redis.client(), redis.port, `insp-${prefix.slice(2, 10)}`, prefix, ['on', '>pw', '~*', '+@all', '-xinfo']);
       const run = await cli('inspect', '--match', `${prefix}*`, '--url', `redis://${user.username}:pw@127.0.0.1:${redis.port}`);
       expect(run.code).toBe(1);
       expect(run.stderr).toContain(`"${key}"`);
       expect(run.stderr).toMatch(/NOPERM/);
+      expect(run.stderr).not.toMatch(/no answer/);
       expect(run.stdout).toBe('');
     },
   );
@@ -260,6 +264,16 @@ describe('redis-streams, what the review broke', () => {
     const run = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--port', '0'], 'redis-streams', { timeoutMs: 15_000 });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/basePath/);
+  });
+
+  it('a command that ends with its work unsettled exits 1 and says so, never 0 in silence', async () => {
+    // Its promise never settles and nothing holds the process: Node ends it with the command unfinished.
+    const run = await promisify(execFile)(process.execPath, [`${repoRoot}test/fixtures/cli-never-settles.mjs`], { timeout: 15_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^redis-streams: stopped before the command finished/);
   });
 
   it('prunes without touching a key of the user named like a lock, and never says "none" when it did not look', async () => {

@@ -69,7 +69,13 @@ export async function connect(values: ConnectionFlags, { keepAlive = false } = {
     return new Error(`cannot connect to ${describeConnection(connection)}: ${said}`);
   };
   try {
-    await redis.connect();
+    // A Cluster whose ready check timed out (a frozen node) ends without settling connect(): its end settles it.
+    await new Promise<void>((resolve, reject) => {
+      redis.once('end', () =>
+        reject(new Error(`the connection ended before it was ready: a node may not have answered within ${timeoutMs} ms`)),
+      );
+      redis.connect().then(() => resolve(), reject);
+    });
     // A refused handshake step (SELECT of a database that does not exist) arrives as an 'error' event after connect().
     await redis.ping();
   } catch (err) {
@@ -92,13 +98,21 @@ export async function withConnection(values: ConnectionFlags, run: (redis: Redis
   try {
     return await run(redis);
   } catch (err) {
-    const text = err instanceof Error ? err.message : '';
-    if (!text.includes('Command timed out')) throw err;
+    if (!timedOut(err)) throw err;
+    // ioredis' own timeout, wherever in the chain: the message (names, counts) kept as it was, after what it means.
+    const text = err instanceof Error ? err.message : String(err);
     const said = `no answer from ${describeConnection(cliConnection(values))} within ${timeoutOf(values)} ms`;
-    throw new Error(text.replace('Command timed out', said), { cause: err });
+    throw new Error(isCommandTimeout(err) ? said : `${said} (${text})`, { cause: err });
   } finally {
     redis.disconnect();
   }
+}
+
+/** ioredis' commandTimeout expired on this error or one of its causes. */
+function timedOut(err: unknown): boolean {
+  for (let e = err, depth = 0; e !== undefined && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (isCommandTimeout(e)) return true;
+  return false;
 }
 
 /** ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause. */

@@ -103,7 +103,7 @@ async function redrive(dlq: DeadLetters, target: string, ids: string[], values: 
   const stream = values.to === undefined ? {} : { stream: values.to };
   const results = await dlq.redrive(target, values.all ? 'all' : ids, { ...stream, onResult: print }).catch((err: unknown) => {
     if (done === 0) throw err;
-    const said = err instanceof Error ? err.message : String(err);
+    const said = (err instanceof Error ? err.message : String(err)).replace(/\.$/, '');
     throw new Error(`${said}: ${done} re-driven (above); the next letter may or may not have moved`, { cause: err });
   });
   return results.every((r) => r.newId && !r.skipped) ? 0 : 1;

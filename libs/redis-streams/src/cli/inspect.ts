@@ -3,7 +3,7 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { connectedConsumers } from '../redis/connected-consumers.js';
-import { isConnectionLoss, isErrorReply, isNoSuchKey } from '../redis/redis-errors.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { parseConsumerRows, parseGroupRows, parseInfoRecord, parsePendingRows } from '../redis/replies.js';
 import { scanStreamKeys } from '../redis/stream-keys.js';
 import { idAge } from '../redis/stream-ids.js';
@@ -153,10 +153,10 @@ export async function findStreams(redis: RedisConnection, pattern: string): Prom
   const keys = await scanStreamKeys(redis, pattern);
   const withGroups: string[] = [];
   for (const key of [...keys.keys()].sort()) {
-    // Deleted since the SCAN saw it: not there any more. Any other failure (NOPERM, no answer) is one:
+    // Deleted or replaced since the SCAN saw it: not a stream any more. Any other failure (NOPERM, no answer) is one:
     // a stream left out would read as a stream that has no group.
     const rows = await redis.xinfo('GROUPS', key).catch((err: unknown) => {
-      if (isNoSuchKey(err)) return [];
+      if (isNoSuchKey(err) || isWrongType(err)) return []; // no longer a stream
       throw new Error(`"${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     });
     if (parseGroupRows(rows).length > 0) withGroups.push(key);

@@ -34,5 +34,16 @@ export function runMain(name: string, main: CliMain, usage: string): void {
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
   });
-  void runCommand(name, main, usage, process.argv.slice(2), processIo).then((code) => (process.exitCode = code));
+  let settled = false;
+  // Node ends a process that holds nothing open, even with the command unsettled (a connection that
+  // ended without settling its connect()): that must not pass for a success.
+  process.once('beforeExit', () => {
+    if (settled) return;
+    processIo.err(`${name}: stopped before the command finished (a connection ended without an answer or an error)`);
+    process.exitCode = 1;
+  });
+  void runCommand(name, main, usage, process.argv.slice(2), processIo).then((code) => {
+    settled = true;
+    process.exitCode = code;
+  });
 }

@@ -68,7 +68,7 @@ export async function serveDashboard(redis: RedisConnection, options: DashboardS
       serving.handler!.drain();
       server.close((err) => (err ? reject(err) : resolve()));
     });
-  return { server, url: `http://${shownHost}:${address.port}${rest.basePath ?? ''}/`, close };
+  return { server, url: `http://${shownHost}:${address.port}${(rest.basePath ?? '').replace(/\/$/, '')}/`, close };
 }
 
 /** Basic auth against one password, compared in constant time: the user name, or null. */
