@@ -260,6 +260,21 @@ describe('redis-streams, what the review broke', () => {
     },
   );
 
+  it.skipIf(CLUSTER_MODE)('a stream that fails past its first read is named in the failure', async () => {
+    const { prefix, key } = await scene();
+    // XINFO STREAM and GROUPS allowed, XINFO CONSUMERS not: the failure comes from a later read of the stream.
+    const user = await aclUser(redis.client(), redis.port, `insc-${prefix.slice(2, 10)}`, prefix, [
+      'on',
+      '>pw',
+      '~*',
+      '+@all',
+      '-xinfo|consumers',
+    ]);
+    const run = await cli('inspect', key, '--url', `redis://${user.username}:pw@127.0.0.1:${redis.port}`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`"${key}": NOPERM`);
+  });
+
   it('the dashboard exits on a bad --base-path instead of serving a broken page', async () => {
     const run = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--port', '0'], 'redis-streams', { timeoutMs: 15_000 });
     expect(run.code).toBe(2);

@@ -72,37 +72,47 @@ export async function inspectStreams(
   const dlq = new DeadLetters(redis);
   const reports: StreamReport[] = [];
   for (const stream of streams) {
-    let rawInfo: unknown;
-    try {
-      rawInfo = await redis.xinfo('STREAM', stream);
-    } catch (err) {
-      const text = err instanceof Error ? err.message : String(err);
+    // Every failure names its stream. One gone (or no longer a stream) since the SCAN found it is left out.
+    const report = await streamReport(redis, dlq, stream, group, now, entriesShown).catch((err: unknown) => {
       if (isNoSuchKey(err)) {
-        if (skipMissing) continue;
+        if (skipMissing) return null;
         throw new Error(`no stream "${stream}"`, { cause: err });
       }
-      throw new Error(`"${stream}": ${text}`, { cause: err });
-    }
-    const info = parseInfoRecord(rawInfo);
-    const groups: GroupReport[] = [];
-    for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
-      const name = g.name;
-      if (group !== undefined && name !== group) continue;
-      const { consumers, retries } = await consumerReports(redis, stream, name, now, entriesShown);
-      const { lag } = await groupFigures(redis, stream, g);
-      groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
-    }
-    const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
-    reports.push({
-      stream,
-      length: Number(info.length),
-      lastGeneratedId: String(info['last-generated-id']),
-      entriesAdded: Number(info['entries-added'] ?? info.length),
-      groups,
-      deadLetters,
+      if (isWrongType(err) && skipMissing) return null;
+      throw new Error(`"${stream}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     });
+    if (report) reports.push(report);
   }
   return reports;
+}
+
+/** One stream's report: its length and ids, its groups (or `group` alone) with their consumers, its dead letters. */
+async function streamReport(
+  redis: RedisConnection,
+  dlq: DeadLetters,
+  stream: string,
+  group: string | undefined,
+  now: number,
+  entriesShown: number,
+): Promise<StreamReport> {
+  const info = parseInfoRecord(await redis.xinfo('STREAM', stream));
+  const groups: GroupReport[] = [];
+  for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
+    const name = g.name;
+    if (group !== undefined && name !== group) continue;
+    const { consumers, retries } = await consumerReports(redis, stream, name, now, entriesShown);
+    const { lag } = await groupFigures(redis, stream, g);
+    groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
+  }
+  const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
+  return {
+    stream,
+    length: Number(info.length),
+    lastGeneratedId: String(info['last-generated-id']),
+    entriesAdded: Number(info['entries-added'] ?? info.length),
+    groups,
+    deadLetters,
+  };
 }
 
 /** Per consumer of `group`: pending, idle figures, connection, its oldest pending entries and what each waits for. */

@@ -23,7 +23,10 @@ export interface RedriveOptions {
    * Letters that name another stream are skipped either way.
    */
   stream?: string;
-  /** Called with each letter's result as soon as it is known (a CLI prints it then: a redrive cut short still says what it did). */
+  /**
+   * Called with each letter's result as soon as it is known (a CLI prints it then: a redrive cut short
+   * still says what it did). A throw from it stops the redrive there: that letter has moved, the rest stay.
+   */
   onResult?: (result: RedriveResult) => void;
 }
 
