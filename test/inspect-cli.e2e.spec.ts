@@ -279,6 +279,13 @@ describe('redis-streams, what the review broke', () => {
     const run = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--port', '0'], 'redis-streams', { timeoutMs: 15_000 });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/basePath/);
+    // Said before it connects: the flag first, whatever the server.
+    const unreachable = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--url', 'redis://127.0.0.1:1'], 'redis-streams', {
+      timeoutMs: 15_000,
+    });
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toMatch(/basePath/);
+    expect(unreachable.stderr).not.toMatch(/cannot connect/);
   });
 
   it('a command that ends with its work unsettled exits 1 and says so, never 0 in silence', async () => {

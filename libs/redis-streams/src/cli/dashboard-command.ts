@@ -1,4 +1,5 @@
 import type { RedisConnection } from '../redis/connect.js';
+import { resolveDashboardOptions } from '../dashboard/dashboard-options.js';
 import { serveDashboard, type DashboardServerOptions } from '../dashboard/dashboard-server.js';
 import { InvalidOptionError } from '../options/validate.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
@@ -38,15 +39,19 @@ export function dashboardSettings(values: Flags): DashboardServerOptions {
   const port = values.port === '0' ? 0 : positiveFlag('--port', values.port, 65535);
   const password = process.env.DASHBOARD_PASSWORD;
   if (values.actions && !password) throw new UsageError('--actions needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
-  return {
-    port,
-    host: values.host,
+  const handler = {
     ...(values['base-path'] ? { basePath: values['base-path'] } : {}),
     match: values.match,
     minIdleMs: positiveFlag('--min-idle-ms', values['min-idle-ms']),
-    ...(values.actions ? { actionsPassword: password } : {}),
     ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
   };
+  // The dashboard's own checks of these (--base-path, --allowed-host), before anything connects.
+  try {
+    resolveDashboardOptions(handler);
+  } catch (err) {
+    throw err instanceof InvalidOptionError ? new UsageError(err.message) : err;
+  }
+  return { port, host: values.host, ...handler, ...(values.actions ? { actionsPassword: password } : {}) };
 }
 
 /**
