@@ -111,7 +111,9 @@ describe('retries under operator actions and peers', () => {
     await waitListBehindBacklog(options, backlog);
     const log = capture();
     const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
-    b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
+    // Each entry takes 2 ms of I/O: a floor under the backlog's time (4 s, past minIdleMs), not a wait for
+    // a condition. A handler held until the warning would hold the sweep that is to write it.
+    b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2));
     let handledAtWarning = -1;
     await waitFor(() => log.lines.some((l) => /left to the group/.test(l)) && (handledAtWarning = b.recorder.calls.length) >= 0, {
       message: 'the warning',
@@ -130,10 +132,15 @@ describe('retries under operator actions and peers', () => {
     await waitListBehindBacklog(options, backlog);
     const log = capture();
     const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
-    b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2)); // each entry takes 2 ms of I/O
-    await waitFor(() => b.recorder.calls.length >= 50, { message: "b into x's backlog", timeoutMs: 20_000 });
+    // Past its 50th entry the handler holds until b is closing: b is stopped mid-sweep, whatever the machine's pace.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    b.recorder.behavior = () => (b.recorder.calls.length > 50 ? held : undefined);
+    await waitFor(() => b.recorder.calls.length > 50, { message: "b into x's backlog", timeoutMs: 20_000 });
     expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([]);
-    await b.close();
+    const closed = b.close();
+    release();
+    await closed;
     expect(b.recorder.calls.length).toBeLessThan(backlog);
     expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([
       expect.stringMatching(/^30 entries taken from "[^"]+" wait for a retry/),
