@@ -56,7 +56,7 @@ export class LeftToGroupLog {
       const doubled = s.ids.size >= 2 * s.named;
       if (!done(stream)) {
         const long = s.sweepStart !== undefined && now - s.sweepStart >= this.minIdleMs;
-        if (!long || s.partial || !(!s.logged || doubled)) continue;
+        if (!long || s.partial || (s.logged && !doubled)) continue;
         this.line(stream, s, false);
         Object.assign(s, { times: 0, partial: true, logged: true });
         continue;
