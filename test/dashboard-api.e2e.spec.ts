@@ -52,6 +52,14 @@ const letter = (stream: string, extra: string[] = []) => forgeDeadLetter(redis.c
 const sentBytes = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.client().info('stats'))![1]);
 
 describe('dashboard API', () => {
+  it('a request path that is no URL gets 404, and the dashboard goes on serving', async () => {
+    const { url, get } = await dashboard(uniquePrefix());
+    // `//`, `//[/`: what new URL(path, base) refuses (a protocol-relative URL with no valid host).
+    for (const path of ['//', '//[/', '//:99999/', '//a:b@/'])
+      expect([path, await rawStatus(url, path, { host: 'evil.test' })]).toEqual([path, 404]);
+    expect((await get('api/overview')).status).toBe(200);
+  });
+
   it('large entries cost what is shown: the overview, the stream, an entry and a dead-letter page send no payload whole', async (ctx) => {
     // INFO stats of one server: on a cluster it would be any node's.
     if (redis.cluster) return ctx.skip();

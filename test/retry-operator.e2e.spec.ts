@@ -136,11 +136,15 @@ describe('retries under operator actions and peers', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     b.recorder.behavior = () => (b.recorder.calls.length > 50 ? held : undefined);
-    await waitFor(() => b.recorder.calls.length > 50, { message: "b into x's backlog", timeoutMs: 20_000 });
-    expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([]);
-    const closed = b.close();
-    release();
-    await closed;
+    try {
+      await waitFor(() => b.recorder.calls.length > 50, { message: "b into x's backlog", timeoutMs: 20_000 });
+      expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([]);
+    } finally {
+      // Closing first: the held entry is then the last one b handles. Released on a failure too (no 20 s shutdown wait).
+      const closed = b.close();
+      release();
+      await closed;
+    }
     expect(b.recorder.calls.length).toBeLessThan(backlog);
     expect(log.lines.filter((l) => /left to the group/.test(l))).toEqual([
       expect.stringMatching(/^30 entries taken from "[^"]+" wait for a retry/),

@@ -52,7 +52,8 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   const handler = (req: IncomingMessage, res: ServerResponse, next?: () => void): void => {
     // originalUrl: Express strips a mount path from req.url.
     const raw = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-    const url = new URL(raw, 'http://dashboard.invalid');
+    // The query alone, from the request target as sent: new URL() throws on a path such as `//` (no host).
+    const query = new URLSearchParams(raw.includes('?') ? raw.slice(raw.indexOf('?') + 1) : '');
     // Matched on the path as sent, not as URL resolves it: `/x/../ops` must not reach what a guard on `/ops` protects.
     const path = rawPath(raw);
     if (path === null || (path !== options.basePath && !path.startsWith(`${options.basePath}/`))) {
@@ -65,7 +66,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
     const TIMEOUT = Symbol('timeout');
     within(
-      route(req, res, path.slice(options.basePath.length), url.searchParams, { data, dlq, options }).then(() => undefined),
+      route(req, res, path.slice(options.basePath.length), query, { data, dlq, options }).then(() => undefined),
       options.requestTimeoutMs,
       TIMEOUT,
     ).then(
