@@ -154,12 +154,15 @@ describe('operator CLI: inspect says what needs attention', () => {
     expect(report!.attention).toEqual(
       expect.arrayContaining([
         expect.stringContaining(`entry ${ids[0]} held by "stuck"`),
-        expect.stringContaining('"stuck" owns 1 pending entries but has no connection'),
+        expect.stringContaining('"stuck" owns 1 pending entry but has no connection: it waits'),
         expect.stringContaining(`2 dead letters in "${dead}"`),
       ]),
     );
     const text = await cli('inspect', key, '--min-idle-ms', '1');
     expect(text.stdout).toContain(`  attention: entry ${ids[0]} held by "stuck"`);
+    // One unit per figure, as the rest of the report words it: never "idle 751511 ms" beside "12.5 min".
+    expect(text.stdout).toMatch(/held by "stuck" in group "g" idle \d+(\.\d)? (ms|s|min), past minIdleMs 1 ms: /);
+    expect(text.stdout).toContain(`  dead letters: ${dead} 2`);
   });
 
   it('--watch flags a dead-letter stream that grew and a lag that rose since the last refresh', async () => {

@@ -9,6 +9,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
+import type { StreamReport } from '../libs/redis-streams/src/cli/inspect.js';
 
 const redis = useRedis();
 
@@ -206,6 +207,28 @@ describe('redis-streams, what the review broke', () => {
     const missing = await cli('inspect', `${prefix}nothing`);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`no stream "${prefix}nothing"`);
+  });
+
+  it('never hides a stream whose dead-letter key holds another type: the stream is shown and the key flagged', async () => {
+    const prefix = uniquePrefix();
+    const key = `${prefix}payments`;
+    const r = redis.client();
+    await createGroup(r, key);
+    for (let i = 0; i < 2; i++) await r.xadd(key, '*', 'n', String(i));
+    await r.xreadgroup('GROUP', 'g', 'stuck', 'COUNT', 2, 'STREAMS', key, '>');
+    await r.hset(deadLetterKey(key), 'oops', '1');
+    const flagged = `"${deadLetterKey(key)}" is not a stream: nothing can be dead-lettered there`;
+    for (const args of [['--match', `${prefix}*`], [key]]) {
+      const text = await cli('inspect', ...args);
+      expect(text.stderr).toBe('');
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain('1 stream\n');
+      expect(text.stdout).toContain(`group g  lag 0  pending 2`);
+      expect(text.stdout).toContain(`attention: ${flagged}`);
+      const [report] = JSON.parse((await cli('inspect', ...args, '--json')).stdout) as StreamReport[];
+      expect(report).toMatchObject({ stream: key, deadLetters: [], deadLetterKeysNotStreams: [deadLetterKey(key)] });
+      expect(report!.groups[0]!.consumers[0]).toMatchObject({ name: 'stuck', pending: 2 });
+    }
   });
 
   it('the dashboard exits 2 on a usage error instead of keeping its connection open', async () => {

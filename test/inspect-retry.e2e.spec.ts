@@ -99,7 +99,7 @@ describe('redis-streams inspect: retries, live handlers, consumers gone', () => 
       expect(text.stdout).toMatch(new RegExp(`\\n {6}${deadId} {2}delivery 1 {2}idle .* {2}consumer gone: `));
       expect(text.stdout).toMatch(new RegExp(`\\n {6}${dueId} {2}delivery 1 {2}idle .* {2}retry due \\d+(\\.\\d)? s ago; consumer gone: `));
       expect(text.stdout).toMatch(/group g .* {2}retries waiting 1, due 1\n/);
-      expect(text.stdout).toMatch(new RegExp(`attention: "${DEAD}" has no connection and 1 entries shown wait for their retry`));
+      expect(text.stdout).toMatch(new RegExp(`attention: "${DEAD}" has no connection and 1 entry shown waits for its retry`));
     } finally {
       release();
     }

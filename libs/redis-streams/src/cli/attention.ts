@@ -1,4 +1,5 @@
 import { escapeControl as e } from '../escape-control.js';
+import { counted, duration } from '../readable.js';
 import type { StreamReport } from './inspect.js';
 
 /**
@@ -9,7 +10,7 @@ import type { StreamReport } from './inspect.js';
  * read, dead letters; with the previous refresh of
  * `--watch`, a dead-letter stream that grew and a lag that rose. Not flagged: entries idle past
  * minIdleMs other than each consumer's oldest (one XPENDING per entry), a lag rising over more than
- * one refresh. Names are escaped: anyone who may write may name keys, groups and consumers.
+ * one refresh; a dead-letter key that holds another type. Names are escaped: anyone who may write may name keys, groups and consumers.
  */
 export function attention(report: StreamReport, minIdleMs: number, previous?: StreamReport): string[] {
   const found: string[] = [];
@@ -17,19 +18,21 @@ export function attention(report: StreamReport, minIdleMs: number, previous?: St
     for (const c of g.consumers) {
       if (c.oldestPendingId !== null && c.oldestPendingIdleMs !== null && c.oldestPendingIdleMs >= minIdleMs)
         found.push(
-          `entry ${e(c.oldestPendingId)} held by "${e(c.name)}" in group "${e(g.name)}" idle ${c.oldestPendingIdleMs} ms, past minIdleMs ${minIdleMs}: no live peer reclaimed it`,
+          `entry ${e(c.oldestPendingId)} held by "${e(c.name)}" in group "${e(g.name)}" idle ${duration(c.oldestPendingIdleMs)}, past minIdleMs ${duration(minIdleMs)}: no live peer reclaimed it`,
         );
       if (c.pending > 0 && c.connected === false)
-        found.push(`"${e(c.name)}" owns ${c.pending} pending entries but has no connection: they wait for a peer's reclaim`);
+        found.push(
+          `"${e(c.name)}" owns ${counted(c.pending, 'pending entry', 'pending entries')} but has no connection: ${c.pending === 1 ? 'it waits' : 'they wait'} for a peer's reclaim`,
+        );
       const retrying = c.pendingEntries.filter((p) => p.retryInMs !== null);
       if (retrying.length > 0 && c.connected === false)
         found.push(
-          `"${e(c.name)}" has no connection and ${retrying.length} entries shown wait for their retry: a peer adopts them once idle past minIdleMs ${minIdleMs} and tries each at its due time`,
+          `"${e(c.name)}" has no connection and ${counted(retrying.length, 'entry shown waits for its retry: a peer adopts it', 'entries shown wait for their retry: a peer adopts them')} once idle past minIdleMs ${duration(minIdleMs)} and tries ${retrying.length === 1 ? 'it' : 'each'} at its due time`,
         );
       for (const p of retrying)
         if (c.connected === true && p.retryInMs! <= -minIdleMs)
           found.push(
-            `retry of entry ${e(p.id)} held by "${e(c.name)}" in group "${e(g.name)}" was due ${-p.retryInMs!} ms ago and has not begun`,
+            `retry of entry ${e(p.id)} held by "${e(c.name)}" in group "${e(g.name)}" was due ${duration(-p.retryInMs!)} ago and has not begun`,
           );
     }
     if (g.retryStateError !== null) found.push(`retry state of group "${e(g.name)}" unknown (${g.retryStateError})`);
@@ -39,8 +42,10 @@ export function attention(report: StreamReport, minIdleMs: number, previous?: St
   }
   for (const d of report.deadLetters) {
     const before = previous?.deadLetters.find((p) => p.stream === d.stream)?.length;
-    if (before !== undefined && d.length > before) found.push(`"${e(d.stream)}" grew by ${d.length - before} dead letters`);
-    if (d.length > 0) found.push(`${d.length} dead letters in "${e(d.stream)}"`);
+    if (before !== undefined && d.length > before)
+      found.push(`"${e(d.stream)}" grew by ${counted(d.length - before, 'dead letter', 'dead letters')}`);
+    if (d.length > 0) found.push(`${counted(d.length, 'dead letter', 'dead letters')} in "${e(d.stream)}"`);
   }
+  for (const key of report.deadLetterKeysNotStreams) found.push(`"${e(key)}" is not a stream: nothing can be dead-lettered there`);
   return found;
 }

@@ -1,5 +1,6 @@
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
+import { duration } from '../readable.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { groupFigures } from '../redis/group-lag.js';
 import { connectedConsumers } from '../redis/connected-consumers.js';
@@ -52,6 +53,8 @@ export interface StreamReport {
   groups: GroupReport[];
   /** Dead-letter streams of this stream under the default names, with their length. */
   deadLetters: { stream: string; length: number }[];
+  /** Keys under those names that hold another type: dead-lettering there fails until the key is renamed or deleted. */
+  deadLetterKeysNotStreams: string[];
   /** What needs an operator (attention.ts), filled in by the CLI. */
   attention?: string[];
 }
@@ -104,7 +107,7 @@ async function streamReport(
     const { lag } = await groupFigures(redis, stream, g);
     groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
   }
-  const deadLetters = await Promise.all((await dlq.find(stream)).map(async (key) => ({ stream: key, length: await dlq.count(key) })));
+  const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);
   return {
     stream,
     length: Number(info.length),
@@ -112,7 +115,29 @@ async function streamReport(
     entriesAdded: Number(info['entries-added'] ?? info.length),
     groups,
     deadLetters,
+    deadLetterKeysNotStreams,
   };
+}
+
+/**
+ * The stream's dead-letter keys that exist: their length, or, for a key of another type, its name. A side
+ * key of the wrong type is the operator's to fix; it never hides the stream it belongs to.
+ */
+async function deadLetterFigures(
+  dlq: DeadLetters,
+  stream: string,
+): Promise<Pick<StreamReport, 'deadLetters' | 'deadLetterKeysNotStreams'>> {
+  const deadLetters: StreamReport['deadLetters'] = [];
+  const deadLetterKeysNotStreams: string[] = [];
+  for (const key of await dlq.find(stream)) {
+    const length = await dlq.count(key).catch((err: unknown) => {
+      if (isWrongType(err)) return null;
+      throw new Error(`dead-letter key "${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (length === null) deadLetterKeysNotStreams.push(key);
+    else deadLetters.push({ stream: key, length });
+  }
+  return { deadLetters, deadLetterKeysNotStreams };
 }
 
 /** Per consumer of `group`: pending, idle figures, connection, its oldest pending entries and what each waits for. */
@@ -198,18 +223,7 @@ export function rates(before: StreamReport[], after: StreamReport[], seconds: nu
   return { produced, consumed };
 }
 
-const age = (ms: number | null): string =>
-  ms === null
-    ? '-'
-    : ms < 1000
-      ? `${ms} ms`
-      : ms < 120_000
-        ? `${(ms / 1000).toFixed(1)} s`
-        : ms < 7_200_000
-          ? `${(ms / 60_000).toFixed(1)} min`
-          : ms < 172_800_000
-            ? `${(ms / 3_600_000).toFixed(1)} h`
-            : `${(ms / 86_400_000).toFixed(1)} d`;
+const age = (ms: number | null): string => (ms === null ? '-' : duration(ms));
 
 /** The reports as text, one block per stream; with rates when watching. `group`: the one group asked for. Names are escaped: anyone who may write may name keys, groups and consumers. */
 export function renderReports(reports: StreamReport[], r?: Rates, group?: string): string {

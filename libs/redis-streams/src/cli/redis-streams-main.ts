@@ -13,6 +13,7 @@ import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './p
 import { attention } from './attention.js';
 import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, runDashboard } from './dashboard-command.js';
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
+import { counted } from '../readable.js';
 
 export const REDIS_STREAMS_USAGE = `usage:
   redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--entries N] [--json] [--watch [--interval MS] [--times N]]
@@ -179,6 +180,8 @@ function printReports(
   }
   // In place, like top: clear the screen and draw again.
   if (values.watch && io.tty) io.raw('\x1b[2J\x1b[H');
-  io.out(`${new Date(at).toISOString()}  ${reports.length} streams${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`);
+  io.out(
+    `${new Date(at).toISOString()}  ${counted(reports.length, 'stream', 'streams')}${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`,
+  );
   io.out(renderReports(reports, r, values.group));
 }

@@ -252,7 +252,7 @@ export class DashboardData {
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
           })),
         }));
-        const attention = [...refused, ...streamAttention(report, dead, this.options.minIdleMs, previous)];
+        const attention = [...refused, ...streamAttention(report, this.options.minIdleMs, previous)];
         const node = this.keys?.nodes?.get(s.stream) ?? null;
         return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention, node };
       }),

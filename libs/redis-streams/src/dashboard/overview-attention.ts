@@ -37,18 +37,17 @@ export function asReport(
       ...retryFigures(retries.get(g.name)),
     })),
     deadLetters: dead.filter((d) => d.length !== null).map((d) => ({ stream: d.stream, length: d.length! })),
+    deadLetterKeysNotStreams: dead.filter((d) => d.length === null).map((d) => d.stream),
   };
 }
 
-/** What needs an operator in this stream (cli/attention.ts), and a dead-letter key of the wrong type. */
-export function streamAttention(report: StreamReport, dead: DeadLetterFigure[], minIdleMs: number, previous?: StreamReport): string[] {
+/** What needs an operator in this stream (cli/attention.ts), and the retry set's figures. */
+export function streamAttention(report: StreamReport, minIdleMs: number, previous?: StreamReport): string[] {
   const found = attention(report, minIdleMs, previous);
   for (const g of report.groups) {
     if (g.retryWaiting) found.push(`${g.retryWaiting} entries of group "${escapeControl(g.name)}" wait for a retry`);
     if (g.retryDue) found.push(`${g.retryDue} retries of group "${escapeControl(g.name)}" are due and not yet taken`);
   }
-  for (const d of dead)
-    if (d.length === null) found.push(`"${escapeControl(d.stream)}" is not a stream: nothing can be dead-lettered there`);
   return found;
 }
 
