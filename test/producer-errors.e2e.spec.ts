@@ -35,12 +35,15 @@ describe.skipIf(CLUSTER_MODE)('a failed emit names its cause (issue 22 item 5)',
       { connection: `redis://${user}:${wrong}@127.0.0.1:${redis.port}`, commandTimeoutMs: 500 },
       logs.logger,
     );
+    let attempts = 0;
+    client.on('error', () => void attempts++);
     const { message, printed } = await emitFailure(client);
     expect(message).toMatch(/XADD to stream "orders" failed: /);
     expect(message).toContain('WRONGPASS');
     expect(message).toContain(`redis://${user}:***@127.0.0.1:${redis.port}`);
     expect(message).not.toMatch(/not reachable/);
-    // Item 7: one line for the connection's trouble, not one per reconnect attempt.
+    // Item 7: one line for the connection's trouble, not one per reconnect attempt (each attempt is an error event).
+    await waitFor(() => attempts >= 3, { message: 'three refused attempts' });
     expect(logs.from('RedisStreamsClient').filter((l) => l.includes('WRONGPASS'))).toHaveLength(1);
     for (const output of [printed, logs.text()]) {
       expect(output).not.toContain(wrong);

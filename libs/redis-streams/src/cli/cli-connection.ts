@@ -2,7 +2,7 @@ import { Cluster, Redis } from 'ioredis';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster, resolveConnection } from '../options/connection.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { isCommandTimeout } from '../redis/redis-errors.js';
+import { explainConnectionError, isCommandTimeout, isNotRedis } from '../redis/redis-errors.js';
 import { SERVER_DEFAULTS } from '../options/server-options.js';
 
 /** The longest delay a Node timer takes (a longer one fires after 1 ms). */
@@ -62,9 +62,11 @@ export async function connect(values: ConnectionFlags, { keepAlive = false } = {
       });
   // ioredis rejects connect() with "Connection is closed."; the reason came as an 'error' event.
   let cause: unknown;
-  redis.on('error', (err: unknown) => (cause = err));
+  // A reply that was no RESP says what is wrong; the reset that follows it (ECONNRESET, EPIPE) does not.
+  redis.on('error', (err: unknown) => (cause = isNotRedis(cause) ? cause : err));
   const failure = (err: unknown) => {
-    const reason = nodeCause(cause) ?? err;
+    const found = nodeCause(cause) ?? err;
+    const reason = found instanceof Error ? explainConnectionError(found) : found;
     const said = isCommandTimeout(reason) ? `no answer within ${timeoutMs} ms` : describeError(reason);
     return new Error(`cannot connect to ${describeConnection(connection)}: ${said}`);
   };

@@ -3,7 +3,7 @@ import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microser
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { firstValueFrom, filter, map, tap, timeout, type Observable, type Subscription } from 'rxjs';
+import { firstValueFrom, filter, map, merge, Subject, tap, timeout, type Observable, type Subscription } from 'rxjs';
 import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
@@ -24,6 +24,9 @@ import { ReplyReader } from './reply-reader.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
+
+/** What a connection refusal that needs a human tells the writes waiting for the connection. */
+const REFUSED = 'refused';
 
 /** What an emit or send after close() fails with. */
 function clientClosed(): RedisStreamsError {
@@ -63,6 +66,8 @@ export class RedisStreamsClient extends ClientProxy {
   private apiLookedFor = false;
   /** The last connection error, scrubbed: the reason an XADD that found no connection gives. */
   private lastLaneError: Error | undefined;
+  /** A connection error no retry cures (WRONGPASS, NOAUTH, a port that is no Redis): writes waiting for the connection fail at once. */
+  private readonly refusals = new Subject<typeof REFUSED>();
   /** close() was called: terminal, nothing is sent and no connection is opened again. */
   private closed = false;
   /** emits and writes begun before close(), which it lets finish on the open connections. */
@@ -93,6 +98,7 @@ export class RedisStreamsClient extends ClientProxy {
         onError: (_lane, err) => {
           // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
           this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
+          if (!isRetryable(err)) this.refusals.next(REFUSED);
           const safe = redactError(err, this.where(), secretsOf(this.options.connection));
           report.failed(this.lastLaneError);
           if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
@@ -237,14 +243,17 @@ export class RedisStreamsClient extends ClientProxy {
     if (!lanes) throw fail('client closed');
     if (lanes.command.status !== 'ready') {
       // Waiting here, not in ioredis' offline queue, means a timed-out entry is never written later.
+      // A refusal that needs a human (a wrong password, a port that is no Redis) fails the write at once.
       await firstValueFrom(
-        lanes.commandState$.pipe(
-          filter((s) => s === 'ready'),
+        merge(lanes.commandState$, this.refusals).pipe(
+          filter((s) => s === 'ready' || s === REFUSED),
           timeout(this.options.commandTimeoutMs),
         ),
-      ).catch(() => {
-        throw fail(this.noConnection(), this.lastLaneError);
-      });
+      )
+        .catch(() => REFUSED)
+        .then((s) => {
+          if (s === REFUSED) throw fail(this.noConnection(), this.lastLaneError);
+        });
     }
     try {
       const { id, trimError } = await this.commands!.add(stream, fields, this.retentionOf(pattern));
@@ -268,6 +277,7 @@ export class RedisStreamsClient extends ClientProxy {
     const last = this.lastLaneError;
     const within = `within ${this.options.commandTimeoutMs} ms`;
     if (!last) return `no connection to Redis ${within}`;
+    if (!isRetryable(last)) return isErrorReply(last) ? `Redis refused the connection (${last.message})` : last.message;
     if (isErrorReply(last)) return `Redis refused the connection (${last.message}); no connection ${within}`;
     return `Redis not reachable ${within}: ${last.message}`;
   }

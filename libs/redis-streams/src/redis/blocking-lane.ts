@@ -5,6 +5,7 @@ import { closeConnection, openBlockingConnection } from './connect.js';
 import type { RetryListener } from './command-lane.js';
 import { untilReady, watchState, type LaneState } from './lane-state.js';
 import { PARK_GRACE_MS } from './park-watchdog.js';
+import { explainConnectionError } from './redis-errors.js';
 
 /**
  * A reader's private connection for its park, to one node at a time, and the client id that
@@ -48,7 +49,7 @@ export class BlockingLane {
     this.conn = conn;
     this.target = target;
     this.clientId = undefined;
-    conn.on('error', (err: Error) => this.onError('blocking', err));
+    conn.on('error', (err: Error) => this.onError('blocking', explainConnectionError(err)));
     conn.on('reconnecting', (delayMs?: number) => this.onRetry?.('blocking', delayMs));
     // A reconnect gets a new client id; fetch it again before the next park.
     conn.on('close', () => {

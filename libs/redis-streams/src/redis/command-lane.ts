@@ -2,6 +2,7 @@ import type { Observable } from 'rxjs';
 import type { ResolvedConnection } from '../options/connection.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from './connect.js';
 import { watchState, type LaneState } from './lane-state.js';
+import { explainConnectionError } from './redis-errors.js';
 
 /** ioredis tries to reconnect a lane in `delayMs` (undefined on a cluster, which does not say). */
 export type RetryListener = (lane: string, delayMs: number | undefined) => void;
@@ -27,7 +28,7 @@ export function openCommandLane(
 ): CommandLane {
   const conn = openCommandConnection(connection, `${name}:command`, commandTimeoutMs);
   // Without a listener ioredis prints "Unhandled error event" on every failed reconnect.
-  conn.on('error', (err: Error) => onError('command', err));
+  conn.on('error', (err: Error) => onError('command', explainConnectionError(err)));
   if (onRetry) conn.on('reconnecting', (delayMs?: number) => onRetry('command', delayMs));
   return { conn, state$: watchState(conn) };
 }

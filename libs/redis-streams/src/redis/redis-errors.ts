@@ -39,7 +39,7 @@ export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) |^Too many
  * so the loop reports it loudly and backs off to its longest delay.
  */
 export function isRetryable(err: unknown, onCluster = false): boolean {
-  if (err instanceof UnsupportedServerError) return false;
+  if (err instanceof UnsupportedServerError || isNotRedis(err)) return false;
   if (isRedirection(err)) return onCluster;
   const text = message(err);
   if (isNoGroup(err) || isUnblocked(err)) return true;
@@ -105,6 +105,33 @@ export class UnsupportedServerError extends Error {
     super(`nestjs-redis-streams: unsupported server: ${detail}`);
     this.name = 'UnsupportedServerError';
   }
+}
+
+/** What ioredis' reply parser says of bytes that are not RESP: whatever answers on that port is not Redis. */
+const NOT_RESP = /^Unknown RESP type|^Protocol error/;
+const NOT_REDIS = /^the server does not answer in the Redis protocol/;
+
+/** The connection reached something that does not speak the Redis protocol (explainConnectionError). */
+export const isNotRedis = (err: unknown): boolean => NOT_RESP.test(message(err)) || NOT_REDIS.test(message(err));
+
+/**
+ * A connection's failure in words that name the fix, where Redis' or ioredis' own do not: NOAUTH (the
+ * server wants a password the connection does not give; Redis' words are about HELLO) and a reply that
+ * is no RESP (ioredis asks to "report this"; the port is not a Redis server's). Both need a human, so
+ * neither is retried at start. Redis' prefix stays first (whoever tests the reason reads it); the
+ * original is the cause. Any other error is returned as it is.
+ */
+export function explainConnectionError(err: Error): Error {
+  if (/^NOAUTH\b/.test(err.message))
+    return new Error(
+      "NOAUTH the server requires a password and the connection gives none: add it to the connection URL (its password part, with the user's name for an ACL user) or to the connection options (password, username)",
+      { cause: err },
+    );
+  if (NOT_RESP.test(err.message)) {
+    const said = err.message.replace(/\.? Please report this\.$/, '');
+    return new Error(`the server does not answer in the Redis protocol (${said}): is this the port of a Redis server?`, { cause: err });
+  }
+  return err;
 }
 
 /** MOVED on a one-node connection: the URL names a node of a cluster. */
