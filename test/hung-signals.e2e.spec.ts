@@ -43,3 +43,32 @@ describe.skipIf(CLUSTER_MODE)('a hung handler and signals (Nest shutdown hooks, 
     },
   );
 });
+
+describe.skipIf(CLUSTER_MODE)('a worker started without a SIGTERM handler', () => {
+  /** The fixture worker (no test runner's NODE_ENV), with or without Nest's shutdown hooks; resolves with what it printed up to `listening`. */
+  async function startedOutput(hooks: 'hooks' | 'no-hooks'): Promise<string> {
+    requireBuilt('libs/redis-streams/dist/esm/index.js');
+    const script = `${repoRoot}test/fixtures/hung-handler-signals.mjs`;
+    const env = { ...process.env, NODE_ENV: undefined, NO_COLOR: '1' };
+    const child = spawn(process.execPath, [script, redis.url, uniquePrefix(), 'c', hooks], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    onTestFinished(() => void child.kill('SIGKILL'));
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    await waitFor(() => out.includes('listening'), { message: 'the child to listen', timeoutMs: 15_000 });
+    return out;
+  }
+
+  it('warns once at start, naming the fix (Nest shutdown hooks), where a stop would kill it mid-entry; not when they are on', async () => {
+    const warning = /nothing handles SIGTERM: a stop .* would kill this process mid-entry \(exit 143\) .*call app\.enableShutdownHooks\(/;
+    const without = await startedOutput('no-hooks');
+    expect(without).toMatch(warning);
+    expect(without.match(/nothing handles SIGTERM/g)).toHaveLength(1);
+    // Said before `listening` when at all: the check runs as listen() starts.
+    expect(await startedOutput('hooks')).not.toMatch(/SIGTERM/);
+  });
+});

@@ -9,6 +9,7 @@ import { isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
+import { warnIfSigtermUnhandled } from './signal-check.js';
 import { NestDispatch, propagateEventHandlerErrors } from './nest-dispatch.js';
 
 /** Nest's handler registry as plain data: per pattern, the extras of every handler chained on it. */
@@ -61,6 +62,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
       return callback();
     }
+    warnIfSigtermUnhandled(this.logger);
     this.engine.start(plan).then(() => callback(), callback);
   }
 
