@@ -92,7 +92,7 @@ describe('operator CLI: deleting dead letters', () => {
     const { key, dead } = await scene();
     const asked = await cli('dlq', 'delete', dead, '--all');
     expect(asked.code).toBe(2);
-    expect(asked.stderr).toContain(`delete --all deletes all 2 dead letters of "${dead}": add --yes`);
+    expect(asked.stderr).toContain(`delete --all deletes 2 dead letters of "${dead}": add --yes`);
     expect(await redis.client().xlen(dead)).toBe(2);
     const done = await cli('dlq', 'delete', dead, '--all', '--yes', '--json');
     expect(done.code).toBe(0);
@@ -188,7 +188,7 @@ describe('operator CLI: inspect says what needs attention', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { streams: { attention: string[] }[] });
     const later = frames.slice(1).flatMap((f) => f.streams[0]!.attention);
-    expect(later).toEqual(expect.arrayContaining([`"${dead}" grew by 1 dead letters`, 'lag of group "g" rose from 2 to 3']));
+    expect(later).toEqual(expect.arrayContaining([`"${dead}" grew by 1 dead letter`, 'lag of group "g" rose from 2 to 3']));
     expect(frames[0]!.streams[0]!.attention.some((a) => a.includes('grew') || a.includes('rose'))).toBe(false);
   });
 });

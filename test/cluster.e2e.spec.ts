@@ -426,7 +426,7 @@ describe('on a Redis Cluster', () => {
     await waitFor(() => logs.lines.filter((l) => l.startsWith('warn') && /no handler of this consumer reads/.test(l)).length === 2, {
       message: 'two warnings',
     });
-    expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entries that no handler of this consumer reads`);
+    expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entry that no handler of this consumer reads`);
     expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entries`);
   });
 

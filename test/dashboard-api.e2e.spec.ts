@@ -105,7 +105,7 @@ describe('dashboard API', () => {
     await redis.client().zadd(retrySetKey(stream, 'g'), seconds * 1000 + 60_000, id);
     const overview = await dashboard(prefix).then((d) => d.get('api/overview'));
     expect(overview.body.streams[0].groups[0].retries).toEqual({ waiting: 1, due: 0 });
-    expect(overview.body.attention).toContain(`${stream}: 1 entries of group "g" wait for a retry`);
+    expect(overview.body.attention).toContain(`${stream}: 1 entry of group "g" waits for a retry`);
   });
 
   it('produced and consumed rates between two refreshes, and their history for the sparklines', async () => {

@@ -241,7 +241,7 @@ describe('dashboard', () => {
       await waitFor(() => handled.length === 1, { message: 'the redriven entry handled' });
       expect(handled).toEqual([{ order: 1 }]);
       expect(await redis.client().xlen(dead)).toBe(0);
-      expect(logs).toEqual([expect.stringMatching(new RegExp(`"tester" redrove 1 of 1 letters of .*: ${letter}`))]);
+      expect(logs).toEqual([expect.stringMatching(new RegExp(`"tester" redrove 1 of 1 letter of .*: ${letter}`))]);
       // A JSON array (express.json() parses it before the middleware) is no action.
       const array = await fetch(`${base}api/dead-letters/delete`, {
         method: 'POST',

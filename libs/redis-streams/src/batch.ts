@@ -2,6 +2,7 @@ import { BaseRpcContext, RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
 import type { RedisStreamsContext } from './context.js';
 import type { RedisStreamsBatchContextArgs } from './consumer/entry-context.js';
+import { counted } from './readable.js';
 
 export type { RedisStreamsBatchContextArgs };
 
@@ -56,7 +57,7 @@ export class BatchFailure extends RpcException {
     const list: EntryFailure[] = [];
     for (const { entry, error } of failures)
       list.push({ context: entry.context, error: error ?? new Error(message ?? 'failed in its batch') });
-    super({ status: 'error', message: message ?? `${list.length} entries of the batch failed`, batchFailures: list });
+    super({ status: 'error', message: message ?? `${counted(list.length, 'entry', 'entries')} of the batch failed`, batchFailures: list });
   }
 
   /** Every entry in `entries` failed with `error`. */

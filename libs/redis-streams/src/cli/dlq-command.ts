@@ -5,6 +5,7 @@ import { isWrongType } from '../redis/redis-errors.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { requireDeadLetterStream, requireEntryId } from './dead-letter-guard.js';
+import { counted } from '../readable.js';
 
 export const DLQ_USAGE = `find    <stream> [--json]
   list    <dead-letter-stream> [--count N] [--after ID] [--custom-dlq] [--json]
@@ -74,7 +75,7 @@ async function find(dlq: DeadLetters, target: string, json: boolean, io: CliIo):
   const found = await dlq.find(target);
   if (json) io.out(safeJson(found));
   else if (found.length === 0) io.out(`no dead-letter stream of "${e(target)}" under the default names`);
-  else for (const name of found) io.out(`${e(name)}  ${await dlq.count(name)} entries`);
+  else for (const name of found) io.out(`${e(name)}  ${counted(await dlq.count(name), 'entry', 'entries')}`);
   return 0;
 }
 
@@ -82,7 +83,7 @@ async function list(dlq: DeadLetters, target: string, count: number, values: Dlq
   const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
   if (values.json) letters.forEach((d) => io.out(safeJson(d)));
   else {
-    io.out(`${await dlq.count(target)} entries in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
+    io.out(`${counted(await dlq.count(target), 'entry', 'entries')} in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
     for (const d of letters) {
       io.out(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
       io.out(`    ${safeJson(d.fields)}`);
@@ -122,9 +123,13 @@ async function remove(dlq: DeadLetters, target: string, ids: string[], json: boo
 /** Destructive: without --yes it only says how many letters it would delete (exit 2). */
 async function deleteAll(dlq: DeadLetters, target: string, values: DlqFlags, io: CliIo): Promise<number> {
   if (!values.yes)
-    throw new UsageError(`delete --all deletes all ${await dlq.count(target)} dead letters of "${e(target)}": add --yes to confirm`);
+    throw new UsageError(
+      `delete --all deletes ${counted(await dlq.count(target), 'dead letter', 'dead letters')} of "${e(target)}": add --yes to confirm`,
+    );
   const deleted = await dlq.purge(target);
-  io.out(values.json ? safeJson({ stream: target, deleted }) : `deleted ${deleted} dead letters from "${e(target)}"`);
+  io.out(
+    values.json ? safeJson({ stream: target, deleted }) : `deleted ${counted(deleted, 'dead letter', 'dead letters')} from "${e(target)}"`,
+  );
   return 0;
 }
 

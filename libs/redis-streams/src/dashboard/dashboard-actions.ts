@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { safeJson } from '../escape-control.js';
 import { BadRequest, deadStream, isStreamId, type DashboardContext } from './dashboard-keys.js';
+import { counted } from '../readable.js';
 
 /** An action refused: 403 (read-only, cross-site, not authorized) or 415. */
 export class ActionRefused extends Error {
@@ -38,12 +39,14 @@ export async function runAction(req: IncomingMessage, path: string, ctx: Dashboa
     const results = ids.length === 0 ? [] : await dlq.redrive(key, ids);
     const moved = results.filter((r) => r.newId !== null);
     options.logger.log(
-      `dashboard: ${safeJson(who)} redrove ${moved.length} of ${ids.length} letters of ${safeJson(key)}: ${moved.map((r) => r.id).join(', ') || 'none'}`,
+      `dashboard: ${safeJson(who)} redrove ${moved.length} of ${counted(ids.length, 'letter', 'letters')} of ${safeJson(key)}: ${moved.map((r) => r.id).join(', ') || 'none'}`,
     );
     return { results, remaining: all ? await dlq.count(key) : undefined };
   }
   const deleted = await dlq.delete(key, ids);
-  options.logger.log(`dashboard: ${safeJson(who)} deleted ${deleted.length} letters of ${safeJson(key)}: ${deleted.join(', ') || 'none'}`);
+  options.logger.log(
+    `dashboard: ${safeJson(who)} deleted ${counted(deleted.length, 'letter', 'letters')} of ${safeJson(key)}: ${deleted.join(', ') || 'none'}`,
+  );
   return { deleted };
 }
 

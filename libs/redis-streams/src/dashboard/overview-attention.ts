@@ -2,6 +2,7 @@ import { attention } from '../cli/attention.js';
 import { escapeControl } from '../escape-control.js';
 import type { StreamReport } from '../cli/inspect.js';
 import type { StreamSummary } from '../redis/dashboard-replies.js';
+import { counted } from '../readable.js';
 
 export interface DeadLetterFigure {
   stream: string;
@@ -45,8 +46,14 @@ export function asReport(
 export function streamAttention(report: StreamReport, minIdleMs: number, previous?: StreamReport): string[] {
   const found = attention(report, minIdleMs, previous);
   for (const g of report.groups) {
-    if (g.retryWaiting) found.push(`${g.retryWaiting} entries of group "${escapeControl(g.name)}" wait for a retry`);
-    if (g.retryDue) found.push(`${g.retryDue} retries of group "${escapeControl(g.name)}" are due and not yet taken`);
+    if (g.retryWaiting)
+      found.push(
+        `${counted(g.retryWaiting, 'entry', 'entries')} of group "${escapeControl(g.name)}" ${g.retryWaiting === 1 ? 'waits' : 'wait'} for a retry`,
+      );
+    if (g.retryDue)
+      found.push(
+        `${counted(g.retryDue, 'retry', 'retries')} of group "${escapeControl(g.name)}" ${g.retryDue === 1 ? 'is' : 'are'} due and not yet taken`,
+      );
   }
   return found;
 }

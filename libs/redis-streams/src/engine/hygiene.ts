@@ -5,6 +5,7 @@ import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import { sameSlotKey } from '../redis/slots.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
+import { counted } from '../readable.js';
 
 /** `consumerCleanup`: deletes consumers left behind, beside the loops; undefined when off. */
 export function startHygiene(
@@ -33,7 +34,7 @@ export function startHygiene(
     lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${group}`) : `${stream}:cleanup:${group}`),
     onDeleted: (stream, names) => {
       logger.log(
-        `deleted ${names.length} consumers of group "${group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`,
+        `deleted ${counted(names.length, 'consumer', 'consumers')} of group "${group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`,
       );
       onDeleted(stream, names);
     },

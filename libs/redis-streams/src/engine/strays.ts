@@ -1,5 +1,6 @@
 import type { Logger } from '../ports.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { counted } from '../readable.js';
 
 /**
  * Entries under keys no handler reads (see `StreamPlan.strays`): a producer and a consumer that
@@ -10,7 +11,7 @@ export async function warnStrays(conn: RedisConnection, strays: ReadonlyMap<stri
     const length = await conn.xlen(key).catch(() => 0);
     if (length > 0) {
       logger.warn(
-        `stream "${key}" holds ${length} entries that no handler of this consumer reads (${why}): do producers use another partition count?`,
+        `stream "${key}" holds ${counted(length, 'entry', 'entries')} that no handler of this consumer reads (${why}): do producers use another partition count?`,
       );
     }
   }

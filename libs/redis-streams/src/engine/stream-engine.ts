@@ -31,6 +31,7 @@ import { settleDepsOf } from './settle-deps.js';
 import { logStopping, settleInHand, untilSecondSignal } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
+import { counted } from '../readable.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
 
@@ -113,7 +114,7 @@ export class StreamEngine {
         onSettled: (event) => this.settled(event),
         onDeleted: (stream, ids) => {
           this.logger.error(
-            `${ids.length} pending entries of "${stream}" were deleted before they were acked (data loss): ${ids.join(', ')}`,
+            `${counted(ids.length, 'pending entry', 'pending entries')} of "${stream}" ${ids.length === 1 ? 'was' : 'were'} deleted before ${ids.length === 1 ? 'it was' : 'they were'} acked (data loss): ${ids.join(', ')}`,
           );
           this.emit('deleted', stream, ids);
         },
