@@ -98,7 +98,8 @@ export default defineConfig({
         test: {
           name: 'node',
           include: process.env.TEST_SET === 'valkey' ? ON_VALKEY : ['test/**/*.spec.ts'],
-          exclude: [...OWN_CLUSTER, ...SKIP],
+          // Fixtures' own test files run only inside the tests that start them (test/leftovers.spec.ts).
+          exclude: [...OWN_CLUSTER, 'test/fixtures/**', ...SKIP],
           maxWorkers: WORKERS,
         },
       },

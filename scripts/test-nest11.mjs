@@ -104,7 +104,7 @@ try {
       throw new Error(`scripts/test-nest11.mjs: ${name} installed at ${version ?? 'no version'}, not ${range}`);
   }
   run('npm', ['run', 'typecheck']);
-  run('npx', ['vitest', 'run'], { TEST_SKIP: ONCE.join(',') });
+  run('node', ['scripts/run-tests.mjs'], { TEST_SKIP: ONCE.join(',') });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -427,7 +427,7 @@ describe('on a Redis Cluster', () => {
       message: 'two warnings',
     });
     expect(logs.text()).toContain(`stream "${prefix}orders" holds 1 entry that no handler of this consumer reads`);
-    expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entries`);
+    expect(logs.text()).toContain(`stream "${partitionKey(prefix, 'orders', 6)}" holds 1 entry`);
   });
 
   // Last: it fails masters over. Options a user may pass that change how ioredis follows a moved slot.

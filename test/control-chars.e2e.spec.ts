@@ -66,7 +66,7 @@ describe('control characters written by producers are escaped', () => {
     expectEscaped(json, '\\u001b]0;pwned\\u0007', '\\u007f\\u009b2J');
     // Still JSON, of the same value.
     expect(JSON.parse(json.trim()).error).toBe(`boom${HOSTILE}${C1}`);
-    expectEscaped(await cli('dlq', 'find', key), `${dead}  1 entries`);
+    expectEscaped(await cli('dlq', 'find', key), `${dead}  1 entry`);
   });
 
   it('in redis-streams inspect: stream, group and consumer names', async () => {

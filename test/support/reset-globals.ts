@@ -1,5 +1,9 @@
+import { failOnLeftovers } from './leftovers.js';
 import { disableOtelGlobals } from './otel.js';
 
 // Test files share a worker's module cache (isolate: false): each starts with no OpenTelemetry
 // globals, whatever the file before it registered.
 disableOtelGlobals();
+
+// Registered before the file's own hooks, so it runs after them (Vitest runs after-hooks as a stack).
+failOnLeftovers();

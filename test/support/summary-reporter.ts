@@ -19,8 +19,9 @@ export default class SummaryReporter implements Reporter {
           failures.push(`failed: ${file} > ${test.fullName}: ${firstLine(result.errors?.[0]?.message)}`);
         } else counts.skipped++;
       }
-      // A file that failed to load has no tests but must count as a failure.
-      if (mod.state() === 'failed' && [...mod.children.allTests()].length === 0) {
+      // A file that failed to load, or whose hooks failed after its tests passed (a process left running:
+      // test/support/leftovers.ts), must count as a failure too.
+      if (mod.state() === 'failed' && ![...mod.children.allTests()].some((t) => t.result().state === 'failed')) {
         counts.failed++;
         failures.push(`failed: ${file}: ${firstLine(mod.errors()[0]?.message)}`);
       }
