@@ -1,8 +1,15 @@
-// node scripts/run-fixtures.mjs [name…]: each fixture under fixtures/ is a small app of its own.
-// It is copied to a fresh directory, installs its own locked dependencies (the library's peers
-// resolved afresh: the newest in range) plus the packed library tarball (npm install <tarball>),
-// and runs its own `npm test` against a throwaway redis-server on a free loopback port (REDIS_URL). The fixtures run at once (their
-// installs mostly wait on the registry); each one's output is printed in one piece when it ends.
+// node scripts/run-fixtures.mjs [run…]: the apps under fixtures/ install the packed library and run their
+// own e2e tests against a throwaway redis-server on a free loopback port (REDIS_URL). Each fixture runs in
+// one or both of two ways, in a fresh directory:
+// - locked (its package.json and package-lock.json): its locked dependencies, the library's peers
+//   resolved afresh (the newest in its range), plus the tarball; then its own `npm test`;
+// - new (its fixture.json names a `nest new` and a README install line): the app a user starts from,
+//   `nest new` of that CLI version with the template's dependencies resolved today, then the README's
+//   install line for it, verbatim but for the tarball's path, then the fixture's own src/ and test/ over
+//   the template's, then the template's `npm run build` and `npm run test:e2e`. A release of a peer that
+//   breaks the README's line (a version that does not exist, a peer conflict) fails here, not a user.
+// The runs go at once (their installs mostly wait on the registry); each one's output is printed in one
+// piece when it ends.
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,18 +17,24 @@ import { fileURLToPath } from 'node:url';
 import { startRedisServer } from './lib/redis-server.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Every run of every fixture: `<fixture>` (locked) and `<fixture>:new` (from `nest new`). */
+const allRuns = readdirSync(`${root}fixtures`).flatMap((name) => [
+  ...(existsSync(`${root}fixtures/${name}/package-lock.json`) ? [{ id: name, name, kind: 'locked' }] : []),
+  ...(existsSync(`${root}fixtures/${name}/fixture.json`)
+    ? [{ id: `${name}:new`, name, kind: 'new', ...JSON.parse(readFileSync(`${root}fixtures/${name}/fixture.json`, 'utf8')).new }]
+    : []),
+]);
 const only = process.argv.slice(2);
-const names = readdirSync(`${root}fixtures`).filter(
-  (n) => existsSync(`${root}fixtures/${n}/package.json`) && (only.length === 0 || only.includes(n)),
-);
-if (names.length === 0) {
-  process.stderr.write(`run-fixtures: no fixture named ${only.join(', ')} under fixtures/\n`);
+const runs = allRuns.filter((r) => only.length === 0 || only.includes(r.id) || only.includes(r.name));
+if (runs.length === 0) {
+  process.stderr.write(`run-fixtures: no run named ${only.join(', ')}; there are ${allRuns.map((r) => r.id).join(', ')}\n`);
   process.exit(1);
 }
 const tarball = execFileSync(process.execPath, [`${root}scripts/pack-lib.mjs`], { encoding: 'utf8' }).trim();
 
 /** Runs `cmd`, its output appended to `out`; rejects on a non-zero exit. */
-const run = (out, cmd, args, cwd, env = {}) =>
+const runCommand = (out, cmd, args, cwd, env = {}) =>
   new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
@@ -55,32 +68,67 @@ function prepareLock(name, dir) {
   writeFileSync(`${dir}/package-lock.json`, `${JSON.stringify(lock, null, 2)}\n`);
 }
 
-async function runFixture(name) {
+/** The README's install line for `which` (the ```sh block after `<!-- install: which … -->`), with `tarball` for its path. */
+function readmeInstall(which, tarball) {
+  const readme = readFileSync(`${root}README.md`, 'utf8');
+  const block = new RegExp(`<!-- install: ${which}\\b[^\\n]*-->\\n\`\`\`sh\\n(.+)\\n\`\`\``).exec(readme);
+  if (!block) throw new Error(`README.md has no install line marked <!-- install: ${which} -->`);
+  const line = block[1].replace(/\/path\/to\/nestjs-redis-streams-\S+\.tgz/, tarball);
+  if (line === block[1]) throw new Error(`README.md's ${which} install line names no /path/to/nestjs-redis-streams-<version>.tgz`);
+  return line;
+}
+
+/** `nest new` of the fixture's CLI, the README's install line, the fixture's own files; resolves with the app's directory. */
+async function newApp(run, dir, out) {
+  const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
+  await runCommand(out, 'npx', ['-y', run.cli, 'new', 'app', '--skip-git', '--skip-install', '--package-manager', 'npm', ...(run.args ?? [])], dir);
+  out.pop(); // the CLI's banner: kept for a failure only
+  const app = `${dir}/app`;
+  await runCommand(out, 'npm', ['install', ...quiet, '--prefer-offline'], app);
+  const line = readmeInstall(run.install, tarball);
+  out.push(`fixture ${run.id}: ${line}\n`);
+  await runCommand(out, 'sh', ['-c', line], app);
+  for (const part of ['src', 'test']) cpSync(`${root}fixtures/${run.name}/${part}`, `${app}/${part}`, { recursive: true });
+  return app;
+}
+
+async function runFixture(run) {
   const out = [];
-  const dir = mkdtempSync(`${tmpdir()}/nrs-fixture-${name}-`);
-  cpSync(`${root}fixtures/${name}`, dir, { recursive: true, filter: (src) => !/node_modules|dist$/.test(src) });
+  const dir = mkdtempSync(`${tmpdir()}/nrs-fixture-${run.name}-`);
   const started = Date.now();
   let redis;
   try {
-    prepareLock(name, dir);
-    redis = await startRedisServer();
-    out.push(`fixture ${name}: installing into ${dir}\n`);
-    // Its lockfile and the tarball in one install: the registry is asked for tarballs only, not for every package's metadata.
-    await run(out, 'npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
-    const versions = await run(out, 'npm', ['ls', '--depth=0'], dir);
+    let app = dir;
+    if (run.kind === 'locked') {
+      cpSync(`${root}fixtures/${run.name}`, dir, { recursive: true, filter: (src) => !/node_modules|dist$/.test(src) });
+      prepareLock(run.name, dir);
+      out.push(`fixture ${run.id}: installing into ${dir}\n`);
+      // Its lockfile and the tarball in one install: the registry is asked for tarballs only, not for every package's metadata.
+      await runCommand(out, 'npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
+    } else {
+      out.push(`fixture ${run.id}: ${run.cli} new, into ${dir}\n`);
+      app = await newApp(run, dir, out);
+    }
+    const versions = await runCommand(out, 'npm', ['ls', '--depth=0'], app);
     out.pop(); // its output is kept for a failure only: the versions line below says what matters
     out.push(
-      `fixture ${name}: ${versions
+      `fixture ${run.id}: ${versions
         .split('\n')
-        .filter((l) => /@nestjs\/core|ioredis|rxjs|reflect-metadata|typescript|jest@|vitest|nestjs-redis-streams/.test(l))
+        .filter((l) => /@nestjs\/(core|microservices)|ioredis|rxjs|reflect-metadata|typescript@|jest@|vitest|nestjs-redis-streams/.test(l))
         .map((l) => l.replace(/^[^\w@]+/, ''))
         .join(', ')}\n`,
     );
-    await run(out, 'npm', ['test'], dir, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
-    out.push(`fixture ${name}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    redis = await startRedisServer();
+    const env = { REDIS_URL: `redis://127.0.0.1:${redis.port}` };
+    if (run.kind === 'locked') await runCommand(out, 'npm', ['test'], app, env);
+    else {
+      await runCommand(out, 'npm', ['run', 'build'], app);
+      await runCommand(out, 'npm', ['run', 'test:e2e'], app, env);
+    }
+    out.push(`fixture ${run.id}: passed in ${Math.round((Date.now() - started) / 1000)} s\n`);
     return true;
   } catch (err) {
-    out.push(`fixture ${name}: FAILED (${err.message})\n`);
+    out.push(`fixture ${run.id}: FAILED (${err.message})\n`);
     return false;
   } finally {
     process.stdout.write(out.join(''));
@@ -89,5 +137,5 @@ async function runFixture(name) {
   }
 }
 
-const passed = await Promise.all(names.map(runFixture));
+const passed = await Promise.all(runs.map(runFixture));
 process.exit(passed.every(Boolean) ? 0 : 1);
