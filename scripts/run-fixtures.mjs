@@ -81,7 +81,12 @@ function readmeInstall(which, tarball) {
 /** `nest new` of the fixture's CLI, the README's install line, the fixture's own files; resolves with the app's directory. */
 async function newApp(run, dir, out) {
   const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
-  await runCommand(out, 'npx', ['-y', run.cli, 'new', 'app', '--skip-git', '--skip-install', '--package-manager', 'npm', ...(run.args ?? [])], dir);
+  await runCommand(
+    out,
+    'npx',
+    ['-y', run.cli, 'new', 'app', '--skip-git', '--skip-install', '--package-manager', 'npm', ...(run.args ?? [])],
+    dir,
+  );
   out.pop(); // the CLI's banner: kept for a failure only
   const app = `${dir}/app`;
   await runCommand(out, 'npm', ['install', ...quiet, '--prefer-offline'], app);
@@ -104,7 +109,12 @@ async function runFixture(run) {
       prepareLock(run.name, dir);
       out.push(`fixture ${run.id}: installing into ${dir}\n`);
       // Its lockfile and the tarball in one install: the registry is asked for tarballs only, not for every package's metadata.
-      await runCommand(out, 'npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball], dir);
+      await runCommand(
+        out,
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefer-offline', '--no-save', tarball],
+        dir,
+      );
     } else {
       out.push(`fixture ${run.id}: ${run.cli} new, into ${dir}\n`);
       app = await newApp(run, dir, out);
