@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { runCli, runCliProcess } from './support/cli.js';
 import { waitFor } from './support/wait-for.js';
-import { deadLetterKey } from './support/redis-server.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { createGroup } from './support/backlog.js';
@@ -303,5 +304,72 @@ describe('operator CLI: review findings', () => {
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).not.toContain('\\x0a');
     expect(ambiguous.stderr.split('\n')[1]).toMatch(/^Did you forget/);
+  });
+});
+
+// No server involved: the one-node pass covers it.
+describe.skipIf(CLUSTER_MODE)('operator CLI: usage and help, per command', () => {
+  /** The lines after the error line and the blank one: what a usage error shows besides the error. */
+  const shown = (stderr: string) => stderr.trimEnd().split('\n').slice(2);
+
+  it("a usage error prints one line and that command's usage, not the whole help", async () => {
+    for (const [args, command] of [
+      [['dlq', 'list'], 'dlq'],
+      [['inspect', '--bogus'], 'inspect'],
+      [['pending', 'peek', 'orders', '1-1'], 'pending'],
+      [['consumers', 'prune', 'orders'], 'consumers'],
+      [['dashboard', 'x'], 'dashboard'],
+    ] as const) {
+      const run = await cli(...args);
+      expect(run.code, args.join(' ')).toBe(2);
+      const [error, blank] = run.stderr.split('\n');
+      expect(error).toMatch(/^redis-streams: /);
+      expect(blank).toBe('');
+      const usage = shown(run.stderr);
+      expect(usage[0]).toBe('usage:');
+      expect(
+        usage
+          .slice(1)
+          .filter((l) => /^ {2}redis-streams /.test(l))
+          .every((l) => l.startsWith(`  redis-streams ${command}`)),
+      ).toBe(true);
+      expect(usage.length, run.stderr).toBeLessThanOrEqual(8);
+    }
+    // No command, or an unknown one: the commands' usage lines only.
+    for (const args of [[], ['nope']]) {
+      const run = await cli(...args);
+      expect(run.code).toBe(2);
+      expect(shown(run.stderr).length, run.stderr).toBeLessThanOrEqual(16);
+      expect(run.stderr).toContain('redis-streams <command> --help');
+      expect(run.stderr).not.toContain('attention:');
+    }
+    const dlq = await dlqCli('list');
+    expect(dlq.code).toBe(2);
+    expect(shown(dlq.stderr).length, dlq.stderr).toBeLessThanOrEqual(8);
+  });
+
+  it("<command> --help gives that command's help; --help alone all of it", async () => {
+    const inspect = await cli('inspect', '--help');
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout).toMatch(/^usage:\n {2}redis-streams inspect /);
+    expect(inspect.stdout).toContain('"attention:" lines');
+    expect(inspect.stdout).toContain('--timeout-ms');
+    expect(inspect.stdout).not.toMatch(/pending peek:|dashboard:/);
+    const pending = await cli('pending', '--help');
+    expect(pending.stdout).toMatch(/^usage:\n {2}redis-streams pending peek /);
+    expect(pending.stdout).not.toContain('"attention:" lines');
+    const all = await cli('--help');
+    for (const part of ['"attention:" lines', 'pending peek:', 'dashboard:', 'consumers prune:']) expect(all.stdout).toContain(part);
+  });
+
+  it('npx redis-streams and npx redis-streams-dlq run in the repository root (npm links them at install, before a build)', async () => {
+    requireBuilt('libs/redis-streams/dist/esm/cli/redis-streams.js');
+    for (const [bin, first] of [
+      ['redis-streams', 'redis-streams inspect'],
+      ['redis-streams-dlq', 'redis-streams-dlq find'],
+    ] as const) {
+      const { stdout } = await promisify(execFile)('npx', ['--no-install', bin, '--help'], { cwd: repoRoot });
+      expect(stdout).toMatch(new RegExp(`^usage:\n {2}${first} `));
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { dlqMain, DLQ_BIN_USAGE } from '../../libs/redis-streams/src/cli/dlq-main.js';
-import { redisStreamsMain, REDIS_STREAMS_USAGE } from '../../libs/redis-streams/src/cli/redis-streams-main.js';
+import { dlqMain, DLQ_BIN_SHORT_USAGE } from '../../libs/redis-streams/src/cli/dlq-main.js';
+import { redisStreamsMain, REDIS_STREAMS_SHORT_USAGE } from '../../libs/redis-streams/src/cli/redis-streams-main.js';
 import { runCommand } from '../../libs/redis-streams/src/cli/run-command.js';
 import { requireBuilt, repoRoot } from './built.js';
 import type { TestRedis } from './redis-server.js';
@@ -37,7 +37,7 @@ export async function runCli(redis: TestRedis, args: string[], bin: Bin = 'redis
     raw: (text: string) => (stdout += text),
     tty: false,
   };
-  const [main, usage] = bin === 'redis-streams' ? [redisStreamsMain, REDIS_STREAMS_USAGE] : [dlqMain, DLQ_BIN_USAGE];
+  const [main, usage] = bin === 'redis-streams' ? [redisStreamsMain, REDIS_STREAMS_SHORT_USAGE] : [dlqMain, DLQ_BIN_SHORT_USAGE];
   const code = await runCommand(bin, main, usage, [...args, ...targetOf(redis, args)], io);
   return { code, stdout, stderr };
 }

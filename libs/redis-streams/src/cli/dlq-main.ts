@@ -2,16 +2,22 @@
 import { parseArgs } from 'node:util';
 import { escapeControl } from '../escape-control.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import { CONNECTION_FLAGS, CONNECTION_HELP, withConnection } from './cli-connection.js';
+import { CONNECTION_FLAGS, CONNECTION_HELP, UsageError, withConnection } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
 
-export const DLQ_BIN_USAGE = `usage:
+const DLQ_BIN_LINES = `usage:
   redis-streams-dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams-dlq ')}
-  (each with [--url redis://…] or [--cluster redis://…,…])
+  (each with [--url redis://…] or [--cluster redis://…,…])`;
+
+/** `--help`. */
+export const DLQ_BIN_USAGE = `${DLQ_BIN_LINES}
 
 ${CONNECTION_HELP}
 ${DLQ_NAMING}`;
+
+/** What a usage error prints after it. */
+export const DLQ_BIN_SHORT_USAGE = `${DLQ_BIN_LINES}\nredis-streams-dlq --help says more.`;
 
 export async function dlqMain(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -27,13 +33,7 @@ export async function dlqMain(argv: string[], io: CliIo): Promise<number> {
     io.out(DLQ_BIN_USAGE);
     return 0;
   }
-  if (!command || !target) {
-    io.err(DLQ_BIN_USAGE);
-    return 2;
-  }
-  if (!DLQ_COMMANDS.includes(command)) {
-    io.err(`redis-streams-dlq: unknown command "${escapeControl(command)}"\n\n${DLQ_BIN_USAGE}`);
-    return 2;
-  }
+  if (!command || !target) throw new UsageError(command ? `${escapeControl(command)} needs a stream` : 'a command is needed');
+  if (!DLQ_COMMANDS.includes(command)) throw new UsageError(`unknown command "${escapeControl(command)}"`);
   return withConnection(values, (redis) => runDlq(redis, new DeadLetters(redis), command, target, ids, values, io));
 }

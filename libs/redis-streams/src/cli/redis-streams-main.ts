@@ -15,15 +15,7 @@ import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, ru
 import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
 import { counted } from '../readable.js';
 
-export const REDIS_STREAMS_USAGE = `usage:
-  redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--entries N] [--json] [--watch [--interval MS] [--times N]]
-  redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}
-  redis-streams consumers prune <stream> --group G --idle-ms MS [--json]
-  redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}
-  redis-streams ${DASHBOARD_USAGE}
-  (each with [--url redis://…] or [--cluster redis://…,…])
-
-inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
+const INSPECT_HELP = `inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
 per consumer its pending count, idle time and the age of its oldest pending entry, then its --entries
 oldest pending entries (default 10), each with what it waits for: "waiting for its retry in …"
 (a record in the retry set, due later), "retry due … ago", "in a live handler" (its consumer has a
@@ -34,16 +26,46 @@ place every --interval ms (default 2000) with entries/s produced and consumed. E
 "attention:" lines (\`attention\` in --json) flag a pending entry idle past --min-idle-ms (default
 30000, the server's minIdleMs default) that nobody reclaimed, a consumer with no connection that owns
 entries (or entries waiting for their retry), a retry due longer than --min-idle-ms ago under a live
-consumer, a retry set that could not be read, dead letters, and, when watching, a dead-letter stream that grew and a lag that rose.
-consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
-and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).
+consumer, a retry set that could not be read, dead letters, a dead-letter key that holds another type,
+and, when watching, a dead-letter stream that grew and a lag that rose.`;
 
-${PENDING_HELP}
+const PRUNE_HELP = `consumers prune: deletes the group's consumers idle for --idle-ms or more that own no pending entry
+and have no connection open (a live parked worker looks idle for minutes on Redis 7.0).`;
 
-${DASHBOARD_HELP}
+/** Each command: its usage lines and what it does. */
+const COMMANDS: Record<string, { usage: string; help: string }> = {
+  inspect: {
+    usage:
+      'redis-streams inspect [<stream> …] [--match PATTERN] [--group G] [--min-idle-ms MS] [--entries N] [--json] [--watch [--interval MS] [--times N]]',
+    help: INSPECT_HELP,
+  },
+  dlq: { usage: `redis-streams dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams dlq ')}`, help: DLQ_NAMING },
+  consumers: { usage: 'redis-streams consumers prune <stream> --group G --idle-ms MS [--json]', help: PRUNE_HELP },
+  pending: { usage: `redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}`, help: PENDING_HELP },
+  dashboard: { usage: `redis-streams ${DASHBOARD_USAGE}`, help: DASHBOARD_HELP },
+};
 
-${CONNECTION_HELP}
-${DLQ_NAMING}`;
+const WHERE = '(each with [--url redis://…] or [--cluster redis://…,…])';
+const usageLines = (names: string[]) => `usage:\n  ${names.map((n) => COMMANDS[n]!.usage).join('\n  ')}\n  ${WHERE}`;
+
+/** `--help`: every command's usage and what each does. */
+export const REDIS_STREAMS_USAGE = `${usageLines(Object.keys(COMMANDS))}
+
+${Object.values(COMMANDS)
+  .map((c) => c.help)
+  .join('\n\n')}
+
+${CONNECTION_HELP}`;
+
+/** What a usage error without a known command prints after it: the usage lines, and where the rest is. */
+export const REDIS_STREAMS_SHORT_USAGE = `${usageLines(Object.keys(COMMANDS))}
+redis-streams <command> --help says what a command does; redis-streams --help, all of them.`;
+
+/** One command's usage, after a usage error of that command. */
+const commandUsage = (command: string) => `${usageLines([command])}\nredis-streams ${command} --help says more.`;
+
+/** `<command> --help`. */
+const commandHelp = (command: string) => `${usageLines([command])}\n\n${COMMANDS[command]!.help}\n\n${CONNECTION_HELP}`;
 
 const fail = (message: string): never => {
   throw new UsageError(message);
@@ -54,34 +76,50 @@ const MAX_ENTRIES_SHOWN = 1000;
 
 type Flags = ReturnType<typeof parseFlags>['values'];
 
+const parseFlagsOptions = {
+  ...CONNECTION_FLAGS,
+  ...DLQ_FLAGS,
+  ...DASHBOARD_FLAGS,
+  match: { type: 'string', default: '*' },
+  group: { type: 'string' },
+  watch: { type: 'boolean', default: false },
+  interval: { type: 'string', default: '2000' },
+  times: { type: 'string' },
+  'idle-ms': { type: 'string' },
+  'min-idle-ms': { type: 'string', default: '30000' },
+  entries: { type: 'string', default: '10' },
+  force: { type: 'boolean', default: false },
+} as const;
+
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      ...CONNECTION_FLAGS,
-      ...DLQ_FLAGS,
-      ...DASHBOARD_FLAGS,
-      match: { type: 'string', default: '*' },
-      group: { type: 'string' },
-      watch: { type: 'boolean', default: false },
-      interval: { type: 'string', default: '2000' },
-      times: { type: 'string' },
-      'idle-ms': { type: 'string' },
-      'min-idle-ms': { type: 'string', default: '30000' },
-      entries: { type: 'string', default: '10' },
-      force: { type: 'boolean', default: false },
-    },
-  });
+  return parseArgs({ args: argv, allowPositionals: true, options: parseFlagsOptions });
+}
+
+/** The command `argv` names, read leniently (a bad flag must not hide which command's usage to show). */
+function commandOf(argv: string[]): string | undefined {
+  const [command] = parseArgs({ args: argv, allowPositionals: true, strict: false, options: parseFlagsOptions }).positionals;
+  return command !== undefined && command in COMMANDS ? command : undefined;
 }
 
 export async function redisStreamsMain(argv: string[], io: CliIo): Promise<number> {
+  try {
+    return await runRedisStreams(argv, io);
+  } catch (err) {
+    // A usage error shows the usage of the command it concerns, when there is one.
+    const command = commandOf(argv);
+    const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+    if (command && (err instanceof UsageError || parseError)) (err as { usage?: string }).usage = commandUsage(command);
+    throw err;
+  }
+}
+
+async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags(argv);
+  const [command, ...rest] = positionals;
   if (values.help) {
-    io.out(REDIS_STREAMS_USAGE);
+    io.out(command !== undefined && command in COMMANDS ? commandHelp(command) : REDIS_STREAMS_USAGE);
     return 0;
   }
-  const [command, ...rest] = positionals;
   if (!command) return fail('a command is needed');
   if (command === 'dlq') {
     const [sub, target, ...ids] = rest;

@@ -4,7 +4,7 @@ import { processIo, type CliIo, type CliMain } from './cli-io.js';
 
 /**
  * Runs a CLI's main and resolves with its exit code: 2 for usage errors (parseArgs' own included), 1
- * for failures, with the error on `io.err` (after the usage, for a usage error).
+ * for failures, with the error on `io.err` (then, for a usage error, its command's usage or `usage`).
  */
 export async function runCommand(name: string, main: CliMain, usage: string, argv: string[], io: CliIo): Promise<number> {
   try {
@@ -19,7 +19,9 @@ export async function runCommand(name: string, main: CliMain, usage: string, arg
           .map((line) => describeError(new Error(line)))
           .join('\n')
       : describeError(err);
-    io.err(`${name}: ${text}${usageError ? `\n\n${usage}` : ''}`);
+    // The command's own usage when the error names one (UsageError.usage), else the binary's.
+    const shown = (err as { usage?: string }).usage ?? usage;
+    io.err(`${name}: ${text}${usageError ? `\n\n${shown}` : ''}`);
     return usageError ? 2 : 1;
   }
 }
