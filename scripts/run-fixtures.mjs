@@ -14,7 +14,10 @@ import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { freePort } from './lib/ports.mjs';
 import { startRedisServer } from './lib/redis-server.mjs';
+import { waitFor } from './lib/wait-for.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -78,7 +81,7 @@ function readmeInstall(which, tarball) {
   return line;
 }
 
-/** `nest new` of the fixture's CLI, the README's install line, the fixture's own files; resolves with the app's directory. */
+/** `nest new` of the fixture's CLI, then the README's install line; resolves with the app's directory. */
 async function newApp(run, dir, out) {
   const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
   await runCommand(
@@ -93,8 +96,58 @@ async function newApp(run, dir, out) {
   const line = readmeInstall(run.install, tarball);
   out.push(`fixture ${run.id}: ${line}\n`);
   await runCommand(out, 'sh', ['-c', line], app);
-  for (const part of ['src', 'test']) cpSync(`${root}fixtures/${run.name}/${part}`, `${app}/${part}`, { recursive: true });
   return app;
+}
+
+/** The fixture's own src/ and test/ over the template's (after the README's quick start, whose files they replace). */
+const overlay = (run, app) => {
+  for (const part of ['src', 'test']) cpSync(`${root}fixtures/${run.name}/${part}`, `${app}/${part}`, { recursive: true });
+};
+
+/**
+ * The README's quick start as a user copies it: its files (each ```ts block named by its first line) in the
+ * app's src/, built with the template's build, then the worker and the producer run; the producer's one
+ * order must reach the handler and be acked (group orders-workers: lag 0, pending 0).
+ */
+async function readmeQuickStart(app, redisUrl, out) {
+  const readme = readFileSync(`${root}README.md`, 'utf8');
+  const files = [];
+  for (const [, code] of readme.matchAll(/```ts\n([\s\S]*?)```/g)) {
+    const file = /^\/\/ ([\w.-]+\.ts)/.exec(code)?.[1];
+    if (file) (writeFileSync(`${app}/src/${file}`, code), files.push(file));
+  }
+  await runCommand(out, 'npm', ['run', 'build'], app);
+  const env = { ...process.env, REDIS_URL: redisUrl, PORT: String(await freePort()) };
+  const procs = ['dist/main.js', 'dist/api-main.js'].map((script) => {
+    const proc = spawn(process.execPath, [script], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    proc.stdout.on('data', (d) => (text += d));
+    proc.stderr.on('data', (d) => (text += d));
+    return { script, proc, text: () => text };
+  });
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    const group = async () => {
+      const rows = await redis.xinfo('GROUPS', 'orders').catch(() => []);
+      const g = rows.map((r) => Object.fromEntries(r.map((v, i, a) => (i % 2 ? [] : [v, a[i + 1]])).filter((p) => p.length)));
+      return g.find((x) => x.name === 'orders-workers');
+    };
+    await waitFor(
+      async () => {
+        const g = await group();
+        return g && Number(g['entries-read']) >= 1 && g.pending === 0 && g.lag === 0;
+      },
+      { timeoutMs: 60_000, message: "the README producer's order handled and acked by the README worker" },
+    ).catch(async (err) => {
+      throw new Error(
+        `${err.message}; group: ${JSON.stringify(await group())}\n${procs.map((p) => `${p.script}:\n${p.text()}`).join('\n')}`,
+      );
+    });
+    out.push(`fixture readme: the quick start (${files.join(', ')}) handled and acked the producer's order\n`);
+  } finally {
+    redis.disconnect();
+    for (const p of procs) p.proc.kill('SIGKILL');
+  }
 }
 
 async function runFixture(run) {
@@ -130,6 +183,8 @@ async function runFixture(run) {
     );
     redis = await startRedisServer();
     const env = { REDIS_URL: `redis://127.0.0.1:${redis.port}` };
+    if (run.readme) await readmeQuickStart(app, env.REDIS_URL, out);
+    if (run.kind === 'new') overlay(run, app);
     if (run.kind === 'locked') await runCommand(out, 'npm', ['test'], app, env);
     else {
       await runCommand(out, 'npm', ['run', 'build'], app);
