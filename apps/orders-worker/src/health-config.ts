@@ -7,9 +7,9 @@ export interface HealthConfig {
   /** HEALTH_HOST; loopback (127.0.0.1) unless set. */
   host: string;
   /**
-   * HEALTH_REDIS_DOWN_MS (liveness and readiness: down once Redis has been unreachable this long;
-   * the library's default, 30 s, when unset), HEALTH_MAX_LAG and HEALTH_MAX_PENDING (readiness:
-   * down while a stream's lag or pending count is above them; not checked when unset).
+   * HEALTH_REDIS_DOWN_MS (readiness: down once Redis has been unreachable this long; the library's
+   * default, 30 s, when unset), HEALTH_MAX_LAG and HEALTH_MAX_PENDING (readiness: down while a
+   * stream's lag or pending count is above them; not checked when unset).
    */
   thresholds: HealthThresholds;
 }

@@ -23,14 +23,21 @@ export class HealthController {
     @Inject(HEALTH_THRESHOLDS) private readonly thresholds: HealthThresholds,
   ) {}
 
-  /** Liveness: down once the consumer is stopped or cut off from Redis longer than HEALTH_REDIS_DOWN_MS. */
+  /**
+   * Liveness, on the library's defaults (what a restart cures): down once the consumer is stopped or a
+   * loop is stuck in one entry for 5 min. A Redis outage is not in it: restarting every pod cures none.
+   */
   @Get('live')
   @HealthCheck()
   live() {
-    return this.health.check([() => this.streams.isLive(HEALTH_KEY, this.server, { redisDownMs: this.thresholds.redisDownMs })]);
+    return this.health.check([() => this.streams.isLive(HEALTH_KEY, this.server)]);
   }
 
-  /** Readiness: also down while starting, and while a stream's lag or pending count is above HEALTH_MAX_LAG / HEALTH_MAX_PENDING. */
+  /**
+   * Readiness: also down while starting, while Redis has been unreachable longer than HEALTH_REDIS_DOWN_MS
+   * (default 30 s), and, when set, while a stream's lag or pending count is above HEALTH_MAX_LAG /
+   * HEALTH_MAX_PENDING (not for a Kubernetes readiness probe: a backlog would hold a rolling deploy).
+   */
   @Get('ready')
   @HealthCheck()
   ready() {

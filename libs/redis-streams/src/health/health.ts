@@ -37,9 +37,18 @@ export interface StreamHealth {
   stuckEntries: number;
 }
 
-/** Thresholds of {@link checkLiveness} and {@link checkReadiness}. */
+/**
+ * Thresholds of {@link checkLiveness} and {@link checkReadiness}. The defaults fit Kubernetes: liveness
+ * (which restarts the pod) fails only for what a restart cures; readiness (which takes it out of
+ * rotation and holds a rolling deploy) fails while it cannot work. A Redis outage is cured by no
+ * restart, and a backlog is the group's, not the pod's: neither is in liveness, and lag is not in
+ * readiness unless asked for.
+ */
 export interface HealthThresholds {
-  /** Down once Redis has been unreachable this long (ms). Default 30,000. */
+  /**
+   * Readiness: down once Redis has been unreachable this long (ms); default 30,000. Liveness: checked
+   * only when given (a restart of every pod while Redis is down cures nothing).
+   */
   redisDownMs?: number;
   /**
    * Down once a loop is stuck in one entry this long (ms): its handler has run that long and the
@@ -62,13 +71,15 @@ export interface HealthVerdict {
   reasons: string[];
 }
 
-/** Live: started or starting, not cut off from Redis for longer than `redisDownMs`, and no loop stuck in one entry for longer than `stuckLoopMs`. */
+/**
+ * Live: started or starting, and no loop stuck in one entry for longer than `stuckLoopMs`; when
+ * `redisDownMs` is given, also not cut off from Redis for longer than that.
+ */
 export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
   const reasons: string[] = [];
-  const redisDownMs = thresholds.redisDownMs ?? DEFAULT_REDIS_DOWN_MS;
   const stuckLoopMs = thresholds.stuckLoopMs ?? DEFAULT_STUCK_LOOP_MS;
   if (health.state === 'stopped') reasons.push('the consumer is stopped');
-  if (health.redisDownForMs > redisDownMs) reasons.push(`Redis unreachable for ${health.redisDownForMs} ms (threshold ${redisDownMs} ms)`);
+  if (thresholds.redisDownMs !== undefined) reasons.push(...redisDown(health, thresholds.redisDownMs));
   for (const s of health.streams) {
     const oldest = s.oldestInHand;
     // Both: a long handler on a loop that still beats (other entries settle) is slow, not stuck.
@@ -80,9 +91,13 @@ export function checkLiveness(health: RedisStreamsHealth, thresholds: HealthThre
   return { up: reasons.length === 0, reasons };
 }
 
-/** Ready: live, started, and every stream's lag and pending count within the thresholds set. */
+/** Down once Redis has been unreachable longer than `thresholdMs`. */
+const redisDown = (health: RedisStreamsHealth, thresholdMs: number): string[] =>
+  health.redisDownForMs > thresholdMs ? [`Redis unreachable for ${health.redisDownForMs} ms (threshold ${thresholdMs} ms)`] : [];
+
+/** Ready: live, started, Redis reachable (within `redisDownMs`) and answering, and every stream's lag and pending count within the thresholds set. */
 export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThresholds = {}): HealthVerdict {
-  const { reasons } = checkLiveness(health, thresholds);
+  const { reasons } = checkLiveness(health, { ...thresholds, redisDownMs: thresholds.redisDownMs ?? DEFAULT_REDIS_DOWN_MS });
   if (health.state === 'starting') reasons.push('the consumer is starting');
   if (health.loopError !== undefined) reasons.push(`Redis refuses the consumer's calls: ${health.loopError}`);
   const { maxLag, maxPending } = thresholds;

@@ -11,7 +11,7 @@ export interface HealthSource {
  * Terminus health indicator of a `RedisStreamsServer` (Terminus 11/12, `HealthIndicatorService`).
  *
  *   @Get('live') @HealthCheck() live() { return this.health.check([() => this.streams.isLive('orders-worker', server)]); }
- *   @Get('ready') @HealthCheck() ready() { return this.health.check([() => this.streams.isReady('orders-worker', server, { maxLag: 1000 })]); }
+ *   @Get('ready') @HealthCheck() ready() { return this.health.check([() => this.streams.isReady('orders-worker', server)]); }
  *
  * The result carries the figures either way: per stream lag, pending, entries in hand and last beat age.
  */
@@ -19,7 +19,11 @@ export interface HealthSource {
 export class RedisStreamsHealthIndicator {
   constructor(private readonly indicators: HealthIndicatorService) {}
 
-  /** Down once the consumer is stopped, cut off from Redis for longer than `redisDownMs` (default 30 s), or stuck in one entry for longer than `stuckLoopMs` (default 5 min). */
+  /**
+   * Down once the consumer is stopped, or a loop is stuck in one entry for longer than `stuckLoopMs`
+   * (default 5 min): what a restart cures. A Redis outage only with `redisDownMs` given: restarting
+   * every pod cures none, so by default it makes them unready instead (`isReady`).
+   */
   async isLive(
     key: string,
     server: HealthSource,
@@ -30,7 +34,12 @@ export class RedisStreamsHealthIndicator {
     return this.result(key, health, checkLiveness(health, thresholds));
   }
 
-  /** Also down while starting, and while any stream's lag or pending count is above `maxLag` / `maxPending`. */
+  /**
+   * Also down while starting, while Redis has been unreachable for longer than `redisDownMs` (default
+   * 30 s) or refuses the consumer's calls, and, only when set, while any stream's lag or pending count
+   * is above `maxLag` / `maxPending` (a backlog is the group's, not the pod's: as a Kubernetes readiness
+   * condition it would hold a rolling deploy exactly when a backlog appears; alert on the lag metric).
+   */
   async isReady(key: string, server: HealthSource, thresholds: HealthThresholds = {}): Promise<HealthIndicatorResult> {
     const health = await server.health();
     return this.result(key, health, checkReadiness(health, thresholds));

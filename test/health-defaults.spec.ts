@@ -1,0 +1,57 @@
+import { checkLiveness, checkReadiness, type RedisStreamsHealth } from 'nestjs-redis-streams';
+
+// Issue 35, item 6: the probes' defaults fit Kubernetes. Liveness restarts the pod, so it fails only for
+// what a restart cures (the consumer stopped, a loop stuck in a handler that never settles); a Redis
+// outage is cured by no restart (every pod would restart at once, then crash-loop), so by default it
+// makes the pod unready, not dead. Lag is the group's backlog, not a pod's fault: readiness on it would
+// stall a rolling deploy exactly when a backlog appears, so it is checked only when asked for.
+
+const MINUTE = 60_000;
+
+/** A running consumer's health, with `change` applied. */
+function health(change: Partial<RedisStreamsHealth> = {}, stream: Partial<RedisStreamsHealth['streams'][number]> = {}): RedisStreamsHealth {
+  return {
+    state: 'running',
+    group: 'g',
+    consumer: 'c',
+    redisDownForMs: 0,
+    statsAgeMs: 10,
+    streams: [{ stream: 'orders', lag: 0, pending: 0, inHand: 0, lastBeatAgeMs: 5, stuckEntries: 0, ...stream }],
+    ...change,
+  };
+}
+
+describe('health verdicts with the default thresholds', () => {
+  it('liveness stays up through a Redis outage of an hour: a restart cannot bring Redis back', () => {
+    expect(checkLiveness(health({ redisDownForMs: 60 * MINUTE }))).toEqual({ up: true, reasons: [] });
+  });
+
+  it('readiness goes down once Redis has been unreachable for 30 s, and not before', () => {
+    expect(checkReadiness(health({ redisDownForMs: 29_000 })).up).toBe(true);
+    expect(checkReadiness(health({ redisDownForMs: 31_000 }))).toEqual({
+      up: false,
+      reasons: ['Redis unreachable for 31000 ms (threshold 30000 ms)'],
+    });
+  });
+
+  it('a backlog (lag, pending) never takes a pod out of rotation unless maxLag / maxPending are set', () => {
+    expect(checkReadiness(health({}, { lag: 5_000_000, pending: 80_000 }))).toEqual({ up: true, reasons: [] });
+    expect(checkReadiness(health({}, { lag: 5_000_000 }), { maxLag: 1000 }).up).toBe(false);
+  });
+
+  it('liveness goes down for what a restart cures: the consumer stopped, a loop stuck in one handler for 5 min', () => {
+    expect(checkLiveness(health({ state: 'stopped' })).up).toBe(false);
+    const stuck = { oldestInHand: { id: '1-1', forMs: 6 * MINUTE }, lastBeatAgeMs: 6 * MINUTE };
+    expect(checkLiveness(health({}, stuck)).reasons).toEqual([
+      'stream "orders": loop stuck on entry 1-1 of "orders", its handler running for 360000 ms (threshold 300000 ms)',
+    ]);
+    // Slow, not stuck: the loop still beats.
+    expect(checkLiveness(health({}, { ...stuck, lastBeatAgeMs: 50 })).up).toBe(true);
+  });
+
+  it('a Redis outage in liveness is opt-in: redisDownMs given to the liveness check', () => {
+    expect(checkLiveness(health({ redisDownForMs: 31_000 }), { redisDownMs: 30_000 }).reasons).toEqual([
+      'Redis unreachable for 31000 ms (threshold 30000 ms)',
+    ]);
+  });
+});
