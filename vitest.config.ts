@@ -31,7 +31,7 @@ const ON_CLUSTER = [
  * The suites CI runs once more on Valkey (TEST_SET=valkey): the core suites but the CLI's (a process of
  * its own, running the library code the others run in process), and those whose outcome hangs on a
  * server's own replies: idle times and `inactive` (consumer-liveness), error wordings (secrets,
- * connection-logs, wrong-server, versions, and NOPERM: read-ahead, reply-namespace), what replicas carry
+ * connection-logs, wrong-server, out-of-memory, versions, and NOPERM: read-ahead, reply-namespace), what replicas carry
  * (failover-lag), NOGROUP and BUSYGROUP (group, group-recovery, startup), CLIENT PAUSE and
  * UNBLOCK (faults, health, park-faults), trimming (retention), the reclaim round and lease scripts.
  */
@@ -39,6 +39,7 @@ const ON_VALKEY = [
   ...ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator)\./.test(f)),
   'test/secrets.e2e.spec.ts',
   'test/wrong-server.e2e.spec.ts',
+  'test/out-of-memory.e2e.spec.ts',
   'test/connection-logs.e2e.spec.ts',
   'test/versions.e2e.spec.ts',
   'test/group.e2e.spec.ts',

@@ -1,6 +1,6 @@
 // node otel-calls.js '{"n":100000,"otelSampler":"parent"}': the telemetry section's yardstick. The calls that any
 // consumer instrumentation following the messaging conventions makes per entry (extract the producer's
-// context, start a CONSUMER span, run the handler in its context, end it, record messaging.process.duration),
+// context, start a CONSUMER span, run the handler in its context, end it, record messaging.redis_streams.process.duration_seconds),
 // with the same SDK as the transport's variants and no transport, Redis or Nest: what the SDK and the context
 // manager cost by themselves. Prints one JSON line: { cpuUsPerEntry }.
 import { context, metrics, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
@@ -9,7 +9,7 @@ import { registerOtelSdk, traceparentOf, type OtelSampler } from './otel-sdk.js'
 const args = JSON.parse(process.argv[2]!) as { n: number; otelSampler: OtelSampler };
 await registerOtelSdk(args.otelSampler);
 const tracer = trace.getTracer('otel-calls');
-const duration = metrics.getMeter('otel-calls').createHistogram('messaging.process.duration', { unit: 's' });
+const duration = metrics.getMeter('otel-calls').createHistogram('messaging.redis_streams.process.duration_seconds', { unit: 's' });
 // The transport's metric attributes (five), one object reused: the SDK hashes them on every record all the same.
 const attrs = {
   'messaging.system': 'redis',

@@ -187,7 +187,7 @@ async function showHealth() {
     const { status } = scrape;
     const acked = ackedIn(scrape.text);
     say(
-      `metrics GET /metrics: ${status}, messaging_client_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`,
+      `metrics GET /metrics: ${status}, messaging_redis_streams_consumed_messages_total{outcome="acked"} ${acked} for "orders" (and lag/pending gauges, process duration)`,
     );
   } catch (err) {
     say(`metrics GET /metrics: no answer (${err.message})`);
@@ -198,7 +198,7 @@ async function showHealth() {
 function ackedIn(text) {
   let sum = 0;
   for (const line of text.split('\n')) {
-    const m = /^messaging_client_consumed_messages_total\{(.*)\} (\S+)$/.exec(line);
+    const m = /^messaging_redis_streams_consumed_messages_total\{(.*)\} (\S+)$/.exec(line);
     if (!m || !m[1].includes('messaging_redis_streams_outcome="acked"')) continue;
     const destination = /messaging_destination_name="((?:[^"\\]|\\.)*)"/.exec(m[1])?.[1];
     if (destination !== undefined && streams.includes(destination.replace(/\\(.)/g, '$1'))) sum += Number(m[2]);

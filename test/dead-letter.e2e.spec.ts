@@ -217,4 +217,54 @@ describe('poison entries and the dead-letter stream', () => {
       expect(await pendingCount(redis, `${prefix}orders`)).toBe(0);
     },
   );
+
+  it('deadLetterRetention trims the dead-letter stream as each letter is added: to maxLen letters, or to letters younger than maxAgeMs (Redis clock)', async () => {
+    const prefix = uniquePrefix();
+    const byCount = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: `${prefix}count:`,
+      blockMs: 50,
+      maxDeliveries: 1,
+      deadLetterRetention: { maxLen: 3 },
+    });
+    byCount.recorder.behavior = () => {
+      throw new DeadLetterException('poison');
+    };
+    const admin = redis.client();
+    for (let n = 0; n < 8; n++) await admin.xadd(byCount.key(), '*', 'n', String(n));
+    await waitFor(() => byCount.settled.length === 8, { message: 'eight letters' });
+    // The newest three: exactly maxLen.
+    expect((await deadLetters(byCount.key())).map((l) => l.fields)).toEqual([5, 6, 7].map((n) => ['n', String(n)]));
+
+    const byAge = await start({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: `${prefix}age:`,
+      blockMs: 50,
+      maxDeliveries: 1,
+      deadLetterRetention: { maxAgeMs: 3_600_000 },
+    });
+    byAge.recorder.behavior = byCount.recorder.behavior;
+    // A letter from 1970, and one from ten minutes ago (ids are Redis' time in ms): only the first is past an hour.
+    const [seconds] = (await admin.time()) as unknown as [string, string];
+    const tenMinutesAgo = `${Number(seconds) * 1000 - 600_000}-0`;
+    await admin.xadd(deadLetterKey(byAge.key()), '1000-0', 'stream', byAge.key(), 'sourceId', '1-1', 'fields', '[]', 'error', 'old');
+    await admin.xadd(
+      deadLetterKey(byAge.key()),
+      tenMinutesAgo,
+      'stream',
+      byAge.key(),
+      'sourceId',
+      '1-2',
+      'fields',
+      '[]',
+      'error',
+      'recent',
+    );
+    await admin.xadd(byAge.key(), '*', 'n', 'now');
+    await waitFor(() => byAge.settled.length === 1, { message: 'the letter' });
+    expect((await admin.xrange(deadLetterKey(byAge.key()), '-', '+')).map(([id]) => id).slice(0, 1)).toEqual([tenMinutesAgo]);
+    expect(await admin.xlen(deadLetterKey(byAge.key()))).toBe(2);
+  });
 });

@@ -179,7 +179,7 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
         .split('\n')
         .find(
           (l) =>
-            l.startsWith('messaging_client_consumed_messages_total{') &&
+            l.startsWith('messaging_redis_streams_consumed_messages_total{') &&
             l.includes(on) &&
             l.includes('messaging_redis_streams_outcome="acked"'),
         );
@@ -189,12 +189,12 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
         const s = await get(port, '/metrics');
         return s.status === 200 && / 60$/.test(ackedLine(s.body) ?? '') ? s : undefined;
       },
-      { ...poll, message: 'messaging_client_consumed_messages_total (acked) 60 in /metrics' },
+      { ...poll, message: 'messaging_redis_streams_consumed_messages_total (acked) 60 in /metrics' },
     );
     expect(scrape.type).toContain('text/plain');
     expect(scrape.body).toMatch(new RegExp(`^messaging_redis_streams_lag\\{[^}]*${on}[^}]*\\} 0$`, 'm'));
     expect(scrape.body).toMatch(new RegExp(`^messaging_redis_streams_pending\\{[^}]*${on}[^}]*\\} 0$`, 'm'));
-    expect(scrape.body).toMatch(new RegExp(`^messaging_process_duration_count\\{[^}]*${on}[^}]*\\} 60$`, 'm'));
+    expect(scrape.body).toMatch(new RegExp(`^messaging_redis_streams_process_duration_seconds_count\\{[^}]*${on}[^}]*\\} 60$`, 'm'));
 
     // The dashboard beside them (read-only): the stream, drained, in its overview; an action refused.
     const overview = await get(port, '/dashboard/api/overview');

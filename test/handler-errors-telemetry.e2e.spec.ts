@@ -57,7 +57,7 @@ describe("telemetry of a handler's own error", () => {
     const { resourceMetrics } = await reader.collect();
     const consumed = resourceMetrics.scopeMetrics
       .flatMap((s) => s.metrics)
-      .find((m) => m.descriptor.name === 'messaging.client.consumed.messages')!
+      .find((m) => m.descriptor.name === 'messaging.redis_streams.consumed.messages')!
       .dataPoints.filter((p) => p.attributes['messaging.destination.name'] === app.key());
     const types = consumed.map((p) => String(p.attributes['error.type']));
     expect(consumed.reduce((sum, p) => sum + Number(p.value), 0)).toBe(total);

@@ -16,7 +16,7 @@ function health(change: Partial<RedisStreamsHealth> = {}, stream: Partial<RedisS
     consumer: 'c',
     redisDownForMs: 0,
     statsAgeMs: 10,
-    streams: [{ stream: 'orders', lag: 0, pending: 0, inHand: 0, lastBeatAgeMs: 5, stuckEntries: 0, ...stream }],
+    streams: [{ stream: 'orders', lag: 0, pending: 0, deadLetters: 0, inHand: 0, lastBeatAgeMs: 5, stuckEntries: 0, ...stream }],
     ...change,
   };
 }

@@ -157,7 +157,7 @@ describe('OpenTelemetry context and figures', () => {
     const { resourceMetrics } = await reader.collect();
     const consumed = resourceMetrics.scopeMetrics
       .flatMap((s) => s.metrics)
-      .find((m) => m.descriptor.name === 'messaging.client.consumed.messages');
+      .find((m) => m.descriptor.name === 'messaging.redis_streams.consumed.messages');
     expect((consumed?.dataPoints ?? []).filter((p) => p.attributes['messaging.destination.name'] === app.key())).toEqual([]);
     expect(app.settled).toEqual([]);
   });

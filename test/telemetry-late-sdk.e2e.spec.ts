@@ -55,8 +55,8 @@ describe('OpenTelemetry registered after the transport started', () => {
     const names = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
     expect(names).toEqual(
       expect.arrayContaining([
-        'messaging.process.duration',
-        'messaging.client.consumed.messages',
+        'messaging.redis_streams.process.duration_seconds',
+        'messaging.redis_streams.consumed.messages',
         'messaging.redis_streams.lag',
         'messaging.redis_streams.pending',
       ]),

@@ -245,7 +245,7 @@ describe('OpenTelemetry metrics', () => {
     for (let n = 1; n <= 20; n++) await lastValueFrom(client.emit('orders', { n }));
     await waitFor(() => app.settled.length === 20, { message: '20 entries settled' });
 
-    const consumed = pointsOf(await collect('messaging.client.consumed.messages'), app.key());
+    const consumed = pointsOf(await collect('messaging.redis_streams.consumed.messages'), app.key());
     const byOutcome = Object.fromEntries(consumed.map((p) => [p.attributes['messaging.redis_streams.outcome'], p.value]));
     expect(byOutcome).toEqual({ acked: 15, 'dead-lettered': 5 });
     expect(consumed.find((p) => p.attributes['messaging.redis_streams.outcome'] === 'dead-lettered')!.attributes).toMatchObject({
@@ -254,7 +254,7 @@ describe('OpenTelemetry metrics', () => {
       // The handler's own Error, not the { status, message } Nest's default filter puts in its place.
       'error.type': 'Error',
     });
-    const duration = (await collect('messaging.process.duration')) as HistogramMetricData;
+    const duration = (await collect('messaging.redis_streams.process.duration_seconds')) as HistogramMetricData;
     expect(duration.descriptor.unit).toBe('s');
     expect(duration.dataPointType).toBe(DataPointType.HISTOGRAM);
     const histograms = pointsOf(duration, app.key()) as HistogramMetricData['dataPoints'];
@@ -262,7 +262,7 @@ describe('OpenTelemetry metrics', () => {
     expect(histograms[0]!.value.buckets.boundaries).toContain(0.005);
   });
 
-  it('a failed entry: its span and messaging.redis_streams.retry.delay say when it is tried again', async () => {
+  it('a failed entry: its span and messaging.redis_streams.retry.delay_seconds say when it is tried again', async () => {
     const prefix = uniquePrefix();
     const app = await start({
       connection: redis.connection,
@@ -280,7 +280,7 @@ describe('OpenTelemetry metrics', () => {
     });
     const [span] = spanNamed(`process ${app.key()}`);
     expect(span!.attributes).toMatchObject({ 'messaging.redis_streams.outcome': 'failed', 'messaging.redis_streams.retry_in_ms': 60_000 });
-    const delay = (await collect('messaging.redis_streams.retry.delay')) as HistogramMetricData;
+    const delay = (await collect('messaging.redis_streams.retry.delay_seconds')) as HistogramMetricData;
     expect(delay.descriptor.unit).toBe('s');
     const points = pointsOf(delay, app.key()) as HistogramMetricData['dataPoints'];
     expect(points.map((p) => [p.attributes['messaging.redis_streams.outcome'], p.value.count, p.value.sum])).toEqual([['failed', 1, 60]]);
@@ -307,12 +307,12 @@ describe('OpenTelemetry metrics', () => {
       'messaging.destination.name': app.key(),
       'messaging.consumer.group.name': 'g',
     });
-    const age = pointsOf(await collect('messaging.redis_streams.handler.oldest_age'), app.key());
+    const age = pointsOf(await collect('messaging.redis_streams.handler.oldest_age_seconds'), app.key());
     expect(age[0]!.value as number).toBeGreaterThanOrEqual(0.2);
     release();
     await waitFor(() => app.settled.length === 1, { message: 'the entry settled' });
     expect(pointsOf(await collect('messaging.redis_streams.stuck'), app.key()).map((p) => p.value)).toEqual([0]);
-    expect(pointsOf(await collect('messaging.redis_streams.handler.oldest_age'), app.key()).map((p) => p.value)).toEqual([0]);
+    expect(pointsOf(await collect('messaging.redis_streams.handler.oldest_age_seconds'), app.key()).map((p) => p.value)).toEqual([0]);
   });
 
   it('lag and pending gauges per stream and group match XINFO GROUPS', async () => {
@@ -341,7 +341,7 @@ describe('OpenTelemetry metrics', () => {
     });
     // How old the figures are: what tells a frozen reading from a fresh one (an exporter repeats the last values).
     const age =
-      (await collect('messaging.redis_streams.stats.age'))?.dataPoints.filter(
+      (await collect('messaging.redis_streams.stats.age_seconds'))?.dataPoints.filter(
         (p) => p.attributes['messaging.consumer.group.name'] === 'g',
       ) ?? [];
     expect(age.length).toBeGreaterThan(0);

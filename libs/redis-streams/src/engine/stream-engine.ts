@@ -79,7 +79,7 @@ export class StreamEngine {
     const name = consumerConnectionName(options.group, options.consumer);
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
-    const commands = new StreamCommands(command.conn, options.group, this.onCluster);
+    const commands = new StreamCommands(command.conn, options.group, this.onCluster, options.deadLetterRetention);
     const gate = (this.gate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
       where: this.where,
@@ -93,6 +93,7 @@ export class StreamEngine {
       consumer: options.consumer,
       streams: plan.streams,
       commands,
+      deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
       readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
       state: () => this.state(),
     });

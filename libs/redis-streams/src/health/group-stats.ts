@@ -7,6 +7,14 @@ export interface StreamGroupStats {
   lag: number | null;
   /** Entries delivered to the group and not yet acked, by any consumer. */
   pending: number;
+  /** Letters in the stream's dead-letter stream; null without one (`deadLetterStream: false`) or when it cannot be read (another type, NOPERM). */
+  deadLetters: number | null;
+}
+
+/** What one stream's reading gives: the group's figures (undefined: no such group) and its dead letters. */
+export interface StreamReading {
+  figures: GroupFigures | undefined;
+  deadLetters: number | null;
 }
 
 export interface GroupStatsReading {
@@ -17,7 +25,7 @@ export interface GroupStatsReading {
 
 /**
  * Lag and pending count of the group on each stream, read with `XINFO GROUPS` and a bounded
- * XRANGE (each stream's pair sent beside the others') and kept: health checks and metric scrapes share one reading of at most a given
+ * XRANGE (each stream's pair sent beside the others'), and its dead letters (XLEN), and kept: health checks and metric scrapes share one reading of at most a given
  * age, so their rate never becomes a per-entry cost, and concurrent callers share one read.
  */
 export class GroupStats {
@@ -26,7 +34,7 @@ export class GroupStats {
 
   constructor(
     private readonly streams: readonly string[],
-    private readonly read: (stream: string) => Promise<GroupFigures | undefined>,
+    private readonly read: (stream: string) => Promise<StreamReading>,
   ) {}
 
   /** A reading no older than `maxAgeMs`: the kept one, or a fresh one. */
@@ -41,9 +49,12 @@ export class GroupStats {
   }
 
   private async refresh(): Promise<GroupStatsReading> {
-    const infos = await Promise.all(this.streams.map((stream) => this.read(stream)));
+    const readings = await Promise.all(this.streams.map((stream) => this.read(stream)));
     // A group not there (lost with the server's data, until the loop re-creates it): lag unknown, nothing pending.
-    const stats = this.streams.map((stream, i) => ({ stream, lag: infos[i] ? infos[i].lag : null, pending: infos[i]?.pending ?? 0 }));
+    const stats = this.streams.map((stream, i) => {
+      const { figures, deadLetters } = readings[i]!;
+      return { stream, lag: figures ? figures.lag : null, pending: figures?.pending ?? 0, deadLetters };
+    });
     return (this.last = { stats, at: Date.now() });
   }
 }

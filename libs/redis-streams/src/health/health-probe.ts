@@ -17,6 +17,8 @@ export interface HealthProbeDeps {
   consumer: string;
   streams: readonly string[];
   commands: StreamCommands;
+  /** A stream's dead-letter stream; undefined when entries are never dead-lettered. */
+  deadLetterKey: (stream: string) => string | undefined;
   /** Each reader's streams and how its loop is doing. */
   readers: () => { streams: readonly string[]; vitals: LoopVitals }[];
   state: () => RedisStreamsHealth['state'];
@@ -44,7 +46,14 @@ export class HealthProbe {
   private pinging: Promise<boolean> | undefined;
 
   constructor(private readonly d: HealthProbeDeps) {
-    this.stats = new GroupStats(d.streams, (stream) => d.commands.groupInfo(stream));
+    this.stats = new GroupStats(d.streams, async (stream) => {
+      const dead = d.deadLetterKey(stream);
+      const [figures, deadLetters] = await Promise.all([
+        d.commands.groupInfo(stream),
+        dead === undefined ? null : d.commands.deadLetterCount(dead),
+      ]);
+      return { figures, deadLetters };
+    });
   }
 
   /** The connections' state, as the server's status reports it. */
@@ -80,6 +89,7 @@ export class HealthProbe {
           stream,
           lag: figures.get(stream)?.lag ?? null,
           pending: figures.get(stream)?.pending ?? null,
+          deadLetters: figures.get(stream)?.deadLetters ?? null,
           inHand: vitals.inHand.get(stream) ?? 0,
           lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
           ...handlersOf(vitals, stream),

@@ -27,6 +27,8 @@ export interface StreamHealth {
   lag: number | null;
   /** Entries delivered to the group and not yet acked (all consumers); null when not read yet. */
   pending: number | null;
+  /** Letters in the stream's dead-letter stream; null when not read yet, without one, or when it cannot be read (NOPERM, another type). */
+  deadLetters: number | null;
   /** Entries this consumer has fetched and not yet settled. */
   inHand: number;
   /** Since the last successful step of the loop reading this stream, in ms; undefined before the first. */

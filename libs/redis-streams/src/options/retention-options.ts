@@ -1,4 +1,4 @@
-import type { RetentionPolicy } from '../redis/retention.js';
+import type { DeadLetterRetention, RetentionPolicy } from '../redis/retention.js';
 import { InvalidOptionError, positiveInt, rejectUnknown } from './validate.js';
 
 export function validateRetention(option: string, value: unknown): RetentionPolicy | undefined {
@@ -14,4 +14,17 @@ export function validateRetention(option: string, value: unknown): RetentionPoli
     ...(policy.maxAgeMs !== undefined ? { maxAgeMs: positiveInt(`${option}.maxAgeMs`, policy.maxAgeMs, 0) } : {}),
     safe: policy.safe ?? false,
   };
+}
+
+/** `deadLetterRetention`: `{ maxLen }` or `{ maxAgeMs }`, one of them. */
+export function validateDeadLetterRetention(value: unknown): DeadLetterRetention | undefined {
+  const option = 'deadLetterRetention';
+  if (value === undefined) return undefined;
+  rejectUnknown(value as object, ['maxLen', 'maxAgeMs'], `${option}.`);
+  const { maxLen, maxAgeMs } = value as { maxLen?: unknown; maxAgeMs?: unknown };
+  if ((maxLen === undefined) === (maxAgeMs === undefined))
+    throw new InvalidOptionError(option, 'set maxLen or maxAgeMs, one of them (an XADD trims by one bound)');
+  return maxLen !== undefined
+    ? { maxLen: positiveInt(`${option}.maxLen`, maxLen, 0) }
+    : { maxAgeMs: positiveInt(`${option}.maxAgeMs`, maxAgeMs, 0) };
 }

@@ -5,6 +5,8 @@ import { sameSlotKey } from '../redis/slots.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
 import { resolveRetry, type RetryDelay, type RetryPolicy } from './retry-options.js';
+import { validateDeadLetterRetention } from './retention-options.js';
+import type { DeadLetterRetention } from '../redis/retention.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 
 /**
@@ -83,6 +85,12 @@ export interface RedisStreamsServerOptions {
    */
   deadLetterStream?: ((stream: string) => string) | false;
   /**
+   * Trims each dead-letter stream as letters are added, in the same script as the move: to the newest
+   * `maxLen` letters, or to those younger than `maxAgeMs` (Redis' clock). One of them. Default: none
+   * (a letter is the only record of a failure; dropping it is a decision to make).
+   */
+  deadLetterRetention?: DeadLetterRetention;
+  /**
    * When a failed entry is tried again: `{ backoff: { type: 'fixed' | 'exponential', delayMs,
    * maxDelayMs?, jitter? } }` or `{ backoff: (deliveryCount, error) => ms }`, for every pattern
    * (a `@StreamPattern`'s own `retry` wins). The entry stays pending, same id, and is delivered
@@ -126,7 +134,7 @@ export interface RedisStreamsServerOptions {
   telemetry?: boolean;
 }
 
-type Optional = 'maxEntryBytes' | 'handlerTimeoutMs';
+type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
 export type ResolvedServerOptions = Required<
   Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | Optional>
 > &
@@ -160,6 +168,7 @@ const KNOWN_OPTIONS = [
   'replyTtlMs',
   'maxDeliveries',
   'deadLetterStream',
+  'deadLetterRetention',
   'retry',
   'maxWaitingRetries',
   'maxEntryBytes',
@@ -256,6 +265,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
     maxDeliveries: positiveInt('maxDeliveries', input.maxDeliveries, SERVER_DEFAULTS.maxDeliveries),
     deadLetterStream: deadLetterStream(input.deadLetterStream, isCluster(connection) ? clusterDeadLetterStream : defaultDeadLetterStream),
+    deadLetterRetention: validateDeadLetterRetention(input.deadLetterRetention),
     retry: resolveRetry('retry', input.retry),
     maxWaitingRetries: positiveInt('maxWaitingRetries', input.maxWaitingRetries, SERVER_DEFAULTS.maxWaitingRetries),
     maxEntryBytes: optionalInt('maxEntryBytes', input.maxEntryBytes),

@@ -2,19 +2,32 @@
 // still owns it: a crash can neither lose it nor write it to the dead-letter stream twice.
 // With ARGV[4] = '1' the letter gets a `fields` copy of the entry made here: Lua strings are
 // bytes, so values that are not UTF-8 survive (cjson writes bytes >= 0x80 as they are), and
-// one JSON value holds any number of fields. KEYS: source, dead-letter stream;
-// ARGV: group, consumer, id, copy, dead-letter fields…
+// one JSON value holds any number of fields. ARGV[5], ARGV[6]: the dead-letter stream's retention,
+// 'MAXLEN' n (the newest n letters) or 'MINID' ms (letters younger than ms by Redis' TIME), or ''.
+// KEYS: source, dead-letter stream; ARGV: group, consumer, id, copy, trim, trim value, dead-letter fields…
 export const DEAD_LETTER_SCRIPT = `
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if not p[1] or p[1][2] ~= ARGV[2] then return false end
-local letter = {}
-for i = 5, #ARGV do letter[#letter + 1] = ARGV[i] end
+local letter = {KEYS[2]}
+if ARGV[5] == 'MAXLEN' then
+  letter[#letter + 1] = 'MAXLEN'
+  letter[#letter + 1] = ARGV[6]
+elseif ARGV[5] == 'MINID' then
+  local t = redis.call('TIME')
+  local bound = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[6])
+  if bound > 0 then
+    letter[#letter + 1] = 'MINID'
+    letter[#letter + 1] = string.format('%.0f', bound)
+  end
+end
+letter[#letter + 1] = '*'
+for i = 7, #ARGV do letter[#letter + 1] = ARGV[i] end
 if ARGV[4] == '1' then
   local e = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])[1]
   letter[#letter + 1] = 'fields'
   letter[#letter + 1] = e and cjson.encode(e[2]) or '[]'
 end
-local deadId = redis.call('XADD', KEYS[2], '*', unpack(letter))
+local deadId = redis.call('XADD', unpack(letter))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 return deadId
 `;

@@ -20,6 +20,9 @@ export const isBusyGroup = (err: unknown): boolean =>
   WRAPPED_BUSYGROUP.test(message(err)) ||
   message((err as { lastNodeError?: unknown } | null)?.lastNodeError ?? '').startsWith('BUSYGROUP');
 
+/** The server is at its maxmemory and refuses a command that may grow memory (`denyoom`: XADD, XGROUP CREATE, a writing script). */
+export const isOutOfMemory = (err: unknown): boolean => /^OOM\b/.test(message(err));
+
 /** XINFO … of a key that does not exist. */
 export const isNoSuchKey = (err: unknown): boolean => /^ERR no such key/.test(message(err));
 

@@ -27,3 +27,17 @@ export function xaddTrimArgs(policy: RetentionPolicy | undefined, now: number): 
   if (policy.maxLen !== undefined && policy.maxAgeMs === undefined) return ['MAXLEN', '~', policy.maxLen];
   return [];
 }
+
+/**
+ * How much of a dead-letter stream a consumer keeps, trimmed exactly as each letter is added (in the
+ * script that moves it): the newest `maxLen` letters, or those younger than `maxAgeMs` by Redis' clock.
+ * One bound: an `XADD` trims by one (and another command would need another ACL right).
+ */
+export type DeadLetterRetention = { maxLen: number; maxAgeMs?: undefined } | { maxAgeMs: number; maxLen?: undefined };
+
+/** The dead-letter script's trim arguments: `MAXLEN n`, `MINID <age in ms>` (the script takes the id from TIME), or none. */
+export function deadLetterTrimArgs(policy: DeadLetterRetention | undefined): [string, string] {
+  if (policy?.maxLen !== undefined) return ['MAXLEN', String(policy.maxLen)];
+  if (policy?.maxAgeMs !== undefined) return ['MINID', String(policy.maxAgeMs)];
+  return ['', ''];
+}

@@ -26,6 +26,8 @@ export type ScriptedConnection = RedisConnection & {
     consumer: string,
     id: string,
     copy: '1' | '0',
+    trim: string,
+    trimValue: string,
     ...fields: string[]
   ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
-import { isBusyGroup, isNoSuchKey } from './redis-errors.js';
+import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
 import { parseAuditReply, parseGroupInfo, parseLastGeneratedId, parseServerVersion, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from './stream-entry.js';
@@ -8,6 +8,7 @@ import { defineScripts, type ScriptedConnection } from './scripted-connection.js
 import { connectedConsumers } from './connected-consumers.js';
 import { RetryCommands } from './retry-commands.js';
 import { FetchCommands } from './fetch-commands.js';
+import { deadLetterTrimArgs, type DeadLetterRetention } from './retention.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
@@ -33,21 +34,37 @@ export class StreamCommands {
     private readonly group: string,
     /** Keys of a cluster: a stream's retry set must share its slot (see retryKeyOf). */
     onCluster = false,
+    /** How much of a dead-letter stream each move keeps (the server's `deadLetterRetention`). */
+    private readonly deadLetterRetention?: DeadLetterRetention,
   ) {
     this.conn = defineScripts(conn);
     this.retries = new RetryCommands(this.conn, group, onCluster);
     this.fetch = new FetchCommands(this.conn, group, onCluster);
   }
 
-  /** XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. */
+  /**
+   * XGROUP CREATE … MKSTREAM; an existing group (BUSYGROUP) is fine. Returns true when created. A
+   * server at its maxmemory refuses XGROUP CREATE (OOM) before it looks whether the group exists:
+   * then XINFO GROUPS tells, so a worker restarted while Redis is full still consumes (and its acks
+   * free memory); a group that does not exist cannot be created, and the OOM stands.
+   */
   async ensureGroup(stream: string, startId: string): Promise<boolean> {
     try {
       await this.conn.xgroup('CREATE', stream, this.group, startId, 'MKSTREAM');
       return true;
     } catch (err) {
       if (isBusyGroup(err)) return false;
+      if (isOutOfMemory(err) && (await this.groupExists(stream))) return false;
       throw err;
     }
+  }
+
+  private async groupExists(stream: string): Promise<boolean> {
+    const rows = await this.conn.xinfo('GROUPS', stream).catch((err: unknown) => {
+      if (isNoSuchKey(err)) return [];
+      throw err;
+    });
+    return parseGroupInfo(rows, this.group) !== undefined;
   }
 
   /**
@@ -148,6 +165,16 @@ export class StreamCommands {
     }
   }
 
+  /** A dead-letter stream's length (0 when it does not exist); null when Redis refuses the read (another type, NOPERM without +xlen). */
+  async deadLetterCount(key: string): Promise<number | null> {
+    try {
+      return await this.conn.xlen(key);
+    } catch (err) {
+      if (isErrorReply(err)) return null;
+      throw err;
+    }
+  }
+
   /** PING: is the server answering at all? */
   async ping(): Promise<void> {
     await this.conn.ping();
@@ -206,7 +233,8 @@ export class StreamCommands {
 
   /**
    * Appends `fields` to `deadStream` (with `copy`, plus a `fields` field: the entry's pairs as
-   * Redis holds them) and acks `id` in `stream`, atomically, if `consumer` still owns the entry.
+   * Redis holds them), trimmed to the dead-letter retention, and acks `id` in `stream`, atomically,
+   * if `consumer` still owns the entry.
    * Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
   async deadLetter(
@@ -217,7 +245,8 @@ export class StreamCommands {
     fields: readonly string[],
     copy: boolean,
   ): Promise<string | null> {
-    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', ...fields);
+    const [trim, trimValue] = deadLetterTrimArgs(this.deadLetterRetention);
+    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', trim, trimValue, ...fields);
   }
 
   /**

@@ -10,9 +10,9 @@ export const GAUGE_STATS_MAX_AGE_MS = 5000;
 const COLLECT_WITHIN_MS = 1000;
 
 /**
- * Observable gauges `messaging.redis_streams.lag` and `.pending` per stream of the group,
- * read only when the SDK collects (a scrape), from the shared {@link GroupStats}, and
- * `messaging.redis_streams.stats.age`: how old those figures are (a cumulative exporter repeats
+ * Observable gauges `messaging.redis_streams.lag`, `.pending` and `.dead_letters` per stream of the
+ * group, read only when the SDK collects (a scrape), from the shared {@link GroupStats}, and
+ * `messaging.redis_streams.stats.age_seconds`: how old those figures are (a cumulative exporter repeats
  * the last values while Redis does not answer; the age is what tells). Returns the function
  * that unregisters them.
  */
@@ -24,6 +24,10 @@ export function observeGroupGauges(meter: Meter, stats: GroupStats, group: strin
   const pending = meter.createObservableGauge(METRIC.pending, {
     unit: '{message}',
     description: 'Entries delivered to the consumer group and not yet acked',
+  });
+  const dead = meter.createObservableGauge(METRIC.deadLetters, {
+    unit: '{message}',
+    description: "Letters in the stream's dead-letter stream: entries no retry could handle",
   });
   const age = meter.createObservableGauge(METRIC.statsAge, {
     unit: 's',
@@ -48,8 +52,9 @@ export function observeGroupGauges(meter: Meter, stats: GroupStats, group: strin
     for (const s of reading.stats) {
       if (s.lag !== null) result.observe(lag, s.lag, attrsOf(s.stream));
       result.observe(pending, s.pending, attrsOf(s.stream));
+      if (s.deadLetters !== null) result.observe(dead, s.deadLetters, attrsOf(s.stream));
     }
   };
-  meter.addBatchObservableCallback(observe, [lag, pending, age]);
-  return () => meter.removeBatchObservableCallback(observe, [lag, pending, age]);
+  meter.addBatchObservableCallback(observe, [lag, pending, dead, age]);
+  return () => meter.removeBatchObservableCallback(observe, [lag, pending, dead, age]);
 }

@@ -7,7 +7,7 @@ export type HandlersSource = () => Map<string, StreamHandlers>;
 
 /**
  * Observable gauges `messaging.redis_streams.stuck` (entries whose handler has run past
- * `stuckEntryMs`) and `messaging.redis_streams.handler.oldest_age` (how long the oldest running
+ * `stuckEntryMs`) and `messaging.redis_streams.handler.oldest_age_seconds` (how long the oldest running
  * handler has run), per stream, read from the loops when the SDK collects. Returns the function
  * that unregisters them.
  */

@@ -27,21 +27,32 @@ export const ATTR = {
 /** `messaging.system`: Redis is not among the conventions' listed systems, so its own name. */
 export const SYSTEM = 'redis';
 
+/**
+ * Instrument names, one prefix (`messaging.redis_streams.`), each duration's base unit in its name:
+ * as Prometheus scrapes them, the in-process PrometheusExporter (which only adds `_total` to counters)
+ * and the Collector's (which adds a unit suffix the name does not carry already) then agree on
+ * `messaging_redis_streams_process_duration_seconds`, `…_consumed_messages_total` and so on. The
+ * messaging conventions' `messaging.process.duration` and `messaging.client.consumed.messages` are
+ * the first two under those names (their attributes are the conventions').
+ */
 export const METRIC = {
-  processDuration: 'messaging.process.duration',
-  consumed: 'messaging.client.consumed.messages',
+  processDuration: 'messaging.redis_streams.process.duration_seconds',
+  consumed: 'messaging.redis_streams.consumed.messages',
   lag: 'messaging.redis_streams.lag',
   pending: 'messaging.redis_streams.pending',
-  statsAge: 'messaging.redis_streams.stats.age',
+  deadLetters: 'messaging.redis_streams.dead_letters',
+  statsAge: 'messaging.redis_streams.stats.age_seconds',
   stuck: 'messaging.redis_streams.stuck',
-  oldestHandler: 'messaging.redis_streams.handler.oldest_age',
-  retryDelay: 'messaging.redis_streams.retry.delay',
+  oldestHandler: 'messaging.redis_streams.handler.oldest_age_seconds',
+  retryDelay: 'messaging.redis_streams.retry.delay_seconds',
+  sent: 'messaging.redis_streams.sent.messages',
+  sendDuration: 'messaging.redis_streams.send.duration_seconds',
 } as const;
 
-/** Buckets of `messaging.redis_streams.retry.delay` (seconds): from a quick retry to a day's backoff. */
+/** Buckets of the retry delay histogram (seconds): from a quick retry to a day's backoff. */
 export const RETRY_DELAY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 86_400];
 
-/** The conventions' advised buckets for `messaging.process.duration` (seconds). */
+/** The messaging conventions' advised buckets for a process or send duration (seconds). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
 /** The tracer's and meter's name (the instrumentation scope). */
