@@ -5,7 +5,8 @@
 // section alone (results/telemetry.md). `--only drain` runs the drain section alone and prints its ratios, writing
 // no results file (for before/after comparisons of a change). `--only retries` runs the retry section alone
 // (bench/retries.ts: results/retries.md). `--only scale` runs the scale section alone (bench/scale.ts: results/scale.md:
-// reclaim beside new work, N streams on one reader, self-drain against fresh drain). `--smoke` runs everything at sizes too small to measure anything: it checks
+// reclaim beside new work, N streams on one reader, self-drain against fresh drain). `--only bullmq` runs the drain
+// against BullMQ at concurrency 1, 8 and 32 alone (bench/bullmq.ts: results/bullmq.md). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -20,6 +21,7 @@ import { startRedis } from '../test/support/redis-server.js';
 import { waitFor } from '../test/support/wait-for.js';
 import { traceparentOf, type OtelSampler } from './otel-sdk.js';
 import { shutdownRedis } from './shutdown-redis.js';
+import { benchBullmq, bullmqMarkdown } from './bullmq.js';
 import { benchCluster, CLUSTER_HEADING, clusterMarkdown, type ClusterSection } from './cluster.js';
 import { tryOtherTransports } from './other-transports.js';
 import { benchRetries, type RetrySection } from './retries.js';
@@ -32,8 +34,8 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale'].includes(flags.only))
-  throw new Error(`bench: --only takes "cluster", "telemetry", "drain", "retries" or "scale", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq'].includes(flags.only))
+  throw new Error(`bench: --only takes "cluster", "telemetry", "drain", "retries", "scale" or "bullmq", got ${JSON.stringify(flags.only)}`);
 const SIZE = {
   drain: smoke ? 500 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -171,6 +173,21 @@ const startedAt = performance.now();
 // Network-bound (npm lookups): a smoke run does them beside the drain section instead of after it.
 const earlyOtherTransports = smoke && flags.only === undefined ? tryOtherTransports(log) : undefined;
 
+/** The drain against BullMQ at concurrency 1, 8 and 32 (bench/bullmq.ts), written to results/bullmq(-smoke).md. */
+async function bullmqSection(): Promise<void> {
+  log('drain against BullMQ at concurrency 1, 8 and 32');
+  const markdown = bullmqMarkdown(await benchBullmq({ smoke, batchSize: BATCH, log, fresh, preload, cleanup, child }));
+  writeFileSync(new URL(`./results/bullmq${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
+  process.stdout.write(`${markdown}\n`);
+}
+if (flags.only === 'bullmq') {
+  await bullmqSection();
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  process.exit(0);
+}
+
 // Every system drains the same backlog size, DRAIN_ROUNDS times, taking turns (a different one first each
 // round), and each reports its median: on a shared 2-core machine one run can be 30% off either way.
 log('drain');
@@ -302,6 +319,7 @@ await inTurn(['peer', 'self'] as const, async (kind) => {
 row('nestjs-redis-streams').shutdownParkedMs = await shutdown(false);
 row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 
+await bullmqSection();
 const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }));
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 
