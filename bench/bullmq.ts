@@ -37,7 +37,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function benchBullmq(d: Deps): Promise<BullmqSection> {
   const n = d.smoke ? 200 : 20_000;
   const rounds = d.smoke ? 1 : 3;
-  const cases = BULLMQ_CONCURRENCY.flatMap((c) => (['bullmq', 'nestjs-redis-streams'] as const).map((system) => ({ system, concurrency: c })));
+  const cases = BULLMQ_CONCURRENCY.flatMap((c) =>
+    (['bullmq', 'nestjs-redis-streams'] as const).map((system) => ({ system, concurrency: c })),
+  );
   const results = new Map<string, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
   for (let round = 0; round < rounds; round++) {
     // A different case first each round: a shared machine drifts.
