@@ -114,7 +114,9 @@ async function readmeQuickStart(app, redisUrl, out) {
   const files = [];
   for (const [, code] of readme.matchAll(/```ts\n([\s\S]*?)```/g)) {
     const file = /^\/\/ ([\w.-]+\.ts)/.exec(code)?.[1];
-    if (file) (writeFileSync(`${app}/src/${file}`, code), files.push(file));
+    if (!file) continue;
+    writeFileSync(`${app}/src/${file}`, code);
+    files.push(file);
   }
   await runCommand(out, 'npm', ['run', 'build'], app);
   const env = { ...process.env, REDIS_URL: redisUrl, PORT: String(await freePort()) };
