@@ -4,6 +4,9 @@ import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
 import { quiesced } from './support/pending.js';
+import { redisProxy } from './support/redis-proxy.js';
+import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/recover-script.js';
+import { createHash } from 'node:crypto';
 
 const redis = useRedis();
 
@@ -143,6 +146,45 @@ describe('a lost group noticed late', () => {
     open();
     await settled([c], bad);
     expect(c.recorder.calls.filter((call) => tagOf(call) === 'bad').map((call) => call.deliveryCount)).toEqual([1, 2]);
+  });
+});
+
+describe('a group lost again while a consumer rejoins it', () => {
+  it('keeps what it owed when the group is destroyed between its re-creation and the rejoin, and takes it back at the next', async () => {
+    const proxy = await redisProxy(redis);
+    try {
+      const prefix = uniquePrefix();
+      const a = await start({
+        connection: `redis://127.0.0.1:${proxy.port}`,
+        group: 'g',
+        consumer: 'a',
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 60_000,
+        retryInitialDelayMs: 10,
+      });
+      a.recorder.behavior = (c) => {
+        if (tagOf(c).startsWith('bad') && c.deliveryCount === 1) throw new Error('first try fails');
+      };
+      // A first loss and rejoin: its script is loaded on the connection, so the next one is an EVALSHA of its hash.
+      const bad1 = await add(a, 'bad1');
+      await settled([a], bad1, 'failed');
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      await settled([a], bad1);
+      const bad2 = await add(a, 'bad2');
+      await settled([a], bad2, 'failed');
+      // The next rejoin's script (RECOVER_SCRIPT) is held at the proxy until the group is gone again.
+      const sha = createHash('sha1').update(RECOVER_SCRIPT).digest('hex');
+      proxy.holdRequestsFrom((text) => text.includes(sha));
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      await waitFor(() => proxy.heldMatching(new RegExp(sha, 'g')) >= 1, { message: 'the rejoin held' });
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      proxy.release();
+      await settled([a], bad2);
+      expect(a.recorder.calls.filter((c) => tagOf(c) === 'bad2').map((c) => c.deliveryCount)).toEqual([1, 2]);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

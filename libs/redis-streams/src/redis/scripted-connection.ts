@@ -17,7 +17,7 @@ export type ScriptedConnection = RedisConnection & {
     highest: string,
     force: string,
     ...owed: string[]
-  ): Promise<[number, string[]]>;
+  ): Promise<[number, string[]] | number>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(
     source: string,

@@ -89,7 +89,8 @@ export class StreamCommands {
    * Re-attaches `consumer` to a group that may have been lost and re-created (RECOVER_SCRIPT):
    * moves it past `highest` and re-delivers the `owed` entries nobody has pending, when the
    * group does not know the consumer or `force` says a loss was seen otherwise. Returns whether
-   * it was treated as lost, and which owed ids are now pending under the consumer.
+   * it was treated as lost, and which owed ids are now pending under the consumer; rejects with a
+   * NOGROUP error when the group is gone again (what it owes is then still owed).
    */
   async recoverGroup(
     stream: string,
@@ -99,7 +100,11 @@ export class StreamCommands {
     force: boolean,
   ): Promise<{ lost: boolean; owned: string[] }> {
     const args = owed.flatMap(([id, count]) => [id, String(count)]);
-    const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
+    const reply = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
+    // Gone again since it was ensured: as Redis would say it, so the loop restarts and ensures it anew.
+    if (!Array.isArray(reply))
+      throw new Error(`NOGROUP the group "${this.group}" of stream "${stream}" is gone (lost again while rejoining it)`);
+    const [lost, owned] = reply;
     return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
   }
 
