@@ -10,11 +10,16 @@ import { LUA_XINFO } from './lua-xinfo.js';
  *   a delivery; a scheduled one's record leaves the retry set): `claimed`, its fields and count;
  * - pending under another consumer: `other` and who (an operator's XCLAIM, or a peer after a lapse);
  * - gone from the stream (trimmed, XDEL): `deleted` (an owed one's retry record goes too);
- * - still in the stream but in nobody's pending list (XGROUP DELCONSUMER, an XACK by hand, or a
- *   peer that took and settled it while this consumer was held up): `dropped`, unless the caller
- *   allows a re-own (it knows no peer could have claimed it yet): then it is pending under this
- *   consumer again (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT, the
- *   last-delivered id put back): `reowned`, with its fields and its count.
+ * - still in the stream, in nobody's pending list, and above the group's last-delivered id: `above`.
+ *   It was delivered to this consumer, so the group's mark has moved back below it since: the group
+ *   was re-created lower (or an operator ran XGROUP SETID). Nobody was delivered it in this group,
+ *   so nobody settled it here; the caller treats the group as lost (its rejoin moves the mark
+ *   forward and takes the entry back);
+ * - still in the stream but in nobody's pending list otherwise (XGROUP DELCONSUMER, an XACK by
+ *   hand, or a peer that took and settled it while this consumer was held up): `dropped`, unless
+ *   the caller allows a re-own (it knows no peer could have claimed it yet): then it is pending
+ *   under this consumer again (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM
+ *   RETRYCOUNT, the last-delivered id put back): `reowned`, with its fields and its count.
  *
  * KEYS[1] stream, KEYS[2] its retry set; ARGV[1] group, ARGV[2] consumer, ARGV[3] claimIdle ('' none),
  * then per id: id, kind ('h' | 'o' | 'r'), '1' to allow a re-own, delivery count and idle time to
@@ -47,7 +52,9 @@ for i = 4, #ARGV, 5 do
     -- Gone from the stream: a retry it waited for goes too.
     if kind ~= 'h' then redis.call('ZREM', KEYS[2], id) end
     out[#out + 1] = {'deleted', ''}
-  elseif reown == '1' and not less(last, id) then
+  elseif less(last, id) then
+    out[#out + 1] = {'above', ''}
+  elseif reown == '1' then
     out[#out + 1] = {'reowned', count, redeliver(key, group, me, id, count, idle, last)}
   else
     out[#out + 1] = {'dropped', ''}
