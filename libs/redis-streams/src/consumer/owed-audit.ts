@@ -1,5 +1,6 @@
 import { someIds } from '../id-list.js';
 import type { AuditResult } from '../redis/replies.js';
+import type { AuditKind } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { Owed } from './delivery-marks.js';
 import type { PendingAuditDeps } from './pending-audit.js';
@@ -50,14 +51,19 @@ export async function auditOwed(
     const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && d.marks.owes(stream, id));
     if (chunk.length === 0) continue;
     const sentAt = performance.now();
-    const items = chunk.map(([id, o]) => ({
-      id,
+    const items = chunk.map(([id, o]) => {
+      const scheduled = o.retryAt !== undefined;
       // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
-      kind: claimIdleMs !== undefined && o.retryAt !== undefined ? ('retry' as const) : ('owed' as const),
-      reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
-      count: o.count,
-      idleMs: sentAt - o.confirmedAt + o.idleMs,
-    }));
+      const kind: AuditKind = scheduled ? (claimIdleMs !== undefined ? 'retry' : 'waiting') : 'owed';
+      return {
+        id,
+        kind,
+        reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
+        count: o.count,
+        // A scheduled retry's wait is its record's, not its idle time: taken back, it waits here again (idle kept low).
+        idleMs: scheduled ? 0 : sentAt - o.confirmedAt + o.idleMs,
+      };
+    });
     const result = await d.commands.audit(stream, d.consumer, claimIdleMs, items);
     if (result === null) return lost.add(stream);
     applyOwed(d, lost, stream, sentAt, result, claimed);

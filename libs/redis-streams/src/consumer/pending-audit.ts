@@ -34,7 +34,8 @@ export interface PendingAuditDeps {
  * - held entries a lease renewal found gone, and acks that came back short, are explained.
  * An entry in nobody's pending list (XGROUP DELCONSUMER drops a consumer's list; an XACK by hand)
  * is taken back when no peer can have claimed it yet (last seen here less than
- * `minIdleMs - leaseRenewMs` ago); otherwise a peer may have settled it while this consumer was
+ * `minIdleMs - leaseRenewMs` ago), or when it waits for a scheduled retry whose record is still
+ * there (nobody tried it since); otherwise a peer may have settled it while this consumer was
  * held up, and it is left alone. Once the group is found lost (gone, no longer listing this
  * consumer, or re-created below an entry it fetched), such entries are the rejoin's to take back
  * instead, whatever the time (see LostGroups). Trimmed entries are reported once as `deleted`.

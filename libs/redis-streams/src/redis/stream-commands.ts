@@ -16,6 +16,10 @@ import { FetchCommands } from './fetch-commands.js';
  */
 const IDS_PER_SCRIPT_CALL = 1000;
 
+/** What an audited entry is to its consumer (see AUDIT_SCRIPT): in hand, failed and owed, waiting for a scheduled retry, or due for it. */
+export type AuditKind = 'held' | 'owed' | 'waiting' | 'retry';
+const AUDIT_KINDS: Record<AuditKind, string> = { held: 'h', owed: 'o', waiting: 'w', retry: 'r' };
+
 /**
  * Every stream command the transport sends, and the one place their replies are parsed.
  * Knows the group; the consumer name is passed in, so one instance serves any consumer.
@@ -52,20 +56,21 @@ export class StreamCommands {
 
   /**
    * What became of entries `consumer` believes are pending under it (AUDIT_SCRIPT): in hand
-   * (`held`) or failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`). An
-   * entry with `reown` set that nobody has pending is made pending under it again, with `count`
-   * and `idleMs` (an owed entry keeps its place in the retry schedule).
-   * Null when the stream or the group is gone.
+   * (`held`), failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`), waiting
+   * for a scheduled retry (`waiting`), or due for it (`retry`, claimed). An entry with `reown` set
+   * that nobody has pending is made pending under it again, with `count` and `idleMs` (an owed
+   * entry keeps its place in the retry schedule); so is a waiting or due one whose retry record is
+   * still there. Null when the stream or the group is gone.
    */
   async audit(
     stream: string,
     consumer: string,
     claimIdleMs: number | undefined,
-    items: readonly { id: string; kind: 'held' | 'owed' | 'retry'; reown: boolean; count: number; idleMs?: number }[],
+    items: readonly { id: string; kind: AuditKind; reown: boolean; count: number; idleMs?: number }[],
   ): Promise<AuditResult | null> {
     const args = items.flatMap((i) => [
       i.id,
-      i.kind === 'held' ? 'h' : i.kind === 'owed' ? 'o' : 'r',
+      AUDIT_KINDS[i.kind],
       i.reown ? '1' : '0',
       String(i.count),
       String(Math.max(0, Math.floor(i.idleMs ?? 0))),
