@@ -3,7 +3,11 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
-import { quiesced } from './support/pending.js';
+import { pendingCount, quiesced } from './support/pending.js';
+import { captureLogs } from './support/logs.js';
+import { redisProxy } from './support/redis-proxy.js';
+import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/recover-script.js';
+import { createHash } from 'node:crypto';
 
 const redis = useRedis();
 
@@ -143,6 +147,99 @@ describe('a lost group noticed late', () => {
     open();
     await settled([c], bad);
     expect(c.recorder.calls.filter((call) => tagOf(call) === 'bad').map((call) => call.deliveryCount)).toEqual([1, 2]);
+  });
+});
+
+describe('a group lost again while a consumer rejoins it', () => {
+  it('keeps what it owed when the group is destroyed between its re-creation and the rejoin, and takes it back at the next', async () => {
+    const proxy = await redisProxy(redis);
+    try {
+      const prefix = uniquePrefix();
+      const a = await start({
+        connection: `redis://127.0.0.1:${proxy.port}`,
+        group: 'g',
+        consumer: 'a',
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 60_000,
+        retryInitialDelayMs: 10,
+      });
+      a.recorder.behavior = (c) => {
+        if (tagOf(c).startsWith('bad') && c.deliveryCount === 1) throw new Error('first try fails');
+      };
+      // A first loss and rejoin: its script is loaded on the connection, so the next one is an EVALSHA of its hash.
+      const bad1 = await add(a, 'bad1');
+      await settled([a], bad1, 'failed');
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      await settled([a], bad1);
+      const bad2 = await add(a, 'bad2');
+      await settled([a], bad2, 'failed');
+      // The next rejoin's script (RECOVER_SCRIPT) is held at the proxy until the group is gone again.
+      const sha = createHash('sha1').update(RECOVER_SCRIPT).digest('hex');
+      proxy.holdRequestsFrom((text) => text.includes(sha));
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      await waitFor(() => proxy.heldMatching(new RegExp(sha, 'g')) >= 1, { message: 'the rejoin held' });
+      await redis.client().xgroup('DESTROY', a.key(), 'g');
+      proxy.release();
+      await settled([a], bad2);
+      expect(a.recorder.calls.filter((c) => tagOf(c) === 'bad2').map((c) => c.deliveryCount)).toEqual([1, 2]);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('a group re-created below what a consumer fetched', () => {
+  it('still runs a read-ahead batch whose group a peer re-created lower while the batch before it was in hand', async () => {
+    const { logger, text } = captureLogs();
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const key = `${prefix}orders`;
+    await createGroup(r, key);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const b = await start(
+      {
+        connection: redis.url,
+        group: 'g',
+        consumer: 'b',
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 60_000,
+        leaseRenewMs: 100,
+        batchSize: 2,
+      },
+      { logger },
+    );
+    b.recorder.behavior = async (c) => {
+      if (tagOf(c) === 'x0') await gate;
+    };
+    try {
+      // x0 in hand, x1 waiting its turn, x2 and x3 read ahead: all four pending under "b".
+      await waitFor(async () => b.recorder.calls.length === 1 && (await pendingCount(redis, key)) === 4, {
+        message: 'a batch in hand and one read ahead',
+      });
+      // A peer that had read less re-creates the lost group lower (here at 0): nothing of b's is pending, and the
+      // group's last-delivered id is below all four.
+      await r.xgroup('DESTROY', key, 'g');
+      await r.xgroup('CREATE', key, 'g', '0');
+      // b's lease renewal meets the four in nobody's pending list (its log line names the first).
+      const found = () =>
+        text()
+          .split('\n')
+          .some((line) => line.includes(ids[0]!) && line.includes('in hand'));
+      await waitFor(found, { message: "b's lease renewal to find its entries gone" });
+    } finally {
+      open();
+    }
+    // Handled once each, the read-ahead batch too (before, b moved the group forward past x2 and x3 and nobody ran them).
+    await waitFor(() => ['x0', 'x1', 'x2', 'x3'].every((tag) => b.recorder.calls.some((c) => tagOf(c) === tag)), {
+      message: 'every fetched entry handled',
+    }).catch(() => undefined);
+    expect(counts([b])).toEqual({ x0: 1, x1: 1, x2: 1, x3: 1 });
+    await quiesced(redis, key);
   });
 });
 

@@ -4,6 +4,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount, pendingRows } from './support/pending.js';
+import { retrySetKey } from './support/redis-server.js';
 
 // Operators' commands on a live group (REVIEW.md, class 1): what the transport must not lose or repeat.
 
@@ -105,6 +106,40 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     }
     await settled([a], bad);
     expect(callsOf([a], 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('does not lose entries waiting for their retry when the check that finds them deleted comes late: their retry records say nobody tried them since', async () => {
+    const minIdleMs = 1500;
+    const a = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs,
+      retry: { backoff: { type: 'fixed', delayMs: 3000 } },
+    });
+    a.recorder.behavior = (c) => {
+      if (tagOf(c) !== 'ok' && c.deliveryCount === 1) throw new Error('first try fails');
+    };
+    const r = redis.client();
+    const ids: string[] = [];
+    for (const tag of ['w0', 'w1', 'w2']) ids.push((await r.xadd(a.key(), '*', 'tag', tag))!);
+    for (const id of ids) await settled([a], id, 'failed');
+    expect(await r.xgroup('DELCONSUMER', a.key(), 'g', 'a')).toBe(3);
+    // A new entry comes and is handled: its read lists the consumer in the group again, only its pending entries are gone.
+    await settled([a], (await r.xadd(a.key(), '*', 'tag', 'ok'))!);
+    expect(((await r.xinfo('CONSUMERS', a.key(), 'g')) as unknown[][]).some((c) => c[1] === 'a')).toBe(true);
+    // Then its event loop is held past minIdleMs (a busy machine): by the time its check finds them gone, a peer's
+    // reclaim could have taken them as far as its clock can tell.
+    const until = Date.now() + minIdleMs + 200;
+    while (Date.now() < until) {
+      /* held: no timer of this process runs */
+    }
+    // No peer exists: each is retried here, once, at its due time.
+    for (const id of ids) await settled([a], id, 'acked', 15_000);
+    for (const tag of ['w0', 'w1', 'w2']) expect(callsOf([a], tag).map((c) => c.deliveryCount)).toEqual([1, 2]);
+    expect(await pendingCount(redis, a.key())).toBe(0);
   });
 
   it('reports an owed entry deleted by hand once, whichever path finds it first', async () => {
@@ -215,6 +250,48 @@ describe('acks that find entries no longer pending', () => {
     expect(text()).not.toMatch(/lost and re-created|had lost this consumer's pending entries/);
     expect(text()).toMatch(/no longer pending/);
     expect(await pendingCount(redis, key)).toBe(0);
+  });
+
+  it('a handler that fails after a lease lapse during which a peer took and settled its entry: no retry is recorded, and the entry is not taken back', async () => {
+    const { logger, text } = captureLogs();
+    const minIdleMs = 1000;
+    const a = await start(
+      {
+        connection: redis.connection,
+        group: 'g',
+        consumer: 'a',
+        keyPrefix: uniquePrefix(),
+        blockMs: 100,
+        minIdleMs,
+        batchSize: 1,
+        retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+      },
+      { logger },
+    );
+    const key = a.key();
+    const r = redis.client();
+    let id = '';
+    a.recorder.behavior = () => {
+      // A peer, in another process (this one is held), takes it once idle past minIdleMs (as XAUTOCLAIM would) and
+      // settles it. Then the handler, which held the event loop past minIdleMs, fails.
+      const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -c -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${id} JUSTID; redis-cli -c -p ${redis.port} XACK ${key} g ${id}`;
+      spawn('sh', ['-c', peer], { stdio: 'ignore' });
+      const until = Date.now() + minIdleMs + 2000;
+      while (Date.now() < until) {
+        /* held: no timer of this process runs */
+      }
+      throw new Error('fails after the lapse');
+    };
+    id = (await r.xadd(key, '*', 'tag', 'e'))!;
+    await settled([a], id, 'failed');
+    // Not pending here when it failed: the retry set gets no record a check could take for "nobody tried it since".
+    expect(await r.zscore(retrySetKey(key, 'g'), id)).toBeNull();
+    await waitFor(() => /failed entry .* is no longer pending: a peer may have settled it/.test(text()), {
+      message: 'the owed-entry check to give it up',
+    });
+    expect(text()).not.toMatch(/taken back/);
+    expect(await pendingCount(redis, key)).toBe(0);
+    expect(callsOf([a], 'e').length).toBe(1);
   });
 
   it("reports an entry in hand that was trimmed from the stream as deleted, not as a peer's or a lost group", async () => {

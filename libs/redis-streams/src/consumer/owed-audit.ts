@@ -1,10 +1,31 @@
+import { someIds } from '../id-list.js';
 import type { AuditResult } from '../redis/replies.js';
+import type { AuditKind } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { Owed } from './delivery-marks.js';
 import type { PendingAuditDeps } from './pending-audit.js';
 
 /** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
 const IDS_PER_AUDIT = 200;
+
+/**
+ * The streams whose group was found lost (gone, no longer listing this consumer, or re-created
+ * below entries it had fetched) since the loop last rejoined them. Until it rejoins, an entry it
+ * held or owed that is in nobody's pending list went with the lost group's pending list: it is
+ * kept, and the rejoin (RECOVER_SCRIPT) takes it back, rather than being given up as a peer's.
+ */
+export interface LostGroups {
+  has(stream: string): boolean;
+  /** Found lost now: noted, and the loop's lost-group path told. */
+  add(stream: string): void;
+}
+
+/**
+ * Of an audit's findings, one the rejoin is to take back: above the group's last-delivered id
+ * (the group was re-created lower: nobody was delivered it since), or in nobody's pending list
+ * while the group is lost to this consumer.
+ */
+export const leftToRejoin = (status: string, groupLost: boolean): boolean => status === 'above' || (status === 'dropped' && groupLost);
 
 /**
  * Last seen here with idle at most `idleMs` at `confirmedAt` (a renewal or an audit sent then):
@@ -17,6 +38,7 @@ export function noPeerCouldClaim(d: PendingAuditDeps, confirmedAt: number, idleM
 /** Audits these owed entries of `stream`, IDS_PER_AUDIT at a time; with `claimIdleMs`, claims the due ones into `claimed`. */
 export async function auditOwed(
   d: PendingAuditDeps,
+  lost: LostGroups,
   stream: string,
   todo: readonly [string, Owed][],
   claimIdleMs: number | undefined,
@@ -29,25 +51,39 @@ export async function auditOwed(
     const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && d.marks.owes(stream, id));
     if (chunk.length === 0) continue;
     const sentAt = performance.now();
-    const items = chunk.map(([id, o]) => ({
-      id,
+    const items = chunk.map(([id, o]) => {
+      const scheduled = o.retryAt !== undefined;
       // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
-      kind: claimIdleMs !== undefined && o.retryAt !== undefined ? ('retry' as const) : ('owed' as const),
-      reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
-      count: o.count,
-      idleMs: sentAt - o.confirmedAt + o.idleMs,
-    }));
+      const kind: AuditKind = scheduled ? (claimIdleMs !== undefined ? 'retry' : 'waiting') : 'owed';
+      return {
+        id,
+        kind,
+        reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
+        count: o.count,
+        // A scheduled retry's wait is its record's, not its idle time: taken back, it waits here again (idle kept low).
+        idleMs: scheduled ? 0 : sentAt - o.confirmedAt + o.idleMs,
+      };
+    });
     const result = await d.commands.audit(stream, d.consumer, claimIdleMs, items);
-    if (result === null) return d.onGroupLost(stream);
-    applyOwed(d, stream, sentAt, result, claimed);
+    if (result === null) return lost.add(stream);
+    applyOwed(d, lost, stream, sentAt, result, claimed);
   }
 }
 
-function applyOwed(d: PendingAuditDeps, stream: string, sentAt: number, result: AuditResult, claimed: StreamEntry[]): void {
+function applyOwed(
+  d: PendingAuditDeps,
+  lost: LostGroups,
+  stream: string,
+  sentAt: number,
+  result: AuditResult,
+  claimed: StreamEntry[],
+): void {
   const { marks, logger } = d;
   const deleted: string[] = [];
   const retry: StreamEntry[] = [];
-  let lost = !result.known;
+  const kept: string[] = [];
+  const groupLost = !result.known || lost.has(stream);
+  let rejoin = !result.known;
   for (const f of result.findings) {
     if (f.status === 'mine' || f.status === 'reowned') {
       // Taken back: pending under this consumer again with its count and idle time.
@@ -57,8 +93,14 @@ function applyOwed(d: PendingAuditDeps, stream: string, sentAt: number, result: 
           `failed entry ${f.id} of "${stream}" was in nobody's pending list (XGROUP DELCONSUMER of this consumer, a group re-created, or an XACK by hand): taken back for its retry`,
         );
         // Its pending list was dropped: the loop rejoins, whose self-drain retries what was taken back at once.
-        lost = true;
+        rejoin = true;
       }
+      continue;
+    }
+    if (leftToRejoin(f.status, groupLost)) {
+      // Still owed: the rejoin takes it back (whatever the time, as it does for every entry it owed).
+      kept.push(f.id);
+      rejoin = true;
       continue;
     }
     marks.forgetOwed(stream, f.id);
@@ -74,5 +116,10 @@ function applyOwed(d: PendingAuditDeps, stream: string, sentAt: number, result: 
     d.lease.hold(retry);
     claimed.push(...retry);
   }
-  if (lost) d.onGroupLost(stream);
+  // Once per loss: until the rejoin, later checks find them so again.
+  if (kept.length > 0 && !lost.has(stream))
+    logger.warn(
+      `failed entries ${someIds(kept)} of "${stream}" are in nobody's pending list and the group was lost to this consumer (re-created, or the consumer deleted from it): still owed, taken back when it rejoins the group`,
+    );
+  if (rejoin) lost.add(stream);
 }

@@ -1,11 +1,12 @@
 import type { Logger } from '../ports.js';
 import { exhaustMap, interval, type Subscription } from 'rxjs';
 import { describeError } from '../describe-error.js';
+import { someIds } from '../id-list.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { DeliveryMarks, Owed } from './delivery-marks.js';
 import type { Lease } from './lease.js';
-import { auditOwed, noPeerCouldClaim } from './owed-audit.js';
+import { auditOwed, leftToRejoin, noPeerCouldClaim, type LostGroups } from './owed-audit.js';
 import { DueClock, handBackWaiting, touchWaiting } from './retry-waits.js';
 
 export interface PendingAuditDeps {
@@ -33,8 +34,11 @@ export interface PendingAuditDeps {
  * - held entries a lease renewal found gone, and acks that came back short, are explained.
  * An entry in nobody's pending list (XGROUP DELCONSUMER drops a consumer's list; an XACK by hand)
  * is taken back when no peer can have claimed it yet (last seen here less than
- * `minIdleMs - leaseRenewMs` ago); otherwise a peer may have settled it while this consumer was
- * held up, and it is left alone. Trimmed entries are reported once as `deleted`.
+ * `minIdleMs - leaseRenewMs` ago), or when it waits for a scheduled retry whose record is still
+ * there (nobody tried it since); otherwise a peer may have settled it while this consumer was
+ * held up, and it is left alone. Once the group is found lost (gone, no longer listing this
+ * consumer, or re-created below an entry it fetched), such entries are the rejoin's to take back
+ * instead, whatever the time (see LostGroups). Trimmed entries are reported once as `deleted`.
  */
 export class PendingAudit {
   private timer: Subscription | undefined;
@@ -46,6 +50,15 @@ export class PendingAudit {
   private owedTurn: Promise<unknown> = Promise.resolve();
   /** Entries already explained (deleted, a peer's, dropped): their short ack says nothing new. */
   private readonly explained = new Set<string>();
+  /** Streams whose group was found lost since the loop last (re)started, i.e. rejoined them. */
+  private readonly lostStreams = new Set<string>();
+  private readonly lost: LostGroups = {
+    has: (stream) => this.lostStreams.has(stream),
+    add: (stream) => {
+      this.lostStreams.add(stream);
+      this.d.onGroupLost(stream);
+    },
+  };
 
   constructor(private readonly d: PendingAuditDeps) {
     this.due = new DueClock(d.onDue);
@@ -56,7 +69,9 @@ export class PendingAudit {
     return Math.max(1, this.d.minIdleMs - this.d.leaseRenewMs);
   }
 
+  /** After the groups were ensured (and rejoined where lost). */
   start(): void {
+    this.lostStreams.clear();
     // Twice a lease period: an entry dropped at any idle time up to minIdleMs - leaseRenewMs / 2 is seen while no peer can have it.
     this.timer ??= interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))
       .pipe(
@@ -111,7 +126,8 @@ export class PendingAudit {
       const claimed: StreamEntry[] = [];
       try {
         // Scheduled ones off the due-time heap (not a scan of every waiting entry per beat).
-        for (const [stream, due] of this.d.marks.takeDueRetries(now)) await auditOwed(this.d, stream, due, this.safeIdleMs, claimed);
+        for (const [stream, due] of this.d.marks.takeDueRetries(now))
+          await auditOwed(this.d, this.lost, stream, due, this.safeIdleMs, claimed);
       } catch (err) {
         // Not claimed: back on the schedule, tried again next beat.
         this.d.marks.rescheduleAll();
@@ -158,9 +174,11 @@ export class PendingAudit {
       return undefined;
     });
     if (result === undefined) return;
-    if (result === null) return this.d.onGroupLost(stream);
+    if (result === null) return this.lost.add(stream);
+    const groupLost = !result.known || this.lost.has(stream);
     const byId = new Map(lost.map(({ entry }) => [entry.id, entry]));
     const deleted: string[] = [];
+    const kept: string[] = [];
     for (const f of result.findings) {
       const entry = byId.get(f.id)!;
       if (f.status === 'mine' || f.status === 'reowned') {
@@ -169,6 +187,11 @@ export class PendingAudit {
           this.d.logger.warn(
             `entry ${f.id} of "${stream}" in hand was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`,
           );
+        continue;
+      }
+      if (leftToRejoin(f.status, groupLost)) {
+        // Still held (a batch or read-ahead not yet handled must not be given up): the rejoin takes it back.
+        kept.push(f.id);
         continue;
       }
       this.d.lease.drop(entry);
@@ -184,7 +207,12 @@ export class PendingAudit {
         );
     }
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
-    if (!result.known) this.d.onGroupLost(stream);
+    // Once per loss: until the rejoin, each renewal finds them so again.
+    if (kept.length > 0 && !this.lost.has(stream))
+      this.d.logger.warn(
+        `entries ${someIds(kept)} of "${stream}" in hand are in nobody's pending list and the group was lost to this consumer (re-created, or the consumer deleted from it): kept, taken back when it rejoins the group`,
+      );
+    if (!result.known || kept.length > 0) this.lost.add(stream);
   }
 
   /**
@@ -201,7 +229,8 @@ export class PendingAudit {
       undefined,
       unexplained.map((e) => ({ id: e.id, kind: 'held' as const, reown: false, count: e.deliveryCount })),
     );
-    if (result === null || !result.known) return this.d.onGroupLost(stream);
+    // Gone, no longer listing this consumer, or re-created below what it acked: what else it holds and owes went with it.
+    if (result === null || !result.known || result.findings.some((f) => f.status === 'above')) return this.lost.add(stream);
     const deleted = result.findings.filter((f) => f.status === 'deleted').map((f) => f.id);
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     if (missing > deleted.length) {
@@ -219,7 +248,7 @@ export class PendingAudit {
       // Waiting ones are not audited each time (20,000 waiting would cost Redis ~10,000 XPENDING a second):
       // their idle reset says they are still ours, and only those it finds gone are audited.
       if (this.d.marks.unscheduled > 0) await this.eachOwed((o) => o.retryAt === undefined, undefined, []);
-      for (const [stream, gone] of await touchWaiting(this.d)) await auditOwed(this.d, stream, gone, undefined, []);
+      for (const [stream, gone] of await touchWaiting(this.d)) await auditOwed(this.d, this.lost, stream, gone, undefined, []);
     });
     this.unscheduledDueAt = this.unscheduledNext();
     this.noteNextDue();
@@ -244,6 +273,7 @@ export class PendingAudit {
     for (const [stream, owed] of this.d.marks.owedByStream())
       await auditOwed(
         this.d,
+        this.lost,
         stream,
         owed.filter(([, o]) => pick(o)),
         claimIdleMs,

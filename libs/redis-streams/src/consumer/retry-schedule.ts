@@ -9,6 +9,8 @@ import type { SettledEvent } from './settled-event.js';
 
 export interface RetryScheduleDeps {
   commands: StreamCommands;
+  /** This consumer: a record is written only for an entry still pending under it. */
+  consumer: string;
   logger: Logger;
   /** The server's policy (`retry`); a pattern's own (its origin's) wins. */
   retry: RetryDelay | undefined;
@@ -45,7 +47,9 @@ export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has
 export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): RetryTime | Promise<RetryTime> {
   const delay = chosenDelay(deps, entry, error);
   if (typeof delay === 'string') return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: delay };
-  return deps.commands.retries.schedule(entry.stream, entry.id, delay).then(
+  // Not recorded when the entry is no longer pending here (a peer took it, or the group lost it): its retry is then
+  // the peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same.
+  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer).then(
     () => ({ retryInMs: delay, scheduled: true }),
     (err: unknown) => {
       if (isRefusal(err)) {

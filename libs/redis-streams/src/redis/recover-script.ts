@@ -19,12 +19,14 @@ import { LUA_XINFO } from './lua-xinfo.js';
  * ARGV[4] '1' to treat the group as lost although it lists the consumer (its acks found entries
  * no longer pending: a peer re-created the group, and the consumer has read from it since), then
  * id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
- * pending under it among those owed }.
+ * pending under it among those owed }, or -1 when the stream or the group is gone (lost again
+ * since it was ensured: nothing is known of what it owes).
  */
 export const RECOVER_SCRIPT = `${LUA_IDS}${LUA_XINFO}${LUA_REDELIVER}
 local key, group, me, highest = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('EXISTS', key) == 0 then return -1 end
 local g = groupOf(key, group)
-if g == nil then return {0, {}} end
+if g == nil then return -1 end
 local last = g['last-delivered-id']
 local known = listsConsumer(key, group, me)
 local lost = (not known) or ARGV[4] == '1'

@@ -84,7 +84,7 @@ export function parsePendingDetail(id: string, reply: unknown): (PendingRow & { 
 export type AuditFinding =
   | { readonly id: string; readonly status: 'mine'; readonly idleMs: number }
   | { readonly id: string; readonly status: 'other'; readonly owner: string }
-  | { readonly id: string; readonly status: 'deleted' | 'dropped' }
+  | { readonly id: string; readonly status: 'deleted' | 'above' | 'dropped' }
   | { readonly id: string; readonly status: 'claimed' | 'reowned'; readonly entry: StreamEntry };
 
 /** The group's answer to an audit: null when the stream or the group is gone. */
@@ -108,6 +108,7 @@ export function parseAuditReply(stream: string, ids: readonly string[], reply: u
       case 'other':
         return { id, status, owner: String(detail) };
       case 'deleted':
+      case 'above':
       case 'dropped':
         return { id, status };
       case 'claimed':

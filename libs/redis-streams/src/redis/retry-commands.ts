@@ -15,9 +15,12 @@ export class RetryCommands {
     return retryKeyOf(stream, this.group, this.onCluster);
   }
 
-  /** Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock); the due time in Redis ms. */
-  async schedule(stream: string, id: string, delayMs: number): Promise<number> {
-    return Number(await this.conn.streamsScheduleRetry(this.key(stream), delayMs, id));
+  /**
+   * Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock), if it is
+   * pending under `consumer` (SCHEDULE_RETRY_SCRIPT); the due time in Redis ms, or -1 (not recorded).
+   */
+  async schedule(stream: string, id: string, delayMs: number, consumer: string): Promise<number> {
+    return Number(await this.conn.streamsScheduleRetry(this.key(stream), stream, delayMs, id, this.group, consumer));
   }
 
   /** The records of entries gone from `stream` (trimmed, XDEL): nothing is left to retry. */

@@ -11,9 +11,17 @@ export const RETRY_RECORD_TTL_MS = 86_400_000;
  * Records when a failed entry is due for its next try: the retry set (a sorted set beside the
  * stream, in its slot) maps its id to Redis' time now + the delay. Records a day past due are
  * dropped (their entry was retried, or deleted while it waited).
- * KEYS[1] retry set; ARGV[1] delay in ms, ARGV[2] the entry's id. Returns the due time (Redis ms).
+ * Only while the entry is pending under the consumer that failed it: one a peer took meanwhile (after
+ * a lease lapse) is the peer's, and one in nobody's pending list may have been settled by a peer. So
+ * a record is always written for an entry pending under its writer, and whoever tries it removes it
+ * first (a claim at its due time, a reclaim's adoption once due): a record still there says nobody
+ * tried the entry since (see AUDIT_SCRIPT).
+ * KEYS[1] retry set, KEYS[2] stream; ARGV[1] delay in ms, ARGV[2] the entry's id, ARGV[3] group,
+ * ARGV[4] consumer. Returns the due time (Redis ms), or -1 (not pending under the consumer: no record).
  */
 export const SCHEDULE_RETRY_SCRIPT = `${LUA_NOW}
+local ok, rows = pcall(redis.call, 'XPENDING', KEYS[2], ARGV[3], ARGV[2], ARGV[2], 1)
+if not ok or not rows[1] or rows[1][2] ~= ARGV[4] then return -1 end
 local due = now + tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - ${RETRY_RECORD_TTL_MS}))
 redis.call('ZADD', KEYS[1], due, ARGV[2])

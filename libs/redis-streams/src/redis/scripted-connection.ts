@@ -17,7 +17,7 @@ export type ScriptedConnection = RedisConnection & {
     highest: string,
     force: string,
     ...owed: string[]
-  ): Promise<[number, string[]]>;
+  ): Promise<[number, string[]] | number>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
   streamsDeadLetter(
     source: string,
@@ -34,7 +34,7 @@ export type ScriptedConnection = RedisConnection & {
   /** Variadic keys: the stream count first, then the streams, then the arguments. */
   streamsReclaimRound(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<unknown>;
   streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
-  streamsScheduleRetry(retryKey: string, delayMs: number, id: string): Promise<number>;
+  streamsScheduleRetry(retryKey: string, key: string, delayMs: number, id: string, group: string, consumer: string): Promise<number>;
   streamsAdoptRetry(
     key: string,
     retryKey: string,
@@ -63,7 +63,7 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
   conn.defineCommand('streamsReclaimRound', { lua: RECLAIM_ROUND_SCRIPT });
   conn.defineCommand('streamsAudit', { numberOfKeys: 2, lua: AUDIT_SCRIPT });
-  conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 1, lua: SCHEDULE_RETRY_SCRIPT });
+  conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 2, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
   return conn as ScriptedConnection;

@@ -17,6 +17,10 @@ import { deadLetterTrimArgs, type DeadLetterRetention } from './retention.js';
  */
 const IDS_PER_SCRIPT_CALL = 1000;
 
+/** What an audited entry is to its consumer (see AUDIT_SCRIPT): in hand, failed and owed, waiting for a scheduled retry, or due for it. */
+export type AuditKind = 'held' | 'owed' | 'waiting' | 'retry';
+const AUDIT_KINDS: Record<AuditKind, string> = { held: 'h', owed: 'o', waiting: 'w', retry: 'r' };
+
 /**
  * Every stream command the transport sends, and the one place their replies are parsed.
  * Knows the group; the consumer name is passed in, so one instance serves any consumer.
@@ -69,20 +73,21 @@ export class StreamCommands {
 
   /**
    * What became of entries `consumer` believes are pending under it (AUDIT_SCRIPT): in hand
-   * (`held`) or failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`). An
-   * entry with `reown` set that nobody has pending is made pending under it again, with `count`
-   * and `idleMs` (an owed entry keeps its place in the retry schedule).
-   * Null when the stream or the group is gone.
+   * (`held`), failed and owed (`owed`, claimed for their retry once idle `claimIdleMs`), waiting
+   * for a scheduled retry (`waiting`), or due for it (`retry`, claimed). An entry with `reown` set
+   * that nobody has pending is made pending under it again, with `count` and `idleMs` (an owed
+   * entry keeps its place in the retry schedule); so is a waiting or due one whose retry record is
+   * still there. Null when the stream or the group is gone.
    */
   async audit(
     stream: string,
     consumer: string,
     claimIdleMs: number | undefined,
-    items: readonly { id: string; kind: 'held' | 'owed' | 'retry'; reown: boolean; count: number; idleMs?: number }[],
+    items: readonly { id: string; kind: AuditKind; reown: boolean; count: number; idleMs?: number }[],
   ): Promise<AuditResult | null> {
     const args = items.flatMap((i) => [
       i.id,
-      i.kind === 'held' ? 'h' : i.kind === 'owed' ? 'o' : 'r',
+      AUDIT_KINDS[i.kind],
       i.reown ? '1' : '0',
       String(i.count),
       String(Math.max(0, Math.floor(i.idleMs ?? 0))),
@@ -106,7 +111,8 @@ export class StreamCommands {
    * Re-attaches `consumer` to a group that may have been lost and re-created (RECOVER_SCRIPT):
    * moves it past `highest` and re-delivers the `owed` entries nobody has pending, when the
    * group does not know the consumer or `force` says a loss was seen otherwise. Returns whether
-   * it was treated as lost, and which owed ids are now pending under the consumer.
+   * it was treated as lost, and which owed ids are now pending under the consumer; rejects with a
+   * NOGROUP error when the group is gone again (what it owes is then still owed).
    */
   async recoverGroup(
     stream: string,
@@ -116,7 +122,11 @@ export class StreamCommands {
     force: boolean,
   ): Promise<{ lost: boolean; owned: string[] }> {
     const args = owed.flatMap(([id, count]) => [id, String(count)]);
-    const [lost, owned] = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
+    const reply = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
+    // Gone again since it was ensured: as Redis would say it, so the loop restarts and ensures it anew.
+    if (!Array.isArray(reply))
+      throw new Error(`NOGROUP the group "${this.group}" of stream "${stream}" is gone (lost again while rejoining it)`);
+    const [lost, owned] = reply;
     return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
   }
 
