@@ -4,6 +4,7 @@ import { useProducers } from './support/producer.js';
 import { CLUSTER_MODE, deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
 import { startApp, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
+import { createGroup } from './support/backlog.js';
 
 // Issue 35, item 5: a Redis at its maxmemory with noeviction (the production setting) refuses the
 // commands that may grow memory (`denyoom`: XADD, XGROUP CREATE, ZADD, a script that writes) and
@@ -53,15 +54,14 @@ describe.skipIf(CLUSTER_MODE)('Redis out of memory (maxmemory, noeviction)', () 
 
   it('a dead-letter move refused stays pending (nothing lost), and is made once there is room', async () => {
     const prefix = uniquePrefix();
+    // The groups and the entry before Redis is full; the worker after, so that its first move is refused.
+    for (const pattern of ['orders', 'payments']) await createGroup(redis.client(), `${prefix}${pattern}`);
+    const id = (await redis.client().xadd(`${prefix}orders`, '*', 'n', 'poison'))!;
+    await full();
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
     app.recorder.behavior = () => {
       throw new DeadLetterException('poison');
     };
-    await full();
-    // Written past the refusal: as a producer on another, roomier node would have, before it filled.
-    await roomAgain();
-    const id = (await redis.client().xadd(app.key(), '*', 'n', 'poison'))!;
-    await full();
     await waitFor(() => app.recorder.calls.length >= 1, { message: 'the handler called' });
     await waitFor(async () => ((await redis.client().xpending(app.key(), 'g')) as [number])[0] === 1, {
       message: 'the entry pending, its move refused',
