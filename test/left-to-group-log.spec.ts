@@ -14,10 +14,12 @@ describe('the warning for entries left to the group past maxWaitingRetries', () 
     log.note('s', ids(1, 11));
     log.note('s', ids(11, 21));
     log.note('t', ids(0, 3));
+    log.note('u', ids(0, 1));
     log.flush();
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^21 entries taken from "s" .* maxWaitingRetries \(10\): left to the group/);
     expect(lines[1]).toMatch(/^3 entries taken from "t"/);
+    expect(lines.pop()).toMatch(/^1 entry taken from "u" waits for a retry/);
     // The same 21 come back each minIdleMs: no line within the minute.
     for (let sweep = 0; sweep < 5; sweep++) {
       log.note('s', ids(0, 21));

@@ -3,6 +3,7 @@ import { UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/replies.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { LoopParts } from './loop-parts.js';
+import { counted } from '../readable.js';
 
 /** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */
 const MIN_SERVER = { major: 7, minor: 0 };
@@ -154,7 +155,9 @@ export class GroupKeeper {
     if (!lost) return;
     d.logger.warn(
       `group "${d.options.group}" of stream "${stream}" had lost this consumer's pending entries (the group was re-created, or XGROUP DELCONSUMER deleted the consumer): it resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
-        (untracked > 0 ? `; ${untracked} more failed entries were past what it tracks and will not be retried` : ''),
+        (untracked > 0
+          ? `; ${counted(untracked, 'more failed entry was', 'more failed entries were')} past what it tracks and will not be retried`
+          : ''),
     );
   }
 }

@@ -4,6 +4,7 @@ import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
 import { describeError } from '../describe-error.js';
 import { settleSent } from './settle-sent.js';
+import { counted } from '../readable.js';
 
 /** The ids of held entries, each once: a group re-created under a read-ahead can deliver an id twice, as two objects. */
 const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held.map((e) => e.id))];
@@ -162,7 +163,7 @@ export class Lease {
       await this.commands.setIdle(stream, this.consumer, ids, idleMs).catch((err: unknown) => {
         // Still pending under our name: self-drain or a later reclaim recovers them.
         confirmed = false;
-        this.logger.warn(`could not hand back ${ids.length} entries of "${stream}": ${describeError(err)}`);
+        this.logger.warn(`could not hand back ${counted(ids.length, 'entry', 'entries')} of "${stream}": ${describeError(err)}`);
       });
     }
     return confirmed;

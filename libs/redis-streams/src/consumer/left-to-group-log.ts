@@ -1,4 +1,5 @@
 import type { Logger } from '../ports.js';
+import { counted } from '../readable.js';
 
 /** How often, per stream, the entries left to the group are logged at most (unless their number doubles). */
 export const LEFT_TO_GROUP_LOG_EVERY_MS = 60_000;
@@ -71,11 +72,11 @@ export class LeftToGroupLog {
   }
 
   private line(stream: string, s: StreamLines, complete: boolean): void {
-    const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM}` : String(s.ids.size);
+    const n = s.ids.size >= MAX_IDS_PER_STREAM ? `at least ${MAX_IDS_PER_STREAM} entries` : counted(s.ids.size, 'entry', 'entries');
     const sofar = complete ? '' : " so far (this consumer's reclaim sweep goes on)";
     const again = s.logged ? ` (left ${s.times} times since the last such line)` : '';
     this.logger.warn(
-      `${n} entries taken from "${stream}"${sofar} wait for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
+      `${n} taken from "${stream}"${sofar} ${s.ids.size === 1 ? 'waits' : 'wait'} for a retry, past this consumer's maxWaitingRetries (${this.maxWaitingRetries}): left to the group, a reclaim takes each at its due time${again}; one due later than minIdleMs comes back each minIdleMs until then (logged once a minute, sooner if their number doubles)`,
     );
   }
 }

@@ -8,6 +8,7 @@ import type { DeliveryMarks, Owed } from './delivery-marks.js';
 import type { Lease } from './lease.js';
 import { auditOwed, leftToRejoin, noPeerCouldClaim, type LostGroups } from './owed-audit.js';
 import { DueClock, handBackWaiting, touchWaiting } from './retry-waits.js';
+import { counted } from '../readable.js';
 
 export interface PendingAuditDeps {
   commands: StreamCommands;
@@ -170,7 +171,9 @@ export class PendingAudit {
       count: entry.deliveryCount,
     }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
-      this.d.logger.warn(`could not check ${items.length} entries in hand on "${stream}" that the lease found gone: ${describeError(err)}`);
+      this.d.logger.warn(
+        `could not check ${counted(items.length, 'entry', 'entries')} in hand on "${stream}" that the lease found gone: ${describeError(err)}`,
+      );
       return undefined;
     });
     if (result === undefined) return;
@@ -235,7 +238,7 @@ export class PendingAudit {
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     if (missing > deleted.length) {
       this.d.logger.warn(
-        `acks on "${stream}" found ${missing - deleted.length} entries no longer pending: a peer took and settled them while this consumer was held up past minIdleMs, or an operator acked them or ran XGROUP DELCONSUMER`,
+        `acks on "${stream}" found ${counted(missing - deleted.length, 'entry', 'entries')} no longer pending: a peer took and settled ${missing - deleted.length === 1 ? 'it' : 'them'} while this consumer was held up past minIdleMs, or an operator acked ${missing - deleted.length === 1 ? 'it' : 'them'} or ran XGROUP DELCONSUMER`,
       );
       // Whatever dropped them may have dropped the entries it owes too: look now, not a lease period later.
       await this.checkOwed();
