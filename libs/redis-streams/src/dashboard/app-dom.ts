@@ -47,6 +47,11 @@ function num(n: number | null | undefined): string {
   return n === null || n === undefined ? '–' : Math.round(n).toLocaleString('en-US');
 }
 
+/** `n` (thousands separated) and its noun, singular for exactly one (readable.ts' counted, in the page). */
+function count(n: number, one: string, many: string): string {
+  return `${num(n)} ${n === 1 ? one : many}`;
+}
+
 function rate(n: number | null | undefined): string {
   return n === null || n === undefined ? '–' : n < 10 ? n.toFixed(1) : num(n);
 }
@@ -155,6 +160,7 @@ export const DOM_PARTS = {
   link,
   button,
   num,
+  count,
   rate,
   age,
   when,

@@ -68,7 +68,7 @@ async function overviewPage(): Promise<Child[]> {
       [1, 2, 5, 7, 8, 9, 10],
       'Streams',
     ),
-    ui.el('p', {}, `${ui.num(o.total)} streams, page ${o.page + 1} of ${pages}`),
+    ui.el('p', {}, `${ui.count(o.total, 'stream', 'streams')}, page ${o.page + 1} of ${pages}`),
     o.page > 0 ? ui.button('Previous page', 'prev:overview', turn(o.page - 1)) : null,
     o.page + 1 < pages ? ui.button('Next page', 'next:overview', turn(o.page + 1)) : null,
   ];
@@ -126,7 +126,7 @@ async function streamPage(key: string): Promise<Child[]> {
   const s = await ui.get(`api/stream?key=${encodeURIComponent(key)}`);
   const out: Child[] = [
     ui.el('h1', { class: 'name' }, s.stream),
-    ui.el('p', {}, `${ui.num(s.length)} entries, last id ${s.lastGeneratedId}`),
+    ui.el('p', {}, `${ui.count(s.length, 'entry', 'entries')}, last id ${s.lastGeneratedId}`),
     ui.headroom(s),
   ];
   for (const g of s.groups) out.push(...(await groupSection(key, g)));
@@ -259,7 +259,7 @@ async function deadPage(key: string): Promise<Child[]> {
   };
   return [
     ui.el('h1', { class: 'name' }, `Dead letters of ${key}`),
-    ui.el('p', {}, `${ui.num(d.length)} letters`),
+    ui.el('p', {}, ui.count(d.length, 'letter', 'letters')),
     ui.el(
       'label',
       {},
