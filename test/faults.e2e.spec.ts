@@ -267,7 +267,8 @@ describe('faults the loop must survive', () => {
     let closed = 0;
     for (const app of [idle, hung]) void app.close().then(() => closed++);
     // Twelve seconds of pause, commandTimeoutMs 10 s: only the transport's own short deadlines end close() before.
-    await waitFor(() => closed === 2, { message: 'both close() during the pause', timeoutMs: 6000 });
+    // The deadline sits just under commandTimeoutMs, which a close waiting on a command cannot beat.
+    await waitFor(() => closed === 2, { message: 'both close() during the pause', timeoutMs: 9_000 });
   });
 });
 
