@@ -272,9 +272,12 @@ describe('RedisStreamsClient.send', () => {
 
   it('lets the reply stream of a client that died expire', async () => {
     const prefix = uniquePrefix();
-    const app = await consumer(prefix, { replyTtlMs: 400 });
+    // The orphan reply exists for replyTtlMs: with 400 ms a busy machine's poll could miss it (seen on the
+    // cluster, 4 yes loops). Two seconds is five times that window; the wait for its expiry is a condition.
+    const replyTtlMs = 2_000;
+    const app = await consumer(prefix, { replyTtlMs });
     app.recorder.behavior = () => 'ok';
-    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs: 400 });
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs });
     // A reply nobody reads: the client dies before it arrives.
     let release!: () => void;
     app.recorder.behavior = () => new Promise((resolve) => (release = () => resolve('too late')));
