@@ -110,8 +110,11 @@ describe('retries with backoff', () => {
     const options = {
       ...base(prefix),
       blockMs: 100,
-      minIdleMs: 600,
-      leaseRenewMs: 150,
+      // The waiting entry's idle time is reset once it reaches minIdleMs - leaseRenewMs, checked every
+      // leaseRenewMs / 2: a check later than that lets the peer take it. With 600 / 150 that was 75 ms of
+      // a busy machine's lag; with 1200 / 1000 it is 500 ms.
+      minIdleMs: 1200,
+      leaseRenewMs: 1000,
       retry: { backoff: { type: 'fixed', delayMs: 2000 } },
     } as const;
     const a = await start({ ...options, consumer: 'a' });
@@ -124,7 +127,7 @@ describe('retries with backoff', () => {
     await waitFor(() => [...a.settled, ...b.settled].some((e) => e.outcome === 'acked'), { message: 'the retry to succeed' });
     stop();
     expect(tries.map((t) => t.call.deliveryCount)).toEqual([1, 2]);
-    // Retried by the consumer that failed it: its peer's reclaim (every 100 ms, past 600 ms idle) never took it.
+    // Retried by the consumer that failed it: its peer's reclaim (every 100 ms, past minIdleMs idle) never took it.
     expect(tries[1]!.call.consumer).toBe(tries[0]!.call.consumer);
     const late = tries[1]!.at - tries[0]!.due!;
     expect(late).toBeGreaterThanOrEqual(0);
