@@ -255,22 +255,29 @@ describe('RedisStreamsClient.send', () => {
     const prefix = uniquePrefix();
     const app = await consumer(prefix, { replyTtlMs: 60_000 });
     app.recorder.behavior = () => of(1, 2, 3);
-    const { client, close } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs: 1000 });
+    // A TTL long enough that the stream cannot expire before it is read, however slow the machine (with 1 s it
+    // could: xlen 0 of a gone key, then no TTL to read).
+    const replyTtlMs = 30_000;
+    const { client, close } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs });
     for (let i = 0; i < 20; i++) await lastValueFrom(client.send('quote', {}).pipe(toArray()));
     const admin = redis.client();
     await waitFor(async () => (await admin.xlen(client.replyStream)) === 0, { message: 'read replies to be deleted' });
+    expect(await admin.exists(client.replyStream)).toBe(1);
     const ttl = await admin.pttl(client.replyStream);
     expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(1000);
+    expect(ttl).toBeLessThanOrEqual(replyTtlMs);
     await close();
     expect(await admin.exists(client.replyStream)).toBe(0);
   });
 
   it('lets the reply stream of a client that died expire', async () => {
     const prefix = uniquePrefix();
-    const app = await consumer(prefix, { replyTtlMs: 400 });
+    // The orphan reply exists for replyTtlMs: with 400 ms a busy machine's poll could miss it (seen on the
+    // cluster, 4 yes loops). Two seconds is five times that window; the wait for its expiry is a condition.
+    const replyTtlMs = 2_000;
+    const app = await consumer(prefix, { replyTtlMs });
     app.recorder.behavior = () => 'ok';
-    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs: 400 });
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100, replyTtlMs });
     // A reply nobody reads: the client dies before it arrives.
     let release!: () => void;
     app.recorder.behavior = () => new Promise((resolve) => (release = () => resolve('too late')));
@@ -293,7 +300,7 @@ describe('RedisStreamsClient.send', () => {
     await waitFor(async () => (await admin.exists(client.replyStream)) === 1, { message: 'the orphan reply to be written' });
     await waitFor(async () => (await admin.exists(client.replyStream)) === 0, {
       message: 'the orphan reply stream to expire',
-      timeoutMs: 5000,
+      timeoutMs: 15_000,
     });
   });
 });

@@ -25,7 +25,9 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
       group: 'g',
       keyPrefix: prefix,
       blockMs: 50,
-      minIdleMs: 300,
+      // Fifteen renewals long: only a lease never renewed lets the peer take a held entry, not a renewal
+      // a busy machine delayed (with 300 ms, a delay of 200 ms would have).
+      minIdleMs: 1_500,
       leaseRenewMs: 100,
       concurrency: 2,
     };
@@ -68,7 +70,7 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
     c2.app.get(BatchLog).behavior = behave('c2') as never;
     try {
       // The failed entry is not held: the peer takes it after minIdleMs.
-      await waitFor(() => handled.includes(failedId!), { message: 'the failed entry handled again', timeoutMs: 5_000 });
+      await waitFor(() => handled.includes(failedId!), { message: 'the failed entry handled again', timeoutMs: opts.minIdleMs + 15_000 });
       // How the rest spreads over c1 and c2 depends on timing; what c1 holds must be exactly
       // what is pending under it (the hung call among it), as health says.
       const pendingUnder = async (consumer: string) =>
@@ -81,15 +83,19 @@ describe('lease: a hung batch call and a reclaiming peer', () => {
         },
         { message: 'c1’s inHand equal to what is pending under it, the hung call among it' },
       );
-      // Several minIdleMs later, all that is pending under c1 is held, and kept fresh by its renewals.
+      // Past minIdleMs later (unrenewed, it would be the peer's by then), all that is pending under c1 is held,
+      // and kept fresh by its renewals.
       const t0 = Date.now();
       await waitFor(
         async () => {
           const mine = await pendingUnder('c1');
-          const fresh = mine.every((r) => r[2] < 300) && hungIds.every((id) => mine.some((r) => r[0] === id));
-          return Date.now() - t0 > 1_000 && fresh && (await inHandOf()) === mine.length;
+          const fresh = mine.every((r) => r[2] < opts.minIdleMs) && hungIds.every((id) => mine.some((r) => r[0] === id));
+          return Date.now() - t0 > opts.minIdleMs + 500 && fresh && (await inHandOf()) === mine.length;
         },
-        { message: 'a second later: the hung call still c1’s, everything pending under c1 held and idle under minIdleMs' },
+        {
+          message: 'past minIdleMs later: the hung call still c1’s, everything pending under c1 held and idle under minIdleMs',
+          timeoutMs: opts.minIdleMs + 15_000,
+        },
       );
       expect(twice).toEqual([]);
       expect(handled.filter((id) => hungIds.includes(id))).toEqual([]);

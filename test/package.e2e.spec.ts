@@ -26,7 +26,9 @@ describe('the built package', () => {
     );
     const files: string[] = pack.files.map((f: { path: string }) => f.path);
     // terminus/package.json: the `nestjs-redis-streams/terminus` entry point for resolvers without "exports" (node10).
+    // bin/*.js: the two commands' launchers (package.json "bin"), which import the built CLI.
     const allowed = [
+      /^bin\/redis-streams(-dlq)?\.js$/,
       /^package\.json$/,
       /^README\.md$/,
       /^LICENSE$/,
@@ -46,6 +48,8 @@ describe('the built package', () => {
         'dist/cjs/index.d.ts',
         'dist/cjs/package.json',
         'dist/esm/cli/dlq.js',
+        'bin/redis-streams.js',
+        'bin/redis-streams-dlq.js',
       ]),
     );
     // Every module ships in both builds, each with its declarations.

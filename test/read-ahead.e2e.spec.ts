@@ -74,20 +74,32 @@ describe('read-ahead', () => {
     if (!redis.owned) ctx.skip(); // counts XAUTOCLAIM calls server-wide
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const short = { connection: redis.url, group: 'g', keyPrefix: prefix, batchSize: 5, blockMs: 50, minIdleMs: 300, leaseRenewMs: 100 };
+    // minIdleMs twenty renewals long: only a lease never renewed lets the peer take the batch, not a
+    // renewal the busy machine delayed (300 ms with renewals every 100 ms failed under load).
+    const minIdleMs = 2_000;
+    const short = { connection: redis.url, group: 'g', keyPrefix: prefix, batchSize: 5, blockMs: 50, minIdleMs, leaseRenewMs: 100 };
     const app = await start({ ...short, consumer: 'c' });
     const handler = gate();
     app.recorder.behavior = handler.behavior;
     await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'both batches pending under "c"' });
+    // Both batches were delivered by now: unrenewed, they would be idle minIdleMs at this + minIdleMs.
+    const deliveredBy = Date.now();
 
     const r = redis.client();
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
-    const before = await autoClaims();
     const peer = await start({ ...short, consumer: 'd' });
     try {
-      // Twenty XAUTOCLAIMs: ten beats (one call per stream it reads, orders and payments; at most
-      // one beat per blockMs, 50 ms), so more than minIdleMs (300 ms).
-      await waitFor(async () => (await autoClaims()) - before >= 20, { message: 'twenty XAUTOCLAIMs by the peer', timeoutMs: 10_000 });
+      // Then two beats of the peer (one XAUTOCLAIM per stream it reads, orders and payments): an
+      // unrenewed batch would be idle past minIdleMs at both, and taken.
+      let past: number | undefined;
+      await waitFor(
+        async () => {
+          if (Date.now() - deliveredBy <= minIdleMs) return false;
+          past ??= await autoClaims();
+          return (await autoClaims()) - past >= 4;
+        },
+        { message: 'two XAUTOCLAIM beats of the peer past minIdleMs', timeoutMs: minIdleMs + 20_000 },
+      );
       expect(peer.recorder.calls).toEqual([]);
       expect((await pendingRows(redis, app.key())).every(([, consumer]) => consumer === 'c')).toBe(true);
     } finally {

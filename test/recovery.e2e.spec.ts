@@ -204,8 +204,19 @@ describe('recovery of own and peer work', () => {
     const key = `${prefix}orders`;
     const r = redis.client();
     await createGroup(r, key);
-    const minIdleMs = 300;
-    const slow = await start({ connection: redis.connection, group: 'g', consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    // Ten renewals per minIdleMs: only a lease not renewed at all lets the peer take the entries, not a
+    // renewal a busy machine delayed (with 300 ms and renewals every 100 ms, a 200 ms delay would have).
+    const minIdleMs = 1_000;
+    const leaseRenewMs = 100;
+    const slow = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'slow',
+      keyPrefix: prefix,
+      blockMs: 50,
+      minIdleMs,
+      leaseRenewMs,
+    });
     let release!: () => void;
     // Set before the entries exist (CI saw the first handled, and acked, before a later assignment).
     slow.recorder.behavior = (call) =>
@@ -217,11 +228,14 @@ describe('recovery of own and peer work', () => {
     const autoClaims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
     const before = await autoClaims();
     const peer = await start({ connection: redis.connection, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const peerUp = Date.now();
     // The first entry is in hand and the second waits behind it in the same batch. The slow
     // consumer does not beat while its batch is in hand, so every XAUTOCLAIM now is the peer's:
-    // one per stream it reads (orders, payments) per beat, at most one beat per blockMs (50 ms).
-    // Twenty beats span more than 3x minIdleMs.
-    await waitFor(async () => (await autoClaims()) - before >= 2 * 20, { message: 'twenty reclaim beats of the peer' });
+    // one per stream it reads (orders, payments) per beat. Past 3x minIdleMs, and twenty beats.
+    await waitFor(async () => Date.now() - peerUp > 3 * minIdleMs && (await autoClaims()) - before >= 2 * 20, {
+      message: 'twenty reclaim beats of the peer, past 3x minIdleMs',
+      timeoutMs: 3 * minIdleMs + 15_000,
+    });
     // The lease kept both fresh all along: neither was ever idle long enough to be taken.
     const idle = ((await r.xpending(key, 'g', '-', '+', 10)) as [string, string, number][]).map(([id, owner, idleMs]) => [
       id,

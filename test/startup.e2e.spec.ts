@@ -130,7 +130,7 @@ describe('start-up, unlucky', () => {
     await admin.call('CLIENT', 'UNPAUSE');
     let closed = false;
     void closing.then(() => (closed = true));
-    await waitFor(() => closed, { message: 'close() to resolve', timeoutMs: 5000 });
+    await waitFor(() => closed, { message: 'close() to resolve', timeoutMs: 15_000 });
     expect(await listening).toMatch(/closed before it started/);
   });
 });
