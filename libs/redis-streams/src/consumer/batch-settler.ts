@@ -35,6 +35,8 @@ export interface BatchProgress {
   readonly entries: readonly StreamEntry[];
   /** Entries before this index have had their handler called. */
   next: number;
+  /** By index: when the entry's handler was called (performance.now()), NaN when it is not running (see StuckWatch). */
+  readonly startedAt: number[];
 }
 
 /**
@@ -51,7 +53,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   // Parallel arrays: no wrapper object per entry on the hot path.
   const succeeded: StreamEntry[] = [];
   const events: SettledEvent[] = [];
-  const progress: BatchProgress = { entries, next: 0 };
+  const progress: BatchProgress = { entries, next: 0, startedAt: new Array<number>(entries.length).fill(NaN) };
   d.inProgress.add(progress);
   const settled = (entry: StreamEntry, event: SettledEvent) => {
     if (event.outcome === 'acked') {
@@ -71,19 +73,20 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           const chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
-          handlerStarted(chunk);
+          handlerStarted(progress, from, progress.next);
           const decided = await batchHandler.decide(chunk, source);
-          handlerEnded(chunk);
+          handlerEnded(progress, from, progress.next);
           if (d.stop.abandoned) return;
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
         }
       }
     : async (): Promise<void> => {
         while (progress.next < entries.length && !d.stop.stopped) {
-          const entry = entries[progress.next++]!;
-          handlerStarted(entry);
+          const at = progress.next++;
+          const entry = entries[at]!;
+          handlerStarted(progress, at, at + 1);
           const event = await d.settle(entry, source);
-          handlerEnded(entry);
+          handlerEnded(progress, at, at + 1);
           if (d.stop.abandoned) return;
           settled(entry, event);
         }

@@ -8,10 +8,10 @@ import { acked, handlerFailed, nextTry, prepare, Ready, settle, type SettleDeps 
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
 
-/** One entry of a batch call: its payload and what its context says. */
+/** One entry of a batch call: its payload and what its context says (a {@link Ready} entry is one). */
 export interface BatchItem {
-  payload: unknown;
-  args: EntryContextArgs;
+  readonly payload: unknown;
+  readonly args: EntryContextArgs;
 }
 
 /**
@@ -21,7 +21,7 @@ export interface BatchItem {
  */
 export type DispatchBatch = (
   pattern: string,
-  items: BatchItem[],
+  items: readonly BatchItem[],
   args: RedisStreamsBatchContextArgs,
 ) => Promise<Map<number, unknown> | undefined>;
 
@@ -83,7 +83,8 @@ async function callHandler(
   source: DeliverySource,
   traces: readonly (ProcessTrace | undefined)[] | undefined,
 ): Promise<SettledEvent[]> {
-  const items = ready.map((r): BatchItem => ({ payload: r.decoded.payload, args: r.args }));
+  // The ready entries are the call's items: no copy per entry.
+  const items: readonly BatchItem[] = ready;
   const args = { pattern, group: deps.group, consumer: deps.consumer, size: items.length };
   const stream = ready[0]!.entry.stream;
   // A partitioned pattern's call may span its streams: the span then names the pattern.

@@ -47,14 +47,15 @@ export class DeliveryMarks {
 
   /**
    * `confirmedAt`: when the entry was last known pending under this consumer with idle 0
-   * (performance.now()). Returns when a failure's scheduled retry is due (performance.now()).
+   * (performance.now(); now when not given). Returns when a failure's scheduled retry is due (performance.now()).
    */
-  settled(event: SettledEvent, confirmedAt = performance.now()): number | undefined {
+  settled(event: SettledEvent, confirmedAt?: number): number | undefined {
     if (event.outcome !== 'failed') {
-      // The common case, once per entry: nothing owed, nothing to look up.
+      // The common case, once per entry: nothing owed, nothing to look up (and no clock read).
       if (this.owing.size > 0) this.forgetOwed(event.stream, event.id);
       return undefined;
     }
+    confirmedAt ??= performance.now();
     const retryAt = isScheduled(event) ? performance.now() + (event.retryInMs ?? 0) : undefined;
     const ids = this.owing.get(event.stream);
     if (retryAt === undefined && ids && ids.size >= MAX_OWED_TRACKED && !ids.has(event.id)) {

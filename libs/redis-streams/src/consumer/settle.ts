@@ -52,8 +52,58 @@ export interface SettleDeps extends DeadLettererDeps, RetryScheduleDeps {
  */
 export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const trace = deps.telemetry?.start(entry, source);
-  if (!trace) return decide(deps, entry, source, undefined);
-  return decide(deps, entry, source, trace).then(
+  let preparing: Ready | Promise<Ready | SettledEvent>;
+  try {
+    preparing = prepare(deps, entry, source, trace);
+  } catch (error) {
+    trace?.fail(error);
+    return Promise.reject(error);
+  }
+  // The hot path (checked at once: no Redis, a synchronous deserializer): the handler's promise and one more.
+  if (preparing instanceof Ready) return decide(deps, preparing, source, trace);
+  return preparing.then(
+    (ready) => (ready instanceof Ready ? decide(deps, ready, source, trace) : traceEnded(trace, ready)),
+    (error: unknown) => {
+      trace?.fail(error);
+      throw error;
+    },
+  );
+}
+
+/** Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no async frame. */
+function decide(deps: SettleDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
+  const { entry, decoded, args, pattern } = ready;
+  let work: Promise<unknown>;
+  try {
+    work = trace ? trace.run(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
+    if (deps.handlerTimeoutMs !== undefined) work = withTimeout(work, deps.handlerTimeoutMs);
+  } catch (error) {
+    // Thrown before the handler's promise (a dispatch that throws): the handler failed, as with a rejection.
+    work = Promise.reject(error);
+  }
+  return work.then(
+    () => traceEnded(trace, acked(entry, source)),
+    (error: unknown) => {
+      let outcome: SettledEvent | Promise<SettledEvent>;
+      try {
+        outcome = error instanceof RedisWriteError ? replyFailed(deps, entry, source, error) : handlerFailed(deps, entry, source, error);
+      } catch (err) {
+        trace?.fail(err);
+        throw err;
+      }
+      return traceEnded(trace, outcome);
+    },
+  );
+}
+
+/** The trace ended with the outcome (failed when deciding it failed: Redis, dead-lettering). */
+function traceEnded(trace: ProcessTrace | undefined, outcome: SettledEvent | Promise<SettledEvent>): SettledEvent | Promise<SettledEvent> {
+  if (!trace) return outcome;
+  if (!(outcome instanceof Promise)) {
+    trace.end(outcome);
+    return outcome;
+  }
+  return outcome.then(
     (event) => {
       trace.end(event);
       return event;
@@ -65,27 +115,7 @@ export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySou
   );
 }
 
-async function decide(
-  deps: SettleDeps,
-  entry: StreamEntry,
-  source: DeliverySource,
-  trace: ProcessTrace | undefined,
-): Promise<SettledEvent> {
-  const preparing = prepare(deps, entry, source, trace);
-  const ready = preparing instanceof Promise ? await preparing : preparing;
-  if (!(ready instanceof Ready)) return ready;
-  const { decoded, args, pattern } = ready;
-  try {
-    const work = trace ? trace.run(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
-    await (deps.handlerTimeoutMs === undefined ? work : withTimeout(work, deps.handlerTimeoutMs));
-  } catch (error) {
-    if (error instanceof RedisWriteError) return replyFailed(deps, entry, source, error);
-    return handlerFailed(deps, entry, source, error);
-  }
-  return acked(entry, source);
-}
-
-/** An entry decoded and checked, with its context's args: what its handler is called with. */
+/** An entry decoded and checked, with its context's args: what its handler is called with (a batch call's item as it is). */
 export class Ready {
   constructor(
     readonly entry: StreamEntry,
@@ -93,6 +123,10 @@ export class Ready {
     readonly args: EntryContextArgs,
     readonly pattern: string,
   ) {}
+
+  get payload(): unknown {
+    return this.decoded.payload;
+  }
 }
 
 /**

@@ -1,25 +1,27 @@
+// Imported, not the global: `performance` on globalThis is a getter Node runs on every use (here, per entry).
+import { performance } from 'node:perf_hooks';
 import { interval, type Subscription } from 'rxjs';
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { BatchProgress } from './batch-settler.js';
 
-/** A slot on the entry, as the lease's mark: a per-entry store, not a map (the hot path). */
-const STARTED = Symbol('handlerStartedAt');
-type Clocked = StreamEntry & { [STARTED]?: number | undefined; [REPORTED]?: number | undefined };
+/** When a stuck entry was last reported (performance.now()): a slot on the entry, set only then. */
 const REPORTED = Symbol('stuckReportedAt');
+type Reported = StreamEntry & { [REPORTED]?: number | undefined };
 
-/** Their handler was called (performance.now()). A rejection leaves the mark: the batch, and so the watch's view of it, ends then. */
-export function handlerStarted(entries: StreamEntry | readonly StreamEntry[]): void {
+/**
+ * The handlers of `progress.entries[from..to)` were called (one call, or one entry): their start
+ * in the batch's own array, not on each entry (one clock read, a number stored per entry).
+ */
+export function handlerStarted(progress: BatchProgress, from: number, to: number): void {
   const at = performance.now();
-  if (!Array.isArray(entries)) (entries as Clocked)[STARTED] = at;
-  else for (const e of entries as readonly StreamEntry[]) (e as Clocked)[STARTED] = at;
+  for (let i = from; i < to; i++) progress.startedAt[i] = at;
 }
 
-/** Their handler settled. */
-export function handlerEnded(entries: StreamEntry | readonly StreamEntry[]): void {
-  if (!Array.isArray(entries)) (entries as Clocked)[STARTED] = undefined;
-  else for (const e of entries as readonly StreamEntry[]) (e as Clocked)[STARTED] = undefined;
+/** Their handler settled. A rejection leaves the marks: the batch, and so the watch's view of it, ends then. */
+export function handlerEnded(progress: BatchProgress, from: number, to: number): void {
+  for (let i = from; i < to; i++) progress.startedAt[i] = NaN;
 }
 
 /** An entry whose handler is running, and for how long (ms). */
@@ -67,9 +69,9 @@ export class StuckWatch {
     const out: Running[] = [];
     for (const progress of this.inProgress)
       for (let i = 0; i < progress.next; i++) {
-        const e = progress.entries[i] as Clocked;
-        const at = e[STARTED];
-        if (at !== undefined) out.push({ stream: e.stream, id: e.id, forMs: Math.round(now - at) });
+        const at = progress.startedAt[i]!;
+        const e = progress.entries[i]!;
+        if (!Number.isNaN(at)) out.push({ stream: e.stream, id: e.id, forMs: Math.round(now - at) });
       }
     return out.sort((a, b) => b.forMs - a.forMs);
   }
@@ -89,24 +91,24 @@ export class StuckWatch {
   /** One WARN per handler call past the threshold (a batch call's entries share their start), at most once per threshold. */
   private check(): void {
     const now = performance.now();
-    const calls = new Map<string, Clocked[]>();
+    const calls = new Map<string, { at: number; entries: Reported[] }>();
     for (const progress of this.inProgress)
       for (let i = 0; i < progress.next; i++) {
-        const e = progress.entries[i] as Clocked;
-        const at = e[STARTED];
-        if (at === undefined || now - at < this.thresholdMs) continue;
+        const at = progress.startedAt[i]!;
+        if (Number.isNaN(at) || now - at < this.thresholdMs) continue;
+        const e = progress.entries[i] as Reported;
         if (e[REPORTED] !== undefined && e[REPORTED] > at && now - e[REPORTED] < this.thresholdMs) continue;
         const key = `${at}\u0000${e.stream}`;
         const call = calls.get(key);
-        if (call) call.push(e);
-        else calls.set(key, [e]);
+        if (call) call.entries.push(e);
+        else calls.set(key, { at, entries: [e] });
       }
-    for (const call of calls.values()) {
+    for (const { at, entries: call } of calls.values()) {
       for (const e of call) e[REPORTED] = now;
-      const { stream, [STARTED]: at } = call[0]!;
+      const { stream } = call[0]!;
       const what = call.length === 1 ? `entry ${call[0]!.id}` : `entries ${someIds(call.map((e) => e.id))}`;
       this.logger.warn(
-        `${what} of "${stream}" in hand for ${Math.round(now - at!)} ms (consumer "${this.consumer}", stuckEntryMs ${this.thresholdMs}): ${call.length === 1 ? 'its handler has' : `their handler (one call of ${call.length}) has`} not settled`,
+        `${what} of "${stream}" in hand for ${Math.round(now - at)} ms (consumer "${this.consumer}", stuckEntryMs ${this.thresholdMs}): ${call.length === 1 ? 'its handler has' : `their handler (one call of ${call.length}) has`} not settled`,
       );
     }
   }

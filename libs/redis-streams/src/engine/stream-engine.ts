@@ -180,6 +180,8 @@ export class StreamEngine {
 
   private settled(event: SettledEvent): void {
     this.telemetry?.settled(event);
+    // Once per entry: nothing to build while nobody listens.
+    if (this.events.listenerCount('settled') === 0) return;
     // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
     this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, this.secrets) } : event);
   }

@@ -108,7 +108,11 @@ export class NestDispatch implements DispatchPort {
    * by interceptors, it says the same), fails the entries it names; one that names no entry of
    * this call (an earlier call's, thrown again; an error a filter reshaped) fails them all.
    */
-  async dispatchBatch(pattern: string, items: BatchItem[], args: RedisStreamsBatchContextArgs): Promise<Map<number, unknown> | undefined> {
+  async dispatchBatch(
+    pattern: string,
+    items: readonly BatchItem[],
+    args: RedisStreamsBatchContextArgs,
+  ): Promise<Map<number, unknown> | undefined> {
     const handler = this.server.messageHandlers.get(pattern);
     if (!handler) throw new Error(`no handler for pattern "${pattern}"`);
     const entries = items.map((item): StreamBatchEntry => ({ payload: item.payload, context: new RedisStreamsContext(item.args) }));

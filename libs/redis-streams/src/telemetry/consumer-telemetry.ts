@@ -1,4 +1,4 @@
-import type { Attributes, Counter, Histogram, Meter, MeterProvider, SpanContext, Tracer } from '@opentelemetry/api';
+import type { Attributes, Counter, Histogram, Meter, MeterProvider, SpanContext, SpanOptions, Tracer } from '@opentelemetry/api';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import type { GroupStats } from '../health/group-stats.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
@@ -7,7 +7,7 @@ import { BatchTrace } from './batch-trace.js';
 import { observeGroupGauges } from './group-gauges.js';
 import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
-import { safely } from './safely.js';
+import { safely, stepFailed } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
 import {
   ATTR,
@@ -22,6 +22,9 @@ import {
 } from './semconv.js';
 
 export type { BatchTrace };
+
+/** Decided entries whose outcome is not final yet, at most (see ConsumerTelemetry.decided). */
+const MAX_UNSETTLED_DURATIONS = 100_000;
 
 /** One entry's `process` span and measurements, from the start of its settling to the decision. */
 export interface ProcessTrace {
@@ -57,6 +60,12 @@ export class ConsumerTelemetry {
   private instruments: Instruments | undefined;
   /** Metric attributes per stream, outcome and error type: built once, not per entry. */
   private readonly metricAttrs = new Map<string, Attributes>();
+  /** Those of an acked entry, by stream. */
+  private readonly ackedAttrs = new Map<string, Attributes>();
+  /** Span names by stream (`process <stream>`), and the options of every entry's span: made once, not per entry. */
+  private readonly spanNames = new Map<string, string>();
+  readonly consumerSpan: SpanOptions;
+
   /** The `error.type` values reported so far: at most MAX_ERROR_TYPES, later ones are `_OTHER`. */
   private readonly errorTypes = new Set<string>();
 
@@ -69,6 +78,7 @@ export class ConsumerTelemetry {
     private readonly handlers?: { source: HandlersSource; streams: readonly string[] },
   ) {
     this.tracer = api.trace.getTracer(SCOPE);
+    this.consumerSpan = { kind: api.SpanKind.CONSUMER };
     this.presence = new SdkPresence(api);
     // The gauges report from the start, not from the first entry.
     safely(api, 'meter provider', () => this.meters(), undefined);
@@ -91,6 +101,13 @@ export class ConsumerTelemetry {
     return new EntryTrace(this, entry, source, tracing, instruments);
   }
 
+  /** `process <stream>`, the name of its entries' spans. */
+  spanName(stream: string): string {
+    let name = this.spanNames.get(stream);
+    if (name === undefined) this.spanNames.set(stream, (name = `process ${stream}`));
+    return name;
+  }
+
   /**
    * A batch handler's call: one `process` span linking each entry's producer context (the
    * conventions' batch shape); undefined when spans are not recorded (no SDK, or not sampled).
@@ -100,11 +117,16 @@ export class ConsumerTelemetry {
     return safely(this.api, 'span start', () => BatchTrace.start(this, stream, traces), undefined);
   }
 
-  /** How long each decided entry took, until its outcome is final (see `settled`). */
-  private readonly durations = new WeakMap<SettledEvent, number>();
+  /**
+   * How long each decided entry took, until its outcome is final (see `settled`). A Map, not a
+   * WeakMap: half the cost per entry. An event never settled (its ack lost: the entry runs again
+   * under a new one) is not kept past MAX_UNSETTLED_DURATIONS, the oldest going first.
+   */
+  private readonly durations = new Map<SettledEvent, number>();
 
   /** The entry is decided (its span ended): its duration waits for the outcome to be final. */
   decided(event: SettledEvent, seconds: number): void {
+    if (this.durations.size >= MAX_UNSETTLED_DURATIONS) this.durations.delete(this.durations.keys().next().value!);
     this.durations.set(event, seconds);
   }
 
@@ -114,23 +136,22 @@ export class ConsumerTelemetry {
    * again and is counted then).
    */
   settled(event: SettledEvent): void {
+    if (this.durations.size === 0) return;
     const seconds = this.durations.get(event);
     if (seconds === undefined) return;
     this.durations.delete(event);
-    safely(
-      this.api,
-      'metric record',
-      () => {
-        const instruments = this.meters();
-        if (!instruments) return;
-        const error = event.outcome === 'acked' ? undefined : this.errorType(event.error);
-        const attrs = this.attributes(event.stream, event.outcome, error);
-        instruments.duration.record(seconds, attrs);
-        this.count(instruments, attrs);
-        if (event.retryInMs !== undefined) instruments.retryDelay.record(event.retryInMs / 1000, attrs);
-      },
-      undefined,
-    );
+    // Per entry: a try here, not safely()'s closure.
+    try {
+      const instruments = this.meters();
+      if (!instruments) return;
+      const error = event.outcome === 'acked' ? undefined : this.errorType(event.error);
+      const attrs = this.attributes(event.stream, event.outcome, error);
+      instruments.duration.record(seconds, attrs);
+      this.count(instruments, attrs);
+      if (event.retryInMs !== undefined) instruments.retryDelay.record(event.retryInMs / 1000, attrs);
+    } catch (err) {
+      stepFailed(this.api, 'metric record', err);
+    }
   }
 
   /** Consumed counts by attribute set, added once per batch (the SDK hashes the attributes on every add). */
@@ -199,8 +220,11 @@ export class ConsumerTelemetry {
   }
 
   private attributes(stream: string, outcome: string, error: string | undefined): Attributes {
-    const key = `${stream}\u0000${outcome}\u0000${error ?? ''}`;
-    let attrs = this.metricAttrs.get(key);
+    // The common case, an acked entry: looked up by its stream, no key built per entry.
+    const acked = outcome === 'acked' && error === undefined;
+    const key = acked ? stream : `${stream}\u0000${outcome}\u0000${error ?? ''}`;
+    const cache = acked ? this.ackedAttrs : this.metricAttrs;
+    let attrs = cache.get(key);
     if (!attrs) {
       attrs = {
         [ATTR.system]: SYSTEM,
@@ -210,7 +234,7 @@ export class ConsumerTelemetry {
         [ATTR.outcome]: outcome,
         ...(error === undefined ? {} : { [ATTR.errorType]: error }),
       };
-      this.metricAttrs.set(key, attrs);
+      cache.set(key, attrs);
     }
     return attrs;
   }

@@ -1,10 +1,12 @@
+// Imported, not the global: `performance` on globalThis is a getter Node runs on every use (here, per entry).
+import { performance } from 'node:perf_hooks';
 import type { Context, Span, SpanContext } from '@opentelemetry/api';
 import { headersOf } from '../codec/entry-codec.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
 import type { StreamEntry } from '../redis/stream-entry.js';
 import type { ConsumerTelemetry, Instruments, ProcessTrace } from './consumer-telemetry.js';
-import { safely } from './safely.js';
+import { safely, stepFailed } from './safely.js';
 import { ATTR, SYSTEM } from './semconv.js';
 
 /** One entry's `process` span and measurements (see ProcessTrace). */
@@ -26,7 +28,12 @@ export class EntryTrace implements ProcessTrace {
 
   open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
     if (!this.tracing) return;
-    safely(this.t.api, 'span start', () => this.openSpan(headers, conversationId, partition), undefined);
+    // Per entry: a try here, not safely()'s closure.
+    try {
+      this.openSpan(headers, conversationId, partition);
+    } catch (err) {
+      stepFailed(this.t.api, 'span start', err);
+    }
   }
 
   private openSpan(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void {
@@ -35,19 +42,18 @@ export class EntryTrace implements ProcessTrace {
     this.opened = true;
     // The producer's context is the parent; an entry without one (another producer) starts a trace.
     if (headers) this.parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
-    const span = (this.span = tracer.startSpan(`process ${entry.stream}`, { kind: api.SpanKind.CONSUMER }, this.parent));
+    const span = (this.span = tracer.startSpan(this.t.spanName(entry.stream), this.t.consumerSpan, this.parent));
     if (!span.isRecording()) return;
-    span.setAttributes({
-      [ATTR.system]: SYSTEM,
-      [ATTR.operationName]: 'process',
-      [ATTR.operationType]: 'process',
-      [ATTR.destination]: entry.stream,
-      [ATTR.group]: this.t.group,
-      [ATTR.clientId]: this.t.consumer,
-      [ATTR.messageId]: entry.id,
-      [ATTR.deliveryCount]: entry.deliveryCount,
-      [ATTR.deliverySource]: this.source,
-    });
+    // One by one: no attributes object to build and walk per entry.
+    span.setAttribute(ATTR.system, SYSTEM);
+    span.setAttribute(ATTR.operationName, 'process');
+    span.setAttribute(ATTR.operationType, 'process');
+    span.setAttribute(ATTR.destination, entry.stream);
+    span.setAttribute(ATTR.group, this.t.group);
+    span.setAttribute(ATTR.clientId, this.t.consumer);
+    span.setAttribute(ATTR.messageId, entry.id);
+    span.setAttribute(ATTR.deliveryCount, entry.deliveryCount);
+    span.setAttribute(ATTR.deliverySource, this.source);
     if (partition !== undefined) span.setAttribute(ATTR.partition, String(partition));
     if (conversationId !== undefined) span.setAttribute(ATTR.conversationId, conversationId);
   }
@@ -78,7 +84,11 @@ export class EntryTrace implements ProcessTrace {
   }
 
   end(event: SettledEvent): void {
-    safely(this.t.api, 'span end', () => this.endSpan(event), undefined);
+    try {
+      this.endSpan(event);
+    } catch (err) {
+      stepFailed(this.t.api, 'span end', err);
+    }
   }
 
   private endSpan(event: SettledEvent): void {

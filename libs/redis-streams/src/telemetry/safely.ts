@@ -13,10 +13,14 @@ export function safely<T>(api: OtelApi, step: string, fn: () => T, fallback: T):
   try {
     return fn();
   } catch (err) {
-    if (!reported.has(step)) {
-      reported.add(step);
-      api.diag.warn(`nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`);
-    }
+    stepFailed(api, step, err);
     return fallback;
   }
+}
+
+/** What {@link safely} does with a failure, for the per-entry steps that catch their own (no closure per entry). */
+export function stepFailed(api: OtelApi, step: string, err: unknown): void {
+  if (reported.has(step)) return;
+  reported.add(step);
+  api.diag.warn(`nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`);
 }
