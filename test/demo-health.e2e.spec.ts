@@ -404,11 +404,10 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n');
     socket.on('error', () => {});
     onTestFinished(() => void socket.destroy());
-    const stoppedAt = Date.now();
+    // The defect this stands for waits for Node's headersTimeout (60 s) or for ever: half of it is the bound.
     worker.proc.kill('SIGTERM');
-    await waitFor(() => worker.proc.exitCode !== null, { timeoutMs: 5000, message: 'the worker to exit despite the open request' });
+    await waitFor(() => worker.proc.exitCode !== null, { timeoutMs: 30_000, message: 'the worker to exit despite the open request' });
     expect(await worker.exit).toBe(0);
-    expect(Date.now() - stoppedAt).toBeLessThan(5000);
     const r = redis.client();
     await addOrders(r, stream, 1, 1001);
     expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
