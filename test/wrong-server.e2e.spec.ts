@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { lastValueFrom } from 'rxjs';
 import { RedisStreamsClient, RedisStreamsServer } from 'nestjs-redis-streams';
 import { runCli } from './support/cli.js';
@@ -13,6 +13,8 @@ import { uniquePrefix } from './support/test-app.js';
 let redis: TestRedis;
 let web: Server;
 let webUrl: string;
+let slammer: NetServer;
+let slammerUrl: string;
 
 beforeAll(async () => {
   redis = await startRedis({ standalone: true });
@@ -21,10 +23,20 @@ beforeAll(async () => {
   web = createServer((_req, res) => res.end('<html>not redis</html>'));
   await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
   webUrl = `redis://127.0.0.1:${(web.address() as AddressInfo).port}`;
+  // One that answers at once and closes without reading what it was sent (as Python's http.server
+  // does): its kernel resets the connection, and the client's next write may fail (EPIPE, ECONNRESET)
+  // before the reply is parsed, or the reply is lost.
+  slammer = createNetServer({ pauseOnConnect: true }, (socket) => {
+    socket.on('error', () => undefined);
+    socket.write('HTTP/1.0 400 Bad Request\r\n\r\n<html>', () => socket.destroy());
+  });
+  await new Promise<void>((resolve) => slammer.listen(0, '127.0.0.1', resolve));
+  slammerUrl = `redis://127.0.0.1:${(slammer.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
   web?.closeAllConnections();
   await new Promise((resolve) => web?.close(resolve));
+  await new Promise((resolve) => slammer?.close(resolve));
   await redis?.stop();
 });
 
@@ -73,6 +85,22 @@ describe.skipIf(CLUSTER_MODE)('a server that is not what the connection expects'
       const run = await runCli(redis, ['inspect', 'orders', '--url', url, '--timeout-ms', '60000']);
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(said);
+    }
+  });
+
+  it('the CLI says so whichever comes first: the reply that is no RESP, or the reset of the closed connection', async () => {
+    const commands = [
+      ['inspect', 'orders'],
+      ['dlq', 'list', 'orders:dead'],
+      ['pending', 'peek', 'orders', '--group', 'g', '1-0'],
+      ['consumers', 'prune', 'orders', '--group', 'g', '--idle-ms', '1000'],
+    ];
+    for (let round = 0; round < 5; round++) {
+      for (const command of commands) {
+        const run = await runCli(redis, [...command, '--url', slammerUrl, '--timeout-ms', '60000']);
+        expect(run.code, command.join(' ')).toBe(1);
+        expect(run.stderr, command.join(' ')).toMatch(/is this the port of a Redis server\?/);
+      }
     }
   });
 });

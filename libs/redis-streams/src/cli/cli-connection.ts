@@ -66,7 +66,7 @@ export async function connect(values: ConnectionFlags, { keepAlive = false } = {
   redis.on('error', (err: unknown) => (cause = isNotRedis(cause) ? cause : err));
   const failure = (err: unknown) => {
     const found = nodeCause(cause) ?? err;
-    const reason = found instanceof Error ? explainConnectionError(found) : found;
+    const reason = found instanceof Error ? explainConnectionError(slammedShut(found)) : found;
     const said = isCommandTimeout(reason) ? `no answer within ${timeoutMs} ms` : describeError(reason);
     return new Error(`cannot connect to ${describeConnection(connection)}: ${said}`);
   };
@@ -115,6 +115,19 @@ function timedOut(err: unknown): boolean {
   for (let e = err, depth = 0; e !== undefined && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
     if (isCommandTimeout(e)) return true;
   return false;
+}
+
+/**
+ * A reset before any reply: what a server that is not Redis does when it closes with our command
+ * unread (an HTTP server's 400, then a reset that can overtake the reply or lose it). A Redis
+ * server closes only after an error reply (maxclients, protected mode), which names itself.
+ */
+function slammedShut(err: Error): Error {
+  const code = (err as { code?: unknown }).code;
+  if (code !== 'EPIPE' && code !== 'ECONNRESET') return err;
+  return new Error(`the server closed the connection without a Redis reply (${err.message}): is this the port of a Redis server?`, {
+    cause: err,
+  });
 }
 
 /** ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause. */
