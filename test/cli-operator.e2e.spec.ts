@@ -240,6 +240,37 @@ describe('operator CLI: review findings', () => {
     expect(await redis.client().xlen(dead)).toBe(2);
   });
 
+  it('dlq usage errors are usage errors (exit 2, the usage) before any connection: the same with a server that refuses it', async () => {
+    // A port nobody listens on: a usage error must not wait for, or be hidden by, the connection.
+    const nowhere = 'redis://127.0.0.1:1';
+    for (const args of [
+      ['list', 'x:dead', '--count', 'abc'],
+      ['list', 'x:dead', '--count', '0'],
+      ['list', 'x:dead', '--after', 'nope'],
+      ['redrive', 'x:dead', '1-0', '--all'],
+      ['redrive', 'x:dead'],
+      ['delete', 'x:dead'],
+    ]) {
+      for (const [bin, argv] of [
+        ['redis-streams', ['dlq', ...args]],
+        ['redis-streams-dlq', args],
+      ] as const) {
+        const run = await runCli(redis, [...argv, '--url', nowhere], bin);
+        expect({ argv, code: run.code }).toEqual({ argv, code: 2 });
+        expect(run.stderr).not.toContain('cannot connect');
+      }
+    }
+  });
+
+  it('dlq find names a dead-letter key of another type instead of failing on it', async () => {
+    const key = `${uniquePrefix()}payments`;
+    await redis.client().hset(deadLetterKey(key), 'oops', '1');
+    const run = await cli('dlq', 'find', key);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`${deadLetterKey(key)}  not a stream (hash): nothing can be dead-lettered there`);
+  });
+
   it('pending dead-letter and release refuse an entry whose owner is connected (still handling it) unless --force', async () => {
     let finish!: () => void;
     const handling = new Promise<void>((resolve) => (finish = resolve));

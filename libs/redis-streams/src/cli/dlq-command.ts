@@ -38,6 +38,21 @@ export const DLQ_FLAGS = {
 type DlqFlags = { count: string; after?: string; to?: string; all: boolean; yes: boolean; 'custom-dlq': boolean; json: boolean };
 
 /**
+ * The usage errors of `list` / `redrive` / `delete`, checked before connecting (a refused connection
+ * must not hide them); returns `list`'s count.
+ */
+export function checkDlqArgs(command: string, ids: readonly string[], values: Pick<DlqFlags, 'count' | 'after' | 'all'>): number {
+  if (command === 'find') return 0;
+  const count = command === 'list' ? positiveFlag('--count', values.count) : 0;
+  if (values.after !== undefined) requireEntryId('--after', values.after);
+  for (const id of ids) requireEntryId('an id', id);
+  if (command === 'redrive' && ids.length === 0 && !values.all) throw new UsageError('redrive needs ids or --all');
+  if (command === 'delete' && ids.length === 0 && !values.all) throw new UsageError('delete needs ids or --all --yes');
+  if (ids.length > 0 && values.all) throw new UsageError(`${command} takes ids or --all, not both`);
+  return count;
+}
+
+/**
  * `find` / `list` / `redrive` / `delete` of dead letters; returns the exit code. Usage
  * errors are checked before anything is read. Every column a producer or a forged letter could
  * write is escaped (`e`).
@@ -52,12 +67,7 @@ export async function runDlq(
   io: CliIo,
 ): Promise<number> {
   if (command === 'find') return find(dlq, target, values.json, io);
-  const count = command === 'list' ? positiveFlag('--count', values.count) : 0;
-  if (values.after !== undefined) requireEntryId('--after', values.after);
-  for (const id of ids) requireEntryId('an id', id);
-  if (command === 'redrive' && ids.length === 0 && !values.all) throw new UsageError('redrive needs ids or --all');
-  if (command === 'delete' && ids.length === 0 && !values.all) throw new UsageError('delete needs ids or --all --yes');
-  if (ids.length > 0 && values.all) throw new UsageError(`${command} takes ids or --all, not both`);
+  const count = checkDlqArgs(command, ids, values);
   try {
     await requireDeadLetterStream(redis, dlq, target, { destructive: command !== 'list', custom: values['custom-dlq'] });
     if (command === 'list') return await list(dlq, target, count, values, io);
@@ -75,8 +85,18 @@ async function find(dlq: DeadLetters, target: string, json: boolean, io: CliIo):
   const found = await dlq.find(target);
   if (json) io.out(safeJson(found));
   else if (found.length === 0) io.out(`no dead-letter stream of "${e(target)}" under the default names`);
-  else for (const name of found) io.out(`${e(name)}  ${counted(await dlq.count(name), 'entry', 'entries')}`);
+  else for (const name of found) io.out(`${e(name)}  ${await described(dlq, name)}`);
   return 0;
+}
+
+/** A found key's length, or what it is when it is no stream (a key of that name is never hidden). */
+async function described(dlq: DeadLetters, name: string): Promise<string> {
+  try {
+    return counted(await dlq.count(name), 'entry', 'entries');
+  } catch (err) {
+    if (!isWrongType(err)) throw err;
+    return `not a stream (${await dlq.typeOf(name)}): nothing can be dead-lettered there`;
+  }
 }
 
 async function list(dlq: DeadLetters, target: string, count: number, values: DlqFlags, io: CliIo): Promise<number> {

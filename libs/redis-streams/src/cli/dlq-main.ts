@@ -4,7 +4,7 @@ import { escapeControl } from '../escape-control.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { CONNECTION_FLAGS, CONNECTION_HELP, UsageError, withConnection } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
-import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, checkDlqArgs, runDlq } from './dlq-command.js';
 
 const DLQ_BIN_LINES = `usage:
   redis-streams-dlq ${DLQ_USAGE.replaceAll('\n  ', '\n  redis-streams-dlq ')}
@@ -35,5 +35,6 @@ export async function dlqMain(argv: string[], io: CliIo): Promise<number> {
   }
   if (!command || !target) throw new UsageError(command ? `${escapeControl(command)} needs a stream` : 'a command is needed');
   if (!DLQ_COMMANDS.includes(command)) throw new UsageError(`unknown command "${escapeControl(command)}"`);
+  checkDlqArgs(command, ids, values);
   return withConnection(values, (redis) => runDlq(redis, new DeadLetters(redis), command, target, ids, values, io));
 }

@@ -8,7 +8,7 @@ import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connect, MAX_TIMER_MS, positiveFlag, UsageError, withConnection } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
-import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, runDlq } from './dlq-command.js';
+import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, checkDlqArgs, runDlq } from './dlq-command.js';
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
 import { attention } from './attention.js';
 import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, runDashboard } from './dashboard-command.js';
@@ -124,6 +124,7 @@ async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
   if (command === 'dlq') {
     const [sub, target, ...ids] = rest;
     if (!sub || !target || !DLQ_COMMANDS.includes(sub)) return fail(`dlq needs one of ${DLQ_COMMANDS.join(', ')} and a stream`);
+    checkDlqArgs(sub, ids, values);
     return withConnection(values, (redis) => runDlq(redis, new DeadLetters(redis), sub, target, ids, values, io));
   }
   if (command === 'pending') {

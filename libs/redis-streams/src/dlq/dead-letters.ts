@@ -69,6 +69,11 @@ export class DeadLetters {
     return this.redis.xlen(deadStream);
   }
 
+  /** Redis' TYPE of a key (`stream`, `hash`, … or `none`). */
+  async typeOf(key: string): Promise<string> {
+    return this.redis.type(key);
+  }
+
   /** Deletes the given letters; returns those that were there (the others were already gone). */
   async delete(deadStream: string, ids: readonly string[]): Promise<string[]> {
     const deleted: string[] = [];
