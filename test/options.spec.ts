@@ -86,6 +86,20 @@ describe('options', () => {
     expect(make).toThrow(`invalid option "${option}"`);
   });
 
+  it('names the option exactly, whatever the value: not an object, a BigInt, an inherited bound', () => {
+    const refused = (options: object, option: string, Made: new (options: never) => unknown = RedisStreamsServer) => {
+      const make = () => new Made(options as never);
+      expect(make).toThrow(InvalidOptionError);
+      expect(make).toThrow(`invalid option "${option}":`);
+    };
+    for (const value of [null, 5, 'maxLen']) refused({ deadLetterRetention: value }, 'deadLetterRetention');
+    refused({ retention: null }, 'retention', RedisStreamsClient);
+    refused({ retention: { maxLen: 1, maxAgeMs: Object.create(null) } }, 'retention.maxAgeMs', RedisStreamsClient);
+    refused({ deadLetterRetention: { maxLen: 10n } }, 'deadLetterRetention.maxLen');
+    refused({ minIdleMs: 10n }, 'minIdleMs');
+    refused({ deadLetterRetention: Object.create({ maxLen: 5 }) }, 'deadLetterRetention');
+  });
+
   it('fills in the defaults README.md documents, and documents every option', () => {
     const options = new RedisStreamsServer().options as unknown as Record<string, unknown>;
     const documented = readmeDefaults('| option | default | meaning |');

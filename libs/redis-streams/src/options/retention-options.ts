@@ -1,10 +1,10 @@
 import type { DeadLetterRetention, RetentionPolicy } from '../redis/retention.js';
-import { InvalidOptionError, positiveInt, rejectUnknown } from './validate.js';
+import { InvalidOptionError, ownFields, positiveInt, rejectUnknown } from './validate.js';
 
 export function validateRetention(option: string, value: unknown): RetentionPolicy | undefined {
   if (value === undefined) return undefined;
   rejectUnknown(value as object, ['maxLen', 'maxAgeMs', 'safe'], `${option}.`);
-  const policy = value as RetentionPolicy;
+  const policy = ownFields(value as object) as RetentionPolicy;
   if (policy.maxLen === undefined && policy.maxAgeMs === undefined) {
     throw new InvalidOptionError(option, 'set maxLen, maxAgeMs or both');
   }
@@ -21,7 +21,7 @@ export function validateDeadLetterRetention(value: unknown): DeadLetterRetention
   const option = 'deadLetterRetention';
   if (value === undefined) return undefined;
   rejectUnknown(value as object, ['maxLen', 'maxAgeMs'], `${option}.`);
-  const { maxLen, maxAgeMs } = value as { maxLen?: unknown; maxAgeMs?: unknown };
+  const { maxLen, maxAgeMs } = ownFields(value as object);
   if ((maxLen === undefined) === (maxAgeMs === undefined))
     throw new InvalidOptionError(option, 'set maxLen or maxAgeMs, one of them (an XADD trims by one bound)');
   return maxLen !== undefined

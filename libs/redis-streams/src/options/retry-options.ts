@@ -1,4 +1,4 @@
-import { InvalidOptionError, rejectUnknown } from './validate.js';
+import { InvalidOptionError, rejectUnknown, shown } from './validate.js';
 
 /** Longest retry delay a policy may give: a day (longer waits belong in a scheduler, not a PEL). */
 export const MAX_RETRY_DELAY_MS = 86_400_000;
@@ -45,7 +45,7 @@ export function resolveRetry(option: string, value: unknown): RetryDelay | undef
   const max = maxDelayMs === undefined ? MAX_RETRY_DELAY_MS : delay(`${where}.maxDelayMs`, maxDelayMs);
   if (max < base) throw new InvalidOptionError(`${where}.maxDelayMs`, `must be at least delayMs (${base}), got ${max}`);
   if (jitter !== undefined && (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)))
-    throw new InvalidOptionError(`${where}.jitter`, `must be a number from 0 to 1, got ${JSON.stringify(jitter)}`);
+    throw new InvalidOptionError(`${where}.jitter`, `must be a number from 0 to 1, got ${shown(jitter)}`);
   const share = (jitter as number | undefined) ?? 0;
   return (deliveryCount) => {
     const raw = type === 'fixed' ? base : base * 2 ** Math.min(Math.max(0, deliveryCount - 1), 40);
@@ -56,7 +56,7 @@ export function resolveRetry(option: string, value: unknown): RetryDelay | undef
 
 function delay(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_RETRY_DELAY_MS) {
-    throw new InvalidOptionError(option, `must be an integer from 0 to ${MAX_RETRY_DELAY_MS} (ms), got ${JSON.stringify(value)}`);
+    throw new InvalidOptionError(option, `must be an integer from 0 to ${MAX_RETRY_DELAY_MS} (ms), got ${shown(value)}`);
   }
   return value;
 }
@@ -64,6 +64,6 @@ function delay(option: string, value: unknown): number {
 /** A delay a policy function or a RetryLaterException gave, checked: a whole number of ms within a day, else why not. */
 export function checkedDelay(value: unknown): number | string {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    return `a retry delay must be a finite number of ms, at least 0; got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))}`;
+    return `a retry delay must be a finite number of ms, at least 0; got ${typeof value === 'number' ? String(value) : shown(value)}`;
   return Math.min(Math.round(value), MAX_RETRY_DELAY_MS);
 }

@@ -7,7 +7,7 @@ import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
 import { resolveRetry, type RetryDelay, type RetryPolicy } from './retry-options.js';
 import { validateDeadLetterRetention } from './retention-options.js';
 import type { DeadLetterRetention } from '../redis/retention.js';
-import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, shown, string, withMethod } from './validate.js';
 
 /**
  * Options of {@link RedisStreamsServer}. Every field maps to one Redis argument or one
@@ -239,7 +239,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
   }
   const groupStartId = input.groupStartId ?? SERVER_DEFAULTS.groupStartId;
   if (groupStartId !== '0' && groupStartId !== '$') {
-    throw new InvalidOptionError('groupStartId', `must be '0' or '$', got ${JSON.stringify(groupStartId)}`);
+    throw new InvalidOptionError('groupStartId', `must be '0' or '$', got ${shown(groupStartId)}`);
   }
   const connection = resolveConnection(input.connection);
   return {
