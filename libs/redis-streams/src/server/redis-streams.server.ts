@@ -62,8 +62,10 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
       return callback();
     }
-    warnIfSigtermUnhandled(this.logger);
-    this.engine.start(plan).then(() => callback(), callback);
+    this.engine.start(plan).then(() => {
+      callback();
+      warnIfSigtermUnhandled(this.logger);
+    }, callback);
   }
 
   /**
