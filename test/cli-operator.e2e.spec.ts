@@ -391,6 +391,9 @@ describe.skipIf(CLUSTER_MODE)('operator CLI: usage and help, per command', () =>
     expect(pending.stdout).not.toContain('"attention:" lines');
     const all = await cli('--help');
     for (const part of ['"attention:" lines', 'pending peek:', 'dashboard:', 'consumers prune:']) expect(all.stdout).toContain(part);
+    // `help <command>` as git and npm take it; `help` alone is --help.
+    expect(await cli('help', 'inspect')).toEqual(inspect);
+    expect(await cli('help')).toEqual(all);
   });
 
   it('npx redis-streams and npx redis-streams-dlq run in the repository root (npm links them at install, before a build)', async () => {

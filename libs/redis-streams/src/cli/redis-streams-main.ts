@@ -115,8 +115,10 @@ export async function redisStreamsMain(argv: string[], io: CliIo): Promise<numbe
 
 async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags(argv);
-  const [command, ...rest] = positionals;
-  if (values.help) {
+  // `help <command>`, as git and npm take it, is `<command> --help`.
+  const asked = positionals[0] === 'help';
+  const [command, ...rest] = asked ? positionals.slice(1) : positionals;
+  if (values.help || asked) {
     io.out(command !== undefined && command in COMMANDS ? commandHelp(command) : REDIS_STREAMS_USAGE);
     return 0;
   }
