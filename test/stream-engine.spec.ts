@@ -127,6 +127,19 @@ describe('StreamEngine without Nest', () => {
     await expect(t.engine.start(t.plan)).rejects.toThrow(/closed before it started/);
   });
 
+  it('a graceful close() reports closing then closed, never a connection state between them', async () => {
+    // ioredis reports a closed connection ('end') on a later tick than quit() resolves: a fold still
+    // listening then said `disconnected` during a normal shutdown (found in 2 of 30 cycles).
+    for (let cycle = 0; cycle < 40; cycle++) {
+      const prefix = uniquePrefix();
+      const t = engine({ connection: redis.url, keyPrefix: prefix }, [eventHandler('orders')]);
+      await t.engine.start(t.plan);
+      await t.engine.close();
+      const after = t.statuses.slice(t.statuses.indexOf(RedisStreamsStatus.CLOSING));
+      expect({ cycle, after }).toEqual({ cycle, after: [RedisStreamsStatus.CLOSING, RedisStreamsStatus.CLOSED] });
+    }
+  });
+
   it('start() rejects after startupTimeoutMs when Redis cannot be reached, without the password in what it says', async () => {
     const port = await freePort();
     const t = engine({ connection: `redis://:hunter2@127.0.0.1:${port}`, startupTimeoutMs: 300 }, [eventHandler('orders')]);

@@ -263,6 +263,8 @@ export class StreamEngine {
     // `start` must answer: an app closed while still starting gets an error, not silence.
     this.gate?.fail(new Error(CLOSED_BEFORE_START));
     if (this.readers.length === 0) return;
+    // After `closing` only `closed`: the connections' own states (their ends among them) are not reported.
+    this.laneStatus?.unsubscribe();
     this.status.next(RedisStreamsStatus.CLOSING);
     const { consumer, shutdownTimeoutMs } = this.options;
     // A start that failed or was cut short ran no handler: nothing to say of what is in hand.
@@ -281,7 +283,6 @@ export class StreamEngine {
       else await this.cutStart();
       this.telemetry?.dispose();
       await this.closeConnections();
-      this.laneStatus?.unsubscribe();
       this.status.next(RedisStreamsStatus.CLOSED);
       this.logger.log(`consumer "${consumer}" stopped`);
     });
