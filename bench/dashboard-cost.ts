@@ -8,7 +8,7 @@ import { serveDashboard } from 'nestjs-redis-streams';
 import { startRedis } from '../test/support/redis-server.js';
 
 // The CLI's own reading (not exported by the package): from the built library, beside this compiled script.
-const { inspectStreams } = (await import(new URL('../../../libs/redis-streams/dist/esm/cli/inspect.js', import.meta.url).href)) as {
+const { inspectStreams } = (await import(new URL('../../../libs/redis-streams/dist/esm/ops/stream-reports.js', import.meta.url).href)) as {
   inspectStreams: (
     redis: Redis,
     streams: string[],

@@ -3,7 +3,7 @@ import { AckPipeline } from '../libs/redis-streams/src/consumer/ack-pipeline.js'
 import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
 import type { SettledEvent } from '../libs/redis-streams/src/consumer/settled-event.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds } from './support/pending.js';
 import { uniquePrefix } from './support/test-app.js';

@@ -2,7 +2,7 @@ import { Controller, Injectable } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { checkReadiness, RedisStreamsClient, RedisStreamsContext, RedisStreamsServer, StreamPattern } from 'nestjs-redis-streams';
-import { inspectStreams } from '../libs/redis-streams/src/cli/inspect.js';
+import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { lastValueFrom } from 'rxjs';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { uniquePrefix, useApps } from './support/test-app.js';

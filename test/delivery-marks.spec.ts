@@ -2,7 +2,7 @@
 import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
 import { markScheduled } from '../libs/redis-streams/src/consumer/retry-schedule.js';
 import type { SettledEvent, SettleOutcome } from '../libs/redis-streams/src/consumer/settled-event.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 
 const entry = (id: string, stream = 's'): StreamEntry => ({ stream, id, fields: ['k', 'v'], deliveryCount: 1 });
 const event = (id: string, outcome: SettleOutcome, extra: Partial<SettledEvent> = {}): SettledEvent => ({

@@ -1,7 +1,7 @@
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { checkReadiness } from 'nestjs-redis-streams';
-import { inspectStreams } from '../libs/redis-streams/src/cli/inspect.js';
+import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { startReplicated, type ReplicatedRedis } from './support/redis-replica.js';
 import { uniquePrefix, useApps } from './support/test-app.js';

@@ -9,7 +9,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
-import type { StreamReport } from '../libs/redis-streams/src/cli/inspect.js';
+import type { StreamReport } from '../libs/redis-streams/src/ops/stream-reports.js';
 
 const redis = useRedis();
 

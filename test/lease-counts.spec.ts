@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
 import type { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 
 const entry = (id: string): StreamEntry => ({ stream: 's', id, fields: ['k', 'v'], deliveryCount: 1 });
 

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';

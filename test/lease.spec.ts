@@ -2,7 +2,7 @@
 import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
 import { markSettleSent } from '../libs/redis-streams/src/consumer/settle-sent.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';
 import { pendingRows } from './support/pending.js';
 import { uniquePrefix } from './support/test-app.js';

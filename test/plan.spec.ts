@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_SLOT_LANES, planStreams, type HandlerInfo, type PlanOptions } from '../libs/redis-streams/src/engine/plan.js';
-import { sameSlotKey, slotOf } from '../libs/redis-streams/src/redis/slots.js';
+import { sameSlotKey, slotOf } from '../libs/redis-streams/src/slots.js';
 import { STREAM_PATTERN_EXTRAS } from '../libs/redis-streams/src/options/pattern-options.js';
 import { InvalidOptionError } from '../libs/redis-streams/src/options/validate.js';
 

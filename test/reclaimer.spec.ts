@@ -1,7 +1,7 @@
 /** Reclaim rounds against a real Redis, with the test's own handler: what a round takes, a sweep's rounds, and what it leaves alone. */
 import { lastValueFrom, toArray } from 'rxjs';
 import { Reclaimer } from '../libs/redis-streams/src/consumer/reclaimer.js';
-import type { StreamEntry } from '../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds, pendingRows } from './support/pending.js';
 import { uniquePrefix } from './support/test-app.js';

@@ -1,13 +1,13 @@
 import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
+import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
 import {
-  compareIds,
   parseAutoClaimReply,
-  parseGroupInfo,
   parseLastGeneratedId,
   parsePendingRow,
   parseReadReply,
   parseServerVersion,
 } from '../libs/redis-streams/src/redis/replies.js';
+import { compareIds } from '../libs/redis-streams/src/redis/stream-ids.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 import { isBusyGroup } from '../libs/redis-streams/src/redis/redis-errors.js';

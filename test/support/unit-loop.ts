@@ -12,7 +12,7 @@ import { StopSignal } from '../../libs/redis-streams/src/consumer/stop-signal.js
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../../libs/redis-streams/src/options/server-options.js';
 import { Lanes } from '../../libs/redis-streams/src/redis/lanes.js';
 import { StreamCommands } from '../../libs/redis-streams/src/redis/stream-commands.js';
-import type { StreamEntry } from '../../libs/redis-streams/src/redis/stream-entry.js';
+import type { StreamEntry } from '../../libs/redis-streams/src/stream-entry.js';
 import type { TestRedis } from './redis-server.js';
 
 /** What the test's handler decides for one entry (or, for a batch handler, for each of its call's entries). */

@@ -5,7 +5,7 @@ export { RedisStreamsStatus } from './status.js';
 export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
 export { RedisStreamsRecord } from './client/record.js';
 export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/client-options.js';
-export type { DeadLetterRetention, RetentionPolicy } from './redis/retention.js';
+export type { DeadLetterRetention, RetentionPolicy } from './options/retention-options.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';
 export { BatchFailure, RedisStreamsBatchContext, type RedisStreamsBatchContextArgs, type StreamBatchEntry } from './batch.js';
 export type { StreamBatchOptions } from './options/batch-options.js';

@@ -2,7 +2,7 @@
 import type { Cluster } from 'ioredis';
 import { parseArgs } from 'node:util';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import { sameSlotKey } from '../redis/slots.js';
+import { sameSlotKey } from '../slots.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
@@ -10,9 +10,10 @@ import { CONNECTION_FLAGS, CONNECTION_HELP, connect, MAX_TIMER_MS, positiveFlag,
 import type { CliIo } from './cli-io.js';
 import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, checkDlqArgs, runDlq } from './dlq-command.js';
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
-import { attention } from './attention.js';
+import { attention } from '../ops/attention.js';
 import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, runDashboard } from './dashboard-command.js';
-import { findStreams, inspectStreams, rates, renderReports, type StreamReport } from './inspect.js';
+import { findStreams, inspectStreams, type StreamReport } from '../ops/stream-reports.js';
+import { rates, renderReports } from './inspect.js';
 import { counted } from '../readable.js';
 
 const INSPECT_HELP = `inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;

@@ -15,7 +15,7 @@ import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
 import { redactError, RedisStreamsError } from '../redact.js';
 import { within } from '../within.js';
-import type { RetentionPolicy } from '../redis/retention.js';
+import type { RetentionPolicy } from '../options/retention-options.js';
 import { RedisStreamsStatus } from '../status.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { RedisStreamsRecord } from './record.js';

@@ -5,7 +5,7 @@ import { backoffMs } from '../backoff.js';
 import { decodeReply } from '../codec/reply-codec.js';
 import type { Lanes } from '../redis/lanes.js';
 import type { ProducerCommands } from '../redis/producer-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import { describeError } from '../describe-error.js';
 import { SERVER_DEFAULTS } from '../options/server-options.js';

@@ -1,6 +1,6 @@
 import { brand } from '../brand.js';
 import type { Deserializer } from '../ports.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { FIELD } from './wire-format.js';
 
 export class EntryDecodeError extends Error {

@@ -1,5 +1,5 @@
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
 import type { Lease } from './lease.js';
 

@@ -1,9 +1,9 @@
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Lease } from './lease.js';
-import { handlerEnded, handlerStarted } from './stuck-watch.js';
+import { handlerEnded, handlerStarted, type BatchProgress } from './batch-progress.js';
 import type { StopSignal } from './stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
@@ -30,14 +30,6 @@ export interface BatchSettlerDeps {
 /** `entries 1-0, 2-0, 3-0 and 7 more of "orders"`, for a log line. */
 export const idList = (entries: readonly StreamEntry[]): string =>
   `entries ${someIds(entries.map((e) => e.id))} of ${[...new Set(entries.map((e) => `"${e.stream}"`))].join(', ')}`;
-
-export interface BatchProgress {
-  readonly entries: readonly StreamEntry[];
-  /** Entries before this index have had their handler called. */
-  next: number;
-  /** By index: when the entry's handler was called (performance.now()), NaN when it is not running (see StuckWatch). */
-  readonly startedAt: number[];
-}
 
 /**
  * Settles one fetched batch (leased by whoever fetched it): up to `concurrency` entries (or,

@@ -3,7 +3,7 @@ import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { markSettleSent } from './settle-sent.js';

@@ -1,12 +1,12 @@
 import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeHandlerError, handlerStack } from '../describe-error.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { isScheduled } from './retry-schedule.js';
 import { acked, handlerFailed, nextTry, prepare, Ready, settle, type SettleDeps } from './settle.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
-import type { ProcessTrace } from '../telemetry/consumer-telemetry.js';
+import type { ProcessTrace } from './settle-observer.js';
 
 /** One entry of a batch call: its payload and what its context says (a {@link Ready} entry is one). */
 export interface BatchItem {

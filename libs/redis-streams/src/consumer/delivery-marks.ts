@@ -1,5 +1,5 @@
-import { compareIds } from '../redis/replies.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import { compareIds } from '../redis/stream-ids.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { DueHeap, type DueItem } from './due-heap.js';
 import { isScheduled } from './retry-schedule.js';
 import type { SettledEvent } from './settled-event.js';

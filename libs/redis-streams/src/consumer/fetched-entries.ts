@@ -2,7 +2,7 @@ import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { PendingRow } from '../redis/replies.js';
-import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
+import { groupIds, type StreamEntry } from '../stream-entry.js';
 import type { LoopParts } from './loop-parts.js';
 
 /** Entries trimmed from their stream, reported once: the audit will not report them again when it meets them. */

@@ -1,7 +1,7 @@
 import { describeError } from '../describe-error.js';
 import { UnsupportedServerError } from '../redis/redis-errors.js';
-import { compareIds } from '../redis/replies.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import { compareIds } from '../redis/stream-ids.js';
+import type { StreamEntry } from '../stream-entry.js';
 import type { LoopParts } from './loop-parts.js';
 import { counted } from '../readable.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from '../ports.js';
 import { interval, exhaustMap, type Subscription } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import { groupIds, type StreamEntry } from '../redis/stream-entry.js';
+import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { describeError } from '../describe-error.js';
 import { settleSent } from './settle-sent.js';
 import { counted } from '../readable.js';

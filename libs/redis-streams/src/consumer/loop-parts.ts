@@ -3,9 +3,10 @@ import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-op
 import type { Logger } from '../ports.js';
 import type { Lanes } from '../redis/lanes.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { AckPipeline } from './ack-pipeline.js';
-import { settleBatch, type BatchProgress, type BatchSettlerDeps } from './batch-settler.js';
+import type { BatchProgress } from './batch-progress.js';
+import { settleBatch, type BatchSettlerDeps } from './batch-settler.js';
 import { DeliveryMarks } from './delivery-marks.js';
 import { Lease } from './lease.js';
 import { LeftToGroupLog } from './left-to-group-log.js';

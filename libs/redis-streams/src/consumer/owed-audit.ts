@@ -1,9 +1,21 @@
 import { someIds } from '../id-list.js';
 import type { AuditResult } from '../redis/replies.js';
-import type { AuditKind } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
-import type { Owed } from './delivery-marks.js';
-import type { PendingAuditDeps } from './pending-audit.js';
+import type { AuditKind, StreamCommands } from '../redis/stream-commands.js';
+import type { StreamEntry } from '../stream-entry.js';
+import type { Logger } from '../ports.js';
+import type { DeliveryMarks, Owed } from './delivery-marks.js';
+import type { Lease } from './lease.js';
+
+/** What auditing owed entries reads and reports to (PendingAudit's deps hold these). */
+export interface OwedAuditDeps {
+  commands: StreamCommands;
+  lease: Lease;
+  marks: DeliveryMarks;
+  consumer: string;
+  minIdleMs: number;
+  logger: Logger;
+  onDeleted: (stream: string, ids: string[]) => void;
+}
 
 /** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
 const IDS_PER_AUDIT = 200;
@@ -31,13 +43,13 @@ export const leftToRejoin = (status: string, groupLost: boolean): boolean => sta
  * Last seen here with idle at most `idleMs` at `confirmedAt` (a renewal or an audit sent then):
  * its idle time cannot have reached minIdleMs since, so no peer's XAUTOCLAIM can have taken it.
  */
-export function noPeerCouldClaim(d: PendingAuditDeps, confirmedAt: number, idleMs: number): boolean {
+export function noPeerCouldClaim(d: OwedAuditDeps, confirmedAt: number, idleMs: number): boolean {
   return performance.now() - confirmedAt + idleMs < d.minIdleMs;
 }
 
 /** Audits these owed entries of `stream`, IDS_PER_AUDIT at a time; with `claimIdleMs`, claims the due ones into `claimed`. */
 export async function auditOwed(
-  d: PendingAuditDeps,
+  d: OwedAuditDeps,
   lost: LostGroups,
   stream: string,
   todo: readonly [string, Owed][],
@@ -70,14 +82,7 @@ export async function auditOwed(
   }
 }
 
-function applyOwed(
-  d: PendingAuditDeps,
-  lost: LostGroups,
-  stream: string,
-  sentAt: number,
-  result: AuditResult,
-  claimed: StreamEntry[],
-): void {
+function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: number, result: AuditResult, claimed: StreamEntry[]): void {
   const { marks, logger } = d;
   const deleted: string[] = [];
   const retry: StreamEntry[] = [];

@@ -1,5 +1,5 @@
 import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';

@@ -1,24 +1,13 @@
-import type { Logger } from '../ports.js';
 import { exhaustMap, interval, type Subscription } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import { someIds } from '../id-list.js';
-import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
-import type { DeliveryMarks, Owed } from './delivery-marks.js';
-import type { Lease } from './lease.js';
-import { auditOwed, leftToRejoin, noPeerCouldClaim, type LostGroups } from './owed-audit.js';
-import { DueClock, handBackWaiting, touchWaiting } from './retry-waits.js';
+import type { StreamEntry } from '../stream-entry.js';
+import type { Owed } from './delivery-marks.js';
+import { auditOwed, leftToRejoin, noPeerCouldClaim, type LostGroups, type OwedAuditDeps } from './owed-audit.js';
+import { DueClock, handBackWaiting, touchWaiting, type RetryWaitsDeps } from './retry-waits.js';
 import { counted } from '../readable.js';
 
-export interface PendingAuditDeps {
-  commands: StreamCommands;
-  lease: Lease;
-  marks: DeliveryMarks;
-  consumer: string;
-  minIdleMs: number;
-  leaseRenewMs: number;
-  logger: Logger;
-  onDeleted: (stream: string, ids: string[]) => void;
+export interface PendingAuditDeps extends OwedAuditDeps, RetryWaitsDeps {
   /** The stream or the group is gone, or acks say the group no longer lists this consumer: the loop's lost-group path. */
   onGroupLost: (stream: string) => void;
   /** An owed entry is due for its retry (`claimDue`): wake the loop. */

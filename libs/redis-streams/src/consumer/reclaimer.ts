@@ -1,6 +1,6 @@
 import { defer, EMPTY, from, type Observable } from 'rxjs';
 import type { ClaimRequest } from '../redis/fetch-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { reportDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';

@@ -3,7 +3,7 @@ import { describeError } from '../describe-error.js';
 import { checkedDelay, type RetryDelay } from '../options/retry-options.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { retryLaterDelay } from '../retry-later-mark.js';
 import type { SettledEvent } from './settled-event.js';
 

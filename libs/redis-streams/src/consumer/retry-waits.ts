@@ -1,6 +1,17 @@
 import { timer, type Subscription } from 'rxjs';
-import type { Owed } from './delivery-marks.js';
-import type { PendingAuditDeps } from './pending-audit.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { DeliveryMarks, Owed } from './delivery-marks.js';
+import type { Lease } from './lease.js';
+
+/** What keeping and handing back the entries that wait for a retry reads (PendingAudit's deps hold these). */
+export interface RetryWaitsDeps {
+  commands: StreamCommands;
+  lease: Lease;
+  marks: DeliveryMarks;
+  consumer: string;
+  minIdleMs: number;
+  leaseRenewMs: number;
+}
 
 /** When the first owed entry is due (performance.now()), with a timer that wakes the loop then (an idle loop is parked for blockMs). */
 export class DueClock {
@@ -44,7 +55,7 @@ const TOUCHES_PER_CALL = 50;
  * lets a peer take it, which keeps its schedule: see ADOPT_RETRY_SCRIPT). As late as that, so each
  * waiting entry costs one reset per `minIdleMs − leaseRenewMs`, not one per check.
  */
-const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - d.leaseRenewMs);
+const touchIdleMs = (d: RetryWaitsDeps): number => Math.max(0, d.minIdleMs - d.leaseRenewMs);
 
 /**
  * Entries waiting for a retry not yet due, idle `touchIdleMs` or more: idle reset (XCLAIM …
@@ -52,7 +63,7 @@ const touchIdleMs = (d: PendingAuditDeps): number => Math.max(0, d.minIdleMs - d
  * alone: a consumer that cannot claim them (every handler slot hung) leaves them to its peers.
  * Returns those no longer pending under this consumer, for the audit to explain.
  */
-export async function touchWaiting(d: PendingAuditDeps): Promise<Map<string, [string, Owed][]>> {
+export async function touchWaiting(d: RetryWaitsDeps): Promise<Map<string, [string, Owed][]>> {
   const threshold = touchIdleMs(d);
   const missing = new Map<string, [string, Owed][]>();
   // Collected before any call: the owed maps change while the calls are out.
@@ -87,7 +98,7 @@ export async function touchWaiting(d: PendingAuditDeps): Promise<Map<string, [st
  * is a peer's after minIdleMs, which sees it waits and keeps it waiting (ADOPT_RETRY_SCRIPT).
  * Their records stay in the retry set, so a restart under the same name keeps them waiting too.
  */
-export async function handBackWaiting(d: PendingAuditDeps): Promise<void> {
+export async function handBackWaiting(d: RetryWaitsDeps): Promise<void> {
   for (const [stream, owed] of d.marks.owedByStream()) {
     const now = performance.now();
     const byIdle = new Map<number, string[]>();

@@ -1,4 +1,4 @@
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /**
  * An entry whose dead-letter move has been sent: a slot only this module names, as the lease's

@@ -5,14 +5,14 @@ import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeError, describeHandlerError, handlerStack } from '../describe-error.js';
 import { safeJson } from '../escape-control.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
-import type { ConsumerTelemetry, ProcessTrace } from '../telemetry/consumer-telemetry.js';
+import type { ProcessTrace, SettleObserver } from './settle-observer.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
@@ -39,7 +39,7 @@ export interface SettleDeps extends DeadLettererDeps, RetryScheduleDeps {
   maxEntryBytes: number | undefined;
   handlerTimeoutMs: number | undefined;
   /** Set when OpenTelemetry is there to report to. */
-  telemetry?: ConsumerTelemetry | undefined;
+  telemetry?: SettleObserver | undefined;
 }
 
 /**

@@ -3,26 +3,12 @@ import { performance } from 'node:perf_hooks';
 import { interval, type Subscription } from 'rxjs';
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
-import type { BatchProgress } from './batch-settler.js';
+import type { StreamEntry } from '../stream-entry.js';
+import type { BatchProgress } from './batch-progress.js';
 
 /** When a stuck entry was last reported (performance.now()): a slot on the entry, set only then. */
 const REPORTED = Symbol('stuckReportedAt');
 type Reported = StreamEntry & { [REPORTED]?: number | undefined };
-
-/**
- * The handlers of `progress.entries[from..to)` were called (one call, or one entry): their start
- * in the batch's own array, not on each entry (one clock read, a number stored per entry).
- */
-export function handlerStarted(progress: BatchProgress, from: number, to: number): void {
-  const at = performance.now();
-  for (let i = from; i < to; i++) progress.startedAt[i] = at;
-}
-
-/** Their handler settled. A rejection leaves the marks: the batch, and so the watch's view of it, ends then. */
-export function handlerEnded(progress: BatchProgress, from: number, to: number): void {
-  for (let i = from; i < to; i++) progress.startedAt[i] = NaN;
-}
 
 /** An entry whose handler is running, and for how long (ms). */
 export interface Running {

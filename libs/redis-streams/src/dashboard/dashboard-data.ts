@@ -1,4 +1,4 @@
-import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../cli/pending-states.js';
+import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
@@ -7,7 +7,8 @@ import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js'
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { parseGroupRows, parsePendingRows } from '../redis/replies.js';
+import { parseGroupRows } from '../redis/info-replies.js';
+import { parsePendingRows } from '../redis/replies.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { globToRegExp } from './key-scope.js';

@@ -1,6 +1,6 @@
-import { attention } from '../cli/attention.js';
+import { attention } from '../ops/attention.js';
 import { escapeControl } from '../escape-control.js';
-import type { StreamReport } from '../cli/inspect.js';
+import type { StreamReport } from '../ops/stream-reports.js';
 import type { StreamSummary } from '../redis/dashboard-replies.js';
 import { counted } from '../readable.js';
 
@@ -42,7 +42,7 @@ export function asReport(
   };
 }
 
-/** What needs an operator in this stream (cli/attention.ts), and the retry set's figures. */
+/** What needs an operator in this stream (ops/attention.ts), and the retry set's figures. */
 export function streamAttention(report: StreamReport, minIdleMs: number, previous?: StreamReport): string[] {
   const found = attention(report, minIdleMs, previous);
   for (const g of report.groups) {

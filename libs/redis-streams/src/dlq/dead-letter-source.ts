@@ -1,4 +1,4 @@
-import { sameSlotKey } from '../redis/slots.js';
+import { sameSlotKey } from '../slots.js';
 
 const SUFFIX = ':dead';
 

@@ -1,10 +1,10 @@
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isErrorReply } from '../redis/redis-errors.js';
-import { slotOf } from '../redis/slots.js';
+import { slotOf } from '../slots.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 import { deadLetterSources } from './dead-letter-source.js';
-import { MAX_SCRIPTED_VALUES, REDRIVE_SCRIPT, SKIP_REASONS } from './redrive-script.js';
+import { MAX_SCRIPTED_VALUES, REDRIVE_SCRIPT, SKIP_REASONS } from '../redis/redrive-script.js';
 
 export interface RedriveResult {
   /** Id in the dead-letter stream. */

@@ -3,7 +3,7 @@ import { escapeControl } from '../escape-control.js';
 import { isCluster } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
-import { sameSlotKey } from '../redis/slots.js';
+import { sameSlotKey } from '../slots.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { counted } from '../readable.js';
 

@@ -3,7 +3,7 @@ import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
-import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../redis/slots.js';
+import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../slots.js';
 
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;

@@ -1,7 +1,8 @@
 import type { Subscription } from 'rxjs';
 import { ConsumerLoop, type ConsumerLoopDeps } from '../consumer/consumer-loop.js';
-import { Lanes, type CommandLane, type RetryListener } from '../redis/lanes.js';
-import { slotOf } from '../redis/slots.js';
+import type { CommandLane, RetryListener } from '../redis/command-lane.js';
+import { Lanes } from '../redis/lanes.js';
+import { slotOf } from '../slots.js';
 import type { ReaderStreams } from './plan.js';
 
 /** One reader: the loop over the streams of one slot (all streams on one node), and its lanes. */

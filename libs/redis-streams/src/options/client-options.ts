@@ -1,8 +1,7 @@
 import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import type { RetentionPolicy } from '../redis/retention.js';
 import { checkPartitions } from '../partitions.js';
-import { validateRetention } from './retention-options.js';
+import { validateRetention, type RetentionPolicy } from './retention-options.js';
 import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { boolean, InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
 

@@ -1,12 +1,11 @@
 import { hostname } from 'node:os';
 import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import { sameSlotKey } from '../redis/slots.js';
+import { sameSlotKey } from '../slots.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
 import { resolveRetry, type RetryDelay, type RetryPolicy } from './retry-options.js';
-import { validateDeadLetterRetention } from './retention-options.js';
-import type { DeadLetterRetention } from '../redis/retention.js';
+import { validateDeadLetterRetention, type DeadLetterRetention } from './retention-options.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, shown, string, withMethod } from './validate.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { RedisConnection } from './connect.js';
 import { decodeNamePart } from './connection-name.js';
-import { parseClientNames } from './replies.js';
+import { parseClientNames } from './info-replies.js';
 import { mastersOf } from './stream-keys.js';
 
 /** The group and consumer a connection of this library's is named for (`<group>:<consumer>:command`, `…:blocking`, …); undefined for any other name. */

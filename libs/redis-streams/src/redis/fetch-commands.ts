@@ -1,7 +1,6 @@
 import type { RedisConnection } from './connect.js';
 import type { ScriptedConnection } from './scripted-connection.js';
 import {
-  compareIds,
   parseAutoClaimReply,
   parsePendingRow,
   parsePendingRows,
@@ -10,8 +9,9 @@ import {
   type AutoClaimResult,
   type PendingRow,
 } from './replies.js';
+import { compareIds } from './stream-ids.js';
 import { retryKeyOf } from './retry-key.js';
-import type { StreamEntry } from './stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /** One stream's XAUTOCLAIM of a reclaim round: from `cursor`. */
 export interface ClaimRequest {

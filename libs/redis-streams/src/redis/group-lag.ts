@@ -1,5 +1,7 @@
 import type { RedisConnection } from './connect.js';
-import { compareIds, parseRangeCount, type GroupInfo } from './replies.js';
+import type { GroupInfo } from './info-replies.js';
+import { parseRangeCount } from './replies.js';
+import { compareIds } from './stream-ids.js';
 
 /**
  * Up to this many entries after a group's last-delivered id are counted (one XRANGE of at most

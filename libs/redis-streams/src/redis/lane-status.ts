@@ -1,5 +1,5 @@
 import { RedisStreamsStatus } from '../status.js';
-import type { LaneState } from './lanes.js';
+import type { LaneState } from './lane-state.js';
 
 /** Connection states of the two lanes, as the user-facing status. */
 export const STATUS_OF_LANES: Record<LaneState, RedisStreamsStatus> = {

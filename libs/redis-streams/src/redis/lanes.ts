@@ -8,10 +8,6 @@ import { foldLaneStates, laneStateOf, untilReady, type LaneState } from './lane-
 import { watchPark } from './park-watchdog.js';
 import { SlotFollower } from './slot-follower.js';
 
-export { closeCommandLane, openCommandLane, type CommandLane, type RetryListener } from './command-lane.js';
-export { foldLaneStates, type LaneState } from './lane-state.js';
-export { ParkLostError } from './park-watchdog.js';
-
 export interface LanesConfig {
   connection: ResolvedConnection;
   /** Connection names: `<name>:command`, `<name>:blocking`. */

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { parseReadReply } from './replies.js';
-import { ageBoundId, xaddTrimArgs, type RetentionPolicy } from './retention.js';
+import type { RetentionPolicy } from '../options/retention-options.js';
+import { ageBoundId, xaddTrimArgs } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
-import type { StreamEntry } from './stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /**
  * The trim script runs on the first write of a stream and then on every TRIM_EVERY-th: it costs

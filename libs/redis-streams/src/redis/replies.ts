@@ -1,9 +1,5 @@
 import { ReplyShapeError } from './reply-shape-error.js';
-import type { StreamEntry } from './stream-entry.js';
-
-export { ReplyShapeError };
-export { compareIds, idTime } from './stream-ids.js';
-export * from './info-replies.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -223,4 +219,3 @@ export function parseReclaimRoundReply(
   }
   return error === undefined ? { results } : { results, error };
 }
-export * from './dashboard-replies.js';

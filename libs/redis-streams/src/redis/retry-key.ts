@@ -1,4 +1,4 @@
-import { sameSlotKey } from './slots.js';
+import { sameSlotKey } from '../slots.js';
 
 const clusterKeys = new Map<string, string>();
 

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { within } from '../within.js';
-import { slotOf } from './slots.js';
+import { slotOf } from '../slots.js';
 
 /**
  * On a cluster: which master serves a lane's slot, per the cluster's slot map. After a failed

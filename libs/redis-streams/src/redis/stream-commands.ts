@@ -1,14 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
-import { parseAuditReply, parseGroupInfo, parseLastGeneratedId, parseServerVersion, type AuditResult } from './replies.js';
+import { parseGroupInfo } from './info-replies.js';
+import { parseAuditReply, parseLastGeneratedId, parseServerVersion, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
-import { groupIds, type StreamEntry } from './stream-entry.js';
+import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 import { connectedConsumers } from './connected-consumers.js';
 import { RetryCommands } from './retry-commands.js';
 import { FetchCommands } from './fetch-commands.js';
-import { deadLetterTrimArgs, type DeadLetterRetention } from './retention.js';
+import type { DeadLetterRetention } from '../options/retention-options.js';
+import { deadLetterTrimArgs } from './retention.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a

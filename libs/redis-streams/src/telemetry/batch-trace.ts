@@ -1,6 +1,8 @@
 import type { Link, Span } from '@opentelemetry/api';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
-import type { ConsumerTelemetry, ProcessTrace } from './consumer-telemetry.js';
+import type { CallTrace, ProcessTrace } from '../consumer/settle-observer.js';
+import { EntryTrace } from './entry-trace.js';
+import type { TraceScope } from './trace-scope.js';
 import { safely } from './safely.js';
 import { ATTR, SYSTEM } from './semconv.js';
 
@@ -10,17 +12,18 @@ import { ATTR, SYSTEM } from './semconv.js';
  * kafkajs instrumentation does), no parent: the entries come from many traces. The handler runs
  * inside it, so its own spans are the call's children.
  */
-export class BatchTrace {
+export class BatchTrace implements CallTrace {
   private constructor(
-    private readonly t: ConsumerTelemetry,
+    private readonly t: TraceScope,
     private readonly span: Span,
   ) {}
 
-  static start(t: ConsumerTelemetry, stream: string, traces: readonly (ProcessTrace | undefined)[]): BatchTrace | undefined {
+  static start(t: TraceScope, stream: string, traces: readonly (ProcessTrace | undefined)[]): BatchTrace | undefined {
     const { api, tracer } = t;
     const links: Link[] = [];
     for (const trace of traces) {
-      const context = trace?.producer();
+      // Every trace settling got is this telemetry's own EntryTrace (ConsumerTelemetry.start).
+      const context = trace instanceof EntryTrace ? trace.producer() : undefined;
       if (context) links.push({ context });
     }
     const span = tracer.startSpan(`process ${stream}`, { kind: api.SpanKind.CONSUMER, links, root: true });

@@ -1,12 +1,14 @@
-import type { Attributes, Counter, Histogram, Meter, MeterProvider, SpanContext, SpanOptions, Tracer } from '@opentelemetry/api';
+import type { Attributes, Meter, SpanOptions, Tracer } from '@opentelemetry/api';
+import type { ProcessTrace, SettleObserver } from '../consumer/settle-observer.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import type { GroupStats } from '../health/group-stats.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
+import type { StreamEntry } from '../stream-entry.js';
 import { EntryTrace } from './entry-trace.js';
 import { BatchTrace } from './batch-trace.js';
 import { observeGroupGauges } from './group-gauges.js';
 import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
+import type { Instruments, TraceScope } from './trace-scope.js';
 import { safely, stepFailed } from './safely.js';
 import { SdkPresence } from './sdk-presence.js';
 import {
@@ -21,40 +23,15 @@ import {
   SYSTEM,
 } from './semconv.js';
 
-export type { BatchTrace };
-
 /** Decided entries whose outcome is not final yet, at most (see ConsumerTelemetry.decided). */
 const MAX_UNSETTLED_DURATIONS = 100_000;
-
-/** One entry's `process` span and measurements, from the start of its settling to the decision. */
-export interface ProcessTrace {
-  /** Opens the span, parented to the producer's context found in the entry's headers (none: a root span). */
-  open(headers: Record<string, string> | undefined, conversationId?: string, partition?: number): void;
-  /** Runs the handler with the span as the active context, so its own spans are children of it. */
-  run<T>(work: () => Promise<T>): Promise<T>;
-  /** Ends the span with the outcome (and the error, if any) and records the metrics. */
-  end(event: SettledEvent): void;
-  /** Redis failed while settling: the entry stays pending; recorded as `failed`. */
-  fail(error: unknown): void;
-  /** The producer's span context from the entry's headers (a batch call's span links it); undefined without one. */
-  producer(): SpanContext | undefined;
-}
-
-/** The instruments of one meter provider (the app's SDK), and its gauges' unregistering. */
-export interface Instruments {
-  provider: MeterProvider;
-  duration: Histogram;
-  consumed: Counter;
-  retryDelay: Histogram;
-  unobserve: () => void;
-}
 
 /**
  * The consumer side of the OpenTelemetry messaging conventions: a CONSUMER span `process <stream>`
  * per entry, `messaging.process.duration`, `messaging.client.consumed.messages` and the lag and
  * pending gauges. Nothing per entry while the app has no SDK registered.
  */
-export class ConsumerTelemetry {
+export class ConsumerTelemetry implements SettleObserver, TraceScope {
   readonly tracer: Tracer;
   private readonly presence: SdkPresence;
   private instruments: Instruments | undefined;

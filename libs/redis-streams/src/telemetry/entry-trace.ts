@@ -4,8 +4,9 @@ import type { Context, Span, SpanContext } from '@opentelemetry/api';
 import { headersOf } from '../codec/entry-codec.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
-import type { StreamEntry } from '../redis/stream-entry.js';
-import type { ConsumerTelemetry, Instruments, ProcessTrace } from './consumer-telemetry.js';
+import type { StreamEntry } from '../stream-entry.js';
+import type { ProcessTrace } from '../consumer/settle-observer.js';
+import type { Instruments, TraceScope } from './trace-scope.js';
 import { safely, stepFailed } from './safely.js';
 import { ATTR, SYSTEM } from './semconv.js';
 
@@ -17,7 +18,7 @@ export class EntryTrace implements ProcessTrace {
   private opened = false;
 
   constructor(
-    private readonly t: ConsumerTelemetry,
+    private readonly t: TraceScope,
     private readonly entry: StreamEntry,
     private readonly source: DeliverySource,
     private readonly tracing: boolean,
@@ -114,6 +115,7 @@ export class EntryTrace implements ProcessTrace {
     if (this.instruments) this.t.decided(event, (performance.now() - this.startedAt) / 1000);
   }
 
+  /** The producer's span context from the entry's headers (a batch call's span links it); undefined without one. */
   producer(): SpanContext | undefined {
     if (!this.opened) return undefined;
     const context = this.t.api.trace.getSpanContext(this.parent);

@@ -1,6 +1,6 @@
 import { escapeControl as e } from '../escape-control.js';
 import { counted, duration } from '../readable.js';
-import type { StreamReport } from './inspect.js';
+import type { StreamReport } from './stream-reports.js';
 
 /**
  * What in one report needs an operator, from the figures `inspect` already read (no extra call):

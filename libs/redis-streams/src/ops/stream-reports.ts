@@ -1,0 +1,200 @@
+import { DeadLetters } from '../dlq/dead-letters.js';
+import { escapeControl as e } from '../escape-control.js';
+import type { RedisConnection } from '../redis/connect.js';
+import { groupFigures } from '../redis/group-lag.js';
+import { connectedConsumers } from '../redis/connected-consumers.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
+import { parseConsumerRows, parseGroupRows, parseInfoRecord } from '../redis/info-replies.js';
+import { parsePendingRows } from '../redis/replies.js';
+import { scanStreamKeys } from '../redis/stream-keys.js';
+import { idAge } from '../redis/stream-ids.js';
+import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
+
+export interface ConsumerReport {
+  name: string;
+  pending: number;
+  /** XINFO's `idle`: on Redis 7.0 ms since its last delivery (empty reads do not reset it); on Valkey 8 / Redis 7.2+ since its last read. */
+  idleMs: number;
+  /** XINFO's `inactive` (Valkey 8 / Redis 7.2+): ms since its last delivery, -1 never; null where the server has no such figure. */
+  inactiveMs: number | null;
+  /** Whether a connection of this transport's named for it is open (see connected-consumers.ts); null when CLIENT LIST is refused. */
+  connected: boolean | null;
+  /** Age of its oldest pending entry (from the entry id's time); null when it owns none. */
+  oldestPendingAgeMs: number | null;
+  /** That entry's id and idle time (since its last delivery or lease renewal); null when it owns none. */
+  oldestPendingId: string | null;
+  oldestPendingIdleMs: number | null;
+  /** Its oldest pending entries (at most `--entries`), each with what it waits for (pending-states.ts). */
+  pendingEntries: PendingEntryReport[];
+  /** How many of those are in each state. */
+  pendingStates: Partial<Record<PendingState, number>>;
+}
+
+export interface GroupReport {
+  name: string;
+  pending: number;
+  lastDeliveredId: string;
+  /** Entries not yet delivered to the group, as health() counts them (group-lag.ts); null when it cannot be told. */
+  lag: number | null;
+  entriesRead: number | null;
+  consumers: ConsumerReport[];
+  /** Records of the retry set not yet due / past due (ZCOUNT); null when it could not be read. */
+  retryWaiting: number | null;
+  retryDue: number | null;
+  /** Why the retry set could not be read (e.g. NOPERM); null when it was. */
+  retryStateError: string | null;
+}
+
+export interface StreamReport {
+  stream: string;
+  length: number;
+  lastGeneratedId: string;
+  entriesAdded: number;
+  groups: GroupReport[];
+  /** Dead-letter streams of this stream under the default names, with their length. */
+  deadLetters: { stream: string; length: number }[];
+  /** Keys under those names that hold another type: dead-lettering there fails until the key is renamed or deleted. */
+  deadLetterKeysNotStreams: string[];
+  /** What needs an operator (attention.ts), filled in by the CLI. */
+  attention?: string[];
+}
+
+/**
+ * What an operator asks first about each stream: how long, how far behind, who holds what, what
+ * died. `skipMissing`: a stream deleted since it was found is left out rather than an error.
+ * `entriesShown`: pending entries listed per consumer, oldest first.
+ */
+export async function inspectStreams(
+  redis: RedisConnection,
+  streams: readonly string[],
+  group?: string,
+  now = Date.now(),
+  skipMissing = false,
+  entriesShown = 10,
+): Promise<StreamReport[]> {
+  const dlq = new DeadLetters(redis);
+  const reports: StreamReport[] = [];
+  for (const stream of streams) {
+    // Every failure names its stream. One gone (or no longer a stream) since the SCAN found it is left out.
+    const report = await streamReport(redis, dlq, stream, group, now, entriesShown).catch((err: unknown) => {
+      if (isNoSuchKey(err)) {
+        if (skipMissing) return null;
+        throw new Error(`no stream "${stream}"`, { cause: err });
+      }
+      if (isWrongType(err) && skipMissing) return null;
+      throw new Error(`"${stream}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (report) reports.push(report);
+  }
+  return reports;
+}
+
+/** One stream's report: its length and ids, its groups (or `group` alone) with their consumers, its dead letters. */
+async function streamReport(
+  redis: RedisConnection,
+  dlq: DeadLetters,
+  stream: string,
+  group: string | undefined,
+  now: number,
+  entriesShown: number,
+): Promise<StreamReport> {
+  const info = parseInfoRecord(await redis.xinfo('STREAM', stream));
+  const groups: GroupReport[] = [];
+  for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
+    const name = g.name;
+    if (group !== undefined && name !== group) continue;
+    const { consumers, retries } = await consumerReports(redis, stream, name, now, entriesShown);
+    const { lag } = await groupFigures(redis, stream, g);
+    groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
+  }
+  const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);
+  return {
+    stream,
+    length: Number(info.length),
+    lastGeneratedId: String(info['last-generated-id']),
+    entriesAdded: Number(info['entries-added'] ?? info.length),
+    groups,
+    deadLetters,
+    deadLetterKeysNotStreams,
+  };
+}
+
+/**
+ * The stream's dead-letter keys that exist: their length, or, for a key of another type, its name. A side
+ * key of the wrong type is the operator's to fix; it never hides the stream it belongs to.
+ */
+async function deadLetterFigures(
+  dlq: DeadLetters,
+  stream: string,
+): Promise<Pick<StreamReport, 'deadLetters' | 'deadLetterKeysNotStreams'>> {
+  const deadLetters: StreamReport['deadLetters'] = [];
+  const deadLetterKeysNotStreams: string[] = [];
+  for (const key of await dlq.find(stream)) {
+    const length = await dlq.count(key).catch((err: unknown) => {
+      if (isWrongType(err)) return null;
+      throw new Error(`dead-letter key "${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (length === null) deadLetterKeysNotStreams.push(key);
+    else deadLetters.push({ stream: key, length });
+  }
+  return { deadLetters, deadLetterKeysNotStreams };
+}
+
+/** Per consumer of `group`: pending, idle figures, connection, its oldest pending entries and what each waits for. */
+async function consumerReports(
+  redis: RedisConnection,
+  stream: string,
+  group: string,
+  now: number,
+  entriesShown: number,
+): Promise<{ consumers: ConsumerReport[]; retries: Pick<GroupReport, 'retryWaiting' | 'retryDue' | 'retryStateError'> }> {
+  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+    // No +client|list, or a cluster node's connection closed by a failover just now: connections unknown.
+    if (isErrorReply(err) || isConnectionLoss(err)) return null;
+    throw err;
+  });
+  const rows = [];
+  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group)))
+    rows.push({ c, pending: c.pending > 0 ? parsePendingRows(await redis.xpending(stream, group, '-', '+', entriesShown, c.name)) : [] });
+  const view = await readRetryView(
+    redis,
+    stream,
+    group,
+    rows.flatMap((r) => r.pending.map((p) => p.id)),
+  );
+  const consumers = rows.map(({ c, pending }): ConsumerReport => {
+    // The oldest entry's id time is its age when it is a time; otherwise its idle time since the last delivery.
+    const oldest = pending[0];
+    const isConnected = connected && connected.has(c.name);
+    const pendingEntries = pending.map((p) => pendingEntryReport(p, view, isConnected));
+    return {
+      ...c,
+      connected: isConnected,
+      oldestPendingAgeMs: oldest ? (idAge(oldest.id, now) ?? oldest.idleMs) : null,
+      oldestPendingId: oldest?.id ?? null,
+      oldestPendingIdleMs: oldest?.idleMs ?? null,
+      pendingEntries,
+      pendingStates: countStates(pendingEntries),
+    };
+  });
+  const retries = view.known
+    ? { retryWaiting: view.waitingCount, retryDue: view.dueCount, retryStateError: null }
+    : { retryWaiting: null, retryDue: null, retryStateError: view.error };
+  return { consumers, retries };
+}
+
+/** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
+export async function findStreams(redis: RedisConnection, pattern: string): Promise<string[]> {
+  const keys = await scanStreamKeys(redis, pattern);
+  const withGroups: string[] = [];
+  for (const key of [...keys.keys()].sort()) {
+    // Deleted or replaced since the SCAN saw it: not a stream any more. Any other failure (NOPERM, no answer) is one:
+    // a stream left out would read as a stream that has no group.
+    const rows = await redis.xinfo('GROUPS', key).catch((err: unknown) => {
+      if (isNoSuchKey(err) || isWrongType(err)) return []; // no longer a stream
+      throw new Error(`"${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (parseGroupRows(rows).length > 0) withGroups.push(key);
+  }
+  return withGroups;
+}
