@@ -68,4 +68,34 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // nestjs-redis-streams/core is the consumer for plain Node: besides the rule above, it never
+    // reaches the main entry (index.ts loads the Nest adapter). A later block replaces the rule, so
+    // it repeats the patterns.
+    files: ['libs/redis-streams/src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@nestjs/*'], message: 'nestjs-redis-streams/core loads no @nestjs/* module.' },
+            {
+              group: [
+                '**/server/*',
+                '**/client/*',
+                '**/terminus/*',
+                '**/context.js',
+                '**/batch.js',
+                '**/dead-letter.exception.js',
+                '**/retry-later.exception.js',
+                '**/transport.js',
+                '../index.js',
+              ],
+              message: 'nestjs-redis-streams/core sits beside the Nest adapter, below nothing of it: it imports none of its files.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

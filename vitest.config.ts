@@ -71,6 +71,10 @@ export default defineConfig({
         find: /^nestjs-redis-streams\/terminus$/,
         replacement: fileURLToPath(new URL('./libs/redis-streams/src/terminus/index.ts', import.meta.url)),
       },
+      {
+        find: /^nestjs-redis-streams\/core$/,
+        replacement: fileURLToPath(new URL('./libs/redis-streams/src/core/index.ts', import.meta.url)),
+      },
     ],
   },
   test: {
