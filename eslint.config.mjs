@@ -11,6 +11,7 @@ const nodeGlobals = Object.fromEntries(
     'URL',
     'fetch',
     'AbortSignal',
+    'AbortController',
     'performance',
     'setTimeout',
     'clearTimeout',
@@ -33,6 +34,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
     },
+  },
+  {
+    // CommonJS files (test fixtures that check the require() path): require is their import.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The layering (docs/architecture.md): below the Nest adapter nothing imports Nest, nor the

@@ -54,6 +54,9 @@ const ON_VALKEY = [
   'test/read-ahead.e2e.spec.ts',
   'test/reply-namespace.e2e.spec.ts',
   'test/failover-lag.e2e.spec.ts',
+  // The plain-Node worker (nestjs-redis-streams/core): the issue asks for it on Redis and on Valkey.
+  'test/plain-node.e2e.spec.ts',
+  'test/core-no-nest.e2e.spec.ts',
 ];
 
 /** Test files run at once, of both projects together (TEST_WORKERS overrides). */
