@@ -35,3 +35,6 @@ export {
   type StreamHealth,
 } from '../health/health.js';
 export { maskUrl, redactError, RedisStreamsError } from '../redact.js';
+export { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
+export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from '../dashboard/dashboard-options.js';
+export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from '../dashboard/dashboard-server.js';
