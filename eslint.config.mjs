@@ -11,6 +11,7 @@ const nodeGlobals = Object.fromEntries(
     'URL',
     'fetch',
     'AbortSignal',
+    'AbortController',
     'performance',
     'setTimeout',
     'clearTimeout',
@@ -33,6 +34,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
     },
+  },
+  {
+    // CommonJS files (test fixtures that check the require() path): require is their import.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The layering (docs/architecture.md): below the Nest adapter nothing imports Nest, nor the
@@ -62,6 +69,36 @@ export default tseslint.config(
                 '**/transport.js',
               ],
               message: 'The adapter sits on top: the layers below it do not import it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // nestjs-redis-streams/core is the consumer for plain Node: besides the rule above, it never
+    // reaches the main entry (index.ts loads the Nest adapter). A later block replaces the rule, so
+    // it repeats the patterns.
+    files: ['libs/redis-streams/src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@nestjs/*'], message: 'nestjs-redis-streams/core loads no @nestjs/* module.' },
+            {
+              group: [
+                '**/server/*',
+                '**/client/*',
+                '**/terminus/*',
+                '**/context.js',
+                '**/batch.js',
+                '**/dead-letter.exception.js',
+                '**/retry-later.exception.js',
+                '**/transport.js',
+                '../index.js',
+              ],
+              message: 'nestjs-redis-streams/core sits beside the Nest adapter, below nothing of it: it imports none of its files.',
             },
           ],
         },

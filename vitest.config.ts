@@ -54,6 +54,23 @@ const ON_VALKEY = [
   'test/read-ahead.e2e.spec.ts',
   'test/reply-namespace.e2e.spec.ts',
   'test/failover-lag.e2e.spec.ts',
+  // The plain-Node worker (nestjs-redis-streams/core): the issue asks for it on Redis and on Valkey.
+  'test/plain-node.e2e.spec.ts',
+  'test/core-no-nest.e2e.spec.ts',
+];
+
+/**
+ * One suite, two hosts: the core suites CI runs once more with TEST_HOST=core, where `startApp`
+ * (test/support/test-app.ts) builds a plain StreamConsumer instead of a Nest app. Their Nest-only
+ * tests (injection, Observables, interceptors) skip themselves there.
+ */
+const ON_CORE_HOST = [
+  'test/delivery.e2e.spec.ts',
+  'test/recovery.e2e.spec.ts',
+  'test/shutdown.e2e.spec.ts',
+  'test/retry.e2e.spec.ts',
+  'test/dead-letter.e2e.spec.ts',
+  'test/operator-actions.e2e.spec.ts',
 ];
 
 /** Test files run at once, of both projects together (TEST_WORKERS overrides). */
@@ -70,6 +87,10 @@ export default defineConfig({
       {
         find: /^nestjs-redis-streams\/terminus$/,
         replacement: fileURLToPath(new URL('./libs/redis-streams/src/terminus/index.ts', import.meta.url)),
+      },
+      {
+        find: /^nestjs-redis-streams\/core$/,
+        replacement: fileURLToPath(new URL('./libs/redis-streams/src/core/index.ts', import.meta.url)),
       },
     ],
   },
@@ -98,7 +119,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'node',
-          include: process.env.TEST_SET === 'valkey' ? ON_VALKEY : ['test/**/*.spec.ts'],
+          include: process.env.TEST_HOST === 'core' ? ON_CORE_HOST : process.env.TEST_SET === 'valkey' ? ON_VALKEY : ['test/**/*.spec.ts'],
           // Fixtures' own test files run only inside the tests that start them (test/leftovers.spec.ts).
           exclude: [...OWN_CLUSTER, 'test/fixtures/**', ...SKIP],
           maxWorkers: WORKERS,

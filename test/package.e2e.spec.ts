@@ -25,7 +25,7 @@ describe('the built package', () => {
       execFileSync('npm', ['pack', '-w', 'nestjs-redis-streams', '--dry-run', '--json'], { cwd: repoRoot, encoding: 'utf8' }),
     );
     const files: string[] = pack.files.map((f: { path: string }) => f.path);
-    // terminus/package.json: the `nestjs-redis-streams/terminus` entry point for resolvers without "exports" (node10).
+    // terminus/package.json, core/package.json: the `nestjs-redis-streams/terminus` and `/core` entry points for resolvers without "exports" (node10).
     // bin/*.js: the two commands' launchers (package.json "bin"), which import the built CLI.
     const allowed = [
       /^bin\/redis-streams(-dlq)?\.js$/,
@@ -34,7 +34,7 @@ describe('the built package', () => {
       /^LICENSE$/,
       /^dist\/(esm|cjs)\/.+\.(js|d\.ts)$/,
       /^dist\/cjs\/package\.json$/,
-      /^terminus\/package\.json$/,
+      /^(terminus|core)\/package\.json$/,
     ];
     expect(files.filter((f) => !allowed.some((pattern) => pattern.test(f)))).toEqual([]);
     expect(files).toEqual(
@@ -50,6 +50,9 @@ describe('the built package', () => {
         'dist/esm/cli/dlq.js',
         'bin/redis-streams.js',
         'bin/redis-streams-dlq.js',
+        'core/package.json',
+        'dist/esm/core/index.js',
+        'dist/cjs/core/index.js',
       ]),
     );
     // Every module ships in both builds, each with its declarations.

@@ -9,7 +9,16 @@ import {
   type RedisStreamsServerOptions,
   type SettledEvent,
 } from 'nestjs-redis-streams';
+import { StreamConsumer, type StreamEntryContext } from 'nestjs-redis-streams/core';
 import { randomUUID } from 'node:crypto';
+
+/**
+ * Which front end `startApp` builds (one suite, two hosts): `nest` (default), a Nest microservice
+ * with RedisStreamsServer; `core` (TEST_HOST=core), a plain StreamConsumer with the same Recorder
+ * handlers for 'orders' and 'payments'. A test of a Nest-only feature skips itself under `core`.
+ */
+export const TEST_HOST: 'nest' | 'core' = process.env.TEST_HOST === 'core' ? 'core' : 'nest';
+export const CORE_HOST = TEST_HOST === 'core';
 
 export interface Call {
   pattern: string;
@@ -29,7 +38,7 @@ export class Recorder {
   readonly calls: Call[] = [];
   behavior: (call: Call) => unknown = () => undefined;
 
-  handle(payload: unknown, ctx: RedisStreamsContext): unknown {
+  handle(payload: unknown, ctx: StreamEntryContext): unknown {
     const call: Call = {
       pattern: ctx.getPattern(),
       payload,
@@ -68,8 +77,12 @@ export class StreamsController {
 }
 
 export interface TestApp {
+  host: 'nest' | 'core';
+  /** Nest's app and server: reading them under TEST_HOST=core throws (the test is Nest-only: skip it there). */
   app: INestMicroservice;
   server: RedisStreamsServer;
+  /** The server or the StreamConsumer: both offer health, unwrap, on, options. */
+  consumer: RedisStreamsServer | StreamConsumer;
   recorder: Recorder;
   settled: SettledEvent[];
   /** Ids reported through the `deleted` event. */
@@ -87,6 +100,13 @@ export async function startApp(
   options: RedisStreamsServerOptions,
   extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService } = {},
 ): Promise<TestApp> {
+  return CORE_HOST ? startCore(options, extra) : startNest(options, extra);
+}
+
+async function startNest(
+  options: RedisStreamsServerOptions,
+  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService },
+): Promise<TestApp> {
   const moduleRef = await Test.createTestingModule({
     controllers: [StreamsController, ...(extra.controllers ?? [])],
     providers: [Recorder, ...(extra.providers ?? [])],
@@ -101,14 +121,57 @@ export async function startApp(
   await app.listen();
   let closing: Promise<void> | undefined;
   return {
+    host: 'nest',
     app,
     server,
+    consumer: server,
     recorder: app.get(Recorder),
     settled,
     deleted,
     key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
     close: () => (closing ??= app.close()),
   };
+}
+
+/** The same Recorder handlers on a StreamConsumer: no Nest module, controller or logger context. */
+async function startCore(
+  options: RedisStreamsServerOptions,
+  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService },
+): Promise<TestApp> {
+  if (extra.controllers?.length || extra.providers?.length)
+    throw new Error('startApp: Nest controllers and providers need TEST_HOST=nest (skip this test under CORE_HOST)');
+  const recorder = new Recorder();
+  const logger = extra.logger ?? (process.env.TEST_LOGS ? undefined : false);
+  const consumer = new StreamConsumer({ ...options, logger });
+  consumer.handle('orders', (payload, ctx) => recorder.handle(payload, ctx));
+  consumer.handle('payments', (payload, ctx) => recorder.handle(payload, ctx));
+  const settled: SettledEvent[] = [];
+  const deleted: string[] = [];
+  consumer.on('settled', (e) => settled.push(e));
+  consumer.on('deleted', (_stream, ids) => deleted.push(...ids));
+  try {
+    await consumer.start();
+  } catch (err) {
+    // As Nest's app.listen() leaves nothing running when it rejects.
+    await consumer.close();
+    throw err;
+  }
+  let closing: Promise<void> | undefined;
+  const nestOnly = (what: string) => () => {
+    throw new Error(`TestApp.${what} is Nest's: this test needs TEST_HOST=nest (skip it under CORE_HOST)`);
+  };
+  return Object.defineProperties(
+    {
+      host: 'core',
+      consumer,
+      recorder,
+      settled,
+      deleted,
+      key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
+      close: () => (closing ??= consumer.close()),
+    } satisfies Omit<TestApp, 'app' | 'server'> as TestApp,
+    { app: { get: nestOnly('app') }, server: { get: nestOnly('server') } },
+  );
 }
 
 /** `startApp` for one test file: every app it started is closed after each test. */

@@ -2,6 +2,7 @@ import { BaseRpcContext, RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
 import type { RedisStreamsContext } from './context.js';
 import type { RedisStreamsBatchContextArgs } from './consumer/entry-context.js';
+import type { EntryFailure } from './batch-failure-mark.js';
 import { counted } from './readable.js';
 
 export type { RedisStreamsBatchContextArgs };
@@ -36,12 +37,6 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[RedisStreamsBatchC
 }
 brand(RedisStreamsBatchContext, 'RedisStreamsBatchContext');
 
-/** One entry a batch handler said failed, as the transport reads it back: by its context, which is this delivery's own. */
-interface EntryFailure {
-  context: RedisStreamsContext;
-  error: unknown;
-}
-
 /**
  * Throw it from a batch handler to say which entries failed: only those stay pending (or are
  * dead-lettered: a `DeadLetterException` as their error, or their last allowed delivery); the
@@ -70,14 +65,4 @@ export class BatchFailure extends RpcException {
 }
 brand(BatchFailure, 'BatchFailure');
 
-/**
- * The entries a {@link BatchFailure} lists, by context, also as it comes out of Nest's RPC
- * exception filter (its error object, handed on as is); undefined for anything else.
- */
-export function batchFailures(err: unknown): Map<unknown, unknown> | undefined {
-  const error = err instanceof BatchFailure ? err.getError() : err;
-  const list = typeof error === 'object' && error !== null ? (error as { batchFailures?: unknown }).batchFailures : undefined;
-  if (!Array.isArray(list)) return undefined;
-  // A later listing of the same entry wins.
-  return new Map((list as Partial<EntryFailure>[]).map((f) => [f?.context, f?.error]));
-}
+export { batchFailures } from './batch-failure-mark.js';

@@ -1,15 +1,17 @@
 import { brand } from './brand.js';
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { RedisStreamsContextArgs } from './consumer/entry-context.js';
+import type { StreamEntryContext } from './core/stream-context.js';
 
 export type { RedisStreamsContextArgs };
 
 /**
  * What `@Ctx()` gives a handler of this transport. No private members: the ESM and CommonJS
  * typings of the class then describe the same shape, so one is assignable to the other in an
- * app whose dependencies load both builds.
+ * app whose dependencies load both builds. It must extend Nest's `BaseRpcContext`, so the core's
+ * `StreamContext` cannot be its base: both implement one interface, which keeps their getters alike.
  */
-export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs]> {
+export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsContextArgs]> implements StreamEntryContext {
   constructor(args: RedisStreamsContextArgs) {
     super([args]);
   }

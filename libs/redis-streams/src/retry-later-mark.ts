@@ -4,8 +4,9 @@ import { brandMark } from './brand.js';
 const RETRY_LATER = brandMark('RetryLaterException');
 
 /**
- * The delay a `RetryLaterException` (of either build) asks for, also as its error object comes
- * out of Nest's RPC exception filter (`{ retryInMs }`); undefined for any other error.
+ * The delay a `RetryLaterException` or a core `RetryLaterError` (of either build; the error's own
+ * `retryInMs`) asks for, also as the exception's error object comes out of Nest's RPC exception
+ * filter (`{ retryInMs }`); undefined for any other error.
  */
 export function retryLaterDelay(err: unknown): unknown {
   if (typeof err !== 'object' || err === null) return undefined;

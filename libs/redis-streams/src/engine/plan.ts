@@ -21,7 +21,15 @@ export interface PlanOptions {
   keyPrefix: string;
   deadLetterStream: ((stream: string) => string) | false;
   onCluster: boolean;
+  /** How errors name a handler's registration, in the host's words. Default: {@link nestRegistration}. */
+  registration?: Registration;
 }
+
+/** `pattern` (and extras as source text) as the app registered it: what the plan's errors quote. */
+export type Registration = (pattern: string, extras?: string) => string;
+
+/** `@StreamPattern('orders', { partitions: 4 })`: how a Nest app registers a handler. */
+export const nestRegistration: Registration = (pattern, extras) => `@StreamPattern('${pattern}'${extras ? `, ${extras}` : ''})`;
 
 /** The streams of one reader, and for a batch handler's reader its batch options. */
 export interface ReaderStreams {
@@ -50,7 +58,8 @@ export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOption
       origins.set(key, origin);
     }
   }
-  return { streams, origins, readers: readerStreams(streams, origins, batches, options), strays: strayKeys(origins, options.keyPrefix) };
+  const strays = strayKeys(origins, options.keyPrefix, options.registration ?? nestRegistration);
+  return { streams, origins, readers: readerStreams(streams, origins, batches, options), strays };
 }
 
 /**
@@ -60,27 +69,28 @@ export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOption
 function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<string, ResolvedBatchOptions>): [string, StreamOrigin][] {
   const { pattern } = handler;
   const { keyPrefix } = options;
+  const registered = (options.registration ?? nestRegistration)(pattern);
   // An object pattern, as Nest serializes it; a hash-tagged key (`{orders}.paid`) is a string.
   if (pattern.startsWith('{"') || pattern === '{}') {
     throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
   }
-  for (const extras of handler.chain) checkPatternExtras(pattern, extras);
+  for (const extras of handler.chain) checkPatternExtras(registered, extras);
   const { partitions, batch, retry: retryPolicy } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}": a request handler's failure is answered to its caller (the request is acked), never retried; a retry policy is for event handlers`,
     );
-  const retry = resolveRetry(`@StreamPattern('${pattern}') retry`, retryPolicy);
+  const retry = resolveRetry(`${registered} retry`, retryPolicy);
   checkChain(pattern, handler.chain);
   if (batch !== undefined) {
     if (!handler.isEventHandler)
       throw new Error(
         `nestjs-redis-streams: pattern "${pattern}": a batch handler answers no request; use @StreamPattern, not @MessagePattern`,
       );
-    batches.set(pattern, resolveBatchOptions(`@StreamPattern('${pattern}')`, batch));
+    batches.set(pattern, resolveBatchOptions(registered, batch));
   }
   if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry }]];
-  checkPartitions(`nestjs-redis-streams: @StreamPattern('${pattern}')`, partitions);
+  checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
   // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
   if (options.onCluster && keys.some((key, i) => hashTagOf(key) !== `${pattern}:${i}`)) {
@@ -153,15 +163,15 @@ function readerStreams(
  * Keys where a producer and a consumer that disagree on a stream's partition count would meet
  * nobody: the plain key of a partitioned stream, the next partition, or partition 0 of a plain one.
  */
-function strayKeys(origins: ReadonlyMap<string, StreamOrigin>, keyPrefix: string): Map<string, string> {
+function strayKeys(origins: ReadonlyMap<string, StreamOrigin>, keyPrefix: string, registration: Registration): Map<string, string> {
   const strays = new Map<string, string>();
   for (const { pattern, partition } of origins.values()) {
     if (partition === undefined) {
-      strays.set(partitionKey(keyPrefix, pattern, 0), `@StreamPattern('${pattern}') reads the plain key`);
+      strays.set(partitionKey(keyPrefix, pattern, 0), `${registration(pattern)} reads the plain key`);
       continue;
     }
     const count = [...origins.values()].filter((o) => o.pattern === pattern).length;
-    const why = `@StreamPattern('${pattern}', { partitions: ${count} })`;
+    const why = registration(pattern, `{ partitions: ${count} }`);
     strays.set(keyPrefix + pattern, why);
     strays.set(partitionKey(keyPrefix, pattern, count), why);
   }

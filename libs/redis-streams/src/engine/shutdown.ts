@@ -4,9 +4,6 @@ import type { Logger } from '../ports.js';
 import { within } from '../within.js';
 import type { Reader } from './reader.js';
 
-const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
-type StopSignalName = (typeof SIGNALS)[number];
-
 /** `1 entry`, `2 entries`. */
 export const entries = (n: number): string => `${n} ${n === 1 ? 'entry' : 'entries'}`;
 
@@ -46,49 +43,30 @@ export function logStopping(
 }
 
 /**
- * Listens for SIGTERM/SIGINT while `close()` waits on handlers: a second signal (Nest's shutdown
- * hooks handle the first) ends the wait. Nest's own listeners stay as they are. `dispose()`
- * removes ours; when nobody else listened for the signal, it is raised again then, so its
- * default action (ending the process) is not swallowed.
+ * What ends `close()`'s wait on the entries in hand early (they stay pending, see settleInHand):
+ * the host's choice. Watched only while something is in hand; `interrupted` resolves with why
+ * (`SIGTERM`), `dispose` stops watching.
  */
-export function watchSignals(): { signalled: Promise<StopSignalName>; dispose: () => void } {
-  let received: StopSignalName | undefined;
-  let alone = false;
-  let resolve!: (signal: StopSignalName) => void;
-  const signalled = new Promise<StopSignalName>((r) => (resolve = r));
-  const listeners = SIGNALS.map((signal) => {
-    const listener = () => {
-      if (received) return;
-      received = signal;
-      alone = process.listenerCount(signal) === 1;
-      resolve(signal);
-    };
-    process.on(signal, listener);
-    return [signal, listener] as const;
-  });
-  return {
-    signalled,
-    dispose: () => {
-      for (const [signal, listener] of listeners) process.removeListener(signal, listener);
-      if (received && alone) process.kill(process.pid, received);
-    },
-  };
-}
+export type CloseInterrupt = () => { interrupted: Promise<string>; dispose: () => void };
 
-/** Runs `closing` with SIGTERM/SIGINT watched (see watchSignals) when `watch` (something is in hand), and stops watching when it ends. */
-export async function untilSecondSignal(watch: boolean, closing: (signalled: Promise<string>) => Promise<void>): Promise<void> {
+/** Runs `closing` with `interrupt` watched when `watch` (something is in hand), and stops watching when it ends. */
+export async function untilInterrupted(
+  watch: boolean,
+  interrupt: CloseInterrupt,
+  closing: (interrupted: Promise<string>) => Promise<void>,
+): Promise<void> {
   if (!watch) return closing(new Promise<string>(() => {}));
-  const signals = watchSignals();
+  const watched = interrupt();
   try {
-    await closing(signals.signalled);
+    await closing(watched.interrupted);
   } finally {
-    signals.dispose();
+    watched.dispose();
   }
 }
 
 /**
  * Waits for a reader to finish the entries in hand, at most `limitMs` (undefined: as long as it
- * takes) or until `interrupted` (a second signal); then abandons them, left pending.
+ * takes) or until `interrupted` (a second signal, an abort); then abandons them, left pending.
  */
 export async function settleInHand(
   reader: Reader,

@@ -29,7 +29,7 @@ import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { openReader, type Reader } from './reader.js';
 import { settleDepsOf } from './settle-deps.js';
-import { logStopping, settleInHand, untilSecondSignal } from './shutdown.js';
+import { logStopping, settleInHand, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
 import { counted } from '../readable.js';
@@ -66,6 +66,8 @@ export class StreamEngine {
     readonly options: Readonly<ResolvedServerOptions>,
     private readonly dispatch: DispatchPort,
     private readonly logger: Logger,
+    /** What ends close()'s wait early: the host's (Nest: a second SIGTERM/SIGINT; StreamConsumer: its AbortSignal). */
+    private readonly interrupt: CloseInterrupt,
   ) {
     this.onCluster = isCluster(options.connection);
     this.where = describeConnection(options.connection);
@@ -277,10 +279,10 @@ export class StreamEngine {
       );
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
     await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
-    // A second SIGTERM/SIGINT while handlers run ends the wait; what is in hand stays pending.
+    // The host's interrupt (a second signal, an abort) while handlers run ends the wait; what is in hand stays pending.
     const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.loop.inHand().length > 0);
-    await untilSecondSignal(inHand, async (signalled) => {
-      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, signalled, this.logger)));
+    await untilInterrupted(inHand, this.interrupt, async (interrupted) => {
+      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, interrupted, this.logger)));
       else await this.cutStart();
       this.telemetry?.dispose();
       await this.closeConnections();

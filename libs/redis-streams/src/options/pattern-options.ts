@@ -19,7 +19,10 @@ export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-str
 
 const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry'];
 
-/** A typo in `@StreamPattern`'s extras would otherwise silently keep the default (a single-entry handler). */
-export function checkPatternExtras(pattern: string, extras: object): void {
-  if (STREAM_PATTERN_EXTRAS in extras) rejectUnknown(extras, KNOWN_EXTRAS, `@StreamPattern('${pattern}') `);
+/**
+ * A typo in `@StreamPattern`'s (or `handle`'s) extras would otherwise silently keep the default (a
+ * single-entry handler). `registered` names the registration: `@StreamPattern('orders')`.
+ */
+export function checkPatternExtras(registered: string, extras: object): void {
+  if (STREAM_PATTERN_EXTRAS in extras) rejectUnknown(extras, KNOWN_EXTRAS, `${registered} `);
 }

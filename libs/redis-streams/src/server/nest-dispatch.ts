@@ -1,6 +1,7 @@
 import type { BaseRpcContext, MessageHandler } from '@nestjs/microservices';
 import { isObservable, lastValueFrom, throwError, type Observable } from 'rxjs';
-import { batchFailures, RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { RedisStreamsBatchContext, type StreamBatchEntry } from '../batch.js';
+import { batchOutcome } from '../batch-failure-mark.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply, UnserializableResult } from '../codec/reply-codec.js';
 import type { BatchItem } from '../consumer/decide-batch.js';
@@ -117,22 +118,10 @@ export class NestDispatch implements DispatchPort {
     if (!handler) throw new Error(`no handler for pattern "${pattern}"`);
     const entries = items.map((item): StreamBatchEntry => ({ payload: item.payload, context: new RedisStreamsContext(item.args) }));
     const ctx = new RedisStreamsBatchContext(args);
-    let failed: Map<unknown, unknown> | undefined;
-    let thrown: unknown;
-    try {
-      thrown = await this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(resultOf));
-      failed = batchFailures(thrown);
-    } catch (error) {
-      failed = batchFailures(error);
-      // Anything but a BatchFailure fails the whole call.
-      if (!failed) throw error;
-      thrown = error;
-    }
-    if (!failed) return undefined;
-    const byIndex = new Map<number, unknown>();
-    entries.forEach((entry, i) => failed.has(entry.context) && byIndex.set(i, failed.get(entry.context)));
-    if (byIndex.size === 0) throw thrown;
-    return byIndex;
+    return batchOutcome(
+      entries.map((e) => e.context),
+      () => this.runInHooks(ctx, () => Promise.resolve(handler(entries, ctx)).then(resultOf)),
+    );
   }
 
   /**

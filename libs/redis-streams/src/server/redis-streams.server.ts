@@ -2,13 +2,14 @@ import { Logger } from '@nestjs/common';
 import { CustomTransportStrategy, Server, type MessageHandler } from '@nestjs/microservices';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisStreamsEvents } from '../engine/events.js';
-import { planStreams, type HandlerInfo } from '../engine/plan.js';
+import { nestRegistration, planStreams, type HandlerInfo } from '../engine/plan.js';
 import { StreamEngine } from '../engine/stream-engine.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { REDIS_STREAMS_TRANSPORT } from '../transport.js';
+import { watchSignals } from './second-signal.js';
 import { warnIfSigtermUnhandled } from './signal-check.js';
 import { NestDispatch, propagateEventHandlerErrors } from './nest-dispatch.js';
 
@@ -43,7 +44,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     propagateEventHandlerErrors(this);
     this.options = resolveServerOptions(options);
     const { serializer, replyTtlMs } = this.options;
-    this.engine = new StreamEngine(this.options, new NestDispatch(this, { serializer, replyTtlMs, logger: this.logger }), this.logger);
+    const dispatch = new NestDispatch(this, { serializer, replyTtlMs, logger: this.logger });
+    // Nest's shutdown hooks take the first SIGTERM; a second one ends close()'s wait (today's behaviour).
+    this.engine = new StreamEngine(this.options, dispatch, this.logger, watchSignals);
     this.engine.status$.subscribe((status) => this._status$.next(status));
   }
 
@@ -54,6 +57,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         keyPrefix: this.options.keyPrefix,
         deadLetterStream: this.options.deadLetterStream,
         onCluster: isCluster(this.options.connection),
+        registration: nestRegistration,
       });
     } catch (err) {
       return callback(err);

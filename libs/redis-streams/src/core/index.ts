@@ -1,0 +1,40 @@
+// `nestjs-redis-streams/core`: the consumer without Nest. Nothing reachable from here imports
+// `@nestjs/*` (ESLint forbids it; test/core-no-nest.e2e.spec.ts fails on any such resolution).
+export { StreamConsumer, type StreamBatchExtras, type StreamConsumerOptions } from './stream-consumer.js';
+export type { StreamBatchHandler, StreamHandler } from './registered-handlers.js';
+export { StreamBatchContext, StreamContext, type StreamEntryContext } from './stream-context.js';
+export { BatchFailureError, type BatchEntry } from './batch-failure-error.js';
+export { DeadLetterError } from './dead-letter-error.js';
+export { RetryLaterError } from './retry-later-error.js';
+export { isDeadLetter } from '../dead-letter-mark.js';
+export type { RedisStreamsBatchContextArgs, RedisStreamsContextArgs } from '../consumer/entry-context.js';
+export type { RedisStreamsEvents } from '../engine/events.js';
+export type { DeliverySource, SettledEvent, SettleOutcome } from '../consumer/settled-event.js';
+export type { Logger, Serializer, Deserializer } from '../ports.js';
+export { RedisStreamsStatus } from '../status.js';
+export type { StreamBatchOptions } from '../options/batch-options.js';
+export type { StreamPatternExtras } from '../options/pattern-options.js';
+export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type RedisStreamsServerOptions } from '../options/server-options.js';
+export { InvalidOptionError } from '../options/validate.js';
+export { EntryDecodeError } from '../codec/entry-codec.js';
+export { FIELD } from '../codec/wire-format.js';
+export { JsonDeserializer, JsonSerializer } from '../codec/json.js';
+export { MAX_RETRY_DELAY_MS, type RetryBackoff, type RetryPolicy } from '../options/retry-options.js';
+export type { DeadLetterRetention, RetentionPolicy } from '../redis/retention.js';
+export type { DeadLetter } from '../codec/dead-letter-codec.js';
+export { DeadLetters, type RedriveResult } from '../dlq/dead-letters.js';
+export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from '../partitions.js';
+export type { ClusterConnection, ConnectionOption } from '../options/connection.js';
+export {
+  checkLiveness,
+  checkReadiness,
+  DEFAULT_REDIS_DOWN_MS,
+  type HealthThresholds,
+  type HealthVerdict,
+  type RedisStreamsHealth,
+  type StreamHealth,
+} from '../health/health.js';
+export { maskUrl, redactError, RedisStreamsError } from '../redact.js';
+export { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
+export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from '../dashboard/dashboard-options.js';
+export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from '../dashboard/dashboard-server.js';

@@ -1,0 +1,132 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Observable } from 'rxjs';
+import type { RedisStreamsEvents } from '../engine/events.js';
+import { planStreams, type Registration } from '../engine/plan.js';
+import { StreamEngine } from '../engine/stream-engine.js';
+import type { RedisStreamsHealth } from '../health/health.js';
+import { isCluster } from '../options/connection.js';
+import type { StreamBatchOptions } from '../options/batch-options.js';
+import type { StreamPatternExtras } from '../options/pattern-options.js';
+import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
+import type { Logger } from '../ports.js';
+import type { RedisStreamsStatus } from '../status.js';
+import { AbortWatch } from './abort-watch.js';
+import { consoleLogger, silentLogger } from './console-logger.js';
+import { RegisteredHandlers, type StreamBatchHandler, type StreamHandler } from './registered-handlers.js';
+
+/** The server options of `RedisStreamsServer` (same names, defaults and checks), and what a plain Node host adds. */
+export interface StreamConsumerOptions extends RedisStreamsServerOptions {
+  /** Where the consumer logs (`log`, `warn`, `error(message, stack?)`; a Nest logger fits). Default: the console, lines prefixed `[nestjs-redis-streams]`; `false`: nowhere. */
+  logger?: Logger | false;
+  /**
+   * Aborting it calls `close()`; aborted while `close()` already waits on handlers, it ends that
+   * wait (the entries in hand stay pending), as a second SIGTERM does for a Nest app. Default: none.
+   */
+  signal?: AbortSignal;
+}
+
+/** `handle`'s extras for a batch handler: `batch` is required there. */
+export type StreamBatchExtras = StreamPatternExtras & { batch: StreamBatchOptions };
+
+/** How the plan's errors name a registration: `handle('orders', handler, { partitions: 4 })`. */
+const coreRegistration: Registration = (pattern, extras) => `handle('${pattern}'${extras ? `, handler, ${extras}` : ''})`;
+
+/**
+ * The consumer of one Redis Stream consumer group without Nest: the same engine, options,
+ * guarantees and events as `RedisStreamsServer` (self-drain on restart, reclaim after
+ * `minIdleMs`, retries, dead letters, stop at settle points). Register handlers with
+ * `handle`, then `start()`; `close()` is terminal.
+ *
+ * It handles no process signal: wire SIGTERM to `close()` yourself (docs/guide/plain-node.md).
+ */
+export class StreamConsumer {
+  readonly options: Readonly<ResolvedServerOptions>;
+  private readonly logger: Logger;
+  private readonly handlers: RegisteredHandlers;
+  private readonly engine: StreamEngine;
+  private readonly abort: AbortWatch;
+  private starting: Promise<void> | undefined;
+
+  constructor(options: StreamConsumerOptions = {}) {
+    const { logger, signal, ...serverOptions } = options;
+    this.options = resolveServerOptions(serverOptions);
+    this.logger = logger === false ? silentLogger : (logger ?? consoleLogger);
+    this.handlers = new RegisteredHandlers(this.options);
+    this.abort = new AbortWatch(signal, () => this.close());
+    this.engine = new StreamEngine(this.options, this.handlers, this.logger, this.abort.interrupt);
+  }
+
+  /** Connection states, then `closing` and `closed`. */
+  get status(): Observable<RedisStreamsStatus> {
+    return this.engine.status$;
+  }
+
+  /**
+   * Makes `stream` (plus `keyPrefix`) a stream this consumer reads, with `handler` for its entries.
+   * The extras are `@StreamPattern`'s: `partitions`, `retry`, and `batch` (then the handler gets
+   * the entries and a batch context). One handler per stream; every one before `start()`.
+   */
+  handle<T = any>(stream: string, handler: StreamBatchHandler<T>, extras: StreamBatchExtras): this;
+  handle<T = any>(stream: string, handler: StreamHandler<T>, extras?: StreamPatternExtras & { batch?: undefined }): this;
+  handle(stream: string, handler: (...args: any[]) => unknown, extras: StreamPatternExtras = {}): this {
+    if (this.starting) throw new Error(`nestjs-redis-streams: handle('${stream}') after start(): register every handler before start()`);
+    this.handlers.add(stream, handler, extras);
+    return this;
+  }
+
+  /**
+   * Resolves once every stream's group exists (created when missing) and the consumer reads;
+   * rejects, scrubbed of secrets, with what kept it from starting (after `startupTimeoutMs`
+   * when Redis does not answer), or with what no handler could ever be read as. Once only.
+   */
+  start(): Promise<void> {
+    return (this.starting ??= this.begin());
+  }
+
+  private begin(): Promise<void> {
+    if (this.abort.abortedAlready) void this.close();
+    let plan: ReturnType<typeof planStreams>;
+    try {
+      plan = planStreams(this.handlers.infos(), {
+        keyPrefix: this.options.keyPrefix,
+        deadLetterStream: this.options.deadLetterStream,
+        onCluster: isCluster(this.options.connection),
+        registration: coreRegistration,
+      });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (plan.streams.length === 0) {
+      this.logger.warn('no handle(...) call before start(): this consumer reads no stream');
+      return Promise.resolve();
+    }
+    return this.engine.start(plan);
+  }
+
+  /**
+   * Stops taking entries, lets the entries in hand finish and be settled (at most
+   * `shutdownTimeoutMs`, or until `signal` aborts; then they are abandoned, left pending), hands
+   * the rest of a fetched batch back to the group, and closes every connection. Terminal.
+   */
+  close(): Promise<void> {
+    this.abort.closing();
+    return this.engine.close().finally(() => this.abort.dispose());
+  }
+
+  /** See `RedisStreamsServer.health`: the figures a liveness or readiness check decides on. */
+  health(options: { maxStatsAgeMs?: number; stats?: boolean } = {}): Promise<RedisStreamsHealth> {
+    return this.engine.health(options);
+  }
+
+  on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
+    this.engine.on(event, callback);
+    return this;
+  }
+
+  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot lane…]`. */
+  unwrap<T = [Redis | Cluster, ...Redis[]]>(): T {
+    const connections = this.engine.connections();
+    if (!connections) throw new Error('nestjs-redis-streams: not started: call start() before unwrap()');
+    return connections as T;
+  }
+}
