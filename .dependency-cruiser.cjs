@@ -1,4 +1,3 @@
-/* global module */
 // The library's layers (docs/architecture.md, "Layers"), enforced by dependency-cruiser:
 // `npm run lint:layers` (CI's style lane). Bottom to top; a layer imports only the layers below it
 // (and itself), never a layer above or beside it that is not listed. Every file of
@@ -19,7 +18,9 @@ const LAYER = {
   telemetry: `${SRC}telemetry/`,
   engine: `${SRC}engine/`,
   // The Nest-free public consumer (StreamConsumer, entry point nestjs-redis-streams/core).
-  core: `${SRC}core/`,
+  core: `${SRC}core/(?!index\\.ts$)`,
+  // Its entry point: the Nest-free public API (the consumer and the Nest-free tools: dead letters, dashboard).
+  coreEntry: `${SRC}core/index\\.ts$`,
   dlq: `${SRC}dlq/`,
   ops: `${SRC}ops/`,
   dashboard: `${SRC}dashboard/`,
@@ -43,12 +44,13 @@ const MAY_IMPORT = {
   telemetry: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry'],
   engine: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry', 'engine'],
   core: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry', 'engine', 'core'],
+  coreEntry: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry', 'engine', 'core', 'dlq', 'ops', 'dashboard'],
   dlq: ['base', 'codec', 'options', 'redis', 'dlq'],
   ops: ['base', 'codec', 'options', 'redis', 'dlq', 'ops'],
   dashboard: ['base', 'codec', 'options', 'redis', 'health', 'dlq', 'ops', 'dashboard'],
   nest: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry', 'engine', 'core', 'dlq', 'ops', 'dashboard', 'nest'],
   cli: ['base', 'codec', 'options', 'redis', 'dlq', 'ops', 'dashboard', 'cli'],
-  entry: Object.keys(LAYER).filter((n) => n !== 'cli'),
+  entry: Object.keys(LAYER).filter((n) => n !== 'cli' && n !== 'coreEntry'),
 };
 
 const WHY = {
@@ -62,6 +64,7 @@ const WHY = {
   telemetry: 'telemetry implements the observer interfaces of consumer/ and reads health; never engine/ or a host',
   engine: 'the engine (plan, readers, lifecycle) sits under the hosts: it never imports a host, a tool or Nest',
   core: 'core/ (StreamConsumer) is Nest-free: it imports the engine and what is under it, never server/, client/, terminus/ or a tool',
+  coreEntry: 'core/index.ts is the Nest-free public API: the consumer and the Nest-free tools, never a Nest host or the CLI',
   dlq: 'DeadLetters uses redis/, options and the codec only',
   ops: 'the read model (inspect, attention, pending states) uses redis/ and dlq/ only, never a host or the CLI',
   dashboard: 'the dashboard uses the read model (ops/), dlq/, health and redis/, never the CLI (the CLI imports it)',

@@ -53,7 +53,8 @@ function engine(input: RedisStreamsServerOptions, handlers: HandlerInfo[], handl
     warn: (m: string) => void lines.push(m),
     error: (m: string) => void lines.push(m),
   };
-  const e = new StreamEngine(options, port, logger);
+  // Nothing ends close()'s wait early here (the hosts pass a second signal, an AbortSignal).
+  const e = new StreamEngine(options, port, logger, () => ({ interrupted: new Promise<string>(() => {}), dispose: () => {} }));
   engines.push(e);
   const settled: SettledEvent[] = [];
   e.on('settled', (event) => void settled.push(event));

@@ -20,7 +20,7 @@ export { EntryDecodeError } from '../codec/entry-codec.js';
 export { FIELD } from '../codec/wire-format.js';
 export { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 export { MAX_RETRY_DELAY_MS, type RetryBackoff, type RetryPolicy } from '../options/retry-options.js';
-export type { DeadLetterRetention, RetentionPolicy } from '../redis/retention.js';
+export type { DeadLetterRetention, RetentionPolicy } from '../options/retention-options.js';
 export type { DeadLetter } from '../codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from '../dlq/dead-letters.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from '../partitions.js';
