@@ -187,6 +187,73 @@ describe('a group lost again while a consumer rejoins it', () => {
       await proxy.close();
     }
   });
+
+  it('still runs the fetched batch it had not started when the group is destroyed between its re-creation and the rejoin', async () => {
+    const { logger, text } = captureLogs();
+    const proxy = await redisProxy(redis);
+    const prefix = uniquePrefix();
+    const r = redis.client();
+    const key = `${prefix}orders`;
+    await createGroup(r, key);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    try {
+      const a = await start(
+        {
+          connection: `redis://127.0.0.1:${proxy.port}`,
+          group: 'g',
+          consumer: 'a',
+          keyPrefix: prefix,
+          blockMs: 100,
+          minIdleMs: 60_000,
+          leaseRenewMs: 100,
+          batchSize: 2,
+          retryInitialDelayMs: 10,
+        },
+        { logger },
+      );
+      a.recorder.behavior = async (c) => {
+        if (tagOf(c) === 'x0') await gate;
+      };
+      // x0 in hand, x1 waiting its turn, x2 and x3 read ahead (fetched, not started): all four pending under "a".
+      await waitFor(async () => a.recorder.calls.length === 1 && (await pendingCount(redis, key)) === 4, {
+        message: 'a batch in hand and one read ahead',
+      });
+      // A peer re-creates the lost group lower: a's lease renewal finds its four entries above it, the loss is seen.
+      await r.xgroup('DESTROY', key, 'g');
+      await r.xgroup('CREATE', key, 'g', '0');
+      await waitFor(
+        () =>
+          text()
+            .split('\n')
+            .some((line) => line.includes(ids[0]!) && line.includes('in hand')),
+        { message: "a's lease renewal to find its entries gone" },
+      );
+      // Once x0 and x1 are done the loop restarts to rejoin; its rejoin (RECOVER_SCRIPT, EVALSHA or EVAL) is held
+      // at the proxy while the group is destroyed again, so it fails and the loop restarts once more.
+      const sha = createHash('sha1').update(RECOVER_SCRIPT).digest('hex');
+      const body = 'local key, group, me, highest = KEYS';
+      proxy.holdRequestsFrom((t) => t.includes(sha) || t.includes(body));
+      open();
+      await waitFor(() => proxy.heldMatching(new RegExp(`${sha}|${body}`, 'g')) >= 1, {
+        message: 'the rejoin held',
+      });
+      await r.xgroup('DESTROY', key, 'g');
+      proxy.release();
+      // Before, the second rejoin had forgotten the read-ahead batch (the first had cleared the lease): x2 and x3
+      // were never handed to the handler, and the group, re-created above them, never delivered them again.
+      await waitFor(() => ['x0', 'x1', 'x2', 'x3'].every((tag) => a.recorder.calls.some((c) => tagOf(c) === tag)), {
+        message: 'every fetched entry handled',
+      }).catch(() => undefined);
+      expect(counts([a])).toEqual({ x0: 1, x1: 1, x2: 1, x3: 1 });
+      await quiesced(redis, key);
+    } finally {
+      open();
+      await proxy.close();
+    }
+  });
 });
 
 describe('a group re-created below what a consumer fetched', () => {

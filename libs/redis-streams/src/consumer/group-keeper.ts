@@ -32,6 +32,12 @@ export class GroupKeeper {
   private readonly seen = new Set<string>();
   /** An ack failed since the last flush: the next beat surfaces it. */
   private ackFailed = false;
+  /**
+   * Entries held (fetched, not settled) at a restart, by stream, until that stream's rejoin has
+   * taken them over: the lease is cleared at the restart, so a rejoin that fails (the group lost
+   * again meanwhile) must not make the next one forget them.
+   */
+  private readonly unjoined = new Map<string, Set<string>>();
 
   constructor(
     private readonly p: LoopParts,
@@ -64,12 +70,16 @@ export class GroupKeeper {
     await this.dropAhead();
     audit.stop();
     this.shortAcks.length = 0;
-    const held = lease.heldIds();
+    for (const [stream, ids] of lease.heldIds()) {
+      const kept = this.unjoined.get(stream);
+      if (kept) for (const id of ids) kept.add(id);
+      else this.unjoined.set(stream, new Set(ids));
+    }
     lease.stop();
     await this.checkServer();
     // All streams at once: their commands share round trips (start-up must not grow by a round trip per stream).
     // Every one settles before a failure restarts the loop: none is still running when the next start begins.
-    const results = await Promise.allSettled(d.streams.map((stream) => this.ensureGroup(stream, held.get(stream) ?? [])));
+    const results = await Promise.allSettled(d.streams.map((stream) => this.ensureGroup(stream, [...(this.unjoined.get(stream) ?? [])])));
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     lease.start();
@@ -146,10 +156,16 @@ export class GroupKeeper {
   private async rejoin(stream: string, held: readonly string[]): Promise<void> {
     const { marks, d } = this.p;
     const highest = marks.highestOf(stream);
-    const force = this.lossSeen.delete(stream);
-    if (highest === undefined) return;
+    if (highest === undefined) {
+      this.lossSeen.delete(stream);
+      this.unjoined.delete(stream);
+      return;
+    }
     const owed = marks.owed(stream, held);
-    const { lost, owned } = await d.commands.recoverGroup(stream, d.options.consumer, highest, owed, force);
+    // A rejoin that fails (the group gone again) keeps both the loss seen and what was held, for the next one.
+    const { lost, owned } = await d.commands.recoverGroup(stream, d.options.consumer, highest, owed, this.lossSeen.has(stream));
+    this.lossSeen.delete(stream);
+    this.unjoined.delete(stream);
     marks.keepOwned(stream, owed, owned);
     const untracked = marks.takeUntracked(stream);
     if (!lost) return;
