@@ -1,11 +1,14 @@
 /**
- * Read-ahead and hand-back, as each fetch step does them today (the park: parker.ts; self-drain:
- * self-drain.ts), against a real Redis with the test's own handler. The same promises for both:
+ * Read-ahead and hand-back, written once (read-ahead.ts) and kept by each fetch step (the park:
+ * parker.ts; self-drain: self-drain.ts), against a real Redis with the test's own handler. The same promises for both:
  * the next read is out while a batch is handled and its entries are held from arrival; stopping
  * hands an unstarted read-ahead batch back to the group at once; abandoning leaves it to abandon().
  */
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { Parker } from '../libs/redis-streams/src/consumer/parker.js';
+import { ReadAhead } from '../libs/redis-streams/src/consumer/read-ahead.js';
+import { StopSignal } from '../libs/redis-streams/src/consumer/stop-signal.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { selfDrain$ } from '../libs/redis-streams/src/consumer/self-drain.js';
 import { within } from '../libs/redis-streams/src/within.js';
 import { createGroup } from './support/backlog.js';
@@ -190,5 +193,47 @@ describe('self-drain: own pending entries, with read-ahead', () => {
     await done;
     expect(loop.parts.lease.heldIds()).toEqual(new Map([[key, ids]]));
     expect((await rowsOf(key)).get(ids[1]!)!.idle).toBeLessThan(MIN_IDLE_MS);
+  });
+});
+
+describe('ReadAhead (the one read-ahead both steps keep)', () => {
+  const entry = (id: string, fields: readonly string[] | null = ['n', id]): StreamEntry => ({ stream: 's', id, fields }) as StreamEntry;
+  const logger = { log: () => undefined, warn: () => undefined, error: () => undefined };
+  const handedBack: [string[], number][] = [];
+  const lease = {
+    handBack: async (entries: readonly StreamEntry[], idleMs: number) => void handedBack.push([entries.map((e) => e.id), idleMs]),
+  };
+  beforeEach(() => void handedBack.splice(0));
+
+  it('keeps one read for the next step: take() gives it once; a failed read is the taker’s to report, not unhandled', async () => {
+    const ahead = new ReadAhead<StreamEntry[]>((r) => r);
+    expect(ahead.out).toBe(false);
+    const failing = Promise.reject(new Error('connection lost'));
+    ahead.keep(failing);
+    // Let an unhandled rejection surface if the keep did not catch it (vitest fails the run on one).
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ahead.out).toBe(true);
+    expect(ahead.take()).toBe(failing);
+    expect(ahead.take()).toBeUndefined();
+    await expect(failing).rejects.toThrow('connection lost');
+  });
+
+  it('handBack: the entries with fields go back at minIdleMs; nothing after an abandon; a failed read hands back nothing', async () => {
+    const stop = new StopSignal();
+    stop.stop('stopping');
+    const ahead = new ReadAhead<StreamEntry[]>((r) => r);
+    ahead.keep(Promise.resolve([entry('1-0'), entry('2-0', null), entry('3-0')]));
+    await ahead.handBack({ stop, lease, minIdleMs: 1234, logger }, 'test');
+    expect(handedBack).toEqual([[['1-0', '3-0'], 1234]]);
+    expect(ahead.out).toBe(false);
+    ahead.keep(Promise.reject(new Error('gone')));
+    await ahead.handBack({ stop, lease, minIdleMs: 1234, logger }, 'test');
+    expect(handedBack).toHaveLength(1);
+    const abandoned = new StopSignal();
+    abandoned.stop('abandoned');
+    ahead.keep(Promise.resolve([entry('4-0')]));
+    await ahead.handBack({ stop: abandoned, lease, minIdleMs: 1234, logger }, 'test');
+    expect(handedBack).toHaveLength(1);
+    expect(ahead.out).toBe(false);
   });
 });

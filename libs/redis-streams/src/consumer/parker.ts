@@ -3,6 +3,7 @@ import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
+import { ReadAhead } from './read-ahead.js';
 
 /** Tries of a wake whose UNBLOCK found no parked read yet (2 ms apart). */
 const WAKE_TRIES = 10;
@@ -21,7 +22,7 @@ export class Parker {
   readonly step$: Observable<StepResult> = defer(() => this.park());
   private parked: Promise<unknown> | undefined;
   /** The next park's read, already sent (`readAhead`). */
-  private ahead: Promise<StreamEntry[]> | undefined;
+  private readonly ahead = new ReadAhead<StreamEntry[]>((entries) => entries);
   /** When each batch handler's read came back (see fill). */
   private readonly arrivals = new WeakMap<readonly StreamEntry[], number>();
 
@@ -64,16 +65,9 @@ export class Parker {
   }
 
   /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
-  async handBackAhead(): Promise<void> {
+  handBackAhead(): Promise<void> {
     const { stop, lease, d } = this.p;
-    if (stop.abandoned) return; // abandon() handed it back already
-    const ahead = this.takeAhead();
-    if (!ahead) return;
-    // The read itself and the hand-back, both bounded once stopping (a frozen server).
-    const handedBack = ahead
-      .catch(() => [])
-      .then((entries) => (entries.length > 0 ? lease.handBack(entries, d.options.minIdleMs) : undefined));
-    await stop.bounded(handedBack, () => 'hand-back of the read-ahead batch', d.logger);
+    return this.ahead.handBack({ stop, lease, minIdleMs: d.options.minIdleMs, logger: d.logger }, 'hand-back of the read-ahead batch');
   }
 
   /**
@@ -82,7 +76,7 @@ export class Parker {
    * from both would run their handlers twice.
    */
   async dropAhead(): Promise<void> {
-    const ahead = this.takeAhead();
+    const ahead = this.ahead.take();
     if (!ahead) return;
     await this.p.d.lanes.unblock();
     await ahead.catch(() => undefined);
@@ -96,7 +90,7 @@ export class Parker {
       await firstValueFrom(race(timer(this.blockMs()), stop.stopped$));
       return { step: 'park', fetched: 0 };
     }
-    const first = await (this.takeAhead() ?? this.parkRead(this.blockMs()));
+    const first = await (this.ahead.take() ?? this.parkRead(this.blockMs()));
     const { batch } = d;
     const filling = batch !== undefined && batch.maxWaitMs > 0 && first.length > 0 && first.length < batch.maxSize;
     const entries = filling
@@ -128,7 +122,7 @@ export class Parker {
       const more = await within<StreamEntry[] | undefined>(read, deadline - performance.now(), undefined);
       if (more === undefined) {
         // Still parked: what it brings is the next call's, taken by the next park (never re-sent meanwhile).
-        this.keepAhead(read);
+        this.ahead.keep(read);
         break;
       }
       if (more.length === 0) break;
@@ -192,21 +186,8 @@ export class Parker {
     }
   }
 
-  /** The read-ahead, if one is out; it is the caller's from now on. */
-  private takeAhead(): Promise<StreamEntry[]> | undefined {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    return ahead;
-  }
-
   private readAhead(): void {
     // A park still out (see fill) is the next one already.
-    if (!this.ahead) this.keepAhead(this.parkRead(this.blockMs()));
-  }
-
-  private keepAhead(read: Promise<StreamEntry[]>): void {
-    // Awaited by the next park (which reports its failure); until then it must not count as unhandled.
-    read.catch(() => undefined);
-    this.ahead = read;
+    if (!this.ahead.out) this.ahead.keep(this.parkRead(this.blockMs()));
   }
 }

@@ -3,6 +3,7 @@ import type { DrainRead } from '../redis/fetch-commands.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
 import type { LoopParts } from './loop-parts.js';
 import type { StepResult } from './loop-vitals.js';
+import { ReadAhead } from './read-ahead.js';
 
 /**
  * Step 1, at every (re)start: this consumer's own pending entries, oldest first (XREADGROUP …
@@ -19,13 +20,13 @@ export function selfDrain$(p: LoopParts): Observable<StepResult> {
 
 /**
  * Each read brings its entries' delivery counts in the same round trip, and the next read is
- * sent as soon as one arrives (`readAhead`, as the park's): Redis serves it while this batch is
- * handled.
+ * sent as soon as one arrives (a {@link ReadAhead}, as the park's): Redis serves it while this
+ * batch is handled.
  */
 class Drain {
   /** Where each stream's next read starts; a stream drops out once it reads back empty. */
   private readonly next: Map<string, string>;
-  private ahead: Promise<DrainRead> | undefined;
+  private readonly ahead = new ReadAhead<DrainRead>((r) => r.entries);
 
   constructor(private readonly p: LoopParts) {
     this.next = new Map(p.d.streams.map((s) => [s, '0']));
@@ -33,13 +34,11 @@ class Drain {
 
   async once(): Promise<StepResult> {
     const { p } = this;
-    const ahead = this.ahead;
-    this.ahead = undefined;
     if (p.stop.stopped) {
-      await this.handBack(ahead);
+      await this.handBack();
       return { step: 'drain', fetched: 0 };
     }
-    const read = await (ahead ?? this.read());
+    const read = await (this.ahead.take() ?? this.read());
     if (!read) return { step: 'drain', fetched: 0 };
     const { entries, retriesWaiting } = read;
     for (const s of [...this.next.keys()]) {
@@ -47,10 +46,13 @@ class Drain {
       if (last) this.next.set(s, last.id);
       else this.next.delete(s);
     }
-    if (this.next.size > 0 && p.d.options.readAhead) this.ahead = this.keep(this.read());
+    if (this.next.size > 0 && p.d.options.readAhead) {
+      const ahead = this.read();
+      if (ahead) this.ahead.keep(ahead);
+    }
     const live = await dropDeleted(p, entries);
     await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live, true), retriesWaiting), 'drain');
-    if (p.stop.stopped) await this.handBack(this.ahead);
+    if (p.stop.stopped) await this.handBack();
     return { step: 'drain', fetched: entries.length };
   }
 
@@ -73,22 +75,11 @@ class Drain {
     });
   }
 
-  private keep(read: Promise<DrainRead> | undefined): Promise<DrainRead> | undefined {
-    // Awaited by the next read (which reports its failure); until then it must not count as unhandled.
-    read?.catch(() => undefined);
-    return read;
-  }
-
-  /** Stopping: a read-ahead batch was never started, so it goes back to the group at once (as the park's does). */
-  private async handBack(ahead: Promise<DrainRead> | undefined): Promise<void> {
-    if (!ahead) return;
-    this.ahead = undefined;
+  private handBack(): Promise<void> {
     const { stop, lease, d } = this.p;
-    if (stop.abandoned) return;
-    const handedBack = ahead
-      .then((r) => r.entries.filter((e) => e.fields !== null))
-      .catch(() => [])
-      .then((entries) => (entries.length > 0 ? lease.handBack(entries, d.options.minIdleMs) : undefined));
-    await stop.bounded(handedBack, () => 'hand-back of the read-ahead drain batch', d.logger);
+    return this.ahead.handBack(
+      { stop, lease, minIdleMs: d.options.minIdleMs, logger: d.logger },
+      'hand-back of the read-ahead drain batch',
+    );
   }
 }
