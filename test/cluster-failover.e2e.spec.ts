@@ -63,13 +63,19 @@ async function worker(prefix: string, consumer: string) {
 /** Emits numbered orders from 4 concurrent loops until stopped; records which emits Redis acknowledged. */
 function produce(prefix: string) {
   const client = new RedisStreamsClient({ connection: cluster.urls, keyPrefix: prefix, commandTimeoutMs: 10_000 });
-  closers.push(() => client.close());
+  let stopped = false;
+  // A test that failed before stop(): the loops end before the client closes (a closed client fails
+  // each emit at once, and loops of failures that never wait would hold the event loop for good).
+  closers.push(async () => {
+    stopped = true;
+    await Promise.all(loops);
+    await client.close();
+  });
   const acked = new Map<number, { id: string; at: number }>();
   /** When each emit began. */
   const startedAt: number[] = [];
   const failed: number[] = [];
   let next = 0;
-  let stopped = false;
   const loops = Array.from({ length: 4 }, async () => {
     while (!stopped) {
       const i = next++;
@@ -78,6 +84,8 @@ function produce(prefix: string) {
         acked.set(i, { id: await lastValueFrom(client.emit('orders', { i })), at: Date.now() });
       } catch {
         failed.push(i); // not acknowledged: the producer would retry it; not counted against the transport
+        // A failure may come without any I/O: let timers (the test's own deadlines) run.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
   });
