@@ -17,7 +17,17 @@ const child = spawn(process.execPath, [vitest, 'run', ...process.argv.slice(2)],
 // Ctrl-C reaches Vitest through the terminal's process group; a SIGTERM sent to this process alone is passed on.
 process.on('SIGTERM', () => child.kill('SIGTERM'));
 process.on('SIGINT', () => undefined);
+// A run that never ends (a test file whose loop holds its worker's event loop: Vitest's own timeouts
+// are timers that never fire then) fails here, and the reaping below names what was still running.
+const limitMs = Number(process.env.TEST_RUN_LIMIT_MS ?? 20 * 60_000);
+const watchdog = setTimeout(() => {
+  console.error(
+    `\nthe test run did not end within ${Math.round(limitMs / 1000)} s (TEST_RUN_LIMIT_MS): stopped; a worker's event loop is likely held`,
+  );
+  child.kill('SIGKILL');
+}, limitMs);
 const [code, signal] = await new Promise((resolve) => child.once('exit', (...args) => resolve(args)));
+clearTimeout(watchdog);
 const left = await reapMarked(RUN_MARKER, run, { graceMs: 5000 });
 if (left.length > 0) {
   console.error(`\nleftovers: ${left.length} process(es) still running after the tests (killed now):`);
