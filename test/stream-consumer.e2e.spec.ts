@@ -3,6 +3,7 @@ import { DeadLetterException, RetryLaterException } from 'nestjs-redis-streams';
 import {
   BatchFailureError,
   DeadLetterError,
+  InvalidOptionError,
   isDeadLetter,
   RetryLaterError,
   StreamBatchContext,
@@ -67,6 +68,20 @@ describe('StreamConsumer (nestjs-redis-streams/core)', () => {
     expect(() => c.handle('payments', () => {})).toThrow(/after start\(\)/);
     expect(c.unwrap<unknown[]>().length).toBeGreaterThanOrEqual(2);
     expect((await c.health()).state).toBe('running');
+  });
+
+  it('refuses a wrong constructor or handle() argument with an InvalidOptionError naming it', () => {
+    const refused = (make: () => unknown, option: string) => {
+      expect(make).toThrow(InvalidOptionError);
+      expect(make).toThrow(`invalid option "${option}"`);
+    };
+    refused(() => new StreamConsumer(null as never), 'options');
+    refused(() => new StreamConsumer({ signal: {} as never }), 'signal');
+    refused(() => new StreamConsumer({ logger: 5 as never }), 'logger');
+    refused(() => new StreamConsumer({ logger: { log: () => undefined } as never }), 'logger');
+    const consumer = new StreamConsumer({ logger: false });
+    refused(() => consumer.handle('s', () => undefined, 'batch' as never), "handle('s') extras");
+    refused(() => consumer.handle('s', () => undefined, null as never), "handle('s') extras");
   });
 
   it('a signal aborted before start() closes it: start() rejects, nothing is left open', async () => {

@@ -9,6 +9,7 @@ import type { StreamBatchOptions } from '../options/batch-options.js';
 import type { StreamPatternExtras } from '../options/pattern-options.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
+import { InvalidOptionError, shown } from '../options/validate.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { AbortWatch } from './abort-watch.js';
 import { consoleLogger, silentLogger } from './console-logger.js';
@@ -27,6 +28,27 @@ export interface StreamConsumerOptions extends RedisStreamsServerOptions {
 
 /** `handle`'s extras for a batch handler: `batch` is required there. */
 export type StreamBatchExtras = StreamPatternExtras & { batch: StreamBatchOptions };
+
+/** The host's own options: a logger with its three methods (or false), an AbortSignal. */
+function checkHostOptions(logger: unknown, signal: unknown): void {
+  const methods = ['log', 'warn', 'error'];
+  if (logger !== undefined && logger !== false) {
+    const missing =
+      typeof logger === 'object' && logger !== null
+        ? methods.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function')
+        : methods;
+    if (missing.length > 0)
+      throw new InvalidOptionError(
+        'logger',
+        `expected false or an object with log, warn and error methods (missing: ${missing.join(', ')})`,
+      );
+  }
+  if (signal !== undefined) {
+    const s = signal as { aborted?: unknown; addEventListener?: unknown } | null;
+    if (typeof s !== 'object' || s === null || typeof s.aborted !== 'boolean' || typeof s.addEventListener !== 'function')
+      throw new InvalidOptionError('signal', "expected an AbortSignal (an AbortController's signal)");
+  }
+}
 
 /** How the plan's errors name a registration: `handle('orders', handler, { partitions: 4 })`. */
 const coreRegistration: Registration = (pattern, extras) => `handle('${pattern}'${extras ? `, handler, ${extras}` : ''})`;
@@ -48,7 +70,9 @@ export class StreamConsumer {
   private starting: Promise<void> | undefined;
 
   constructor(options: StreamConsumerOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'expected an object');
     const { logger, signal, ...serverOptions } = options;
+    checkHostOptions(logger, signal);
     this.options = resolveServerOptions(serverOptions);
     this.logger = logger === false ? silentLogger : (logger ?? consoleLogger);
     this.handlers = new RegisteredHandlers(this.options);
@@ -70,6 +94,11 @@ export class StreamConsumer {
   handle<T = any>(stream: string, handler: StreamHandler<T>, extras?: StreamPatternExtras & { batch?: undefined }): this;
   handle(stream: string, handler: (...args: any[]) => unknown, extras: StreamPatternExtras = {}): this {
     if (this.starting) throw new Error(`nestjs-redis-streams: handle('${stream}') after start(): register every handler before start()`);
+    if (typeof extras !== 'object' || extras === null)
+      throw new InvalidOptionError(
+        `handle('${String(stream)}') extras`,
+        `expected an object ({ batch, retry, partitions }), got ${shown(extras)}`,
+      );
     this.handlers.add(stream, handler, extras);
     return this;
   }
