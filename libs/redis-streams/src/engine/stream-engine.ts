@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
-import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
+import { decideBatch } from '../consumer/decide-batch.js';
 import type { SettledEvent } from '../consumer/settled-event.js';
 import { settle } from '../consumer/settle.js';
 import { describeError } from '../describe-error.js';
@@ -59,8 +59,6 @@ export class StreamEngine {
   private telemetry: ConsumerTelemetry | undefined;
   /** The connections' story in the log: one line per change of state. */
   private readonly connectionReport: ConnectionReport;
-  /** Built once OpenTelemetry is found (or found missing), before any handler may run. */
-  private settleDeps: BatchDecideDeps | undefined;
 
   constructor(
     readonly options: Readonly<ResolvedServerOptions>,
@@ -76,9 +74,13 @@ export class StreamEngine {
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
-  start(plan: StreamPlan): Promise<void> {
-    if (this.closing) return Promise.reject(new Error(CLOSED_BEFORE_START));
+  async start(plan: StreamPlan): Promise<void> {
+    if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const { options } = this;
+    // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
+    // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
+    const api = options.telemetry ? await loadOtelApi() : undefined;
+    if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const name = consumerConnectionName(options.group, options.consumer);
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
@@ -100,9 +102,14 @@ export class StreamEngine {
       readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
       state: () => this.state(),
     });
-    // No handler runs before OpenTelemetry is found (or found missing): every entry is reported alike.
-    const telemetryReady = this.startTelemetry(plan, commands);
-    const handlersMayRun = Promise.all([gate.opened, telemetryReady]).then(() => undefined);
+    this.telemetry = api && this.makeTelemetry(api, plan.streams);
+    const deps = settleDepsOf(options, plan, {
+      commands,
+      dispatch: this.dispatch,
+      logger: this.logger,
+      telemetry: this.telemetry,
+      stopping: () => this.closing !== undefined,
+    });
     this.readers = plan.readers.map((set) =>
       openReader(set, {
         command,
@@ -113,8 +120,8 @@ export class StreamEngine {
         logger: this.logger,
         onLaneError: this.laneFailed,
         onLaneRetry: this.laneRetry,
-        settle: (entry, source) => settle(this.settleDeps!, entry, source),
-        decide: (entries, source) => decideBatch(this.settleDeps!, entries, source),
+        settle: (entry, source) => settle(deps, entry, source),
+        decide: (entries, source) => decideBatch(deps, entries, source),
         onSettled: (event) => this.settled(event),
         onDeleted: (stream, ids) => {
           this.logger.error(
@@ -126,7 +133,7 @@ export class StreamEngine {
         onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
         onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
         onStep: () => this.connectionReport.answered(),
-        started: handlersMayRun,
+        started: gate.opened,
       }),
     );
     this.followLanes();
@@ -201,17 +208,6 @@ export class StreamEngine {
     this.hygiene = startHygiene(options, plan.streams, commands, this.logger, (stream, names) =>
       this.emit('consumersDeleted', stream, names),
     );
-  }
-
-  /** Spans and metrics, when the app has `@opentelemetry/api` (and `telemetry` is not off); then the settle deps. */
-  private async startTelemetry(plan: StreamPlan, commands: StreamCommands): Promise<void> {
-    const { options } = this;
-    if (options.telemetry) {
-      const api = await loadOtelApi();
-      if (api && !this.closing) this.telemetry = this.makeTelemetry(api, plan.streams);
-    }
-    const { dispatch, logger, telemetry } = this;
-    this.settleDeps = settleDepsOf(options, plan, { commands, dispatch, logger, telemetry, stopping: () => this.closing !== undefined });
   }
 
   private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
