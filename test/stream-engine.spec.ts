@@ -141,6 +141,17 @@ describe('StreamEngine without Nest', () => {
     }
   });
 
+  it('close() in the same tick as start(), telemetry on: start() rejects, and status$ still says closing then closed', async () => {
+    const t = engine({ connection: redis.url, keyPrefix: uniquePrefix(), telemetry: true }, [eventHandler('orders')]);
+    const started = t.engine.start(t.plan).then(
+      () => 'started',
+      (err: unknown) => (err as Error).message,
+    );
+    await t.engine.close();
+    expect(await started).toMatch(/closed before it started/);
+    expect(t.statuses.slice(-2)).toEqual([RedisStreamsStatus.CLOSING, RedisStreamsStatus.CLOSED]);
+  });
+
   it('start() rejects after startupTimeoutMs when Redis cannot be reached, without the password in what it says', async () => {
     const port = await freePort();
     const t = engine({ connection: `redis://:hunter2@127.0.0.1:${port}`, startupTimeoutMs: 300 }, [eventHandler('orders')]);

@@ -33,15 +33,11 @@ export type StreamBatchExtras = StreamPatternExtras & { batch: StreamBatchOption
 function checkHostOptions(logger: unknown, signal: unknown): void {
   const methods = ['log', 'warn', 'error'];
   if (logger !== undefined && logger !== false) {
-    const missing =
-      typeof logger === 'object' && logger !== null
-        ? methods.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function')
-        : methods;
-    if (missing.length > 0)
-      throw new InvalidOptionError(
-        'logger',
-        `expected false or an object with log, warn and error methods (missing: ${missing.join(', ')})`,
-      );
+    const expected = 'expected false or an object with log, warn and error methods';
+    if ((typeof logger !== 'object' && typeof logger !== 'function') || logger === null)
+      throw new InvalidOptionError('logger', `${expected}, got ${shown(logger)}`);
+    const missing = methods.filter((m) => typeof (logger as Record<string, unknown>)[m] !== 'function');
+    if (missing.length > 0) throw new InvalidOptionError('logger', `${expected} (missing: ${missing.join(', ')})`);
   }
   if (signal !== undefined) {
     const s = signal as { aborted?: unknown; addEventListener?: unknown } | null;

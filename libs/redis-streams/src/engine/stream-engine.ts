@@ -53,6 +53,8 @@ export class StreamEngine {
   private readers: Reader[] = [];
   private gate: StartupGate | undefined;
   private closing: Promise<void> | undefined;
+  /** start() was called (it may not have opened anything yet). */
+  private startCalled = false;
   private hygiene: ConsumerHygiene | undefined;
   private laneStatus: Subscription | undefined;
   private probe: HealthProbe | undefined;
@@ -76,6 +78,7 @@ export class StreamEngine {
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
   async start(plan: StreamPlan): Promise<void> {
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
+    this.startCalled = true;
     const { options } = this;
     // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
     // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
@@ -261,7 +264,15 @@ export class StreamEngine {
   private async shutDown(): Promise<void> {
     // `start` must answer: an app closed while still starting gets an error, not silence.
     this.gate?.fail(new Error(CLOSED_BEFORE_START));
-    if (this.readers.length === 0) return;
+    if (this.readers.length === 0) {
+      // Closed while start() looked for OpenTelemetry: nothing was opened, but a start was under way.
+      if (this.startCalled) {
+        this.status.next(RedisStreamsStatus.CLOSING);
+        this.status.next(RedisStreamsStatus.CLOSED);
+        this.logger.log(`consumer "${this.options.consumer}" stopped`);
+      }
+      return;
+    }
     // After `closing` only `closed`: the connections' own states (their ends among them) are not reported.
     this.laneStatus?.unsubscribe();
     this.status.next(RedisStreamsStatus.CLOSING);
