@@ -6,6 +6,7 @@ import { createGroup } from './support/backlog.js';
 import { pendingCount, quiesced } from './support/pending.js';
 import { captureLogs } from './support/logs.js';
 import { redisProxy } from './support/redis-proxy.js';
+import { gate as newGate } from './support/unit-loop.js';
 import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/recover-script.js';
 import { createHash } from 'node:crypto';
 
@@ -20,6 +21,15 @@ function counts(apps: TestApp[]): Record<string, number> {
   for (const a of apps) for (const c of a.recorder.calls) out[tagOf(c)] = (out[tagOf(c)] ?? 0) + 1;
   return out;
 }
+/** Group `g` on `key` with entries tagged x0…x3, and a gate a handler can wait on. */
+async function fourEntriesAndGate(key: string) {
+  const r = redis.client();
+  await createGroup(r, key);
+  const ids: string[] = [];
+  for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
+  return { ids, ...newGate() };
+}
+
 const add = async (app: TestApp, tag: string): Promise<string> => (await redis.client().xadd(app.key(), '*', 'tag', tag))!;
 async function settled(apps: TestApp[], id: string, outcome = 'acked'): Promise<void> {
   await waitFor(() => apps.some((a) => a.settled.some((e) => e.id === id && e.outcome === outcome)), { message: `${id} ${outcome}` });
@@ -194,11 +204,7 @@ describe('a group lost again while a consumer rejoins it', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     const key = `${prefix}orders`;
-    await createGroup(r, key);
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { ids, wait: gate, open } = await fourEntriesAndGate(key);
     try {
       const a = await start(
         {
@@ -262,11 +268,7 @@ describe('a group re-created below what a consumer fetched', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     const key = `${prefix}orders`;
-    await createGroup(r, key);
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { ids, wait: gate, open } = await fourEntriesAndGate(key);
     const b = await start(
       {
         connection: redis.url,
