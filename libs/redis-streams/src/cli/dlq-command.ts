@@ -53,8 +53,8 @@ export function checkDlqArgs(command: string, ids: readonly string[], values: Pi
 }
 
 /**
- * `find` / `list` / `redrive` / `delete` of dead letters; returns the exit code. Usage
- * errors are checked before anything is read. Every column a producer or a forged letter could
+ * `find` / `list` / `redrive` / `delete` of dead letters; returns the exit code. Its arguments
+ * were checked by {@link checkDlqArgs}, before connecting. Every column a producer or a forged letter could
  * write is escaped (`e`).
  */
 export async function runDlq(
@@ -67,7 +67,7 @@ export async function runDlq(
   io: CliIo,
 ): Promise<number> {
   if (command === 'find') return find(dlq, target, values.json, io);
-  const count = checkDlqArgs(command, ids, values);
+  const count = command === 'list' ? positiveFlag('--count', values.count) : 0;
   try {
     await requireDeadLetterStream(redis, dlq, target, { destructive: command !== 'list', custom: values['custom-dlq'] });
     if (command === 'list') return await list(dlq, target, count, values, io);
