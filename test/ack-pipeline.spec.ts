@@ -44,11 +44,17 @@ function pipeline() {
   const short: [string, string[], number][] = [];
   let failures = 0;
   const acks = new AckPipeline(
-    commands,
-    lease,
-    (e) => settled.push(e),
-    (stream, entries, missing) => short.push([stream, entries.map((e) => e.id), missing]),
-    () => failures++,
+    (entries) => commands.ackMany(entries),
+    {
+      ackSent: (entries) => lease.ackSent(entries),
+      ackConfirmed: (entries) => lease.ackConfirmed(entries),
+      release: (entry) => lease.drop(entry),
+      settled: (e) => void settled.push(e),
+    },
+    {
+      shortAck: (stream, entries, missing) => void short.push([stream, entries.map((e) => e.id), missing]),
+      ackFailedNow: () => void failures++,
+    },
   );
   return { acks, lease, commands, settled, short, failures: () => failures };
 }

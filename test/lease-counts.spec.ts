@@ -60,11 +60,11 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     expect(lease.entries()).toEqual([]);
   });
 
-  it('stop() forgets every entry; an entry dropped after it changes nothing, and one held again is held', () => {
+  it('clear() forgets every entry; an entry dropped after it changes nothing, and one held again is held', () => {
     const lease = new Lease({} as StreamCommands, 'c', 1000, new Logger('test'));
     const [a, b] = [entry('1-0'), entry('2-0')];
     lease.hold([a, b]);
-    lease.stop();
+    lease.clear();
     expect(lease.entries()).toEqual([]);
     lease.hold([b]);
     // a's ack lands after the restart: it must not release b.

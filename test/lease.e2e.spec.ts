@@ -36,7 +36,7 @@ describe('lease renewal', () => {
     logger.warn = (message: unknown) => void warnings.push(String(message));
     const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 50, logger);
     lease.hold(entries);
-    lease.start();
+    const renewing = lease.renewals$.subscribe();
     try {
       // Renewed: every one idle far below the hour it started at, and still c's with one delivery.
       await waitFor(async () => ((await conn.xpending(key, 'g', '-', '+', 20_000)) as PendingRow[]).every(([, , idle]) => idle < 60_000), {
@@ -47,7 +47,7 @@ describe('lease renewal', () => {
       expect(rows.every(([, consumer, , deliveries]) => consumer === 'c' && deliveries === 1)).toBe(true);
       expect(warnings).toEqual([]);
     } finally {
-      lease.stop();
+      renewing.unsubscribe();
     }
   });
 

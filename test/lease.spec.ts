@@ -44,7 +44,7 @@ describe('Lease: renewal', () => {
     await redis.client().xclaim(key, 'g', 'peer', 0, taken!.id, acking!.id, deadLettering!.id, 'JUSTID');
     lease.ackSent([acking!]);
     markSettleSent(deadLettering!);
-    lease.start();
+    const renewing = lease.renewals$.subscribe();
     try {
       await waitFor(() => lost.length > 0, { message: 'a renewal that finds the lost entry' });
       expect(lost[0]).toEqual({ stream: key, ids: [taken!.id] });
@@ -54,7 +54,7 @@ describe('Lease: renewal', () => {
       expect([taken, acking, deadLettering].map((e) => rows.get(e!.id)!.consumer)).toEqual(['peer', 'peer', 'peer']);
       expect(log.warnings).toEqual([]);
     } finally {
-      lease.stop();
+      renewing.unsubscribe();
     }
   });
 
@@ -68,12 +68,12 @@ describe('Lease: renewal', () => {
     const lease = new Lease(new StreamCommands(redis.client(), 'g'), 'c', 20, log);
     lease.hold([{ stream: wrong, id: '1-0', fields: [], deliveryCount: 1 }]);
     lease.hold([entry!]);
-    lease.start();
+    const renewing = lease.renewals$.subscribe();
     try {
       await waitFor(async () => (await idleOf(key)).get(entry!.id)!.idle < HOUR, { message: 'the good stream renewed' });
       expect(log.warnings[0]).toMatch(new RegExp(`^lease renewal on "${wrong}" failed: .*WRONGTYPE`));
     } finally {
-      lease.stop();
+      renewing.unsubscribe();
     }
   });
 });

@@ -5,11 +5,9 @@
  * hands an unstarted read-ahead batch back to the group at once; abandoning leaves it to abandon().
  */
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
-import { Parker } from '../libs/redis-streams/src/consumer/parker.js';
 import { ReadAhead } from '../libs/redis-streams/src/consumer/read-ahead.js';
 import { StopSignal } from '../libs/redis-streams/src/consumer/stop-signal.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
-import { selfDrain$ } from '../libs/redis-streams/src/consumer/self-drain.js';
 import { within } from '../libs/redis-streams/src/within.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds, pendingRows } from './support/pending.js';
@@ -22,7 +20,7 @@ const redis = useRedis();
 const loops = useUnitLoops(redis);
 const MIN_IDLE_MS = 60_000;
 
-const heldOn = (loop: UnitLoop, key: string) => loop.parts.lease.counts().get(key) ?? 0;
+const heldOn = (loop: UnitLoop, key: string) => loop.custody.counts().get(key) ?? 0;
 const rowsOf = async (key: string) => new Map((await pendingRows(redis, key)).map(([id, consumer, idle]) => [id, { consumer, idle }]));
 
 /** A handler whose first call waits until the test opens the gate. */
@@ -38,7 +36,7 @@ describe('the park (Parker): read-ahead', () => {
     await createGroup(redis.client(), key);
     const ids = await addEntries(redis.client(), key, entries);
     const loop = loops.open({ streams: [key], options: { blockMs: 2000, minIdleMs: MIN_IDLE_MS, ...options }, handle });
-    const parker = new Parker(loop.parts);
+    const parker = loop.parker();
     return { key, ids, loop, parker, step: () => firstValueFrom(parker.step$) };
   }
 
@@ -55,7 +53,7 @@ describe('the park (Parker): read-ahead', () => {
     expect(await first).toEqual({ step: 'park', fetched: 2 });
     expect(await step()).toEqual({ step: 'park', fetched: 2 });
     expect(await step()).toEqual({ step: 'park', fetched: 1 });
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     expect(loop.calls).toEqual(ids.map((id) => `${id} new`));
     expect(await pendingIds(redis, key)).toEqual([]);
   });
@@ -68,13 +66,13 @@ describe('the park (Parker): read-ahead', () => {
     loop.stop.stop('stopping');
     gated.open();
     expect(await first).toEqual({ step: 'park', fetched: 1 });
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     const rows = await rowsOf(key);
     // The one in hand finished and was acked; the read-ahead one is a peer's on its next beat; the third was never read.
     expect([...rows.keys()]).toEqual([ids[1]]);
     expect(rows.get(ids[1]!)!.idle).toBeGreaterThanOrEqual(MIN_IDLE_MS);
     expect(loop.calls).toEqual([`${ids[0]} new`]);
-    expect(loop.parts.lease.entries()).toEqual([]);
+    expect(loop.custody.entries()).toEqual([]);
   });
 
   it('abandoned while a batch is handled: the read-ahead batch is left held for abandon() to hand back, no command of its own', async () => {
@@ -85,14 +83,14 @@ describe('the park (Parker): read-ahead', () => {
     loop.stop.stop('abandoned');
     gated.open();
     await first;
-    expect(loop.parts.lease.heldIds()).toEqual(new Map([[key, [ids[0], ids[1]]]]));
+    expect(loop.custody.heldIds()).toEqual(new Map([[key, [ids[0], ids[1]]]]));
     expect((await rowsOf(key)).get(ids[1]!)!.idle).toBeLessThan(MIN_IDLE_MS);
   });
 
   it('dropAhead (before a restart): the read-ahead result is dropped, its entries left pending for self-drain; the next park reads anew', async () => {
     const { key, ids, loop, parker, step } = await parked(2, { batchSize: 1 });
     expect(await step()).toEqual({ step: 'park', fetched: 1 });
-    await waitFor(() => heldOn(loop, key) === 1 && loop.parts.lease.idsOn(key).has(ids[1]!), { message: 'the read-ahead held' });
+    await waitFor(() => heldOn(loop, key) === 1 && loop.custody.heldOn(key).has(ids[1]!), { message: 'the read-ahead held' });
     await parker.dropAhead();
     const [fresh] = await addEntries(redis.client(), key, 1);
     expect(await step()).toEqual({ step: 'park', fetched: 1 });
@@ -134,12 +132,12 @@ describe('self-drain: own pending entries, with read-ahead', () => {
   it('settles its own pending entries oldest first, read by read, until a read comes back empty; new entries are not its', async () => {
     const { key, ids, fresh } = await ownPel(5);
     const loop = loops.open({ streams: [key], options: { batchSize: 2, minIdleMs: MIN_IDLE_MS } });
-    const steps = await lastValueFrom(selfDrain$(loop.parts).pipe(toArray()));
+    const steps = await lastValueFrom(loop.selfDrain$().pipe(toArray()));
     expect(steps.map((s) => s.fetched)).toEqual([2, 2, 1, 0]);
     expect(steps.every((s) => s.step === 'drain')).toBe(true);
     expect(loop.calls).toEqual(ids.map((id) => `${id} drain`));
     expect(loop.calls.join()).not.toContain(fresh);
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     expect(await pendingIds(redis, key)).toEqual([]);
   });
 
@@ -148,7 +146,7 @@ describe('self-drain: own pending entries, with read-ahead', () => {
     const a = await ownPel(3, `${prefix}a`);
     const b = await ownPel(1, `${prefix}b`);
     const loop = loops.open({ streams: [a.key, b.key], options: { batchSize: 2, minIdleMs: MIN_IDLE_MS } });
-    await lastValueFrom(selfDrain$(loop.parts).pipe(toArray()));
+    await lastValueFrom(loop.selfDrain$().pipe(toArray()));
     expect(loop.calls.sort()).toEqual([...a.ids, ...b.ids].map((id) => `${id} drain`).sort());
   });
 
@@ -156,7 +154,7 @@ describe('self-drain: own pending entries, with read-ahead', () => {
     const { key, ids } = await ownPel(5);
     const gated = firstCallWaits();
     const loop = loops.open({ streams: [key], options: { batchSize: 2, minIdleMs: MIN_IDLE_MS }, handle: gated.handle });
-    const done = lastValueFrom(selfDrain$(loop.parts).pipe(toArray()));
+    const done = lastValueFrom(loop.selfDrain$().pipe(toArray()));
     await waitFor(() => heldOn(loop, key) === 4, { message: 'two reads held' });
     expect(loop.calls).toEqual([`${ids[0]} drain`]);
     gated.open();
@@ -168,30 +166,30 @@ describe('self-drain: own pending entries, with read-ahead', () => {
     const { key, ids } = await ownPel(4);
     const gated = firstCallWaits();
     const loop = loops.open({ streams: [key], options: { batchSize: 1, minIdleMs: MIN_IDLE_MS }, handle: gated.handle });
-    const done = lastValueFrom(selfDrain$(loop.parts).pipe(toArray()));
+    const done = lastValueFrom(loop.selfDrain$().pipe(toArray()));
     await waitFor(() => heldOn(loop, key) === 2, { message: 'the read-ahead held' });
     loop.stop.stop('stopping');
     gated.open();
     expect((await done).map((s) => s.fetched)).toEqual([1]);
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     const rows = await rowsOf(key);
     expect([...rows.keys()]).toEqual(ids.slice(1));
     expect(rows.get(ids[1]!)!.idle).toBeGreaterThanOrEqual(MIN_IDLE_MS);
     for (const id of ids.slice(2)) expect(rows.get(id)!.idle).toBeLessThan(MIN_IDLE_MS);
     expect(loop.calls).toEqual([`${ids[0]} drain`]);
-    expect(loop.parts.lease.entries()).toEqual([]);
+    expect(loop.custody.entries()).toEqual([]);
   });
 
   it('abandoned: the read-ahead drain batch is left held for abandon(), no command of its own', async () => {
     const { key, ids } = await ownPel(2);
     const gated = firstCallWaits();
     const loop = loops.open({ streams: [key], options: { batchSize: 1, minIdleMs: MIN_IDLE_MS }, handle: gated.handle });
-    const done = lastValueFrom(selfDrain$(loop.parts).pipe(toArray()));
+    const done = lastValueFrom(loop.selfDrain$().pipe(toArray()));
     await waitFor(() => heldOn(loop, key) === 2, { message: 'the read-ahead held' });
     loop.stop.stop('abandoned');
     gated.open();
     await done;
-    expect(loop.parts.lease.heldIds()).toEqual(new Map([[key, ids]]));
+    expect(loop.custody.heldIds()).toEqual(new Map([[key, ids]]));
     expect((await rowsOf(key)).get(ids[1]!)!.idle).toBeLessThan(MIN_IDLE_MS);
   });
 });
@@ -200,7 +198,7 @@ describe('ReadAhead (the one read-ahead both steps keep)', () => {
   const entry = (id: string, fields: readonly string[] | null = ['n', id]): StreamEntry => ({ stream: 's', id, fields }) as StreamEntry;
   const logger = { log: () => undefined, warn: () => undefined, error: () => undefined };
   const handedBack: [string[], number][] = [];
-  const lease = {
+  const custody = {
     handBack: async (entries: readonly StreamEntry[], idleMs: number) => void handedBack.push([entries.map((e) => e.id), idleMs]),
   };
   beforeEach(() => void handedBack.splice(0));
@@ -223,16 +221,16 @@ describe('ReadAhead (the one read-ahead both steps keep)', () => {
     stop.stop('stopping');
     const ahead = new ReadAhead<StreamEntry[]>((r) => r);
     ahead.keep(Promise.resolve([entry('1-0'), entry('2-0', null), entry('3-0')]));
-    await ahead.handBack({ stop, lease, minIdleMs: 1234, logger }, 'test');
+    await ahead.handBack({ stop, custody, minIdleMs: 1234, logger }, 'test');
     expect(handedBack).toEqual([[['1-0', '3-0'], 1234]]);
     expect(ahead.out).toBe(false);
     ahead.keep(Promise.reject(new Error('gone')));
-    await ahead.handBack({ stop, lease, minIdleMs: 1234, logger }, 'test');
+    await ahead.handBack({ stop, custody, minIdleMs: 1234, logger }, 'test');
     expect(handedBack).toHaveLength(1);
     const abandoned = new StopSignal();
     abandoned.stop('abandoned');
     ahead.keep(Promise.resolve([entry('4-0')]));
-    await ahead.handBack({ stop: abandoned, lease, minIdleMs: 1234, logger }, 'test');
+    await ahead.handBack({ stop: abandoned, custody, minIdleMs: 1234, logger }, 'test');
     expect(handedBack).toHaveLength(1);
     expect(ahead.out).toBe(false);
   });

@@ -1,6 +1,5 @@
 /** Reclaim rounds against a real Redis, with the test's own handler: what a round takes, a sweep's rounds, and what it leaves alone. */
 import { lastValueFrom, toArray } from 'rxjs';
-import { Reclaimer } from '../libs/redis-streams/src/consumer/reclaimer.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds, pendingRows } from './support/pending.js';
@@ -25,7 +24,7 @@ async function idlePel(key: string, n: number, consumer = 'dead'): Promise<strin
 
 function reclaimer(streams: string[], batchSize = 2) {
   const loop = loops.open({ streams, options: { batchSize, minIdleMs: MIN_IDLE_MS, blockMs: 60_000 } });
-  const r = new Reclaimer(loop.parts);
+  const r = loop.reclaimer();
   return { loop, reclaimer: r, step: () => lastValueFrom(r.step$.pipe(toArray())) };
 }
 
@@ -41,7 +40,7 @@ describe('Reclaimer: one round', () => {
     expect(await step()).toEqual([{ step: 'reclaim', fetched: 2 }]);
     expect(loop.calls).toHaveLength(2);
     expect(loop.calls.every((c) => c.endsWith(' reclaim') && idle.includes(c.split(' ')[0]!))).toBe(true);
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     expect(loop.settled.map((e) => e.outcome)).toEqual(['acked', 'acked']);
     expect((await pendingIds(redis, a)).length + (await pendingIds(redis, b)).length).toBe(5);
   });
@@ -51,10 +50,10 @@ describe('Reclaimer: one round', () => {
     const ids = await idlePel(key, 2, 'c');
     const { loop, step } = reclaimer([key]);
     const held: StreamEntry[] = ids.map((id) => ({ stream: key, id, fields: ['n', '0'], deliveryCount: 1 }));
-    loop.parts.lease.hold(held);
+    loop.custody.received(held);
     expect(await step()).toEqual([{ step: 'reclaim', fetched: 0 }]);
     expect(loop.calls).toEqual([]);
-    expect(loop.parts.lease.heldIds()).toEqual(new Map([[key, ids]]));
+    expect(loop.custody.heldIds()).toEqual(new Map([[key, ids]]));
   });
 
   it('a stream failing mid-round (its group gone): what the streams before it claimed is settled first, then the round fails', async () => {
@@ -76,7 +75,7 @@ describe('Reclaimer: one round', () => {
     await step();
     expect(loop.deleted).toEqual([[key, [ids[1]]]]);
     expect(loop.calls).toEqual([ids[0], ids[2]].map((id) => `${id} reclaim`));
-    await loop.parts.acks.flush();
+    await loop.acks.flush();
     expect(await pendingRows(redis, key)).toEqual([]);
   });
 });

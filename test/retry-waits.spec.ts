@@ -17,56 +17,70 @@ const MIN_IDLE_MS = 30_000;
 const LEASE_RENEW_MS = 10_000;
 const LONG_IDLE = 50_000;
 
+/** A clock and how often its due$ woke the loop; `stop` ends the subscription, as the reader's teardown does. */
+function watched() {
+  const clock = new DueClock();
+  const seen = { woken: 0 };
+  const sub = clock.due$.subscribe(() => seen.woken++);
+  return { clock, seen, stop: () => sub.unsubscribe() };
+}
+
 describe('DueClock: when the first owed entry is due', () => {
   beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] }));
   afterEach(() => vi.useRealTimers());
 
   it('nothing due: msUntil is Infinity and nothing wakes', async () => {
-    let woken = 0;
-    const clock = new DueClock(() => woken++);
+    const { clock, seen, stop } = watched();
     expect(clock.msUntil()).toBe(Infinity);
     clock.set(Infinity);
     await vi.advanceTimersByTimeAsync(3_600_000);
-    expect(woken).toBe(0);
+    expect(seen.woken).toBe(0);
+    stop();
   });
 
   it('set(at) wakes the loop once at `at`; a later set replaces the wake', async () => {
-    let woken = 0;
-    const clock = new DueClock(() => woken++);
+    const { clock, seen, stop } = watched();
     clock.set(performance.now() + 100);
     expect(clock.msUntil()).toBe(100);
     clock.set(performance.now() + 300);
     await vi.advanceTimersByTimeAsync(299);
-    expect(woken).toBe(0);
+    expect(seen.woken).toBe(0);
     await vi.advanceTimersByTimeAsync(1);
-    expect(woken).toBe(1);
+    expect(seen.woken).toBe(1);
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(woken).toBe(1);
-    clock.stop();
+    expect(seen.woken).toBe(1);
+    stop();
   });
 
   it('lower(at) only ever brings the time forward', async () => {
-    let woken = 0;
-    const clock = new DueClock(() => woken++);
+    const { clock, seen, stop } = watched();
     clock.set(performance.now() + 500);
     clock.lower(performance.now() + 900);
     expect(clock.msUntil()).toBe(500);
     clock.lower(performance.now() + 200);
     expect(clock.msUntil()).toBe(200);
     await vi.advanceTimersByTimeAsync(200);
-    expect(woken).toBe(1);
-    clock.stop();
+    expect(seen.woken).toBe(1);
+    stop();
   });
 
-  it('stop() cancels the wake; clear() says nothing is due', async () => {
-    let woken = 0;
-    const clock = new DueClock(() => woken++);
+  it('clear() says nothing is due and cancels the wake', async () => {
+    const { clock, seen, stop } = watched();
     clock.set(performance.now() + 100);
     clock.clear();
     expect(clock.msUntil()).toBe(Infinity);
-    clock.stop();
     await vi.advanceTimersByTimeAsync(1000);
-    expect(woken).toBe(0);
+    expect(seen.woken).toBe(0);
+    stop();
+  });
+
+  it('unsubscribing ends the wake (the reader’s teardown): a due time set before it never fires', async () => {
+    const { clock, seen, stop } = watched();
+    clock.set(performance.now() + 100);
+    stop();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(seen.woken).toBe(0);
+    expect(clock.msUntil()).toBe(0 - 900);
   });
 });
 

@@ -1,15 +1,28 @@
 /**
- * The parts of one consumer loop (lease, marks, audit, acks, settle), built without Nest and
- * without a ConsumerLoop, on a real Redis: for the unit tests of the steps (park with read-ahead,
- * self-drain, reclaim rounds). The handler is the test's (`handle`); every other decision is
- * Redis'. The one place that knows how the steps are wired: a refactor that moves them into a
- * reader changes this file, not the specs.
+ * The parts of one reader (custody, acks, findings, the settle of a fetched batch) and its steps
+ * (park, reclaim, self-drain), built without Nest and without a Reader, on a real Redis: for the
+ * unit tests of the steps. Each step gets only the narrow deps it declares. The handler is the
+ * test's (`handle`); every other decision is Redis'. The one place that knows how the steps are
+ * wired besides the Reader: a refactor that moves them changes this file, not the specs.
  */
 import { randomUUID } from 'node:crypto';
-import { loopParts, type ConsumerLoopDeps, type LoopParts } from '../../libs/redis-streams/src/consumer/loop-parts.js';
+import type { Observable } from 'rxjs';
+import { AckPipeline } from '../../libs/redis-streams/src/consumer/ack-pipeline.js';
+import type { BatchProgress } from '../../libs/redis-streams/src/consumer/batch-progress.js';
+import { settleBatch, type SettleFetched } from '../../libs/redis-streams/src/consumer/batch-settler.js';
+import { Custody } from '../../libs/redis-streams/src/consumer/custody.js';
+import { LoopFindings } from '../../libs/redis-streams/src/consumer/loop-findings.js';
+import type { StepResult } from '../../libs/redis-streams/src/consumer/loop-vitals.js';
+import { Parker } from '../../libs/redis-streams/src/consumer/parker.js';
+import { Reclaimer } from '../../libs/redis-streams/src/consumer/reclaimer.js';
+import { selfDrain$ } from '../../libs/redis-streams/src/consumer/self-drain.js';
 import type { DeliverySource, SettledEvent, SettleOutcome } from '../../libs/redis-streams/src/consumer/settled-event.js';
 import { StopSignal } from '../../libs/redis-streams/src/consumer/stop-signal.js';
-import { resolveServerOptions, type RedisStreamsServerOptions } from '../../libs/redis-streams/src/options/server-options.js';
+import {
+  MAX_BATCH_SIZE,
+  resolveServerOptions,
+  type RedisStreamsServerOptions,
+} from '../../libs/redis-streams/src/options/server-options.js';
 import { Lanes } from '../../libs/redis-streams/src/redis/lanes.js';
 import { StreamCommands } from '../../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../../libs/redis-streams/src/stream-entry.js';
@@ -19,7 +32,8 @@ import type { TestRedis } from './redis-server.js';
 export type Handle = (entry: StreamEntry, source: DeliverySource) => Promise<SettleOutcome> | SettleOutcome;
 
 export interface UnitLoop {
-  parts: LoopParts;
+  custody: Custody;
+  acks: AckPipeline;
   stop: StopSignal;
   lanes: Lanes;
   /** The lanes' connection name: `<name>:blocking` is the one that parks. */
@@ -30,6 +44,10 @@ export interface UnitLoop {
   settled: SettledEvent[];
   deleted: [stream: string, ids: string[]][];
   warnings: string[];
+  /** The park step (reclaim sweep never busy). */
+  parker(): Parker;
+  reclaimer(): Reclaimer;
+  selfDrain$(): Observable<StepResult>;
 }
 
 export interface UnitLoopOptions {
@@ -57,8 +75,6 @@ export function useUnitLoops(redis: TestRedis) {
   afterEach(async () => {
     for (const loop of open.splice(0)) {
       loop.stop.stop('abandoned');
-      loop.parts.lease.stop();
-      loop.parts.audit.stop();
       await loop.lanes.close();
     }
   });
@@ -80,30 +96,74 @@ function unitLoop(redis: TestRedis, { streams, options: input = {}, handle = () 
   const logger = { log: () => {}, warn: (m: string) => void warnings.push(m), error: (m: string) => void warnings.push(m) };
   const name = `unit:${randomUUID().slice(0, 8)}`;
   const lanes = new Lanes({ connection: options.connection, name, onError: () => {} });
+  const commands = new StreamCommands(lanes.command, options.group);
   const decide = async (entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> => {
     calls.push(`${entry.id} ${source}`);
     const outcome = await handle(entry, source);
     return { stream: entry.stream, id: entry.id, outcome, deliveryCount: entry.deliveryCount, source };
   };
-  const d: ConsumerLoopDeps = {
-    streams,
-    options,
-    commands: new StreamCommands(lanes.command, options.group),
-    lanes,
-    settle: decide,
-    batch: batch && {
-      ...batch,
-      decide: (entries, source) => Promise.all(entries.map((e) => decide(e, source))),
-    },
-    onSettled: (event) => void settled.push(event),
-    logger,
-    onDeleted: (stream, ids) => void deleted.push([stream, ids]),
-    onError: () => {},
-    onReady: () => {},
-  };
   const stop = new StopSignal();
-  const parts = loopParts(d, stop, { groupLost: () => {}, shortAck: () => {}, ackFailed: () => {}, wake: () => {} });
-  return { parts, stop, lanes, name, calls, settled, deleted, warnings };
+  const findings = new LoopFindings();
+  const { consumer, minIdleMs, maxWaitingRetries } = options;
+  const custody = new Custody({
+    commands,
+    consumer,
+    minIdleMs,
+    leaseRenewMs: options.leaseRenewMs,
+    maxWaitingRetries,
+    logger,
+    stop,
+    findings,
+    onDeleted: (stream, ids) => void deleted.push([stream, ids]),
+    onSettled: (event) => void settled.push(event),
+  });
+  const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
+  const inProgress = new Set<BatchProgress>();
+  const settle: SettleFetched = (entries, source, inHand = 0) =>
+    settleBatch(
+      {
+        custody,
+        acks,
+        settle: decide,
+        batchHandler: batch && { maxSize: batch.maxSize, decide: (chunk, from) => Promise.all(chunk.map((e) => decide(e, from))) },
+        concurrency: options.concurrency,
+        handBackIdleMs: minIdleMs,
+        stop,
+        inProgress,
+        logger,
+      },
+      entries,
+      source,
+      inHand,
+    );
+  // As the Reader's: enough for `concurrency` calls of a batch handler, at most MAX_BATCH_SIZE.
+  const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
+  const step = { stop, streams, count, settle, logger, consumer, minIdleMs };
+  const arrivals = { commands, custody, maxWaitingRetries };
+  return {
+    custody,
+    acks,
+    stop,
+    lanes,
+    name,
+    calls,
+    settled,
+    deleted,
+    warnings,
+    parker: () =>
+      new Parker({
+        ...step,
+        blockMs: options.blockMs,
+        maxWaitingRetries,
+        readAhead: options.readAhead,
+        lanes,
+        fetch: commands.fetch,
+        custody,
+        batch,
+      }),
+    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs }),
+    selfDrain$: () => selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead }),
+  };
 }
 
 /** `n` entries `n <i>` added to `key`; their ids. */

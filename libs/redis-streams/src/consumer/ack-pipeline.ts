@@ -1,7 +1,24 @@
-import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
-import type { Lease } from './lease.js';
+
+/** Sends one XACK round trip for `entries`; resolves with, per stream, how many were no longer pending. */
+export type Ack = (entries: readonly StreamEntry[]) => Promise<[stream: string, missing: number][]>;
+
+/** What an ack tells the reader's custody: sent, confirmed, and each entry settled for good. */
+export interface AckLedger {
+  ackSent(entries: readonly StreamEntry[]): void;
+  ackConfirmed(entries: readonly StreamEntry[]): void;
+  release(entry: StreamEntry): void;
+  settled(event: SettledEvent): void;
+}
+
+/** What an ack finds for the group keeper: entries no longer pending, or a failure. */
+export interface AckFindings {
+  /** An ack found `missing` of the entries it sent on `stream` no longer pending (see StreamCommands.ackMany). */
+  shortAck(stream: string, entries: StreamEntry[], missing: number): void;
+  /** An ack failed: told at once, so an idle loop does not hold its entries until a next batch. */
+  ackFailedNow(): void;
+}
 
 /**
  * Sends each batch's acks (one round trip) without making the next batch wait for Redis'
@@ -9,40 +26,37 @@ import type { Lease } from './lease.js';
  * flight, so batches are acked and reported in order. An entry stays leased, and its `settled`
  * event waits, until its ack is confirmed; a failed ack is reported by the next `send` or
  * `flush` (its entries are still pending under this consumer, so self-drain runs them again), and
- * `onFailure` wakes the loop so that the next flush comes at once even when no batch follows.
+ * the findings hear of it at once, so that the next flush comes at once even when no batch follows.
  */
 export class AckPipeline {
   private inFlight: Promise<void> | undefined;
 
   constructor(
-    private readonly commands: StreamCommands,
-    private readonly lease: Lease,
-    private readonly onSettled: (event: SettledEvent) => void,
-    /** An ack found `missing` of the entries it sent on `stream` no longer pending (see StreamCommands.ackMany). */
-    private readonly onShortAck: (stream: string, entries: StreamEntry[], missing: number) => void,
-    /** An ack failed: told at once, so an idle loop does not hold its entries until a next batch. */
-    private readonly onFailure: () => void = () => {},
+    private readonly ack: Ack,
+    private readonly ledger: AckLedger,
+    private readonly findings: AckFindings,
   ) {}
 
   /** Waits for the previous ack (rethrowing its failure), then sends this one. */
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
-    this.lease.ackSent(entries);
-    const ack = this.commands.ackMany(entries).then((short) => {
+    const { ledger } = this;
+    ledger.ackSent(entries);
+    const ack = this.ack(entries).then((short) => {
       for (const [stream, missing] of short)
-        this.onShortAck(
+        this.findings.shortAck(
           stream,
           entries.filter((e) => e.stream === stream),
           missing,
         );
       for (let i = 0; i < entries.length; i++) {
-        this.lease.drop(entries[i]!);
-        this.onSettled(events[i]!);
+        ledger.release(entries[i]!);
+        ledger.settled(events[i]!);
       }
-      this.lease.ackConfirmed(entries);
+      ledger.ackConfirmed(entries);
     });
     // Awaited by the next send or flush; until then its failure must not count as unhandled.
-    ack.catch(() => this.onFailure());
+    ack.catch(() => this.findings.ackFailedNow());
     this.inFlight = ack;
   }
 

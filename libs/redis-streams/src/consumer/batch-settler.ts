@@ -2,21 +2,20 @@ import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
-import type { Lease } from './lease.js';
+import type { Custody } from './custody.js';
 import { handlerEnded, handlerStarted, type BatchProgress } from './batch-progress.js';
 import type { StopSignal } from './stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 export interface BatchSettlerDeps {
-  lease: Lease;
-  acks: AckPipeline;
+  /** Holds the batch's entries until each is settled: a failure is noted there, the rest handed back at a stop. */
+  custody: Pick<Custody, 'confirmedAt' | 'release' | 'handBack' | 'settled'>;
+  acks: Pick<AckPipeline, 'send'>;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
   batchHandler?:
     { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
-  /** `confirmedAt`: when a failed entry was last known pending under this consumer (the lease's), -Infinity when no longer held. */
-  onSettled: (event: SettledEvent, confirmedAt?: number) => void;
   concurrency: number;
   /** Idle time given to fetched entries that were not started when the loop stops. */
   handBackIdleMs: number;
@@ -26,6 +25,9 @@ export interface BatchSettlerDeps {
   inProgress: Set<BatchProgress>;
   logger: Logger;
 }
+
+/** Settles one fetched batch (see settleBatch): what every fetch step hands its entries to. */
+export type SettleFetched = (entries: readonly StreamEntry[], source: DeliverySource, inHand?: number) => Promise<void>;
 
 /** `entries 1-0, 2-0, 3-0 and 7 more of "orders"`, for a log line. */
 export const idList = (entries: readonly StreamEntry[]): string =>
@@ -52,9 +54,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       succeeded.push(entry);
       events.push(event);
     } else {
-      const confirmedAt = d.lease.confirmedAt(entry) ?? -Infinity;
-      d.lease.drop(entry);
-      d.onSettled(event, confirmedAt);
+      // When a failed entry was last known pending under this consumer (the lease's), -Infinity when no longer held.
+      const confirmedAt = d.custody.confirmedAt(entry) ?? -Infinity;
+      d.custody.release(entry);
+      d.custody.settled(event, confirmedAt);
     }
   };
   const { batchHandler } = d;
@@ -91,7 +94,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const { next } = progress;
   const { stop, logger } = d;
   const rest = entries.slice(next);
-  if (rest.length > 0) await stop.bounded(d.lease.handBack(rest, d.handBackIdleMs), () => `hand-back of ${idList(rest)}`, logger);
+  if (rest.length > 0) await stop.bounded(d.custody.handBack(rest, d.handBackIdleMs), () => `hand-back of ${idList(rest)}`, logger);
   if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);
   // A Redis failure inside settle (dead-lettering): the rest was still finished and acked first.
   if (failure) throw failure.reason;

@@ -3,25 +3,29 @@ import { escapeControl } from '../escape-control.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { PendingRow } from '../redis/replies.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
-import type { LoopParts } from './loop-parts.js';
+import type { Logger } from '../ports.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { Custody } from './custody.js';
 
-/** Entries trimmed from their stream, reported once: the audit will not report them again when it meets them. */
-export function reportDeleted(p: LoopParts, stream: string, ids: string[]): void {
-  p.audit.deletedElsewhere(stream, ids);
-  p.d.onDeleted(stream, ids);
-  // Best effort: a record left behind only costs its bytes until a day past its due time.
-  p.d.commands.retries.drop(stream, ids).catch(() => undefined);
+/** What sorting fetched entries reads: the custody's view of them, and the commands that look them up. */
+export interface ArrivalDeps {
+  custody: Pick<Custody, 'deleted' | 'release' | 'waiting' | 'adopt' | 'leftToGroup'>;
+  commands: Pick<StreamCommands, 'ackMany' | 'fetch' | 'retries'>;
+  consumer: string;
+  maxWaitingRetries: number;
+  minIdleMs: number;
+  logger: Logger;
 }
 
 /**
  * A pending entry trimmed from the stream reads back without fields: nothing is left to
  * handle, so it is reported like XAUTOCLAIM's deleted ids and acked out of the PEL.
  */
-export async function dropDeleted(p: LoopParts, entries: StreamEntry[]): Promise<StreamEntry[]> {
+export async function dropDeleted(p: ArrivalDeps, entries: StreamEntry[]): Promise<StreamEntry[]> {
   const deleted = entries.filter((e) => e.fields === null);
   if (deleted.length === 0) return entries;
-  for (const [stream, ids] of groupIds(deleted)) reportDeleted(p, stream, ids);
-  await p.d.commands.ackMany(deleted);
+  for (const [stream, ids] of groupIds(deleted)) p.custody.deleted(stream, ids);
+  await p.commands.ackMany(deleted);
   return entries.filter((e) => e.fields !== null);
 }
 
@@ -31,9 +35,9 @@ export async function dropDeleted(p: LoopParts, entries: StreamEntry[]): Promise
  * acked meanwhile) is not ours to settle: it is dropped from the batch, never given a made-up
  * count.
  */
-export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[], counted = false): Promise<StreamEntry[]> {
-  const { commands, options, logger } = p.d;
-  const rows: (PendingRow | undefined)[] = counted ? entries.map((e) => ownRow(e.deliveryCount, options.consumer)) : [];
+export async function withDeliveryCounts(p: ArrivalDeps, entries: StreamEntry[], counted = false): Promise<StreamEntry[]> {
+  const { commands, consumer, logger } = p;
+  const rows: (PendingRow | undefined)[] = counted ? entries.map((e) => ownRow(e.deliveryCount, consumer)) : [];
   // Not counted yet (or not where expected): one XPENDING each, exactly.
   const unknown = counted ? entries.filter((_, i) => rows[i] === undefined) : entries;
   if (unknown.length > 0) {
@@ -46,12 +50,12 @@ export async function withDeliveryCounts(p: LoopParts, entries: StreamEntry[], c
   const kept: StreamEntry[] = [];
   entries.forEach((e, i) => {
     const row = rows[i];
-    if (row && row.consumer === options.consumer) {
+    if (row && row.consumer === consumer) {
       e.deliveryCount = row.deliveryCount;
       kept.push(e);
       return;
     }
-    p.lease.drop(e);
+    p.custody.release(e);
     logger.warn(
       `entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`,
     );
@@ -70,16 +74,16 @@ function ownRow(deliveryCount: number, consumer: string): PendingRow | undefined
  * (this delivery was no try), owed, and is tried at its due time (see ADOPT_RETRY_SCRIPT).
  * `retriesWaiting` false (no retry set exists, read with the entries): nothing to look up.
  */
-export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retriesWaiting = true): Promise<StreamEntry[]> {
+export async function withoutWaiting(p: ArrivalDeps, entries: StreamEntry[], retriesWaiting = true): Promise<StreamEntry[]> {
   if (entries.length === 0 || !retriesWaiting) return entries;
-  const { commands, options, logger } = p.d;
+  const { commands, custody, logger } = p;
   const skip = new Set<StreamEntry>();
   for (const [stream, ids] of groupIds(entries)) {
     const mine = entries.filter((e) => e.stream === stream);
     // Adopted ones stay below maxWaitingRetries: a stopped peer's wait list must not stop this consumer's intake
     // (only its own failures, a downstream failing for it too, may).
-    const room = Math.max(0, options.maxWaitingRetries - 1 - p.marks.waiting);
-    const waits = await commands.retries.adopt(stream, options.consumer, mine, room, options.minIdleMs).catch((err: unknown) => {
+    const room = Math.max(0, p.maxWaitingRetries - 1 - custody.waiting);
+    const waits = await commands.retries.adopt(stream, p.consumer, mine, room, p.minIdleMs).catch((err: unknown) => {
       if (!isRefusal(err)) throw err;
       // An ACL from before retries: nothing can be waiting that this consumer could see; tried now.
       logger.error(
@@ -94,20 +98,20 @@ export async function withoutWaiting(p: LoopParts, entries: StreamEntry[], retri
       const wait = waits[i]!;
       if (wait === -1) return;
       skip.add(e);
-      p.lease.drop(e);
+      custody.release(e);
       if (wait === -2) {
         left.push(e.id);
         return;
       }
       adopted++;
-      p.audit.scheduled(p.marks.adopt(stream, e.id, Math.max(0, e.deliveryCount - 1), wait));
+      custody.adopt(stream, e.id, Math.max(0, e.deliveryCount - 1), wait);
       first = Math.min(first, wait);
     });
     if (adopted > 0)
       logger.log(
         `${adopted} of ${ids.length} entries taken from "${stream}" wait for a retry not yet due (their consumer stopped or died while they waited): kept waiting here, the first in ${first} ms`,
       );
-    if (left.length > 0) p.leftLog.note(stream, left);
+    if (left.length > 0) custody.leftToGroup(stream, left);
   }
   return skip.size === 0 ? entries : entries.filter((e) => !skip.has(e));
 }

@@ -1,9 +1,34 @@
 import { describeError } from '../describe-error.js';
 import { UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/stream-ids.js';
-import type { StreamEntry } from '../stream-entry.js';
-import type { LoopParts } from './loop-parts.js';
+import type { Logger } from '../ports.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
 import { counted } from '../readable.js';
+import type { AckPipeline } from './ack-pipeline.js';
+import type { Custody } from './custody.js';
+import type { LoopFindings } from './loop-findings.js';
+import type { StopSignal } from './stop-signal.js';
+
+/** What keeping a reader's groups reads and changes. */
+export interface GroupKeeperDeps {
+  stop: StopSignal;
+  streams: readonly string[];
+  group: string;
+  consumer: string;
+  /** Where a group created for the first time starts. */
+  groupStartId: string;
+  logger: Logger;
+  commands: Pick<StreamCommands, 'serverVersion' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup'>;
+  custody: Pick<Custody, 'restart' | 'resume' | 'highestOf' | 'forget' | 'owed' | 'keepOwned' | 'takeUntracked' | 'explainShortAck'>;
+  acks: Pick<AckPipeline, 'flush'>;
+  /** What the acks and the audit found since the last check. */
+  findings: LoopFindings;
+}
+
+/** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
+export interface AheadDropper {
+  dropAhead(): Promise<void>;
+}
 
 /** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */
 const MIN_SERVER = { major: 7, minor: 0 };
@@ -24,14 +49,8 @@ export class GroupLostError extends Error {
  * looks into what the acks and the audit found (a failed ack, short acks, a loss).
  */
 export class GroupKeeper {
-  /** Short acks not yet explained (see PendingAudit.shortAck): the next beat looks into them. */
-  private readonly shortAcks: [stream: string, entries: StreamEntry[], missing: number][] = [];
-  /** Streams whose group was found lost without an error to say so (see PendingAudit). */
-  private readonly lossSeen = new Set<string>();
   /** Streams whose group existed at a (re)start of this loop: one created again there was lost. */
   private readonly seen = new Set<string>();
-  /** An ack failed since the last flush: the next beat surfaces it. */
-  private ackFailed = false;
   /**
    * Entries held (fetched, not settled) at a restart, by stream, until that stream's rejoin has
    * taken them over: the lease is cleared at the restart, so a rejoin that fails (the group lost
@@ -40,50 +59,36 @@ export class GroupKeeper {
   private readonly unjoined = new Map<string, Set<string>>();
 
   constructor(
-    private readonly p: LoopParts,
-    /** Before a restart: the read-ahead out is dropped (see Parker.dropAhead). */
-    private readonly dropAhead: () => Promise<void>,
+    private readonly d: GroupKeeperDeps,
+    /** Before a restart: the read-ahead out is dropped. */
+    private readonly ahead: AheadDropper,
   ) {}
-
-  groupLost(stream: string): void {
-    this.lossSeen.add(stream);
-  }
-
-  shortAck(stream: string, entries: StreamEntry[], missing: number): void {
-    this.shortAcks.push([stream, entries, missing]);
-  }
-
-  ackFailedNow(): void {
-    this.ackFailed = true;
-  }
 
   /** Something for `checkGroups` (under load nothing: the beat skips its promise). */
   get due(): boolean {
-    return this.ackFailed || this.lossSeen.size > 0 || this.shortAcks.length > 0;
+    return this.d.findings.due;
   }
 
   /** At every (re)start: what the last run left is settled or dropped, then every stream's group exists. */
   async ensureGroups(): Promise<void> {
-    const { acks, audit, lease, d } = this.p;
+    const { d } = this;
+    const { acks, custody } = d;
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
     await acks.flush().catch((err: unknown) => d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
-    await this.dropAhead();
-    audit.stop();
-    this.shortAcks.length = 0;
-    for (const [stream, ids] of lease.heldIds()) {
+    await this.ahead.dropAhead();
+    d.findings.shortAcks.length = 0;
+    for (const [stream, ids] of custody.restart()) {
       const kept = this.unjoined.get(stream);
       if (kept) for (const id of ids) kept.add(id);
       else this.unjoined.set(stream, new Set(ids));
     }
-    lease.stop();
     await this.checkServer();
     // All streams at once: their commands share round trips (start-up must not grow by a round trip per stream).
     // Every one settles before a failure restarts the loop: none is still running when the next start begins.
     const results = await Promise.allSettled(d.streams.map((stream) => this.ensureGroup(stream, [...(this.unjoined.get(stream) ?? [])])));
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    lease.start();
-    audit.start();
+    custody.resume();
   }
 
   /**
@@ -92,19 +97,19 @@ export class GroupKeeper {
    * lost group owed this consumer.
    */
   async checkGroups(): Promise<void> {
-    const { stop, acks, audit } = this.p;
-    if (this.ackFailed && !stop.stopped) {
-      this.ackFailed = false;
+    const { stop, acks, custody, findings } = this.d;
+    if (findings.ackFailed && !stop.stopped) {
+      findings.ackFailed = false;
       // Rethrows the failed ack: the loop restarts and self-drain takes its entries again.
       await acks.flush();
     }
-    for (const [stream, entries, missing] of this.shortAcks.splice(0)) await audit.shortAck(stream, entries, missing);
-    if (this.lossSeen.size === 0 || stop.stopped) return;
-    throw new GroupLostError([...this.lossSeen]);
+    for (const [stream, entries, missing] of findings.shortAcks.splice(0)) await custody.explainShortAck(stream, entries, missing);
+    if (findings.lossSeen.size === 0 || stop.stopped) return;
+    throw new GroupLostError([...findings.lossSeen]);
   }
 
   private async checkServer(): Promise<void> {
-    const { major, minor, server } = await this.p.d.commands.serverVersion();
+    const { major, minor, server } = await this.d.commands.serverVersion();
     if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
       throw new UnsupportedServerError(
         `needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`,
@@ -113,20 +118,20 @@ export class GroupKeeper {
   }
 
   private async ensureGroup(stream: string, held: readonly string[]): Promise<void> {
-    const { commands, options, logger } = this.p.d;
+    const { commands, group, logger } = this.d;
     const startId = await this.groupStartId(stream);
     const created = await commands.ensureGroup(stream, startId).catch((err: unknown) => {
       // Keep Redis' own prefix (WRONGTYPE, NOPERM…) first: retry decisions read it.
-      throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${options.group}" on stream "${stream}")`, {
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (XGROUP CREATE "${group}" on stream "${stream}")`, {
         cause: err,
       });
     });
     // Created again where this keeper saw it before: the server lost it (a restart without data, FLUSHALL, XGROUP DESTROY).
     if (created && this.seen.has(stream))
       logger.warn(
-        `group "${options.group}" of stream "${stream}" was gone from the server (NOGROUP: its data lost, or the group destroyed): re-created at ${startId}`,
+        `group "${group}" of stream "${stream}" was gone from the server (NOGROUP: its data lost, or the group destroyed): re-created at ${startId}`,
       );
-    else if (created) logger.log(`created group "${options.group}" on stream "${stream}" at ${startId}`);
+    else if (created) logger.log(`created group "${group}" on stream "${stream}" at ${startId}`);
     this.seen.add(stream);
     await this.rejoin(stream, held);
   }
@@ -139,13 +144,13 @@ export class GroupKeeper {
    * stream (deleted and written anew, FLUSHALL, an empty restart): `groupStartId`.
    */
   private async groupStartId(stream: string): Promise<string> {
-    const { marks, d } = this.p;
-    const seen = marks.highestOf(stream);
-    if (seen === undefined) return d.options.groupStartId;
-    const last = await d.commands.lastGeneratedId(stream);
+    const { custody, commands, groupStartId } = this.d;
+    const seen = custody.highestOf(stream);
+    if (seen === undefined) return groupStartId;
+    const last = await commands.lastGeneratedId(stream);
     if (last !== null && compareIds(last, seen) >= 0) return seen;
-    marks.forget(stream);
-    return d.options.groupStartId;
+    custody.forget(stream);
+    return groupStartId;
   }
 
   /**
@@ -154,23 +159,24 @@ export class GroupKeeper {
    * in a handler gives no error (XACK on it answers 0): its short acks say so instead.
    */
   private async rejoin(stream: string, held: readonly string[]): Promise<void> {
-    const { marks, d } = this.p;
-    const highest = marks.highestOf(stream);
+    const { d } = this;
+    const { custody, findings } = d;
+    const highest = custody.highestOf(stream);
     if (highest === undefined) {
-      this.lossSeen.delete(stream);
+      findings.lossSeen.delete(stream);
       this.unjoined.delete(stream);
       return;
     }
-    const owed = marks.owed(stream, held);
+    const owed = custody.owed(stream, held);
     // A rejoin that fails (the group gone again) keeps both the loss seen and what was held, for the next one.
-    const { lost, owned } = await d.commands.recoverGroup(stream, d.options.consumer, highest, owed, this.lossSeen.has(stream));
-    this.lossSeen.delete(stream);
+    const { lost, owned } = await d.commands.recoverGroup(stream, d.consumer, highest, owed, findings.lossSeen.has(stream));
+    findings.lossSeen.delete(stream);
     this.unjoined.delete(stream);
-    marks.keepOwned(stream, owed, owned);
-    const untracked = marks.takeUntracked(stream);
+    custody.keepOwned(stream, owed, owned);
+    const untracked = custody.takeUntracked(stream);
     if (!lost) return;
     d.logger.warn(
-      `group "${d.options.group}" of stream "${stream}" had lost this consumer's pending entries (the group was re-created, or XGROUP DELCONSUMER deleted the consumer): it resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
+      `group "${d.group}" of stream "${stream}" had lost this consumer's pending entries (the group was re-created, or XGROUP DELCONSUMER deleted the consumer): it resumes after ${highest} and took back ${owned.length} of the ${owed.length} entries it still owed` +
         (untracked > 0
           ? `; ${counted(untracked, 'more failed entry was', 'more failed entries were')} past what it tracks and will not be retried`
           : ''),

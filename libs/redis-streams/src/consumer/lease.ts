@@ -1,5 +1,5 @@
 import type { Logger } from '../ports.js';
-import { interval, exhaustMap, type Subscription } from 'rxjs';
+import { defer, exhaustMap, ignoreElements, interval, type Observable } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { describeError } from '../describe-error.js';
@@ -50,7 +50,8 @@ class Holding {
 export class Lease {
   /** By stream, the holdings with entries still in hand. */
   private readonly held = new Map<string, Set<Holding>>();
-  private timer: Subscription | undefined;
+  /** Bumped by `clear()`: a renewal sent before it finds nothing of its answer to act on. */
+  private epoch = 0;
   /** The entries of the ack in flight (at most one is, see AckPipeline), until its answer drops them; [] when none. */
   private acking: readonly StreamEntry[] = [];
 
@@ -63,16 +64,18 @@ export class Lease {
     private readonly onLost: (stream: string, lost: { entry: StreamEntry; confirmedAt: number }[]) => void = () => {},
   ) {}
 
-  start(): void {
-    // exhaustMap: a slow renewal is never stacked behind another.
-    this.timer ??= interval(this.renewMs)
-      .pipe(exhaustMap(() => this.renew()))
-      .subscribe();
-  }
+  /**
+   * Every `renewMs`, the held entries' idle time reset; part of the reader's upkeep, which ends it by
+   * unsubscribing. exhaustMap: a slow renewal is never stacked behind another.
+   */
+  readonly renewals$: Observable<never> = defer(() => interval(this.renewMs)).pipe(
+    exhaustMap(() => this.renew()),
+    ignoreElements(),
+  );
 
-  stop(): void {
-    this.timer?.unsubscribe();
-    this.timer = undefined;
+  /** Nothing held any more (a restart: self-drain fetches it again; an abandon: it was handed back). */
+  clear(): void {
+    this.epoch++;
     // Marks left on entries point at holdings no longer listed: dropping them changes nothing here.
     this.held.clear();
     this.acking = [];
@@ -170,7 +173,9 @@ export class Lease {
   }
 
   private async renew(): Promise<void> {
+    const epoch = this.epoch;
     for (const stream of [...this.held.keys()]) {
+      if (epoch !== this.epoch) return;
       const entries = this.inHand(stream);
       if (entries.length === 0) continue;
       try {
@@ -183,6 +188,8 @@ export class Lease {
             0,
           ),
         );
+        // Cleared meanwhile (a restart): what it held is the next run's to fetch, not lost.
+        if (epoch !== this.epoch) return;
         // Not ours on the server, still held after the answer, and not settled by us (a settle sent before the renewal ran first).
         const lost = this.withoutSettling(
           entries

@@ -1,9 +1,41 @@
 import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
+import type { Logger } from '../ports.js';
+import type { FetchCommands } from '../redis/fetch-commands.js';
+import type { Lanes } from '../redis/lanes.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
-import type { LoopParts } from './loop-parts.js';
+import type { SettleFetched } from './batch-settler.js';
+import type { Custody } from './custody.js';
 import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
+import type { StopSignal } from './stop-signal.js';
+
+/** What the park reads on, holds and hands its entries to. */
+export interface ParkerDeps {
+  stop: StopSignal;
+  streams: readonly string[];
+  consumer: string;
+  /** COUNT of each read. */
+  count: number;
+  blockMs: number;
+  minIdleMs: number;
+  maxWaitingRetries: number;
+  /** Send the next park while a full batch is handled. */
+  readAhead: boolean;
+  logger: Logger;
+  /** The reader's own lanes: the park blocks on its blocking lane. */
+  lanes: Pick<Lanes, 'unblock' | 'dropBlocking' | 'readyToPark' | 'prepareBlocking' | 'blocking' | 'awaitPark'>;
+  fetch: Pick<FetchCommands, 'readGroup'>;
+  custody: Pick<Custody, 'received' | 'msUntilDue' | 'waiting' | 'handBack'>;
+  /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
+  batch?: { maxSize: number; maxWaitMs: number } | undefined;
+  settle: SettleFetched;
+}
+
+/** Whether a reclaim sweep is under way (see Reclaimer.busy). */
+export interface Sweeping {
+  readonly busy: boolean;
+}
 
 /** Tries of a wake whose UNBLOCK found no parked read yet (2 ms apart). */
 const WAKE_TRIES = 10;
@@ -30,9 +62,9 @@ export class Parker {
   private overCap = false;
 
   constructor(
-    private readonly p: LoopParts,
+    private readonly d: ParkerDeps,
     /** A reclaim sweep is under way: parks between its rounds do not block (see Reclaimer). */
-    private readonly reclaiming: () => boolean = () => false,
+    private readonly sweep: Sweeping = { busy: false },
   ) {}
 
   /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
@@ -43,7 +75,7 @@ export class Parker {
       // The read may not be blocked at the server yet (UNBLOCK then finds nothing): try again a few times,
       // or Redis ends the BLOCK at its timeout, up to 100 ms late (hz 10) — a retry due now would wait that long.
       for (let i = 0; i < WAKE_TRIES && this.parked === parked; i++) {
-        if (await this.p.d.lanes.unblock().catch(() => false)) return;
+        if (await this.d.lanes.unblock().catch(() => false)) return;
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     })();
@@ -54,7 +86,7 @@ export class Parker {
    * so retry briefly; at most a second in all, however slow Redis is to answer (a paused server).
    */
   async wake(): Promise<void> {
-    const { lanes } = this.p.d;
+    const { lanes } = this.d;
     const deadline = Date.now() + WAKE_WITHIN_MS;
     while (this.parked && Date.now() < deadline) {
       if (await within(lanes.unblock(), deadline - Date.now(), false)) return;
@@ -66,8 +98,7 @@ export class Parker {
 
   /** Stopping: a read-ahead batch was never started, so it goes back to the group at once. */
   handBackAhead(): Promise<void> {
-    const { stop, lease, d } = this.p;
-    return this.ahead.handBack({ stop, lease, minIdleMs: d.options.minIdleMs, logger: d.logger }, 'hand-back of the read-ahead batch');
+    return this.ahead.handBack(this.d, 'hand-back of the read-ahead batch');
   }
 
   /**
@@ -78,12 +109,13 @@ export class Parker {
   async dropAhead(): Promise<void> {
     const ahead = this.ahead.take();
     if (!ahead) return;
-    await this.p.d.lanes.unblock();
+    await this.d.lanes.unblock();
     await ahead.catch(() => undefined);
   }
 
   private async park(): Promise<StepResult> {
-    const { d, stop, count } = this.p;
+    const { d } = this;
+    const { stop } = d;
     if (stop.stopped) return { step: 'park', fetched: 0 };
     if (this.tooManyWaiting()) {
       // Backpressure: no new work until retries are taken (the next is due by then, or a beat has passed).
@@ -98,9 +130,9 @@ export class Parker {
       : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
     const inHand = filling && stop.stopped ? entries.length : 0;
-    if (d.options.readAhead && entries.length >= count && !stop.stopped) this.readAhead();
+    if (d.readAhead && entries.length >= d.count && !stop.stopped) this.readAhead();
     try {
-      await this.p.settle(entries, 'new', inHand);
+      await d.settle(entries, 'new', inHand);
     } finally {
       if (stop.stopped) await this.handBackAhead();
     }
@@ -113,7 +145,7 @@ export class Parker {
    * Stopping ends the wait at once; what is in hand is then settled.
    */
   private async fill(entries: StreamEntry[], maxSize: number, deadline: number): Promise<StreamEntry[]> {
-    while (entries.length < maxSize && !this.p.stop.stopped) {
+    while (entries.length < maxSize && !this.d.stop.stopped) {
       const leftMs = Math.floor(deadline - performance.now());
       // BLOCK 0 would wait forever.
       if (leftMs < 1) break;
@@ -136,36 +168,35 @@ export class Parker {
    * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds.
    */
   private blockMs(): number {
-    if (this.reclaiming()) return 0;
-    const { blockMs } = this.p.d.options;
-    const untilDue = this.p.audit.msUntilDue();
+    if (this.sweep.busy) return 0;
+    const { blockMs } = this.d;
+    const untilDue = this.d.custody.msUntilDue();
     // At least 5 ms: a due entry the beat could not claim yet (its idle short of the threshold) must not spin the loop.
     return untilDue < blockMs ? Math.max(5, Math.ceil(untilDue)) : blockMs;
   }
 
   /** At `maxWaitingRetries`, logged once each time it is reached. */
   private tooManyWaiting(): boolean {
-    const { marks, d } = this.p;
-    const max = d.options.maxWaitingRetries;
-    const over = marks.waiting >= max;
+    const { custody, maxWaitingRetries: max, logger } = this.d;
+    const over = custody.waiting >= max;
     if (over && !this.overCap)
-      d.logger.warn(
-        `${marks.waiting} failed entries wait for their retry here (maxWaitingRetries ${max}): no new entries are read until some are retried`,
+      logger.warn(
+        `${custody.waiting} failed entries wait for their retry here (maxWaitingRetries ${max}): no new entries are read until some are retried`,
       );
     this.overCap = over;
     return over;
   }
 
   /** One XREADGROUP … BLOCK … > on the blocking lane (`blockMs` 0: no BLOCK); what it returns is leased at once. */
-  private async parkRead(blockMs: number, count = this.p.count): Promise<StreamEntry[]> {
-    const { d, stop, marks, lease } = this.p;
-    const { commands, lanes, options } = d;
+  private async parkRead(blockMs: number, count = this.d.count): Promise<StreamEntry[]> {
+    const { d } = this;
+    const { stop, lanes } = d;
     // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
-    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs || options.blockMs, stop.stopped$))) return [];
+    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs || d.blockMs, stop.stopped$))) return [];
     if (stop.stopped) return [];
-    const read = commands.fetch.readGroup(
+    const read = d.fetch.readGroup(
       lanes.blocking,
-      options.consumer,
+      d.consumer,
       d.streams,
       d.streams.map(() => '>'),
       count,
@@ -175,9 +206,8 @@ export class Parker {
     try {
       // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
       const entries = await lanes.awaitPark(read, blockMs);
-      marks.delivered(entries);
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
-      lease.hold(entries);
+      d.custody.received(entries);
       // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
       if (d.batch && entries.length > 0) this.arrivals.set(entries, performance.now());
       return entries;

@@ -1,4 +1,4 @@
-import { exhaustMap, interval, type Subscription } from 'rxjs';
+import { defer, exhaustMap, filter, ignoreElements, interval, merge, tap, type Observable } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import { someIds } from '../id-list.js';
 import type { StreamEntry } from '../stream-entry.js';
@@ -31,9 +31,10 @@ export interface PendingAuditDeps extends OwedAuditDeps, RetryWaitsDeps {
  * instead, whatever the time (see LostGroups). Trimmed entries are reported once as `deleted`.
  */
 export class PendingAudit {
-  private timer: Subscription | undefined;
+  /** Between a (re)start's rejoin and the next restart: checks run, and due times are kept. */
+  private active = false;
   /** When the first owed entry is due, as of the last check; wakes the loop then. */
-  private readonly due: DueClock;
+  private readonly due = new DueClock();
   /** When the first owed entry without a scheduled retry is due, as of the last scan. */
   private unscheduledDueAt = Infinity;
   /** The owed-entry audits, one at a time: two at once would report a deleted entry twice. */
@@ -50,26 +51,30 @@ export class PendingAudit {
     },
   };
 
-  constructor(private readonly d: PendingAuditDeps) {
-    this.due = new DueClock(d.onDue);
-  }
+  /**
+   * The audit's timers, part of the reader's upkeep (unsubscribing ends them): twice a lease period
+   * a check of what is owed (an entry dropped at any idle time up to minIdleMs - leaseRenewMs / 2
+   * is seen while no peer can have it), and a wake when the first owed entry falls due.
+   */
+  readonly upkeep$: Observable<never> = merge(
+    defer(() => interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))).pipe(
+      filter(() => this.active),
+      exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`))),
+    ),
+    this.due.due$.pipe(tap(() => this.d.onDue())),
+  ).pipe(ignoreElements());
+
+  constructor(private readonly d: PendingAuditDeps) {}
 
   /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */
   private get safeIdleMs(): number {
     return Math.max(1, this.d.minIdleMs - this.d.leaseRenewMs);
   }
 
-  /** After the groups were ensured (and rejoined where lost). */
-  start(): void {
+  /** After the groups were ensured (and rejoined where lost): checks run. */
+  resume(): void {
     this.lostStreams.clear();
-    // Twice a lease period: an entry dropped at any idle time up to minIdleMs - leaseRenewMs / 2 is seen while no peer can have it.
-    this.timer ??= interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))
-      .pipe(
-        exhaustMap(() =>
-          this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`)),
-        ),
-      )
-      .subscribe();
+    this.active = true;
   }
 
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
@@ -78,10 +83,10 @@ export class PendingAudit {
     return run;
   }
 
-  stop(): void {
-    this.timer?.unsubscribe();
-    this.timer = undefined;
-    this.due.stop();
+  /** A restart, a stop or an abandon: no check runs and nothing wakes the loop until `resume`. */
+  pause(): void {
+    this.active = false;
+    this.due.clear();
   }
 
   /** At a graceful stop, after the last beat: see handBackWaiting. */
@@ -92,7 +97,7 @@ export class PendingAudit {
 
   /** A failure was scheduled for its retry at `retryAt` (performance.now()): the loop is woken then. */
   scheduled(retryAt: number): void {
-    if (this.timer !== undefined) this.due.lower(retryAt);
+    if (this.active) this.due.lower(retryAt);
   }
 
   /** Ms until the first owed entry is due (as of the last check); Infinity when none is owed. */
@@ -248,7 +253,7 @@ export class PendingAudit {
   }
 
   private noteNextDue(): void {
-    if (this.timer !== undefined) this.due.set(Math.min(this.d.marks.nextRetryAt(), this.unscheduledDueAt));
+    if (this.active) this.due.set(Math.min(this.d.marks.nextRetryAt(), this.unscheduledDueAt));
   }
 
   /** When the first owed entry without a scheduled retry is due (a scan: at checks and after claiming them, not per beat). */

@@ -1,12 +1,12 @@
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../stream-entry.js';
-import type { Lease } from './lease.js';
+import type { Custody } from './custody.js';
 import type { StopSignal } from './stop-signal.js';
 
-/** What handing a read-ahead back needs: the stop signal (for its bound), the lease, the idle to set. */
+/** What handing a read-ahead back needs: the stop signal (for its bound), the custody, the idle to set. */
 export interface HandBackDeps {
   stop: StopSignal;
-  lease: Pick<Lease, 'handBack'>;
+  custody: Pick<Custody, 'handBack'>;
   minIdleMs: number;
   logger: Logger;
 }
@@ -47,13 +47,13 @@ export class ReadAhead<R> {
    * peer's beat takes it). Both the read and the hand-back are bounded by the stop (a frozen server).
    * Not after an abandon, which handed back what the lease held already.
    */
-  async handBack({ stop, lease, minIdleMs, logger }: HandBackDeps, what: string): Promise<void> {
+  async handBack({ stop, custody, minIdleMs, logger }: HandBackDeps, what: string): Promise<void> {
     const read = this.take();
     if (!read || stop.abandoned) return;
     const handedBack = read
       .then((result) => this.entriesOf(result).filter((e) => e.fields !== null))
       .catch(() => [])
-      .then((entries) => (entries.length > 0 ? lease.handBack(entries, minIdleMs) : undefined));
+      .then((entries) => (entries.length > 0 ? custody.handBack(entries, minIdleMs) : undefined));
     await stop.bounded(handedBack, () => what, logger);
   }
 }

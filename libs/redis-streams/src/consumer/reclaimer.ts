@@ -1,9 +1,23 @@
 import { defer, EMPTY, from, type Observable } from 'rxjs';
 import type { ClaimRequest } from '../redis/fetch-commands.js';
 import type { StreamEntry } from '../stream-entry.js';
-import { reportDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
-import type { LoopParts } from './loop-parts.js';
+import type { SettleFetched } from './batch-settler.js';
+import type { Custody } from './custody.js';
+import { withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
 import type { StepResult } from './loop-vitals.js';
+import type { StopSignal } from './stop-signal.js';
+
+/** What the reclaim step claims with, holds and hands its entries to. */
+export interface ReclaimerDeps extends ArrivalDeps {
+  stop: StopSignal;
+  streams: readonly string[];
+  /** COUNT of each round (all its streams together). */
+  count: number;
+  /** A sweep starts at most once per blockMs. */
+  blockMs: number;
+  custody: ArrivalDeps['custody'] & Pick<Custody, 'anyDue' | 'claimDue' | 'received' | 'heldOn' | 'flushLeft'>;
+  settle: SettleFetched;
+}
 
 /** Without a claim, XAUTOCLAIM calls per stream per sweep (each scans ~10 × COUNT PEL entries). */
 const MAX_EMPTY_SCANS_PER_SWEEP = 4;
@@ -31,20 +45,20 @@ export class Reclaimer {
 
   /** Emits what was claimed and settled; nothing when nothing was due (under load: no promise per batch). */
   readonly step$: Observable<StepResult> = defer(() => {
-    if (this.p.audit.anyDue() && !this.p.stop.stopped) return from(this.retryThenReclaim());
+    if (this.d.custody.anyDue() && !this.d.stop.stopped) return from(this.retryThenReclaim());
     return this.roundDue() ? from(this.round().then((fetched): StepResult => ({ step: 'reclaim', fetched }))) : EMPTY;
   });
 
-  constructor(private readonly p: LoopParts) {}
+  constructor(private readonly d: ReclaimerDeps) {}
 
   /** Whether `step$` has anything to do now (it decides again when subscribed): under load, nothing. */
   get due(): boolean {
-    return (this.p.audit.anyDue() && !this.p.stop.stopped) || this.sweeping.size > 0 || this.sweepDue();
+    return (this.d.custody.anyDue() && !this.d.stop.stopped) || this.sweeping.size > 0 || this.sweepDue();
   }
 
   /** A sweep is under way: the park between its rounds must not block (see Parker). */
   get busy(): boolean {
-    return this.sweeping.size > 0 && !this.p.stop.stopped;
+    return this.sweeping.size > 0 && !this.d.stop.stopped;
   }
 
   private async retryThenReclaim(): Promise<StepResult> {
@@ -59,45 +73,44 @@ export class Reclaimer {
    * at most once per blockMs. Recovery still happens within minIdleMs + blockMs.
    */
   private sweepDue(): boolean {
-    return Date.now() - this.lastSweepAt >= this.p.d.options.blockMs;
+    return Date.now() - this.lastSweepAt >= this.d.blockMs;
   }
 
   /** A round is due when a sweep is under way, or one may start (then it does). */
   private roundDue(): boolean {
-    if (this.p.stop.stopped) return false;
+    if (this.d.stop.stopped) return false;
     if (this.sweeping.size > 0) return true;
     if (!this.sweepDue()) return false;
     this.lastSweepAt = Date.now();
-    for (const stream of this.p.d.streams) this.sweeping.set(stream, 0);
+    for (const stream of this.d.streams) this.sweeping.set(stream, 0);
     return true;
   }
 
   /** Failed entries of this consumer due for their retry, claimed back and settled. */
   private async retryOwed(): Promise<number> {
-    const entries = await this.p.audit.claimDue();
-    this.p.marks.delivered(entries);
-    await this.p.settle(entries, 'reclaim');
+    const entries = await this.d.custody.claimDue();
+    await this.d.settle(entries, 'reclaim');
     return entries.length;
   }
 
   /** One XAUTOCLAIM per stream of the sweep, one round trip; what they claimed, settled as one batch. */
   private async round(): Promise<number> {
-    const { d, lease, count } = this.p;
+    const { d } = this;
     const streams: string[] = [];
     for (const stream of this.sweeping.keys()) if (streams.push(stream) >= MAX_STREAMS_PER_ROUND) break;
     const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0' }));
     // One batch per round at most, whatever the number of streams: the park comes next.
-    const { results, retriesWaiting, failure } = await d.commands.fetch.autoClaim(d.options.consumer, d.options.minIdleMs, requests, count);
+    const { results, retriesWaiting, failure } = await d.commands.fetch.autoClaim(d.consumer, d.minIdleMs, requests, d.count);
     const claimed: StreamEntry[] = [];
     results.forEach((result, i) => {
       // Not reached (the round's batch was full): next round, from the same cursor.
       if (!result) return;
       const stream = streams[i]!;
       this.cursors.set(stream, result.cursor);
-      if (result.deletedIds.length > 0) reportDeleted(this.p, stream, result.deletedIds);
+      if (result.deletedIds.length > 0) d.custody.deleted(stream, result.deletedIds);
       // Ours already, fetched and waiting (a read-ahead whose lease lapsed while the event loop
       // was held): the batch that holds them settles them; settling them here too would run them twice.
-      const held = result.entries.length > 0 ? lease.idsOn(stream) : undefined;
+      const held = result.entries.length > 0 ? d.custody.heldOn(stream) : undefined;
       const claimedNow = result.entries.filter((e) => !held!.has(e.id));
       claimed.push(...claimedNow);
       // Deleted ids count as progress: a trimmed PEL is cleared round after round, not four calls per sweep.
@@ -105,18 +118,17 @@ export class Reclaimer {
     });
     if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting);
     // Streams out of the sweep have shown every entry they leave: their line names them all.
-    this.p.leftLog.flush((stream) => !this.sweeping.has(stream));
+    d.custody.flushLeft((stream) => !this.sweeping.has(stream));
     // A stream failed (NOGROUP) after the others claimed: those are settled first, then the loop restarts.
     if (failure) throw failure;
     return claimed.length;
   }
 
   private async settleClaimed(claimed: StreamEntry[], retriesWaiting: boolean): Promise<void> {
-    const { d, marks, lease } = this.p;
-    marks.delivered(claimed);
-    lease.hold(claimed);
-    await d.commands.fetch.countClaimed(d.options.consumer, claimed, (stream) => lease.idsOn(stream).size + marks.waiting);
-    await this.p.settle(await withoutWaiting(this.p, await withDeliveryCounts(this.p, claimed, true), retriesWaiting), 'reclaim');
+    const { d } = this;
+    d.custody.received(claimed);
+    await d.commands.fetch.countClaimed(d.consumer, claimed, (stream) => d.custody.heldOn(stream).size + d.custody.waiting);
+    await d.settle(await withoutWaiting(d, await withDeliveryCounts(d, claimed, true), retriesWaiting), 'reclaim');
   }
 
   /**

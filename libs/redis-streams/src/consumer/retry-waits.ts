@@ -1,4 +1,4 @@
-import { timer, type Subscription } from 'rxjs';
+import { BehaviorSubject, EMPTY, map, switchMap, timer, type Observable } from 'rxjs';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliveryMarks, Owed } from './delivery-marks.js';
 import type { Lease } from './lease.js';
@@ -13,36 +13,34 @@ export interface RetryWaitsDeps {
   leaseRenewMs: number;
 }
 
-/** When the first owed entry is due (performance.now()), with a timer that wakes the loop then (an idle loop is parked for blockMs). */
+/**
+ * When the first owed entry is due (performance.now()); `due$` emits then (an idle loop is parked
+ * for blockMs and must be woken). Part of the reader's upkeep: unsubscribing ends it.
+ */
 export class DueClock {
-  private at = Infinity;
-  private wake: Subscription | undefined;
-
-  constructor(private readonly onDue: () => void) {}
+  private readonly at$ = new BehaviorSubject(Infinity);
+  /** Emits when the first owed entry falls due (each new due time replaces the last one's timer). */
+  readonly due$: Observable<void> = this.at$.pipe(
+    switchMap((at) => (at === Infinity ? EMPTY : timer(Math.max(0, at - performance.now())))),
+    map(() => undefined),
+  );
 
   msUntil(): number {
-    return this.at - performance.now();
+    return this.at$.value - performance.now();
   }
 
   /** Due no later than `at`. */
   lower(at: number): void {
-    if (at < this.at) this.set(at);
+    if (at < this.at$.value) this.set(at);
   }
 
   set(at: number): void {
-    this.at = at;
-    this.wake?.unsubscribe();
-    this.wake = at === Infinity ? undefined : timer(Math.max(0, at - performance.now())).subscribe(() => this.onDue());
+    this.at$.next(at);
   }
 
-  /** Nothing known to be due (until the caller sets it again). */
+  /** Nothing known to be due (until the caller sets it again); no wake comes. */
   clear(): void {
-    this.at = Infinity;
-  }
-
-  stop(): void {
-    this.wake?.unsubscribe();
-    this.wake = undefined;
+    this.at$.next(Infinity);
   }
 }
 

@@ -1,20 +1,34 @@
 import { defer, EMPTY, expand, type Observable } from 'rxjs';
 import type { DrainRead } from '../redis/fetch-commands.js';
-import { dropDeleted, withDeliveryCounts, withoutWaiting } from './fetched-entries.js';
-import type { LoopParts } from './loop-parts.js';
+import type { SettleFetched } from './batch-settler.js';
+import type { Custody } from './custody.js';
+import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
 import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
+import type { StopSignal } from './stop-signal.js';
+
+/** What self-drain reads, holds and hands its entries to. */
+export interface SelfDrainDeps extends ArrivalDeps {
+  stop: StopSignal;
+  streams: readonly string[];
+  /** COUNT of each read. */
+  count: number;
+  /** Send the next read while a batch is handled. */
+  readAhead: boolean;
+  custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'handBack'>;
+  settle: SettleFetched;
+}
 
 /**
  * Step 1, at every (re)start: this consumer's own pending entries, oldest first (XREADGROUP …
  * 0 on the command lane), settled read by read until a read comes back empty.
  */
-export function selfDrain$(p: LoopParts): Observable<StepResult> {
+export function selfDrain$(d: SelfDrainDeps): Observable<StepResult> {
   return defer(() => {
-    const drain = new Drain(p);
+    const drain = new Drain(d);
     const read$ = defer(() => drain.once());
     // What it leaves to the group is logged by the next reclaim round (or the loop's end), with a sweep's.
-    return read$.pipe(expand((r) => (r.fetched > 0 && !p.stop.stopped ? read$ : EMPTY)));
+    return read$.pipe(expand((r) => (r.fetched > 0 && !d.stop.stopped ? read$ : EMPTY)));
   });
 }
 
@@ -28,13 +42,13 @@ class Drain {
   private readonly next: Map<string, string>;
   private readonly ahead = new ReadAhead<DrainRead>((r) => r.entries);
 
-  constructor(private readonly p: LoopParts) {
-    this.next = new Map(p.d.streams.map((s) => [s, '0']));
+  constructor(private readonly d: SelfDrainDeps) {
+    this.next = new Map(d.streams.map((s) => [s, '0']));
   }
 
   async once(): Promise<StepResult> {
-    const { p } = this;
-    if (p.stop.stopped) {
+    const { d } = this;
+    if (d.stop.stopped) {
       await this.handBack();
       return { step: 'drain', fetched: 0 };
     }
@@ -46,40 +60,37 @@ class Drain {
       if (last) this.next.set(s, last.id);
       else this.next.delete(s);
     }
-    if (this.next.size > 0 && p.d.options.readAhead) {
+    if (this.next.size > 0 && d.readAhead) {
       const ahead = this.read();
       if (ahead) this.ahead.keep(ahead);
     }
-    const live = await dropDeleted(p, entries);
-    await p.settle(await withoutWaiting(p, await withDeliveryCounts(p, live, true), retriesWaiting), 'drain');
-    if (p.stop.stopped) await this.handBack();
+    const live = await dropDeleted(d, entries);
+    await d.settle(await withoutWaiting(d, await withDeliveryCounts(d, live, true), retriesWaiting), 'drain');
+    if (d.stop.stopped) await this.handBack();
     return { step: 'drain', fetched: entries.length };
   }
 
   private read(): Promise<DrainRead> | undefined {
     const streams = [...this.next.keys()];
     if (streams.length === 0) return undefined;
-    const { p } = this;
-    const { commands, options } = p.d;
-    const read = commands.fetch.drainRead(
-      options.consumer,
+    const { d } = this;
+    const read = d.commands.fetch.drainRead(
+      d.consumer,
       streams,
       streams.map((s) => this.next.get(s)!),
-      p.count,
+      d.count,
     );
     return read.then((r) => {
       // Held from arrival, as the park's read-ahead: behind a slow batch it may wait past minIdleMs, and a peer must not take it.
-      p.marks.delivered(r.entries);
-      p.lease.hold(r.entries.filter((e) => e.fields !== null));
+      d.custody.received(
+        r.entries,
+        r.entries.filter((e) => e.fields !== null),
+      );
       return r;
     });
   }
 
   private handBack(): Promise<void> {
-    const { stop, lease, d } = this.p;
-    return this.ahead.handBack(
-      { stop, lease, minIdleMs: d.options.minIdleMs, logger: d.logger },
-      'hand-back of the read-ahead drain batch',
-    );
+    return this.ahead.handBack(this.d, 'hand-back of the read-ahead drain batch');
   }
 }

@@ -23,6 +23,11 @@ export class StopSignal {
     filter((r): r is StopReason => r !== undefined),
     take(1),
   );
+  /** Emits once abandoning has begun (close() gave up waiting): nothing of the loop's upkeep runs after. */
+  readonly abandoned$: Observable<StopReason> = this.reason$.pipe(
+    filter((r): r is StopReason => r === 'abandoned'),
+    take(1),
+  );
   // Plain fields, read per entry on the hot path.
   private isStopped = false;
   private isAbandoned = false;

@@ -1,6 +1,6 @@
 // Imported, not the global: `performance` on globalThis is a getter Node runs on every use (here, per entry).
 import { performance } from 'node:perf_hooks';
-import { interval, type Subscription } from 'rxjs';
+import { defer, ignoreElements, interval, tap, type Observable } from 'rxjs';
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../stream-entry.js';
@@ -30,7 +30,14 @@ export interface StreamHandlers {
  * cannot be cancelled; what an operator needs is to see it.
  */
 export class StuckWatch {
-  private timer: Subscription | undefined;
+  /**
+   * Part of the reader's upkeep (unsubscribing ends it): checked often enough to report within a
+   * quarter of the threshold past it, at most once a second.
+   */
+  readonly checks$: Observable<never> = defer(() => interval(Math.max(10, Math.min(Math.floor(this.thresholdMs / 4), 1000)))).pipe(
+    tap(() => this.check()),
+    ignoreElements(),
+  );
 
   constructor(
     private readonly inProgress: ReadonlySet<BatchProgress>,
@@ -38,16 +45,6 @@ export class StuckWatch {
     private readonly consumer: string,
     private readonly logger: Logger,
   ) {}
-
-  start(): void {
-    // Checked often enough to report within a quarter of the threshold past it, at most once a second.
-    this.timer ??= interval(Math.max(10, Math.min(Math.floor(this.thresholdMs / 4), 1000))).subscribe(() => this.check());
-  }
-
-  stop(): void {
-    this.timer?.unsubscribe();
-    this.timer = undefined;
-  }
 
   /** Entries whose handler is running, oldest first. */
   running(): Running[] {

@@ -1,4 +1,5 @@
 import type { StreamOrigin } from '../consumer/settle.js';
+import type { ReaderStreams } from '../consumer/reader.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
@@ -32,10 +33,7 @@ export type Registration = (pattern: string, extras?: string) => string;
 export const nestRegistration: Registration = (pattern, extras) => `@StreamPattern('${pattern}'${extras ? `, ${extras}` : ''})`;
 
 /** The streams of one reader, and for a batch handler's reader its batch options. */
-export interface ReaderStreams {
-  streams: string[];
-  batch?: ResolvedBatchOptions | undefined;
-}
+export type { ReaderStreams } from '../consumer/reader.js';
 
 /** What a server reads: every stream key, what each is to the app, and who reads which. */
 export interface StreamPlan {

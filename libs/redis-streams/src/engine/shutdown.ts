@@ -2,7 +2,7 @@ import type { Running } from '../consumer/stuck-watch.js';
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import { within } from '../within.js';
-import type { Reader } from './reader.js';
+import type { Reader } from '../consumer/reader.js';
 
 /** `1 entry`, `2 entries`. */
 export const entries = (n: number): string => `${n} ${n === 1 ? 'entry' : 'entries'}`;
@@ -80,15 +80,15 @@ export async function settleInHand(
     : within(Promise.race([settled, interrupted]), limitMs, 'timeout' as const));
   if (outcome === 'settled') return;
   // Still pending under this consumer: self-drain (same name) or a peer's reclaim runs them again.
-  const running = reader.loop.running();
-  const notStarted = reader.loop.inHand().length - running.length;
+  const running = reader.running();
+  const notStarted = reader.inHand().length - running.length;
   const why = outcome === 'timeout' ? `shutdownTimeoutMs (${limitMs}) passed` : `${outcome} while closing`;
   // The handler cannot be cancelled, but nothing of ours waits for it: no lease renewal,
   // no retry timer, no late ack. The line says what Redis confirmed of the hand-back.
-  const handedBack = await reader.loop.abandon();
+  const handedBack = await reader.abandon();
   const unstarted = `; ${notStarted} not started, ${handedBack ? 'handed back' : 'their hand-back not confirmed by Redis (left pending under this consumer)'}`;
   logger.error(
     `${why}: abandoning ${entries(running.length)} in hand, left pending: ${describeRunning(running) || 'none'}${notStarted > 0 ? unstarted : ''}`,
   );
-  reader.run.unsubscribe();
+  reader.cut();
 }

@@ -2,9 +2,7 @@ import { EventEmitter } from 'node:events';
 import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
-import { decideBatch } from '../consumer/decide-batch.js';
 import type { SettledEvent } from '../consumer/settled-event.js';
-import { settle } from '../consumer/settle.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
@@ -27,8 +25,8 @@ import type { DispatchPort } from './dispatch-port.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
-import { openReader, type Reader } from './reader.js';
-import { settleDepsOf } from './settle-deps.js';
+import { Reader } from '../consumer/reader.js';
+import { settlerOf } from './settler.js';
 import { logStopping, settleInHand, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
@@ -102,42 +100,36 @@ export class StreamEngine {
       streams: plan.streams,
       commands,
       deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
-      readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
+      readers: () => this.readers.map((r) => ({ streams: r.streams, vitals: r.vitals() })),
       state: () => this.state(),
     });
     this.telemetry = api && this.makeTelemetry(api, plan.streams);
-    const deps = settleDepsOf(options, plan, {
-      commands,
-      dispatch: this.dispatch,
-      logger: this.logger,
-      telemetry: this.telemetry,
-      stopping: () => this.closing !== undefined,
-    });
-    this.readers = plan.readers.map((set) =>
-      openReader(set, {
-        command,
-        name,
-        readers: plan.readers.length,
-        options,
-        commands,
-        logger: this.logger,
-        onLaneError: this.laneFailed,
-        onLaneRetry: this.laneRetry,
-        settle: (entry, source) => settle(deps, entry, source),
-        decide: (entries, source) => decideBatch(deps, entries, source),
-        onSettled: (event) => this.settled(event),
-        onDeleted: (stream, ids) => {
-          this.logger.error(
-            `${counted(ids.length, 'pending entry', 'pending entries')} of "${stream}" ${ids.length === 1 ? 'was' : 'were'} deleted before ${ids.length === 1 ? 'it was' : 'they were'} acked (data loss): ${ids.join(', ')}`,
-          );
-          this.emit('deleted', stream, ids);
-        },
-        onCluster: this.onCluster,
-        onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
-        onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
-        onStep: () => this.connectionReport.answered(),
-        started: gate.opened,
-      }),
+    const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry: this.telemetry });
+    this.readers = plan.readers.map(
+      (set) =>
+        new Reader(set, {
+          command,
+          name,
+          readers: plan.readers.length,
+          options,
+          commands,
+          logger: this.logger,
+          onLaneError: this.laneFailed,
+          onLaneRetry: this.laneRetry,
+          settler,
+          onSettled: (event) => this.settled(event),
+          onDeleted: (stream, ids) => {
+            this.logger.error(
+              `${counted(ids.length, 'pending entry', 'pending entries')} of "${stream}" ${ids.length === 1 ? 'was' : 'were'} deleted before ${ids.length === 1 ? 'it was' : 'they were'} acked (data loss): ${ids.join(', ')}`,
+            );
+            this.emit('deleted', stream, ids);
+          },
+          onCluster: this.onCluster,
+          onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
+          onReady: (reader) => gate.readerReady(reader) && this.started(plan, command.conn, commands),
+          onStep: () => this.connectionReport.answered(),
+          started: gate.opened,
+        }),
     );
     this.followLanes();
     return gate.outcome;
@@ -215,7 +207,7 @@ export class StreamEngine {
 
   private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
     try {
-      const source = () => new Map(this.readers.flatMap((r) => [...r.loop.vitals().handlers]));
+      const source = () => new Map(this.readers.flatMap((r) => [...r.vitals().handlers]));
       return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats, { source, streams });
     } catch (err) {
       // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
@@ -282,12 +274,12 @@ export class StreamEngine {
       logStopping(
         this.logger,
         this.options,
-        this.readers.flatMap((r) => r.loop.running()),
+        this.readers.flatMap((r) => r.running()),
       );
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
-    await Promise.all([...this.readers.map((r) => r.loop.stop()), this.hygiene?.stop()]);
+    await Promise.all([...this.readers.map((r) => r.stop()), this.hygiene?.stop()]);
     // The host's interrupt (a second signal, an abort) while handlers run ends the wait; what is in hand stays pending.
-    const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.loop.inHand().length > 0);
+    const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.inHand().length > 0);
     await untilInterrupted(inHand, this.interrupt, async (interrupted) => {
       if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, interrupted, this.logger)));
       else await this.cutStart();
@@ -301,7 +293,7 @@ export class StreamEngine {
   /** Not started: nothing is in hand, and the start's commands still queued on an unready Redis (up to commandTimeoutMs) are cut. */
   private async cutStart(): Promise<void> {
     await this.closeConnections();
-    for (const reader of this.readers) reader.run.unsubscribe();
+    for (const reader of this.readers) reader.cut();
   }
 
   private async closeConnections(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { LoopVitals } from '../consumer/consumer-loop.js';
+import type { LoopVitals } from '../consumer/loop-vitals.js';
 import { describeError } from '../describe-error.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { within } from '../within.js';

@@ -1,4 +1,6 @@
-import type { BatchDecideDeps } from '../consumer/decide-batch.js';
+import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
+import type { SettlerFor } from '../consumer/reader.js';
+import { settle } from '../consumer/settle.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -6,8 +8,12 @@ import type { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
 import type { DispatchPort } from './dispatch-port.js';
 import type { StreamPlan } from './plan.js';
 
-/** What every settle needs, built once the telemetry is known (it is never changed after). */
-export function settleDepsOf(
+/**
+ * The settler (checks, dispatch through the host's port, the outcome), built once the telemetry is
+ * known and before any reader (it is never changed after); each reader binds it to its own stop
+ * signal, which bounds a dead-letter move begun while stopping.
+ */
+export function settlerOf(
   options: ResolvedServerOptions,
   plan: StreamPlan,
   parts: {
@@ -15,11 +21,10 @@ export function settleDepsOf(
     dispatch: DispatchPort;
     logger: Logger;
     telemetry: ConsumerTelemetry | undefined;
-    stopping: () => boolean;
   },
-): BatchDecideDeps {
+): SettlerFor {
   const { commands, dispatch } = parts;
-  return {
+  const shared: BatchDecideDeps = {
     commands,
     dispatch: (pattern, entry, args) => dispatch.dispatch(pattern, entry, args, commands),
     dispatchBatch: (pattern, items, args) => dispatch.dispatchBatch(pattern, items, args),
@@ -36,6 +41,9 @@ export function settleDepsOf(
     handlerTimeoutMs: options.handlerTimeoutMs,
     logger: parts.logger,
     telemetry: parts.telemetry,
-    stopping: parts.stopping,
+  };
+  return (stop) => {
+    const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped };
+    return { one: (entry, source) => settle(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
   };
 }

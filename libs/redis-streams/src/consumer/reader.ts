@@ -1,0 +1,332 @@
+import {
+  concat,
+  concatMap,
+  connect,
+  defer,
+  EMPTY,
+  endWith,
+  finalize,
+  from,
+  ignoreElements,
+  map,
+  merge,
+  type Observable,
+  of,
+  repeat,
+  retry,
+  type Subscription,
+  takeUntil,
+  tap,
+  timer,
+} from 'rxjs';
+import { backoffMs } from '../backoff.js';
+import { describeError } from '../describe-error.js';
+import type { ResolvedBatchOptions } from '../options/batch-options.js';
+import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-options.js';
+import type { Logger } from '../ports.js';
+import type { CommandLane, RetryListener } from '../redis/command-lane.js';
+import { Lanes } from '../redis/lanes.js';
+import { isRetryable } from '../redis/redis-errors.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import { slotOf } from '../slots.js';
+import type { StreamEntry } from '../stream-entry.js';
+import { within } from '../within.js';
+import { AckPipeline } from './ack-pipeline.js';
+import type { BatchProgress } from './batch-progress.js';
+import { settleBatch, type SettleFetched } from './batch-settler.js';
+import { Custody } from './custody.js';
+import { GroupKeeper } from './group-keeper.js';
+import { LoopFindings } from './loop-findings.js';
+import { VitalSigns, type LoopVitals, type StepResult } from './loop-vitals.js';
+import { Parker } from './parker.js';
+import { Reclaimer } from './reclaimer.js';
+import { selfDrain$ } from './self-drain.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
+import { StopSignal } from './stop-signal.js';
+import { StuckWatch, type Running } from './stuck-watch.js';
+
+export type { LoopVitals, StepResult } from './loop-vitals.js';
+
+/** How long abandoning may wait on Redis to take entries back after a hung handler. */
+const HAND_BACK_WITHIN_MS = 1000;
+
+const NEXT_BEAT = of(0);
+const GROUPS_READY: StepResult = { step: 'groups', fetched: 0 };
+
+/** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
+export interface Settler {
+  /** Decides one entry (`'acked'`: succeeded, to be acked); rejects only when Redis failed (the entry is then still pending). */
+  one(entry: StreamEntry, source: DeliverySource): Promise<SettledEvent>;
+  /** A batch handler's call: one event per entry. */
+  batch(entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]>;
+}
+
+/** The settler the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping). */
+export type SettlerFor = (stop: { readonly stopped: boolean }) => Settler;
+
+/** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
+export interface ReaderStreams {
+  streams: readonly string[];
+  /** Set for a batch handler's streams: entries go to it up to `maxSize` at a time, a park not yet full waits up to `maxWaitMs`. */
+  batch?: ResolvedBatchOptions | undefined;
+}
+
+/** What a reader needs from its host: every reader of one consumer shares these. */
+export interface ReaderDeps {
+  options: ResolvedServerOptions;
+  commands: StreamCommands;
+  /** The shared command lane (its own blocking lane is the reader's). */
+  command: CommandLane;
+  /** `<group>:<consumer>` (encoded: connection-name.ts), the connections' name. */
+  name: string;
+  /** Readers of this consumer: a lone one takes the plain name, the others their slot's. */
+  readers: number;
+  settler: SettlerFor;
+  logger: Logger;
+  /** On a cluster MOVED/ASK are a moved slot, retried; on one node they say the URL names a cluster node. */
+  onCluster?: boolean;
+  onLaneError: (lane: string, failure: Error) => void;
+  onLaneRetry: RetryListener;
+  /** An entry settled for good (ack confirmed, failure left pending, dead-lettered). */
+  onSettled: (event: SettledEvent) => void;
+  /** Pending entries found trimmed from their stream before they were acked (data loss). */
+  onDeleted: (stream: string, ids: string[]) => void;
+  /** The loop failed and restarts after `retryInMs`. */
+  onError: (error: unknown, retryInMs: number) => void;
+  /** This reader's groups exist, every time its loop (re)starts. */
+  onReady: (reader: Reader) => void;
+  /** A step of the loop went through (Redis answered). */
+  onStep: () => void;
+  /**
+   * Resolves once the consumer has started (every reader's groups exist): no handler runs
+   * before, as with one reader. Default: at once.
+   */
+  started?: Promise<void>;
+}
+
+/**
+ * One consumer loop over a set of streams, without Nest. It owns its lanes (its private blocking
+ * connection), its ack pipeline and its custody (what it holds and owes), and runs the seed's
+ * three steps as one RxJS composition:
+ *   groups$      the consumer groups exist (created, or rejoined after a loss)
+ *   selfDrain$   XREADGROUP … STREAMS k… 0 until empty (own un-acked work, at once)
+ *   beat$        every beat: check$ (what acks and audit found) → reclaim$ (own retries due,
+ *                XAUTOCLAIM of idle peer entries) → park$ (XREADGROUP BLOCK … >, with read-ahead)
+ * merged with its upkeep (lease renewal, audit checks, the due wake, the stuck-entry watch).
+ * Each fetched batch is settled `concurrency` entries at a time and acked in one round trip. One
+ * stop signal ends every step, honoured between entries only; the upkeep ends with the work (or
+ * at an abandon), and tearing the reader down is unsubscribing. Any Redis failure restarts the
+ * steps (groups re-created, own PEL re-drained) after a backoff.
+ */
+export class Reader {
+  readonly streams: readonly string[];
+  readonly lanes: Lanes;
+  /** Resolves when the loop has finished (its steps completed, or torn down). */
+  readonly done: Promise<void>;
+  private readonly stopSignal = new StopSignal();
+  private readonly custody: Custody;
+  private readonly acks: AckPipeline;
+  private readonly findings = new LoopFindings();
+  /** Batches being settled, and how far each got (what abandon hands back). */
+  private readonly inProgress = new Set<BatchProgress>();
+  private readonly keeper: GroupKeeper;
+  private readonly parker: Parker;
+  private readonly reclaimer: Reclaimer;
+  private readonly vitalSigns: VitalSigns;
+  private readonly watch: StuckWatch;
+  private readonly selfDrain$: Observable<StepResult>;
+  private readonly subscription: Subscription;
+
+  constructor(
+    { streams, batch }: ReaderStreams,
+    private readonly d: ReaderDeps,
+  ) {
+    const { options, commands, logger } = d;
+    const stop = this.stopSignal;
+    const { findings } = this;
+    this.streams = streams;
+    this.lanes = new Lanes({
+      connection: options.connection,
+      name: d.readers === 1 ? d.name : `${d.name}:${slotOf(streams[0]!)}${batch ? ':batch' : ''}`,
+      onError: d.onLaneError,
+      onRetry: d.onLaneRetry,
+      command: d.command,
+      slotKey: streams[0]!,
+    });
+    this.custody = new Custody({
+      commands,
+      consumer: options.consumer,
+      minIdleMs: options.minIdleMs,
+      leaseRenewMs: options.leaseRenewMs,
+      maxWaitingRetries: options.maxWaitingRetries,
+      logger,
+      stop,
+      findings,
+      onDeleted: d.onDeleted,
+      onSettled: d.onSettled,
+    });
+    const { custody } = this;
+    this.acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
+    const settler = d.settler(stop);
+    const settle: SettleFetched = (entries, source, inHand = 0) =>
+      settleBatch(
+        {
+          custody,
+          acks: this.acks,
+          settle: (entry, from) => settler.one(entry, from),
+          batchHandler: batch && { maxSize: batch.maxSize, decide: (chunk, from) => settler.batch(chunk, from) },
+          concurrency: options.concurrency,
+          handBackIdleMs: options.minIdleMs,
+          stop,
+          inProgress: this.inProgress,
+          logger,
+        },
+        entries,
+        source,
+        inHand,
+      );
+    // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
+    // (at most MAX_BATCH_SIZE, unless one call alone needs more).
+    const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
+    const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs };
+    const arrivals = { commands, custody, maxWaitingRetries: options.maxWaitingRetries };
+    this.selfDrain$ = selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead });
+    this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs });
+    this.parker = new Parker(
+      {
+        ...step,
+        blockMs: options.blockMs,
+        maxWaitingRetries: options.maxWaitingRetries,
+        readAhead: options.readAhead,
+        lanes: this.lanes,
+        fetch: commands.fetch,
+        custody,
+        batch,
+      },
+      this.reclaimer,
+    );
+    this.keeper = new GroupKeeper(
+      {
+        stop,
+        streams,
+        group: options.group,
+        consumer: options.consumer,
+        groupStartId: options.groupStartId,
+        logger,
+        commands,
+        custody,
+        acks: this.acks,
+        findings,
+      },
+      this.parker,
+    );
+    this.vitalSigns = new VitalSigns(d.onCluster);
+    this.watch = new StuckWatch(this.inProgress, options.stuckEntryMs, options.consumer, logger);
+    let subscription: Subscription | undefined;
+    this.done = new Promise<void>((resolve) => {
+      subscription = this.run().subscribe({ next: d.onStep, complete: resolve, error: resolve });
+    });
+    this.subscription = subscription!;
+  }
+
+  /** The steps, then the finish, merged with the upkeep; emits the number of entries each step fetched; completes after `stop()`. */
+  private run(): Observable<number> {
+    const stop = this.stopSignal;
+    const groups$ = defer(() => this.keeper.ensureGroups()).pipe(map(() => GROUPS_READY));
+    // Stopped before the gate opened (close() during the start): the gate never opens, go straight to finish.
+    const gate$ = defer(() => from(this.d.started ?? Promise.resolve())).pipe(takeUntil(stop.stopped$));
+    const check$ = defer(() => (this.keeper.due ? from(this.keeper.checkGroups()).pipe(ignoreElements()) : EMPTY));
+    const fullBeat$ = concat(check$, this.reclaimer.step$, this.parker.step$);
+    // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
+    const beat$ = defer(() => (this.keeper.due || this.reclaimer.due ? fullBeat$ : this.parker.step$));
+    const beats$ = beat$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
+    const steps$ = concat(groups$, gate$.pipe(concatMap(() => concat(this.selfDrain$, beats$))));
+    const work$ = concat(
+      steps$.pipe(
+        tap((result) => this.stepped(result)),
+        retry({ resetOnSuccess: true, delay: (error: unknown, attempt: number) => this.retryAfter(error, attempt) }),
+      ),
+      defer(() => this.finish()).pipe(ignoreElements()),
+    );
+    // What runs beside the steps: the custody's timers, the stuck-entry watch, and a wake of the park
+    // whenever the acks or the audit find something. It ends when the work does, or at an abandon.
+    const upkeep$ = merge(this.custody.upkeep$, this.watch.checks$, this.findings.wake$.pipe(tap(() => this.parker.wakePark()))).pipe(
+      ignoreElements(),
+      takeUntil(stop.abandoned$),
+    );
+    return work$.pipe(
+      connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),
+      map((result) => result.fetched),
+      finalize(() => this.custody.flushLeft()),
+    );
+  }
+
+  vitals(): LoopVitals {
+    return this.vitalSigns.read(this.custody.counts(), this.watch.byStream());
+  }
+
+  /** Entries whose handler is running, oldest first. */
+  running(): Running[] {
+    return this.watch.running();
+  }
+
+  /** Entries fetched and not yet settled. */
+  inHand(): { stream: string; id: string }[] {
+    return this.custody.entries();
+  }
+
+  /**
+   * After `close()` gave up waiting for a hung handler: the entries fetched and not started
+   * are handed back (idle set to minIdleMs, so the next peer's beat takes them), and nothing
+   * of ours keeps running for the ones in hand (the upkeep ends, and a late result is ignored).
+   * True when Redis confirmed the hand-back (or there was none).
+   */
+  async abandon(): Promise<boolean> {
+    this.stopSignal.stop('abandoned');
+    const begun = [...this.inProgress].flatMap((batch) => batch.entries.slice(0, batch.next));
+    // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
+    return within(this.custody.abandon(begun, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, false);
+  }
+
+  /** Stop at the next settle point and wake a parked read; the loop then finishes and `done` resolves. */
+  async stop(): Promise<void> {
+    if (!this.stopSignal.stop('stopping')) return;
+    await this.parker.wake();
+  }
+
+  /** Tears the loop down at once (after an abandon, or a start cut short): nothing of it runs after. */
+  cut(): void {
+    this.subscription.unsubscribe();
+  }
+
+  /** Every step's result: the loop beats (for health); once the groups exist, the reader is ready. */
+  private stepped(result: StepResult): void {
+    this.vitalSigns.stepped();
+    if (result === GROUPS_READY) this.d.onReady(this);
+  }
+
+  /** The backoff before a restart: doubling from retryInitialDelayMs for what may pass, retryMaxDelayMs for a refusal. */
+  private retryAfter(error: unknown, attempt: number): Observable<unknown> {
+    if (this.stopSignal.stopped) return EMPTY;
+    const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
+    this.vitalSigns.failed(error);
+    const retryInMs = isRetryable(error, this.d.onCluster) ? backoffMs(attempt, retryInitialDelayMs, retryMaxDelayMs) : retryMaxDelayMs;
+    this.d.onError(error, retryInMs);
+    return timer(retryInMs).pipe(takeUntil(this.stopSignal.stopped$));
+  }
+
+  /** After the last beat: a read-ahead batch goes back, waiting retries become a peer's, and the last ack is confirmed (and reported). */
+  private async finish(): Promise<void> {
+    const stop = this.stopSignal;
+    const { logger } = this.d;
+    await this.parker.handBackAhead();
+    await stop
+      .bounded(this.custody.handBackWaiting(), () => 'the hand-back of entries waiting for their retry', logger)
+      .catch((err: unknown) =>
+        logger.warn(`hand-back of entries waiting for their retry failed, a peer takes them after minIdleMs: ${describeError(err)}`),
+      );
+    await stop
+      .bounded(this.acks.flush(), () => 'the last ack', logger)
+      .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
+  }
+}
