@@ -4,7 +4,7 @@ import type { StreamEntry } from '../stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { isScheduled } from './retry-schedule.js';
-import { acked, handlerFailed, nextTry, prepare, Ready, settle, type SettleDeps } from './settle.js';
+import { acked, handlerFailed, nextTry, prepare, Ready, decide, type DecideDeps } from './decide.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { ProcessTrace } from './settle-observer.js';
 
@@ -25,7 +25,7 @@ export type DispatchBatch = (
   args: RedisStreamsBatchContextArgs,
 ) => Promise<Map<number, unknown> | undefined>;
 
-export interface BatchDecideDeps extends SettleDeps {
+export interface BatchDecideDeps extends DecideDeps {
   dispatchBatch: DispatchBatch;
 }
 
@@ -51,7 +51,7 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
       const ready = preparing instanceof Promise ? await preparing : preparing;
       if (!(ready instanceof Ready)) events[i] = ready;
       // Requests only: the single-entry path answers them (an event handler answers none).
-      else if (ready.decoded.request) events[i] = await settle({ ...deps, telemetry: undefined }, entry, source);
+      else if (ready.decoded.request) events[i] = await decide({ ...deps, telemetry: undefined }, entry, source);
       else {
         // One reader's entries share one pattern: look it up once per run, not per entry.
         if (ready.pattern !== lastPattern) {

@@ -1,6 +1,6 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
 import type { SettlerFor } from '../consumer/reader.js';
-import { settle } from '../consumer/settle.js';
+import { decide } from '../consumer/decide.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -44,6 +44,6 @@ export function settlerOf(
   };
   return (stop) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped };
-    return { one: (entry, source) => settle(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
+    return { one: (entry, source) => decide(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
   };
 }

@@ -30,7 +30,7 @@ export interface StreamOrigin {
   retry?: RetryDelay | undefined;
 }
 
-export interface SettleDeps extends DeadLettererDeps, RetryScheduleDeps {
+export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
   dispatch: Dispatch;
   originOf: (stream: string) => StreamOrigin;
   deserializer: Deserializer<string, unknown>;
@@ -46,11 +46,11 @@ export interface SettleDeps extends DeadLettererDeps, RetryScheduleDeps {
  * Decides one entry: decode → dispatch → `'acked'` on success (the batch settler sends the
  * XACK); on failure leave it pending (it returns through reclaim) or, when it can never
  * succeed, move it to the dead-letter stream. Handler failures and replies Redis did not take
- * are logged and returned, never thrown; only Redis failing the settle step itself
+ * are logged and returned, never thrown; only Redis failing a step of the decision itself
  * (dead-lettering) rejects, and then the entry is still pending under this consumer, so
  * nothing is lost.
  */
-export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
+export function decide(deps: DecideDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
   const trace = deps.telemetry?.start(entry, source);
   let preparing: Ready | Promise<Ready | SettledEvent>;
   try {
@@ -60,9 +60,9 @@ export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySou
     return Promise.reject(error);
   }
   // The hot path (checked at once: no Redis, a synchronous deserializer): the handler's promise and one more.
-  if (preparing instanceof Ready) return decide(deps, preparing, source, trace);
+  if (preparing instanceof Ready) return runHandler(deps, preparing, source, trace);
   return preparing.then(
-    (ready) => (ready instanceof Ready ? decide(deps, ready, source, trace) : traceEnded(trace, ready)),
+    (ready) => (ready instanceof Ready ? runHandler(deps, ready, source, trace) : traceEnded(trace, ready)),
     (error: unknown) => {
       trace?.fail(error);
       throw error;
@@ -71,7 +71,7 @@ export function settle(deps: SettleDeps, entry: StreamEntry, source: DeliverySou
 }
 
 /** Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no async frame. */
-function decide(deps: SettleDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
+function runHandler(deps: DecideDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
   const { entry, decoded, args, pattern } = ready;
   let work: Promise<unknown>;
   try {
@@ -135,7 +135,7 @@ export class Ready {
  * needs Redis or an asynchronous deserializer: the hot path then makes no promise here.
  */
 export function prepare(
-  deps: SettleDeps,
+  deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
   trace: ProcessTrace | undefined,
@@ -167,7 +167,7 @@ export function prepare(
 }
 
 function decodeAndCheck(
-  deps: SettleDeps,
+  deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
   trace: ProcessTrace | undefined,
@@ -190,7 +190,7 @@ const undecodable = (error: unknown): string =>
   describeError(error instanceof EntryDecodeError ? { message: `cannot decode entry: ${error.reason}` } : error);
 
 function checked(
-  deps: SettleDeps,
+  deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
   trace: ProcessTrace | undefined,
@@ -227,7 +227,7 @@ function checked(
  * time its retry policy (or a RetryLaterException) gives, or once idle without one.
  */
 export function handlerFailed(
-  deps: SettleDeps,
+  deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
   error: unknown,
@@ -276,7 +276,7 @@ const failedEvent = (entry: StreamEntry, source: DeliverySource, error: unknown)
  * and take the Redis-failure path. A reply key that refuses for good is dead-lettered at once.
  */
 function replyFailed(
-  deps: SettleDeps,
+  deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
   error: RedisWriteError,
