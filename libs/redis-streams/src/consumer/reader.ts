@@ -45,8 +45,6 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
 
-export type { LoopVitals, StepResult } from './loop-vitals.js';
-
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
 

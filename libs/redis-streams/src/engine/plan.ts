@@ -32,9 +32,6 @@ export type Registration = (pattern: string, extras?: string) => string;
 /** `@StreamPattern('orders', { partitions: 4 })`: how a Nest app registers a handler. */
 export const nestRegistration: Registration = (pattern, extras) => `@StreamPattern('${pattern}'${extras ? `, ${extras}` : ''})`;
 
-/** The streams of one reader, and for a batch handler's reader its batch options. */
-export type { ReaderStreams } from '../consumer/reader.js';
-
 /** What a server reads: every stream key, what each is to the app, and who reads which. */
 export interface StreamPlan {
   streams: string[];
