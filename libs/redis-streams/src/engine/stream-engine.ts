@@ -1,15 +1,13 @@
-import { EventEmitter } from 'node:events';
 import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { decideBatch } from '../consumer/decide-batch.js';
-import type { SettledEvent } from '../consumer/settled-event.js';
 import { settle } from '../consumer/settle.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
-import { carriesCommand, redactError } from '../redact.js';
+import { redactError } from '../redact.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { consumerConnectionName } from '../redis/connection-name.js';
@@ -21,9 +19,10 @@ import { StreamCommands } from '../redis/stream-commands.js';
 import { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
-import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
-import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
+import type { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
+import { loadOtelApi } from '../telemetry/otel-api.js';
 import type { DispatchPort } from './dispatch-port.js';
+import { EngineEvents } from './engine-events.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
@@ -32,7 +31,7 @@ import { settleDepsOf } from './settle-deps.js';
 import { logStopping, settleInHand, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
-import { counted } from '../readable.js';
+import { startTelemetry } from './telemetry.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
 
@@ -42,7 +41,7 @@ const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
  * through a {@link DispatchPort}. `close()` is terminal.
  */
 export class StreamEngine {
-  private readonly events = new EventEmitter();
+  private readonly events: EngineEvents;
   private readonly status = new Subject<RedisStreamsStatus>();
   /** Connection states, then `closing` and `closed`. */
   readonly status$: Observable<RedisStreamsStatus> = this.status.asObservable();
@@ -72,6 +71,7 @@ export class StreamEngine {
     this.onCluster = isCluster(options.connection);
     this.where = describeConnection(options.connection);
     this.secrets = secretsOf(options.connection);
+    this.events = new EngineEvents(logger, this.secrets);
     this.connectionReport = new ConnectionReport(this.where, logger, options.commandTimeoutMs);
   }
 
@@ -105,12 +105,13 @@ export class StreamEngine {
       readers: () => this.readers.map((r) => ({ streams: r.loop.streams, vitals: r.loop.vitals() })),
       state: () => this.state(),
     });
-    this.telemetry = api && this.makeTelemetry(api, plan.streams);
+    const handlers = { source: () => new Map(this.readers.flatMap((r) => [...r.loop.vitals().handlers])), streams: plan.streams };
+    const telemetry = (this.telemetry = api && startTelemetry(api, options, this.probe.stats, handlers, this.logger));
     const deps = settleDepsOf(options, plan, {
       commands,
       dispatch: this.dispatch,
       logger: this.logger,
-      telemetry: this.telemetry,
+      telemetry,
       stopping: () => this.closing !== undefined,
     });
     this.readers = plan.readers.map((set) =>
@@ -125,13 +126,11 @@ export class StreamEngine {
         onLaneRetry: this.laneRetry,
         settle: (entry, source) => settle(deps, entry, source),
         decide: (entries, source) => decideBatch(deps, entries, source),
-        onSettled: (event) => this.settled(event),
-        onDeleted: (stream, ids) => {
-          this.logger.error(
-            `${counted(ids.length, 'pending entry', 'pending entries')} of "${stream}" ${ids.length === 1 ? 'was' : 'were'} deleted before ${ids.length === 1 ? 'it was' : 'they were'} acked (data loss): ${ids.join(', ')}`,
-          );
-          this.emit('deleted', stream, ids);
+        onSettled: (event) => {
+          telemetry?.settled(event);
+          this.events.settled(event);
         },
+        onDeleted: this.events.deleted,
         onCluster: this.onCluster,
         onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
         onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
@@ -188,15 +187,7 @@ export class StreamEngine {
     const retryable = isRetryable(error, this.onCluster);
     const told = this.connectionReport.notAnswering(error, retryInMs) || this.connectionReport.covers(error, retryable);
     if (!told) this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-    this.emit('error', redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
-  }
-
-  private settled(event: SettledEvent): void {
-    this.telemetry?.settled(event);
-    // Once per entry: nothing to build while nobody listens.
-    if (this.events.listenerCount('settled') === 0) return;
-    // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
-    this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, this.secrets) } : event);
+    this.events.loopFailed(redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
   }
 
   /** Every reader has its groups: the start succeeded. */
@@ -208,20 +199,7 @@ export class StreamEngine {
     );
     void warnStrays(conn, plan.strays, this.logger);
     if (this.closing) return;
-    this.hygiene = startHygiene(options, plan.streams, commands, this.logger, (stream, names) =>
-      this.emit('consumersDeleted', stream, names),
-    );
-  }
-
-  private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
-    try {
-      const source = () => new Map(this.readers.flatMap((r) => [...r.loop.vitals().handlers]));
-      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats, { source, streams });
-    } catch (err) {
-      // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
-      this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
-      return undefined;
-    }
+    this.hygiene = startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted);
   }
 
   /** See `RedisStreamsServer.health`. */
@@ -238,19 +216,8 @@ export class StreamEngine {
   }
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
-    this.events.on(event as string, callback);
+    this.events.on(event, callback);
     return this;
-  }
-
-  private emit(event: string, ...args: unknown[]): void {
-    // EventEmitter throws an 'error' nobody listens to; the loop already logged it.
-    if (this.events.listenerCount(event) === 0) return;
-    try {
-      this.events.emit(event, ...args);
-    } catch (err) {
-      // A listener's bug must not stop the loop.
-      this.logger.error(`"${event}" listener threw: ${describeError(err)}`);
-    }
   }
 
   /**
