@@ -1,26 +1,21 @@
-import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
 import { decideBatch } from '../consumer/decide-batch.js';
 import { settle } from '../consumer/settle.js';
-import { describeError } from '../describe-error.js';
-import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
+import { secretsOf } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
-import { redactError } from '../redact.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { consumerConnectionName } from '../redis/connection-name.js';
 import { closeCommandLane, openCommandLane, type CommandLane } from '../redis/command-lane.js';
-import { foldLaneStates } from '../redis/lane-state.js';
-import { ConnectionReport } from '../redis/connection-report.js';
-import { clusterNodeError, isRedirection, isRetryable } from '../redis/redis-errors.js';
 import { StreamCommands } from '../redis/stream-commands.js';
-import { RedisStreamsStatus } from '../status.js';
+import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import type { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
 import { loadOtelApi } from '../telemetry/otel-api.js';
+import { ConnectionWatch } from './connection-watch.js';
 import type { DispatchPort } from './dispatch-port.js';
 import { EngineEvents } from './engine-events.js';
 import type { RedisStreamsEvents } from './events.js';
@@ -42,12 +37,9 @@ const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
  */
 export class StreamEngine {
   private readonly events: EngineEvents;
-  private readonly status = new Subject<RedisStreamsStatus>();
+  private readonly watch: ConnectionWatch;
   /** Connection states, then `closing` and `closed`. */
-  readonly status$: Observable<RedisStreamsStatus> = this.status.asObservable();
-  private readonly onCluster: boolean;
-  private readonly where: string;
-  private readonly secrets: string[];
+  readonly status$: Observable<RedisStreamsStatus>;
   private command: CommandLane | undefined;
   private readers: Reader[] = [];
   private gate: StartupGate | undefined;
@@ -55,11 +47,8 @@ export class StreamEngine {
   /** start() was called (it may not have opened anything yet). */
   private startCalled = false;
   private hygiene: ConsumerHygiene | undefined;
-  private laneStatus: Subscription | undefined;
   private probe: HealthProbe | undefined;
   private telemetry: ConsumerTelemetry | undefined;
-  /** The connections' story in the log: one line per change of state. */
-  private readonly connectionReport: ConnectionReport;
 
   constructor(
     readonly options: Readonly<ResolvedServerOptions>,
@@ -68,34 +57,33 @@ export class StreamEngine {
     /** What ends close()'s wait early: the host's (Nest: a second SIGTERM/SIGINT; StreamConsumer: its AbortSignal). */
     private readonly interrupt: CloseInterrupt,
   ) {
-    this.onCluster = isCluster(options.connection);
-    this.where = describeConnection(options.connection);
-    this.secrets = secretsOf(options.connection);
-    this.events = new EngineEvents(logger, this.secrets);
-    this.connectionReport = new ConnectionReport(this.where, logger, options.commandTimeoutMs);
+    this.events = new EngineEvents(logger, secretsOf(options.connection));
+    this.watch = new ConnectionWatch(options, logger, this.events, () => void this.close());
+    this.status$ = this.watch.status$;
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
   async start(plan: StreamPlan): Promise<void> {
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     this.startCalled = true;
-    const { options } = this;
+    const { options, watch } = this;
     // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
     // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
     const api = options.telemetry ? await loadOtelApi() : undefined;
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const name = consumerConnectionName(options.group, options.consumer);
-    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
-    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
-    const commands = new StreamCommands(command.conn, options.group, this.onCluster, options.deadLetterRetention);
     const gate = (this.gate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
-      where: this.where,
-      secrets: this.secrets,
+      where: watch.where,
+      secrets: watch.secrets,
       readers: plan.readers.length,
       connectionsDown: () => this.readers.some((r) => !r.lanes.ready()),
-      onTimeout: (error) => this.failStart(error),
+      onTimeout: (error) => watch.failStart(gate, error),
     }));
+    const laneFailed = (_lane: string, failure: Error) => watch.laneFailed(failure, gate);
+    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
+    const command = (this.command = openCommandLane(options.connection, name, laneFailed, options.commandTimeoutMs, watch.laneRetry));
+    const commands = new StreamCommands(command.conn, options.group, watch.onCluster, options.deadLetterRetention);
     this.probe = new HealthProbe({
       group: options.group,
       consumer: options.consumer,
@@ -122,8 +110,8 @@ export class StreamEngine {
         options,
         commands,
         logger: this.logger,
-        onLaneError: this.laneFailed,
-        onLaneRetry: this.laneRetry,
+        onLaneError: laneFailed,
+        onLaneRetry: watch.laneRetry,
         settle: (entry, source) => settle(deps, entry, source),
         decide: (entries, source) => decideBatch(deps, entries, source),
         onSettled: (event) => {
@@ -131,63 +119,22 @@ export class StreamEngine {
           this.events.settled(event);
         },
         onDeleted: this.events.deleted,
-        onCluster: this.onCluster,
-        onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
+        onCluster: watch.onCluster,
+        onError: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
         onReady: (loop) => gate.readerReady(loop) && this.started(plan, command.conn, commands),
-        onStep: () => this.connectionReport.answered(),
+        onStep: watch.answered,
         started: gate.opened,
       }),
     );
-    this.followLanes();
+    watch.follow(
+      this.readers.map((r) => r.lanes.state$),
+      this.probe,
+    );
     return gate.outcome;
-  }
-
-  /** Every reader's connection states, folded, as the status and the health probe's "Redis down". */
-  private followLanes(): void {
-    this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
-      .pipe(
-        map(foldLaneStates),
-        distinctUntilChanged(),
-        tap((state) => this.connectionReport.stateChanged(state)),
-        map((state) => STATUS_OF_LANES[state]),
-        distinctUntilChanged(),
-      )
-      .subscribe((s) => {
-        this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
-        this.status.next(s);
-      });
   }
 
   private state(): RedisStreamsHealth['state'] {
     return this.closing ? 'stopped' : this.gate?.isOpen ? 'running' : 'starting';
-  }
-
-  private failStart(error: unknown): void {
-    if (this.gate?.fail(error)) void this.close();
-  }
-
-  private readonly laneFailed = (lane: string, failure: Error): void => {
-    // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
-    const nodeError = (failure as { lastNodeError?: unknown }).lastNodeError;
-    const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
-    this.gate?.laneFailed(err);
-    if (this.gate?.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(err);
-    this.connectionReport.failed(err);
-  };
-
-  private readonly laneRetry = (_lane: string, delayMs: number | undefined): void => this.connectionReport.retrying(delayMs);
-
-  private loopFailed(error: unknown, retryInMs: number): void {
-    this.gate?.loopFailed(error);
-    // ioredis updates its slot map only on redirections it follows itself (none with
-    // maxRedirections 0, and none seen on a blocking lane): a moved slot must not stay unknown.
-    if (this.onCluster && isRedirection(error)) (this.command!.conn as Cluster).refreshSlotsCache();
-    if (this.gate?.pending && !isRetryable(error, this.onCluster))
-      return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
-    const retryable = isRetryable(error, this.onCluster);
-    const told = this.connectionReport.notAnswering(error, retryInMs) || this.connectionReport.covers(error, retryable);
-    if (!told) this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-    this.events.loopFailed(redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
   }
 
   /** Every reader has its groups: the start succeeded. */
@@ -234,15 +181,13 @@ export class StreamEngine {
     if (this.readers.length === 0) {
       // Closed while start() looked for OpenTelemetry: nothing was opened, but a start was under way.
       if (this.startCalled) {
-        this.status.next(RedisStreamsStatus.CLOSING);
-        this.status.next(RedisStreamsStatus.CLOSED);
+        this.watch.closing();
+        this.watch.closed();
         this.logger.log(`consumer "${this.options.consumer}" stopped`);
       }
       return;
     }
-    // After `closing` only `closed`: the connections' own states (their ends among them) are not reported.
-    this.laneStatus?.unsubscribe();
-    this.status.next(RedisStreamsStatus.CLOSING);
+    this.watch.closing();
     const { consumer, shutdownTimeoutMs } = this.options;
     // A start that failed or was cut short ran no handler: nothing to say of what is in hand.
     if (this.gate?.isOpen)
@@ -260,7 +205,7 @@ export class StreamEngine {
       else await this.cutStart();
       this.telemetry?.dispose();
       await this.closeConnections();
-      this.status.next(RedisStreamsStatus.CLOSED);
+      this.watch.closed();
       this.logger.log(`consumer "${consumer}" stopped`);
     });
   }
