@@ -38,8 +38,8 @@ describe('batch handlers: faults around a filling batch', () => {
     await waitFor(async () => (await deliveredOf(redis, app.key('batched'))) === 3, { message: 'three entries fetched, filling' });
     expect(app.log.calls).toHaveLength(0);
     // Readers: [the single-entry reader, the batch reader]; the batch reader's blocking lane is parked (CLIENT ID on it would queue).
-    const batchLane = (app.server as unknown as { engine: { readers: { lanes: { blockingLane: { id?: number } } }[] } }).engine.readers[1]!
-      .lanes.blockingLane;
+    const batchLane = (app.server as unknown as { engine: { run: { readers: { lanes: { blockingLane: { id?: number } } }[] } } }).engine.run
+      .readers[1]!.lanes.blockingLane;
     const r = redis.client();
     expect(await r.client('KILL', 'ID', String(batchLane.id))).toBe(1);
     // Ten more: a full batch after the restart (a short one would wait its 20 s).

@@ -30,8 +30,8 @@ for (const kill of [false, true])
     const first = await r.xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.some((e) => e.id === first), { message: 'entry after the kill' });
     const lanes = (
-      app.server as unknown as { engine: { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] } }
-    ).engine.readers[0]!.lanes;
+      app.server as unknown as { engine: { run: { readers: { lanes: { prepareBlocking: (...a: unknown[]) => Promise<boolean> } }[] } } }
+    ).engine.run.readers[0]!.lanes;
     let prepares = 0;
     const orig = lanes.prepareBlocking.bind(lanes);
     lanes.prepareBlocking = (...a: unknown[]) => (prepares++, orig(...a));

@@ -69,32 +69,42 @@ export interface ReaderStreams {
   batch?: ResolvedBatchOptions | undefined;
 }
 
-/** What a reader needs from its host: every reader of one consumer shares these. */
-export interface ReaderDeps {
-  options: ResolvedServerOptions;
-  commands: StreamCommands;
+/** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */
+export interface ReaderLanes {
   /** The shared command lane (its own blocking lane is the reader's). */
   command: CommandLane;
   /** `<group>:<consumer>` (encoded: connection-name.ts), the connections' name. */
   name: string;
   /** Readers of this consumer: a lone one takes the plain name, the others their slot's. */
   readers: number;
+  onError: (lane: string, failure: Error) => void;
+  onRetry: RetryListener;
+}
+
+/** What a reader tells its host. */
+export interface ReaderReport {
+  /** An entry settled for good (ack confirmed, failure left pending, dead-lettered). */
+  settled(event: SettledEvent): void;
+  /** Pending entries found trimmed from their stream before they were acked (data loss). */
+  deleted(stream: string, ids: string[]): void;
+  /** The loop failed and restarts after `retryInMs`. */
+  failed(error: unknown, retryInMs: number): void;
+  /** This reader's groups exist, every time its loop (re)starts. */
+  ready(reader: Reader): void;
+  /** A step of the loop went through (Redis answered). */
+  stepped(): void;
+}
+
+/** What a reader needs from its host: every reader of one consumer shares these. */
+export interface ReaderDeps {
+  options: ResolvedServerOptions;
+  commands: StreamCommands;
   settler: SettlerFor;
   logger: Logger;
+  lanes: ReaderLanes;
+  report: ReaderReport;
   /** On a cluster MOVED/ASK are a moved slot, retried; on one node they say the URL names a cluster node. */
   onCluster?: boolean;
-  onLaneError: (lane: string, failure: Error) => void;
-  onLaneRetry: RetryListener;
-  /** An entry settled for good (ack confirmed, failure left pending, dead-lettered). */
-  onSettled: (event: SettledEvent) => void;
-  /** Pending entries found trimmed from their stream before they were acked (data loss). */
-  onDeleted: (stream: string, ids: string[]) => void;
-  /** The loop failed and restarts after `retryInMs`. */
-  onError: (error: unknown, retryInMs: number) => void;
-  /** This reader's groups exist, every time its loop (re)starts. */
-  onReady: (reader: Reader) => void;
-  /** A step of the loop went through (Redis answered). */
-  onStep: () => void;
   /**
    * Resolves once the consumer has started (every reader's groups exist): no handler runs
    * before, as with one reader. Default: at once.
@@ -143,12 +153,13 @@ export class Reader {
     const stop = this.stopSignal;
     const { findings } = this;
     this.streams = streams;
+    const lanes = d.lanes;
     this.lanes = new Lanes({
       connection: options.connection,
-      name: d.readers === 1 ? d.name : `${d.name}:${slotOf(streams[0]!)}${batch ? ':batch' : ''}`,
-      onError: d.onLaneError,
-      onRetry: d.onLaneRetry,
-      command: d.command,
+      name: lanes.readers === 1 ? lanes.name : `${lanes.name}:${slotOf(streams[0]!)}${batch ? ':batch' : ''}`,
+      onError: lanes.onError,
+      onRetry: lanes.onRetry,
+      command: lanes.command,
       slotKey: streams[0]!,
     });
     this.custody = new Custody({
@@ -160,8 +171,8 @@ export class Reader {
       logger,
       stop,
       findings,
-      onDeleted: d.onDeleted,
-      onSettled: d.onSettled,
+      onDeleted: (stream, ids) => d.report.deleted(stream, ids),
+      onSettled: (event) => d.report.settled(event),
     });
     const { custody } = this;
     this.acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
@@ -222,7 +233,7 @@ export class Reader {
     this.watch = new StuckWatch(this.inProgress, options.stuckEntryMs, options.consumer, logger);
     let subscription: Subscription | undefined;
     this.done = new Promise<void>((resolve) => {
-      subscription = this.run().subscribe({ next: d.onStep, complete: resolve, error: resolve });
+      subscription = this.run().subscribe({ next: () => d.report.stepped(), complete: resolve, error: resolve });
     });
     this.subscription = subscription!;
   }
@@ -300,7 +311,7 @@ export class Reader {
   /** Every step's result: the loop beats (for health); once the groups exist, the reader is ready. */
   private stepped(result: StepResult): void {
     this.vitalSigns.stepped();
-    if (result === GROUPS_READY) this.d.onReady(this);
+    if (result === GROUPS_READY) this.d.report.ready(this);
   }
 
   /** The backoff before a restart: doubling from retryInitialDelayMs for what may pass, retryMaxDelayMs for a refusal. */
@@ -309,7 +320,7 @@ export class Reader {
     const { retryInitialDelayMs, retryMaxDelayMs } = this.d.options;
     this.vitalSigns.failed(error);
     const retryInMs = isRetryable(error, this.d.onCluster) ? backoffMs(attempt, retryInitialDelayMs, retryMaxDelayMs) : retryMaxDelayMs;
-    this.d.onError(error, retryInMs);
+    this.d.report.failed(error, retryInMs);
     return timer(retryInMs).pipe(takeUntil(this.stopSignal.stopped$));
   }
 

@@ -1,64 +1,48 @@
-import { EventEmitter } from 'node:events';
-import { combineLatest, distinctUntilChanged, map, Subject, tap, type Observable, type Subscription } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { Cluster, Redis } from 'ioredis';
-import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
-import type { SettledEvent } from '../consumer/settled-event.js';
-import { describeError } from '../describe-error.js';
-import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
+import { secretsOf } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
-import { carriesCommand, redactError } from '../redact.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { consumerConnectionName } from '../redis/connection-name.js';
-import { closeCommandLane, openCommandLane, type CommandLane } from '../redis/command-lane.js';
-import { foldLaneStates } from '../redis/lane-state.js';
-import { ConnectionReport } from '../redis/connection-report.js';
-import { clusterNodeError, isRedirection, isRetryable } from '../redis/redis-errors.js';
+import { openCommandLane } from '../redis/command-lane.js';
 import { StreamCommands } from '../redis/stream-commands.js';
-import { RedisStreamsStatus } from '../status.js';
+import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
-import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
-import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
+import { loadOtelApi } from '../telemetry/otel-api.js';
+import { ConnectionWatch } from './connection-watch.js';
 import type { DispatchPort } from './dispatch-port.js';
+import { EngineEvents } from './engine-events.js';
+import { EngineRun } from './engine-run.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { Reader } from '../consumer/reader.js';
 import { settlerOf } from './settler.js';
-import { logStopping, settleInHand, untilInterrupted, type CloseInterrupt } from './shutdown.js';
+import { logStopping, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { warnStrays } from './strays.js';
-import { counted } from '../readable.js';
+import { startTelemetry } from './telemetry.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
 
 /**
  * The consumer without Nest: reads a {@link StreamPlan}'s streams (one reader per slot, one per
  * batch handler), opens its handlers only once every reader's groups exist, and calls them
- * through a {@link DispatchPort}. `close()` is terminal.
+ * through a {@link DispatchPort}. `close()` is terminal. Its parts: the events ({@link EngineEvents}), the
+ * connections' watch (status, log, what failures decide: {@link ConnectionWatch}) and what a start
+ * opened ({@link EngineRun}).
  */
 export class StreamEngine {
-  private readonly events = new EventEmitter();
-  private readonly status = new Subject<RedisStreamsStatus>();
+  private readonly events: EngineEvents;
+  private readonly watch: ConnectionWatch;
   /** Connection states, then `closing` and `closed`. */
-  readonly status$: Observable<RedisStreamsStatus> = this.status.asObservable();
-  private readonly onCluster: boolean;
-  private readonly where: string;
-  private readonly secrets: string[];
-  private command: CommandLane | undefined;
-  private readers: Reader[] = [];
-  private gate: StartupGate | undefined;
+  readonly status$: Observable<RedisStreamsStatus>;
+  /** What start() opened; undefined before, and while it looks for OpenTelemetry. */
+  private run: EngineRun | undefined;
   private closing: Promise<void> | undefined;
   /** start() was called (it may not have opened anything yet). */
   private startCalled = false;
-  private hygiene: ConsumerHygiene | undefined;
-  private laneStatus: Subscription | undefined;
-  private probe: HealthProbe | undefined;
-  private telemetry: ConsumerTelemetry | undefined;
-  /** The connections' story in the log: one line per change of state. */
-  private readonly connectionReport: ConnectionReport;
 
   constructor(
     readonly options: Readonly<ResolvedServerOptions>,
@@ -67,182 +51,104 @@ export class StreamEngine {
     /** What ends close()'s wait early: the host's (Nest: a second SIGTERM/SIGINT; StreamConsumer: its AbortSignal). */
     private readonly interrupt: CloseInterrupt,
   ) {
-    this.onCluster = isCluster(options.connection);
-    this.where = describeConnection(options.connection);
-    this.secrets = secretsOf(options.connection);
-    this.connectionReport = new ConnectionReport(this.where, logger, options.commandTimeoutMs);
+    this.events = new EngineEvents(logger, secretsOf(options.connection));
+    this.watch = new ConnectionWatch(options, logger, this.events, () => void this.close());
+    this.status$ = this.watch.status$;
   }
 
   /** Resolves once every reader's groups exist; rejects (scrubbed) with what kept it from starting. */
   async start(plan: StreamPlan): Promise<void> {
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     this.startCalled = true;
-    const { options } = this;
+    const { options, watch } = this;
     // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
     // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
     const api = options.telemetry ? await loadOtelApi() : undefined;
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const name = consumerConnectionName(options.group, options.consumer);
-    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
-    const command = (this.command = openCommandLane(options.connection, name, this.laneFailed, options.commandTimeoutMs, this.laneRetry));
-    const commands = new StreamCommands(command.conn, options.group, this.onCluster, options.deadLetterRetention);
-    const gate = (this.gate = new StartupGate({
+    // What the parts call back (a reader, the gate's deadline, a connection's error) comes once Redis answers, or
+    // fails to: after `readers` and `run` below exist.
+    const gate: StartupGate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
-      where: this.where,
-      secrets: this.secrets,
+      where: watch.where,
+      secrets: watch.secrets,
       readers: plan.readers.length,
-      connectionsDown: () => this.readers.some((r) => !r.lanes.ready()),
-      onTimeout: (error) => this.failStart(error),
-    }));
-    this.probe = new HealthProbe({
+      connectionsDown: () => readers.some((r) => !r.lanes.ready()),
+      onTimeout: (error) => watch.failStart(gate, error),
+    });
+    const laneFailed = (_lane: string, failure: Error) => watch.laneFailed(failure, gate);
+    // One command connection (on a cluster, one ioredis Cluster) serves every reader.
+    const command = openCommandLane(options.connection, name, laneFailed, options.commandTimeoutMs, watch.laneRetry);
+    const commands = new StreamCommands(command.conn, options.group, watch.onCluster, options.deadLetterRetention);
+    const probe = new HealthProbe({
       group: options.group,
       consumer: options.consumer,
       streams: plan.streams,
       commands,
       deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
-      readers: () => this.readers.map((r) => ({ streams: r.streams, vitals: r.vitals() })),
-      state: () => this.state(),
+      readers: () => readers.map((r) => ({ streams: r.streams, vitals: r.vitals() })),
+      state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
-    this.telemetry = api && this.makeTelemetry(api, plan.streams);
-    const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry: this.telemetry });
-    this.readers = plan.readers.map(
+    const handlers = { source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])), streams: plan.streams };
+    const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
+    const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
+    const readers: Reader[] = plan.readers.map(
       (set) =>
         new Reader(set, {
-          command,
-          name,
-          readers: plan.readers.length,
           options,
           commands,
-          logger: this.logger,
-          onLaneError: this.laneFailed,
-          onLaneRetry: this.laneRetry,
           settler,
-          onSettled: (event) => this.settled(event),
-          onDeleted: (stream, ids) => {
-            this.logger.error(
-              `${counted(ids.length, 'pending entry', 'pending entries')} of "${stream}" ${ids.length === 1 ? 'was' : 'were'} deleted before ${ids.length === 1 ? 'it was' : 'they were'} acked (data loss): ${ids.join(', ')}`,
-            );
-            this.emit('deleted', stream, ids);
+          logger: this.logger,
+          lanes: { command, name, readers: plan.readers.length, onError: laneFailed, onRetry: watch.laneRetry },
+          report: {
+            settled: (event) => {
+              telemetry?.settled(event);
+              this.events.settled(event);
+            },
+            deleted: this.events.deleted,
+            failed: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
+            ready: (reader) => gate.readerReady(reader) && this.started(plan, run, commands),
+            stepped: watch.answered,
           },
-          onCluster: this.onCluster,
-          onError: (error, retryInMs) => this.loopFailed(error, retryInMs),
-          onReady: (reader) => gate.readerReady(reader) && this.started(plan, command.conn, commands),
-          onStep: () => this.connectionReport.answered(),
+          onCluster: watch.onCluster,
           started: gate.opened,
         }),
     );
-    this.followLanes();
+    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry));
+    watch.follow(
+      readers.map((r) => r.lanes.state$),
+      probe,
+    );
     return gate.outcome;
   }
 
-  /** Every reader's connection states, folded, as the status and the health probe's "Redis down". */
-  private followLanes(): void {
-    this.laneStatus = combineLatest(this.readers.map((r) => r.lanes.state$))
-      .pipe(
-        map(foldLaneStates),
-        distinctUntilChanged(),
-        tap((state) => this.connectionReport.stateChanged(state)),
-        map((state) => STATUS_OF_LANES[state]),
-        distinctUntilChanged(),
-      )
-      .subscribe((s) => {
-        this.probe?.lanesReady(s === RedisStreamsStatus.CONNECTED);
-        this.status.next(s);
-      });
-  }
-
-  private state(): RedisStreamsHealth['state'] {
-    return this.closing ? 'stopped' : this.gate?.isOpen ? 'running' : 'starting';
-  }
-
-  private failStart(error: unknown): void {
-    if (this.gate?.fail(error)) void this.close();
-  }
-
-  private readonly laneFailed = (lane: string, failure: Error): void => {
-    // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
-    const nodeError = (failure as { lastNodeError?: unknown }).lastNodeError;
-    const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
-    this.gate?.laneFailed(err);
-    if (this.gate?.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(err);
-    this.connectionReport.failed(err);
-  };
-
-  private readonly laneRetry = (_lane: string, delayMs: number | undefined): void => this.connectionReport.retrying(delayMs);
-
-  private loopFailed(error: unknown, retryInMs: number): void {
-    this.gate?.loopFailed(error);
-    // ioredis updates its slot map only on redirections it follows itself (none with
-    // maxRedirections 0, and none seen on a blocking lane): a moved slot must not stay unknown.
-    if (this.onCluster && isRedirection(error)) (this.command!.conn as Cluster).refreshSlotsCache();
-    if (this.gate?.pending && !isRetryable(error, this.onCluster))
-      return this.failStart(isRedirection(error) ? clusterNodeError(error) : error);
-    const retryable = isRetryable(error, this.onCluster);
-    const told = this.connectionReport.notAnswering(error, retryInMs) || this.connectionReport.covers(error, retryable);
-    if (!told) this.logger[retryable ? 'warn' : 'error'](`consumer loop: ${describeError(error)}; retrying in ${retryInMs} ms`);
-    this.emit('error', redactError(this.connectionReport.explain(error), this.where, this.secrets), retryInMs);
-  }
-
-  private settled(event: SettledEvent): void {
-    this.telemetry?.settled(event);
-    // Once per entry: nothing to build while nobody listens.
-    if (this.events.listenerCount('settled') === 0) return;
-    // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
-    this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, this.secrets) } : event);
-  }
-
   /** Every reader has its groups: the start succeeded. */
-  private started(plan: StreamPlan, conn: RedisConnection, commands: StreamCommands): void {
+  private started(plan: StreamPlan, run: EngineRun, commands: StreamCommands): void {
     const { options } = this;
     const lanesNote = plan.readers.length > 1 ? ` (${plan.readers.length} slot lanes)` : '';
     this.logger.log(
       `consumer "${options.consumer}" of group "${options.group}" reading ${plan.streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
     );
-    void warnStrays(conn, plan.strays, this.logger);
+    void warnStrays(run.command.conn, plan.strays, this.logger);
     if (this.closing) return;
-    this.hygiene = startHygiene(options, plan.streams, commands, this.logger, (stream, names) =>
-      this.emit('consumersDeleted', stream, names),
-    );
-  }
-
-  private makeTelemetry(api: OtelApi, streams: readonly string[]): ConsumerTelemetry | undefined {
-    try {
-      const source = () => new Map(this.readers.flatMap((r) => [...r.vitals().handlers]));
-      return new ConsumerTelemetry(api, this.options.group, this.options.consumer, this.probe!.stats, { source, streams });
-    } catch (err) {
-      // The handlers wait for this: a broken SDK must cost the telemetry, never the consumer.
-      this.logger.warn(`OpenTelemetry unavailable, carrying on without it: ${describeError(err)}`);
-      return undefined;
-    }
+    run.started(startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted));
   }
 
   /** See `RedisStreamsServer.health`. */
   async health(options: { maxStatsAgeMs?: number; stats?: boolean } = {}): Promise<RedisStreamsHealth> {
-    if (this.probe) return this.probe.snapshot(options);
+    if (this.run) return this.run.probe.snapshot(options);
     const state = this.closing ? 'stopped' : 'starting';
     return { state, group: this.options.group, consumer: this.options.consumer, redisDownForMs: 0, streams: [], statsAgeMs: undefined };
   }
 
   /** `[command, blocking…]` connections; undefined before `start`. */
   connections(): [Redis | Cluster, ...Redis[]] | undefined {
-    if (!this.command) return undefined;
-    return [this.command.conn, ...this.readers.flatMap((r) => r.lanes.blockingConnection() ?? [])];
+    return this.run?.connections();
   }
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
-    this.events.on(event as string, callback);
+    this.events.on(event, callback);
     return this;
-  }
-
-  private emit(event: string, ...args: unknown[]): void {
-    // EventEmitter throws an 'error' nobody listens to; the loop already logged it.
-    if (this.events.listenerCount(event) === 0) return;
-    try {
-      this.events.emit(event, ...args);
-    } catch (err) {
-      // A listener's bug must not stop the loop.
-      this.logger.error(`"${event}" listener threw: ${describeError(err)}`);
-    }
   }
 
   /**
@@ -254,50 +160,29 @@ export class StreamEngine {
   }
 
   private async shutDown(): Promise<void> {
+    const { run } = this;
     // `start` must answer: an app closed while still starting gets an error, not silence.
-    this.gate?.fail(new Error(CLOSED_BEFORE_START));
-    if (this.readers.length === 0) {
+    run?.gate.fail(new Error(CLOSED_BEFORE_START));
+    if (!run) {
       // Closed while start() looked for OpenTelemetry: nothing was opened, but a start was under way.
       if (this.startCalled) {
-        this.status.next(RedisStreamsStatus.CLOSING);
-        this.status.next(RedisStreamsStatus.CLOSED);
+        this.watch.closing();
+        this.watch.closed();
         this.logger.log(`consumer "${this.options.consumer}" stopped`);
       }
       return;
     }
-    // After `closing` only `closed`: the connections' own states (their ends among them) are not reported.
-    this.laneStatus?.unsubscribe();
-    this.status.next(RedisStreamsStatus.CLOSING);
+    this.watch.closing();
     const { consumer, shutdownTimeoutMs } = this.options;
     // A start that failed or was cut short ran no handler: nothing to say of what is in hand.
-    if (this.gate?.isOpen)
-      logStopping(
-        this.logger,
-        this.options,
-        this.readers.flatMap((r) => r.running()),
-      );
-    // Every lane woken at once: stopping takes as long as the slowest, not their sum.
-    await Promise.all([...this.readers.map((r) => r.stop()), this.hygiene?.stop()]);
+    if (run.gate.isOpen) logStopping(this.logger, this.options, run.running());
+    await run.stop();
     // The host's interrupt (a second signal, an abort) while handlers run ends the wait; what is in hand stays pending.
-    const inHand = this.gate?.isOpen === true && this.readers.some((r) => r.inHand().length > 0);
+    const inHand = run.gate.isOpen && run.holdsEntries();
     await untilInterrupted(inHand, this.interrupt, async (interrupted) => {
-      if (this.gate?.isOpen) await Promise.all(this.readers.map((r) => settleInHand(r, shutdownTimeoutMs, interrupted, this.logger)));
-      else await this.cutStart();
-      this.telemetry?.dispose();
-      await this.closeConnections();
-      this.status.next(RedisStreamsStatus.CLOSED);
+      await run.end(shutdownTimeoutMs, interrupted, this.logger);
+      this.watch.closed();
       this.logger.log(`consumer "${consumer}" stopped`);
     });
-  }
-
-  /** Not started: nothing is in hand, and the start's commands still queued on an unready Redis (up to commandTimeoutMs) are cut. */
-  private async cutStart(): Promise<void> {
-    await this.closeConnections();
-    for (const reader of this.readers) reader.cut();
-  }
-
-  private async closeConnections(): Promise<void> {
-    await Promise.all(this.readers.map((r) => r.lanes.close()));
-    if (this.command) await closeCommandLane(this.command);
   }
 }
