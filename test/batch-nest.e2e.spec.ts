@@ -18,7 +18,7 @@ import {
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { BatchFailure, RedisStreamsContext, StreamPattern, type StreamBatchEntry } from 'nestjs-redis-streams';
 import { defer, map, retry, throwError } from 'rxjs';
-import { addOrders, BatchLog, batchController } from './support/batch-app.js';
+import { addOrders, BatchLog, batchController, CountingInterceptor } from './support/batch-app.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -75,6 +75,22 @@ async function outcomesOf(app: Awaited<ReturnType<typeof startWith>>, ids: strin
 }
 
 describe('batch handlers inside Nest', () => {
+  it('an interceptor runs once per call, not once per entry', async () => {
+    const app = await startWith(
+      // maxWaitMs: each call full (5 entries) however the reads split the 20.
+      [
+        batchController('batched', { batch: { maxSize: 5, maxWaitMs: 5_000 } }, (proto, key, d) =>
+          UseInterceptors(CountingInterceptor)(proto, key, d),
+        ),
+      ],
+      [CountingInterceptor],
+    );
+    await addOrders(redis, app.key('batched'), 20);
+    await waitFor(() => app.settled.length === 20, { message: '20 settled entries' });
+    expect(app.log.calls.map((c) => c.size)).toEqual([5, 5, 5, 5]);
+    expect(app.log.intercepted).toBe(4);
+  });
+
   it('a thrown BatchFailure fails only its entries behind an interceptor that maps results', async () => {
     const app = await startWith(
       [

@@ -163,7 +163,7 @@ describe('read-ahead', () => {
       // third read ahead); the second batch's ack reports it and the loop restarts.
       await admin.call('ACL', 'SETUSER', user, '-xack');
       const errors: string[] = [];
-      app.server.on('error', (err: unknown) => {
+      app.consumer.on('error', (err: unknown) => {
         errors.push(String(err));
         void admin.call('ACL', 'SETUSER', user, '+xack');
       });

@@ -2,28 +2,15 @@
  * One reclaim round: a batch at most over any number of streams, a failing stream that does not
  * lose what the others claimed, and trimmed entries cleared round after round.
  */
-import { Controller } from '@nestjs/common';
-import { Ctx, Payload } from '@nestjs/microservices';
-import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import { createGroup } from './support/backlog.js';
 import { pendingCount } from './support/pending.js';
-import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 const start = useApps();
-
-@Controller()
-class FanController {
-  constructor(private readonly recorder: Recorder) {}
-
-  @StreamPattern('fan', { partitions: 40 })
-  fan(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-}
 
 /** `n` entries in `key` (group g created first), delivered to `consumer` and never acked. */
 async function deadPel(key: string, n: number, consumer = 'dead'): Promise<string[]> {
@@ -59,7 +46,7 @@ describe('a reclaim round', () => {
     await idlePast(keys, 300);
     const app = await start(
       { connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 1000, minIdleMs: 300, batchSize: 4 },
-      { controllers: [FanController] },
+      { handlers: [{ pattern: 'fan', extras: { partitions: 40 } }] },
     );
     const r = redis.client();
     let fresh: Promise<string | null> | undefined;

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { CLUSTER_MODE, retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { TEST_HOST, uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
@@ -19,19 +19,23 @@ async function serverNow(): Promise<number> {
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
-/** A worker process (test/fixtures/retry-worker.mjs) that fails each entry's first try and retries after `delayMs`. */
+/** A worker process (test/fixtures/retry-worker.mjs, on the test's host) that fails each entry's first try and retries after `delayMs`. */
 async function startWorker(
   prefix: string,
   consumer: string,
   delayMs: number,
   minIdleMs: number,
 ): Promise<{ child: ChildProcess; out: () => string }> {
-  requireBuilt('libs/redis-streams/dist/esm/index.js');
+  requireBuilt(TEST_HOST === 'core' ? 'libs/redis-streams/dist/esm/core/index.js' : 'libs/redis-streams/dist/esm/index.js');
   const script = `${repoRoot}test/fixtures/retry-worker.mjs`;
-  const child = spawn(process.execPath, [script, JSON.stringify(redis.connection), prefix, consumer, String(delayMs), String(minIdleMs)], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [script, JSON.stringify(redis.connection), prefix, consumer, String(delayMs), String(minIdleMs), TEST_HOST],
+    {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));

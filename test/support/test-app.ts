@@ -2,23 +2,57 @@ import { Controller, Injectable, type INestMicroservice, type LoggerService } fr
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import {
+  BatchFailure,
+  DeadLetterException,
   REDIS_STREAMS_TRANSPORT,
   RedisStreamsContext,
   RedisStreamsServer,
   StreamPattern,
   type RedisStreamsServerOptions,
   type SettledEvent,
+  type StreamBatchEntry,
 } from 'nestjs-redis-streams';
-import { StreamConsumer, type StreamEntryContext } from 'nestjs-redis-streams/core';
+import {
+  BatchFailureError,
+  DeadLetterError,
+  StreamConsumer,
+  type StreamBatchExtras,
+  type StreamEntryContext,
+  type StreamPatternExtras,
+} from 'nestjs-redis-streams/core';
 import { randomUUID } from 'node:crypto';
+import { BatchLog, batchController } from './batch-app.js';
 
 /**
  * Which front end `startApp` builds (one suite, two hosts): `nest` (default), a Nest microservice
  * with RedisStreamsServer; `core` (TEST_HOST=core), a plain StreamConsumer with the same Recorder
- * handlers for 'orders' and 'payments'. A test of a Nest-only feature skips itself under `core`.
+ * handlers for 'orders' and 'payments' (and the same `handlers`). A test of a Nest-only feature skips
+ * itself under `core`.
  */
 export const TEST_HOST: 'nest' | 'core' = process.env.TEST_HOST === 'core' ? 'core' : 'nest';
 export const CORE_HOST = TEST_HOST === 'core';
+
+/** How the host's errors name a handler's registration: `@StreamPattern('orders')`, `handle('orders')`. */
+export const registered = (pattern: string): string => (CORE_HOST ? `handle('${pattern}')` : `@StreamPattern('${pattern}')`);
+
+/** The host's own BatchFailure: Nest's `BatchFailure` (an RpcException), core's `BatchFailureError`. */
+export function batchFailure(failures: Iterable<{ entry: StreamBatchEntry; error?: unknown }>, message?: string): Error {
+  // Under core the entries are core's BatchEntry (a StreamContext each): what BatchFailureError takes.
+  return CORE_HOST ? new BatchFailureError(failures as never, message) : new BatchFailure(failures, message);
+}
+
+/** The host's own "do not retry": Nest's `DeadLetterException`, core's `DeadLetterError`. */
+export const deadLetter = (reason: string): Error => (CORE_HOST ? new DeadLetterError(reason) : new DeadLetterException(reason));
+
+/**
+ * A handler `startApp` registers beside 'orders' and 'payments', with `@StreamPattern(pattern, extras)`
+ * (Nest) or `handle(pattern, handler, extras)` (core): with `extras.batch` a batch handler recording
+ * into `TestApp.batches`, else a single-entry one recording into `TestApp.recorder`.
+ */
+export interface TestHandler {
+  pattern: string;
+  extras?: Record<string, unknown>;
+}
 
 export interface Call {
   pattern: string;
@@ -84,6 +118,8 @@ export interface TestApp {
   /** The server or the StreamConsumer: both offer health, unwrap, on, options. */
   consumer: RedisStreamsServer | StreamConsumer;
   recorder: Recorder;
+  /** The calls of the batch handlers among `handlers`. */
+  batches: BatchLog;
   settled: SettledEvent[];
   /** Ids reported through the `deleted` event. */
   deleted: string[];
@@ -95,21 +131,43 @@ export interface TestApp {
 /** A unique key prefix, so tests sharing one Redis never see each other's streams. */
 export const uniquePrefix = (): string => `t-${randomUUID().slice(0, 8)}:`;
 
-/** Builds a microservice from the Nest testing module with our transport, and starts it. */
-export async function startApp(
-  options: RedisStreamsServerOptions,
-  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService } = {},
-): Promise<TestApp> {
+/** What `startApp` adds to the app: `handlers` on both hosts; Nest's own controllers and providers (Nest only). */
+export interface AppExtras {
+  handlers?: TestHandler[];
+  controllers?: any[];
+  providers?: any[];
+  logger?: LoggerService;
+}
+
+/** Builds a microservice from the Nest testing module with our transport (or a StreamConsumer, TEST_HOST=core), and starts it. */
+export async function startApp(options: RedisStreamsServerOptions, extra: AppExtras = {}): Promise<TestApp> {
   return CORE_HOST ? startCore(options, extra) : startNest(options, extra);
 }
 
-async function startNest(
-  options: RedisStreamsServerOptions,
-  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService },
-): Promise<TestApp> {
+/** A controller whose one method is `@StreamPattern(pattern, extras)` and records into Recorder. */
+function recordingController(pattern: string, extras: Record<string, unknown>) {
+  @Controller()
+  class C {
+    constructor(readonly recorder: Recorder) {}
+    handle(payload: unknown, ctx: RedisStreamsContext) {
+      return this.recorder.handle(payload, ctx);
+    }
+  }
+  const descriptor = Object.getOwnPropertyDescriptor(C.prototype, 'handle')!;
+  StreamPattern(pattern, extras)(C.prototype, 'handle', descriptor);
+  Payload()(C.prototype, 'handle', 0);
+  Ctx()(C.prototype, 'handle', 1);
+  return C;
+}
+
+async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): Promise<TestApp> {
+  const handlers = (extra.handlers ?? []).map(({ pattern, extras = {} }) =>
+    extras.batch ? batchController(pattern, extras) : recordingController(pattern, extras),
+  );
+  const providers = extra.providers ?? [];
   const moduleRef = await Test.createTestingModule({
-    controllers: [StreamsController, ...(extra.controllers ?? [])],
-    providers: [Recorder, ...(extra.providers ?? [])],
+    controllers: [StreamsController, ...handlers, ...(extra.controllers ?? [])],
+    providers: [Recorder, ...(providers.includes(BatchLog) ? [] : [BatchLog]), ...providers],
   }).compile();
   const server = new RedisStreamsServer(options);
   const settled: SettledEvent[] = [];
@@ -126,6 +184,7 @@ async function startNest(
     server,
     consumer: server,
     recorder: app.get(Recorder),
+    batches: app.get(BatchLog),
     settled,
     deleted,
     key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
@@ -134,17 +193,21 @@ async function startNest(
 }
 
 /** The same Recorder handlers on a StreamConsumer: no Nest module, controller or logger context. */
-async function startCore(
-  options: RedisStreamsServerOptions,
-  extra: { controllers?: any[]; providers?: any[]; logger?: LoggerService },
-): Promise<TestApp> {
+async function startCore(options: RedisStreamsServerOptions, extra: AppExtras): Promise<TestApp> {
   if (extra.controllers?.length || extra.providers?.length)
-    throw new Error('startApp: Nest controllers and providers need TEST_HOST=nest (skip this test under CORE_HOST)');
+    throw new Error('startApp: Nest controllers and providers need TEST_HOST=nest (skip this test under CORE_HOST, or use `handlers`)');
   const recorder = new Recorder();
+  const batches = new BatchLog();
   const logger = extra.logger ?? (process.env.TEST_LOGS ? undefined : false);
   const consumer = new StreamConsumer({ ...options, logger });
   consumer.handle('orders', (payload, ctx) => recorder.handle(payload, ctx));
   consumer.handle('payments', (payload, ctx) => recorder.handle(payload, ctx));
+  for (const { pattern, extras = {} } of extra.handlers ?? []) {
+    // Core's entries and batch context answer what BatchLog reads of Nest's (getId, getPattern, getSize…).
+    if (extras.batch)
+      consumer.handle(pattern, (entries, ctx) => batches.handle(entries as never, ctx as never), extras as unknown as StreamBatchExtras);
+    else consumer.handle(pattern, (payload, ctx) => recorder.handle(payload, ctx), extras as StreamPatternExtras & { batch?: undefined });
+  }
   const settled: SettledEvent[] = [];
   const deleted: string[] = [];
   consumer.on('settled', (e) => settled.push(e));
@@ -165,6 +228,7 @@ async function startCore(
       host: 'core',
       consumer,
       recorder,
+      batches,
       settled,
       deleted,
       key: (pattern = 'orders') => `${options.keyPrefix ?? ''}${pattern}`,
