@@ -1,9 +1,9 @@
 import { RpcException } from '@nestjs/microservices';
-import { DeadLetterException, type DeadLetter } from 'nestjs-redis-streams';
+import type { DeadLetter } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { CORE_HOST, deadLetter, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
 import { createGroup } from './support/backlog.js';
@@ -29,7 +29,7 @@ describe('poison entries and the dead-letter stream', () => {
     });
     app.recorder.behavior = (call) => {
       // The letter names the class and the message of what the handler threw (handler-errors.e2e covers the other kinds).
-      throw new RpcException(`boom ${call.deliveryCount}`);
+      throw CORE_HOST ? new TypeError(`boom ${call.deliveryCount}`) : new RpcException(`boom ${call.deliveryCount}`);
     };
     const id = (await redis.client().xadd(app.key(), '*', 'order_id', '13', 'status', 'cursed'))!;
     await waitFor(() => app.settled.some((e) => e.outcome === 'dead-lettered'), { message: 'the entry to be dead-lettered' });
@@ -47,7 +47,7 @@ describe('poison entries and the dead-letter stream', () => {
       deliveryCount: 3,
       fields: ['order_id', '13', 'status', 'cursed'],
     });
-    expect(dead!.error).toMatch(/handler failed on delivery 3 of 3: RpcException: boom 3/);
+    expect(dead!.error).toMatch(new RegExp(`handler failed on delivery 3 of 3: ${CORE_HOST ? 'TypeError' : 'RpcException'}: boom 3`));
     expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
@@ -94,7 +94,7 @@ describe('poison entries and the dead-letter stream', () => {
     const prefix = uniquePrefix();
     const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
     app.recorder.behavior = () => {
-      throw new DeadLetterException('unknown customer');
+      throw deadLetter('unknown customer');
     };
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the entry to be settled' });
@@ -129,7 +129,7 @@ describe('poison entries and the dead-letter stream', () => {
     });
     const r = redis.client();
     let fail!: () => void;
-    app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new DeadLetterException('late'))));
+    app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(deadLetter('late'))));
     const id = (await r.xadd(app.key(), '*', 'n', '1'))!;
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler to start' });
     // A peer takes the entry over (as after a lapsed lease) before the handler gives up.
@@ -229,7 +229,7 @@ describe('poison entries and the dead-letter stream', () => {
       deadLetterRetention: { maxLen: 3 },
     });
     byCount.recorder.behavior = () => {
-      throw new DeadLetterException('poison');
+      throw deadLetter('poison');
     };
     const admin = redis.client();
     for (let n = 0; n < 8; n++) await admin.xadd(byCount.key(), '*', 'n', String(n));

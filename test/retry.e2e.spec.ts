@@ -1,8 +1,8 @@
-import { DeadLetterException, RetryLaterException, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import type { RedisStreamsServerOptions } from 'nestjs-redis-streams';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { CLUSTER_MODE, retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps, type Call } from './support/test-app.js';
+import { deadLetter, retryLater, uniquePrefix, useApps, type Call } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
@@ -142,11 +142,7 @@ describe('retries with backoff', () => {
     const key = app.key();
     const r = redis.client();
     const tries = recordTries(app, 'g', (call) =>
-      call.payload === 'later' && call.deliveryCount === 1
-        ? new RetryLaterException(300)
-        : call.payload === 'never'
-          ? new DeadLetterException('refused')
-          : undefined,
+      call.payload === 'later' && call.deliveryCount === 1 ? retryLater(300) : call.payload === 'never' ? deadLetter('refused') : undefined,
     );
     const stop = watchDue(key, 'g', tries);
     const later = await r.xadd(key, '*', 'data', '"later"');
@@ -201,7 +197,7 @@ describe('retries with backoff', () => {
         const app = await start(options);
         app.recorder.behavior = (call) => {
           // "slow" waits a minute: still waiting when its consumer restarts.
-          if (call.deliveryCount === 1) throw call.payload === 'slow' ? new RetryLaterException(60_000) : new Error('first try fails');
+          if (call.deliveryCount === 1) throw call.payload === 'slow' ? retryLater(60_000) : new Error('first try fails');
         };
         const key = app.key();
         const quick = await admin.xadd(key, '*', 'data', '"quick"');

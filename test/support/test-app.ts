@@ -7,6 +7,7 @@ import {
   REDIS_STREAMS_TRANSPORT,
   RedisStreamsContext,
   RedisStreamsServer,
+  RetryLaterException,
   StreamPattern,
   type RedisStreamsServerOptions,
   type SettledEvent,
@@ -15,6 +16,7 @@ import {
 import {
   BatchFailureError,
   DeadLetterError,
+  RetryLaterError,
   StreamConsumer,
   type StreamBatchExtras,
   type StreamEntryContext,
@@ -43,6 +45,9 @@ export function batchFailure(failures: Iterable<{ entry: StreamBatchEntry; error
 
 /** The host's own "do not retry": Nest's `DeadLetterException`, core's `DeadLetterError`. */
 export const deadLetter = (reason: string): Error => (CORE_HOST ? new DeadLetterError(reason) : new DeadLetterException(reason));
+
+/** The host's own "retry after `ms`": Nest's `RetryLaterException`, core's `RetryLaterError`. */
+export const retryLater = (ms: number): Error => (CORE_HOST ? new RetryLaterError(ms) : new RetryLaterException(ms));
 
 /**
  * A handler `startApp` registers beside 'orders' and 'payments', with `@StreamPattern(pattern, extras)`
