@@ -3,12 +3,11 @@ import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
 import type { BatchItem } from '../consumer/decide-batch.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from '../consumer/entry-context.js';
-import type { DispatchPort } from '../engine/dispatch-port.js';
+import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { HandlerInfo } from '../engine/plan.js';
 import { STREAM_PATTERN_EXTRAS, type StreamPatternExtras } from '../options/pattern-options.js';
 import type { Serializer } from '../ports.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
-import type { StreamCommands } from '../redis/stream-commands.js';
 import type { BatchEntry } from './batch-failure-error.js';
 import { StreamBatchContext, StreamContext } from './stream-context.js';
 
@@ -58,10 +57,10 @@ export class RegisteredHandlers implements DispatchPort {
     }));
   }
 
-  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, commands: StreamCommands): Promise<unknown> {
+  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, replies: ReplySender): Promise<unknown> {
     const handler = this.handlers.get(pattern);
     // Request-response is Nest's (its ClientProxy waits for the reply): the caller is answered "no handler" at once.
-    if (entry.request) return this.answerNoHandler(entry.request, args, commands);
+    if (entry.request) return this.answerNoHandler(entry.request, args, replies);
     if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
     return call(() => handler.fn(entry.payload, new StreamContext(args)));
   }
@@ -83,11 +82,11 @@ export class RegisteredHandlers implements DispatchPort {
   private async answerNoHandler(
     request: NonNullable<DecodedEntry['request']>,
     args: EntryContextArgs,
-    commands: StreamCommands,
+    replies: ReplySender,
   ): Promise<void> {
     const fields = await encodeReply(request.correlationId, { err: NO_MESSAGE_HANDLER, isDisposed: true }, this.replies.serializer);
     try {
-      await commands.reply(request.replyTo, fields, this.replies.replyTtlMs);
+      await replies.reply(request.replyTo, fields, this.replies.replyTtlMs);
     } catch (err) {
       throw new RedisWriteError(`reply to "${request.replyTo}" for entry ${args.id} of "${args.stream}"`, err);
     }

@@ -3,9 +3,12 @@ import type { DispatchBatch } from '../consumer/decide-batch.js';
 import type { EntryContextArgs } from '../consumer/entry-context.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 
-/** How the engine calls the app's handlers: the host (the Nest adapter) builds its contexts and writes request replies. */
+/** What a host may send to Redis: a request's reply, nothing else. */
+export type ReplySender = Pick<StreamCommands, 'reply'>;
+
+/** How the engine calls the app's handlers: the host builds its contexts and writes request replies. */
 export interface DispatchPort {
-  /** One entry; see `Dispatch` in consumer/decide.ts. Replies go through `commands`. */
-  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, commands: StreamCommands): Promise<unknown>;
+  /** One entry; see `Dispatch` in consumer/decide.ts. A request's reply goes through `replies`. */
+  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, replies: ReplySender): Promise<unknown>;
   dispatchBatch: DispatchBatch;
 }

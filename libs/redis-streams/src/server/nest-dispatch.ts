@@ -7,10 +7,9 @@ import { encodeReply, UnserializableResult } from '../codec/reply-codec.js';
 import type { BatchItem } from '../consumer/decide-batch.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from '../consumer/entry-context.js';
 import { RedisStreamsContext } from '../context.js';
-import type { DispatchPort } from '../engine/dispatch-port.js';
+import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { Logger, Serializer, WritePacket } from '../ports.js';
 import { RedisWriteError } from '../redis/redis-errors.js';
-import type { StreamCommands } from '../redis/stream-commands.js';
 import { keepNestLogFor, originalError, rememberOriginalErrors } from './original-errors.js';
 import { writeReplies } from './reply-writer.js';
 
@@ -74,7 +73,7 @@ export class NestDispatch implements DispatchPort {
    * Requests (`send`): the handler's values and errors (a value the serializer refuses is
    * one) are written to the caller's reply stream; only a reply Redis refused rejects.
    */
-  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, commands: StreamCommands): Promise<unknown> {
+  dispatch(pattern: string, entry: DecodedEntry, args: EntryContextArgs, replies: ReplySender): Promise<unknown> {
     // Patterns are stream keys, already normalized: a direct lookup (Nest's getHandlerByPattern
     // first tries JSON.parse, which throws for every plain key: a quarter of the drain's CPU).
     const handler = this.server.messageHandlers.get(pattern);
@@ -94,7 +93,7 @@ export class NestDispatch implements DispatchPort {
         throw err;
       });
       try {
-        await commands.reply(request.replyTo, fields, this.options.replyTtlMs);
+        await replies.reply(request.replyTo, fields, this.options.replyTtlMs);
       } catch (err) {
         throw new RedisWriteError(`reply to "${request.replyTo}" for entry ${args.id} of "${args.stream}"`, err);
       }
