@@ -3,6 +3,7 @@ import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
+import { ReportCommands } from '../redis/report-commands.js';
 import { UsageError } from './cli-connection.js';
 
 /** Fields every letter the library writes carries (codec/dead-letter-codec.ts). */
@@ -26,9 +27,9 @@ export async function requireDeadLetterStream(
   how: { destructive: boolean; custom: boolean },
 ): Promise<void> {
   if (how.custom || deadLetterSources(key).length > 0) return;
-  const [oldest] = await redis.xrange(key, '-', '+', 'COUNT', 1);
+  const oldest = await new ReportCommands(redis).oldestFields(key);
   if (!oldest) return;
-  const fields = fieldsToRecord(oldest[1]);
+  const fields = fieldsToRecord(oldest);
   if (!how.destructive && LETTER_FIELDS.every((f) => fields[f] !== undefined)) return;
   const [found] = await dlq.find(key);
   const content = how.destructive ? '' : ` and its oldest entry lacks the fields of a dead letter (${LETTER_FIELDS.join(', ')})`;

@@ -3,8 +3,8 @@ import { describeError } from '../describe-error.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { connectedConsumers } from '../redis/connected-consumers.js';
-import { parsePendingDetail, type PendingRow } from '../redis/replies.js';
+import type { PendingRow } from '../redis/replies.js';
+import { ReportCommands } from '../redis/report-commands.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
@@ -40,12 +40,12 @@ export async function runPending(
   const group = values.group!;
   const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms'] ?? '30000');
   if (sub === 'dead-letter' && values.to !== undefined) requireDeadLetterTarget(values.to, values['custom-dlq']);
-  const row = await pendingRow(redis, stream, group, id);
-  if (sub !== 'peek' && !values.force) await requireOwnerGone(redis, group, id, row.consumer);
+  const reports = new ReportCommands(redis);
+  const row = await pendingRow(reports, stream, group, id);
+  if (sub !== 'peek' && !values.force) await requireOwnerGone(reports, group, id, row.consumer);
   const commands = new StreamCommands(redis, group);
   if (sub === 'peek') {
-    const [entry] = await redis.xrange(stream, id, id);
-    const fields = entry ? entry[1] : null;
+    const fields = await reports.entryFields(stream, id);
     if (values.json)
       io.out(safeJson({ stream, group, id, owner: row.consumer, idleMs: row.idleMs, deliveries: row.deliveryCount, fields }));
     else {
@@ -64,11 +64,12 @@ export async function runPending(
     );
     return 0;
   }
-  return deadLetterByHand(redis, commands, stream, group, id, row, values, io);
+  return deadLetterByHand(redis, reports, commands, stream, group, id, row, values, io);
 }
 
 async function deadLetterByHand(
   redis: RedisConnection,
+  reports: ReportCommands,
   commands: StreamCommands,
   stream: string,
   group: string,
@@ -77,8 +78,8 @@ async function deadLetterByHand(
   values: PendingFlags,
   io: CliIo,
 ): Promise<number> {
-  const [entry] = await redis.xrange(stream, id, id);
-  if (!entry && !values.force)
+  const fields = await reports.entryFields(stream, id);
+  if (fields === null && !values.force)
     throw new Error(
       `${id} is no longer in the stream (trimmed or deleted): its dead letter would carry no fields; add --force to write it anyway`,
     );
@@ -116,8 +117,8 @@ export function requirePendingArgs(sub: string | undefined, stream: string | und
 }
 
 /** Refuses to move an entry its owner may still be handling: a connection of it is open (connected-consumers.ts). */
-async function requireOwnerGone(redis: RedisConnection, group: string, id: string, owner: string): Promise<void> {
-  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+async function requireOwnerGone(reports: ReportCommands, group: string, id: string, owner: string): Promise<void> {
+  const connected = await reports.connectedConsumers(group).catch((err: unknown) => {
     throw new Error(
       `cannot tell whether "${e(owner)}" still handles ${id} (CLIENT LIST failed: ${describeError(err)}); add --force to go on`,
       {
@@ -131,8 +132,8 @@ async function requireOwnerGone(redis: RedisConnection, group: string, id: strin
     );
 }
 
-async function pendingRow(redis: RedisConnection, stream: string, group: string, id: string): Promise<PendingRow & { idleMs: number }> {
-  const row = parsePendingDetail(id, await redis.xpending(stream, group, id, id, 1));
+async function pendingRow(reports: ReportCommands, stream: string, group: string, id: string): Promise<PendingRow & { idleMs: number }> {
+  const row = await reports.pendingEntry(stream, group, id);
   if (!row) throw new Error(`${id} is not pending in group "${e(group)}" of "${e(stream)}"`);
   return row;
 }

@@ -7,8 +7,7 @@ import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js'
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { parseGroupRows } from '../redis/info-replies.js';
-import { parsePendingRows } from '../redis/replies.js';
+import { ReportCommands } from '../redis/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { globToRegExp } from './key-scope.js';
@@ -79,6 +78,7 @@ const REASON_BYTES = 2_000;
 /** What the dashboard reads: bounded commands only (dashboard-commands.ts), scoped to `match`. */
 export class DashboardData {
   private readonly commands: DashboardCommands;
+  private readonly reports: ReportCommands;
   private readonly history = new RateHistory<ReturnType<typeof asReport>>();
   private readonly scope: RegExp;
   private keys: { at: number; work: string[]; dead: string[]; nodes: Map<string, string> | undefined } | undefined;
@@ -89,6 +89,7 @@ export class DashboardData {
     private readonly options: { match: string; minIdleMs: number; pageSize: number },
   ) {
     this.commands = new DashboardCommands(redis);
+    this.reports = new ReportCommands(redis);
     this.scope = globToRegExp(options.match);
   }
 
@@ -102,11 +103,11 @@ export class DashboardData {
    * is missing or no stream is not one; any other failure (NOPERM, no answer) is the request's.
    */
   async hasGroups(stream: string): Promise<boolean> {
-    const rows = await this.redis.xinfo('GROUPS', stream).catch((err: unknown) => {
+    const groups = await this.reports.groups(stream).catch((err: unknown) => {
       if (isNoSuchKey(err) || isWrongType(err)) return [];
       throw err;
     });
-    return parseGroupRows(rows).length > 0;
+    return groups.length > 0;
   }
 
   overview(page = 0): Promise<Overview> {
@@ -139,10 +140,9 @@ export class DashboardData {
   }
 
   async pending(stream: string, group: string, after: string | undefined, count: number): Promise<PendingPage> {
-    const raw = (await this.redis.xpending(stream, group, after === undefined ? '-' : `(${after}`, '+', count)) as unknown[];
-    const rows = parsePendingRows(raw).map((row, i) => ({ ...row, consumer: String((raw[i] as unknown[])[1]) }));
+    const rows = await this.reports.pendingPage(stream, group, after === undefined ? '-' : `(${after}`, count);
     const view = await readRetryView(
-      this.redis,
+      this.reports,
       stream,
       group,
       rows.map((r) => r.id),
@@ -233,7 +233,7 @@ export class DashboardData {
         });
         const retries = new Map<string, RetryCounts>();
         for (const g of s.groups) {
-          const view = await readRetryView(this.redis, s.stream, g.name, []);
+          const view = await readRetryView(this.reports, s.stream, g.name, []);
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
         }
         const report = asReport(s, connected, dead, retries);

@@ -1,7 +1,5 @@
 import { describeError } from '../describe-error.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { parseScores, parseTimeMs } from '../redis/replies.js';
-import { retryKeyOf } from '../redis/retry-key.js';
+import type { ReportCommands, RetryRecords } from '../redis/report-commands.js';
 
 /**
  * What a pending entry waits for: its retry (a record in the retry set, due later or already due),
@@ -23,30 +21,16 @@ export interface PendingEntryReport {
 }
 
 /** The group's retry set as read for the entries shown: each id's due time (null: no record), counts, or why it could not be read. */
-export type RetryView =
-  { known: true; now: number; dueAt: Map<string, number | null>; waitingCount: number; dueCount: number } | { known: false; error: string };
-
-/** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
-const SCORES_PER_CALL = 1000;
+export type RetryView = ({ known: true } & RetryRecords) | { known: false; error: string };
 
 /**
- * Reads the retry records of `ids` (ZMSCORE, never the whole set), Redis' clock and how many
- * records are not yet due / past due (ZCOUNT, O(log n)). A missing set is no retries. A refusal
- * (NOPERM without `+zmscore +zcount +time`, WRONGTYPE) is reported, not thrown: inspect goes on.
+ * Reads the retry records of `ids` (see ReportCommands.retryRecords: ZMSCORE, never the whole set),
+ * Redis' clock and how many records are not yet due / past due. A missing set is no retries. A
+ * refusal (NOPERM without `+zmscore +zcount +time`, WRONGTYPE) is reported, not thrown: inspect goes on.
  */
-export async function readRetryView(redis: RedisConnection, stream: string, group: string, ids: readonly string[]): Promise<RetryView> {
-  const key = retryKeyOf(stream, group, (redis as { isCluster?: boolean }).isCluster === true);
+export async function readRetryView(reports: ReportCommands, stream: string, group: string, ids: readonly string[]): Promise<RetryView> {
   try {
-    // Any node's clock on a cluster (TIME has no key); the records were written on the slot master's.
-    const now = parseTimeMs(await redis.call('TIME'));
-    const dueAt = new Map<string, number | null>();
-    for (let i = 0; i < ids.length; i += SCORES_PER_CALL) {
-      const chunk = ids.slice(i, i + SCORES_PER_CALL);
-      parseScores(await redis.call('ZMSCORE', key, ...chunk), chunk.length).forEach((score, j) => dueAt.set(chunk[j]!, score));
-    }
-    const waitingCount = Number(await redis.zcount(key, `(${now}`, '+inf'));
-    const dueCount = Number(await redis.zcount(key, '-inf', now));
-    return { known: true, now, dueAt, waitingCount, dueCount };
+    return { known: true, ...(await reports.retryRecords(stream, group, ids)) };
   } catch (err) {
     // A refusal, or a node that does not answer (TIME goes to any node of a cluster, maybe one just failed
     // over): the retry state is unknown, and inspect goes on with the rest.

@@ -1,12 +1,8 @@
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { groupFigures } from '../redis/group-lag.js';
-import { connectedConsumers } from '../redis/connected-consumers.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
-import { parseConsumerRows, parseGroupRows, parseInfoRecord } from '../redis/info-replies.js';
-import { parsePendingRows } from '../redis/replies.js';
-import { scanStreamKeys } from '../redis/stream-keys.js';
+import { ReportCommands } from '../redis/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
 
@@ -73,10 +69,11 @@ export async function inspectStreams(
   entriesShown = 10,
 ): Promise<StreamReport[]> {
   const dlq = new DeadLetters(redis);
+  const commands = new ReportCommands(redis);
   const reports: StreamReport[] = [];
   for (const stream of streams) {
     // Every failure names its stream. One gone (or no longer a stream) since the SCAN found it is left out.
-    const report = await streamReport(redis, dlq, stream, group, now, entriesShown).catch((err: unknown) => {
+    const report = await streamReport(commands, dlq, stream, group, now, entriesShown).catch((err: unknown) => {
       if (isNoSuchKey(err)) {
         if (skipMissing) return null;
         throw new Error(`no stream "${stream}"`, { cause: err });
@@ -91,20 +88,20 @@ export async function inspectStreams(
 
 /** One stream's report: its length and ids, its groups (or `group` alone) with their consumers, its dead letters. */
 async function streamReport(
-  redis: RedisConnection,
+  commands: ReportCommands,
   dlq: DeadLetters,
   stream: string,
   group: string | undefined,
   now: number,
   entriesShown: number,
 ): Promise<StreamReport> {
-  const info = parseInfoRecord(await redis.xinfo('STREAM', stream));
+  const info = await commands.streamInfo(stream);
   const groups: GroupReport[] = [];
-  for (const g of parseGroupRows(await redis.xinfo('GROUPS', stream))) {
+  for (const g of await commands.groups(stream)) {
     const name = g.name;
     if (group !== undefined && name !== group) continue;
-    const { consumers, retries } = await consumerReports(redis, stream, name, now, entriesShown);
-    const { lag } = await groupFigures(redis, stream, g);
+    const { consumers, retries } = await consumerReports(commands, stream, name, now, entriesShown);
+    const { lag } = await commands.groupFigures(stream, g);
     groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
   }
   const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);
@@ -142,22 +139,22 @@ async function deadLetterFigures(
 
 /** Per consumer of `group`: pending, idle figures, connection, its oldest pending entries and what each waits for. */
 async function consumerReports(
-  redis: RedisConnection,
+  commands: ReportCommands,
   stream: string,
   group: string,
   now: number,
   entriesShown: number,
 ): Promise<{ consumers: ConsumerReport[]; retries: Pick<GroupReport, 'retryWaiting' | 'retryDue' | 'retryStateError'> }> {
-  const connected = await connectedConsumers(redis, group).catch((err: unknown) => {
+  const connected = await commands.connectedConsumers(group).catch((err: unknown) => {
     // No +client|list, or a cluster node's connection closed by a failover just now: connections unknown.
     if (isErrorReply(err) || isConnectionLoss(err)) return null;
     throw err;
   });
   const rows = [];
-  for (const c of parseConsumerRows(await redis.xinfo('CONSUMERS', stream, group)))
-    rows.push({ c, pending: c.pending > 0 ? parsePendingRows(await redis.xpending(stream, group, '-', '+', entriesShown, c.name)) : [] });
+  for (const c of await commands.consumers(stream, group))
+    rows.push({ c, pending: c.pending > 0 ? await commands.pendingOf(stream, group, c.name, entriesShown) : [] });
   const view = await readRetryView(
-    redis,
+    commands,
     stream,
     group,
     rows.flatMap((r) => r.pending.map((p) => p.id)),
@@ -185,16 +182,17 @@ async function consumerReports(
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */
 export async function findStreams(redis: RedisConnection, pattern: string): Promise<string[]> {
-  const keys = await scanStreamKeys(redis, pattern);
+  const commands = new ReportCommands(redis);
+  const keys = await commands.streamKeys(pattern);
   const withGroups: string[] = [];
   for (const key of [...keys.keys()].sort()) {
     // Deleted or replaced since the SCAN saw it: not a stream any more. Any other failure (NOPERM, no answer) is one:
     // a stream left out would read as a stream that has no group.
-    const rows = await redis.xinfo('GROUPS', key).catch((err: unknown) => {
+    const groups = await commands.groups(key).catch((err: unknown) => {
       if (isNoSuchKey(err) || isWrongType(err)) return []; // no longer a stream
       throw new Error(`"${e(key)}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     });
-    if (parseGroupRows(rows).length > 0) withGroups.push(key);
+    if (groups.length > 0) withGroups.push(key);
   }
   return withGroups;
 }

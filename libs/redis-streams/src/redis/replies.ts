@@ -159,6 +159,11 @@ export function parsePendingRows(reply: unknown): { id: string; idleMs: number; 
   });
 }
 
+/** The rows of `XPENDING key group start + N` (every consumer's), oldest first: {@link parsePendingRows}' figures and each entry's owner. */
+export function parsePendingPage(reply: unknown): { id: string; idleMs: number; deliveries: number; consumer: string }[] {
+  return parsePendingRows(reply).map((row, i) => ({ ...row, consumer: String(((reply as unknown[])[i] as unknown[])[1]) }));
+}
+
 /** A TIME reply as ms (Redis' clock, the one retry due times are on). */
 export function parseTimeMs(reply: unknown): number {
   if (!Array.isArray(reply) || reply.length !== 2) throw new ReplyShapeError('TIME', reply);
