@@ -121,6 +121,14 @@ module.exports = {
       from: { path: SRC, pathNot: [LAYER.nest, LAYER.entry] },
       to: { path: '(^|node_modules/)@nestjs/' },
     },
+    {
+      name: 'redis-commands-only-in-redis',
+      comment:
+        'Every command to Redis is sent from redis/: nothing else imports ioredis but for its types (a Redis | Cluster in a signature).',
+      severity: 'error',
+      from: { path: SRC, pathNot: LAYER.redis },
+      to: { path: '(^|node_modules/)ioredis/', dependencyTypesNot: ['type-only'] },
+    },
     ...layerRules,
   ],
   options: {

@@ -129,7 +129,7 @@ export class StreamEngine {
     this.logger.log(
       `consumer "${options.consumer}" of group "${options.group}" reading ${plan.streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
     );
-    void warnStrays(run.command.conn, plan.strays, this.logger);
+    void warnStrays(commands, plan.strays, this.logger);
     if (this.closing) return;
     run.started(startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted));
   }

@@ -187,6 +187,11 @@ export class StreamCommands {
     }
   }
 
+  /** A stream's length: 0 when it does not exist, or when Redis cannot say (for a warning, never a decision). */
+  async streamLength(key: string): Promise<number> {
+    return this.conn.xlen(key).catch(() => 0);
+  }
+
   /** PING: is the server answering at all? */
   async ping(): Promise<void> {
     await this.conn.ping();
