@@ -31,6 +31,35 @@ function logger() {
 const idleOf = async (key: string) => new Map((await pendingRows(redis, key)).map(([id, consumer, idle]) => [id, { consumer, idle }]));
 
 describe('Lease: renewal', () => {
+  it('a renewal that fails after clear() (its reader restarted or ended) is not reported: nothing is logged after close()', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const [entry] = await heldByC(key, 1);
+    const log = logger();
+    const conn = redis.newClient();
+    const admin = redis.client();
+    const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 20, log);
+    lease.hold([entry!]);
+    // Writes paused: the next renewal (a script) waits at the server, as on a frozen Redis at close().
+    await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    const renewing = lease.renewals$.subscribe();
+    try {
+      // Sent and unanswered: ioredis keeps it in its queue of commands awaiting a reply.
+      await waitFor(() => (conn as unknown as { commandQueue: { length: number } }).commandQueue.length > 0, {
+        message: 'a renewal waiting at the server',
+      });
+      lease.clear();
+      renewing.unsubscribe();
+      // The connection closed under it (close()'s QUIT): the renewal fails after its reader ended.
+      conn.disconnect();
+      await waitFor(() => conn.status === 'end', { message: 'the connection closed' });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(log.warnings).toEqual([]);
+    } finally {
+      renewing.unsubscribe();
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+  });
+
   it('resets the idle time of what it holds, and reports as lost only what a peer took that this consumer had not settled', async () => {
     const key = `${uniquePrefix()}orders`;
     const [taken, acking, deadLettering, kept] = await heldByC(key, 4);

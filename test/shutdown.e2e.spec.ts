@@ -163,6 +163,9 @@ describe('shutdown at settle points', () => {
     await app.close();
     const settledAtClose = app.settled.length;
     const linesAtClose = logs.lines.length;
+    // Abandoned: nothing is this consumer's any more, its health says so throughout (no handler in hand, none stuck).
+    const after = await app.consumer.health({ stats: false });
+    expect(after.streams.map((s) => [s.inHand, s.oldestInHand, s.stuckEntries])).toEqual(after.streams.map(() => [0, undefined, 0]));
     // Two in hand (abandoned, still pending); the two not started and the read-ahead batch handed back.
     const pending = (await r.xpending(key, 'g', '-', '+', 20)) as [string, string, number, number][];
     const inHand = new Set(app.recorder.idsOf());

@@ -213,6 +213,12 @@ export class Custody {
     return this.lease.handBackIds(unstarted, idleMs);
   }
 
+  /** The reader's work is over (its last ack confirmed, or torn down): what is still out may fail quietly. */
+  end(): void {
+    this.audit.pause();
+    this.lease.clear();
+  }
+
   /** Ids held, by stream. */
   heldIds(): Map<string, string[]> {
     return this.lease.heldIds();

@@ -202,6 +202,8 @@ export class Lease {
         }
         if (lost.length > 0) this.onLost(stream, lost);
       } catch (err) {
+        // Cleared meanwhile (a restart, the reader's end): its failure is nobody's news, and may come after close().
+        if (epoch !== this.epoch) return;
         this.logger.warn(`lease renewal on "${stream}" failed: ${describeError(err)}`);
       }
     }

@@ -59,7 +59,12 @@ export class PendingAudit {
   readonly upkeep$: Observable<never> = merge(
     defer(() => interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))).pipe(
       filter(() => this.active),
-      exhaustMap(() => this.checkOwed().catch((err: unknown) => this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`))),
+      exhaustMap(() =>
+        this.checkOwed().catch((err: unknown) => {
+          // Paused meanwhile (a restart, the reader's end): not news, and may come after close().
+          if (this.active) this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
+        }),
+      ),
     ),
     this.due.due$.pipe(tap(() => this.d.onDue())),
   ).pipe(ignoreElements());
@@ -165,9 +170,10 @@ export class PendingAudit {
       count: entry.deliveryCount,
     }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
-      this.d.logger.warn(
-        `could not check ${counted(items.length, 'entry', 'entries')} in hand on "${stream}" that the lease found gone: ${describeError(err)}`,
-      );
+      if (this.active)
+        this.d.logger.warn(
+          `could not check ${counted(items.length, 'entry', 'entries')} in hand on "${stream}" that the lease found gone: ${describeError(err)}`,
+        );
       return undefined;
     });
     if (result === undefined) return;

@@ -266,7 +266,10 @@ export class Reader {
     return work$.pipe(
       connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),
       map((result) => result.fetched),
-      finalize(() => this.custody.flushLeft()),
+      finalize(() => {
+        this.custody.flushLeft();
+        this.custody.end();
+      }),
     );
   }
 
@@ -293,6 +296,8 @@ export class Reader {
   async abandon(): Promise<boolean> {
     this.stopSignal.stop('abandoned');
     const begun = [...this.inProgress].flatMap((batch) => batch.entries.slice(0, batch.next));
+    // Their handlers may still run, but none is this reader's any more: health and the stuck-entry log forget them.
+    this.inProgress.clear();
     // Best effort, bounded: a paused server must not hold close(); unreturned, they come back after minIdleMs.
     return within(this.custody.abandon(begun, this.d.options.minIdleMs), HAND_BACK_WITHIN_MS, false);
   }
