@@ -33,7 +33,7 @@ import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import { AckPipeline } from './ack-pipeline.js';
 import type { BatchProgress } from './batch-progress.js';
-import { settleBatch, type SettleFetched } from './batch-settler.js';
+import { settleBatch, type BatchSettlerDeps, type SettleFetched } from './batch-settler.js';
 import { Custody } from './custody.js';
 import { GroupKeeper } from './group-keeper.js';
 import { LoopFindings } from './loop-findings.js';
@@ -177,23 +177,19 @@ export class Reader {
     const { custody } = this;
     this.acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
     const settler = d.settler(stop);
-    const settle: SettleFetched = (entries, source, inHand = 0) =>
-      settleBatch(
-        {
-          custody,
-          acks: this.acks,
-          settle: (entry, from) => settler.one(entry, from),
-          batchHandler: batch && { maxSize: batch.maxSize, decide: (chunk, from) => settler.batch(chunk, from) },
-          concurrency: options.concurrency,
-          handBackIdleMs: options.minIdleMs,
-          stop,
-          inProgress: this.inProgress,
-          logger,
-        },
-        entries,
-        source,
-        inHand,
-      );
+    // Built once: settleBatch runs per fetched batch (the drain's hot path).
+    const batchDeps: BatchSettlerDeps = {
+      custody,
+      acks: this.acks,
+      settle: settler.one,
+      batchHandler: batch && { maxSize: batch.maxSize, decide: settler.batch },
+      concurrency: options.concurrency,
+      handBackIdleMs: options.minIdleMs,
+      stop,
+      inProgress: this.inProgress,
+      logger,
+    };
+    const settle: SettleFetched = (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand);
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
     const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
