@@ -81,7 +81,7 @@ describe('npm run demo -- --cluster', () => {
   };
   /** The node ports of the throwaway cluster the demo reported starting. */
   const clusterPorts = (output: string): number[] => {
-    const ports = /local cluster: starting 6 (?:redis|valkey)-server nodes on 127\.0\.0\.1 ports ([\d, ]+)/.exec(output)?.[1];
+    const ports = /local cluster: starting 6 (?:redis|valkey)\d*-server nodes on 127\.0\.0\.1 ports ([\d, ]+)/.exec(output)?.[1];
     expect(ports, output).toBeDefined();
     return ports!.split(', ').map(Number);
   };
