@@ -5,7 +5,7 @@ import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
-import type { DispatchPort } from './dispatch-port.js';
+import type { DispatchPort, ReplySender } from './dispatch-port.js';
 import type { StreamPlan } from './plan.js';
 
 /**
@@ -24,9 +24,11 @@ export function settlerOf(
   },
 ): SettlerFor {
   const { commands, dispatch } = parts;
+  // The host gets reply() alone, not the commands object a cast would open.
+  const replies: ReplySender = { reply: (replyTo, fields, ttlMs) => commands.reply(replyTo, fields, ttlMs) };
   const shared: BatchDecideDeps = {
     commands,
-    dispatch: (pattern, entry, args) => dispatch.dispatch(pattern, entry, args, commands),
+    dispatch: (pattern, entry, args) => dispatch.dispatch(pattern, entry, args, replies),
     dispatchBatch: (pattern, items, args) => dispatch.dispatchBatch(pattern, items, args),
     originOf: (stream) => plan.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
     deserializer: options.deserializer,
