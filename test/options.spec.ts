@@ -53,6 +53,7 @@ describe('options', () => {
     [{ consumer: '  ' }, 'consumer'],
     [{ groupStartId: '>' }, 'groupStartId'],
     [{ readAhead: 'yes' }, 'readAhead'],
+    [{ newerCommands: 'no' }, 'newerCommands'],
     [{ deadLetterRetention: {} }, 'deadLetterRetention'],
     [{ deadLetterRetention: { maxLen: 0 } }, 'deadLetterRetention.maxLen'],
     [{ deadLetterRetention: { maxLen: 10, maxAgeMs: 60_000 } }, 'deadLetterRetention'],

@@ -7,6 +7,7 @@ import { counted } from '../readable.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { Custody } from './custody.js';
 import type { LoopFindings } from './loop-findings.js';
+import type { ServerOffer } from './server-offer.js';
 import type { StopSignal } from './stop-signal.js';
 
 /** What keeping a reader's groups reads and changes. */
@@ -18,11 +19,13 @@ export interface GroupKeeperDeps {
   /** Where a group created for the first time starts. */
   groupStartId: string;
   logger: Logger;
-  commands: Pick<StreamCommands, 'serverVersion' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup'>;
+  commands: Pick<StreamCommands, 'serverFeatures' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup'>;
   custody: Pick<Custody, 'restart' | 'resume' | 'highestOf' | 'forget' | 'owed' | 'keepOwned' | 'takeUntracked' | 'explainShortAck'>;
   acks: Pick<AckPipeline, 'flush'>;
   /** What the acks and the audit found since the last check. */
   findings: LoopFindings;
+  /** Where the server's features found at each (re)start are kept. */
+  offer: Pick<ServerOffer, 'record'>;
 }
 
 /** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
@@ -108,13 +111,17 @@ export class GroupKeeper {
     throw new GroupLostError([...findings.lossSeen]);
   }
 
+  /** The server is one this package runs on; what it offers of the newer stream commands, kept (a change logged). */
   private async checkServer(): Promise<void> {
-    const { major, minor, server } = await this.d.commands.serverVersion();
+    const features = await this.d.commands.serverFeatures();
+    const { major, minor, server } = features;
     if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
       throw new UnsupportedServerError(
         `needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`,
       );
     }
+    const changed = this.d.offer.record(features);
+    if (changed) this.d.logger.warn(`the server changed since the last start (a failover?): ${changed}`);
   }
 
   private async ensureGroup(stream: string, held: readonly string[]): Promise<void> {

@@ -36,6 +36,8 @@ import type { BatchProgress } from './batch-progress.js';
 import { settleBatch, type BatchSettlerDeps, type SettleFetched } from './batch-settler.js';
 import { Custody } from './custody.js';
 import { GroupKeeper } from './group-keeper.js';
+import { ServerOffer } from './server-offer.js';
+import type { ServerFeatures } from '../redis/server-features.js';
 import { LoopFindings } from './loop-findings.js';
 import { VitalSigns, type LoopVitals, type StepResult } from './loop-vitals.js';
 import { Parker } from './parker.js';
@@ -135,6 +137,8 @@ export class Reader {
   private readonly custody: Custody;
   private readonly acks: AckPipeline;
   private readonly findings = new LoopFindings();
+  /** What the server offers of the newer stream commands, found at each (re)start. */
+  private readonly offer: ServerOffer;
   /** Batches being settled, and how far each got (what abandon hands back). */
   private readonly inProgress = new Set<BatchProgress>();
   private readonly keeper: GroupKeeper;
@@ -153,6 +157,7 @@ export class Reader {
     const stop = this.stopSignal;
     const { findings } = this;
     this.streams = streams;
+    const offer = (this.offer = new ServerOffer(options.newerCommands));
     const lanes = d.lanes;
     this.lanes = new Lanes({
       connection: options.connection,
@@ -222,6 +227,7 @@ export class Reader {
         custody,
         acks: this.acks,
         findings,
+        offer,
       },
       this.parker,
     );
@@ -267,6 +273,11 @@ export class Reader {
         this.custody.end();
       }),
     );
+  }
+
+  /** What the server offered at the last (re)start; undefined before the first. */
+  get features(): ServerFeatures | undefined {
+    return this.offer.features;
   }
 
   vitals(): LoopVitals {

@@ -5,6 +5,7 @@ import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import { consumerConnectionName } from '../redis/connection-name.js';
 import { openCommandLane } from '../redis/command-lane.js';
+import { describeFeatures } from '../redis/server-features.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
@@ -86,7 +87,7 @@ export class StreamEngine {
       streams: plan.streams,
       commands,
       deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
-      readers: () => readers.map((r) => ({ streams: r.streams, vitals: r.vitals() })),
+      readers: () => readers.map((r) => ({ streams: r.streams, vitals: r.vitals(), features: r.features })),
       state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
     const handlers = { source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])), streams: plan.streams };
@@ -129,6 +130,8 @@ export class StreamEngine {
     this.logger.log(
       `consumer "${options.consumer}" of group "${options.group}" reading ${plan.streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
     );
+    const features = run.readers.map((r) => r.features).find((f) => f !== undefined);
+    if (features) this.logger.log(describeFeatures(features));
     void warnStrays(commands, plan.strays, this.logger);
     if (this.closing) return;
     run.started(startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted));

@@ -1,3 +1,4 @@
+import { featureList, type ServerFeatures } from '../redis/server-features.js';
 import type { LoopVitals } from '../consumer/loop-vitals.js';
 import { describeError } from '../describe-error.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -20,7 +21,7 @@ export interface HealthProbeDeps {
   /** A stream's dead-letter stream; undefined when entries are never dead-lettered. */
   deadLetterKey: (stream: string) => string | undefined;
   /** Each reader's streams and how its loop is doing. */
-  readers: () => { streams: readonly string[]; vitals: LoopVitals }[];
+  readers: () => { streams: readonly string[]; vitals: LoopVitals; features: ServerFeatures | undefined }[];
   state: () => RedisStreamsHealth['state'];
 }
 
@@ -77,6 +78,7 @@ export class HealthProbe {
       ...readers.map((r) => r.vitals.failingSince ?? Infinity),
     );
     const loopError = readers.map((r) => r.vitals.refusal).find((r) => r !== undefined);
+    const features = readers.map((r) => r.features).find((f) => f !== undefined);
     const latest = this.stats.latest();
     const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
     return {
@@ -98,6 +100,7 @@ export class HealthProbe {
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
       ...(statsError ? { statsError } : {}),
       ...(loopError ? { loopError } : {}),
+      ...(features ? { server: { name: features.server, features: featureList(features) } } : {}),
     };
   }
 

@@ -1,3 +1,4 @@
+import type { FeatureName } from '../redis/server-features.js';
 /** What `server.health()` reports: the figures health checks decide on. */
 export interface RedisStreamsHealth {
   /** `starting` until every reader's groups exist; `stopped` once `close()` began. */
@@ -13,6 +14,11 @@ export interface RedisStreamsHealth {
   statsError?: string;
   /** Redis answers but refuses a loop's calls (WRONGTYPE, NOPERM…): what it said. Not "unreachable": a restart cannot mend it. */
   loopError?: string;
+  /**
+   * The server, and the stream commands newer than Redis 7.0 this consumer uses on it (`claim-on-read`,
+   * `ack-delete`, `idempotent-produce`; none with `newerCommands: false`), as found at the last start; absent before it.
+   */
+  server?: { name: string; features: FeatureName[] };
 }
 
 /** One stream this consumer reads. */

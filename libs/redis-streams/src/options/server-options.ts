@@ -131,6 +131,12 @@ export interface RedisStreamsServerOptions {
    * SDK; without one they cost nothing measurable. `false` turns them off. Default: true.
    */
   telemetry?: boolean;
+  /**
+   * Use the stream commands of Redis 8.2–8.6 where the server offers them (found at every start:
+   * `XREADGROUP … CLAIM` for reclaim, see docs/guide/versions.md); `false` keeps the path every
+   * server takes (a cluster in a rolling upgrade whose nodes differ). Default: true.
+   */
+  newerCommands?: boolean;
 }
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
@@ -176,6 +182,7 @@ const KNOWN_OPTIONS = [
   'stuckEntryMs',
   'consumerCleanup',
   'telemetry',
+  'newerCommands',
 ] as const;
 
 /**
@@ -208,6 +215,7 @@ export const SERVER_DEFAULTS = {
   concurrency: 1,
   readAhead: true,
   telemetry: true,
+  newerCommands: true,
   blockMs: 5000,
   minIdleMs: 30_000,
   groupStartId: '0',
@@ -249,6 +257,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     concurrency: positiveInt('concurrency', input.concurrency, SERVER_DEFAULTS.concurrency),
     readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
     telemetry: boolean('telemetry', input.telemetry, SERVER_DEFAULTS.telemetry),
+    newerCommands: boolean('newerCommands', input.newerCommands, SERVER_DEFAULTS.newerCommands),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: atMost('blockMs', positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs), MAX_BLOCK_MS),
     minIdleMs,

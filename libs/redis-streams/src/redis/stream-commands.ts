@@ -1,8 +1,9 @@
+import { detectServerFeatures, type ServerFeatures } from './server-features.js';
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
 import { parseGroupInfo } from './info-replies.js';
-import { parseAuditReply, parseLastGeneratedId, parseServerVersion, type AuditResult } from './replies.js';
+import { parseAuditReply, parseLastGeneratedId, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
@@ -197,9 +198,9 @@ export class StreamCommands {
     await this.conn.ping();
   }
 
-  /** The server's version, from `INFO server`. */
-  async serverVersion(): Promise<ReturnType<typeof parseServerVersion>> {
-    return parseServerVersion(await this.conn.info('server'));
+  /** The server's version and what it offers of the newer stream commands (see server-features.ts). */
+  serverFeatures(): Promise<ServerFeatures> {
+    return detectServerFeatures(this.conn);
   }
 
   /**
