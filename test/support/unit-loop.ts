@@ -56,6 +56,8 @@ export interface UnitLoopOptions {
   handle?: Handle;
   /** A batch handler's reader: entries go to the handler `maxSize` at a time (each still decided by `handle`). */
   batch?: { maxSize: number; maxWaitMs: number };
+  /** The park's read claims idle entries (XREADGROUP … CLAIM, Redis 8.4+). Default: false, the path every server takes. */
+  claimOnRead?: boolean;
 }
 
 /** A promise the test opens itself: `gate.wait` until `gate.open()`. */
@@ -87,7 +89,10 @@ export function useUnitLoops(redis: TestRedis) {
   };
 }
 
-function unitLoop(redis: TestRedis, { streams, options: input = {}, handle = () => 'acked', batch }: UnitLoopOptions): UnitLoop {
+function unitLoop(
+  redis: TestRedis,
+  { streams, options: input = {}, handle = () => 'acked', batch, claimOnRead = false }: UnitLoopOptions,
+): UnitLoop {
   const options = resolveServerOptions({ connection: redis.url, group: 'g', consumer: 'c', telemetry: false, ...input });
   const calls: string[] = [];
   const settled: SettledEvent[] = [];
@@ -140,6 +145,7 @@ function unitLoop(redis: TestRedis, { streams, options: input = {}, handle = () 
   const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
   const step = { stop, streams, count, settle, logger, consumer, minIdleMs };
   const arrivals = { commands, custody, maxWaitingRetries };
+  const offer = { claimOnRead };
   return {
     custody,
     acks,
@@ -153,15 +159,16 @@ function unitLoop(redis: TestRedis, { streams, options: input = {}, handle = () 
     parker: () =>
       new Parker({
         ...step,
+        ...arrivals,
+        offer,
         blockMs: options.blockMs,
-        maxWaitingRetries,
         readAhead: options.readAhead,
         lanes,
         fetch: commands.fetch,
         custody,
         batch,
       }),
-    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs }),
+    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer }),
     selfDrain$: () => selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead }),
   };
 }

@@ -1,8 +1,9 @@
 import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
-import type { Logger } from '../ports.js';
 import type { FetchCommands } from '../redis/fetch-commands.js';
 import type { Lanes } from '../redis/lanes.js';
 import type { StreamEntry } from '../stream-entry.js';
+import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
+import type { ServerOffer } from './server-offer.js';
 import { within } from '../within.js';
 import type { SettleFetched } from './batch-settler.js';
 import type { Custody } from './custody.js';
@@ -11,22 +12,20 @@ import { ReadAhead } from './read-ahead.js';
 import type { StopSignal } from './stop-signal.js';
 
 /** What the park reads on, holds and hands its entries to. */
-export interface ParkerDeps {
+export interface ParkerDeps extends ArrivalDeps {
   stop: StopSignal;
   streams: readonly string[];
-  consumer: string;
   /** COUNT of each read. */
   count: number;
   blockMs: number;
-  minIdleMs: number;
-  maxWaitingRetries: number;
   /** Send the next park while a full batch is handled. */
   readAhead: boolean;
-  logger: Logger;
   /** The reader's own lanes: the park blocks on its blocking lane. */
   lanes: Pick<Lanes, 'unblock' | 'dropBlocking' | 'readyToPark' | 'prepareBlocking' | 'blocking' | 'awaitPark'>;
   fetch: Pick<FetchCommands, 'readGroup'>;
-  custody: Pick<Custody, 'received' | 'msUntilDue' | 'waiting' | 'handBack'>;
+  custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
+  /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
+  offer: Pick<ServerOffer, 'claimOnRead'>;
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
   batch?: { maxSize: number; maxWaitMs: number } | undefined;
   settle: SettleFetched;
@@ -47,7 +46,9 @@ const WAKE_WITHIN_MS = 1000;
  * Step 3 of a beat: wait up to `blockMs` for new entries on the reader's blocking lane
  * (XREADGROUP … BLOCK … >), then settle them. After a full batch (more is waiting) the next
  * park is sent at once (read-ahead), so Redis serves it while this batch is handled instead of
- * after. A batch handler's batch not yet full waits up to `maxWaitMs` for more (fill).
+ * after. A batch handler's batch not yet full waits up to `maxWaitMs` for more (fill). On a
+ * server with `XREADGROUP … CLAIM` the read also claims entries idle past `minIdleMs` (a dead
+ * peer's), in the same round trip: they are settled first, as a reclaim's would be.
  */
 export class Parker {
   /** Emits what the park fetched (and settled). */
@@ -60,6 +61,12 @@ export class Parker {
 
   /** maxWaitingRetries was reached at the last park (logged once until it is left). */
   private overCap = false;
+  /**
+   * The last read claimed entries: the next is a plain one, without BLOCK, so new entries get a
+   * turn. (CLAIM serves idle entries before new ones: behind a dead peer's large PEL a new entry
+   * would otherwise wait for all of it, where a sweep's rounds let parks in between.)
+   */
+  private claimedLast = false;
 
   constructor(
     private readonly d: ParkerDeps,
@@ -129,14 +136,28 @@ export class Parker {
       ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs)
       : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
-    const inHand = filling && stop.stopped ? entries.length : 0;
+    const inHand = filling && stop.stopped;
     if (d.readAhead && entries.length >= d.count && !stop.stopped) this.readAhead();
+    // Delivered before (claimed with the read): a reclaim's, settled first. A new entry's count is 1.
+    const claimed = entries.filter((e) => e.deliveryCount > 1);
+    const fresh = claimed.length === 0 ? entries : entries.filter((e) => e.deliveryCount === 1);
     try {
-      await d.settle(entries, 'new', inHand);
+      if (claimed.length > 0) await this.settleClaimed(claimed, inHand);
+      await d.settle(fresh, 'new', inHand ? fresh.length : 0);
     } finally {
       if (stop.stopped) await this.handBackAhead();
     }
     return { step: 'park', fetched: entries.length };
+  }
+
+  /**
+   * Entries the read claimed (their counts exact, from the reply): one no longer this
+   * consumer's is dropped, one waiting for a scheduled retry is adopted (see withoutWaiting).
+   */
+  private async settleClaimed(claimed: StreamEntry[], inHand: boolean): Promise<void> {
+    const { d } = this;
+    const live = await withoutWaiting(d, await withDeliveryCounts(d, await dropDeleted(d, claimed), true));
+    await d.settle(live, 'reclaim', inHand ? live.length : 0);
   }
 
   /**
@@ -165,10 +186,10 @@ export class Parker {
 
   /**
    * blockMs, or less when a scheduled retry falls due sooner (Redis may end a BLOCK up to 100 ms
-   * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds.
+   * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds, and after a read that claimed.
    */
   private blockMs(): number {
-    if (this.sweep.busy) return 0;
+    if (this.sweep.busy || this.claimedLast) return 0;
     const { blockMs } = this.d;
     const untilDue = this.d.custody.msUntilDue();
     // At least 5 ms: a due entry the beat could not claim yet (its idle short of the threshold) must not spin the loop.
@@ -194,6 +215,7 @@ export class Parker {
     // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
     if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs || d.blockMs, stop.stopped$))) return [];
     if (stop.stopped) return [];
+    const claimMinIdleMs = d.offer.claimOnRead && !this.claimedLast ? d.minIdleMs : undefined;
     const read = d.fetch.readGroup(
       lanes.blocking,
       d.consumer,
@@ -201,11 +223,14 @@ export class Parker {
       d.streams.map(() => '>'),
       count,
       blockMs > 0 ? blockMs : undefined,
+      claimMinIdleMs,
     );
     this.parked = read;
     try {
       // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
-      const entries = await lanes.awaitPark(read, blockMs);
+      const fetched = await lanes.awaitPark(read, blockMs);
+      this.claimedLast = claimMinIdleMs !== undefined && fetched.some((e) => e.deliveryCount > 1);
+      const entries = this.claimedLast ? this.withoutHeld(fetched) : fetched;
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
       d.custody.received(entries);
       // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
@@ -214,6 +239,20 @@ export class Parker {
     } finally {
       if (this.parked === read) this.parked = undefined;
     }
+  }
+
+  /**
+   * Claimed with the read though a batch here holds it already (a read-ahead batch whose lease
+   * lapsed while the event loop was held): that batch settles it; settling it here too would run it twice.
+   */
+  private withoutHeld(entries: StreamEntry[]): StreamEntry[] {
+    const held = new Map<string, Set<string>>();
+    return entries.filter((e) => {
+      if (e.deliveryCount === 1) return true;
+      let ids = held.get(e.stream);
+      if (!ids) held.set(e.stream, (ids = this.d.custody.heldOn(e.stream)));
+      return !ids.has(e.id);
+    });
   }
 
   private readAhead(): void {

@@ -201,12 +201,13 @@ export class Reader {
     const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs };
     const arrivals = { commands, custody, maxWaitingRetries: options.maxWaitingRetries };
     this.selfDrain$ = selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead });
-    this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs });
+    this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer });
     this.parker = new Parker(
       {
         ...step,
+        ...arrivals,
+        offer,
         blockMs: options.blockMs,
-        maxWaitingRetries: options.maxWaitingRetries,
         readAhead: options.readAhead,
         lanes: this.lanes,
         fetch: commands.fetch,

@@ -5,6 +5,7 @@ import type { SettleFetched } from './batch-settler.js';
 import type { Custody } from './custody.js';
 import { withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
 import type { StepResult } from './loop-vitals.js';
+import type { ServerOffer } from './server-offer.js';
 import type { StopSignal } from './stop-signal.js';
 
 /** What the reclaim step claims with, holds and hands its entries to. */
@@ -17,6 +18,8 @@ export interface ReclaimerDeps extends ArrivalDeps {
   blockMs: number;
   custody: ArrivalDeps['custody'] & Pick<Custody, 'anyDue' | 'claimDue' | 'received' | 'heldOn' | 'flushLeft'>;
   settle: SettleFetched;
+  /** Whether the park's read claims idle entries itself (XREADGROUP … CLAIM): sweeps are then rarer. */
+  offer: Pick<ServerOffer, 'claimOnRead'>;
 }
 
 /** Without a claim, XAUTOCLAIM calls per stream per sweep (each scans ~10 × COUNT PEL entries). */
@@ -73,13 +76,27 @@ export class Reclaimer {
    * at most once per blockMs. Recovery still happens within minIdleMs + blockMs.
    */
   private sweepDue(): boolean {
-    return Date.now() - this.lastSweepAt >= this.d.blockMs;
+    return Date.now() - this.lastSweepAt >= this.sweepEveryMs();
+  }
+
+  /**
+   * Where the park's read claims idle entries (XREADGROUP … CLAIM), a sweep is left only what the
+   * read cannot do: report entries deleted while pending (it skips them; XAUTOCLAIM drops and names
+   * them) and take work while the park reads nothing (maxWaitingRetries reached). Once per
+   * minIdleMs is enough for that: an entry is not idle sooner.
+   */
+  private sweepEveryMs(): number {
+    const { d } = this;
+    const readClaims = d.offer.claimOnRead && d.custody.waiting < d.maxWaitingRetries;
+    return readClaims ? Math.max(d.blockMs, d.minIdleMs) : d.blockMs;
   }
 
   /** A round is due when a sweep is under way, or one may start (then it does). */
   private roundDue(): boolean {
     if (this.d.stop.stopped) return false;
     if (this.sweeping.size > 0) return true;
+    // Where the read claims, the first park takes what is idle already: the first sweep waits its interval.
+    if (this.lastSweepAt === 0 && this.d.offer.claimOnRead) this.lastSweepAt = Date.now();
     if (!this.sweepDue()) return false;
     this.lastSweepAt = Date.now();
     for (const stream of this.d.streams) this.sweeping.set(stream, 0);

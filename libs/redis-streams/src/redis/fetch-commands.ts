@@ -43,6 +43,8 @@ export class FetchCommands {
    * XREADGROUP over several streams at once. `ids[i]` is the start id for `streams[i]`:
    * `'>'` for new entries, an explicit id for this consumer's own pending ones.
    * `blockMs` undefined: no BLOCK. Runs on `conn` (the private lane for blocking reads).
+   * `claimMinIdleMs` (Redis 8.4+, `>` reads): entries of the group idle that long come first
+   * (most idle first), claimed by `consumer`, each with its exact delivery count (see parseEntry).
    */
   async readGroup(
     conn: RedisConnection,
@@ -51,9 +53,23 @@ export class FetchCommands {
     ids: readonly string[],
     count: number,
     blockMs?: number,
+    claimMinIdleMs?: number,
   ): Promise<StreamEntry[]> {
     const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
-    const reply = await conn.call('XREADGROUP', 'GROUP', this.group, consumer, 'COUNT', count, ...block, 'STREAMS', ...streams, ...ids);
+    const claim = claimMinIdleMs === undefined ? [] : ['CLAIM', claimMinIdleMs];
+    const reply = await conn.call(
+      'XREADGROUP',
+      'GROUP',
+      this.group,
+      consumer,
+      'COUNT',
+      count,
+      ...block,
+      ...claim,
+      'STREAMS',
+      ...streams,
+      ...ids,
+    );
     return parseReadReply(reply, 1);
   }
 

@@ -188,11 +188,23 @@ export function parseRangeCount(reply: unknown): number {
   return reply.length;
 }
 
+/**
+ * One entry: `[id, fields]`, or under `XREADGROUP … CLAIM` (Redis 8.4+) `[id, fields, idle-ms,
+ * deliveries-before-this-read]`, whose count is then exact (this read included): 1 for a new
+ * entry, more for one claimed from a peer (or from this consumer, idle past the threshold).
+ */
 function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
-  if (!Array.isArray(item) || item.length < 2) throw new ReplyShapeError('stream entry', item);
+  if (!Array.isArray(item) || (item.length !== 2 && item.length !== 4)) throw new ReplyShapeError('stream entry', item);
   const [id, fields] = item as [unknown, unknown];
   if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
-  return { stream, id: String(id), fields: fields === null ? null : asStrings(fields), deliveryCount };
+  const before = item.length === 4 ? Number(item[3]) : undefined;
+  if (before !== undefined && !(Number.isInteger(before) && before >= 0)) throw new ReplyShapeError('stream entry', item);
+  return {
+    stream,
+    id: String(id),
+    fields: fields === null ? null : asStrings(fields),
+    deliveryCount: before === undefined ? deliveryCount : before + 1,
+  };
 }
 
 /** ioredis already hands strings; copy only when it did not (Buffers, numbers). */
