@@ -18,12 +18,14 @@ const start = useApps();
 const MIN_IDLE_MS = 120_000;
 
 /** `n` entries in `key` delivered to a dead consumer, made idle for ten minutes with `deliveries` deliveries each (XCLAIM IDLE … RETRYCOUNT). */
-async function deadPeerEntries(key: string, n: number, deliveries: number): Promise<string[]> {
+async function deadPeerEntries(key: string, n: number, deliveries: number, { groupExists = false } = {}): Promise<string[]> {
   const r = redis.client();
-  await createGroup(r, key);
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await r.xadd(key, '*', 'data', JSON.stringify({ n: i })))!);
-  await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', n, 'STREAMS', key, '>');
+  if (!groupExists) await createGroup(r, key);
+  // One transaction: a live consumer parked on the stream is served after it, so the dead one reads them all.
+  const tx = r.multi();
+  for (let i = 0; i < n; i++) tx.xadd(key, '*', 'data', JSON.stringify({ n: i }));
+  tx.xreadgroup('GROUP', 'g', 'dead', 'COUNT', n, 'STREAMS', key, '>');
+  const ids = ((await tx.exec()) ?? []).slice(0, n).map(([, id]) => String(id));
   await r.xclaim(key, 'g', 'dead', 0, ...ids, 'IDLE', 10 * MIN_IDLE_MS, 'RETRYCOUNT', deliveries, 'JUSTID');
   return ids;
 }
@@ -42,8 +44,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
       const byRead = newerCommands && (await serverFeatures(redis)).claimOnRead;
       const prefix = uniquePrefix();
       const key = `${prefix}orders`;
-      const ids = await deadPeerEntries(key, 5, 2);
-      const before = await calls();
+      const started = await calls();
       const app = await start({
         connection: redis.url,
         group: 'g',
@@ -53,6 +54,10 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
         minIdleMs: MIN_IDLE_MS,
         newerCommands,
       });
+      // The sweep a start runs at once is over: what idles from now on is the read's to claim, or the next sweep's.
+      await waitFor(async () => (await calls()).autoClaims > started.autoClaims, { message: 'the first sweep' });
+      const before = await calls();
+      const ids = await deadPeerEntries(key, 5, 2, { groupExists: true });
       await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 5, { message: 'the five entries acked' });
       // Their third delivery, exactly: two before (RETRYCOUNT), this one.
       expect(app.recorder.calls.map((c) => [c.id, c.deliveryCount]).sort()).toEqual(ids.map((id) => [id, 3]).sort());
@@ -60,7 +65,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
       expect(await redis.client().xpending(key, 'g')).toEqual([0, null, null, null]);
       const after = await calls();
       if (byRead) {
-        // Taken by the read: no sweep ran (the first waits a minIdleMs).
+        // Taken by the read: no sweep ran since the first (the next comes a minIdleMs later).
         expect(after.autoClaims - before.autoClaims).toBe(0);
       } else {
         expect(after.autoClaims - before.autoClaims).toBeGreaterThan(0);
@@ -82,9 +87,10 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
       maxDeliveries: 3,
     });
     await waitFor(async () => (await redis.client().xlen(`${key}:dead`)) === 1, { message: 'the entry dead-lettered' });
-    const [[, fields]] = (await redis.client().xrange(`${key}:dead`, '-', '+')) as [string, string[]][];
-    const letter = Object.fromEntries(fields.reduce<[string, string][]>((acc, v, i) => (i % 2 ? acc : [...acc, [v, fields[i + 1]!]]), []));
-    expect([letter['sourceId'], letter['deliveryCount']]).toEqual([id, '4']);
+    const [letterEntry] = await redis.client().xrange(`${key}:dead`, '-', '+');
+    const fields = letterEntry![1];
+    const letter = new Map(fields.flatMap((v, i) => (i % 2 === 0 ? [[v, fields[i + 1]] as const] : [])));
+    expect([letter.get('sourceId'), letter.get('deliveryCount')]).toEqual([id, '4']);
     expect(app.recorder.calls).toEqual([]);
     expect(await redis.client().xpending(key, 'g')).toEqual([0, null, null, null]);
   });

@@ -145,7 +145,7 @@ function unitLoop(
   const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
   const step = { stop, streams, count, settle, logger, consumer, minIdleMs };
   const arrivals = { commands, custody, maxWaitingRetries };
-  const offer = { claimOnRead };
+  const offer = { claimsOnRead: () => claimOnRead };
   return {
     custody,
     acks,

@@ -25,7 +25,7 @@ export interface ParkerDeps extends ArrivalDeps {
   fetch: Pick<FetchCommands, 'readGroup'>;
   custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
   /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
-  offer: Pick<ServerOffer, 'claimOnRead'>;
+  offer: Pick<ServerOffer, 'claimsOnRead'>;
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
   batch?: { maxSize: number; maxWaitMs: number } | undefined;
   settle: SettleFetched;
@@ -138,12 +138,13 @@ export class Parker {
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
     const inHand = filling && stop.stopped;
     if (d.readAhead && entries.length >= d.count && !stop.stopped) this.readAhead();
-    // Delivered before (claimed with the read): a reclaim's, settled first. A new entry's count is 1.
+    // Delivered before (claimed with the read): a reclaim's. A new entry's count is 1. New ones first:
+    // CLAIM serves a dead peer's backlog before them, and that backlog must not hold them back.
     const claimed = entries.filter((e) => e.deliveryCount > 1);
     const fresh = claimed.length === 0 ? entries : entries.filter((e) => e.deliveryCount === 1);
     try {
-      if (claimed.length > 0) await this.settleClaimed(claimed, inHand);
       await d.settle(fresh, 'new', inHand ? fresh.length : 0);
+      if (claimed.length > 0) await this.settleClaimed(claimed, inHand);
     } finally {
       if (stop.stopped) await this.handBackAhead();
     }
@@ -213,9 +214,19 @@ export class Parker {
     const { d } = this;
     const { stop, lanes } = d;
     // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
-    if (!lanes.readyToPark() && !(await lanes.prepareBlocking(blockMs || d.blockMs, stop.stopped$))) return [];
+    if (!lanes.readyToPark()) {
+      const waitMs = blockMs || d.blockMs;
+      const since = performance.now();
+      if (!(await lanes.prepareBlocking(waitMs, stop.stopped$))) {
+        // A lane found closed answers at once: the rest of the beat passes on a timer, or the beats would spin
+        // without I/O and starve the event loop, and with it the lane's own reconnect timer.
+        const leftMs = waitMs - (performance.now() - since);
+        if (leftMs > 0) await firstValueFrom(race(timer(leftMs), stop.stopped$));
+        return [];
+      }
+    }
     if (stop.stopped) return [];
-    const claimMinIdleMs = d.offer.claimOnRead && !this.claimedLast ? d.minIdleMs : undefined;
+    const claimMinIdleMs = d.offer.claimsOnRead(d.streams.length) && !this.claimedLast ? d.minIdleMs : undefined;
     const read = d.fetch.readGroup(
       lanes.blocking,
       d.consumer,

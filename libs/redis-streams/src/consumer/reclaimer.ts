@@ -19,7 +19,7 @@ export interface ReclaimerDeps extends ArrivalDeps {
   custody: ArrivalDeps['custody'] & Pick<Custody, 'anyDue' | 'claimDue' | 'received' | 'heldOn' | 'flushLeft'>;
   settle: SettleFetched;
   /** Whether the park's read claims idle entries itself (XREADGROUP … CLAIM): sweeps are then rarer. */
-  offer: Pick<ServerOffer, 'claimOnRead'>;
+  offer: Pick<ServerOffer, 'claimsOnRead'>;
 }
 
 /** Without a claim, XAUTOCLAIM calls per stream per sweep (each scans ~10 × COUNT PEL entries). */
@@ -87,7 +87,7 @@ export class Reclaimer {
    */
   private sweepEveryMs(): number {
     const { d } = this;
-    const readClaims = d.offer.claimOnRead && d.custody.waiting < d.maxWaitingRetries;
+    const readClaims = d.offer.claimsOnRead(d.streams.length) && d.custody.waiting < d.maxWaitingRetries;
     return readClaims ? Math.max(d.blockMs, d.minIdleMs) : d.blockMs;
   }
 
@@ -95,8 +95,6 @@ export class Reclaimer {
   private roundDue(): boolean {
     if (this.d.stop.stopped) return false;
     if (this.sweeping.size > 0) return true;
-    // Where the read claims, the first park takes what is idle already: the first sweep waits its interval.
-    if (this.lastSweepAt === 0 && this.d.offer.claimOnRead) this.lastSweepAt = Date.now();
     if (!this.sweepDue()) return false;
     this.lastSweepAt = Date.now();
     for (const stream of this.d.streams) this.sweeping.set(stream, 0);
