@@ -5,7 +5,14 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { partitionKeys, partitionOf, RedisStreamsClient, RedisStreamsRecord, type RedisStreamsClientOptions } from 'nestjs-redis-streams';
+import {
+  partitionKeys,
+  partitionOf,
+  RedisStreamsClient,
+  RedisStreamsRecord,
+  serveDashboard,
+  type RedisStreamsClientOptions,
+} from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { requireBuilt, repoRoot } from './support/built.js';
 import { captureLogs } from './support/logs.js';
@@ -14,6 +21,8 @@ import { RequestsController, uniquePrefix, useApps } from './support/test-app.js
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 import { parseInfoRecord } from '../libs/redis-streams/src/redis/info-replies.js';
+import type { StreamReport } from '../libs/redis-streams/src/ops/stream-reports.js';
+import { runCli } from './support/cli.js';
 
 const redis = useRedis();
 const producer = useProducers();
@@ -54,7 +63,8 @@ async function emitFromChild(options: RedisStreamsClientOptions, pattern: string
   const { stdout } = await promisify(execFile)(
     process.execPath,
     ['--input-type=module', '-e', CHILD, lib, rxjs, JSON.stringify(options), pattern, key],
-    { cwd: repoRoot, timeout: 20_000, killSignal: 'SIGKILL' },
+    // Loading Nest takes a second of CPU: on a busy machine, many more.
+    { cwd: repoRoot, timeout: 60_000, killSignal: 'SIGKILL' },
   );
   return stdout.trim();
 }
@@ -95,7 +105,7 @@ for (const path of ['idmp', 'script'] as const) {
       expect(await lastValueFrom(b.client.emit('orders', once({ n: 2 }, 'k')))).toBe(first);
       expect(await emitFromChild(options, 'orders', 'k')).toBe(first);
       expect(await redis.client().xlen(`${prefix}orders`)).toBe(1);
-    });
+    }, 90_000);
 
     it('concurrent repeats from two clients write one entry per key, and every caller gets its id', async (ctx) => {
       const prefix = uniquePrefix();
@@ -250,6 +260,33 @@ describe('idempotent produce: what each server takes', () => {
     // The first emits may meet the connection still down: retried until one is taken.
     await waitFor(() => lastValueFrom(client.emit('orders', once({}, 'k2'))).catch(() => false), { message: 'an emit after the restart' });
     expect(await streamInfo(`${prefix}orders`)).toMatchObject({ 'idmp-duration': 77 });
+  });
+
+  it('Redis 8.6: inspect and the dashboard show the stream counters and window, and the server line with its features', async (ctx) => {
+    if (!serverHasIdmp) return ctx.skip();
+    const prefix = uniquePrefix();
+    const key = `${prefix}orders`;
+    await redis.client().xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, idempotency: { windowSec: 90, maxKeys: 40 } });
+    for (const k of ['a', 'b', 'a', 'a']) await lastValueFrom(client.emit('orders', once({}, k)));
+    const counters = { windowSec: 90, maxKeys: 40, pidsTracked: 1, iidsTracked: 2, iidsAdded: 2, iidsDuplicates: 2 };
+
+    const [report] = JSON.parse((await runCli(redis, ['inspect', key, '--json'])).stdout) as StreamReport[];
+    expect(report!.idempotency).toEqual(counters);
+    const text = (await runCli(redis, ['inspect', key])).stdout.split('\n');
+    expect(text[1]).toMatch(/^server: Redis 8\.\d+\.\d+: .*idempotent-produce/);
+    expect(text).toContain('  idempotent writes: 2 added, 2 duplicates  window 90 s, 40 keys per producer  tracked 2 keys of 1 producer');
+
+    const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
+    try {
+      const overview = (await (await fetch(`${url}api/overview`)).json()) as { server: string; streams: { idempotency: unknown }[] };
+      expect(overview.server).toMatch(/^Redis 8\.\d+\.\d+: .*idempotent-produce/);
+      expect(overview.streams[0]!.idempotency).toEqual(counters);
+      const stream = (await (await fetch(`${url}api/stream?key=${encodeURIComponent(key)}`)).json()) as { idempotency: unknown };
+      expect(stream.idempotency).toEqual(counters);
+    } finally {
+      await new Promise((resolve) => (server.close(resolve), server.closeAllConnections()));
+    }
   });
 
   it('the script: the first id is kept under <stream>:idmp:<producerId>:<key> for windowSec, in the stream slot', async () => {

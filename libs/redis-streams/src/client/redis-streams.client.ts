@@ -12,6 +12,7 @@ import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
 import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
 import { IdmpWindows, type OnceAppended, type OnceWrite } from '../redis/idempotent-add.js';
 import { describeFeatures, withoutNewerCommands, type ServerFeatures } from '../redis/server-features.js';
@@ -226,7 +227,7 @@ export class RedisStreamsClient extends ClientProxy {
       // The first request's replies went to its own sender: this one would wait for nothing.
       if (repeated && correlationId !== undefined)
         throw new Error(
-          `nestjs-redis-streams: send to stream "${stream}": idempotency key "${key}" was used within the window already (entry ${id}): the request was not written again, and its replies go to the first sender`,
+          `nestjs-redis-streams: send to stream "${stream}": idempotency key "${escapeControl(key!)}" was used within the window already (entry ${id}): the request was not written again, and its replies go to the first sender`,
         );
       return id;
     };
