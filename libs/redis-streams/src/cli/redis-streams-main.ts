@@ -16,7 +16,8 @@ import { findStreams, inspectStreams, serverLine, type StreamReport } from '../o
 import { rates, renderReports } from './inspect.js';
 import { counted } from '../readable.js';
 
-const INSPECT_HELP = `inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
+const INSPECT_HELP = `inspect: the server and which newer stream commands it offers; per stream its length, dead letters,
+its idempotent writes' counters and window (Redis 8.6) and, per group, lag, pending and last delivered id;
 per consumer its pending count, idle time and the age of its oldest pending entry, then its --entries
 oldest pending entries (default 10), each with what it waits for: "waiting for its retry in …"
 (a record in the retry set, due later), "retry due … ago", "in a live handler" (its consumer has a
