@@ -15,6 +15,7 @@ import {
 } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { requireBuilt, repoRoot } from './support/built.js';
+import { aclUser, PRODUCER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
@@ -312,6 +313,33 @@ describe('idempotent produce: what each server takes', () => {
     const first = await lastValueFrom(client.emit('orders', once({}, 'k')));
     expect(await lastValueFrom(client.emit('orders', once({}, 'k')))).toBe(first);
     expect(await redis.client().get(recordKey(`${prefix}orders`, 'k'))).toBe(first);
+  });
+
+  it('the rights security.md lists: the minimal producer ACL with +get +set takes the script and says why once; with the IDMP rights, XADD … IDMP', async (ctx) => {
+    if (redis.cluster) return ctx.skip(); // ACL users live on one node
+    const prefix = uniquePrefix();
+    const admin = redis.client();
+    const names = [`idmp-a-${prefix.slice(2, 10)}`, `idmp-b-${prefix.slice(2, 10)}`];
+    try {
+      const logs = captureLogs();
+      const scripted = await aclUser(admin, redis.port, names[0]!, prefix, [...PRODUCER_ACL, '+get', '+set']);
+      const a = await producer({ connection: scripted, keyPrefix: prefix }, logs.logger);
+      const first = await lastValueFrom(a.client.emit('orders', once({}, 'k')));
+      expect(await lastValueFrom(a.client.emit('orders', once({}, 'k')))).toBe(first);
+      expect(await admin.get(recordKey(`${prefix}orders`, 'k'))).toBe(first);
+      expect(logs.from('RedisStreamsClient').filter((l) => l.includes('idempotent writes take the keyed-expiry script'))).toEqual([
+        expect.stringMatching(/COMMAND refused: NOPERM.*Grant \+command\|info \+command\|docs/),
+      ]);
+      if (!serverHasIdmp) return;
+      const rights = ['+command|info', '+command|docs', '+xcfgset', '+xinfo|stream', '+exists'];
+      const native = await aclUser(admin, redis.port, names[1]!, prefix, [...PRODUCER_ACL, ...rights]);
+      const b = await producer({ connection: native, keyPrefix: prefix });
+      const id = await lastValueFrom(b.client.emit('other', once({}, 'k')));
+      expect(await lastValueFrom(b.client.emit('other', once({}, 'k')))).toBe(id);
+      expect(await streamInfo(`${prefix}other`)).toMatchObject({ 'iids-added': 1, 'iids-duplicates': 1 });
+    } finally {
+      for (const name of names) await admin.call('ACL', 'DELUSER', name);
+    }
   });
 
   it('refuses a bad idempotencyKey where the record is made, and bad options where the client is, naming them', () => {
