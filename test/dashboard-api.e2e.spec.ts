@@ -311,6 +311,31 @@ describe('dashboard API', () => {
     }
   });
 
+  it('names the server and what it offers, on the API and the page; counters of idempotent writes where the server has them', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const [xcfgset] = (await r.call('COMMAND', 'INFO', 'XCFGSET')) as unknown[];
+    const idmp = Array.isArray(xcfgset) && xcfgset.length > 0;
+    // A write and its repeat (Redis 8.6).
+    if (idmp) for (let i = 0; i < 2; i++) await r.call('XADD', stream, 'IDMP', 'p', 'k', '*', 'data', '{}');
+    const d = await dashboard(prefix);
+    const { body } = await d.get('api/overview');
+    expect(body.server).toMatch(/^(Redis|Valkey) \d+\.\d+\.\d+.*: /);
+    const counters = { windowSec: 100, maxKeys: 100, pidsTracked: 1, iidsTracked: 1, iidsAdded: 1, iidsDuplicates: 1 };
+    expect(body.streams[0].idempotency).toEqual(idmp ? counters : null);
+    const page = await browser.page();
+    await page.goto(d.url);
+    await page.getByText(`Server: ${body.server}`).waitFor();
+    if (idmp) {
+      await page.goto(`${d.url}#/stream/${encodeURIComponent(stream)}`);
+      await page
+        .getByText('Idempotent writes: 1 added, 1 duplicate; window 100 s, 100 keys per producer; 1 key of 1 producer tracked')
+        .waitFor();
+    }
+  });
+
   it('matches the path as sent: dot segments and double slashes never reach it (a guard on the base path cannot be walked around)', async () => {
     const prefix = uniquePrefix();
     const d = await dashboard(prefix, { basePath: '/ops' });

@@ -58,6 +58,9 @@ describe('redis-streams inspect', () => {
     expect(text.stdout).toContain(`group g  lag 2  pending 2  last delivered ${ids[2]}  consumers 2`);
     expect(text.stdout).toMatch(/busy {2}pending 2 {2}idle .* {2}oldest pending /);
     expect(text.stdout).toContain(`dead letters: ${deadLetterKey(key)} 1`);
+    // The server and what it offers of the newer stream commands (redis/server-features.ts), under the header.
+    expect(text.stdout.split('\n')[1]).toMatch(/^server: (Redis|Valkey) \d+\.\d+\.\d+.*: /);
+    expect(report.idempotency === null || typeof report.idempotency.iidsAdded === 'number').toBe(true);
   });
 
   it('finds the streams with a group under --match, and --watch refreshes with rates', async () => {
@@ -79,6 +82,7 @@ describe('redis-streams inspect', () => {
           },
       );
     expect(frames).toHaveLength(2);
+    expect(frames[0]).toMatchObject({ server: expect.stringMatching(/^(Redis|Valkey) /) });
     expect(frames[0]!.rates).toBeUndefined();
     expect(frames[1]!.rates).toEqual({ produced: { [key]: 0 }, consumed: { [key]: { g: 0 } } });
   });

@@ -4,6 +4,7 @@ import {
   JsonSerializer,
   MAX_BATCH_SIZE,
   RedisStreamsClient,
+  RedisStreamsRecord,
   RedisStreamsServer,
 } from 'nestjs-redis-streams';
 import { readFileSync } from 'node:fs';
@@ -212,8 +213,23 @@ describe('client options', () => {
     [{ partitions: { orders: 65 } }, 'partitions.orders'],
     [{ partitions: 6 }, 'partitions'],
     [{ partitionKey: 'customer' }, 'partitionKey'],
+    [{ producerId: '' }, 'producerId'],
+    [{ producerId: 'orders:api' }, 'producerId'],
+    [{ idempotency: 600 }, 'idempotency'],
+    [{ idempotency: { windowSec: 0 } }, 'idempotency.windowSec'],
+    [{ idempotency: { windowSec: 86_401 } }, 'idempotency.windowSec'],
+    [{ idempotency: { maxKeys: 10_001 } }, 'idempotency.maxKeys'],
+    [{ idempotency: { window: 600 } }, 'idempotency.window'],
+    [{ newerCommands: 'no' }, 'newerCommands'],
   ])('rejects %j at construction, naming "%s"', (options, option) => {
     expect(() => new RedisStreamsClient(options as never)).toThrow(`invalid option "${option}"`);
+  });
+
+  it('refuses a record whose idempotencyKey is empty or not a string, naming it', () => {
+    expect(() => new RedisStreamsRecord({}, {}, { idempotencyKey: '' })).toThrow('idempotencyKey must be a non-empty string');
+    expect(() => new RedisStreamsRecord({}, {}, { idempotencyKey: 7 as never })).toThrow(
+      'idempotencyKey must be a non-empty string, got number',
+    );
   });
 
   it('fills in the defaults README.md documents, and documents every option', () => {

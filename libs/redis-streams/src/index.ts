@@ -3,7 +3,7 @@ export type { RedisStreamsEvents } from './server/events.js';
 export type { DeliverySource, SettledEvent, SettleOutcome } from './consumer/settled-event.js';
 export { RedisStreamsStatus } from './status.js';
 export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
-export { RedisStreamsRecord } from './client/record.js';
+export { RedisStreamsRecord, type RecordOptions } from './client/record.js';
 export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/client-options.js';
 export type { DeadLetterRetention, RetentionPolicy } from './options/retention-options.js';
 export { RedisStreamsContext, type RedisStreamsContextArgs } from './context.js';

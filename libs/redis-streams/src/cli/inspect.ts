@@ -1,7 +1,7 @@
 import { escapeControl as e } from '../escape-control.js';
 import type { PendingEntryReport } from '../ops/pending-states.js';
 import type { ConsumerReport, GroupReport, StreamReport } from '../ops/stream-reports.js';
-import { duration } from '../readable.js';
+import { counted, duration } from '../readable.js';
 
 /** Entries per second produced (per stream) and consumed (per stream, then group) between two reports. */
 export interface Rates {
@@ -37,6 +37,8 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
     lines.push(
       `${e(s.stream)}  length ${s.length}  last id ${e(s.lastGeneratedId)}${producing === undefined ? '' : `  produced ${producing.toFixed(1)}/s`}`,
     );
+    const idmp = idempotencyLine(s);
+    if (idmp) lines.push(idmp);
     for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
     for (const a of s.attention ?? []) lines.push(`  attention: ${a}`);
     if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
@@ -55,6 +57,13 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
     }
   }
   return lines.join('\n');
+}
+
+/** Idempotent produce's counters and window (Redis 8.6), on streams that had an idempotent write. */
+function idempotencyLine({ idempotency: i }: StreamReport): string | undefined {
+  if (!i || (i.iidsAdded === 0 && i.pidsTracked === 0)) return undefined;
+  const tracked = `${counted(i.iidsTracked, 'key', 'keys')} of ${counted(i.pidsTracked, 'producer', 'producers')}`;
+  return `  idempotent writes: ${i.iidsAdded} added, ${counted(i.iidsDuplicates, 'duplicate', 'duplicates')}  window ${i.windowSec} s, ${i.maxKeys} keys per producer  tracked ${tracked}`;
 }
 
 /** Which figure `idle` is depends on the server: said, so a live parked worker on Redis 7.0 is not read as stuck. */

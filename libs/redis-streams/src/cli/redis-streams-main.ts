@@ -12,11 +12,12 @@ import { DLQ_COMMANDS, DLQ_FLAGS, DLQ_NAMING, DLQ_USAGE, checkDlqArgs, runDlq } 
 import { PENDING_HELP, PENDING_USAGE, requirePendingArgs, runPending } from './pending-command.js';
 import { attention } from '../ops/attention.js';
 import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, runDashboard } from './dashboard-command.js';
-import { findStreams, inspectStreams, type StreamReport } from '../ops/stream-reports.js';
+import { findStreams, inspectStreams, serverLine, type StreamReport } from '../ops/stream-reports.js';
 import { rates, renderReports } from './inspect.js';
 import { counted } from '../readable.js';
 
-const INSPECT_HELP = `inspect: per stream its length, dead letters and, per group, lag, pending and last delivered id;
+const INSPECT_HELP = `inspect: the server and which newer stream commands it offers; per stream its length, dead letters,
+its idempotent writes' counters and window (Redis 8.6) and, per group, lag, pending and last delivered id;
 per consumer its pending count, idle time and the age of its oldest pending entry, then its --entries
 oldest pending entries (default 10), each with what it waits for: "waiting for its retry in …"
 (a record in the retry set, due later), "retry due … ago", "in a live handler" (its consumer has a
@@ -200,7 +201,9 @@ function inspect(rest: string[], values: Flags, io: CliIo): Promise<number> {
         );
       const r = previous ? rates(previous.reports, reports, (at - previous.at) / 1000) : undefined;
       previous = { reports, at };
-      printReports(io, values, intervalMs, at, reports, r);
+      // Asked every refresh: a failover may land on another server. Not in plain --json, an array of reports.
+      const server = values.json && !values.watch ? undefined : await serverLine(redis);
+      printReports(io, values, intervalMs, at, reports, r, server);
     }
     return 0;
   });
@@ -213,11 +216,12 @@ function printReports(
   at: number,
   reports: StreamReport[],
   r: ReturnType<typeof rates> | undefined,
+  server: string | undefined,
 ): void {
   if (values.json) {
     const consumed = r && Object.fromEntries([...r.consumed].map(([stream, groups]) => [stream, Object.fromEntries(groups)]));
     const withRates = r ? { produced: Object.fromEntries(r.produced), consumed } : undefined;
-    io.out(safeJson(values.watch ? { at, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
+    io.out(safeJson(values.watch ? { at, server, streams: reports, ...(withRates ? { rates: withRates } : {}) } : reports));
     return;
   }
   // In place, like top: clear the screen and draw again.
@@ -225,5 +229,6 @@ function printReports(
   io.out(
     `${new Date(at).toISOString()}  ${counted(reports.length, 'stream', 'streams')}${values.watch ? `  (every ${intervalMs} ms, Ctrl-C to stop)` : ''}`,
   );
+  io.out(`server: ${escapeControl(server ?? '')}`);
   io.out(renderReports(reports, r, values.group));
 }

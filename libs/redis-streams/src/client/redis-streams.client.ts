@@ -12,7 +12,10 @@ import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
 import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
-import { describeConnection, secretsOf } from '../options/connection.js';
+import { escapeControl } from '../escape-control.js';
+import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
+import { IdmpWindows, type OnceAppended, type OnceWrite } from '../redis/idempotent-add.js';
+import { describeFeatures, withoutNewerCommands, type ServerFeatures } from '../redis/server-features.js';
 import { redactError, RedisStreamsError } from '../redact.js';
 import { within } from '../within.js';
 import type { RetentionPolicy } from '../options/retention-options.js';
@@ -72,6 +75,13 @@ export class RedisStreamsClient extends ClientProxy {
   private closed = false;
   /** emits and writes begun before close(), which it lets finish on the open connections. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** What the server offers (server-features.ts), found once per connection: set by detectFeatures() alone. */
+  private features: Promise<ServerFeatures> | undefined;
+  private featureWatch: Subscription | undefined;
+  /** Each stream's IDMP window, set once per connection (Redis 8.6). */
+  private idmpWindows: IdmpWindows | undefined;
+  /** The fallback was taken because COMMAND was refused: said once per connection, at its first idempotent write. */
+  private lookupErrorTold = false;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -115,6 +125,14 @@ export class RedisStreamsClient extends ClientProxy {
         )
         .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
+      this.idmpWindows = new IdmpWindows(lanes.command, this.options.idempotency, (b) => {
+        if (b.forgotten > 0)
+          this.logger.warn(
+            `stream "${b.stream}" had an idempotency window of ${b.windowSec} s / ${b.maxKeys} keys (another producer's options, or the server's defaults); set to ${this.options.idempotency.windowSec} s / ${this.options.idempotency.maxKeys} keys, Redis forgot the ${b.forgotten} keys it held: a repeat of those is written again. Give every producer of a stream the same idempotency options.`,
+          );
+      });
+      // Again after every reconnect: it may be to another server (a failover, an upgrade).
+      this.featureWatch = lanes.commandState$.pipe(filter((s) => s === 'ready')).subscribe(() => this.detectFeatures());
       this.replies = new ReplyReader({
         lanes,
         commands: this.commands,
@@ -146,6 +164,7 @@ export class RedisStreamsClient extends ClientProxy {
     await this.replies?.close();
     await lanes.close();
     this.laneStatus?.unsubscribe();
+    this.featureWatch?.unsubscribe();
     this._status$.next(RedisStreamsStatus.CLOSED);
   }
 
@@ -199,10 +218,18 @@ export class RedisStreamsClient extends ClientProxy {
   private async write(packet: ReadPacket, correlationId?: string): Promise<string> {
     const record = packet.data instanceof RedisStreamsRecord ? packet.data : new RedisStreamsRecord(packet.data);
     const stream = this.streamOf(this.normalizePattern(packet.pattern), record);
+    const key = record.options.idempotencyKey;
     const append = async (traceHeaders?: Record<string, string>) => {
       const fields = await this.encode(stream, record, traceHeaders);
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
-      return this.append(stream, packet.pattern, fields);
+      const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
+      const { id, repeated } = await this.append(stream, packet.pattern, fields, key === undefined ? undefined : { key, marker });
+      // The first request's replies went to its own sender: this one would wait for nothing.
+      if (repeated && correlationId !== undefined)
+        throw new Error(
+          `nestjs-redis-streams: send to stream "${stream}": idempotency key "${escapeControl(key!)}" was used within the window already (entry ${id}): the request was not written again, and its replies go to the first sender`,
+        );
+      return id;
     };
     // Called after connect() (Nest's emit and send call it first); never reconnects after close().
     const telemetry = this.producerTelemetry;
@@ -230,8 +257,16 @@ export class RedisStreamsClient extends ClientProxy {
     return fields;
   }
 
-  /** XADD (with the stream's retention) once the connection is up, or a clear error after `commandTimeoutMs`. */
-  private async append(stream: string, pattern: unknown, fields: string[]): Promise<string> {
+  /**
+   * XADD (with the stream's retention) once the connection is up, or a clear error after
+   * `commandTimeoutMs`; with `once`, at most one entry per idempotency key in the stream's window.
+   */
+  private async append(
+    stream: string,
+    pattern: unknown,
+    fields: string[],
+    once?: { key: string; marker: OnceWrite['marker'] },
+  ): Promise<OnceAppended> {
     // Scrubbed, with the masked URL: the cause may be the handshake's error, AUTH arguments and all.
     const fail = (reason: string, cause?: unknown) =>
       redactError(
@@ -256,9 +291,10 @@ export class RedisStreamsClient extends ClientProxy {
         });
     }
     try {
-      const { id, trimError } = await this.commands!.add(stream, fields, this.retentionOf(pattern));
+      const idempotent = once && (await this.onceWrite(stream, once.key, once.marker));
+      const { trimError, ...appended } = await this.commands!.add(stream, fields, this.retentionOf(pattern), idempotent);
       if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
-      return id;
+      return appended;
     } catch (err) {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err))
@@ -270,6 +306,36 @@ export class RedisStreamsClient extends ClientProxy {
         );
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  /** Finds what the server offers (once per connection: on ready, or at the first idempotent write before it). */
+  private detectFeatures(): Promise<ServerFeatures> {
+    this.idmpWindows?.forget();
+    this.lookupErrorTold = false;
+    const found = this.commands!.serverFeatures().then((f) => (this.options.newerCommands ? f : withoutNewerCommands(f)));
+    // A failed lookup (INFO refused, the connection cut) is asked again by the next idempotent write.
+    found.catch(() => this.features === found && (this.features = undefined));
+    return (this.features = found);
+  }
+
+  /** How an idempotent write goes: `XADD … IDMP` with the stream's window set, or the keyed-expiry script. */
+  private async onceWrite(stream: string, key: string, marker: OnceWrite['marker']): Promise<OnceWrite> {
+    let features: ServerFeatures;
+    try {
+      features = await (this.features ?? this.detectFeatures());
+    } catch (err) {
+      throw new Error(`cannot tell whether the server has XADD … IDMP: ${describeError(err)}`, { cause: err });
+    }
+    if (features.lookupError && !this.lookupErrorTold) {
+      this.lookupErrorTold = true;
+      this.logger.warn(
+        `idempotent writes take the keyed-expiry script: ${describeFeatures(features)}. Grant +command|info +command|docs to use XADD … IDMP where the server has it`,
+      );
+    }
+    const { producerId, idempotency } = this.options;
+    if (features.idempotentProduce) await this.idmpWindows!.ensure(stream);
+    const onCluster = isCluster(this.options.connection);
+    return { producerId, key, windowSec: idempotency.windowSec, native: features.idempotentProduce, marker, onCluster };
   }
 
   /** Why no connection came within commandTimeoutMs: Redis refused it (WRONGPASS, NOPERM …), or could not be reached. */
@@ -290,7 +356,8 @@ export class RedisStreamsClient extends ClientProxy {
   private streamOf(pattern: string, record: RedisStreamsRecord): string {
     const partitions = this.options.partitions[pattern];
     if (partitions === undefined) return this.options.keyPrefix + pattern;
-    const key = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data);
+    // An idempotency key routes a record that names no partition key: its repeats meet in one partition's window.
+    const key = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data) ?? record.options.idempotencyKey;
     let index: number;
     if (key !== undefined) index = partitionOf(key, partitions);
     else {

@@ -53,6 +53,7 @@ async function overviewPage(): Promise<Child[]> {
   ];
   return [
     ui.el('h1', {}, 'Overview'),
+    ui.el('p', { class: 'muted' }, `Server: ${o.server}`),
     ...(await ui.consumerPanel()),
     o.attention.length
       ? ui.el(
@@ -122,12 +123,25 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
   ];
 }
 
+/** Idempotent produce's counters and window (Redis 8.6), on a stream that had an idempotent write. */
+function idempotencyLine(i: any): Child {
+  if (!i || (i.iidsAdded === 0 && i.pidsTracked === 0)) return null;
+  return ui.el(
+    'p',
+    {},
+    `Idempotent writes: ${ui.num(i.iidsAdded)} added, ${ui.count(i.iidsDuplicates, 'duplicate', 'duplicates')}; ` +
+      `window ${ui.num(i.windowSec)} s, ${ui.num(i.maxKeys)} keys per producer; ` +
+      `${ui.count(i.iidsTracked, 'key', 'keys')} of ${ui.count(i.pidsTracked, 'producer', 'producers')} tracked`,
+  );
+}
+
 async function streamPage(key: string): Promise<Child[]> {
   const s = await ui.get(`api/stream?key=${encodeURIComponent(key)}`);
   const out: Child[] = [
     ui.el('h1', { class: 'name' }, s.stream),
     ui.el('p', {}, `${ui.count(s.length, 'entry', 'entries')}, last id ${s.lastGeneratedId}`),
     ui.headroom(s),
+    idempotencyLine(s.idempotency),
   ];
   for (const g of s.groups) out.push(...(await groupSection(key, g)));
   const dead = s.deadLetters.map((d: any) =>
@@ -287,6 +301,7 @@ export const PAGE_PARTS = {
   streamRows,
   overviewPage,
   groupSection,
+  idempotencyLine,
   streamPage,
   entryPage,
   deadListPage,

@@ -6,6 +6,7 @@ import { DashboardCommands } from '../redis/dashboard-commands.js';
 import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
+import { describeFeatures } from '../redis/server-features.js';
 import { escapeControl } from '../escape-control.js';
 import { ReportCommands } from '../redis/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
@@ -45,6 +46,8 @@ export interface Overview {
   page: number;
   pageSize: number;
   attention: string[];
+  /** The server and what it offers of the newer stream commands (`Redis 8.6.3: claim-on-read, …`), or why that is unknown. */
+  server: string;
   at: number;
 }
 
@@ -83,6 +86,7 @@ export class DashboardData {
   private readonly scope: RegExp;
   private keys: { at: number; work: string[]; dead: string[]; nodes: Map<string, string> | undefined } | undefined;
   private readonly shared = new Map<number, { at: number; overview: Promise<Overview> }>();
+  private server: { at: number; line: Promise<string> } | undefined;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -207,7 +211,16 @@ export class DashboardData {
     const summaries = read.filter((s): s is StreamSummary => s !== null && s.groups.length > 0);
     const streams = await this.decorate(summaries, now, true);
     const attention = [...unreadable, ...streams.flatMap((s) => s.attention.map((why) => `${s.stream}: ${why}`))];
-    return { streams, total: work.length, page, pageSize, attention, at: now };
+    return { streams, total: work.length, page, pageSize, attention, server: await this.serverLine(now), at: now };
+  }
+
+  /** Read at most every KEYS_TTL_MS, as the key list is: a failover may land on another server. */
+  private serverLine(now: number): Promise<string> {
+    if (!this.server || now - this.server.at >= KEYS_TTL_MS) {
+      const line = this.commands.serverFeatures().then(describeFeatures, (err: unknown) => `unknown (${describeError(err)})`);
+      this.server = { at: now, line };
+    }
+    return this.server.line;
   }
 
   /** Summaries with their dead letters, connections, lag ages, rates (when `rates`) and attention. */

@@ -22,6 +22,7 @@ export function asReport(
     length: s.length,
     lastGeneratedId: s.lastGeneratedId,
     entriesAdded: s.entriesAdded,
+    idempotency: s.idempotency,
     groups: s.groups.map((g) => ({
       name: g.name,
       pending: g.pending,

@@ -3,6 +3,9 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
+import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
+import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
+import { describeError } from '../describe-error.js';
 import { idAge } from '../redis/stream-ids.js';
 import { countStates, pendingEntryReport, readRetryView, type PendingEntryReport, type PendingState } from './pending-states.js';
 
@@ -46,6 +49,8 @@ export interface StreamReport {
   length: number;
   lastGeneratedId: string;
   entriesAdded: number;
+  /** Idempotent produce (Redis 8.6): the stream's window and counters; null where the server has none. */
+  idempotency: IdempotencyFigures | null;
   groups: GroupReport[];
   /** Dead-letter streams of this stream under the default names, with their length. */
   deadLetters: { stream: string; length: number }[];
@@ -110,6 +115,7 @@ async function streamReport(
     length: Number(info.length),
     lastGeneratedId: String(info['last-generated-id']),
     entriesAdded: Number(info['entries-added'] ?? info.length),
+    idempotency: parseIdempotency(info),
     groups,
     deadLetters,
     deadLetterKeysNotStreams,
@@ -178,6 +184,11 @@ async function consumerReports(
     ? { retryWaiting: view.waitingCount, retryDue: view.dueCount, retryStateError: null }
     : { retryWaiting: null, retryDue: null, retryStateError: view.error };
   return { consumers, retries };
+}
+
+/** The server and what it offers of the newer stream commands (`Redis 8.6.3: claim-on-read, …`); why not, when it cannot be told. */
+export async function serverLine(redis: RedisConnection): Promise<string> {
+  return detectServerFeatures(redis).then(describeFeatures, (err: unknown) => `unknown (${describeError(err)})`);
 }
 
 /** Stream keys matching `pattern` that have at least one consumer group (work streams, not dead-letter or reply streams), on every master. */

@@ -3,7 +3,7 @@ import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { checkPartitions } from '../partitions.js';
 import { validateRetention, type RetentionPolicy } from './retention-options.js';
 import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
-import { boolean, InvalidOptionError, positiveInt, rejectUnknown, string, withMethod } from './validate.js';
+import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, shown, string, withMethod } from './validate.js';
 
 /** Options of {@link RedisStreamsClient}; defaults in docs/guide/options.md and below. */
 export interface RedisStreamsClientOptions {
@@ -35,10 +35,34 @@ export interface RedisStreamsClientOptions {
    * `@opentelemetry/api` is installed and an SDK registered. Default: true.
    */
   telemetry?: boolean;
+  /**
+   * The producer id of idempotent writes (`RedisStreamsRecord`'s `idempotencyKey`): Redis 8.6
+   * dedupes per producer id and key, so every client that shares it (other processes, the next
+   * run of this one) dedupes against the others. Give producers whose keys mean different things
+   * different ids. No `:` in it (the fallback's key layout). Default: `'nestjs-redis-streams'`.
+   */
+  producerId?: string;
+  /**
+   * The window of idempotent writes, per stream: a key is remembered `windowSec` seconds
+   * (1 to 86400), and on Redis 8.6 at most `maxKeys` keys (1 to 10000, the server's bound) per
+   * stream and producer id, the oldest forgotten first. Set on each stream (XCFGSET) at its first
+   * idempotent write per connection; every producer of a stream should use the same values (a
+   * change makes Redis forget the keys it holds). Default: `{ windowSec: 600, maxKeys: 10000 }`.
+   */
+  idempotency?: { windowSec?: number; maxKeys?: number };
+  /**
+   * Use the stream commands newer than Redis 7.0 where the server has them (`XADD … IDMP` for
+   * idempotent writes); `false` takes the path every server takes (the keyed-expiry script), e.g.
+   * while the producers of a stream run on servers of different versions. Default: true.
+   */
+  newerCommands?: boolean;
 }
 
-export type ResolvedClientOptions = Required<Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey'>> & {
+export type ResolvedClientOptions = Required<
+  Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey' | 'idempotency'>
+> & {
   connection: ResolvedConnection;
+  idempotency: IdempotencyWindow;
   retention: RetentionPolicy | undefined;
   partitionKey: RedisStreamsClientOptions['partitionKey'];
 };
@@ -49,7 +73,20 @@ export const CLIENT_DEFAULTS = {
   replyBlockMs: 5000,
   replyTtlMs: 60_000,
   telemetry: true,
+  producerId: 'nestjs-redis-streams',
+  idempotency: { windowSec: 600, maxKeys: 10_000 },
+  newerCommands: true,
 } as const;
+
+/** A stream's idempotency window, as resolved. */
+export interface IdempotencyWindow {
+  windowSec: number;
+  maxKeys: number;
+}
+
+/** Redis 8.6's bounds of XCFGSET (IDMP-DURATION, IDMP-MAXSIZE), the same for the fallback. */
+export const MAX_IDEMPOTENCY_WINDOW_SEC = 86_400;
+export const MAX_IDEMPOTENCY_KEYS = 10_000;
 
 const KNOWN_OPTIONS = [
   'connection',
@@ -64,6 +101,9 @@ const KNOWN_OPTIONS = [
   'partitions',
   'partitionKey',
   'telemetry',
+  'producerId',
+  'idempotency',
+  'newerCommands',
 ] as const;
 
 export function resolveClientOptions(input: RedisStreamsClientOptions = {}): ResolvedClientOptions {
@@ -111,5 +151,30 @@ export function resolveClientOptions(input: RedisStreamsClientOptions = {}): Res
     replyBlockMs,
     replyTtlMs,
     telemetry: boolean('telemetry', input.telemetry, CLIENT_DEFAULTS.telemetry),
+    producerId: producerId(input.producerId),
+    idempotency: idempotencyWindow(input.idempotency),
+    newerCommands: boolean('newerCommands', input.newerCommands, CLIENT_DEFAULTS.newerCommands),
+  };
+}
+
+function producerId(value: unknown): string {
+  const id = nonEmpty('producerId', value, CLIENT_DEFAULTS.producerId);
+  // `:` separates it from the key in the fallback's key name: `a:b` + `c` and `a` + `b:c` would meet.
+  if (id.includes(':')) throw new InvalidOptionError('producerId', `must not contain ":", got ${shown(id)}`);
+  return id;
+}
+
+function idempotencyWindow(input: unknown): IdempotencyWindow {
+  const defaults = CLIENT_DEFAULTS.idempotency;
+  if (input === undefined) return { ...defaults };
+  rejectUnknown(input as object, ['windowSec', 'maxKeys'], 'idempotency.');
+  const { windowSec, maxKeys } = input as Record<string, unknown>;
+  return {
+    windowSec: atMost(
+      'idempotency.windowSec',
+      positiveInt('idempotency.windowSec', windowSec, defaults.windowSec),
+      MAX_IDEMPOTENCY_WINDOW_SEC,
+    ),
+    maxKeys: atMost('idempotency.maxKeys', positiveInt('idempotency.maxKeys', maxKeys, defaults.maxKeys), MAX_IDEMPOTENCY_KEYS),
   };
 }

@@ -1,6 +1,7 @@
 import type { RedisConnection } from './connect.js';
 import { connectedByGroup } from './connected-consumers.js';
 import { scanStreamKeys } from './stream-keys.js';
+import { detectServerFeatures, type ServerFeatures } from './server-features.js';
 import { DEAD_LENGTH_SCRIPT, RANGE_PREVIEW_SCRIPT, STREAM_SUMMARY_SCRIPT } from './dashboard-scripts.js';
 import { parseRangePreview, parseStreamSummary, type RangePreviewEntry, type StreamSummary } from './dashboard-replies.js';
 
@@ -52,6 +53,11 @@ export class DashboardCommands {
     maxParts = MAX_PARTS,
   ): Promise<RangePreviewEntry[]> {
     return parseRangePreview(await this.redis.streamsRangePreview(key, start, end, count, maxBytes, maxParts));
+  }
+
+  /** The server's version and what it offers of the newer stream commands (see server-features.ts). */
+  serverFeatures(): Promise<ServerFeatures> {
+    return detectServerFeatures(this.redis);
   }
 
   /** Per group, the consumers with a connection of this library's open now (connected-consumers.ts). */

@@ -1,3 +1,4 @@
+import { parseIdempotency, parseInfoRecord, type IdempotencyFigures } from './info-replies.js';
 import { ReplyShapeError } from './reply-shape-error.js';
 
 export interface ConsumerSummary {
@@ -34,6 +35,8 @@ export interface StreamSummary {
   groups: GroupSummary[];
   /** The stream's oldest entry (what a trim removes first); null when it is empty. */
   firstEntryId: string | null;
+  /** Idempotent produce (Redis 8.6): the stream's window and counters; null where the server has none. */
+  idempotency: IdempotencyFigures | null;
 }
 
 export interface RangePreviewEntry {
@@ -51,14 +54,22 @@ const count = (v: unknown): number | null => (v === null || Number(v) < 0 ? null
 export function parseStreamSummary(stream: string, reply: unknown): StreamSummary | null {
   if (!Array.isArray(reply)) throw new ReplyShapeError('stream summary', reply);
   if (reply.length === 0) return null;
-  const [length, lastGeneratedId, entriesAdded, groups, firstEntryId] = reply as [unknown, unknown, unknown, unknown, unknown];
-  if (!Array.isArray(groups)) throw new ReplyShapeError('stream summary', reply);
+  const [length, lastGeneratedId, entriesAdded, groups, firstEntryId, idmp] = reply as [
+    unknown,
+    unknown,
+    unknown,
+    unknown,
+    unknown,
+    unknown,
+  ];
+  if (!Array.isArray(groups) || !Array.isArray(idmp)) throw new ReplyShapeError('stream summary', reply);
   return {
     stream,
     length: Number(length),
     lastGeneratedId: str(lastGeneratedId),
     entriesAdded: Number(entriesAdded),
     firstEntryId: firstEntryId === null || firstEntryId === undefined ? null : str(firstEntryId),
+    idempotency: parseIdempotency(parseInfoRecord(idmp.map(str))),
     groups: groups.map((g: unknown) => {
       if (!Array.isArray(g) || g.length < 11 || !Array.isArray(g[9])) throw new ReplyShapeError('stream summary', reply);
       return {

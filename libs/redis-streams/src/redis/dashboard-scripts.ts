@@ -31,7 +31,12 @@ for _, row in ipairs(redis.call('XINFO', 'GROUPS', key)) do
   })
 end
 local firstEntry = s['first-entry']
-return { s['length'], s['last-generated-id'], s['entries-added'] or s['length'], groups, firstEntry and firstEntry[1] or false }
+-- Idempotent produce's fields (Redis 8.6), as XINFO names them: parsed where XINFO STREAM's are (info-replies.ts).
+local idmp = {}
+for _, f in ipairs({ 'idmp-duration', 'idmp-maxsize', 'pids-tracked', 'iids-tracked', 'iids-added', 'iids-duplicates' }) do
+  if s[f] ~= nil then table.insert(idmp, f); table.insert(idmp, s[f]) end
+end
+return { s['length'], s['last-generated-id'], s['entries-added'] or s['length'], groups, firstEntry and firstEntry[1] or false, idmp }
 `;
 
 /** A dead-letter stream's length; -1 when the key holds another type (reported, never a WRONGTYPE), -2 when absent. */

@@ -14,6 +14,37 @@ export function parseInfoRecord(reply: unknown): Record<string, unknown> {
   return record;
 }
 
+/** A stream's idempotent-produce figures of `XINFO STREAM` (Redis 8.6), named after its fields. */
+export interface IdempotencyFigures {
+  /** `idmp-duration`: how long a producer's key is remembered (s). */
+  windowSec: number;
+  /** `idmp-maxsize`: most keys remembered per producer id. */
+  maxKeys: number;
+  pidsTracked: number;
+  iidsTracked: number;
+  /** Keys written since the stream was made, and repeats answered without a write. */
+  iidsAdded: number;
+  iidsDuplicates: number;
+}
+
+/** The idempotency figures of an `XINFO STREAM` record (parseInfoRecord); null where the server has none (before Redis 8.6, Valkey). */
+export function parseIdempotency(info: Record<string, unknown>): IdempotencyFigures | null {
+  if (info['idmp-duration'] === undefined) return null;
+  const n = (field: string) => {
+    const v = Number(info[field]);
+    if (!Number.isSafeInteger(v) || v < 0) throw new ReplyShapeError('XINFO STREAM', info);
+    return v;
+  };
+  return {
+    windowSec: n('idmp-duration'),
+    maxKeys: n('idmp-maxsize'),
+    pidsTracked: n('pids-tracked'),
+    iidsTracked: n('iids-tracked'),
+    iidsAdded: n('iids-added'),
+    iidsDuplicates: n('iids-duplicates'),
+  };
+}
+
 /** One group's row of `XINFO GROUPS`, as the server reports it. */
 export interface GroupInfo {
   /**

@@ -5,6 +5,8 @@ import type { RetentionPolicy } from '../options/retention-options.js';
 import { ageBoundId, xaddTrimArgs } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
 import type { StreamEntry } from '../stream-entry.js';
+import { appendCommand, defineOnceScripts, parseAppended, sendAppend, type OnceAppended, type OnceWrite } from './idempotent-add.js';
+import { detectServerFeatures, type ServerFeatures } from './server-features.js';
 
 /**
  * The trim script runs on the first write of a stream and then on every TRIM_EVERY-th: it costs
@@ -20,30 +22,41 @@ export class ProducerCommands {
 
   constructor(private readonly conn: RedisConnection) {
     conn.defineCommand('streamsTrim', { numberOfKeys: 1, lua: TRIM_SCRIPT });
+    defineOnceScripts(conn);
+  }
+
+  /** The server's version and what it offers of the newer stream commands (see server-features.ts). */
+  serverFeatures(): Promise<ServerFeatures> {
+    return detectServerFeatures(this.conn);
   }
 
   /**
    * XADD, trimmed per `policy`: inline `MAXLEN ~`/`MINID ~` when plain, else the trim script in
    * the same round trip (every TRIM_EVERY-th write of the stream). A failed trim does not fail
    * the write (the entry is in; a later write trims again): it comes back as `trimError`.
+   * `once`: at most one entry per key in the stream's window (idempotent-add.ts).
    */
-  async add(stream: string, fields: readonly string[], policy: RetentionPolicy | undefined): Promise<{ id: string; trimError?: Error }> {
+  async add(
+    stream: string,
+    fields: readonly string[],
+    policy: RetentionPolicy | undefined,
+    once?: OnceWrite,
+  ): Promise<OnceAppended & { trimError?: Error }> {
     const now = Date.now();
     const inline = xaddTrimArgs(policy, now);
     const writes = this.writesSinceTrim.get(stream) ?? 0;
     this.writesSinceTrim.set(stream, (writes + 1) % TRIM_EVERY);
     if (!policy || inline.length > 0 || writes !== 0 || (!policy.safe && policy.maxLen === undefined)) {
-      return { id: (await this.conn.call('XADD', stream, ...inline, '*', ...fields)) as string };
+      return parseAppended(await sendAppend(this.conn, appendCommand(stream, [...inline, '*', ...fields], once)), once);
     }
     const ageBound = ageBoundId(policy.maxAgeMs, now) ?? '';
-    const pipeline = this.conn.pipeline().call('XADD', stream, '*', ...fields) as ReturnType<Redis['pipeline']> & {
-      streamsTrim(...args: unknown[]): unknown;
-    };
+    const pipeline = this.conn.pipeline() as ReturnType<Redis['pipeline']> & { streamsTrim(...args: unknown[]): unknown };
+    sendAppend(pipeline, appendCommand(stream, ['*', ...fields], once));
     pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT);
     const [added, trimmed] = (await pipeline.exec()) ?? [];
     if (!added) throw new Error('XADD got no reply');
     if (added[0]) throw added[0];
-    return { id: added[1] as string, ...(trimmed?.[0] ? { trimError: trimmed[0] } : {}) };
+    return { ...parseAppended(added[1], once), ...(trimmed?.[0] ? { trimError: trimmed[0] } : {}) };
   }
 
   /** XREAD of a reply stream (one reader, so no group): entries after `afterId`. */
