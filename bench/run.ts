@@ -6,7 +6,10 @@
 // no results file (for before/after comparisons of a change). `--only retries` runs the retry section alone
 // (bench/retries.ts: results/retries.md). `--only scale` runs the scale section alone (bench/scale.ts: results/scale.md:
 // reclaim beside new work, N streams on one reader, self-drain against fresh drain). `--only bullmq` runs the drain
-// against BullMQ at concurrency 1, 8 and 32 alone (bench/bullmq.ts: results/bullmq.md). `--smoke` runs everything at sizes too small to measure anything: it checks
+// against BullMQ at concurrency 1, 8 and 32 alone (bench/bullmq.ts: results/bullmq.md). `--only reclaim` runs the reclaim-path section
+// alone (bench/reclaim-path.ts: results/reclaim-path.md: reclaim latency and Redis CPU per beat at N streams, Redis 7.0's
+// XAUTOCLAIM sweep beside Redis 8.6's, with and without XREADGROUP … CLAIM; servers of its own, `redis-server` and
+// `redis8-server`). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -27,6 +30,7 @@ import { tryOtherTransports } from './other-transports.js';
 import { benchRetries, type RetrySection } from './retries.js';
 import { retriesMarkdown, retriesProblems } from './retries-report.js';
 import { benchScale, scaleMarkdown, type ScaleSection } from './scale.js';
+import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from './reclaim-path.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -34,8 +38,10 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq'].includes(flags.only))
-  throw new Error(`bench: --only takes "cluster", "telemetry", "drain", "retries", "scale" or "bullmq", got ${JSON.stringify(flags.only)}`);
+if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim'].includes(flags.only))
+  throw new Error(
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq" or "reclaim", got ${JSON.stringify(flags.only)}`,
+  );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
   drainRounds: smoke ? 1 : 5,
@@ -66,6 +72,12 @@ if (flags.only === 'cluster') {
   process.stdout.write(markdown + '\n');
   replaceClusterSection(cluster, markdown);
   process.exit(0);
+}
+if (flags.only === 'reclaim') {
+  // Servers of its own (two binaries): none of the run's.
+  const { problems } = writeReclaimPath(await benchReclaimPath({ smoke, log }));
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
 }
 const redis = await startRedis();
 const admin = new Redis(redis.url);
@@ -322,6 +334,7 @@ row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 await bullmqSection();
 const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }));
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
+const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
 log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
 const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
@@ -360,6 +373,7 @@ const result = {
   telemetry,
   retries,
   scale,
+  reclaimPath,
   cluster,
 };
 result.minutes = Math.round((performance.now() - startedAt) / 600) / 100;
@@ -424,6 +438,7 @@ function incomplete(): string[] {
   if (otherTransports.attempts.length === 0) problems.push('other transports: nothing was tried');
   problems.push(...retriesProblems(retries));
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
+  problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
   }
@@ -539,18 +554,23 @@ function telemetryMarkdown(t: TelemetryCost): string {
 
 /** The retry section written to results/retries.md (a smoke run: retries-smoke.md); `--only retries` prints it too. */
 function writeRetries(section: RetrySection): RetrySection {
-  const markdown = retriesMarkdown(section, SMOKE_NOTE);
-  if (flags.only === 'retries') process.stdout.write(markdown + '\n');
-  mkdirSync(new URL('./results/', pathToBench()), { recursive: true });
-  writeFileSync(new URL(`./results/retries${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
-  return section;
+  return writeSection('retries', 'retries', retriesMarkdown(section, SMOKE_NOTE), section);
 }
 
 function writeScale(section: ScaleSection): ScaleSection {
-  const markdown = scaleMarkdown(section, SMOKE_NOTE);
-  if (flags.only === 'scale') process.stdout.write(markdown + '\n');
+  return writeSection('scale', 'scale', scaleMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The reclaim-path section written to results/reclaim-path.md (a smoke run: reclaim-path-smoke.md); `--only reclaim` prints it too. */
+function writeReclaimPath(section: ReclaimPathSection): ReclaimPathSection {
+  return writeSection('reclaim', 'reclaim-path', reclaimPathMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** A section's `markdown` written to results/`file`.md (a smoke run: `file`-smoke.md), and printed when it ran alone (`--only only`). */
+function writeSection<T>(only: string, file: string, markdown: string, section: T): T {
+  if (flags.only === only) process.stdout.write(markdown + '\n');
   mkdirSync(new URL('./results/', pathToBench()), { recursive: true });
-  writeFileSync(new URL(`./results/scale${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
+  writeFileSync(new URL(`./results/${file}${smoke ? '-smoke' : ''}.md`, pathToBench()), `${markdown}\n`);
   return section;
 }
 
@@ -990,6 +1010,8 @@ function toMarkdown(r: typeof result): string {
     retriesMarkdown(r.retries, SMOKE_NOTE),
     '',
     scaleMarkdown(r.scale, SMOKE_NOTE),
+    '',
+    reclaimPathMarkdown(r.reclaimPath, SMOKE_NOTE),
     '',
     clusterMarkdown(r.cluster),
   ];

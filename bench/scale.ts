@@ -35,7 +35,7 @@ export interface ScaleSection {
   problems: string[];
 }
 
-interface Latency {
+export interface Latency {
   count: number;
   p50: number;
   p99: number;
@@ -227,7 +227,7 @@ function rate(report: ScaleChildReport): number {
   return (report.old.handled / Math.max(1, report.old.lastAt - report.old.firstAt)) * 1000;
 }
 
-function latency(values: number[]): Latency {
+export function latency(values: number[]): Latency {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
   return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? NaN };

@@ -21,15 +21,26 @@ export interface RedisServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns SERVER_BIN on 127.0.0.1:`port` (no persistence, a throwaway dir unless `args` has `--dir`); returns at once. */
-export function spawnRedisServer(port: number, args?: readonly string[], options?: { detached?: boolean }): RedisServerProcess;
+/**
+ * Spawns `bin` (default SERVER_BIN) on 127.0.0.1:`port` (no persistence, a throwaway dir unless `args` has `--dir`);
+ * returns at once.
+ */
+export function spawnRedisServer(
+  port: number,
+  args?: readonly string[],
+  options?: { detached?: boolean; bin?: string },
+): RedisServerProcess;
 
-/** Spawns a server (on a free port unless given) and resolves once it answers PING (default deadline 10 s). */
+/**
+ * Spawns a server (on a free port unless given) and resolves once it answers PING (default deadline 10 s). `bin`:
+ * the binary (default SERVER_BIN), for a run that needs servers of two versions (bench/reclaim-path.ts).
+ */
 export function startRedisServer(options?: {
   port?: number;
   args?: readonly string[];
   detached?: boolean;
   timeoutMs?: number;
+  bin?: string;
 }): Promise<RedisServerProcess>;
 
 /** True when the server at `url` answers PING now. */
