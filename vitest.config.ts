@@ -30,15 +30,14 @@ const ON_CLUSTER = [
 ];
 
 /**
- * The suites CI runs once more on Valkey (TEST_SET=valkey): the core suites but the CLI's (a process of
- * its own, running the library code the others run in process), and those whose outcome hangs on a
- * server's own replies: idle times and `inactive` (consumer-liveness), error wordings (secrets,
- * connection-logs, wrong-server, out-of-memory, versions, and NOPERM: read-ahead, reply-namespace), what replicas carry
- * (failover-lag), NOGROUP and BUSYGROUP (group, group-recovery, startup), CLIENT PAUSE and
- * UNBLOCK (faults, health, park-faults), trimming (retention), the reclaim round and lease scripts.
+ * The files whose outcome hangs on a server's own replies: idle times and `inactive` (consumer-liveness), error
+ * wordings (secrets, connection-logs, wrong-server, out-of-memory, versions, and NOPERM: read-ahead,
+ * reply-namespace), what replicas carry (failover-lag), NOGROUP and BUSYGROUP (group, group-recovery, startup),
+ * CLIENT PAUSE and UNBLOCK (faults, health, park-faults), trimming (retention), the reclaim round and lease
+ * scripts. CI runs them on every server (TEST_SET=replies: Valkey 8; in ON_VALKEY and ON_NEWER).
  */
-const ON_VALKEY = [
-  ...ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator)\./.test(f)),
+const ON_SERVER_REPLIES = [
+  'test/consumer-liveness.e2e.spec.ts',
   'test/secrets.e2e.spec.ts',
   'test/wrong-server.e2e.spec.ts',
   'test/out-of-memory.e2e.spec.ts',
@@ -56,10 +55,39 @@ const ON_VALKEY = [
   'test/read-ahead.e2e.spec.ts',
   'test/reply-namespace.e2e.spec.ts',
   'test/failover-lag.e2e.spec.ts',
+];
+
+/**
+ * The suites CI runs once more on Valkey (TEST_SET=valkey): the core suites but the CLI's (a process of
+ * its own, running the library code the others run in process), and ON_SERVER_REPLIES.
+ */
+const ON_VALKEY = [
+  ...ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator)\./.test(f)),
+  ...ON_SERVER_REPLIES,
   // The plain-Node worker (nestjs-redis-streams/core): the issue asks for it on Redis and on Valkey.
   'test/plain-node.e2e.spec.ts',
   'test/core-no-nest.e2e.spec.ts',
 ];
+
+/**
+ * The suites CI runs on Redis 8.6 (TEST_SET=newer, with REDIS_SERVER_BIN=redis8-server): ON_VALKEY (the core
+ * suites, and those whose outcome hangs on a server's own replies), and those that prove the transport's
+ * guarantees under faults (chaos, retries, operator actions), so that the Redis 8.6 command paths are held to the
+ * tests Redis 7.0 passes, and the files of those paths (test/redis8-*: a glob that may match nothing).
+ */
+const ON_NEWER = [
+  ...ON_VALKEY,
+  'test/chaos.e2e.spec.ts',
+  'test/retry*.e2e.spec.ts',
+  'test/operator-actions.e2e.spec.ts',
+  'test/consumer-liveness.e2e.spec.ts',
+  'test/redis8-*.e2e.spec.ts',
+];
+
+/** TEST_SET: which of the lists above the `node` project runs (unset: every file). */
+const SETS: Record<string, string[]> = { valkey: ON_VALKEY, newer: ON_NEWER, replies: ON_SERVER_REPLIES };
+const testSet = process.env.TEST_SET;
+if (testSet && !SETS[testSet]) throw new Error(`TEST_SET=${testSet}: not one of ${Object.keys(SETS).join(', ')}`);
 
 /**
  * One suite, two hosts: the core suites CI runs once more with TEST_HOST=core, where `startApp`
@@ -128,7 +156,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'node',
-          include: process.env.TEST_HOST === 'core' ? ON_CORE_HOST : process.env.TEST_SET === 'valkey' ? ON_VALKEY : ['test/**/*.spec.ts'],
+          include: process.env.TEST_HOST === 'core' ? ON_CORE_HOST : testSet ? SETS[testSet] : ['test/**/*.spec.ts'],
           // Fixtures' own test files run only inside the tests that start them (test/leftovers.spec.ts).
           exclude: [...OWN_CLUSTER, 'test/fixtures/**', ...SKIP],
           maxWorkers: WORKERS,
