@@ -25,7 +25,7 @@ export interface GroupKeeperDeps {
   /** What the acks and the audit found since the last check. */
   findings: LoopFindings;
   /** Where the server's features found at each (re)start are kept. */
-  offer: Pick<ServerOffer, 'record'>;
+  offer: Pick<ServerOffer, 'record' | 'unmet'>;
 }
 
 /** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
@@ -111,7 +111,7 @@ export class GroupKeeper {
     throw new GroupLostError([...findings.lossSeen]);
   }
 
-  /** The server is one this package runs on; what it offers of the newer stream commands, kept (a change logged). */
+  /** The server is one this package runs on, and has what the options need; what it offers of the newer stream commands, kept (a change logged). */
   private async checkServer(): Promise<void> {
     const features = await this.d.commands.serverFeatures();
     const { major, minor, server } = features;
@@ -121,6 +121,8 @@ export class GroupKeeper {
       );
     }
     const changed = this.d.offer.record(features);
+    const unmet = this.d.offer.unmet();
+    if (unmet) throw new UnsupportedServerError(unmet);
     if (changed) this.d.logger.warn(`the server changed since the last start (a failover?): ${changed}`);
   }
 
