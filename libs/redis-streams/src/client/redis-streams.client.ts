@@ -10,6 +10,7 @@ import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClie
 import { ConnectionReport } from '../redis/connection-report.js';
 import { Lanes } from '../redis/lanes.js';
 import { ProducerCommands } from '../redis/producer-commands.js';
+import { detectServerFeatures, type ServerFeatures } from '../redis/server-features.js';
 import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeConnection, secretsOf } from '../options/connection.js';
@@ -72,6 +73,8 @@ export class RedisStreamsClient extends ClientProxy {
   private closed = false;
   /** emits and writes begun before close(), which it lets finish on the open connections. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** What the server offers of the newer stream commands, detected once per connection (see serverFeatures). */
+  private features: Promise<ServerFeatures | undefined> | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -114,6 +117,13 @@ export class RedisStreamsClient extends ClientProxy {
           map((s) => STATUS_OF_LANES[s]),
         )
         .subscribe((s) => this._status$.next(s));
+      // Once per connection: a reconnect may have reached another server (a failover, an upgrade).
+      this.laneStatus.add(
+        lanes.commandState$.pipe(filter((s) => s === 'ready')).subscribe(() => {
+          this.features = undefined;
+          void this.serverFeatures();
+        }),
+      );
       this.commands = new ProducerCommands(lanes.command);
       this.replies = new ReplyReader({
         lanes,
@@ -256,7 +266,9 @@ export class RedisStreamsClient extends ClientProxy {
         });
     }
     try {
-      const { id, trimError } = await this.commands!.add(stream, fields, this.retentionOf(pattern));
+      const policy = this.retentionOf(pattern);
+      const features = policy?.safe ? await this.serverFeatures() : undefined;
+      const { id, trimError } = await this.commands!.add(stream, fields, policy, features);
       if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
       return id;
     } catch (err) {
@@ -270,6 +282,21 @@ export class RedisStreamsClient extends ClientProxy {
         );
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
+  }
+
+  /**
+   * What the server of the current connection offers of the newer stream commands, detected when the
+   * connection became ready (again after each reconnect). Undefined when it could not be told (the
+   * detection failed: asked again by the next call): the path every server takes.
+   */
+  private serverFeatures(): Promise<ServerFeatures | undefined> {
+    const lanes = this.lanes;
+    if (!lanes) return Promise.resolve(undefined);
+    const detecting = (this.features ??= detectServerFeatures(lanes.command).catch(() => {
+      if (this.features === detecting) this.features = undefined;
+      return undefined;
+    }));
+    return detecting;
   }
 
   /** Why no connection came within commandTimeoutMs: Redis refused it (WRONGPASS, NOPERM …), or could not be reached. */

@@ -5,6 +5,7 @@ import type { RetentionPolicy } from '../options/retention-options.js';
 import { ageBoundId, xaddTrimArgs } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
 import type { StreamEntry } from '../stream-entry.js';
+import type { ServerFeatures } from './server-features.js';
 
 /**
  * The trim script runs on the first write of a stream and then on every TRIM_EVERY-th: it costs
@@ -24,10 +25,16 @@ export class ProducerCommands {
 
   /**
    * XADD, trimmed per `policy`: inline `MAXLEN ~`/`MINID ~` when plain, else the trim script in
-   * the same round trip (every TRIM_EVERY-th write of the stream). A failed trim does not fail
-   * the write (the entry is in; a later write trims again): it comes back as `trimError`.
+   * the same round trip (every TRIM_EVERY-th write of the stream; a safe one with ACKED where
+   * `features` has it). A failed trim does not fail the write (the entry is in; a later write trims
+   * again): it comes back as `trimError`.
    */
-  async add(stream: string, fields: readonly string[], policy: RetentionPolicy | undefined): Promise<{ id: string; trimError?: Error }> {
+  async add(
+    stream: string,
+    fields: readonly string[],
+    policy: RetentionPolicy | undefined,
+    features?: Pick<ServerFeatures, 'ackDelete'>,
+  ): Promise<{ id: string; trimError?: Error }> {
     const now = Date.now();
     const inline = xaddTrimArgs(policy, now);
     const writes = this.writesSinceTrim.get(stream) ?? 0;
@@ -39,7 +46,8 @@ export class ProducerCommands {
     const pipeline = this.conn.pipeline().call('XADD', stream, '*', ...fields) as ReturnType<Redis['pipeline']> & {
       streamsTrim(...args: unknown[]): unknown;
     };
-    pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT);
+    const acked = policy.safe && features?.ackDelete === true;
+    pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT, acked ? '1' : '0');
     const [added, trimmed] = (await pipeline.exec()) ?? [];
     if (!added) throw new Error('XADD got no reply');
     if (added[0]) throw added[0];
