@@ -2,7 +2,7 @@ import { detectServerFeatures, type ServerFeatures } from './server-features.js'
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
-import { parseGroupInfo } from './info-replies.js';
+import { parseGroupInfo, parseGroupRows } from './info-replies.js';
 import { parseAckDeleteReply, parseAuditReply, parseLastGeneratedId, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
@@ -171,6 +171,15 @@ export class StreamCommands {
   async entryBytes(stream: string, id: string): Promise<number | null> {
     const bytes = Number(await this.conn.streamsEntryBytes(stream, id));
     return bytes < 0 ? null : bytes;
+  }
+
+  /** The names of the stream's groups (XINFO GROUPS); none when the stream does not exist. */
+  async groupNames(stream: string): Promise<string[]> {
+    const rows = await this.conn.xinfo('GROUPS', stream).catch((err: unknown) => {
+      if (isNoSuchKey(err)) return [];
+      throw err;
+    });
+    return parseGroupRows(rows).map((g) => g.name);
   }
 
   /** The stream's `last-generated-id`, or null when the key does not exist. */
