@@ -21,8 +21,12 @@ export interface RedisServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Spawns SERVER_BIN on 127.0.0.1:`port` (no persistence, a throwaway dir unless `args` has `--dir`); returns at once. */
-export function spawnRedisServer(port: number, args?: readonly string[], options?: { detached?: boolean }): RedisServerProcess;
+/** Spawns SERVER_BIN (or `bin`) on 127.0.0.1:`port` (no persistence, a throwaway dir unless `args` has `--dir`); returns at once. */
+export function spawnRedisServer(
+  port: number,
+  args?: readonly string[],
+  options?: { detached?: boolean; bin?: string },
+): RedisServerProcess;
 
 /** Spawns a server (on a free port unless given) and resolves once it answers PING (default deadline 10 s). */
 export function startRedisServer(options?: {
@@ -30,6 +34,8 @@ export function startRedisServer(options?: {
   args?: readonly string[];
   detached?: boolean;
   timeoutMs?: number;
+  /** The binary: SERVER_BIN by default. */
+  bin?: string;
 }): Promise<RedisServerProcess>;
 
 /** True when the server at `url` answers PING now. */

@@ -21,14 +21,14 @@ export const missingBinary = (binary, err) =>
   );
 
 /**
- * Spawns SERVER_BIN on 127.0.0.1:`port` without persistence, plus `args`; returns at once. Without a `--dir`
- * in `args` the server gets a throwaway dir of its own, removed once it exited.
+ * Spawns SERVER_BIN (or `bin`: the bench runs two servers side by side) on 127.0.0.1:`port` without persistence,
+ * plus `args`; returns at once. Without a `--dir` in `args` the server gets a throwaway dir of its own, removed once it exited.
  */
-export function spawnRedisServer(port, args = [], { detached = false } = {}) {
+export function spawnRedisServer(port, args = [], { detached = false, bin = SERVER_BIN } = {}) {
   const ownDir = args.includes('--dir') ? undefined : mkdtempSync(join(tmpdir(), 'redis-server-'));
   const flags = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', ...(ownDir ? ['--dir', ownDir] : []), ...args];
   // detached: a Ctrl-C in the terminal reaches only the owning process, which decides when Redis goes.
-  const proc = spawn(SERVER_BIN, flags, { stdio: 'ignore', detached });
+  const proc = spawn(bin, flags, { stdio: 'ignore', detached });
   let spawnError;
   const server = {
     port,
@@ -44,7 +44,7 @@ export function spawnRedisServer(port, args = [], { detached = false } = {}) {
     }).then(() => {
       server.dead = true;
       if (ownDir) rmSync(ownDir, { recursive: true, force: true });
-      if (spawnError) throw missingBinary(SERVER_BIN, spawnError);
+      if (spawnError) throw missingBinary(bin, spawnError);
     }),
     /** Sends `signal` (SIGTERM; SIGKILL for a crash) unless already gone; resolves once the process exited. */
     stop: async (signal = 'SIGTERM') => {
@@ -57,14 +57,14 @@ export function spawnRedisServer(port, args = [], { detached = false } = {}) {
 }
 
 /** Spawns a server (on a free port unless `port` is given) and resolves once it answers PING. */
-export async function startRedisServer({ port, args = [], detached = false, timeoutMs = 10_000 } = {}) {
-  const server = spawnRedisServer(port ?? (await freePort()), args, { detached });
+export async function startRedisServer({ port, args = [], detached = false, timeoutMs = 10_000, bin = SERVER_BIN } = {}) {
+  const server = spawnRedisServer(port ?? (await freePort()), args, { detached, bin });
   try {
     await Promise.race([
       server.exited.then(() => {
-        throw new Error(`${SERVER_BIN} on port ${server.port} exited during start-up`);
+        throw new Error(`${bin} on port ${server.port} exited during start-up`);
       }),
-      waitFor(() => ping(server.url), { timeoutMs, message: `${SERVER_BIN} on port ${server.port}` }),
+      waitFor(() => ping(server.url), { timeoutMs, message: `${bin} on port ${server.port}` }),
     ]);
   } catch (err) {
     await server.stop('SIGKILL');
