@@ -8,6 +8,7 @@ import { lastValueFrom } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { createGroup } from './support/backlog.js';
 import { parseInfo } from './support/redis-info.js';
 import { captureLogs } from './support/logs.js';
@@ -285,6 +286,17 @@ describe('on any server', () => {
     await waitFor(async () => (await lookups()) === 1, { message: 'a lookup on the new server, once the client reconnected' });
     for (let i = 0; i < 30; i++) await lastValueFrom(client.emit('orders', { i }));
     expect(await lookups()).toBe(1);
+  });
+
+  it('deleteOnAck is refused, saying which rights are missing, when the user may not look the commands up (COMMAND INFO)', async () => {
+    const prefix = uniquePrefix();
+    const user = await aclUser(redis.client(), redis.port, `nocmd-${prefix.slice(2, 10)}`, prefix, [
+      ...CONSUMER_ACL,
+      ...(features.ackDelete ? ['+xackdel'] : []),
+    ]);
+    await expect(start({ ...options(prefix), connection: user })).rejects.toThrow(
+      /deleteOnAck: 'this-group' needs XACKDEL \(Redis 8\.2 or later\); the server is .* and refused COMMAND INFO \(NOPERM.*\): on Redis 8\.2 or later, grant the user \+command\|info \+command\|docs/,
+    );
   });
 
   it('newerCommands: false is refused with deleteOnAck (the option needs XACKDEL)', async () => {

@@ -52,7 +52,7 @@ export class ServerOffer {
     const needs = `deleteOnAck: '${this.deleteOnAck}' needs XACKDEL (Redis 8.2 or later)`;
     if (!this.allowed) return `${needs}, which newerCommands: false turns off: drop one of the two options`;
     if (found.lookupError)
-      return `${needs}, and COMMAND INFO was refused (${found.lookupError}): grant the user +command|info +command|docs`;
+      return `${needs}; the server is ${found.server} and refused COMMAND INFO (${found.lookupError}): on Redis 8.2 or later, grant the user +command|info +command|docs`;
     return `${needs}; the server is ${found.server}: remove deleteOnAck, or run Redis 8.2 or later`;
   }
 }
