@@ -3,7 +3,7 @@
  * own command; what is unread or pending stays. The producer's safe retention trims with ACKED there.
  * On a server without XACKDEL (Redis 7.x, Valkey 8–9) the option is refused at start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { lastValueFrom } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
@@ -12,7 +12,8 @@ import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { createGroup } from './support/backlog.js';
 import { parseInfo } from './support/redis-info.js';
 import { captureLogs } from './support/logs.js';
-import { requireBuilt, repoRoot } from './support/built.js';
+import { requireBuilt } from './support/built.js';
+import { startFixture } from './support/fixture-process.js';
 import { pendingCount, pendingIds } from './support/pending.js';
 import { useProducers } from './support/producer.js';
 import { deadLetterKey } from './support/redis-server.js';
@@ -145,20 +146,7 @@ describe.runIf(features.ackDelete)(`deleteOnAck on ${features.server} (XACKDEL)`
     const key = `${prefix}orders`;
     const counts = `${prefix}handled`;
     const ids = await written(key, 2000);
-    const child = spawn(
-      process.execPath,
-      [`${repoRoot}test/fixtures/ack-delete-worker.mjs`, redis.url, prefix, 'doomed', counts, 'this-group'],
-      {
-        cwd: repoRoot,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    await waitFor(() => out.includes('ready\n') || child.exitCode !== null, { message: 'the worker to start', timeoutMs: 20_000 });
-    expect(child.exitCode, out).toBeNull();
+    const { child } = await startFixture(children, 'ack-delete-worker.mjs', [redis.url, prefix, 'doomed', counts, 'this-group']);
     // Killed mid-way, with a batch in hand (its handler takes 2 ms an entry, 50 a batch).
     await waitFor(async () => (await redis.client().hlen(counts)) >= 730, { message: 'a third of the entries handled' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
