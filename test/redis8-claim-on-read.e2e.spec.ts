@@ -82,7 +82,8 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
       maxDeliveries: 3,
     });
     await waitFor(async () => (await redis.client().xlen(`${key}:dead`)) === 1, { message: 'the entry dead-lettered' });
-    const [[, fields]] = (await redis.client().xrange(`${key}:dead`, '-', '+')) as [string, string[]][];
+    const [letterEntry] = (await redis.client().xrange(`${key}:dead`, '-', '+')) as [string, string[]][];
+    const fields = letterEntry![1];
     const letter = Object.fromEntries(fields.reduce<[string, string][]>((acc, v, i) => (i % 2 ? acc : [...acc, [v, fields[i + 1]!]]), []));
     expect([letter['sourceId'], letter['deliveryCount']]).toEqual([id, '4']);
     expect(app.recorder.calls).toEqual([]);
