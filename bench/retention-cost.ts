@@ -1,12 +1,15 @@
 // npm run bench:retention [-- --smoke]: what a `safe` retention emit costs against a plain one
 // (`MAXLEN ~`), while a group is LAG entries behind, on one throwaway redis-server in one run.
 // Redis is single-threaded: the server-side time of each emit is what every other client waits for.
+// Then (retention-memory.ts) what each retention mode leaves of a stream in memory, on Redis 7.0 and
+// Redis 8.6 side by side, and what an inline `XADD … ACKED` would cost on 8.6.
 import { Logger } from '@nestjs/common';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { RedisStreamsClient, type RetentionPolicy } from 'nestjs-redis-streams';
-import { startRedis } from '../test/support/redis-server.js';
+import { SERVER_BIN, startRedis } from '../test/support/redis-server.js';
+import { inlineAckedCost, memorySection } from './retention-memory.js';
 
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false } } });
@@ -92,3 +95,9 @@ if (flags.smoke) console.log('smoke size (CI keeps the script from rotting): the
 console.log(`entries left: safe ${safeLeft} (the group still needs all of them), plain ${plainLeft} (trimmed regardless)`);
 admin.disconnect();
 await redis.stop();
+
+/** The floor and Redis 8.6 (the only one with XACKDEL and ACKED): what each mode leaves of a stream. */
+const NEWER = 'redis8-server';
+await memorySection(flags.smoke ? 300 : 20_000, [...new Set([SERVER_BIN, NEWER])], log);
+await inlineAckedCost(NEWER, LAG, flags.smoke ? 40 : 400, log);
+if (flags.smoke) console.log('smoke size: the memory figures are not measurements either; run without --smoke');

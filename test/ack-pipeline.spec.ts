@@ -2,7 +2,7 @@
 import { AckPipeline } from '../libs/redis-streams/src/consumer/ack-pipeline.js';
 import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
 import type { SettledEvent } from '../libs/redis-streams/src/consumer/settled-event.js';
-import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { StreamCommands, type ShortAck } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds } from './support/pending.js';
@@ -26,7 +26,7 @@ const acked = (e: StreamEntry): SettledEvent => ({ stream: e.stream, id: e.id, o
 /** StreamCommands whose acks are logged as they start and end (the real XACK in between). */
 class LoggedCommands extends StreamCommands {
   readonly log: string[] = [];
-  override async ackMany(entries: readonly StreamEntry[]): Promise<[string, number][]> {
+  override async ackMany(entries: readonly StreamEntry[]): Promise<ShortAck[]> {
     const name = entries.map((e) => e.id).join(',');
     this.log.push(`start ${name}`);
     try {

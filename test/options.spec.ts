@@ -55,6 +55,8 @@ describe('options', () => {
     [{ groupStartId: '>' }, 'groupStartId'],
     [{ readAhead: 'yes' }, 'readAhead'],
     [{ newerCommands: 'no' }, 'newerCommands'],
+    [{ deleteOnAck: true }, 'deleteOnAck'],
+    [{ deleteOnAck: 'KEEPREF' }, 'deleteOnAck'],
     [{ deadLetterRetention: {} }, 'deadLetterRetention'],
     [{ deadLetterRetention: { maxLen: 0 } }, 'deadLetterRetention.maxLen'],
     [{ deadLetterRetention: { maxLen: 10, maxAgeMs: 60_000 } }, 'deadLetterRetention'],

@@ -1,6 +1,7 @@
 import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
 import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
 import {
+  parseAckDeleteReply,
   parseAutoClaimReply,
   parseLastGeneratedId,
   parsePendingRow,
@@ -53,6 +54,14 @@ describe('reply parsing', () => {
     expect(() => parsePendingRow('1-0', [['2-0', 'c', 5, 1]])).toThrow(/unexpected XPENDING reply shape/);
     expect(() => parseServerVersion('# Server\r\nos:Linux\r\n')).toThrow(/unexpected INFO server reply shape/);
     expect(() => parseLastGeneratedId(['length', 0])).toThrow(/unexpected XINFO STREAM reply shape/);
+  });
+
+  it('reads XACKDEL codes per id: the ids not acked (-1) are named; acked and deleted (1) or kept for another group (2) are not', () => {
+    expect(parseAckDeleteReply([1, -1, 2, -1], ['1-0', '2-0', '3-0', '4-0'])).toEqual(['2-0', '4-0']);
+    expect(parseAckDeleteReply([1, 2], ['1-0', '2-0'])).toEqual([]);
+    expect(() => parseAckDeleteReply([1], ['1-0', '2-0'])).toThrow('unexpected XACKDEL reply shape');
+    expect(() => parseAckDeleteReply([0], ['1-0'])).toThrow('unexpected XACKDEL reply shape');
+    expect(() => parseAckDeleteReply(1, ['1-0'])).toThrow('unexpected XACKDEL reply shape');
   });
 
   it('reads one XPENDING row per id: owner and delivery count, or nothing when no longer pending', () => {

@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { requireBuilt, repoRoot } from './support/built.js';
+import type { ChildProcess } from 'node:child_process';
+import { requireBuilt } from './support/built.js';
+import { startFixture } from './support/fixture-process.js';
 import { CLUSTER_MODE, retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { TEST_HOST, uniquePrefix, useApps, type TestApp } from './support/test-app.js';
@@ -27,22 +28,14 @@ async function startWorker(
   minIdleMs: number,
 ): Promise<{ child: ChildProcess; out: () => string }> {
   requireBuilt(TEST_HOST === 'core' ? 'libs/redis-streams/dist/esm/core/index.js' : 'libs/redis-streams/dist/esm/index.js');
-  const script = `${repoRoot}test/fixtures/retry-worker.mjs`;
-  const child = spawn(
-    process.execPath,
-    [script, JSON.stringify(redis.connection), prefix, consumer, String(delayMs), String(minIdleMs), TEST_HOST],
-    {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  await waitFor(() => out.includes('ready\n') || child.exitCode !== null, { message: 'the worker to start', timeoutMs: 20_000 });
-  if (child.exitCode !== null) throw new Error(`worker exited: ${out}`);
-  return { child, out: () => out };
+  return startFixture(children, 'retry-worker.mjs', [
+    JSON.stringify(redis.connection),
+    prefix,
+    consumer,
+    String(delayMs),
+    String(minIdleMs),
+    TEST_HOST,
+  ]);
 }
 
 async function killed(child: ChildProcess): Promise<void> {

@@ -11,7 +11,7 @@ export { BatchFailure, RedisStreamsBatchContext, type RedisStreamsBatchContextAr
 export type { StreamBatchOptions } from './options/batch-options.js';
 export type { StreamPatternExtras } from './options/pattern-options.js';
 export { REDIS_STREAMS_TRANSPORT, StreamPattern } from './transport.js';
-export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type RedisStreamsServerOptions } from './options/server-options.js';
+export { MAX_BATCH_SIZE, SERVER_DEFAULTS, type DeleteOnAck, type RedisStreamsServerOptions } from './options/server-options.js';
 export { InvalidOptionError } from './options/validate.js';
 export { EntryDecodeError } from './codec/entry-codec.js';
 export { FIELD } from './codec/wire-format.js';

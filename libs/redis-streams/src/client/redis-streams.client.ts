@@ -292,7 +292,10 @@ export class RedisStreamsClient extends ClientProxy {
     }
     try {
       const idempotent = once && (await this.onceWrite(stream, once.key, once.marker));
-      const { trimError, ...appended } = await this.commands!.add(stream, fields, this.retentionOf(pattern), idempotent);
+      const policy = this.retentionOf(pattern);
+      // A safe trim uses XTRIM … ACKED where the server has it; not told (the lookup failed): the plain script.
+      const features = policy?.safe ? await (this.features ?? this.detectFeatures()).catch(() => undefined) : undefined;
+      const { trimError, ...appended } = await this.commands!.add(stream, fields, policy, idempotent, features);
       if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
       return appended;
     } catch (err) {

@@ -1,8 +1,8 @@
 import type { StreamEntry } from '../stream-entry.js';
 import type { SettledEvent } from './settled-event.js';
 
-/** Sends one XACK round trip for `entries`; resolves with, per stream, how many were no longer pending. */
-export type Ack = (entries: readonly StreamEntry[]) => Promise<[stream: string, missing: number][]>;
+/** Sends one XACK round trip for `entries`; resolves with, per stream, how many were no longer pending (and which, when Redis says). */
+export type Ack = (entries: readonly StreamEntry[]) => Promise<[stream: string, missing: number, notAcked?: readonly string[]][]>;
 
 /** What an ack tells the reader's custody: sent, confirmed, and each entry settled for good. */
 export interface AckLedger {
@@ -43,10 +43,11 @@ export class AckPipeline {
     const { ledger } = this;
     ledger.ackSent(entries);
     const ack = this.ack(entries).then((short) => {
-      for (const [stream, missing] of short)
+      // Only those Redis named, when it did (XACKDEL): the others were acked, and deleted.
+      for (const [stream, missing, notAcked] of short)
         this.findings.shortAck(
           stream,
-          entries.filter((e) => e.stream === stream),
+          entries.filter((e) => e.stream === stream && (!notAcked || notAcked.includes(e.id))),
           missing,
         );
       for (let i = 0; i < entries.length; i++) {

@@ -2,7 +2,7 @@ import type { Logger } from '../ports.js';
 import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { isRefusal } from '../redis/redis-errors.js';
-import type { StreamCommands } from '../redis/stream-commands.js';
+import type { AckDeletePolicy, StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { within } from '../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -19,6 +19,8 @@ export interface DeadLettererDeps {
   logger: Logger;
   /** True once close() began: a move Redis does not confirm is then not waited for past STOP_STEPS_WITHIN_MS. */
   stopping?: () => boolean;
+  /** How the move's ack deletes the entry from its stream (deleteOnAck); undefined: a plain XACK. */
+  ackDelete?: () => AckDeletePolicy | undefined;
 }
 
 /**
@@ -102,7 +104,7 @@ async function moveWithFallback(
     // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
     markSettleSent(entry);
     const args = withCopy ? fields : [...fields, 'fields', '[]'];
-    return deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, args, withCopy);
+    return deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, args, withCopy, deps.ackDelete?.());
   };
   try {
     return await move(letter(copy ? undefined : 'too large'), copy);

@@ -1,4 +1,5 @@
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
@@ -19,13 +20,13 @@ export interface GroupKeeperDeps {
   /** Where a group created for the first time starts. */
   groupStartId: string;
   logger: Logger;
-  commands: Pick<StreamCommands, 'serverFeatures' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup'>;
+  commands: Pick<StreamCommands, 'serverFeatures' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup' | 'groupNames'>;
   custody: Pick<Custody, 'restart' | 'resume' | 'highestOf' | 'forget' | 'owed' | 'keepOwned' | 'takeUntracked' | 'explainShortAck'>;
   acks: Pick<AckPipeline, 'flush'>;
   /** What the acks and the audit found since the last check. */
   findings: LoopFindings;
   /** Where the server's features found at each (re)start are kept. */
-  offer: Pick<ServerOffer, 'record'>;
+  offer: Pick<ServerOffer, 'record' | 'unmet' | 'ackDelete'>;
 }
 
 /** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
@@ -60,6 +61,8 @@ export class GroupKeeper {
    * again meanwhile) must not make the next one forget them.
    */
   private readonly unjoined = new Map<string, Set<string>>();
+  /** Streams whose other groups were named in a warning (deleteOnAck: 'this-group'). */
+  private readonly sharedTold = new Set<string>();
 
   constructor(
     private readonly d: GroupKeeperDeps,
@@ -111,7 +114,7 @@ export class GroupKeeper {
     throw new GroupLostError([...findings.lossSeen]);
   }
 
-  /** The server is one this package runs on; what it offers of the newer stream commands, kept (a change logged). */
+  /** The server is one this package runs on, and has what the options need; what it offers of the newer stream commands, kept (a change logged). */
   private async checkServer(): Promise<void> {
     const features = await this.d.commands.serverFeatures();
     const { major, minor, server } = features;
@@ -121,6 +124,8 @@ export class GroupKeeper {
       );
     }
     const changed = this.d.offer.record(features);
+    const unmet = this.d.offer.unmet();
+    if (unmet) throw new UnsupportedServerError(unmet);
     if (changed) this.d.logger.warn(`the server changed since the last start (a failover?): ${changed}`);
   }
 
@@ -140,7 +145,21 @@ export class GroupKeeper {
       );
     else if (created) logger.log(`created group "${group}" on stream "${stream}" at ${startId}`);
     this.seen.add(stream);
-    await this.rejoin(stream, held);
+    await Promise.all([this.rejoin(stream, held), this.checkAlone(stream)]);
+  }
+
+  /** deleteOnAck: 'this-group' deletes at this group's ack: another group of the stream would lose what it had not read. */
+  private async checkAlone(stream: string): Promise<void> {
+    const { d } = this;
+    if (d.offer.ackDelete !== 'KEEPREF' || this.sharedTold.has(stream)) return;
+    // A warning only: a refused XINFO does not hold the start up.
+    const names = await d.commands.groupNames(stream).catch(() => []);
+    const others = names.filter((g) => g !== d.group);
+    if (others.length === 0) return;
+    this.sharedTold.add(stream);
+    d.logger.warn(
+      `deleteOnAck: 'this-group' deletes each entry of "${stream}" when group "${d.group}" acks it, but the stream has other groups too (${others.map((g) => `"${escapeControl(g)}"`).join(', ')}): they lose what they had not read yet. Use deleteOnAck: 'all-groups' in every group of a shared stream`,
+    );
   }
 
   /**

@@ -61,8 +61,8 @@ export interface Settler {
   batch(entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]>;
 }
 
-/** The settler the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping). */
-export type SettlerFor = (stop: { readonly stopped: boolean }) => Settler;
+/** The settler the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping) and its server offer (a move deletes the entry with deleteOnAck). */
+export type SettlerFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Settler;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
 export interface ReaderStreams {
@@ -157,7 +157,7 @@ export class Reader {
     const stop = this.stopSignal;
     const { findings } = this;
     this.streams = streams;
-    const offer = (this.offer = new ServerOffer(options.newerCommands));
+    const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck));
     const lanes = d.lanes;
     this.lanes = new Lanes({
       connection: options.connection,
@@ -180,8 +180,8 @@ export class Reader {
       onSettled: (event) => d.report.settled(event),
     });
     const { custody } = this;
-    this.acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
-    const settler = d.settler(stop);
+    this.acks = new AckPipeline((entries) => commands.ackMany(entries, offer.ackDelete), custody, findings);
+    const settler = d.settler(stop, offer);
     // Built once: settleBatch runs per fetched batch (the drain's hot path).
     const batchDeps: BatchSettlerDeps = {
       custody,

@@ -1,4 +1,13 @@
+import type { DeleteOnAck } from '../options/server-options.js';
 import { describeFeatures, withoutNewerCommands, type ServerFeatures } from '../redis/server-features.js';
+import type { AckDeletePolicy } from '../redis/stream-commands.js';
+
+/**
+ * `deleteOnAck` as XACKDEL says it. The only group: KEEPREF (DELREF would also strip other groups'
+ * pending lists, silently, at a cost per group; KEEPREF leaves their references, which their readers
+ * report as deleted). Other groups too: ACKED.
+ */
+const ACK_DELETE_POLICY: Record<Exclude<DeleteOnAck, false>, AckDeletePolicy> = { 'this-group': 'KEEPREF', 'all-groups': 'ACKED' };
 
 /** Most streams a reader's park claims on (see ServerOffer.claimsOnRead). */
 export const MAX_CLAIM_STREAMS = 32;
@@ -11,7 +20,10 @@ export const MAX_CLAIM_STREAMS = 32;
 export class ServerOffer {
   private found: ServerFeatures | undefined;
 
-  constructor(private readonly allowed: boolean) {}
+  constructor(
+    private readonly allowed: boolean,
+    private readonly deleteOnAck: DeleteOnAck = false,
+  ) {}
 
   /** The features found at a (re)start; a description when they differ from the last start's (a failover to another server). */
   record(features: ServerFeatures): string | undefined {
@@ -34,5 +46,21 @@ export class ServerOffer {
    */
   claimsOnRead(streams: number): boolean {
     return this.found?.claimOnRead === true && streams <= MAX_CLAIM_STREAMS;
+  }
+
+  /** How acks delete what they ack (`deleteOnAck`), once a start found XACKDEL; undefined: plain XACK. */
+  get ackDelete(): AckDeletePolicy | undefined {
+    return this.deleteOnAck && this.found?.ackDelete ? ACK_DELETE_POLICY[this.deleteOnAck] : undefined;
+  }
+
+  /** Why the server found last cannot serve the options (it lacks a command one of them needs); undefined when it can. */
+  unmet(): string | undefined {
+    const found = this.found;
+    if (!this.deleteOnAck || !found || found.ackDelete) return undefined;
+    const needs = `deleteOnAck: '${this.deleteOnAck}' needs XACKDEL (Redis 8.2 or later)`;
+    if (!this.allowed) return `${needs}, which newerCommands: false turns off: drop one of the two options`;
+    if (found.lookupError)
+      return `${needs}; the server is ${found.server} and refused COMMAND INFO (${found.lookupError}): on Redis 8.2 or later, grant the user +command|info +command|docs`;
+    return `${needs}; the server is ${found.server}: remove deleteOnAck, or run Redis 8.2 or later`;
   }
 }

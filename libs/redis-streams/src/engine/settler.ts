@@ -11,7 +11,8 @@ import type { StreamPlan } from './plan.js';
 /**
  * The settler (checks, dispatch through the host's port, the outcome), built once the telemetry is
  * known and before any reader (it is never changed after); each reader binds it to its own stop
- * signal, which bounds a dead-letter move begun while stopping.
+ * signal, which bounds a dead-letter move begun while stopping, and to its server offer (whether a
+ * move deletes the entry from its stream).
  */
 export function settlerOf(
   options: ResolvedServerOptions,
@@ -44,8 +45,8 @@ export function settlerOf(
     logger: parts.logger,
     telemetry: parts.telemetry,
   };
-  return (stop) => {
-    const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped };
+  return (stop, offer) => {
+    const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
     return { one: (entry, source) => decide(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
   };
 }

@@ -137,7 +137,20 @@ export interface RedisStreamsServerOptions {
    * server takes (a cluster in a rolling upgrade whose nodes differ). Default: true.
    */
   newerCommands?: boolean;
+  /**
+   * Delete each entry from its stream when it is acked, in the ack's own command (`XACKDEL`, Redis
+   * 8.2 or later; refused at start on a server without it): the stream keeps only what is unread or
+   * pending, with no trimming to tune, and no history after the ack (dead letters are still kept).
+   * `'this-group'`: this group is the stream's only reader (`XACKDEL … KEEPREF`: deleted at this
+   * group's ack). `'all-groups'`: other groups read the stream too (`ACKED`: deleted once every group
+   * has acked it; each group must ack this way). See docs/retention.md. Default: false.
+   */
+  deleteOnAck?: DeleteOnAck;
 }
+
+/** When acked entries leave the stream (see RedisStreamsServerOptions.deleteOnAck). */
+export type DeleteOnAck = false | 'this-group' | 'all-groups';
+const DELETE_ON_ACK: readonly DeleteOnAck[] = [false, 'this-group', 'all-groups'];
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
 export type ResolvedServerOptions = Required<
@@ -183,6 +196,7 @@ const KNOWN_OPTIONS = [
   'consumerCleanup',
   'telemetry',
   'newerCommands',
+  'deleteOnAck',
 ] as const;
 
 /**
@@ -216,6 +230,7 @@ export const SERVER_DEFAULTS = {
   readAhead: true,
   telemetry: true,
   newerCommands: true,
+  deleteOnAck: false,
   blockMs: 5000,
   minIdleMs: 30_000,
   groupStartId: '0',
@@ -258,6 +273,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     readAhead: boolean('readAhead', input.readAhead, SERVER_DEFAULTS.readAhead),
     telemetry: boolean('telemetry', input.telemetry, SERVER_DEFAULTS.telemetry),
     newerCommands: boolean('newerCommands', input.newerCommands, SERVER_DEFAULTS.newerCommands),
+    deleteOnAck: deleteOnAck(input.deleteOnAck),
     // BLOCK 0 would mean "forever" to Redis: the beat (and reclaim) would stop.
     blockMs: atMost('blockMs', positiveInt('blockMs', input.blockMs, SERVER_DEFAULTS.blockMs), MAX_BLOCK_MS),
     minIdleMs,
@@ -289,6 +305,12 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
 
 function optionalInt(option: string, value: unknown): number | undefined {
   return value === undefined ? undefined : positiveInt(option, value, 0);
+}
+
+function deleteOnAck(value: unknown): DeleteOnAck {
+  if (value === undefined) return SERVER_DEFAULTS.deleteOnAck;
+  if (DELETE_ON_ACK.includes(value as DeleteOnAck)) return value as DeleteOnAck;
+  throw new InvalidOptionError('deleteOnAck', `must be false, 'this-group' or 'all-groups', got ${shown(value)}`);
 }
 
 function deadLetterStream(value: unknown, byDefault: (stream: string) => string): ((stream: string) => string) | false {

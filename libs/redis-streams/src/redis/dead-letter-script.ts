@@ -4,7 +4,9 @@
 // bytes, so values that are not UTF-8 survive (cjson writes bytes >= 0x80 as they are), and
 // one JSON value holds any number of fields. ARGV[5], ARGV[6]: the dead-letter stream's retention,
 // 'MAXLEN' n (the newest n letters) or 'MINID' ms (letters younger than ms by Redis' TIME), or ''.
-// KEYS: source, dead-letter stream; ARGV: group, consumer, id, copy, trim, trim value, dead-letter fields…
+// ARGV[7]: '' acks with XACK; KEEPREF or ACKED acks with XACKDEL, so the entry leaves the source
+// stream in the same step (deleteOnAck).
+// KEYS: source, dead-letter stream; ARGV: group, consumer, id, copy, trim, trim value, deletion, dead-letter fields…
 export const DEAD_LETTER_SCRIPT = `
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if not p[1] or p[1][2] ~= ARGV[2] then return false end
@@ -21,13 +23,17 @@ elseif ARGV[5] == 'MINID' then
   end
 end
 letter[#letter + 1] = '*'
-for i = 7, #ARGV do letter[#letter + 1] = ARGV[i] end
+for i = 8, #ARGV do letter[#letter + 1] = ARGV[i] end
 if ARGV[4] == '1' then
   local e = redis.call('XRANGE', KEYS[1], ARGV[3], ARGV[3])[1]
   letter[#letter + 1] = 'fields'
   letter[#letter + 1] = e and cjson.encode(e[2]) or '[]'
 end
 local deadId = redis.call('XADD', unpack(letter))
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+if ARGV[7] == '' then
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+else
+  redis.call('XACKDEL', KEYS[1], ARGV[1], ARGV[7], 'IDS', 1, ARGV[3])
+end
 return deadId
 `;

@@ -32,15 +32,16 @@ export class ProducerCommands {
 
   /**
    * XADD, trimmed per `policy`: inline `MAXLEN ~`/`MINID ~` when plain, else the trim script in
-   * the same round trip (every TRIM_EVERY-th write of the stream). A failed trim does not fail
-   * the write (the entry is in; a later write trims again): it comes back as `trimError`.
-   * `once`: at most one entry per key in the stream's window (idempotent-add.ts).
+   * the same round trip (every TRIM_EVERY-th write of the stream; a safe one with ACKED where
+   * `features` has it). A failed trim does not fail the write (the entry is in; a later write trims
+   * again): it comes back as `trimError`. `once`: at most one entry per key in the stream's window (idempotent-add.ts).
    */
   async add(
     stream: string,
     fields: readonly string[],
     policy: RetentionPolicy | undefined,
     once?: OnceWrite,
+    features?: Pick<ServerFeatures, 'ackDelete'>,
   ): Promise<OnceAppended & { trimError?: Error }> {
     const now = Date.now();
     const inline = xaddTrimArgs(policy, now);
@@ -52,7 +53,8 @@ export class ProducerCommands {
     const ageBound = ageBoundId(policy.maxAgeMs, now) ?? '';
     const pipeline = this.conn.pipeline() as ReturnType<Redis['pipeline']> & { streamsTrim(...args: unknown[]): unknown };
     sendAppend(pipeline, appendCommand(stream, ['*', ...fields], once));
-    pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT);
+    const acked = policy.safe && features?.ackDelete === true;
+    pipeline.streamsTrim(stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT, acked ? '1' : '0');
     const [added, trimmed] = (await pipeline.exec()) ?? [];
     if (!added) throw new Error('XADD got no reply');
     if (added[0]) throw added[0];

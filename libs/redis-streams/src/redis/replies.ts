@@ -128,6 +128,22 @@ export function parseAdoptReply(reply: unknown, count: number): number[] {
   });
 }
 
+/**
+ * XACKDEL's answer, one code per id given: 1 acked and deleted, 2 acked and kept (ACKED: another group
+ * still needs it), -1 not acked (not pending in the group, or not in the stream). Returns the ids
+ * not acked: what an XACK that acked fewer than it was given leaves unsaid.
+ */
+export function parseAckDeleteReply(reply: unknown, ids: readonly string[]): string[] {
+  if (!Array.isArray(reply) || reply.length !== ids.length) throw new ReplyShapeError('XACKDEL', reply);
+  const notAcked: string[] = [];
+  reply.forEach((code, i) => {
+    const n = Number(code);
+    if (n === -1) notAcked.push(ids[i]!);
+    else if (n !== 1 && n !== 2) throw new ReplyShapeError('XACKDEL', reply);
+  });
+  return notAcked;
+}
+
 /** `redis_version` of an `INFO server` reply (Valkey reports its Redis-compatible version there too). */
 export function parseServerVersion(info: string): { version: string; major: number; minor: number; server: string } {
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();

@@ -28,6 +28,8 @@ export type ScriptedConnection = RedisConnection & {
     copy: '1' | '0',
     trim: string,
     trimValue: string,
+    /** '' (XACK), or XACKDEL's KEEPREF / ACKED. */
+    deletion: string,
     ...fields: string[]
   ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;

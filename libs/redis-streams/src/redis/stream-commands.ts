@@ -2,8 +2,8 @@ import { detectServerFeatures, type ServerFeatures } from './server-features.js'
 import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
-import { parseGroupInfo } from './info-replies.js';
-import { parseAuditReply, parseLastGeneratedId, type AuditResult } from './replies.js';
+import { parseGroupInfo, parseGroupRows } from './info-replies.js';
+import { parseAckDeleteReply, parseAuditReply, parseLastGeneratedId, type AuditResult } from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
@@ -19,6 +19,25 @@ import { deadLetterTrimArgs } from './retention.js';
  * pipelined.
  */
 const IDS_PER_SCRIPT_CALL = 1000;
+
+/**
+ * How an ack deletes the entry it acks (XACKDEL, Redis 8.2): `KEEPREF` deletes it at once (other
+ * groups' references, if any, are left to report it deleted); `ACKED` once no group still needs it.
+ */
+export type AckDeletePolicy = 'KEEPREF' | 'ACKED';
+
+/** An ack that acked fewer entries of `stream` than it was given: how many, and which when the reply says (XACKDEL). */
+export type ShortAck = [stream: string, missing: number, notAcked?: readonly string[]];
+
+/** What one stream's XACK (a count) or XACKDEL (a code per id) reply says was not acked; undefined when all were. */
+function shortAck(stream: string, ids: readonly string[], reply: unknown, deletion: AckDeletePolicy | undefined): ShortAck | undefined {
+  if (deletion) {
+    const notAcked = parseAckDeleteReply(reply, ids);
+    return notAcked.length > 0 ? [stream, notAcked.length, notAcked] : undefined;
+  }
+  const missing = ids.length - Number(reply);
+  return missing > 0 ? [stream, missing] : undefined;
+}
 
 /** What an audited entry is to its consumer (see AUDIT_SCRIPT): in hand, failed and owed, waiting for a scheduled retry, or due for it. */
 export type AuditKind = 'held' | 'owed' | 'waiting' | 'retry';
@@ -154,6 +173,15 @@ export class StreamCommands {
     return bytes < 0 ? null : bytes;
   }
 
+  /** The names of the stream's groups (XINFO GROUPS); none when the stream does not exist. */
+  async groupNames(stream: string): Promise<string[]> {
+    const rows = await this.conn.xinfo('GROUPS', stream).catch((err: unknown) => {
+      if (isNoSuchKey(err)) return [];
+      throw err;
+    });
+    return parseGroupRows(rows).map((g) => g.name);
+  }
+
   /** The stream's `last-generated-id`, or null when the key does not exist. */
   async lastGeneratedId(stream: string): Promise<string | null> {
     try {
@@ -204,29 +232,40 @@ export class StreamCommands {
   }
 
   /**
-   * Acks entries of any streams in one round trip: one XACK per stream, pipelined. Returns the
-   * streams where Redis acked fewer than it was given, with how many it did not: those entries
-   * were no longer pending (a peer took and settled them, they were trimmed, the consumer or
-   * the group was deleted meanwhile).
+   * Acks entries of any streams in one round trip: one XACK per stream, pipelined (with `deletion`,
+   * one XACKDEL that deletes them too). Returns the streams where Redis acked fewer than it was given,
+   * with how many it did not (and which, as XACKDEL tells): those entries were no longer pending (a
+   * peer took and settled them, they were trimmed, the consumer or the group was deleted meanwhile).
    */
-  async ackMany(entries: readonly StreamEntry[]): Promise<[stream: string, missing: number][]> {
+  async ackMany(entries: readonly StreamEntry[], deletion?: AckDeletePolicy): Promise<ShortAck[]> {
     const byStream = groupIds(entries);
     if (byStream.size === 1) {
       // The hot path (one stream): a plain command, no pipeline object per batch.
       const [stream, ids] = byStream.entries().next().value!;
-      const acked = Number(await this.conn.xack(stream, this.group, ...ids));
-      return acked < ids.length ? [[stream, ids.length - acked]] : [];
+      const reply = deletion
+        ? await this.conn.call('XACKDEL', ...this.ackDeleteArgs(stream, ids, deletion))
+        : await this.conn.xack(stream, this.group, ...ids);
+      const short = shortAck(stream, ids, reply, deletion);
+      return short ? [short] : [];
     }
     const pipeline = this.conn.pipeline();
-    for (const [stream, ids] of byStream) pipeline.xack(stream, this.group, ...ids);
+    for (const [stream, ids] of byStream) {
+      if (deletion) pipeline.call('XACKDEL', ...this.ackDeleteArgs(stream, ids, deletion));
+      else pipeline.xack(stream, this.group, ...ids);
+    }
     const results = (await pipeline.exec()) ?? [];
-    const short: [string, number][] = [];
+    const short: ShortAck[] = [];
     [...byStream].forEach(([stream, ids], i) => {
-      const [err, acked] = results[i] ?? [new Error('XACK got no reply'), 0];
+      const [err, reply] = results[i] ?? [new Error('XACK got no reply'), 0];
       if (err) throw err;
-      if (Number(acked) < ids.length) short.push([stream, ids.length - Number(acked)]);
+      const found = shortAck(stream, ids, reply, deletion);
+      if (found) short.push(found);
     });
     return short;
+  }
+
+  private ackDeleteArgs(stream: string, ids: readonly string[], deletion: AckDeletePolicy): (string | number)[] {
+    return [stream, this.group, deletion, 'IDS', ids.length, ...ids];
   }
 
   /**
@@ -251,8 +290,8 @@ export class StreamCommands {
 
   /**
    * Appends `fields` to `deadStream` (with `copy`, plus a `fields` field: the entry's pairs as
-   * Redis holds them), trimmed to the dead-letter retention, and acks `id` in `stream`, atomically,
-   * if `consumer` still owns the entry.
+   * Redis holds them), trimmed to the dead-letter retention, and acks `id` in `stream` (with
+   * `deletion`, XACKDEL: the entry leaves the stream too), atomically, if `consumer` still owns it.
    * Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
   async deadLetter(
@@ -262,9 +301,11 @@ export class StreamCommands {
     id: string,
     fields: readonly string[],
     copy: boolean,
+    deletion?: AckDeletePolicy,
   ): Promise<string | null> {
     const [trim, trimValue] = deadLetterTrimArgs(this.deadLetterRetention);
-    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', trim, trimValue, ...fields);
+    const how = deletion ?? '';
+    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', trim, trimValue, how, ...fields);
   }
 
   /**
