@@ -112,6 +112,18 @@ describe.runIf(features.ackDelete)(`deleteOnAck on ${features.server} (XACKDEL)`
     expect(await pendingCount(redis, app.key())).toBe(0);
   });
 
+  it('an ACL that denies XACKDEL refuses the start, naming the right to grant, instead of running every handler again and again', async () => {
+    const prefix = uniquePrefix();
+    const user = await aclUser(redis.client(), redis.port, `noackdel-${prefix.slice(2, 10)}`, prefix, [
+      ...CONSUMER_ACL,
+      '+command|info',
+      '+command|docs',
+    ]);
+    await expect(start({ ...options(prefix), connection: user })).rejects.toThrow(
+      /deleteOnAck: 'this-group' needs XACKDEL.*NOPERM.*grant the user \+xackdel/,
+    );
+  });
+
   it("'this-group' on a stream other groups read too is logged at start, naming them", async () => {
     const prefix = uniquePrefix();
     await createGroup(redis.client(), `${prefix}orders`, 'audit');

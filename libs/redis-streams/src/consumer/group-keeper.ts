@@ -1,6 +1,6 @@
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { UnsupportedServerError } from '../redis/redis-errors.js';
+import { isRefusal, UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -20,13 +20,13 @@ export interface GroupKeeperDeps {
   /** Where a group created for the first time starts. */
   groupStartId: string;
   logger: Logger;
-  commands: Pick<StreamCommands, 'serverFeatures' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup' | 'groupNames'>;
+  commands: Pick<StreamCommands, 'serverFeatures' | 'ensureGroup' | 'lastGeneratedId' | 'recoverGroup' | 'groupNames' | 'probeAckDelete'>;
   custody: Pick<Custody, 'restart' | 'resume' | 'highestOf' | 'forget' | 'owed' | 'keepOwned' | 'takeUntracked' | 'explainShortAck'>;
   acks: Pick<AckPipeline, 'flush'>;
   /** What the acks and the audit found since the last check. */
   findings: LoopFindings;
   /** Where the server's features found at each (re)start are kept. */
-  offer: Pick<ServerOffer, 'record' | 'unmet' | 'ackDelete'>;
+  offer: Pick<ServerOffer, 'record' | 'unmet' | 'ackDelete' | 'deleteOnAck'>;
 }
 
 /** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
@@ -145,7 +145,21 @@ export class GroupKeeper {
       );
     else if (created) logger.log(`created group "${group}" on stream "${stream}" at ${startId}`);
     this.seen.add(stream);
+    await this.checkAckDelete(stream);
     await Promise.all([this.rejoin(stream, held), this.checkAlone(stream)]);
+  }
+
+  /** deleteOnAck: an ACL that denies XACKDEL refuses the start (every ack would fail, and every batch run again). */
+  private async checkAckDelete(stream: string): Promise<void> {
+    const { d } = this;
+    const deletion = d.offer.ackDelete;
+    if (!deletion) return;
+    await d.commands.probeAckDelete(stream, deletion).catch((err: unknown) => {
+      if (!isRefusal(err)) throw err;
+      throw new UnsupportedServerError(
+        `deleteOnAck: '${d.offer.deleteOnAck}' needs XACKDEL on "${stream}", which the server refused (${describeError(err)}): grant the user +xackdel`,
+      );
+    });
   }
 
   /** deleteOnAck: 'this-group' deletes at this group's ack: another group of the stream would lose what it had not read. */

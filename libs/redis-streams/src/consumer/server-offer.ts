@@ -22,7 +22,7 @@ export class ServerOffer {
 
   constructor(
     private readonly allowed: boolean,
-    private readonly deleteOnAck: DeleteOnAck = false,
+    readonly deleteOnAck: DeleteOnAck = false,
   ) {}
 
   /** The features found at a (re)start; a description when they differ from the last start's (a failover to another server). */

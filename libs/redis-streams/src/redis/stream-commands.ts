@@ -264,6 +264,14 @@ export class StreamCommands {
     return short;
   }
 
+  /**
+   * Whether this user may run XACKDEL on `stream`: a no-op one (`0-1` is in no pending list), so an ACL
+   * that denies it refuses the start instead of failing every ack (each failure runs the batch again).
+   */
+  async probeAckDelete(stream: string, deletion: AckDeletePolicy): Promise<void> {
+    await this.conn.call('XACKDEL', ...this.ackDeleteArgs(stream, ['0-1'], deletion));
+  }
+
   private ackDeleteArgs(stream: string, ids: readonly string[], deletion: AckDeletePolicy): (string | number)[] {
     return [stream, this.group, deletion, 'IDS', ids.length, ...ids];
   }
