@@ -1,6 +1,7 @@
 import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
 import type { FetchCommands } from '../redis/fetch-commands.js';
 import type { Lanes } from '../redis/lanes.js';
+import { ParkLostError } from '../redis/park-watchdog.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
 import type { ServerOffer } from './server-offer.js';
@@ -218,11 +219,15 @@ export class Parker {
       const waitMs = blockMs || d.blockMs;
       const since = performance.now();
       if (!(await lanes.prepareBlocking(waitMs, stop.stopped$))) {
-        // A lane found closed answers at once: the rest of the beat passes on a timer, or the beats would spin
-        // without I/O and starve the event loop, and with it the lane's own reconnect timer.
+        if (stop.stopped) return [];
+        // A park that cannot be sent within its beat is a failed call of the loop, like a refused XAUTOCLAIM: told
+        // (the `error` event, health) and tried again after the backoff. Where the read claims (no XAUTOCLAIM each
+        // beat), an empty park here let a worker locked out by a rotated password beat on with no error event.
+        // A lane found closed answers at once: the rest of the beat passes first, or the restarts would spin.
         const leftMs = waitMs - (performance.now() - since);
         if (leftMs > 0) await firstValueFrom(race(timer(leftMs), stop.stopped$));
-        return [];
+        if (stop.stopped) return [];
+        throw new ParkLostError(`the blocking connection was not ready within ${waitMs} ms`);
       }
     }
     if (stop.stopped) return [];
