@@ -78,7 +78,11 @@ describe('reclaim keeps its cost per beat', () => {
     const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 1000, minIdleMs: 300 });
     // The first reclaimed entry in hand: a new entry is written, while 19,999 wait to be taken over.
     app.recorder.behavior = () => void (fresh ??= r.xadd(key, '*', 'n', 'fresh'));
-    await waitFor(() => app.settled.length >= DEAD + 1, { message: 'the dead peer’s PEL and the new entry settled', timeoutMs: 60_000 });
+    await waitFor(() => app.settled.length >= DEAD + 1, {
+      message: 'the dead peer’s PEL and the new entry settled',
+      timeoutMs: 30_000,
+      progress: () => app.settled.length,
+    });
     const freshId = await fresh!;
     const before = app.settled.findIndex((e) => e.id === freshId);
     // One beat reclaims one batch (100) and parks (at once) before the next: the new entry comes
@@ -87,7 +91,8 @@ describe('reclaim keeps its cost per beat', () => {
     expect(before).toBeLessThan(DEAD / 4);
     expect(app.settled.every((e) => e.outcome === 'acked')).toBe(true);
     expect(await r.xpending(key, 'g')).toEqual([0, null, null, null]);
-  });
+    // The wait above fails on a 30 s stall; this bounds a hang.
+  }, 600_000);
 
   it('reclaims N idle streams in one pipelined round trip per beat, one XAUTOCLAIM per stream', async () => {
     const prefix = uniquePrefix();

@@ -8,6 +8,8 @@ export interface WaitForOptions {
   intervalMs?: number;
   /** What is waited for, in the timeout's message. */
   message?: string;
+  /** A measure of the work under way (a count): while it changes, the timeout starts again. */
+  progress?: () => unknown;
 }
 
 /** Polls `condition` until it returns a truthy value or the deadline passes (a throw counts as not yet); never a fixed sleep. */
