@@ -1,6 +1,6 @@
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { isRefusal, UnsupportedServerError } from '../redis/redis-errors.js';
+import { isConnectionLoss, isRefusal, UnsupportedServerError } from '../redis/redis-errors.js';
 import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -80,7 +80,14 @@ export class GroupKeeper {
     const { d } = this;
     const { acks, custody } = d;
     // Self-drain must not read entries whose ack is still on its way: it would run them again.
-    await acks.flush().catch((err: unknown) => d.logger.warn(`ack before restart failed, its entries run again: ${describeError(err)}`));
+    // A lost connection in the words of what happened, not ioredis' "max retries per request".
+    await acks
+      .flush()
+      .catch((err: unknown) =>
+        d.logger.warn(
+          `ack before restart failed, its entries run again: ${isConnectionLoss(err) ? 'the connection was lost before Redis answered' : describeError(err)}`,
+        ),
+      );
     await this.ahead.dropAhead();
     d.findings.shortAcks.length = 0;
     for (const [stream, ids] of custody.restart()) {
