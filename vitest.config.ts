@@ -94,7 +94,6 @@ const SAME_ON_EVERY_SERVER = [
   'test/inspect-retry.e2e.spec.ts',
   'test/telemetry.e2e.spec.ts',
   'test/health-figures.e2e.spec.ts',
-  'test/consumer-hygiene.e2e.spec.ts',
   'test/dashboard-api.e2e.spec.ts',
   'test/batch-partitions.e2e.spec.ts',
 ];

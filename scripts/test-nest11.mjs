@@ -45,17 +45,14 @@ writeFileSync(`${dir}/package-lock.json`, `${JSON.stringify(lock, null, 2)}\n`);
 // errors, its Cluster class the command lane extends, blocking reads): the files that exercise those
 // run here. What Redis decides (groups, PELs, leases, dead letters, lag, retention, chaos) does not
 // change with either and runs once, in the main pass, as do the loop's own mechanics (concurrency, the fast park,
-// a batch's telemetry: no Nest or ioredis API of their own). On a cluster, cluster.e2e runs again (ioredis' Cluster class is
+// a batch's telemetry and edges, dead letters: no Nest or ioredis API of their own; batch-nest has Nest's batch dispatch). On a cluster, cluster.e2e runs again (ioredis' Cluster class is
 // its own API), not the core suites the cluster project repeats.
 const AGAIN = [
-  'batch-edge.e2e',
   'batch-nest.e2e',
-  'batch.e2e',
   'client.e2e',
   'cluster.e2e',
   'connection-logs.e2e',
   'dashboard.e2e',
-  'dead-letter.e2e',
   'delivery.e2e',
   'faults.e2e',
   'handler-errors.e2e',

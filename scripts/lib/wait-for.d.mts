@@ -8,7 +8,10 @@ export interface WaitForOptions {
   intervalMs?: number;
   /** What is waited for, in the timeout's message. */
   message?: string;
-  /** A measure of the work under way (a count): while it changes, the timeout starts again. */
+  /**
+   * A measure of the work under way (a count, compared with `!==`: a primitive): while it changes, the timeout
+   * starts again. Wait for `>=` a target and assert it after, or a count that overshoots waits on.
+   */
   progress?: () => unknown;
 }
 
