@@ -61,10 +61,16 @@ const ON_SERVER_REPLIES = [
 const CORE = ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator|redis8-)/.test(f));
 
 /**
- * Valkey 9 (TEST_SET=valkey): the files whose outcome hangs on the server's replies. Its stream commands are Redis
- * 7.0's (no CLAIM, XACKDEL or IDMP), so the loop takes the floor's path there, which npm test runs.
+ * Valkey 9 (TEST_SET=valkey): the files whose outcome hangs on the server's replies, and the plain-Node worker's
+ * processes. Its stream commands are Redis 7.0's (no CLAIM, XACKDEL or IDMP), so the loop takes the floor's path
+ * there, which npm test runs.
  */
-const ON_VALKEY = ON_SERVER_REPLIES;
+const ON_VALKEY = [
+  ...ON_SERVER_REPLIES,
+  // The plain-Node worker (nestjs-redis-streams/core) as a process of its own: asked for on Redis and on Valkey.
+  'test/plain-node.e2e.spec.ts',
+  'test/core-no-nest.e2e.spec.ts',
+];
 
 /**
  * Valkey 8 (TEST_SET=valkey8): what may differ from Valkey 9 in replies the transport reads: the feature
@@ -81,7 +87,7 @@ const ON_VALKEY8 = [
 /**
  * Redis 8.6 (TEST_SET=newer, with REDIS_SERVER_BIN=redis8-server): its new commands change the loop's path (the park's
  * read claims, retries waiting here are adopted from it), so the core suites (retries after a crash and operator
- * actions among them), the server-reply files and the plain-Node worker run there, with the files of those paths
+ * actions among them) and the server-reply files run there, with the files of those paths
  * (test/redis8-*). Not the core suites whose commands are the same on every server (SAME_ON_EVERY_SERVER: with
  * newerCommands the producer's IDMP and the dashboard's counters have redis8-* files), nor the retry schedule's scale
  * and operator files (retry-kinds, retry-operator): their scripts are the same on every server. ON_CORE_HOST's files run there on the plain-Node host only (TEST_HOST=core: the same
@@ -100,7 +106,6 @@ const SAME_ON_EVERY_SERVER = [
 const ON_NEWER = [
   ...CORE.filter((f) => !SAME_ON_EVERY_SERVER.includes(f)),
   ...ON_SERVER_REPLIES,
-  'test/plain-node.e2e.spec.ts',
   // A dead peer's large PEL taken over while new entries arrive: by the read's CLAIM there.
   'test/reclaim-interleave.e2e.spec.ts',
   'test/redis8-*.e2e.spec.ts',
