@@ -158,8 +158,8 @@ describe.runIf(features.ackDelete)(`deleteOnAck on ${features.server} (XACKDEL)`
     const key = `${prefix}orders`;
     const counts = `${prefix}handled`;
     const ids = await written(key, 2000);
-    const { child } = await startFixture(children, 'ack-delete-worker.mjs', [redis.url, prefix, 'doomed', counts, 'this-group']);
-    // Killed mid-way, with a batch in hand (its handler takes 2 ms an entry, 50 a batch).
+    // Killed mid-way, with a batch in hand: the worker holds its 730th handling (730 = 14 batches of 50 and 30).
+    const { child } = await startFixture(children, 'ack-delete-worker.mjs', [redis.url, prefix, 'doomed', counts, 'this-group', '730']);
     await waitFor(async () => (await redis.client().hlen(counts)) >= 730, { message: 'a third of the entries handled' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');

@@ -214,7 +214,7 @@ export class Parker {
   private async parkRead(blockMs: number, count = this.d.count): Promise<StreamEntry[]> {
     const { d } = this;
     const { stop, lanes } = d;
-    // Not connected within a beat: an empty park, and the beat goes on. (Connected: no promise to wait on.)
+    // Connected: no promise to wait on. Not within a beat: the park fails (below).
     if (!lanes.readyToPark()) {
       const waitMs = blockMs || d.blockMs;
       const since = performance.now();
