@@ -5,6 +5,8 @@ export interface RecordOptions {
   /**
    * On a partitioned stream (the client's `partitions` option), entries with the same key go to
    * the same partition. Without one they are spread round-robin (or routed by `idempotencyKey`).
+   * Written with the entry on every stream (field `partitionKey`): an ordered pattern
+   * (`@StreamPattern(p, { ordered: true })`) handles one key's entries one at a time, in order.
    */
   partitionKey?: string;
   /**

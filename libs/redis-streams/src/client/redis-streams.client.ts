@@ -217,10 +217,14 @@ export class RedisStreamsClient extends ClientProxy {
   /** Encodes and appends one entry (a request when `correlationId` is set), inside a `send` span when OpenTelemetry is there. */
   private async write(packet: ReadPacket, correlationId?: string): Promise<string> {
     const record = packet.data instanceof RedisStreamsRecord ? packet.data : new RedisStreamsRecord(packet.data);
-    const stream = this.streamOf(this.normalizePattern(packet.pattern), record);
+    const pattern = this.normalizePattern(packet.pattern);
+    const stream = this.streamOf(pattern, record);
     const key = record.options.idempotencyKey;
+    const orderingKey = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data);
     const append = async (traceHeaders?: Record<string, string>) => {
       const fields = await this.encode(stream, record, traceHeaders);
+      // On every stream, partitioned or not: an ordered pattern reads it (docs/wire-format.md).
+      if (typeof orderingKey === 'string') fields.push(FIELD.partitionKey, orderingKey);
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
       const { id, repeated } = await this.append(stream, packet.pattern, fields, key === undefined ? undefined : { key, marker });

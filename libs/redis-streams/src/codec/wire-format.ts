@@ -15,4 +15,10 @@ export const FIELD = {
   err: 'err',
   /** Reply entries: `'1'` on the last reply of a request. */
   done: 'done',
+  /**
+   * The record's partition key (`RedisStreamsRecord`'s `partitionKey`, or the client's `partitionKey`
+   * function), on every stream: an ordered pattern handles the entries of one key one at a time, in
+   * id order. Absent: the entry is its own key (ordered with nothing).
+   */
+  partitionKey: 'partitionKey',
 } as const;

@@ -28,6 +28,8 @@ export interface StreamOrigin {
   partition?: number;
   /** The pattern's own retry policy (`@StreamPattern(key, { retry })`), over the server's. */
   retry?: RetryDelay | undefined;
+  /** `@StreamPattern(key, { ordered: true })`: one key's entries one at a time, in id order. */
+  ordered?: true;
 }
 
 export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {

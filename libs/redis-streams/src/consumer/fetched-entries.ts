@@ -15,6 +15,8 @@ export interface ArrivalDeps {
   maxWaitingRetries: number;
   minIdleMs: number;
   logger: Logger;
+  /** An entry adopted to wait for its retry (an ordered reader blocks its key behind it). */
+  onWaiting?: ((entry: StreamEntry) => void) | undefined;
 }
 
 /**
@@ -105,6 +107,7 @@ export async function withoutWaiting(p: ArrivalDeps, entries: StreamEntry[], ret
       }
       adopted++;
       custody.adopt(stream, e.id, Math.max(0, e.deliveryCount - 1), wait);
+      p.onWaiting?.(e);
       first = Math.min(first, wait);
     });
     if (adopted > 0)

@@ -4,7 +4,7 @@ import type { StreamHandlers } from './stuck-watch.js';
 
 /** What each step of the loop emits once it succeeded: the groups checked, or entries fetched (and settled) by one of the fetchers. */
 export interface StepResult {
-  readonly step: 'groups' | 'drain' | 'reclaim' | 'park';
+  readonly step: 'groups' | 'drain' | 'reclaim' | 'park' | 'standby';
   /** Entries the step fetched. */
   readonly fetched: number;
 }

@@ -14,6 +14,7 @@ import {
   of,
   repeat,
   retry,
+  takeWhile,
   type Subscription,
   takeUntil,
   tap,
@@ -46,12 +47,25 @@ import { selfDrain$ } from './self-drain.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
+import { KeyLanes, type BlockedKey } from './key-lanes.js';
+import { PartitionOwner, type OwnershipView } from './partition-owner.js';
 
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
 
 const NEXT_BEAT = of(0);
 const GROUPS_READY: StepResult = { step: 'groups', fetched: 0 };
+const STANDBY: StepResult = { step: 'standby', fetched: 0 };
+
+/** Waiting retries an ordered reader may hold: all of them (none is left to the group, whose next reader would run later entries of its key first). */
+const ORDERED_WAITING_RETRIES = 1_000_000_000;
+
+/** What health and inspect show of an ordered reader: its partition's ownership, and the keys waiting behind a failed entry. */
+export interface OrderingView extends OwnershipView {
+  blockedKeys: BlockedKey[];
+  /** Entries held in its key lanes (queued, running, or behind a failed entry). */
+  held: number;
+}
 
 /** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
 export interface Settler {
@@ -69,6 +83,16 @@ export interface ReaderStreams {
   streams: readonly string[];
   /** Set for a batch handler's streams: entries go to it up to `maxSize` at a time, a park not yet full waits up to `maxWaitMs`. */
   batch?: ResolvedBatchOptions | undefined;
+  /** Set for an ordered pattern's stream (one per reader): it reads only while this consumer owns the partition. */
+  ordered?: OrderedStream | undefined;
+}
+
+/** An ordered pattern's partition, as its reader sees it. */
+export interface OrderedStream {
+  pattern: string;
+  /** Its index (0 for an unpartitioned stream), and how many the pattern has: what the share-out reads. */
+  partition: number;
+  partitions: number;
 }
 
 /** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */
@@ -148,16 +172,32 @@ export class Reader {
   private readonly watch: StuckWatch;
   private readonly selfDrain$: Observable<StepResult>;
   private readonly subscription: Subscription;
+  /** An ordered reader's ownership of its partition, and its key lanes (the settler of its entries). */
+  private readonly owner: PartitionOwner | undefined;
+  private readonly keyLanes: KeyLanes | undefined;
 
   constructor(
-    { streams, batch }: ReaderStreams,
+    { streams, batch, ordered }: ReaderStreams,
     private readonly d: ReaderDeps,
   ) {
     const { options, commands, logger } = d;
     const stop = this.stopSignal;
     const { findings } = this;
     this.streams = streams;
-    const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck));
+    // XREADGROUP … CLAIM serves the most idle first: never on an ordered stream.
+    const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck, !ordered));
+    const owner = (this.owner =
+      ordered &&
+      new PartitionOwner({
+        ownership: commands.ownership,
+        stream: streams[0]!,
+        ordered,
+        consumer: options.consumer,
+        ttlMs: options.minIdleMs,
+        beatMs: options.leaseRenewMs,
+        logger,
+        onChange: () => findings.wake(),
+      }));
     const lanes = d.lanes;
     this.lanes = new Lanes({
       connection: options.connection,
@@ -180,8 +220,28 @@ export class Reader {
       onSettled: (event) => d.report.settled(event),
     });
     const { custody } = this;
-    this.acks = new AckPipeline((entries) => commands.ackMany(entries, offer.ackDelete), custody, findings);
+    this.acks = new AckPipeline(
+      owner
+        ? (entries) => commands.ackFenced(streams[0]!, entries.map((e) => e.id), options.consumer, owner.fence, offer.ackDelete)
+        : (entries) => commands.ackMany(entries, offer.ackDelete),
+      custody,
+      findings,
+    );
     const settler = d.settler(stop, offer);
+    const keyLanes = (this.keyLanes =
+      owner &&
+      new KeyLanes({
+        settle: settler.one,
+        custody,
+        acks: this.acks,
+        concurrency: options.concurrency,
+        // Two reads' worth in flight: the next read is out while this one's entries run.
+        room: Math.max(2 * options.batchSize, 2 * options.concurrency),
+        stop,
+        mayStart: () => owner.valid(),
+        inProgress: this.inProgress,
+        logger,
+      }));
     // Built once: settleBatch runs per fetched batch (the drain's hot path).
     const batchDeps: BatchSettlerDeps = {
       custody,
@@ -194,12 +254,19 @@ export class Reader {
       inProgress: this.inProgress,
       logger,
     };
-    const settle: SettleFetched = (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand);
+    const settle: SettleFetched = keyLanes
+      ? (entries, source) => keyLanes.accept(entries, source)
+      : (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand);
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
     const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
     const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs };
-    const arrivals = { commands, custody, maxWaitingRetries: options.maxWaitingRetries };
+    const arrivals = {
+      commands,
+      custody,
+      maxWaitingRetries: keyLanes ? ORDERED_WAITING_RETRIES : options.maxWaitingRetries,
+      onWaiting: keyLanes && ((entry: StreamEntry) => keyLanes.blockFor(entry)),
+    };
     this.selfDrain$ = selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead });
     this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer });
     this.parker = new Parker(
@@ -252,7 +319,10 @@ export class Reader {
     // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
     const beat$ = defer(() => (this.keeper.due || this.reclaimer.due ? fullBeat$ : this.parker.step$));
     const beats$ = beat$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
-    const steps$ = concat(groups$, gate$.pipe(concatMap(() => concat(this.selfDrain$, beats$))));
+    const read$ = this.owner ? this.orderedCycles$(groups$, beat$) : concat(this.selfDrain$, beats$);
+    // An ordered reader's lanes settle before any restart: self-drain must not meet an entry a lane still runs.
+    const start$ = this.keyLanes ? concat(defer(() => this.quiesce()).pipe(ignoreElements()), groups$) : groups$;
+    const steps$ = concat(start$, gate$.pipe(concatMap(() => read$)));
     const work$ = concat(
       steps$.pipe(
         tap((result) => this.stepped(result)),
@@ -262,10 +332,12 @@ export class Reader {
     );
     // What runs beside the steps: the custody's timers, the stuck-entry watch, and a wake of the park
     // whenever the acks or the audit find something. It ends when the work does, or at an abandon.
-    const upkeep$ = merge(this.custody.upkeep$, this.watch.checks$, this.findings.wake$.pipe(tap(() => this.parker.wakePark()))).pipe(
-      ignoreElements(),
-      takeUntil(stop.abandoned$),
-    );
+    const upkeep$ = merge(
+      this.custody.upkeep$,
+      this.watch.checks$,
+      this.findings.wake$.pipe(tap(() => this.parker.wakePark())),
+      this.owner?.renewals$ ?? EMPTY,
+    ).pipe(ignoreElements(), takeUntil(stop.abandoned$));
     return work$.pipe(
       connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),
       map((result) => result.fetched),
@@ -274,6 +346,62 @@ export class Reader {
         this.custody.end();
       }),
     );
+  }
+
+  /**
+   * An ordered reader, over and over until stopped: standby (one ownership beat every leaseRenewMs
+   * until the share-out gives it the partition), take over the previous owner's pending entries,
+   * self-drain them in id order, then beat while it owns the partition; when it no longer does
+   * (lost, or asked to give it to a member that joined), what is in hand finishes and it releases.
+   */
+  private orderedCycles$(groups$: Observable<StepResult>, beat$: Observable<StepResult>): Observable<StepResult> {
+    const stop = this.stopSignal;
+    const owner = this.owner!;
+    const lanes = this.keyLanes!;
+    const standby$ = defer(() => from(owner.beat())).pipe(
+      repeat({ delay: () => timer(this.d.options.leaseRenewMs).pipe(takeUntil(stop.stopped$)) }),
+      takeWhile((owned) => !owned && !stop.stopped),
+      map(() => STANDBY),
+    );
+    const ownedBeats$ = defer(() => {
+      lanes.rethrow();
+      return beat$;
+    }).pipe(repeat({ delay: () => (stop.stopped || owner.ending ? EMPTY : NEXT_BEAT) }));
+    const owned$ = concat(
+      defer(() => owner.takeOver()).pipe(ignoreElements()),
+      groups$,
+      this.selfDrain$,
+      defer(() => (owner.ending ? EMPTY : ownedBeats$)),
+    );
+    const cycle$ = concat(
+      standby$,
+      defer(() => (owner.owned && !stop.stopped ? owned$ : EMPTY)),
+      defer(() => this.release()).pipe(ignoreElements()),
+    );
+    return cycle$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
+  }
+
+  /** The lanes' running entries finish (and their acks are confirmed); what they queued is dropped, to be read again. */
+  private async quiesce(): Promise<void> {
+    const lanes = this.keyLanes!;
+    await lanes.settled();
+    lanes.clear();
+  }
+
+  /**
+   * The owned phase is over: nothing of the partition is in hand here any more (running entries
+   * finished and acked, the read-ahead answered, what was queued left pending for the next owner,
+   * who takes over all of it), then the owner key goes.
+   */
+  private async release(): Promise<void> {
+    const owner = this.owner!;
+    await this.keyLanes!.settled();
+    await this.parker.dropAhead();
+    await this.acks.flush().catch(() => undefined);
+    this.keyLanes!.clear();
+    this.custody.restart();
+    this.custody.forget(this.streams[0]!);
+    if (owner.owned) await owner.release(false);
   }
 
   /** What the server offered at the last (re)start; undefined before the first. */
@@ -288,6 +416,12 @@ export class Reader {
   /** Entries whose handler is running, oldest first. */
   running(): Running[] {
     return this.watch.running();
+  }
+
+  /** An ordered reader's partition: its ownership and the keys waiting behind a failed entry; undefined for any other. */
+  ordering(): OrderingView | undefined {
+    if (!this.owner || !this.keyLanes) return undefined;
+    return { ...this.owner.view(), blockedKeys: this.keyLanes.blockedKeys(), held: this.keyLanes.held };
   }
 
   /** Entries fetched and not yet settled. */
@@ -341,6 +475,16 @@ export class Reader {
   private async finish(): Promise<void> {
     const stop = this.stopSignal;
     const { logger } = this.d;
+    // An ordered reader released its partition at the end of its cycle; it leaves the share-out now.
+    if (this.owner) {
+      // Stopped during a backoff, mid-cycle: what the lanes run finishes and is acked before the owner key goes.
+      await stop.bounded(this.keyLanes!.settled(), () => 'the handlers in hand', logger);
+      await stop.bounded(this.acks.flush(), () => 'the last ack', logger).catch(() => undefined);
+      await stop
+        .bounded(this.owner.release(true), () => 'leaving the partition share-out', logger)
+        .catch((err: unknown) => logger.warn(`could not leave the share-out of "${this.streams[0]}": ${describeError(err)}`));
+      return;
+    }
     await this.parker.handBackAhead();
     await stop
       .bounded(this.custody.handBackWaiting(), () => 'the hand-back of entries waiting for their retry', logger)

@@ -23,6 +23,8 @@ export class ServerOffer {
   constructor(
     private readonly allowed: boolean,
     readonly deleteOnAck: DeleteOnAck = false,
+    /** False for an ordered stream: CLAIM serves the most idle entries first, out of their keys' order. */
+    private readonly claimAllowed = true,
   ) {}
 
   /** The features found at a (re)start; a description when they differ from the last start's (a failover to another server). */
@@ -45,7 +47,7 @@ export class ServerOffer {
    * reclaim-path: 70–420 ms of a stalled server at 300 streams, 14 s at 3,000). The sweep scales.
    */
   claimsOnRead(streams: number): boolean {
-    return this.found?.claimOnRead === true && streams <= MAX_CLAIM_STREAMS;
+    return this.claimAllowed && this.found?.claimOnRead === true && streams <= MAX_CLAIM_STREAMS;
   }
 
   /** How acks delete what they ack (`deleteOnAck`), once a start found XACKDEL; undefined: plain XACK. */

@@ -70,13 +70,26 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     throw new Error(`nestjs-redis-streams: pattern ${pattern} must be a string (the stream key), not an object`);
   }
   for (const extras of handler.chain) checkPatternExtras(registered, extras);
-  const { partitions, batch, retry: retryPolicy } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown };
+  const {
+    partitions,
+    batch,
+    retry: retryPolicy,
+    ordered,
+  } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}": a request handler's failure is answered to its caller (the request is acked), never retried; a retry policy is for event handlers`,
     );
   const retry = resolveRetry(`${registered} retry`, retryPolicy);
   checkChain(pattern, handler.chain);
+  if (ordered !== undefined && typeof ordered !== 'boolean')
+    throw new Error(`nestjs-redis-streams: ${registered}: ordered must be true or false, got ${JSON.stringify(ordered) ?? typeof ordered}`);
+  if (ordered === true && batch !== undefined)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: ordered and batch together are not supported: a batch call would hold several entries of one key at once; use a single-entry handler with concurrency`,
+    );
+  if (ordered === true && !handler.isEventHandler)
+    throw new Error(`nestjs-redis-streams: ${registered}: ordered is for event handlers; a request is answered to its caller, in any order`);
   if (batch !== undefined) {
     if (!handler.isEventHandler)
       throw new Error(
@@ -84,7 +97,8 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       );
     batches.set(pattern, resolveBatchOptions(registered, batch));
   }
-  if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry }]];
+  const order = ordered === true ? { ordered: true as const } : {};
+  if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
   // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
@@ -94,7 +108,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       `nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keys[0]}, …); use a keyPrefix and pattern without braces`,
     );
   }
-  return keys.map((key, partition) => [key, { pattern, partition, retry }]);
+  return keys.map((key, partition) => [key, { pattern, partition, retry, ...order }]);
 }
 
 /**
@@ -103,7 +117,12 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
  * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
  */
 function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
-  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown }[];
+  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown }[];
+  if (extras.slice(1).some((e) => e.ordered !== undefined && e.ordered !== extras[0]!.ordered)) {
+    throw new Error(
+      `nestjs-redis-streams: the handlers of "${pattern}" disagree on ordered: one stream is read one way, so give ordered to the first handler only`,
+    );
+  }
   if (extras.slice(1).some((e) => e.retry !== undefined)) {
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a retry policy on one that is not the first: an entry is retried one way, so give the policy to the first handler only`,
@@ -133,8 +152,15 @@ function readerStreams(
   batches: ReadonlyMap<string, ResolvedBatchOptions>,
   options: PlanOptions,
 ): ReaderStreams[] {
-  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern));
+  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered);
   const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
+  // An ordered stream (each partition) is read by a reader of its own: it reads only while this consumer owns it.
+  for (const stream of streams) {
+    const origin = origins.get(stream)!;
+    if (!origin.ordered) continue;
+    const partitions = [...origins.values()].filter((o) => o.pattern === origin.pattern).length;
+    sets.push({ streams: [stream], ordered: { pattern: origin.pattern, partition: origin.partition ?? 0, partitions } });
+  }
   for (const [pattern, batch] of batches) sets.push({ streams: streams.filter((s) => origins.get(s)!.pattern === pattern), batch });
   if (!options.onCluster) return sets;
   const dead = options.deadLetterStream;

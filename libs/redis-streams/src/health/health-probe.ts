@@ -1,3 +1,5 @@
+import type { OrderingView } from '../consumer/reader.js';
+import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';
 import type { LoopVitals } from '../consumer/loop-vitals.js';
 import { describeError } from '../describe-error.js';
@@ -21,7 +23,7 @@ export interface HealthProbeDeps {
   /** A stream's dead-letter stream; undefined when entries are never dead-lettered. */
   deadLetterKey: (stream: string) => string | undefined;
   /** Each reader's streams and how its loop is doing. */
-  readers: () => { streams: readonly string[]; vitals: LoopVitals; features: ServerFeatures | undefined }[];
+  readers: () => { streams: readonly string[]; vitals: LoopVitals; features: ServerFeatures | undefined; ordering?: OrderingView | undefined }[];
   state: () => RedisStreamsHealth['state'];
 }
 
@@ -86,7 +88,7 @@ export class HealthProbe {
       group: this.d.group,
       consumer: this.d.consumer,
       redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
-      streams: readers.flatMap(({ streams, vitals }) =>
+      streams: readers.flatMap(({ streams, vitals, ordering }) =>
         streams.map((stream) => ({
           stream,
           lag: figures.get(stream)?.lag ?? null,
@@ -95,6 +97,7 @@ export class HealthProbe {
           inHand: vitals.inHand.get(stream) ?? 0,
           lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
           ...handlersOf(vitals, stream),
+          ...(ordering ? { ordering: orderingOf(ordering) } : {}),
         })),
       ),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
@@ -134,4 +137,18 @@ export class HealthProbe {
       `no answer to XINFO GROUPS within ${STATS_WITHIN_MS} ms`,
     );
   }
+}
+
+/** Most blocked keys health lists per stream (the count says how many in all). */
+const BLOCKED_KEYS_SHOWN = 20;
+
+function orderingOf(view: OrderingView): StreamOrdering {
+  return {
+    owned: view.owned,
+    owner: view.owner,
+    members: view.members,
+    blockedKeys: view.blockedKeys.slice(0, BLOCKED_KEYS_SHOWN),
+    blockedKeyCount: view.blockedKeys.length,
+    held: view.held,
+  };
 }

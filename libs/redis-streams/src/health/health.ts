@@ -43,6 +43,23 @@ export interface StreamHealth {
   oldestInHand?: { id: string; forMs: number };
   /** Entries of this stream whose handler has run longer than `stuckEntryMs`. */
   stuckEntries: number;
+  /** An ordered pattern's stream (`@StreamPattern(p, { ordered: true })`): who owns it, and the keys waiting behind a failed entry. */
+  ordering?: StreamOrdering;
+}
+
+/** What health shows of an ordered stream (docs/guide/ordering.md). */
+export interface StreamOrdering {
+  /** This consumer owns the partition now (reads and handles it). */
+  owned: boolean;
+  /** The owner as this consumer last saw it, `<epoch> <consumer>`; '' when nobody owns it. */
+  owner: string;
+  /** Live members of the group sharing the partitions, as last seen. */
+  members: number;
+  /** Keys whose later entries wait here behind a failed one (at most 20, longest first), and how many in all. */
+  blockedKeys: { key: string; id: string; waiting: number; forMs: number }[];
+  blockedKeyCount: number;
+  /** Entries held in the key lanes: queued, running, or behind a failed entry. */
+  held: number;
 }
 
 /**

@@ -9,6 +9,12 @@ export interface StreamPatternExtras {
   batch?: StreamBatchOptions;
   /** This pattern's retry policy, in place of the server's `retry` (see RedisStreamsServerOptions.retry). */
   retry?: RetryPolicy;
+  /**
+   * Entries with the same key (the record's `partitionKey`) are handled one at a time, in stream
+   * order, across retries, restarts and workers; different keys run `concurrency` at a time. Each
+   * partition has one owner in the group at a time (docs/guide/ordering.md). Default: false.
+   */
+  ordered?: boolean;
 }
 
 /**
@@ -17,7 +23,7 @@ export interface StreamPatternExtras {
  */
 export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
 
-const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry'];
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered'];
 
 /**
  * A typo in `@StreamPattern`'s (or `handle`'s) extras would otherwise silently keep the default (a

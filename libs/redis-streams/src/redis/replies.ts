@@ -252,3 +252,28 @@ export function parseReclaimRoundReply(
   }
   return error === undefined ? { results } : { results, error };
 }
+
+/** One ownership beat (OWNERSHIP_SCRIPT): whether this consumer owns the partition, at which epoch, how many members share, who owns it. */
+export interface OwnershipBeat {
+  state: 'standby' | 'owned' | 'release';
+  epoch: number;
+  members: number;
+  /** The owner key's value (`<epoch> <consumer>`), '' when free. */
+  owner: string;
+}
+
+const OWNERSHIP_STATES = ['standby', 'owned', 'release'] as const;
+
+export function parseOwnershipReply(reply: unknown): OwnershipBeat {
+  if (!Array.isArray(reply) || reply.length !== 4) throw new ReplyShapeError('ownership script', reply);
+  const [state, epoch, members, owner] = reply as unknown[];
+  const named = OWNERSHIP_STATES[Number(state)];
+  if (!named || typeof owner !== 'string') throw new ReplyShapeError('ownership script', reply);
+  return { state: named, epoch: Number(epoch), members: Number(members), owner };
+}
+
+/** XAUTOCLAIM … JUSTID: the next cursor and how many ids it took. */
+export function parseAutoClaimIds(reply: unknown): { cursor: string; taken: number } {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'string' || !Array.isArray(reply[1])) throw new ReplyShapeError('XAUTOCLAIM', reply);
+  return { cursor: reply[0], taken: reply[1].length };
+}

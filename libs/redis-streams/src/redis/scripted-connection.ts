@@ -6,6 +6,7 @@ import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
 import { LEASE_SCRIPT } from './lease-script.js';
 import { RECLAIM_ROUND_SCRIPT } from './reclaim-round-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
+import { FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT, RELEASE_OWNERSHIP_SCRIPT } from './ownership-script.js';
 import { ADOPT_RETRY_SCRIPT, SCHEDULE_RETRY_SCRIPT } from './retry-scripts.js';
 
 /** A connection with the transport's Lua scripts defined on it (ioredis sends EVALSHA, EVAL once when unknown). */
@@ -55,6 +56,18 @@ export type ScriptedConnection = RedisConnection & {
     self: string,
     ...connected: string[]
   ): Promise<string[] | number | null>;
+  streamsOwnership(
+    owner: string,
+    members: string,
+    epochKey: string,
+    consumer: string,
+    epoch: string,
+    ttlMs: number,
+    partition: number,
+  ): Promise<unknown>;
+  streamsReleaseOwnership(owner: string, members: string, consumer: string, epoch: string, leaving: '1' | '0'): Promise<unknown>;
+  /** '' policy: XACK; else XACKDEL with it. */
+  streamsFencedAck(owner: string, key: string, group: string, fence: string, policy: string, ...ids: string[]): Promise<unknown>;
 };
 
 /** Defines every script of the transport on `conn` (ioredis keeps one definition per name). */
@@ -68,5 +81,8 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 2, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
+  conn.defineCommand('streamsOwnership', { numberOfKeys: 3, lua: OWNERSHIP_SCRIPT });
+  conn.defineCommand('streamsReleaseOwnership', { numberOfKeys: 2, lua: RELEASE_OWNERSHIP_SCRIPT });
+  conn.defineCommand('streamsFencedAck', { numberOfKeys: 2, lua: FENCED_ACK_SCRIPT });
   return conn as ScriptedConnection;
 }

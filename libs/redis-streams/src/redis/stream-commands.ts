@@ -9,6 +9,7 @@ import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
 import { connectedConsumers } from './connected-consumers.js';
 import { RetryCommands } from './retry-commands.js';
+import { OwnershipCommands } from './ownership-commands.js';
 import { FetchCommands } from './fetch-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './retention.js';
@@ -54,6 +55,8 @@ export class StreamCommands {
   readonly retries: RetryCommands;
   /** The commands that fetch entries: reads, reclaims, delivery counts (see FetchCommands). */
   readonly fetch: FetchCommands;
+  /** Ordered partitions' ownership (see OwnershipCommands). */
+  readonly ownership: OwnershipCommands;
 
   constructor(
     conn: RedisConnection,
@@ -66,6 +69,7 @@ export class StreamCommands {
     this.conn = defineScripts(conn);
     this.retries = new RetryCommands(this.conn, group, onCluster);
     this.fetch = new FetchCommands(this.conn, group, onCluster);
+    this.ownership = new OwnershipCommands(this.conn, group, onCluster);
   }
 
   /**
@@ -237,6 +241,17 @@ export class StreamCommands {
    * with how many it did not (and which, as XACKDEL tells): those entries were no longer pending (a
    * peer took and settled them, they were trimmed, the consumer or the group was deleted meanwhile).
    */
+  /**
+   * XACK (XACKDEL with `deletion`) of one ordered partition's entries, only while `consumer` owns it at
+   * `epoch` (FENCED_ACK_SCRIPT): a stale owner's ack is refused with FENCED, its entries stay pending.
+   */
+  async ackFenced(stream: string, ids: readonly string[], consumer: string, epoch: number, deletion?: AckDeletePolicy): Promise<ShortAck[]> {
+    const owner = this.ownership.keys(stream).owner;
+    const reply = await this.conn.streamsFencedAck(owner, stream, this.group, `${epoch} ${consumer}`, deletion ?? '', ...ids);
+    const short = shortAck(stream, ids, reply, deletion);
+    return short ? [short] : [];
+  }
+
   async ackMany(entries: readonly StreamEntry[], deletion?: AckDeletePolicy): Promise<ShortAck[]> {
     const byStream = groupIds(entries);
     if (byStream.size === 1) {

@@ -1,0 +1,296 @@
+import { performance } from 'node:perf_hooks';
+import { orderingKeyOf } from '../ordering-key.js';
+import type { Logger } from '../ports.js';
+import type { StreamEntry } from '../stream-entry.js';
+import type { AckPipeline } from './ack-pipeline.js';
+import type { BatchProgress } from './batch-progress.js';
+import type { Custody } from './custody.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
+import type { StopSignal } from './stop-signal.js';
+
+/** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
+export const MAX_BLOCKED_ENTRIES = 10_000;
+
+export interface KeyLanesDeps {
+  /** Decides one entry (checks, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
+  settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
+  acks: Pick<AckPipeline, 'send' | 'flush'>;
+  concurrency: number;
+  /** Entries runnable or running (not behind a failure) before `accept` makes the fetch wait. */
+  room: number;
+  stop: StopSignal;
+  /** Whether a handling may start now (this consumer owns the partition, within its lease). */
+  mayStart: () => boolean;
+  /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
+  inProgress: Set<BatchProgress>;
+  logger: Logger;
+}
+
+/** One key's lane: its entries in id order, the one running, and the failed one it waits for. */
+interface Queued {
+  entry: StreamEntry;
+  source: DeliverySource;
+}
+
+interface Lane {
+  readonly key: string;
+  queue: Queued[];
+  /** An entry of this key is in a handler or its ack is unconfirmed. */
+  busy: boolean;
+  /** The id of the key's failed entry, waiting for its retry: nothing later of the key runs before it settles. */
+  blockedBy: string | undefined;
+  blockedSince: number;
+}
+
+/** A key waiting behind a failed entry, as health and inspect show it. */
+export interface BlockedKey {
+  key: string;
+  /** The failed entry it waits for. */
+  id: string;
+  /** Its later entries held here. */
+  waiting: number;
+  /** ms since it failed. */
+  forMs: number;
+}
+
+/**
+ * An ordered reader's settler: entries run in lanes by key (the `partitionKey` field), each lane
+ * one entry at a time in id order, up to `concurrency` lanes at once. A key's next entry starts
+ * only once the previous one's ack is confirmed (or it was dead-lettered): an ack lost with the
+ * connection is run again before anything later of its key. A failure blocks its key alone: its
+ * later entries wait here while it waits for its retry (the schedule, the same id), and run once
+ * it settles (acked, or dead-lettered). Fetch steps hand entries over with `accept`, which returns
+ * once there is room, so other keys keep flowing while a lane runs or waits.
+ */
+export class KeyLanes {
+  private readonly lanes = new Map<string, Lane>();
+  /** Lanes with an entry that may run now, in the order they became ready. */
+  private readonly ready: Lane[] = [];
+  /** `stream\nid` of every entry in a lane (queued or running): a re-delivery of one is not run twice. */
+  private readonly inLanes = new Set<string>();
+  /** Handlers running (what `concurrency` bounds). */
+  private running = 0;
+  /** Entries between their start and the end of their lane's turn (the ack confirmed included). */
+  private active = 0;
+  /** Entries in lanes not blocked (queued or running). */
+  private flowing = 0;
+  private blocked = 0;
+  private roomWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] = [];
+  /** Acks to send together: one round trip for every lane that finished meanwhile. */
+  private ackQueue: { entry: StreamEntry; event: SettledEvent; done: (ok: boolean) => void }[] = [];
+  private acking = false;
+  /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then no lane starts. */
+  private failure: unknown;
+
+  constructor(private readonly d: KeyLanesDeps) {}
+
+  /** Hands fetched entries to their lanes; resolves once there is room for more (or the loop must restart: it rejects). */
+  async accept(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+    this.rethrow();
+    for (const entry of entries) this.enqueue(entry, source);
+    this.pump();
+    while (!this.hasRoom()) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      this.rethrow();
+    }
+  }
+
+  /** A failure a lane met (Redis: an ack, a dead-letter move) ends the loop's current run: it restarts, and self-drain takes over. */
+  rethrow(): void {
+    if (this.failure === undefined) return;
+    const failure = this.failure;
+    throw failure;
+  }
+
+  /** A failed entry (adopted after a restart or a takeover) waits for its retry: its key waits with it. */
+  blockFor(entry: StreamEntry): void {
+    const lane = this.laneOf(orderingKeyOf(entry));
+    if (lane.blockedBy !== undefined) return;
+    this.update(lane, () => {
+      lane.blockedBy = entry.id;
+      lane.blockedSince = performance.now();
+    });
+  }
+
+  /** Resolves once no handler runs and no ack is in flight (what is queued stays queued: nothing starts once stopping or not owning). */
+  async settled(): Promise<void> {
+    while (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** After `settled()`: every lane forgotten (a restart: self-drain reads the pending entries again, in id order); the entries dropped, by lane. */
+  clear(): StreamEntry[] {
+    const dropped: StreamEntry[] = [];
+    for (const lane of this.lanes.values()) for (const { entry } of lane.queue) dropped.push(entry);
+    this.lanes.clear();
+    this.ready.length = 0;
+    this.inLanes.clear();
+    this.flowing = this.blocked = 0;
+    this.failure = undefined;
+    this.wakeRoom();
+    return dropped;
+  }
+
+  /** Wakes lanes held back (ownership came back, or the stop was lifted): not used while stopping. */
+  pump(): void {
+    while (this.running < this.d.concurrency && this.ready.length > 0) {
+      if (this.failure !== undefined || this.d.stop.stopped || !this.d.mayStart()) return;
+      const lane = this.ready.shift()!;
+      if (lane.busy || lane.blockedBy !== undefined || lane.queue.length === 0) continue;
+      let next!: Queued;
+      this.update(lane, () => {
+        next = lane.queue.shift()!;
+        lane.busy = true;
+      });
+      void this.run(lane, next.entry, next.source);
+    }
+  }
+
+  /** Keys waiting behind a failed entry, longest first. */
+  blockedKeys(): BlockedKey[] {
+    const now = performance.now();
+    return [...this.lanes.values()]
+      .filter((l) => l.blockedBy !== undefined)
+      .map((l) => ({ key: l.key, id: l.blockedBy!, waiting: l.queue.length, forMs: Math.round(now - l.blockedSince) }))
+      .sort((a, b) => b.forMs - a.forMs);
+  }
+
+  /** Entries held in lanes (queued or running), blocked ones included. */
+  get held(): number {
+    return this.flowing + this.blocked;
+  }
+
+  private enqueue(entry: StreamEntry, source: DeliverySource): void {
+    const tag = `${entry.stream}\n${entry.id}`;
+    const lane = this.laneOf(orderingKeyOf(entry));
+    if (lane.blockedBy === entry.id) {
+      // The failed entry's retry (claimed back when due): it runs first, then what waited behind it.
+      this.update(lane, () => {
+        lane.blockedBy = undefined;
+        lane.queue.unshift({ entry, source });
+      });
+    } else {
+      // Already in its lane (a reclaim of an entry held here): it runs once.
+      if (this.inLanes.has(tag)) return;
+      this.update(lane, () => lane.queue.push({ entry, source }));
+    }
+    this.inLanes.add(tag);
+    this.makeReady(lane);
+  }
+
+  private laneOf(key: string): Lane {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { key, queue: [], busy: false, blockedBy: undefined, blockedSince: 0 };
+      this.lanes.set(key, lane);
+    }
+    return lane;
+  }
+
+  private makeReady(lane: Lane): void {
+    if (!lane.busy && lane.blockedBy === undefined && lane.queue.length > 0 && !this.ready.includes(lane)) this.ready.push(lane);
+  }
+
+  /** One entry of a lane (marked busy by pump): settled, acked, and the lane goes on, waits for a retry, or stops until a restart. */
+  private async run(lane: Lane, entry: StreamEntry, source: DeliverySource): Promise<void> {
+    this.active++;
+    this.running++;
+    const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
+    this.d.inProgress.add(progress);
+    let event: SettledEvent | undefined;
+    try {
+      event = await this.d.settle(entry, source);
+    } catch (err) {
+      // Redis failed while deciding (a dead-letter move): still pending; the loop restarts and runs it again first.
+      this.failure ??= err;
+    }
+    this.d.inProgress.delete(progress);
+    this.running--;
+    if (this.d.stop.abandoned) {
+      this.active--;
+      return;
+    }
+    // Another key may run in this slot while this one's ack travels.
+    this.pump();
+    if (event?.outcome === 'acked') await this.ack(entry, event);
+    else if (event) {
+      const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
+      this.d.custody.release(entry);
+      this.d.custody.settled(event, confirmedAt);
+    }
+    this.inLanes.delete(`${entry.stream}\n${entry.id}`);
+    this.update(lane, () => {
+      lane.busy = false;
+      // A failure waits for its retry (the same id comes back when due); a dead letter lets the key go on.
+      if (event?.outcome === 'failed') {
+        lane.blockedBy = entry.id;
+        lane.blockedSince = performance.now();
+      }
+    });
+    // A Redis failure (no event, or the ack's): nothing more starts (pump checks) until the loop restarts and clears.
+    if (lane.queue.length === 0 && lane.blockedBy === undefined) this.lanes.delete(lane.key);
+    else this.makeReady(lane);
+    this.active--;
+    this.pump();
+    this.wakeRoom();
+    this.wakeIdle();
+  }
+
+  /** Sends the ack with whatever else finished meanwhile; true once Redis confirmed it. */
+  private ack(entry: StreamEntry, event: SettledEvent): Promise<boolean> {
+    if (this.failure !== undefined) return Promise.resolve(false);
+    return new Promise<boolean>((done) => {
+      this.ackQueue.push({ entry, event, done });
+      if (!this.acking) void this.sendAcks();
+    });
+  }
+
+  private async sendAcks(): Promise<void> {
+    this.acking = true;
+    while (this.ackQueue.length > 0) {
+      const batch = this.ackQueue.splice(0);
+      let ok = true;
+      try {
+        await this.d.acks.send(
+          batch.map((a) => a.entry),
+          batch.map((a) => a.event),
+        );
+        await this.d.acks.flush();
+      } catch (err) {
+        ok = false;
+        this.failure ??= err;
+      }
+      for (const a of batch) a.done(ok);
+    }
+    this.acking = false;
+  }
+
+  /** Entries of a lane counted in the tallies: queued, and the one running or being acked. */
+  private static weight(lane: Lane): number {
+    return lane.queue.length + (lane.busy ? 1 : 0);
+  }
+
+  /** Every change of a lane goes through here: its entries move between the flowing and blocked tallies. */
+  private update(lane: Lane, change: () => void): void {
+    if (lane.blockedBy === undefined) this.flowing -= KeyLanes.weight(lane);
+    else this.blocked -= KeyLanes.weight(lane);
+    change();
+    if (lane.blockedBy === undefined) this.flowing += KeyLanes.weight(lane);
+    else this.blocked += KeyLanes.weight(lane);
+  }
+
+  private hasRoom(): boolean {
+    return this.failure !== undefined || this.d.stop.stopped || (this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES);
+  }
+
+  private wakeRoom(): void {
+    if (!this.hasRoom()) return;
+    for (const wake of this.roomWaiters.splice(0)) wake();
+  }
+
+  private wakeIdle(): void {
+    if (this.active > 0) return;
+    for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+}

@@ -1,0 +1,72 @@
+import { sameSlotKey } from '../slots.js';
+import { parseAutoClaimIds, parseOwnershipReply, type OwnershipBeat } from './replies.js';
+import type { ScriptedConnection } from './scripted-connection.js';
+
+/** The keys of a partition's ownership for one group, in the stream's slot (the fenced ack touches both). */
+export interface OwnershipKeys {
+  /** `<epoch> <consumer>`, expiring: who reads the partition now. */
+  owner: string;
+  /** Live members of the group on this partition (sorted set, score: until when, on Redis' clock). */
+  members: string;
+  /** The epoch counter (never expires: an epoch is never given twice). */
+  epoch: string;
+}
+
+/** `orders:owner:<group>`, `orders:members:<group>`, `orders:epoch:<group>` (on a cluster in the stream's slot). */
+export function ownershipKeysOf(stream: string, group: string, onCluster: boolean): OwnershipKeys {
+  const key = (what: string) => (onCluster ? sameSlotKey(stream, `:${what}:${group}`) : `${stream}:${what}:${group}`);
+  return { owner: key('owner'), members: key('members'), epoch: key('epoch') };
+}
+
+/** The commands of ordered partitions' ownership (OWNERSHIP_SCRIPT and its kin); replies parsed in replies.ts. */
+export class OwnershipCommands {
+  constructor(
+    private readonly conn: ScriptedConnection,
+    private readonly group: string,
+    private readonly onCluster: boolean,
+  ) {}
+
+  keys(stream: string): OwnershipKeys {
+    return ownershipKeysOf(stream, this.group, this.onCluster);
+  }
+
+  /** One beat: membership renewed, the partition taken, kept or given up as the share-out says (see OWNERSHIP_SCRIPT). */
+  async beat(stream: string, consumer: string, epoch: number, ttlMs: number, partition: number): Promise<OwnershipBeat> {
+    const k = this.keys(stream);
+    return parseOwnershipReply(await this.conn.streamsOwnership(k.owner, k.members, k.epoch, consumer, String(epoch), ttlMs, partition));
+  }
+
+  /** Gives the partition up (if still held at `epoch`); `leaving`: the membership ends too. */
+  async release(stream: string, consumer: string, epoch: number, leaving: boolean): Promise<void> {
+    const k = this.keys(stream);
+    await this.conn.streamsReleaseOwnership(k.owner, k.members, consumer, String(epoch), leaving ? '1' : '0');
+  }
+
+  /**
+   * A new owner takes every entry pending in the group on `stream` (XAUTOCLAIM … 0 … JUSTID to the
+   * end: the previous owner's, whatever their idle time; no delivery counted), so that its
+   * self-drain settles them in id order before it reads anything new. How many it took.
+   */
+  async takeOver(stream: string, consumer: string, count = 1000): Promise<number> {
+    let cursor = '0-0';
+    let taken = 0;
+    do {
+      const page = parseAutoClaimIds(await this.conn.xautoclaim(stream, this.group, consumer, 0, cursor, 'COUNT', count, 'JUSTID'));
+      cursor = page.cursor;
+      taken += page.taken;
+    } while (cursor !== '0-0');
+    return taken;
+  }
+
+  /** Who owns the partition now: `{ epoch, consumer }`, or undefined. */
+  async owner(stream: string): Promise<{ epoch: number; consumer: string } | undefined> {
+    return parseOwnerValue(await this.conn.get(this.keys(stream).owner));
+  }
+}
+
+/** `<epoch> <consumer>` → its parts; undefined for nothing (or a value not ours). */
+export function parseOwnerValue(value: unknown): { epoch: number; consumer: string } | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^(\d+) (.*)$/s.exec(value);
+  return m ? { epoch: Number(m[1]), consumer: m[2]! } : undefined;
+}

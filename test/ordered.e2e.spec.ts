@@ -1,0 +1,164 @@
+import type { ChildProcess } from 'node:child_process';
+import { lastValueFrom } from 'rxjs';
+import { partitionKey, partitionOf, RedisStreamsRecord } from 'nestjs-redis-streams';
+import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
+import { startFixture } from './support/fixture-process.js';
+import { OrderLog, recordHandling } from './support/order-checker.js';
+import { useProducers } from './support/producer.js';
+import { CORE_HOST, uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+import { deadLetterKey } from './support/redis-server.js';
+
+const redis = useRedis();
+const startProducer = useProducers();
+
+const consumers: StreamConsumer[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  await Promise.all(consumers.splice(0).map((c) => c.close()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  }
+});
+
+function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
+  const c = new StreamConsumer({
+    connection: redis.connection,
+    group: 'g',
+    blockMs: 100,
+    minIdleMs: 2000,
+    leaseRenewMs: 400,
+    logger: false,
+    keyPrefix: prefix,
+    concurrency: 8,
+    ...options,
+  });
+  consumers.push(c);
+  return c;
+}
+
+/** A handler that records in the checker's log, taking `ms` (or the payload's) and failing the payload's first `fail` deliveries. */
+function recording(log: OrderLog) {
+  return async (payload: { ms?: number; fail?: number }, ctx: { getStream(): string; getId(): string; getFields(): Record<string, string>; getDeliveryCount(): number }) => {
+    const h = recordHandling(log.path, ctx.getStream(), ctx.getId(), ctx.getFields().partitionKey ?? '-');
+    let ok = false;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, payload.ms ?? Math.random() * 3));
+      if (ctx.getDeliveryCount() <= (payload.fail ?? 0)) throw new Error(`fails delivery ${ctx.getDeliveryCount()}`);
+      ok = true;
+    } finally {
+      h.end(ok);
+    }
+  };
+}
+
+/** Emits `perKey` entries for each of `keys` keys, interleaved; returns `stream id` of each. */
+async function produce(
+  prefix: string,
+  keys: number,
+  perKey: number,
+  partitions?: number,
+  payload: (key: number, n: number) => object = () => ({}),
+): Promise<string[]> {
+  const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix, ...(partitions ? { partitions: { orders: partitions } } : {}) });
+  const written: string[] = [];
+  for (let n = 0; n < perKey; n++) {
+    const ids = await Promise.all(
+      Array.from({ length: keys }, async (_, k) => {
+        const id = await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord(payload(k, n), {}, { partitionKey: `k${k}` })));
+        const stream = partitions ? partitionKey(prefix, 'orders', partitionOf(`k${k}`, partitions)) : `${prefix}orders`;
+        return `${stream} ${id as string}`;
+      }),
+    );
+    written.push(...ids);
+  }
+  return written;
+}
+
+describe('ordered patterns: one key at a time, in id order, keys in parallel', () => {
+  it('one worker: each key in order, never two of a key at once, several keys at once', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    await consumer(prefix).handle('orders', recording(log), { ordered: true }).start();
+    const produced = await produce(prefix, 50, 20);
+    await waitFor(() => log.handled().size >= produced.length, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    const { violations, maxParallel } = log.check(produced);
+    expect(violations).toEqual([]);
+    expect(maxParallel).toBeGreaterThan(1);
+  });
+
+  it('the checker catches what an unordered pattern does (so its silence above means something)', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    await consumer(prefix).handle('orders', recording(log)).start();
+    const produced = await produce(prefix, 4, 50);
+    await waitFor(() => log.handled().size >= produced.length, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    expect(log.check(produced).violations.length).toBeGreaterThan(0);
+  });
+
+  it('a failure blocks its key alone until its retry; a dead letter lets its key go on', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const c = consumer(prefix, { retry: { backoff: { type: 'fixed', delayMs: 300 } }, maxDeliveries: 3 });
+    await c.handle('orders', recording(log), { ordered: true }).start();
+    // k0's third entry fails twice, then succeeds; k1's third always fails: dead-lettered on delivery 3.
+    const produced = await produce(prefix, 20, 10, undefined, (k, n) => (n === 2 && k < 2 ? { fail: k === 0 ? 2 : 99 } : {}));
+    const failing = produced[2 * 20 + 1]!;
+    await waitFor(() => log.handled().size >= produced.length - 1, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    const dead = await redis.client().xrange(deadLetterKey(`${prefix}orders`), '-', '+');
+    expect(dead).toHaveLength(1);
+    const { violations } = log.check(produced, [failing]);
+    expect(violations).toEqual([]);
+    // While k0 waited for its retry, other keys went on: entries ended between its failure and its retry.
+    const lines = log.lines();
+    const blocker = produced[2 * 20]!.split(' ')[1]!;
+    const firstFail = lines.findIndex((l) => l.startsWith('F ') && l.includes(` ${blocker} `));
+    const retried = lines.findIndex((l, i) => i > firstFail && l.startsWith('S ') && l.includes(` ${blocker} `));
+    expect(lines.slice(firstFail, retried).filter((l) => l.startsWith('E ') && !l.endsWith(' k0')).length).toBeGreaterThan(0);
+    // k0's later entries all started after its failing entry succeeded.
+    const k0 = lines.filter((l) => l.endsWith(' k0'));
+    expect(k0.filter((l) => l.startsWith('F '))).toHaveLength(2);
+    const health = await c.health();
+    expect(health.streams[0]!.ordering).toMatchObject({ owned: true, blockedKeyCount: 0 });
+  });
+
+  it('several workers: kill -9 mid-handling (restarted under the same and a new name), one joining and one leaving, under load', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const start = (name: string) =>
+      startFixture(children, 'ordered-worker.mjs', [JSON.stringify(redis.connection), prefix, name, log.path, '4', '{"concurrency":4}', CORE_HOST ? 'core' : 'nest']);
+    const kill = async (w: { child: ChildProcess }) => {
+      w.child.kill('SIGKILL');
+      await new Promise((resolve) => w.child.once('exit', resolve));
+      log.killed(w.child.pid!);
+    };
+    const handled = () => log.handled().size;
+    let a = await start('a');
+    const b = await start('b');
+    const produced = await produce(prefix, 100, 30, 4, (k, n) => ({ ms: 10, ...(k % 17 === 0 && n === 5 ? { fail: 1 } : {}) }));
+    const reach = (n: number, message: string) => waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled });
+    await reach(400, '400 handled');
+    await kill(a);
+    a = await start('a');
+    await reach(1000, '1,000 handled');
+    const c = await start('c');
+    await reach(1600, '1,600 handled');
+    await kill(b);
+    await start('d');
+    await reach(2200, '2,200 handled');
+    c.child.kill('SIGTERM');
+    await new Promise((resolve) => c.child.once('exit', resolve));
+    await reach(produced.length, 'every entry handled');
+    const { violations, maxParallel } = log.check(produced);
+    expect(violations).toEqual([]);
+    expect(maxParallel).toBeGreaterThan(1);
+    // The partitions end shared evenly by the live workers (the killed one's lease runs out).
+    const owners = () => Promise.all([0, 1, 2, 3].map((i) => redis.client().get(`${partitionKey(prefix, 'orders', i)}:owner:g`)));
+    const names = async () => (await owners()).map((o) => o?.split(' ')[1]).sort().join(',');
+    await waitFor(async () => (await names()) === 'a,a,d,d', { message: 'partitions shared by a and d', timeoutMs: 30_000 });
+  }, 120_000);
+});
