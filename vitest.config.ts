@@ -82,6 +82,8 @@ const ON_VALKEY8 = [
   'test/consumer-liveness.e2e.spec.ts',
   'test/secrets.e2e.spec.ts',
   'test/group-recovery.e2e.spec.ts',
+  // Ordered patterns: ownership scripts, fenced acks and takeovers on Valkey's replies.
+  'test/ordered.e2e.spec.ts',
 ];
 
 /**
@@ -108,6 +110,8 @@ const ON_NEWER = [
   ...ON_SERVER_REPLIES,
   // A dead peer's large PEL taken over while new entries arrive: by the read's CLAIM there.
   'test/reclaim-interleave.e2e.spec.ts',
+  // Ordered patterns never take the read's CLAIM: their takeovers and retries go the floor's way there too.
+  'test/ordered.e2e.spec.ts',
   'test/redis8-*.e2e.spec.ts',
 ];
 

@@ -1,4 +1,4 @@
-// npm run bench [-- --smoke] [-- --only cluster|telemetry|drain|retries|scale]: every system on the same throwaway redis-server, in one run,
+// npm run bench [-- --smoke] [-- --only cluster|telemetry|drain|retries|scale|bullmq|reclaim|ordered]: every system on the same throwaway redis-server, in one run,
 // reported as ratios to the better of two hand-written expert ioredis loops measured in that same run; then the
 // Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
@@ -9,7 +9,9 @@
 // against BullMQ at concurrency 1, 8 and 32 alone (bench/bullmq.ts: results/bullmq.md). `--only reclaim` runs the reclaim-path section
 // alone (bench/reclaim-path.ts: results/reclaim-path.md: reclaim latency and Redis CPU per beat at N streams, Redis 7.0's
 // XAUTOCLAIM sweep beside Redis 8.6's, with and without XREADGROUP … CLAIM; servers of its own, `redis-server` and
-// `redis8-server`). `--smoke` runs everything at sizes too small to measure anything: it checks
+// `redis8-server`). `--only ordered` runs the ordered-pattern section alone (bench/ordered.ts, its workers
+// bench/ordered-child.ts: results/ordered.md: drain of ordered against unordered, 1 to 100,000 keys, 1 and 4
+// worker processes, no-op and 1 ms handlers, as ratios measured in the same run). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -31,6 +33,7 @@ import { benchRetries, type RetrySection } from './retries.js';
 import { retriesMarkdown, retriesProblems } from './retries-report.js';
 import { benchScale, scaleMarkdown, type ScaleSection } from './scale.js';
 import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from './reclaim-path.js';
+import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -38,9 +41,9 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim'].includes(flags.only))
+if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered'].includes(flags.only))
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq" or "reclaim", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim" or "ordered", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -175,6 +178,14 @@ if (flags.only === 'retries') {
 }
 if (flags.only === 'scale') {
   const { problems } = writeScale(await benchScale({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'ordered') {
+  const { problems } = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -334,6 +345,7 @@ row('nestjs-redis-streams').shutdownBusyMs = await shutdown(true);
 await bullmqSection();
 const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }));
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
+const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
 log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
@@ -373,6 +385,7 @@ const result = {
   telemetry,
   retries,
   scale,
+  ordered,
   reclaimPath,
   cluster,
 };
@@ -438,6 +451,7 @@ function incomplete(): string[] {
   if (otherTransports.attempts.length === 0) problems.push('other transports: nothing was tried');
   problems.push(...retriesProblems(retries));
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
+  problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
@@ -559,6 +573,11 @@ function writeRetries(section: RetrySection): RetrySection {
 
 function writeScale(section: ScaleSection): ScaleSection {
   return writeSection('scale', 'scale', scaleMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The ordered section written to results/ordered.md (a smoke run: ordered-smoke.md); `--only ordered` prints it too. */
+function writeOrdered(section: OrderedSection): OrderedSection {
+  return writeSection('ordered', 'ordered', orderedMarkdown(section, SMOKE_NOTE), section);
 }
 
 /** The reclaim-path section written to results/reclaim-path.md (a smoke run: reclaim-path-smoke.md); `--only reclaim` prints it too. */
@@ -1010,6 +1029,8 @@ function toMarkdown(r: typeof result): string {
     retriesMarkdown(r.retries, SMOKE_NOTE),
     '',
     scaleMarkdown(r.scale, SMOKE_NOTE),
+    '',
+    orderedMarkdown(r.ordered, SMOKE_NOTE),
     '',
     reclaimPathMarkdown(r.reclaimPath, SMOKE_NOTE),
     '',

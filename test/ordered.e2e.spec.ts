@@ -3,12 +3,18 @@ import { lastValueFrom } from 'rxjs';
 import { partitionKey, partitionOf, RedisStreamsRecord } from 'nestjs-redis-streams';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
-import { OrderLog, recordHandling } from './support/order-checker.js';
+import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
 import { CORE_HOST, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
-import { deadLetterKey } from './support/redis-server.js';
+import { serveDashboard } from 'nestjs-redis-streams';
+import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
+import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
+import { deadLetterKey, startRedis, CLUSTER_MODE } from './support/redis-server.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const redis = useRedis();
 const startProducer = useProducers();
@@ -41,21 +47,6 @@ function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamCo
   return c;
 }
 
-/** A handler that records in the checker's log, taking `ms` (or the payload's) and failing the payload's first `fail` deliveries. */
-function recording(log: OrderLog) {
-  return async (payload: { ms?: number; fail?: number }, ctx: { getStream(): string; getId(): string; getFields(): Record<string, string>; getDeliveryCount(): number }) => {
-    const h = recordHandling(log.path, ctx.getStream(), ctx.getId(), ctx.getFields().partitionKey ?? '-');
-    let ok = false;
-    try {
-      await new Promise((resolve) => setTimeout(resolve, payload.ms ?? Math.random() * 3));
-      if (ctx.getDeliveryCount() <= (payload.fail ?? 0)) throw new Error(`fails delivery ${ctx.getDeliveryCount()}`);
-      ok = true;
-    } finally {
-      h.end(ok);
-    }
-  };
-}
-
 /** Emits `perKey` entries for each of `keys` keys, interleaved; returns `stream id` of each. */
 async function produce(
   prefix: string,
@@ -64,12 +55,18 @@ async function produce(
   partitions?: number,
   payload: (key: number, n: number) => object = () => ({}),
 ): Promise<string[]> {
-  const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix, ...(partitions ? { partitions: { orders: partitions } } : {}) });
+  const producer = await startProducer({
+    connection: redis.connection,
+    keyPrefix: prefix,
+    ...(partitions ? { partitions: { orders: partitions } } : {}),
+  });
   const written: string[] = [];
   for (let n = 0; n < perKey; n++) {
     const ids = await Promise.all(
       Array.from({ length: keys }, async (_, k) => {
-        const id = await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord(payload(k, n), {}, { partitionKey: `k${k}` })));
+        const id = await lastValueFrom(
+          producer.client.emit('orders', new RedisStreamsRecord(payload(k, n), {}, { partitionKey: `k${k}` })),
+        );
         const stream = partitions ? partitionKey(prefix, 'orders', partitionOf(`k${k}`, partitions)) : `${prefix}orders`;
         return `${stream} ${id as string}`;
       }),
@@ -85,7 +82,11 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     const log = new OrderLog();
     await consumer(prefix).handle('orders', recording(log), { ordered: true }).start();
     const produced = await produce(prefix, 50, 20);
-    await waitFor(() => log.handled().size >= produced.length, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
     const { violations, maxParallel } = log.check(produced);
     expect(violations).toEqual([]);
     expect(maxParallel).toBeGreaterThan(1);
@@ -96,7 +97,11 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     const log = new OrderLog();
     await consumer(prefix).handle('orders', recording(log)).start();
     const produced = await produce(prefix, 4, 50);
-    await waitFor(() => log.handled().size >= produced.length, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
     expect(log.check(produced).violations.length).toBeGreaterThan(0);
   });
 
@@ -108,7 +113,11 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     // k0's third entry fails twice, then succeeds; k1's third always fails: dead-lettered on delivery 3.
     const produced = await produce(prefix, 20, 10, undefined, (k, n) => (n === 2 && k < 2 ? { fail: k === 0 ? 2 : 99 } : {}));
     const failing = produced[2 * 20 + 1]!;
-    await waitFor(() => log.handled().size >= produced.length - 1, { message: 'every entry handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    await waitFor(() => log.handled().size >= produced.length - 1, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
     const dead = await redis.client().xrange(deadLetterKey(`${prefix}orders`), '-', '+');
     expect(dead).toHaveLength(1);
     const { violations } = log.check(produced, [failing]);
@@ -130,25 +139,43 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     const prefix = uniquePrefix();
     const log = new OrderLog();
     const start = (name: string) =>
-      startFixture(children, 'ordered-worker.mjs', [JSON.stringify(redis.connection), prefix, name, log.path, '4', '{"concurrency":4}', CORE_HOST ? 'core' : 'nest']);
+      startFixture(children, 'ordered-worker.mjs', [
+        JSON.stringify(redis.connection),
+        prefix,
+        name,
+        log.path,
+        '4',
+        '{"concurrency":4}',
+        CORE_HOST ? 'core' : 'nest',
+      ]);
     const kill = async (w: { child: ChildProcess }) => {
       w.child.kill('SIGKILL');
       await new Promise((resolve) => w.child.once('exit', resolve));
       log.killed(w.child.pid!);
     };
     const handled = () => log.handled().size;
-    let a = await start('a');
-    const b = await start('b');
+    const workers: { out: () => string }[] = [];
+    const started = async (name: string) => {
+      const w = await start(name);
+      workers.push(w);
+      return w;
+    };
+    const b = await started('b');
     const produced = await produce(prefix, 100, 30, 4, (k, n) => ({ ms: 10, ...(k % 17 === 0 && n === 5 ? { fail: 1 } : {}) }));
-    const reach = (n: number, message: string) => waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled });
+    // On a stall, what the workers logged (TEST_LOGS=1 makes them log) says where.
+    const reach = (n: number, message: string) =>
+      waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled }).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${workers.map((w) => w.out().slice(-3000)).join('\n---\n')}`);
+      });
+    let a = await started('a');
     await reach(400, '400 handled');
     await kill(a);
-    a = await start('a');
+    a = await started('a');
     await reach(1000, '1,000 handled');
-    const c = await start('c');
+    const c = await started('c');
     await reach(1600, '1,600 handled');
     await kill(b);
-    await start('d');
+    await started('d');
     await reach(2200, '2,200 handled');
     c.child.kill('SIGTERM');
     await new Promise((resolve) => c.child.once('exit', resolve));
@@ -158,7 +185,105 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     expect(maxParallel).toBeGreaterThan(1);
     // The partitions end shared evenly by the live workers (the killed one's lease runs out).
     const owners = () => Promise.all([0, 1, 2, 3].map((i) => redis.client().get(`${partitionKey(prefix, 'orders', i)}:owner:g`)));
-    const names = async () => (await owners()).map((o) => o?.split(' ')[1]).sort().join(',');
+    const names = async () =>
+      (await owners())
+        .map((o) => o?.split(' ')[1])
+        .sort()
+        .join(',');
     await waitFor(async () => (await names()) === 'a,a,d,d', { message: 'partitions shared by a and d', timeoutMs: 30_000 });
   }, 120_000);
+
+  it("an operator's XGROUP DELCONSUMER on the owner mid-run: order kept, nothing lost (failed entries waiting included)", async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const c = consumer(prefix, { consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 200 } } });
+    await c.handle('orders', recording(log), { ordered: true }).start();
+    const produced = await produce(prefix, 40, 25, undefined, (k, n) => ({ ms: 5, ...(k % 5 === 0 && n % 6 === 3 ? { fail: 1 } : {}) }));
+    await waitFor(() => log.handled().size >= 300, { message: '300 handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    expect(await redis.client().xgroup('DELCONSUMER', `${prefix}orders`, 'g', 'a')).toBeGreaterThanOrEqual(0);
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
+    expect(log.check(produced).violations).toEqual([]);
+  }, 120_000);
+
+  it.skipIf(CLUSTER_MODE || process.env.REDIS_URL)(
+    'a Redis restart mid-run (its data kept, AOF): order kept, nothing lost',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ordered-aof-'));
+      const own = await startRedis({ standalone: true, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] });
+      try {
+        const prefix = uniquePrefix();
+        const log = new OrderLog();
+        const c = consumer(prefix, { connection: own.url, consumer: 'a' });
+        await c.handle('orders', recording(log), { ordered: true }).start();
+        const producer = await startProducer({ connection: own.url, keyPrefix: prefix });
+        const produced: string[] = [];
+        for (let n = 0; n < 20; n++)
+          for (let k = 0; k < 30; k++)
+            produced.push(
+              `${prefix}orders ${(await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord({ ms: 5 }, {}, { partitionKey: `k${k}` })))) as string}`,
+            );
+        await producer.close();
+        await waitFor(() => log.handled().size >= 150, { message: '150 handled', timeoutMs: 60_000, progress: () => log.handled().size });
+        await own.restart();
+        await waitFor(() => log.handled().size >= produced.length, {
+          message: 'every entry handled',
+          timeoutMs: 60_000,
+          progress: () => log.handled().size,
+        });
+        expect(log.check(produced).violations).toEqual([]);
+      } finally {
+        await Promise.all(consumers.splice(0).map((c) => c.close()));
+        await own.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
+
+  it('who owns which partition, and the keys waiting behind a failed entry: in health, inspect and the dashboard', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const a = consumer(prefix, { consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 60_000 } } });
+    await a.handle('orders', recording(log), { ordered: true, partitions: 2 }).start();
+    const b = consumer(prefix, { consumer: 'b' });
+    await b.handle('orders', recording(log), { ordered: true, partitions: 2 }).start();
+    // One partition each once both beat; k-blocked's first entry fails and waits a minute, its second waits behind it.
+    const keys = [0, 1].map((i) => partitionKey(prefix, 'orders', i));
+    const ownerOf = async (key: string) => (await redis.client().get(`${key}:owner:g`))?.split(' ')[1];
+    await waitFor(async () => (await Promise.all(keys.map(ownerOf))).sort().join(',') === 'a,b', {
+      message: 'a partition each',
+      timeoutMs: 20_000,
+    });
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix, partitions: { orders: 2 } });
+    for (const data of [{ fail: 99 }, {}])
+      await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord(data, {}, { partitionKey: 'k-blocked' })));
+    const blockedStream = partitionKey(prefix, 'orders', partitionOf('k-blocked', 2));
+    const holder = (await ownerOf(blockedStream)) === 'a' ? a : b;
+    const orderingOf = async (c: StreamConsumer) => (await c.health()).streams.find((s) => s.stream === blockedStream)?.ordering;
+    const seen = await waitFor(
+      async () => {
+        const o = await orderingOf(holder);
+        return o?.blockedKeyCount === 1 && o;
+      },
+      { message: 'the key blocked in health', timeoutMs: 20_000 },
+    );
+    expect(seen).toMatchObject({ owned: true, blockedKeys: [{ key: 'k-blocked', waiting: 1 }], held: 1 });
+    expect((await orderingOf(holder === a ? b : a))?.owned).toBe(false);
+    const text = renderReports(await inspectStreams(redis.client(), keys, 'g'));
+    expect(text).toMatch(/ordered: owned by (a|b) \(epoch \d+, lease .* left; 2 members share the partitions\)/);
+    const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
+    try {
+      const overview = (await (await fetch(`${url}api/overview`)).json()) as {
+        streams: { stream: string; groups: { ordering: unknown }[] }[];
+      };
+      const row = overview.streams.find((s) => s.stream === blockedStream)!;
+      expect(row.groups[0]!.ordering).toMatchObject({ epoch: expect.any(Number), members: 2 });
+    } finally {
+      await new Promise((resolve) => (server.close(resolve), server.closeAllConnections()));
+    }
+  });
 });

@@ -89,3 +89,26 @@ export function recordHandling(path: string, stream: string, id: string, key: st
   appendFileSync(path, `S ${process.pid} ${stream} ${id} ${key}\n`);
   return { end: (ok) => appendFileSync(path, `${ok ? 'E' : 'F'} ${process.pid} ${stream} ${id} ${key}\n`) };
 }
+
+/** The context a recording handler reads (StreamContext and RedisStreamsContext alike). */
+interface HandlingContext {
+  getStream(): string;
+  getId(): string;
+  getFields(): Record<string, string>;
+  getDeliveryCount(): number;
+}
+
+/** A handler that records in the checker's log, taking the payload's `ms` (else 0–3 ms) and failing its first `fail` deliveries. */
+export function recording(log: OrderLog) {
+  return async (payload: { ms?: number; fail?: number }, ctx: HandlingContext): Promise<void> => {
+    const h = recordHandling(log.path, ctx.getStream(), ctx.getId(), ctx.getFields().partitionKey ?? '-');
+    let ok = false;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, payload.ms ?? Math.random() * 3));
+      if (ctx.getDeliveryCount() <= (payload.fail ?? 0)) throw new Error(`fails delivery ${ctx.getDeliveryCount()}`);
+      ok = true;
+    } finally {
+      h.end(ok);
+    }
+  };
+}

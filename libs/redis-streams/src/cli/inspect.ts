@@ -47,6 +47,7 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
       lines.push(
         `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}${retryFigures(g)}`,
       );
+      if (g.ordering) lines.push(`    ${orderingLine(g.ordering)}`);
       for (const c of g.consumers) {
         lines.push(
           `    ${e(c.name)}  pending ${c.pending}  ${idleFigures(c)}  oldest pending ${age(c.oldestPendingAgeMs)}${connection(c)}`,
@@ -57,6 +58,13 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
     }
   }
   return lines.join('\n');
+}
+
+/** An ordered stream's owner: who reads it now (its epoch, the fencing token), and how many members share the partitions. */
+function orderingLine(o: NonNullable<GroupReport['ordering']>): string {
+  const members = counted(o.members, 'member', 'members');
+  if (o.consumer === null) return `ordered: no owner now (${members}; the next beat of the member it falls to takes it)`;
+  return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} share the partitions)`;
 }
 
 /** Idempotent produce's counters and window (Redis 8.6), on streams that had an idempotent write. */

@@ -93,7 +93,8 @@ export class PartitionOwner {
     const asked = beat.state === 'release';
     if (asked && !this.releaseAsked) d.onChange();
     this.releaseAsked = asked;
-    if (was !== beat.epoch) d.logger.log(`owns "${d.stream}" (epoch ${beat.epoch}, ${beat.members} member(s) of the group share the partitions)`);
+    if (was !== beat.epoch)
+      d.logger.log(`owns "${d.stream}" (epoch ${beat.epoch}, ${beat.members} member(s) of the group share the partitions)`);
     return true;
   }
 

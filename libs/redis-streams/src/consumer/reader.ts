@@ -222,7 +222,14 @@ export class Reader {
     const { custody } = this;
     this.acks = new AckPipeline(
       owner
-        ? (entries) => commands.ackFenced(streams[0]!, entries.map((e) => e.id), options.consumer, owner.fence, offer.ackDelete)
+        ? (entries) =>
+            commands.ackFenced(
+              streams[0]!,
+              entries.map((e) => e.id),
+              options.consumer,
+              owner.fence,
+              offer.ackDelete,
+            )
         : (entries) => commands.ackMany(entries, offer.ackDelete),
       custody,
       findings,

@@ -104,6 +104,16 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
   const retry = retries.error
     ? `retry set unknown (${retries.error})`
     : `${ui.num(retries.waiting)} waiting for a retry, ${ui.num(retries.due)} due`;
+  const o = g.ordering;
+  const ordered = !o
+    ? null
+    : ui.el(
+        'p',
+        {},
+        o.consumer === null
+          ? `Ordered: no owner now; ${ui.num(o.members)} member(s) share the partitions`
+          : `Ordered: owned by ${o.consumer} (epoch ${o.epoch}, lease ${ui.age(o.leaseMs)} left); ${ui.num(o.members)} member(s) share the partitions`,
+      );
   return [
     ui.el('h2', {}, `Group ${g.name}`),
     ui.el(
@@ -111,6 +121,7 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
       {},
       `lag ${ui.num(g.lag)} (${ui.age(g.lagMs)}), pending ${ui.num(g.pending)}, last delivered ${g.lastDeliveredId}; ${retry}`,
     ),
+    ordered,
     ui.table(
       ['Consumer', 'Pending', 'Idle', 'Inactive', 'Connected', 'Oldest pending age', 'Oldest pending idle'],
       consumers,

@@ -1,3 +1,4 @@
+import type { GroupReport } from '../ops/stream-reports.js';
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
@@ -23,6 +24,8 @@ export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   consumedHistory: number[];
   /** Its retry set: records not yet due and past due (ZCOUNT), or why it could not be read. */
   retries: RetryCounts;
+  /** An ordered stream's owner for this group (docs/guide/ordering.md); null for any other (or unreadable). */
+  ordering: GroupReport['ordering'];
   /** Its consumers, each with whether a connection of this library's is open for it (null: CLIENT LIST refused). */
   consumers: (GroupSummary['consumers'][number] & { connected: boolean | null })[];
 }
@@ -245,9 +248,11 @@ export class DashboardData {
           return n === null || n === undefined ? [] : [{ stream, length: n === 'wrong type' ? null : n }];
         });
         const retries = new Map<string, RetryCounts>();
+        const ordering = new Map<string, GroupReport['ordering']>();
         for (const g of s.groups) {
           const view = await readRetryView(this.reports, s.stream, g.name, []);
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
+          ordering.set(g.name, await this.reports.ownership(s.stream, g.name).catch(() => null));
         }
         const report = asReport(s, connected, dead, retries);
         const previous = this.history.previous(s.stream);
@@ -261,6 +266,7 @@ export class DashboardData {
           consumedPerSec: r.consumedPerSec[g.name] ?? null,
           consumedHistory: r.consumedHistory[g.name] ?? [],
           retries: retries.get(g.name)!,
+          ordering: ordering.get(g.name) ?? null,
           consumers: g.consumers.map((c) => ({
             ...c,
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),

@@ -89,7 +89,9 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       `nestjs-redis-streams: ${registered}: ordered and batch together are not supported: a batch call would hold several entries of one key at once; use a single-entry handler with concurrency`,
     );
   if (ordered === true && !handler.isEventHandler)
-    throw new Error(`nestjs-redis-streams: ${registered}: ordered is for event handlers; a request is answered to its caller, in any order`);
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: ordered is for event handlers; a request is answered to its caller, in any order`,
+    );
   if (batch !== undefined) {
     if (!handler.isEventHandler)
       throw new Error(

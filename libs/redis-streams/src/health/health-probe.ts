@@ -23,7 +23,12 @@ export interface HealthProbeDeps {
   /** A stream's dead-letter stream; undefined when entries are never dead-lettered. */
   deadLetterKey: (stream: string) => string | undefined;
   /** Each reader's streams and how its loop is doing. */
-  readers: () => { streams: readonly string[]; vitals: LoopVitals; features: ServerFeatures | undefined; ordering?: OrderingView | undefined }[];
+  readers: () => {
+    streams: readonly string[];
+    vitals: LoopVitals;
+    features: ServerFeatures | undefined;
+    ordering?: OrderingView | undefined;
+  }[];
   state: () => RedisStreamsHealth['state'];
 }
 

@@ -42,6 +42,8 @@ export interface GroupReport {
   retryDue: number | null;
   /** Why the retry set could not be read (e.g. NOPERM); null when it was. */
   retryStateError: string | null;
+  /** An ordered stream (docs/guide/ordering.md): who owns it for this group (null: nobody now), epoch, lease left, members; null for any other. */
+  ordering: { consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null;
 }
 
 export interface StreamReport {
@@ -107,7 +109,17 @@ async function streamReport(
     if (group !== undefined && name !== group) continue;
     const { consumers, retries } = await consumerReports(commands, stream, name, now, entriesShown);
     const { lag } = await commands.groupFigures(stream, g);
-    groups.push({ name, pending: g.pending, lastDeliveredId: g.lastDeliveredId, lag, entriesRead: g.entriesRead, consumers, ...retries });
+    const ordering = await commands.ownership(stream, name).catch(() => null);
+    groups.push({
+      name,
+      pending: g.pending,
+      lastDeliveredId: g.lastDeliveredId,
+      lag,
+      entriesRead: g.entriesRead,
+      consumers,
+      ...retries,
+      ordering,
+    });
   }
   const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);
   return {

@@ -4,6 +4,7 @@ import { groupFigures, type GroupFigures } from './group-lag.js';
 import { parseConsumerRows, parseGroupRows, parseInfoRecord, type GroupInfo } from './info-replies.js';
 import { parsePendingDetail, parsePendingPage, parsePendingRows, parseScores, parseTimeMs, type PendingRow } from './replies.js';
 import { retryKeyOf } from './retry-key.js';
+import { ownershipKeysOf, parseOwnerValue } from './ownership-commands.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
@@ -32,6 +33,26 @@ export class ReportCommands {
   /** XINFO STREAM's fields, as a record (`length`, `last-generated-id`, `entries-added` …). */
   async streamInfo(stream: string): Promise<Record<string, unknown>> {
     return parseInfoRecord(await this.redis.xinfo('STREAM', stream));
+  }
+
+  /**
+   * An ordered stream's ownership for `group` (docs/guide/ordering.md): its owner, epoch and lease left,
+   * and the members sharing its partitions; null when no consumer of the group reads it ordered.
+   */
+  async ownership(
+    stream: string,
+    group: string,
+  ): Promise<{ consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null> {
+    const keys = ownershipKeysOf(stream, group, (this.redis as { isCluster?: boolean }).isCluster === true);
+    const [owner, ttl, members, epoch] = await Promise.all([
+      this.redis.get(keys.owner),
+      this.redis.pttl(keys.owner),
+      this.redis.zcount(keys.members, parseTimeMs(await this.redis.time()), '+inf'),
+      this.redis.get(keys.epoch),
+    ]);
+    if (epoch === null) return null;
+    const held = parseOwnerValue(owner);
+    return { consumer: held?.consumer ?? null, epoch: held?.epoch ?? null, leaseMs: held && ttl >= 0 ? ttl : null, members };
   }
 
   /** Every group's row of XINFO GROUPS. */

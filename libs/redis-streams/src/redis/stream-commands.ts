@@ -245,7 +245,13 @@ export class StreamCommands {
    * XACK (XACKDEL with `deletion`) of one ordered partition's entries, only while `consumer` owns it at
    * `epoch` (FENCED_ACK_SCRIPT): a stale owner's ack is refused with FENCED, its entries stay pending.
    */
-  async ackFenced(stream: string, ids: readonly string[], consumer: string, epoch: number, deletion?: AckDeletePolicy): Promise<ShortAck[]> {
+  async ackFenced(
+    stream: string,
+    ids: readonly string[],
+    consumer: string,
+    epoch: number,
+    deletion?: AckDeletePolicy,
+  ): Promise<ShortAck[]> {
     const owner = this.ownership.keys(stream).owner;
     const reply = await this.conn.streamsFencedAck(owner, stream, this.group, `${epoch} ${consumer}`, deletion ?? '', ...ids);
     const short = shortAck(stream, ids, reply, deletion);
