@@ -167,10 +167,10 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
       waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled }).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}\n${workers.map((w) => w.out().slice(-3000)).join('\n---\n')}`);
       });
-    let a = await started('a');
+    const a = await started('a');
     await reach(400, '400 handled');
     await kill(a);
-    a = await started('a');
+    await started('a');
     await reach(1000, '1,000 handled');
     const c = await started('c');
     await reach(1600, '1,600 handled');
