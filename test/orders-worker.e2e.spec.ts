@@ -101,6 +101,53 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(await worker.exit).toBe(0);
   });
 
+  it("DEMO_ORDERED=1: each customer's orders handled one at a time, in order, the handled line naming customer and entry", async () => {
+    const group = `demo-${randomUUID().slice(0, 8)}`;
+    const prefix = `${group}:`;
+    const stream = `${prefix}orders`;
+    const r = redis.client();
+    // What apps/orders-api writes: the customer is the entry's partitionKey field.
+    const pipeline = r.pipeline();
+    for (let i = 0; i < 60; i++)
+      pipeline.xadd(
+        stream,
+        '*',
+        'data',
+        JSON.stringify({ order_id: String(3000 + i), status: 'pending', customer_id: `c${i % 3}` }),
+        'partitionKey',
+        `c${i % 3}`,
+      );
+    const ids = (await pipeline.exec())!.map(([, id]) => id as string);
+    const worker = startWorker({
+      REDIS_URL: redis.url,
+      STREAMS_KEY_PREFIX: prefix,
+      STREAMS_GROUP: group,
+      STREAMS_CONSUMER: 'worker-1',
+      STREAMS_BLOCK_MS: '100',
+      STREAMS_CONCURRENCY: '8',
+      DEMO_ORDERED: '1',
+      DEMO_WORK_MS: '2',
+      DEMO_WORK_JITTER_MS: '5',
+    });
+    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+      message: 'the worker to start',
+      timeoutMs: WORKER_START_MS,
+    });
+    await waitFor(
+      async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0,
+      {
+        message: 'every order handled and acked',
+      },
+    );
+    // Per customer, the handled lines come in entry order.
+    for (const customer of ['c0', 'c1', 'c2']) {
+      const seen = [...worker.output().matchAll(new RegExp(`customer ${customer} entry (\\d+-\\d+) `, 'g'))].map((m) => m[1]);
+      expect(seen).toEqual(ids.filter((_, i) => `c${i % 3}` === customer));
+    }
+    worker.proc.kill('SIGTERM');
+    expect(await worker.exit).toBe(0);
+  });
+
   it('STREAMS_RETRY=exponential:200, DEMO_FAIL_FIRST=2: an XADDed order fails on deliveries 1 and 2, next tries 200 then 400 ms away, handled on delivery 3', async () => {
     const group = `demo-${randomUUID().slice(0, 8)}`;
     const prefix = `${group}:`;

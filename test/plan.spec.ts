@@ -28,6 +28,28 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(plan.readers).toEqual([{ streams: plan.streams }]);
   });
 
+  it('an ordered pattern: each partition a reader of its own (it reads only while it owns it), flagged in its origin', () => {
+    const plan = planStreams([event('a'), event('orders', { ordered: true, partitions: 2 }), event('audit', { ordered: true })], ONE_NODE);
+    expect(plan.readers).toEqual([
+      { streams: ['p:a'] },
+      { streams: ['p:{orders:0}'], ordered: { pattern: 'orders', partition: 0, partitions: 2 } },
+      { streams: ['p:{orders:1}'], ordered: { pattern: 'orders', partition: 1, partitions: 2 } },
+      { streams: ['p:audit'], ordered: { pattern: 'audit', partition: 0, partitions: 1 } },
+    ]);
+    expect(plan.origins.get('p:{orders:1}')).toEqual({ pattern: 'orders', partition: 1, ordered: true });
+  });
+
+  it('refuses ordered where it cannot hold, naming the registration', () => {
+    expect(() => planStreams([event('o', { ordered: 'yes' })], ONE_NODE)).toThrow(
+      /@StreamPattern\('o'\): ordered must be true or false, got "yes"/,
+    );
+    expect(() => planStreams([event('o', { ordered: true, batch: { maxSize: 5 } })], ONE_NODE)).toThrow(
+      /ordered and batch together are not supported/,
+    );
+    expect(() => planStreams([request('o', { ordered: true })], ONE_NODE)).toThrow(/ordered is for event handlers/);
+    expect(() => planStreams([event('o', { ordered: true }, { ordered: false })], ONE_NODE)).toThrow(/disagree on ordered/);
+  });
+
   it('a batch handler gets a reader of its own, with its options resolved', () => {
     const plan = planStreams([event('a'), event('b', { batch: { maxSize: 5 } })], ONE_NODE);
     expect(plan.readers).toEqual([{ streams: ['p:a'] }, { streams: ['p:b'], batch: { maxSize: 5, maxWaitMs: 0 } }]);

@@ -8,9 +8,9 @@ import { OrdersWorkerModule } from './orders-worker.module.js';
 import { workerConfig } from './worker-config.js';
 
 async function bootstrap(): Promise<void> {
-  const { transport, connection, demo, ordersPartitions, ordersBatch } = workerConfig();
+  const { transport, connection, demo, ordersPartitions, ordersBatch, ordersOrdered } = workerConfig();
   const health = healthConfig();
-  const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions, ordersBatch);
+  const orders = OrdersWorkerModule.register(demo, connection, ordersPartitions, ordersBatch, ordersOrdered);
   if (health) return hybrid(orders, new RedisStreamsServer(transport), health, connection);
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(orders, {
     strategy: new RedisStreamsServer(transport),

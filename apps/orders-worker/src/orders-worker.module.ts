@@ -9,17 +9,19 @@ import type { DemoBehaviour } from './worker-config.js';
 export class OrdersWorkerModule {
   /**
    * `ordersPartitions`: the `orders` stream's partition count (STREAMS_PARTITIONS), undefined for
-   * one plain stream. `ordersBatch`: orders go to a batch handler (DEMO_BATCH_MAX).
+   * one plain stream. `ordersBatch`: orders go to a batch handler (DEMO_BATCH_MAX). `ordersOrdered`:
+   * each customer's orders in order (DEMO_ORDERED=1).
    */
   static register(
     demo: DemoBehaviour,
     connection: string | string[],
     ordersPartitions?: number,
     ordersBatch?: StreamBatchOptions,
+    ordersOrdered = false,
   ): DynamicModule {
     return {
       module: OrdersWorkerModule,
-      controllers: [ordersController(ordersPartitions, ordersBatch)],
+      controllers: [ordersController(ordersPartitions, ordersBatch, ordersOrdered)],
       providers: [{ provide: DEMO, useValue: demo }, { provide: REDIS_CONNECTION, useValue: connection }, HandlingRecorder],
     };
   }

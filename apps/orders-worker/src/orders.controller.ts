@@ -23,9 +23,11 @@ interface Order {
  * The worker's controller. A factory, because `@StreamPattern` takes the `orders` stream's
  * partition count when the class is defined, and that count is configuration
  * (STREAMS_PARTITIONS): `partitions` n makes the handler read `{orders:0}` … `{orders:n-1}`.
- * With `batch` (DEMO_BATCH_MAX) the orders go to `handleOrders`, a batch handler, instead.
+ * With `batch` (DEMO_BATCH_MAX) the orders go to `handleOrders`, a batch handler, instead. With
+ * `ordered` (DEMO_ORDERED=1) each customer's orders (the producer's partition key) are handled one
+ * at a time, in order, and different customers' in parallel (STREAMS_CONCURRENCY).
  */
-export function ordersController(partitions?: number, batch?: StreamBatchOptions): Type<unknown> {
+export function ordersController(partitions?: number, batch?: StreamBatchOptions, ordered = false): Type<unknown> {
   @Controller()
   class OrdersController {
     private readonly logger = new Logger('orders');
@@ -87,10 +89,10 @@ export function ordersController(partitions?: number, batch?: StreamBatchOptions
   // Decorated here, not in the class body: which method reads `orders` is configuration.
   const method = batch ? 'handleOrders' : 'handleOrder';
   const descriptor = Object.getOwnPropertyDescriptor(OrdersController.prototype, method)!;
-  StreamPattern('orders', { ...(partitions === undefined ? {} : { partitions }), ...(batch ? { batch } : {}) })(
-    OrdersController.prototype,
-    method,
-    descriptor,
-  );
+  StreamPattern('orders', {
+    ...(partitions === undefined ? {} : { partitions }),
+    ...(batch ? { batch } : {}),
+    ...(ordered ? { ordered } : {}),
+  })(OrdersController.prototype, method, descriptor);
   return OrdersController;
 }

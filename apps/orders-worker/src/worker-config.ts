@@ -29,6 +29,8 @@ export interface WorkerConfig {
   ordersPartitions: number | undefined;
   /** Orders handled by a batch handler of at most this many entries (DEMO_BATCH_MAX, waiting up to DEMO_BATCH_WAIT_MS); undefined: one at a time. */
   ordersBatch: { maxSize: number; maxWaitMs?: number } | undefined;
+  /** DEMO_ORDERED=1: `orders` is an ordered pattern, each customer's orders handled one at a time, in order (docs/guide/ordering.md). */
+  ordersOrdered: boolean;
 }
 
 /** Reads the worker's settings from the environment (12-factor); unset means the transport default. */
@@ -48,6 +50,7 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
     group: env.STREAMS_GROUP || undefined,
     consumer: env.STREAMS_CONSUMER || undefined,
     batchSize: int('STREAMS_BATCH'),
+    concurrency: int('STREAMS_CONCURRENCY'),
     blockMs: int('STREAMS_BLOCK_MS'),
     minIdleMs: int('STREAMS_MIN_IDLE_MS'),
     maxDeliveries: int('STREAMS_MAX_DELIVERIES'),
@@ -73,7 +76,12 @@ export function workerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig
   if (batchWaitMs !== undefined && batchMax === undefined) throw new Error('DEMO_BATCH_WAIT_MS needs DEMO_BATCH_MAX');
   const ordersBatch =
     batchMax === undefined ? undefined : { maxSize: batchMax, ...(batchWaitMs === undefined ? {} : { maxWaitMs: batchWaitMs }) };
-  return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS), ordersBatch };
+  if (env.DEMO_ORDERED !== undefined && !['', '0', '1'].includes(env.DEMO_ORDERED))
+    throw new Error(`DEMO_ORDERED must be 1 or 0, got ${JSON.stringify(env.DEMO_ORDERED)}`);
+  const ordersOrdered = env.DEMO_ORDERED === '1';
+  if (ordersOrdered && ordersBatch)
+    throw new Error('DEMO_ORDERED=1 and DEMO_BATCH_MAX together: an ordered pattern takes single-entry handlers');
+  return { transport, connection, demo, ordersPartitions: partitionCount(env.STREAMS_PARTITIONS), ordersBatch, ordersOrdered };
 }
 
 /** Digits only (`Number` would take `1e3`, `0x10`, `-0`); NaN otherwise, which the check refuses. */
