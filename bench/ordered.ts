@@ -14,6 +14,7 @@
 //   it hands theirs over) is inside it.
 // `problems` lists runs that did not complete, and an ordered run that handled a key out of order.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -71,6 +72,8 @@ export interface OrderedMeasurement {
   topCommands: string;
   outOfOrder: number;
   overlaps: number;
+  /** The share of the entries the busiest worker handled (1 with one worker). */
+  busiestShare: number;
 }
 
 export interface OrderedCase {
@@ -88,6 +91,8 @@ export interface OrderedSection {
   settings: { partitions: number; concurrency: number; batchSize: number; blockMs: number; minIdleMs: number; leaseRenewMs: number };
   /** How many of the 16 keys' entries land on each partition (partitionOf is a hash: not even). */
   sixteenKeysPerPartition: number[];
+  /** Cores, and the machine's 1-minute load average when the section started and ended (other work on it shows there). */
+  machine: { cores: number; loadAtStart: number; loadAtEnd: number };
   cases: OrderedCase[];
   problems: string[];
 }
@@ -108,6 +113,7 @@ export async function benchOrdered(o: { smoke: boolean; url: string; log: Log })
       leaseRenewMs: LEASE_RENEW_MS,
     },
     sixteenKeysPerPartition: perPartition(16),
+    machine: { cores: cpus().length, loadAtStart: loadavg()[0]!, loadAtEnd: NaN },
     cases: [],
     problems: [],
   };
@@ -122,7 +128,8 @@ export async function benchOrdered(o: { smoke: boolean; url: string; log: Log })
     const cases: OrderedCase[] = [];
     for (const handlerMs of sizes.handlerMs)
       for (const keys of sizes.keys)
-        for (const n of sizes.workers) cases.push({ keys, workers: n, handlerMs, start: 'warm', entries: entriesFor(sizes, keys), runs: {} });
+        for (const n of sizes.workers)
+          cases.push({ keys, workers: n, handlerMs, start: 'warm', entries: entriesFor(sizes, keys), runs: {} });
     for (const keys of sizes.coldKeys)
       cases.push({ keys, workers: most, handlerMs: 1, start: 'cold', entries: entriesFor(sizes, keys), runs: {} });
     if (sizes.warmUp > 0) {
@@ -148,13 +155,16 @@ export async function benchOrdered(o: { smoke: boolean; url: string; log: Log })
           );
           if (m.handled < c.entries) section.problems.push(`${describe(c)} ${variant}: handled ${m.handled} of ${c.entries}`);
           if (variant !== 'unordered' && m.outOfOrder + m.overlaps > 0)
-            section.problems.push(`${describe(c)} ${variant}: ${m.outOfOrder} out-of-order start(s), ${m.overlaps} overlapping run(s) of one key`);
+            section.problems.push(
+              `${describe(c)} ${variant}: ${m.outOfOrder} out-of-order start(s), ${m.overlaps} overlapping run(s) of one key`,
+            );
         }
       }
     }
   } catch (err) {
     section.problems.push(String(err));
   } finally {
+    section.machine.loadAtEnd = loadavg()[0]!;
     await Promise.all(workers.map((w) => w.exit()));
     process.off('exit', killAll);
     admin.disconnect();
@@ -221,9 +231,7 @@ async function measure(admin: Redis, workers: Worker[], c: OrderedCase, variant:
   let acked = 0;
   await waitFor(
     async () => {
-      const replies = (await admin
-        .pipeline(streams.map((s) => ['xinfo', 'GROUPS', s]))
-        .exec())!.map(([err, groups]) => {
+      const replies = (await admin.pipeline(streams.map((s) => ['xinfo', 'GROUPS', s])).exec())!.map(([err, groups]) => {
         if (err) throw err;
         const group = (groups as unknown[][])[0]!;
         const field = (name: string) => Number(group[group.indexOf(name) + 1]);
@@ -257,6 +265,12 @@ async function measure(admin: Redis, workers: Worker[], c: OrderedCase, variant:
       .join(', '),
     outOfOrder: reports.reduce((sum, r) => sum + r.outOfOrder, 0),
     overlaps: reports.reduce((sum, r) => sum + r.overlaps, 0),
+    busiestShare:
+      Math.max(...reports.map((r) => r.handled)) /
+      Math.max(
+        1,
+        reports.reduce((sum, r) => sum + r.handled, 0),
+      ),
   };
 }
 
@@ -321,7 +335,8 @@ class Worker {
 }
 
 export function orderedMarkdown(s: OrderedSection, smokeNote: string): string {
-  const f = (v: number, d = 0) => (Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—');
+  const f = (v: number, d = 0) =>
+    Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—';
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const of = (c: OrderedCase, v: OrderedVariant, pick: (m: OrderedMeasurement) => number) => median((c.runs[v] ?? []).map(pick));
   const rate = (c: OrderedCase, v: OrderedVariant) => of(c, v, (m) => m.msgsPerSec);
@@ -332,10 +347,10 @@ export function orderedMarkdown(s: OrderedSection, smokeNote: string): string {
     `${f(of(c, 'unordered', pick), d)} / ${f(of(c, 'ordered', pick), d)}`;
   const { settings: t } = s;
   const row = (c: OrderedCase) =>
-    `| ${f(c.keys)} | ${c.workers} | ${handler(c)} | ${f(c.entries)} | ${f(rate(c, 'unordered'))} | ${f(rate(c, 'ordered'))} | **${f(ratio(c, 'ordered'), 2)}×** | ${c.runs['ordered-c4'] ? `${f(ratio(c, 'ordered-c4'), 2)}×` : '—'} | ${pair(c, (m) => m.cpuUsPerEntry, 1)} | ${pair(c, (m) => m.redisCallsPerEntry, 2)} | ${pair(c, (m) => m.redisUsPerEntry, 1)} | ${runs(c, 'unordered')}; ${runs(c, 'ordered')} |`;
+    `| ${f(c.keys)} | ${c.workers} | ${handler(c)} | ${f(c.entries)} | ${f(rate(c, 'unordered'))} | ${f(rate(c, 'ordered'))} | **${f(ratio(c, 'ordered'), 2)}×** | ${c.runs['ordered-c4'] ? `${f(ratio(c, 'ordered-c4'), 2)}×` : '—'} | ${pair(c, (m) => m.cpuUsPerEntry, 1)} | ${pair(c, (m) => m.redisCallsPerEntry, 2)} | ${pair(c, (m) => m.redisUsPerEntry, 1)} | ${c.workers > 1 ? pair(c, (m) => m.busiestShare * 100, 0) : '—'} | ${runs(c, 'unordered')}; ${runs(c, 'ordered')} |`;
   const header = [
-    '| keys | workers | handler | entries | unordered msgs/s | ordered msgs/s | ordered / unordered | ordered at concurrency 4 / unordered | worker CPU µs / entry (u / o) | Redis calls / entry (u / o) | Redis µs / entry (u / o) | runs msgs/s (u; o) |',
-    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| keys | workers | handler | entries | unordered msgs/s | ordered msgs/s | ordered / unordered | ordered at concurrency 4 / unordered | worker CPU µs / entry (u / o) | Redis calls / entry (u / o) | Redis µs / entry (u / o) | % handled by the busiest worker (u / o) | runs msgs/s (u; o) |',
+    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   const warm = s.cases.filter((c) => c.start === 'warm');
   const cold = s.cases.filter((c) => c.start === 'cold');
@@ -343,12 +358,15 @@ export function orderedMarkdown(s: OrderedSection, smokeNote: string): string {
   const aim = s.smoke
     ? 'Aim (ordered ≥ 0.8× unordered at ≥ 1,000 keys with the 1 ms handler): not evaluated (smoke run: ratios at these sizes are not measurements).'
     : `Aim (ordered ≥ 0.8× unordered at ≥ 1,000 keys with the 1 ms handler): ${aimed
-        .map((c) => `${f(c.keys)} keys, ${c.workers} worker(s): ${f(ratio(c, 'ordered'), 2)}× (${ratio(c, 'ordered') >= 0.8 ? 'held' : 'MISSED'})`)
+        .map(
+          (c) =>
+            `${f(c.keys)} keys, ${c.workers} worker(s): ${f(ratio(c, 'ordered'), 2)}× (${ratio(c, 'ordered') >= 0.8 ? 'held' : 'MISSED'}${c.runs['ordered-c4'] ? `; at equal handler slots, concurrency ${t.concurrency / t.partitions}: ${f(ratio(c, 'ordered-c4'), 2)}×` : ''})`,
+        )
         .join('; ')}.`;
   const lines = [
     `## Ordered patterns: drain, ordered against unordered${s.smoke ? `\n\n${smokeNote}` : ''}`,
     '',
-    `One logical stream of ${t.partitions} partitions; a backlog of entries each carrying a \`partitionKey\` (one of K keys, entry j has key j mod K, on the partition \`partitionOf(key, ${t.partitions})\` picks), drained by 1 or 4 worker processes, each a \`StreamConsumer\` (concurrency ${t.concurrency}, batch ${t.batchSize}, blockMs ${t.blockMs}, minIdleMs ${f(t.minIdleMs)}, leaseRenewMs ${t.leaseRenewMs}) registering \`handle('orders', h, { partitions: ${t.partitions}, ordered: true })\` or the same without \`ordered\`: the same entries, handler and options. Handler: no-op, or \`await\` a 1 ms timer. Timed from the first entry handled to the last acked (XINFO GROUPS: pending 0, every entry read); the variants take turns ${s.sizes.rounds} time(s) per case (the order alternates), medians. ${f(s.sizes.entries)} entries a run, ${f(s.sizes.entriesOneKey)} with 1 key (one lane: one entry at a time). With 100,000 keys every entry has a key of its own (the backlog is smaller than the key space). The 16 keys fall ${s.sixteenKeysPerPartition.join(' / ')} on the ${t.partitions} partitions.`,
+    `One logical stream of ${t.partitions} partitions; a backlog of entries each carrying a \`partitionKey\` (one of K keys, entry j has key j mod K, on the partition \`partitionOf(key, ${t.partitions})\` picks), drained by 1 or 4 worker processes, each a \`StreamConsumer\` (concurrency ${t.concurrency}, batch ${t.batchSize}, blockMs ${t.blockMs}, minIdleMs ${f(t.minIdleMs)}, leaseRenewMs ${t.leaseRenewMs}) registering \`handle('orders', h, { partitions: ${t.partitions}, ordered: true })\` or the same without \`ordered\`: the same entries, handler and options. Handler: no-op, or \`await\` a 1 ms timer. Machine: ${s.machine.cores} cores (1-minute load average ${f(s.machine.loadAtStart, 1)} at the start, ${f(s.machine.loadAtEnd, 1)} at the end), the workers, Redis and this harness on it. Timed from the first entry handled to the last acked (XINFO GROUPS: pending 0, every entry read); the variants take turns ${s.sizes.rounds} time(s) per case (the order alternates), medians. ${f(s.sizes.entries)} entries a run, ${f(s.sizes.entriesOneKey)} with 1 key (one lane: one entry at a time). With 100,000 keys every entry has a key of its own (the backlog is smaller than the key space). The 16 keys fall ${s.sixteenKeysPerPartition.join(' / ')} on the ${t.partitions} partitions.`,
     '',
     `\`concurrency\` is per reader: unordered, one reader takes all ${t.partitions} partitions of a worker (${t.concurrency} handlers at most per worker); ordered, each owned partition has a reader of its own (${t.concurrency} per owned partition: one worker owning all ${t.partitions} runs up to ${t.partitions * t.concurrency}; four workers own one each, ${t.concurrency} each, as unordered). The "ordered at concurrency 4" column (1 worker, 1 ms handler) runs ordered at ${t.concurrency / t.partitions} per partition: ${t.concurrency} handlers at most, as unordered's.`,
     '',

@@ -286,4 +286,45 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
       await new Promise((resolve) => (server.close(resolve), server.closeAllConnections()));
     }
   });
+
+  it("a stale owner is fenced: once another holds the partition's owner key, its acks are refused and it starts nothing until it owns it again", async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const lines: string[] = [];
+    const logger = {
+      log: (m: string) => lines.push(m),
+      warn: (m: string) => lines.push(m),
+      error: (m: string) => lines.push(m),
+      debug: () => {},
+    };
+    const errors: unknown[] = [];
+    const c = consumer(prefix, { consumer: 'a', logger });
+    c.on('error', (err) => errors.push(err));
+    await c.handle('orders', recording(log), { ordered: true }).start();
+    const produced = await produce(prefix, 20, 15, undefined, () => ({ ms: 20 }));
+    await waitFor(() => log.handled().size >= 60, { message: '60 handled', timeoutMs: 60_000, progress: () => log.handled().size });
+    // Another takes the partition (as a peer would once this one's lease ran out while it was frozen).
+    const owner = `${prefix}orders:owner:g`;
+    await redis.client().set(owner, '999999 ghost', 'PX', 1500);
+    await waitFor(() => lines.some((l) => /FENCED|lost ownership/.test(l)), { message: 'fenced or lost', timeoutMs: 10_000 });
+    // From then on, while the other holds the key, nothing of the partition starts here.
+    const starts = () => log.lines().filter((l) => l.startsWith('S ')).length;
+    const startsAtFence = starts();
+    await waitFor(
+      async () => {
+        const ghost = (await redis.client().get(owner)) === '999999 ghost';
+        if (ghost) expect(starts()).toBe(startsAtFence);
+        return !ghost;
+      },
+      { message: "the other's lease to run out", timeoutMs: 10_000 },
+    );
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
+    expect(log.check(produced).violations).toEqual([]);
+    expect((await redis.client().get(owner))?.split(' ')[1]).toBe('a');
+    expect(errors).toEqual([]);
+  }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { orderingKeyOf } from '../ordering-key.js';
+import { isFenced } from '../redis/redis-errors.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../stream-entry.js';
 import type { AckPipeline } from './ack-pipeline.js';
@@ -83,6 +84,8 @@ export class KeyLanes {
   private acking = false;
   /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then no lane starts. */
   private failure: unknown;
+  /** An ack was refused (FENCED): another consumer owns the partition now; no lane starts, the owned phase ends. */
+  private fencedOut = false;
 
   constructor(private readonly d: KeyLanesDeps) {}
 
@@ -102,6 +105,11 @@ export class KeyLanes {
     if (this.failure === undefined) return;
     const failure = this.failure;
     throw failure;
+  }
+
+  /** An ack was refused as a stale owner's: the reader gives the partition up (no error: a peer owns it now). */
+  get fenced(): boolean {
+    return this.fencedOut;
   }
 
   /** A failed entry (adopted after a restart or a takeover) waits for its retry: its key waits with it. */
@@ -128,6 +136,7 @@ export class KeyLanes {
     this.inLanes.clear();
     this.flowing = this.blocked = 0;
     this.failure = undefined;
+    this.fencedOut = false;
     this.wakeRoom();
     return dropped;
   }
@@ -135,7 +144,7 @@ export class KeyLanes {
   /** Wakes lanes held back (ownership came back, or the stop was lifted): not used while stopping. */
   pump(): void {
     while (this.running < this.d.concurrency && this.ready.length > 0) {
-      if (this.failure !== undefined || this.d.stop.stopped || !this.d.mayStart()) return;
+      if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return;
       const lane = this.ready.shift()!;
       if (lane.busy || lane.blockedBy !== undefined || lane.queue.length === 0) continue;
       let next!: Queued;
@@ -239,7 +248,7 @@ export class KeyLanes {
 
   /** Sends the ack with whatever else finished meanwhile; true once Redis confirmed it. */
   private ack(entry: StreamEntry, event: SettledEvent): Promise<boolean> {
-    if (this.failure !== undefined) return Promise.resolve(false);
+    if (this.failure !== undefined || this.fencedOut) return Promise.resolve(false);
     return new Promise<boolean>((done) => {
       this.ackQueue.push({ entry, event, done });
       if (!this.acking) void this.sendAcks();
@@ -259,7 +268,12 @@ export class KeyLanes {
         await this.d.acks.flush();
       } catch (err) {
         ok = false;
-        this.failure ??= err;
+        if (isFenced(err)) {
+          this.fencedOut = true;
+          this.d.logger.warn(
+            `${err instanceof Error ? err.message : String(err)}: ${batch.length} handled entries left pending for its owner`,
+          );
+        } else this.failure ??= err;
       }
       for (const a of batch) a.done(ok);
     }
@@ -281,7 +295,12 @@ export class KeyLanes {
   }
 
   private hasRoom(): boolean {
-    return this.failure !== undefined || this.d.stop.stopped || (this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES);
+    return (
+      this.failure !== undefined ||
+      this.fencedOut ||
+      this.d.stop.stopped ||
+      (this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES)
+    );
   }
 
   private wakeRoom(): void {

@@ -373,7 +373,7 @@ export class Reader {
     const ownedBeats$ = defer(() => {
       lanes.rethrow();
       return beat$;
-    }).pipe(repeat({ delay: () => (stop.stopped || owner.ending ? EMPTY : NEXT_BEAT) }));
+    }).pipe(repeat({ delay: () => (stop.stopped || owner.ending || lanes.fenced ? EMPTY : NEXT_BEAT) }));
     const owned$ = concat(
       defer(() => owner.takeOver()).pipe(ignoreElements()),
       groups$,

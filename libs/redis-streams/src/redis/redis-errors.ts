@@ -27,6 +27,9 @@ export const isOutOfMemory = (err: unknown): boolean => /^OOM\b/.test(message(er
 export const isNoSuchKey = (err: unknown): boolean => /^ERR no such key/.test(message(err));
 
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
+/** An ordered stream's ack refused: this consumer no longer owns the partition at its epoch (FENCED_ACK_SCRIPT). */
+export const isFenced = (err: unknown): boolean => message(err).startsWith('FENCED');
+
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 
 const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
