@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { Server, ServerResponse } from 'node:http';
-import { DeadLetterException, RedisStreamsDashboardModule, RedisStreamsServer, serveDashboard } from 'nestjs-redis-streams';
+import { DeadLetterException, RedisStreamsDashboardModule, RedisStreamsServer, serveDashboard, StreamPattern } from 'nestjs-redis-streams';
 import { refreshes, useBrowser } from './support/browser.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
@@ -250,6 +250,55 @@ describe('dashboard', () => {
       });
       expect(array.status).toBe(400);
       expect(id).toBeTruthy();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('in a Nest app: an ordered stream shows its owner on the stream page, and the keys waiting behind a failed entry in the consumer panel', async () => {
+    const prefix = uniquePrefix();
+    @Controller()
+    class Worker {
+      @StreamPattern('orders', { ordered: true })
+      orders(@Payload() payload: { fail?: boolean }) {
+        if (payload.fail) throw new Error('fails, waits a minute for its retry');
+      }
+    }
+    const transport = new RedisStreamsServer({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'w1',
+      keyPrefix: prefix,
+      blockMs: 50,
+      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+    });
+    @Module({
+      controllers: [Worker],
+      imports: [
+        RedisStreamsDashboardModule.register({ basePath: '/ops/streams', connection: redis.url, match: `${prefix}*`, server: transport }),
+      ],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    app.connectMicroservice({ strategy: transport });
+    await app.startAllMicroservices();
+    await app.listen(0, '127.0.0.1');
+    try {
+      const stream = `${prefix}orders`;
+      for (const fail of [true, false])
+        await redis.client().xadd(stream, '*', 'data', JSON.stringify({ fail }), 'partitionKey', 'customer-<i>7</i>');
+      const page = await browser.page();
+      const base = `${await app.getUrl()}/ops/streams/`.replace('[::1]', '127.0.0.1');
+      await page.goto(base);
+      const panel = page.getByRole('region', { name: "This app's consumer" });
+      await panel.getByText('owned here, 1 key(s) blocked').waitFor();
+      const blocked = panel.getByRole('table', { name: 'Keys waiting behind a failed entry' });
+      // The key as text: a producer's key is never markup.
+      await blocked.getByRole('row', { name: /customer-<i>7<\/i>/ }).waitFor();
+      expect(await page.locator('i').count()).toBe(0);
+      await page.goto(`${base}#/stream/${encodeURIComponent(stream)}`);
+      await page.getByText(/Ordered: owned by w1 \(epoch \d+, lease .* left\); 1 member\(s\) share the partitions/).waitFor();
+      await browser.shot(page, 'dashboard-ordered-stream');
     } finally {
       await app.close();
     }

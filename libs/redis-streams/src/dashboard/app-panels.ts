@@ -17,10 +17,28 @@ async function consumerPanel(): Promise<Child[]> {
   else {
     const down = h.redisDownForMs > 0 ? `, Redis unreachable for ${ui.age(h.redisDownForMs)}` : '';
     const streams = Array.isArray(h.streams) ? h.streams : [];
-    const rows = streams.map((s: any) => [s.stream, ui.num(s.lag), ui.num(s.pending), ui.num(s.inHand), ui.age(s.lastBeatAgeMs)]);
+    // An ordered stream: whether this app owns it now, and how many keys wait behind a failed entry.
+    const ordered = (s: any) =>
+      !s.ordering
+        ? '–'
+        : `${s.ordering.owned ? 'owned here' : `standby (${s.ordering.owner || 'no owner'})`}, ${ui.num(s.ordering.blockedKeyCount)} key(s) blocked`;
+    const rows = streams.map((s: any) => [
+      s.stream,
+      ui.num(s.lag),
+      ui.num(s.pending),
+      ui.num(s.inHand),
+      ui.age(s.lastBeatAgeMs),
+      ordered(s),
+    ]);
+    const blocked = streams.flatMap((s: any) =>
+      (s.ordering?.blockedKeys ?? []).map((k: any) => [s.stream, k.key, k.id, ui.num(k.waiting), ui.age(k.forMs)]),
+    );
     body.push(
       ui.el('p', {}, `${h.consumer} in group ${h.group}: ${h.state}${down}${h.loopError ? `; Redis refuses: ${h.loopError}` : ''}`),
-      ui.table(['Stream', 'Lag', 'Pending', 'In hand', 'Last beat'], rows, [1, 2, 3, 4], "This app's streams"),
+      ui.table(['Stream', 'Lag', 'Pending', 'In hand', 'Last beat', 'Ordered'], rows, [1, 2, 3, 4], "This app's streams"),
+      blocked.length === 0
+        ? null
+        : ui.table(['Stream', 'Key', 'Failed entry', 'Waiting behind it', 'For'], blocked, [3, 4], 'Keys waiting behind a failed entry'),
     );
   }
   return [ui.el('section', { 'aria-label': "This app's consumer" }, ui.el('h2', {}, "This app's consumer"), ...body)];
