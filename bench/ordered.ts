@@ -33,8 +33,8 @@ const BLOCK_MS = 1000;
  * The ownership's ttl (minIdleMs) and beat (leaseRenewMs): a share-out settles in about two beats, so the beat is
  * shorter than the default (minIdleMs / 3). Not much shorter: it is also how often every entry in hand has its idle
  * time reset (one XPENDING per entry and an XCLAIM, in a script), and ordered readers hold more entries than one
- * unordered reader (up to 2 × batchSize per partition, besides the read ahead): at 100 ms that alone cost ordered
- * a fifth of its drain here.
+ * unordered reader (up to 2 × batchSize per partition, besides the read ahead): at 100 ms those renewals were most of
+ * the consumers' Redis calls in both variants (0.5–0.9 XPENDING per entry handled, against 0.01 XACK).
  */
 const MIN_IDLE_MS = 10_000;
 const LEASE_RENEW_MS = 1_000;

@@ -93,7 +93,7 @@ export class StreamConsumer {
     if (typeof extras !== 'object' || extras === null)
       throw new InvalidOptionError(
         `handle('${String(stream)}') extras`,
-        `expected an object ({ batch, retry, partitions }), got ${shown(extras)}`,
+        `expected an object ({ batch, retry, partitions, ordered }), got ${shown(extras)}`,
       );
     this.handlers.add(stream, handler, extras);
     return this;
