@@ -68,7 +68,7 @@ export class KeyLanes {
   private readonly lanes = new Map<string, Lane>();
   /** Lanes with an entry that may run now, in the order they became ready. */
   private readonly ready: Lane[] = [];
-  /** `stream\nid` of every entry in a lane (queued or running): a re-delivery of one is not run twice. */
+  /** Ids of every entry in a lane (queued or running; one stream a reader): a re-delivery of one is not run twice. */
   private readonly inLanes = new Set<string>();
   /** Handlers running (what `concurrency` bounds). */
   private running = 0;
@@ -80,7 +80,7 @@ export class KeyLanes {
   private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
   /** Acks to send together: one round trip for every lane that finished meanwhile. */
-  private ackQueue: { entry: StreamEntry; event: SettledEvent; done: (ok: boolean) => void }[] = [];
+  private ackQueue: { lane: Lane; entry: StreamEntry; event: SettledEvent }[] = [];
   private acking = false;
   /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then no lane starts. */
   private failure: unknown;
@@ -171,7 +171,6 @@ export class KeyLanes {
   }
 
   private enqueue(entry: StreamEntry, source: DeliverySource): void {
-    const tag = `${entry.stream}\n${entry.id}`;
     const lane = this.laneOf(orderingKeyOf(entry));
     if (lane.blockedBy === entry.id) {
       // The failed entry's retry (claimed back when due): it runs first, then what waited behind it.
@@ -181,10 +180,10 @@ export class KeyLanes {
       });
     } else {
       // Already in its lane (a reclaim of an entry held here): it runs once.
-      if (this.inLanes.has(tag)) return;
+      if (this.inLanes.has(entry.id)) return;
       this.update(lane, () => lane.queue.push({ entry, source }));
     }
-    this.inLanes.add(tag);
+    this.inLanes.add(entry.id);
     this.makeReady(lane);
   }
 
@@ -222,22 +221,34 @@ export class KeyLanes {
     }
     // Another key may run in this slot while this one's ack travels.
     this.pump();
-    if (event?.outcome === 'acked') await this.ack(entry, event);
-    else if (event) {
+    if (event?.outcome === 'acked' && this.failure === undefined && !this.fencedOut) {
+      // The lane goes on once the ack is confirmed (sendAcks ends its turn): one ack for whatever finished meanwhile.
+      this.ackQueue.push({ lane, entry, event });
+      if (!this.acking) void this.sendAcks();
+      return;
+    }
+    if (event && event.outcome !== 'acked') {
       const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
       this.d.custody.release(entry);
       this.d.custody.settled(event, confirmedAt);
     }
-    this.inLanes.delete(`${entry.stream}\n${entry.id}`);
+    this.endTurn(lane, entry, event);
+  }
+
+  /**
+   * The end of an entry's turn in its lane: the lane goes on with its next entry, or waits behind
+   * it (failed: until its retry settles), or, after a Redis failure (no event, or its ack's), stops:
+   * nothing more starts (pump checks) until the loop restarts and clears.
+   */
+  private endTurn(lane: Lane, entry: StreamEntry, event: SettledEvent | undefined): void {
+    this.inLanes.delete(entry.id);
     this.update(lane, () => {
       lane.busy = false;
-      // A failure waits for its retry (the same id comes back when due); a dead letter lets the key go on.
       if (event?.outcome === 'failed') {
         lane.blockedBy = entry.id;
         lane.blockedSince = performance.now();
       }
     });
-    // A Redis failure (no event, or the ack's): nothing more starts (pump checks) until the loop restarts and clears.
     if (lane.queue.length === 0 && lane.blockedBy === undefined) this.lanes.delete(lane.key);
     else this.makeReady(lane);
     this.active--;
@@ -246,20 +257,11 @@ export class KeyLanes {
     this.wakeIdle();
   }
 
-  /** Sends the ack with whatever else finished meanwhile; true once Redis confirmed it. */
-  private ack(entry: StreamEntry, event: SettledEvent): Promise<boolean> {
-    if (this.failure !== undefined || this.fencedOut) return Promise.resolve(false);
-    return new Promise<boolean>((done) => {
-      this.ackQueue.push({ entry, event, done });
-      if (!this.acking) void this.sendAcks();
-    });
-  }
-
+  /** Sends the acks of entries that finished (one round trip for all that finished meanwhile); each lane's turn ends once Redis answered. */
   private async sendAcks(): Promise<void> {
     this.acking = true;
     while (this.ackQueue.length > 0) {
       const batch = this.ackQueue.splice(0);
-      let ok = true;
       try {
         await this.d.acks.send(
           batch.map((a) => a.entry),
@@ -267,7 +269,6 @@ export class KeyLanes {
         );
         await this.d.acks.flush();
       } catch (err) {
-        ok = false;
         if (isFenced(err)) {
           this.fencedOut = true;
           this.d.logger.warn(
@@ -275,7 +276,7 @@ export class KeyLanes {
           );
         } else this.failure ??= err;
       }
-      for (const a of batch) a.done(ok);
+      for (const a of batch) this.endTurn(a.lane, a.entry, a.event);
     }
     this.acking = false;
   }
