@@ -187,7 +187,7 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     const owners = () => Promise.all([0, 1, 2, 3].map((i) => redis.client().get(`${partitionKey(prefix, 'orders', i)}:owner:g`)));
     const names = async () =>
       (await owners())
-        .map((o) => o?.split(' ')[1])
+        .map((o) => o?.split(' ').slice(2).join(' '))
         .sort()
         .join(',');
     await waitFor(async () => (await names()) === 'a,a,d,d', { message: 'partitions shared by a and d', timeoutMs: 30_000 });
@@ -253,7 +253,7 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     await b.handle('orders', recording(log), { ordered: true, partitions: 2 }).start();
     // One partition each once both beat; k-blocked's first entry fails and waits a minute, its second waits behind it.
     const keys = [0, 1].map((i) => partitionKey(prefix, 'orders', i));
-    const ownerOf = async (key: string) => (await redis.client().get(`${key}:owner:g`))?.split(' ')[1];
+    const ownerOf = async (key: string) => (await redis.client().get(`${key}:owner:g`))?.split(' ').slice(2).join(' ');
     await waitFor(async () => (await Promise.all(keys.map(ownerOf))).sort().join(',') === 'a,b', {
       message: 'a partition each',
       timeoutMs: 20_000,
@@ -305,14 +305,14 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     await waitFor(() => log.handled().size >= 60, { message: '60 handled', timeoutMs: 60_000, progress: () => log.handled().size });
     // Another takes the partition (as a peer would once this one's lease ran out while it was frozen).
     const owner = `${prefix}orders:owner:g`;
-    await redis.client().set(owner, '999999 ghost', 'PX', 1500);
+    await redis.client().set(owner, '999999 t0 ghost', 'PX', 1500);
     await waitFor(() => lines.some((l) => /FENCED|lost ownership/.test(l)), { message: 'fenced or lost', timeoutMs: 10_000 });
     // From then on, while the other holds the key, nothing of the partition starts here.
     const starts = () => log.lines().filter((l) => l.startsWith('S ')).length;
     const startsAtFence = starts();
     await waitFor(
       async () => {
-        const ghost = (await redis.client().get(owner)) === '999999 ghost';
+        const ghost = (await redis.client().get(owner)) === '999999 t0 ghost';
         if (ghost) expect(starts()).toBe(startsAtFence);
         return !ghost;
       },
@@ -324,7 +324,58 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
       progress: () => log.handled().size,
     });
     expect(log.check(produced).violations).toEqual([]);
-    expect((await redis.client().get(owner))?.split(' ')[1]).toBe('a');
+    expect((await redis.client().get(owner))?.split(' ').slice(2).join(' ')).toBe('a');
     expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('a worker joining while the owner holds a full lane of one hot key: the owner gives the partition up, the joiner finishes it (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    await consumer(prefix, { consumer: 'b', concurrency: 4, batchSize: 10, ...(process.env.TEST_LOGS ? { logger: console } : {}) })
+      .handle('orders', recording(log), { ordered: true })
+      .start();
+    const produced = await produce(prefix, 1, 200, undefined, () => ({ ms: 10 }));
+    await waitFor(() => log.handled().size >= 20, { message: '20 handled', timeoutMs: 30_000, progress: () => log.handled().size });
+    // "a" sorts first: the one partition is its share now.
+    await consumer(prefix, { consumer: 'a', concurrency: 4, batchSize: 10, ...(process.env.TEST_LOGS ? { logger: console } : {}) })
+      .handle('orders', recording(log), { ordered: true })
+      .start();
+    await waitFor(async () => (await redis.client().get(`${prefix}orders:owner:g`))?.endsWith(' a'), {
+      message: 'a owns it',
+      timeoutMs: 30_000,
+    });
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
+    expect(log.check(produced).violations).toEqual([]);
+  }, 120_000);
+
+  it('two live processes under one consumer name: neither takes the partition from the other while it is held (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const lines: string[] = [];
+    const logger = {
+      log: (m: string) => lines.push(m),
+      warn: (m: string) => lines.push(m),
+      error: (m: string) => lines.push(m),
+      debug: () => {},
+    };
+    const first = consumer(prefix, { consumer: 'same' });
+    await first.handle('orders', recording(log), { ordered: true }).start();
+    const owner = `${prefix}orders:owner:g`;
+    const held = await waitFor(() => redis.client().get(owner), { message: 'the first owns it' });
+    await consumer(prefix, { consumer: 'same', logger }).handle('orders', recording(log), { ordered: true }).start();
+    const produced = await produce(prefix, 20, 20, undefined, () => ({ ms: 5 }));
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
+    expect(log.check(produced).violations).toEqual([]);
+    // Still the first one's, at the same epoch: the second stood by, and said why.
+    expect(await redis.client().get(owner)).toBe(held);
+    expect(lines.join('\n')).toMatch(/another process under this consumer's name/);
   }, 120_000);
 });

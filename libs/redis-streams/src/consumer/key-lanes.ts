@@ -141,7 +141,13 @@ export class KeyLanes {
     return dropped;
   }
 
-  /** Wakes lanes held back (ownership came back, or the stop was lifted): not used while stopping. */
+  /** Ownership changed or was renewed: lanes held back start if they may, and a fetch waiting for room looks again. */
+  nudge(): void {
+    this.pump();
+    this.wakeRoom();
+  }
+
+  /** Starts ready lanes while slots are free and a handling may start. */
   pump(): void {
     while (this.running < this.d.concurrency && this.ready.length > 0) {
       if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return;
@@ -296,12 +302,10 @@ export class KeyLanes {
   }
 
   private hasRoom(): boolean {
-    return (
-      this.failure !== undefined ||
-      this.fencedOut ||
-      this.d.stop.stopped ||
-      (this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES)
-    );
+    // Nothing may start (a Redis failure, fenced, stopping, not owning or asked to give the partition up):
+    // the fetch step must not wait for room that never comes, or the owned phase could never end.
+    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return true;
+    return this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES;
   }
 
   private wakeRoom(): void {

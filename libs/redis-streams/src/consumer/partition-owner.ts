@@ -1,8 +1,9 @@
-import { defer, EMPTY, exhaustMap, ignoreElements, interval, type Observable } from 'rxjs';
+import { defer, EMPTY, exhaustMap, interval, type Observable } from 'rxjs';
+import { randomUUID } from 'node:crypto';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
-import type { OwnershipCommands } from '../redis/ownership-commands.js';
+import { parseOwnerValue, type OwnershipCommands } from '../redis/ownership-commands.js';
 import type { OwnershipBeat } from '../redis/replies.js';
 import type { OrderedStream } from './reader.js';
 
@@ -29,7 +30,7 @@ export interface OwnershipView {
   owned: boolean;
   /** The owner's epoch (a fencing token); 0 when this consumer does not own it. */
   epoch: number;
-  /** The owner as the last beat saw it: `<epoch> <consumer>`, '' when free. */
+  /** The owner as the last beat saw it: `<epoch> <token> <consumer>`, '' when free. */
   owner: string;
   /** Live members of the group on this partition at the last beat. */
   members: number;
@@ -37,13 +38,19 @@ export interface OwnershipView {
 
 /**
  * One ordered partition's ownership, for this consumer: a lease on the partition's owner key
- * (`<epoch> <consumer>`, expiring after ttl on Redis' clock), renewed every beat, shared out among
+ * (`<epoch> <token> <consumer>`, expiring after ttl on Redis' clock), renewed every beat, shared out among
  * the group's live members (OWNERSHIP_SCRIPT). The epoch fences: acks name it, and a stale owner's
  * are refused. The owner also fences itself: past ttl since the start of its last good renewal it
  * starts nothing (`valid`), so a peer that takes the partition after ttl meets no handler of its.
  */
 export class PartitionOwner {
+  /** This process' own mark in the owner value: another process under the same consumer name is another owner. */
+  private readonly token = randomUUID().slice(0, 8);
   private epoch = 0;
+  /** The owner value held (`<epoch> <token> <consumer>`), '' when none: what acks and the release are fenced with. */
+  private held = '';
+  /** The owner key named this consumer under another process' token at the last beat (logged once each time). */
+  private namesakeTold = false;
   /** performance.now() after which this owner starts nothing more (its last renewal's start + ttl, less a margin). */
   private validUntil = 0;
   private releaseAsked = false;
@@ -55,9 +62,9 @@ export class PartitionOwner {
     return this.epoch > 0;
   }
 
-  /** Held at this epoch: the fence acks carry. */
-  get fence(): number {
-    return this.epoch;
+  /** The owner value held: the fence acks carry. */
+  get fence(): string {
+    return this.held;
   }
 
   /** Owned, not asked to release, and within its lease by this process' clock: a handling may start. */
@@ -74,11 +81,13 @@ export class PartitionOwner {
   async beat(): Promise<boolean> {
     const { d } = this;
     const startedAt = performance.now();
-    const beat = await d.ownership.beat(d.stream, d.consumer, this.epoch, d.ttlMs, d.ordered.partition);
+    const beat = await d.ownership.beat(d.stream, d.consumer, this.held, d.ttlMs, d.ordered.partition, this.token);
     this.last = beat;
     const was = this.epoch;
     if (beat.state === 'standby') {
       this.epoch = 0;
+      this.held = '';
+      this.tellNamesake(beat.owner);
       if (was > 0) {
         d.logger.warn(
           `lost ownership of "${d.stream}" (epoch ${was}) to ${beat.owner ? `"${escapeControl(beat.owner)}"` : 'nobody'}: its handlings stop at the next settle point`,
@@ -88,20 +97,38 @@ export class PartitionOwner {
       return false;
     }
     this.epoch = beat.epoch;
+    this.held = beat.owner;
+    this.namesakeTold = false;
     // A margin of a tenth: this process' clock and Redis' may run apart a little over one ttl.
     this.validUntil = startedAt + d.ttlMs * 0.9;
-    const asked = beat.state === 'release';
-    if (asked && !this.releaseAsked) d.onChange();
-    this.releaseAsked = asked;
+    const asked = beat.state === 'release' && !this.releaseAsked;
+    this.releaseAsked = beat.state === 'release';
+    // Told once the state is set: what it wakes reads valid().
+    if (asked) d.onChange();
     if (was !== beat.epoch)
       d.logger.log(`owns "${d.stream}" (epoch ${beat.epoch}, ${beat.members} member(s) of the group share the partitions)`);
     return true;
   }
 
-  /** While owned: a renewal every beat; a failed one is logged, and the lease runs out here unless the next succeeds. */
-  readonly renewals$: Observable<never> = defer(() => interval(this.d.beatMs)).pipe(
+  /**
+   * The owner key names this consumer but another process: this one restarted (it waits for the old
+   * lease to run out), or two live processes were given one name (the second stands by for good).
+   */
+  private tellNamesake(owner: string): void {
+    if (parseOwnerValue(owner)?.consumer !== this.d.consumer) {
+      this.namesakeTold = false;
+      return;
+    }
+    if (this.namesakeTold) return;
+    this.namesakeTold = true;
+    this.d.logger.warn(
+      `"${this.d.stream}" is held by another process under this consumer's name (${escapeControl(owner)}): a restart takes it once that lease runs out (minIdleMs); two live processes must not share a consumer name`,
+    );
+  }
+
+  /** While owned: a renewal every beat (emitted once done); a failed one is logged, and the lease runs out here unless the next succeeds. */
+  readonly renewals$: Observable<void> = defer(() => interval(this.d.beatMs)).pipe(
     exhaustMap(() => (this.epoch > 0 ? this.renew() : EMPTY)),
-    ignoreElements(),
   );
 
   private async renew(): Promise<void> {
@@ -119,10 +146,12 @@ export class PartitionOwner {
   /** Gives the partition up once nothing of it is in hand here; `leaving` (a stop): the membership ends too. */
   async release(leaving: boolean): Promise<void> {
     const epoch = this.epoch;
+    const held = this.held;
     this.epoch = 0;
+    this.held = '';
     this.releaseAsked = false;
     if (epoch === 0 && !leaving) return;
-    await this.d.ownership.release(this.d.stream, this.d.consumer, epoch, leaving);
+    await this.d.ownership.release(this.d.stream, this.d.consumer, held, leaving);
     if (epoch > 0) this.d.logger.log(`released "${this.d.stream}" (epoch ${epoch})`);
   }
 

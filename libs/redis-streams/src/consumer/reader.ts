@@ -226,7 +226,6 @@ export class Reader {
             commands.ackFenced(
               streams[0]!,
               entries.map((e) => e.id),
-              options.consumer,
               owner.fence,
               offer.ackDelete,
             )
@@ -342,8 +341,13 @@ export class Reader {
     const upkeep$ = merge(
       this.custody.upkeep$,
       this.watch.checks$,
-      this.findings.wake$.pipe(tap(() => this.parker.wakePark())),
-      this.owner?.renewals$ ?? EMPTY,
+      this.findings.wake$.pipe(
+        tap(() => {
+          this.parker.wakePark();
+          this.keyLanes?.nudge();
+        }),
+      ),
+      this.owner ? this.owner.renewals$.pipe(tap(() => this.keyLanes!.nudge())) : EMPTY,
     ).pipe(ignoreElements(), takeUntil(stop.abandoned$));
     return work$.pipe(
       connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),

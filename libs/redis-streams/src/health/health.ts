@@ -51,7 +51,7 @@ export interface StreamHealth {
 export interface StreamOrdering {
   /** This consumer owns the partition now (reads and handles it). */
   owned: boolean;
-  /** The owner as this consumer last saw it, `<epoch> <consumer>`; '' when nobody owns it. */
+  /** The owner as this consumer last saw it, `<epoch> <token> <consumer>` (the token: which process); '' when nobody owns it. */
   owner: string;
   /** Live members of the group sharing the partitions, as last seen. */
   members: number;

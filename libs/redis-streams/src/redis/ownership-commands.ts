@@ -4,7 +4,7 @@ import type { ScriptedConnection } from './scripted-connection.js';
 
 /** The keys of a partition's ownership for one group, in the stream's slot (the fenced ack touches both). */
 export interface OwnershipKeys {
-  /** `<epoch> <consumer>`, expiring: who reads the partition now. */
+  /** `<epoch> <token> <consumer>`, expiring: who reads the partition now (the token: which process). */
   owner: string;
   /** Live members of the group on this partition (sorted set, score: until when, on Redis' clock). */
   members: string;
@@ -30,16 +30,16 @@ export class OwnershipCommands {
     return ownershipKeysOf(stream, this.group, this.onCluster);
   }
 
-  /** One beat: membership renewed, the partition taken, kept or given up as the share-out says (see OWNERSHIP_SCRIPT). */
-  async beat(stream: string, consumer: string, epoch: number, ttlMs: number, partition: number): Promise<OwnershipBeat> {
+  /** One beat: membership renewed, the partition taken, kept or given up as the share-out says (see OWNERSHIP_SCRIPT). `held`: the owner value this process holds, '' for none. */
+  async beat(stream: string, consumer: string, held: string, ttlMs: number, partition: number, token: string): Promise<OwnershipBeat> {
     const k = this.keys(stream);
-    return parseOwnershipReply(await this.conn.streamsOwnership(k.owner, k.members, k.epoch, consumer, String(epoch), ttlMs, partition));
+    return parseOwnershipReply(await this.conn.streamsOwnership(k.owner, k.members, k.epoch, consumer, held, ttlMs, partition, token));
   }
 
-  /** Gives the partition up (if still held at `epoch`); `leaving`: the membership ends too. */
-  async release(stream: string, consumer: string, epoch: number, leaving: boolean): Promise<void> {
+  /** Gives the partition up (if still held with the owner value `held`; '' for none); `leaving`: the membership ends too. */
+  async release(stream: string, consumer: string, held: string, leaving: boolean): Promise<void> {
     const k = this.keys(stream);
-    await this.conn.streamsReleaseOwnership(k.owner, k.members, consumer, String(epoch), leaving ? '1' : '0');
+    await this.conn.streamsReleaseOwnership(k.owner, k.members, consumer, held, leaving ? '1' : '0');
   }
 
   /**
@@ -58,15 +58,15 @@ export class OwnershipCommands {
     return taken;
   }
 
-  /** Who owns the partition now: `{ epoch, consumer }`, or undefined. */
-  async owner(stream: string): Promise<{ epoch: number; consumer: string } | undefined> {
+  /** Who owns the partition now: `{ epoch, token, consumer }`, or undefined. */
+  async owner(stream: string): Promise<{ epoch: number; token: string; consumer: string } | undefined> {
     return parseOwnerValue(await this.conn.get(this.keys(stream).owner));
   }
 }
 
-/** `<epoch> <consumer>` → its parts; undefined for nothing (or a value not ours). */
-export function parseOwnerValue(value: unknown): { epoch: number; consumer: string } | undefined {
+/** `<epoch> <token> <consumer>` → its parts; undefined for nothing (or a value not ours). */
+export function parseOwnerValue(value: unknown): { epoch: number; token: string; consumer: string } | undefined {
   if (typeof value !== 'string') return undefined;
-  const m = /^(\d+) (.*)$/s.exec(value);
-  return m ? { epoch: Number(m[1]), consumer: m[2]! } : undefined;
+  const m = /^(\d+) (\S+) (.*)$/s.exec(value);
+  return m ? { epoch: Number(m[1]), token: m[2]!, consumer: m[3]! } : undefined;
 }

@@ -258,7 +258,7 @@ export interface OwnershipBeat {
   state: 'standby' | 'owned' | 'release';
   epoch: number;
   members: number;
-  /** The owner key's value (`<epoch> <consumer>`), '' when free. */
+  /** The owner key's value (`<epoch> <token> <consumer>`), '' when free. */
   owner: string;
 }
 

@@ -61,11 +61,12 @@ export type ScriptedConnection = RedisConnection & {
     members: string,
     epochKey: string,
     consumer: string,
-    epoch: string,
+    held: string,
     ttlMs: number,
     partition: number,
+    token: string,
   ): Promise<unknown>;
-  streamsReleaseOwnership(owner: string, members: string, consumer: string, epoch: string, leaving: '1' | '0'): Promise<unknown>;
+  streamsReleaseOwnership(owner: string, members: string, consumer: string, held: string, leaving: '1' | '0'): Promise<unknown>;
   /** '' policy: XACK; else XACKDEL with it. */
   streamsFencedAck(owner: string, key: string, group: string, fence: string, policy: string, ...ids: string[]): Promise<unknown>;
 };

@@ -236,28 +236,23 @@ export class StreamCommands {
   }
 
   /**
+   * XACK (XACKDEL with `deletion`) of one ordered partition's entries, only while the owner key still holds
+   * `fence`, this process' owner value (FENCED_ACK_SCRIPT): a stale owner's ack is refused with FENCED,
+   * its entries stay pending.
+   */
+  async ackFenced(stream: string, ids: readonly string[], fence: string, deletion?: AckDeletePolicy): Promise<ShortAck[]> {
+    const owner = this.ownership.keys(stream).owner;
+    const reply = await this.conn.streamsFencedAck(owner, stream, this.group, fence, deletion ?? '', ...ids);
+    const short = shortAck(stream, ids, reply, deletion);
+    return short ? [short] : [];
+  }
+
+  /**
    * Acks entries of any streams in one round trip: one XACK per stream, pipelined (with `deletion`,
    * one XACKDEL that deletes them too). Returns the streams where Redis acked fewer than it was given,
    * with how many it did not (and which, as XACKDEL tells): those entries were no longer pending (a
    * peer took and settled them, they were trimmed, the consumer or the group was deleted meanwhile).
    */
-  /**
-   * XACK (XACKDEL with `deletion`) of one ordered partition's entries, only while `consumer` owns it at
-   * `epoch` (FENCED_ACK_SCRIPT): a stale owner's ack is refused with FENCED, its entries stay pending.
-   */
-  async ackFenced(
-    stream: string,
-    ids: readonly string[],
-    consumer: string,
-    epoch: number,
-    deletion?: AckDeletePolicy,
-  ): Promise<ShortAck[]> {
-    const owner = this.ownership.keys(stream).owner;
-    const reply = await this.conn.streamsFencedAck(owner, stream, this.group, `${epoch} ${consumer}`, deletion ?? '', ...ids);
-    const short = shortAck(stream, ids, reply, deletion);
-    return short ? [short] : [];
-  }
-
   async ackMany(entries: readonly StreamEntry[], deletion?: AckDeletePolicy): Promise<ShortAck[]> {
     const byStream = groupIds(entries);
     if (byStream.size === 1) {
