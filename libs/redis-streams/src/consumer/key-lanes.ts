@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { orderingKeyOf } from '../ordering-key.js';
+import { orderingKeyOf } from '../codec/ordering-key.js';
 import { isFenced } from '../redis/redis-errors.js';
 import type { Logger } from '../ports.js';
 import type { StreamEntry } from '../stream-entry.js';

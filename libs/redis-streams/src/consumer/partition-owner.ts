@@ -5,7 +5,14 @@ import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
 import { parseOwnerValue, type OwnershipCommands } from '../redis/ownership-commands.js';
 import type { OwnershipBeat } from '../redis/replies.js';
-import type { OrderedStream } from './reader.js';
+
+/** An ordered pattern's partition, as its reader sees it. */
+export interface OrderedStream {
+  pattern: string;
+  /** Its index (0 for an unpartitioned stream), and how many the pattern has: what the share-out reads. */
+  partition: number;
+  partitions: number;
+}
 
 export interface PartitionOwnerDeps {
   ownership: Pick<OwnershipCommands, 'beat' | 'release' | 'takeOver'>;

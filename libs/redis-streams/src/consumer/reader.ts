@@ -48,7 +48,7 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
 import { KeyLanes, type BlockedKey } from './key-lanes.js';
-import { PartitionOwner, type OwnershipView } from './partition-owner.js';
+import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
@@ -85,14 +85,6 @@ export interface ReaderStreams {
   batch?: ResolvedBatchOptions | undefined;
   /** Set for an ordered pattern's stream (one per reader): it reads only while this consumer owns the partition. */
   ordered?: OrderedStream | undefined;
-}
-
-/** An ordered pattern's partition, as its reader sees it. */
-export interface OrderedStream {
-  pattern: string;
-  /** Its index (0 for an unpartitioned stream), and how many the pattern has: what the share-out reads. */
-  partition: number;
-  partitions: number;
 }
 
 /** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */

@@ -1,5 +1,5 @@
-import { FIELD } from './codec/wire-format.js';
-import type { StreamEntry } from './stream-entry.js';
+import { FIELD } from './wire-format.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /**
  * The key an ordered pattern keeps in order: the entry's `partitionKey` field. An entry without
