@@ -24,6 +24,8 @@ afterEach(async () => {
   }
 });
 
+const WORKER_START_MS = 30_000;
+
 /** test/fixtures/plain-node/worker.mjs: StreamConsumer under deny-nest.cjs (any @nestjs/* resolution fails it). */
 async function startWorker(prefix: string, name: string, env: Record<string, string> = {}): Promise<Worker> {
   const fixtures = `${repoRoot}test/fixtures/plain-node/`;
@@ -44,7 +46,12 @@ async function startWorker(prefix: string, name: string, env: Record<string, str
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const worker: Worker = { child, events, exited, settled: (id) => events.filter((e) => e.id === id) };
   workers.push(worker);
-  await waitFor(() => events.some((e) => e.ready === name) || child.exitCode !== null, { message: `worker "${name}" to start` });
+  // A process start is CPU (imports, connections): beside CI's other lanes on 2 cores it took over 10 s
+  // twice. The bound catches a worker that never starts, not a slow machine.
+  await waitFor(() => events.some((e) => e.ready === name) || child.exitCode !== null, {
+    message: `worker "${name}" to start`,
+    timeoutMs: WORKER_START_MS,
+  });
   expect(err, 'the worker failed to start').toBe('');
   expect(child.exitCode).toBeNull();
   return worker;
