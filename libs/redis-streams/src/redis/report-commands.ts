@@ -44,13 +44,15 @@ export class ReportCommands {
     group: string,
   ): Promise<{ consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null> {
     const keys = ownershipKeysOf(stream, group, (this.redis as { isCluster?: boolean }).isCluster === true);
-    const [owner, ttl, members, epoch] = await Promise.all([
+    // No epoch counter: no consumer of the group ever read it ordered (one GET for every other stream).
+    if ((await this.redis.get(keys.epoch)) === null) return null;
+    // Redis' clock first: Promise.all then handles every reply it waits for (a refusal of one is no unhandled rejection of another).
+    const now = parseTimeMs(await this.redis.time());
+    const [owner, ttl, members] = await Promise.all([
       this.redis.get(keys.owner),
       this.redis.pttl(keys.owner),
-      this.redis.zcount(keys.members, parseTimeMs(await this.redis.time()), '+inf'),
-      this.redis.get(keys.epoch),
+      this.redis.zcount(keys.members, now, '+inf'),
     ]);
-    if (epoch === null) return null;
     const held = parseOwnerValue(owner);
     return { consumer: held?.consumer ?? null, epoch: held?.epoch ?? null, leaseMs: held && ttl >= 0 ? ttl : null, members };
   }
