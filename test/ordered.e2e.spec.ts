@@ -384,4 +384,33 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     expect(await redis.client().get(owner)).toBe(held);
     expect(lines.join('\n')).toMatch(/another process under this consumer's name/);
   }, 120_000);
+
+  it('a partition moved to a joining worker: entries the old owner read but never started keep their delivery count (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const firstCount = new Map<string, number>();
+    const record = recording(log);
+    const handler = async (payload: { ms?: number }, ctx: Parameters<typeof record>[1]) => {
+      if (!firstCount.has(ctx.getId())) firstCount.set(ctx.getId(), ctx.getDeliveryCount());
+      await record(payload, ctx);
+    };
+    const options = { concurrency: 2, batchSize: 20 };
+    await consumer(prefix, { consumer: 'b', ...options })
+      .handle('orders', handler, { ordered: true })
+      .start();
+    const produced = await produce(prefix, 10, 40, undefined, () => ({ ms: 10 }));
+    await waitFor(() => log.handled().size >= 30, { message: '30 handled', timeoutMs: 30_000, progress: () => log.handled().size });
+    // "a" sorts first: the partition is its share now; b gives it up with entries read and not started.
+    await consumer(prefix, { consumer: 'a', ...options })
+      .handle('orders', handler, { ordered: true })
+      .start();
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 60_000,
+      progress: () => log.handled().size,
+    });
+    expect(log.check(produced).violations).toEqual([]);
+    const moved = [...firstCount].filter(([, count]) => count > 1);
+    expect(moved).toEqual([]);
+  }, 120_000);
 });

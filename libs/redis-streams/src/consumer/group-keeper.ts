@@ -31,7 +31,7 @@ export interface GroupKeeperDeps {
 
 /** The park's read-ahead, dropped before a restart (see Parker.dropAhead). */
 export interface AheadDropper {
-  dropAhead(): Promise<void>;
+  dropAhead(): Promise<unknown>;
 }
 
 /** The oldest server this package is tested on (CI runs Redis 7.0): XAUTOCLAIM's 3-element reply, XINFO's lag. */

@@ -110,15 +110,16 @@ export class Parker {
   }
 
   /**
-   * Before a restart: a read-ahead still out is woken and waited for, and its result dropped.
+   * Before a restart: a read-ahead still out is woken and waited for, and its result dropped (returned:
+   * an ordered reader giving its partition up puts their delivery counts back).
    * Its entries are then in this consumer's PEL, where self-drain finds them: settling them
    * from both would run their handlers twice.
    */
-  async dropAhead(): Promise<void> {
+  async dropAhead(): Promise<StreamEntry[]> {
     const ahead = this.ahead.take();
-    if (!ahead) return;
+    if (!ahead) return [];
     await this.d.lanes.unblock();
-    await ahead.catch(() => undefined);
+    return ahead.catch(() => []);
   }
 
   private async park(): Promise<StepResult> {

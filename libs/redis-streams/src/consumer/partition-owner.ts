@@ -5,6 +5,7 @@ import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
 import { parseOwnerValue, type OwnershipCommands } from '../redis/ownership-commands.js';
 import type { OwnershipBeat } from '../redis/replies.js';
+import type { StreamEntry } from '../stream-entry.js';
 
 /** An ordered pattern's partition, as its reader sees it. */
 export interface OrderedStream {
@@ -15,7 +16,7 @@ export interface OrderedStream {
 }
 
 export interface PartitionOwnerDeps {
-  ownership: Pick<OwnershipCommands, 'beat' | 'release' | 'takeOver'>;
+  ownership: Pick<OwnershipCommands, 'beat' | 'release' | 'takeOver' | 'giveBack'>;
   stream: string;
   ordered: OrderedStream;
   consumer: string;
@@ -77,6 +78,11 @@ export class PartitionOwner {
   /** Owned, not asked to release, and within its lease by this process' clock: a handling may start. */
   valid(): boolean {
     return this.epoch > 0 && !this.releaseAsked && performance.now() < this.validUntil;
+  }
+
+  /** Owned and within its lease by this process' clock, asked to release or not: its commands on the partition are still its own. */
+  holds(): boolean {
+    return this.epoch > 0 && performance.now() < this.validUntil;
   }
 
   /** The owned phase should end: lost, asked to release, or the lease ran out here. */
@@ -148,6 +154,11 @@ export class PartitionOwner {
   /** The previous owner's pending entries become this consumer's (see OwnershipCommands.takeOver). */
   takeOver(): Promise<number> {
     return this.d.ownership.takeOver(this.d.stream, this.d.consumer);
+  }
+
+  /** Entries read here and never started, before a release: their delivery counts put back (see OwnershipCommands.giveBack). */
+  giveBack(entries: readonly StreamEntry[]): Promise<void> {
+    return this.d.ownership.giveBack(this.d.stream, this.d.consumer, entries);
   }
 
   /** Gives the partition up once nothing of it is in hand here; `leaving` (a stop): the membership ends too. */

@@ -394,17 +394,31 @@ export class Reader {
   /**
    * The owned phase is over: nothing of the partition is in hand here any more (running entries
    * finished and acked, the read-ahead answered, what was queued left pending for the next owner,
-   * who takes over all of it), then the owner key goes.
+   * who takes over all of it, with the delivery counts they had before this owner read them), then
+   * the owner key goes.
    */
   private async release(): Promise<void> {
     const owner = this.owner!;
-    await this.keyLanes!.settled();
-    await this.parker.dropAhead();
+    const lanes = this.keyLanes!;
+    await lanes.settled();
+    const ahead = await this.parker.dropAhead();
     await this.acks.flush().catch(() => undefined);
-    this.keyLanes!.clear();
+    const fenced = lanes.fenced;
+    const unstarted = [...lanes.clear(), ...ahead.filter((e) => e.fields !== null)];
     this.custody.restart();
     this.custody.forget(this.streams[0]!);
-    if (owner.owned) await owner.release(false);
+    if (!owner.owned) return;
+    // Still the owner (asked to give it up, or stopping): what it read and never started goes back with the
+    // count it had. Not once fenced or lost: those entries may be the new owner's already.
+    if (!fenced && owner.holds() && unstarted.length > 0)
+      await owner
+        .giveBack(unstarted)
+        .catch((err: unknown) =>
+          this.d.logger.warn(
+            `could not put back the delivery counts of ${unstarted.length} entries of "${this.streams[0]}": ${describeError(err)}`,
+          ),
+        );
+    await owner.release(false);
   }
 
   /** What the server offered at the last (re)start; undefined before the first. */

@@ -58,6 +58,23 @@ export class OwnershipCommands {
     return taken;
   }
 
+  /**
+   * Entries this owner read and never started, given back before it releases the partition: their
+   * delivery counts put back to what they were before its read (XCLAIM … RETRYCOUNT … JUSTID, one per
+   * count), so that the next owner's self-drain, which counts a delivery, does not count two.
+   */
+  async giveBack(stream: string, consumer: string, entries: readonly { id: string; deliveryCount: number }[]): Promise<void> {
+    const byCount = new Map<number, string[]>();
+    for (const e of entries) {
+      const before = Math.max(0, e.deliveryCount - 1);
+      (byCount.get(before) ?? byCount.set(before, []).get(before)!).push(e.id);
+    }
+    if (byCount.size === 0) return;
+    const pipeline = this.conn.pipeline();
+    for (const [count, ids] of byCount) pipeline.xclaim(stream, this.group, consumer, 0, ...ids, 'RETRYCOUNT', count, 'JUSTID');
+    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
+  }
+
   /** Who owns the partition now: `{ epoch, token, consumer }`, or undefined. */
   async owner(stream: string): Promise<{ epoch: number; token: string; consumer: string } | undefined> {
     return parseOwnerValue(await this.conn.get(this.keys(stream).owner));
