@@ -3,6 +3,7 @@ import { lastValueFrom } from 'rxjs';
 import { partitionKey, partitionOf, RedisStreamsRecord } from 'nestjs-redis-streams';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
+import { captureLogs } from './support/logs.js';
 import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
 import { CORE_HOST, uniquePrefix } from './support/test-app.js';
@@ -296,13 +297,7 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
   it("a stale owner is fenced: once another holds the partition's owner key, its acks are refused and it starts nothing until it owns it again", async () => {
     const prefix = uniquePrefix();
     const log = new OrderLog();
-    const lines: string[] = [];
-    const logger = {
-      log: (m: string) => lines.push(m),
-      warn: (m: string) => lines.push(m),
-      error: (m: string) => lines.push(m),
-      debug: () => {},
-    };
+    const { logger, lines } = captureLogs();
     const errors: unknown[] = [];
     const c = consumer(prefix, { consumer: 'a', logger });
     c.on('error', (err) => errors.push(err));
@@ -361,13 +356,7 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
   it('two live processes under one consumer name: neither takes the partition from the other while it is held (review finding)', async () => {
     const prefix = uniquePrefix();
     const log = new OrderLog();
-    const lines: string[] = [];
-    const logger = {
-      log: (m: string) => lines.push(m),
-      warn: (m: string) => lines.push(m),
-      error: (m: string) => lines.push(m),
-      debug: () => {},
-    };
+    const { logger, lines } = captureLogs();
     const first = consumer(prefix, { consumer: 'same' });
     await first.handle('orders', recording(log), { ordered: true }).start();
     const owner = `${prefix}orders:owner:g`;

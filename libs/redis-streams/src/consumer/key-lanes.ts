@@ -102,9 +102,7 @@ export class KeyLanes {
 
   /** A failure a lane met (Redis: an ack, a dead-letter move) ends the loop's current run: it restarts, and self-drain takes over. */
   rethrow(): void {
-    if (this.failure === undefined) return;
-    const failure = this.failure;
-    throw failure;
+    if (this.failure !== undefined) throw this.failure;
   }
 
   /** An ack was refused as a stale owner's: the reader gives the partition up (no error: a peer owns it now). */

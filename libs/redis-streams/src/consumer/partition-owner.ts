@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
-import { parseOwnerValue, type OwnershipCommands } from '../redis/ownership-commands.js';
-import type { OwnershipBeat } from '../redis/replies.js';
+import type { OwnershipCommands } from '../redis/ownership-commands.js';
+import { parseOwnerValue, type OwnershipBeat } from '../redis/replies.js';
 import type { StreamEntry } from '../stream-entry.js';
 
 /** An ordered pattern's partition, as its reader sees it. */

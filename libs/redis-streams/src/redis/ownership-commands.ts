@@ -74,16 +74,4 @@ export class OwnershipCommands {
     for (const [count, ids] of byCount) pipeline.xclaim(stream, this.group, consumer, 0, ...ids, 'RETRYCOUNT', count, 'JUSTID');
     for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
   }
-
-  /** Who owns the partition now: `{ epoch, token, consumer }`, or undefined. */
-  async owner(stream: string): Promise<{ epoch: number; token: string; consumer: string } | undefined> {
-    return parseOwnerValue(await this.conn.get(this.keys(stream).owner));
-  }
-}
-
-/** `<epoch> <token> <consumer>` → its parts; undefined for nothing (or a value not ours). */
-export function parseOwnerValue(value: unknown): { epoch: number; token: string; consumer: string } | undefined {
-  if (typeof value !== 'string') return undefined;
-  const m = /^(\d+) (\S+) (.*)$/s.exec(value);
-  return m ? { epoch: Number(m[1]), token: m[2]!, consumer: m[3]! } : undefined;
 }

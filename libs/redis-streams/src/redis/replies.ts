@@ -277,3 +277,10 @@ export function parseAutoClaimIds(reply: unknown): { cursor: string; taken: numb
   if (!Array.isArray(reply) || typeof reply[0] !== 'string' || !Array.isArray(reply[1])) throw new ReplyShapeError('XAUTOCLAIM', reply);
   return { cursor: reply[0], taken: reply[1].length };
 }
+
+/** An ordered partition's owner value, `<epoch> <token> <consumer>` → its parts; undefined for nothing (or a value not ours). */
+export function parseOwnerValue(value: unknown): { epoch: number; token: string; consumer: string } | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^(\d+) (\S+) (.*)$/s.exec(value);
+  return m ? { epoch: Number(m[1]), token: m[2]!, consumer: m[3]! } : undefined;
+}

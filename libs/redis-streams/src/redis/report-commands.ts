@@ -2,9 +2,17 @@ import type { RedisConnection } from './connect.js';
 import { connectedConsumers } from './connected-consumers.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { parseConsumerRows, parseGroupRows, parseInfoRecord, type GroupInfo } from './info-replies.js';
-import { parsePendingDetail, parsePendingPage, parsePendingRows, parseScores, parseTimeMs, type PendingRow } from './replies.js';
+import {
+  parseOwnerValue,
+  parsePendingDetail,
+  parsePendingPage,
+  parsePendingRows,
+  parseScores,
+  parseTimeMs,
+  type PendingRow,
+} from './replies.js';
 import { retryKeyOf } from './retry-key.js';
-import { ownershipKeysOf, parseOwnerValue } from './ownership-commands.js';
+import { ownershipKeysOf } from './ownership-commands.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
