@@ -27,6 +27,8 @@ const ON_CLUSTER = [
   'test/dashboard-api.e2e.spec.ts',
   // The keyed-expiry script's record must share the stream's slot.
   'test/redis8-idempotent-produce.e2e.spec.ts',
+  // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each).
+  'test/delayed.e2e.spec.ts',
 ];
 
 /**
@@ -84,6 +86,8 @@ const ON_VALKEY8 = [
   'test/group-recovery.e2e.spec.ts',
   // Ordered patterns: ownership scripts, fenced acks and takeovers on Valkey's replies.
   'test/ordered.e2e.spec.ts',
+  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) on Valkey.
+  'test/delayed.e2e.spec.ts',
 ];
 
 /**

@@ -14,6 +14,38 @@ export interface RecordOptions {
    * writes nothing and resolves with the first entry's id. See docs/guide/producing.md.
    */
   idempotencyKey?: string;
+  /**
+   * Delayed delivery: the entry becomes visible to the stream's groups no earlier than this many
+   * ms from now, on Redis' clock (it waits in the stream's schedule until then; docs/guide/flow-control.md).
+   * `emit` then emits the scheduled entry's id (for `client.cancelScheduled`), not a stream entry id.
+   */
+  delayMs?: number;
+  /** Delayed delivery at an absolute time (a `Date`, or Unix ms), on Redis' clock. Not with `delayMs`. */
+  deliverAt?: Date | number;
+}
+
+/** Longest delay a record may ask for: 10 years (a typo of units, not a schedule). */
+export const MAX_DELAY_MS = 10 * 365 * 86_400_000;
+
+/** The due time a record asks for (`{ in: ms }` or `{ at: unixMs }`), validated; undefined when it asks for none. */
+export function dueTimeOf(options: RecordOptions): { in: number } | { at: number } | undefined {
+  const { delayMs, deliverAt } = options;
+  if (delayMs !== undefined && deliverAt !== undefined) throw new TypeError('delayMs and deliverAt: give one of them, not both');
+  if (delayMs !== undefined) {
+    if (typeof delayMs !== 'number' || !Number.isInteger(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS)
+      throw new TypeError(`delayMs must be a whole number of ms from 0 to ${MAX_DELAY_MS} (10 years), got ${describe(delayMs)}`);
+    return { in: delayMs };
+  }
+  if (deliverAt === undefined) return undefined;
+  const at = deliverAt instanceof Date ? deliverAt.getTime() : deliverAt;
+  if (typeof at !== 'number' || !Number.isInteger(at) || at < 0 || at > Date.now() + MAX_DELAY_MS)
+    throw new TypeError(`deliverAt must be a Date or whole Unix ms, at most 10 years ahead, got ${describe(deliverAt)}`);
+  return { at };
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : value.toISOString();
+  return typeof value === 'number' ? String(value) : typeof value;
 }
 
 /**
@@ -23,6 +55,7 @@ export interface RecordOptions {
  *   client.emit('orders', new RedisStreamsRecord(order, { traceId }))
  *   client.emit('orders', new RedisStreamsRecord(order, {}, { partitionKey: order.customerId }))
  *   client.emit('orders', new RedisStreamsRecord(order, {}, { idempotencyKey: `order-${order.id}` }))
+ *   client.emit('reminders', new RedisStreamsRecord(reminder, {}, { delayMs: 60_000 }))
  */
 export class RedisStreamsRecord<T = unknown> {
   constructor(
@@ -38,6 +71,7 @@ export class RedisStreamsRecord<T = unknown> {
       const got = typeof options.idempotencyKey === 'string' ? 'an empty string' : typeof options.idempotencyKey;
       throw new TypeError(`idempotencyKey must be a non-empty string, got ${got}`);
     }
+    dueTimeOf(options);
     for (const [name, value] of Object.entries(headers)) {
       if (typeof value !== 'string') throw new TypeError(`header "${name}" must be a string, got ${typeof value}`);
     }

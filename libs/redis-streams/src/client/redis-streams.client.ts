@@ -21,8 +21,10 @@ import { within } from '../within.js';
 import type { RetentionPolicy } from '../options/retention-options.js';
 import { RedisStreamsStatus } from '../status.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
-import { RedisStreamsRecord } from './record.js';
-import { partitionKey, partitionOf } from '../partitions.js';
+import { dueTimeOf, RedisStreamsRecord } from './record.js';
+import { newScheduleId } from './schedule-id.js';
+import { DelayedCommands } from '../redis/delayed-commands.js';
+import { partitionKey, partitionKeys, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
@@ -57,6 +59,7 @@ export class RedisStreamsClient extends ClientProxy {
   private readonly events = new EventEmitter();
   private lanes: Lanes | undefined;
   private commands: ProducerCommands | undefined;
+  private delayed: DelayedCommands | undefined;
   private replies: ReplyReader | undefined;
   private laneStatus: Subscription | undefined;
   /** Next round-robin partition per partitioned pattern. */
@@ -125,6 +128,7 @@ export class RedisStreamsClient extends ClientProxy {
         )
         .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
+      this.delayed = new DelayedCommands(lanes.command, isCluster(this.options.connection));
       this.idmpWindows = new IdmpWindows(lanes.command, this.options.idempotency, (b) => {
         if (b.forgotten > 0)
           this.logger.warn(
@@ -171,6 +175,24 @@ export class RedisStreamsClient extends ClientProxy {
   override on(event: 'error', callback: RedisStreamsClientEvents['error']): void;
   override on(event: string, callback: (...args: any[]) => void): void {
     this.events.on(event, callback);
+  }
+
+  /**
+   * Cancels a delayed entry still waiting (`emit` with `delayMs`/`deliverAt` emitted its id): true
+   * if it was waiting and now never will be delivered; false once it was moved into the stream (too
+   * late: its handlers may run), cancelled already, or unknown. On a partitioned stream every
+   * partition's schedule is looked at.
+   */
+  async cancelScheduled(pattern: string, id: string): Promise<boolean> {
+    if (typeof id !== 'string' || id === '') throw new TypeError('cancelScheduled: id must be the non-empty id emit gave');
+    await this.connect();
+    const partitions = this.options.partitions[pattern];
+    const streams =
+      partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
+    const cancelled = await this.whenReady(streams[0]!, 'cancelling a delayed entry of', () =>
+      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id))),
+    );
+    return cancelled.some(Boolean);
   }
 
   /** `[command, blocking]` ioredis connections (on a cluster, the command one is an ioredis `Cluster`). */
@@ -221,10 +243,21 @@ export class RedisStreamsClient extends ClientProxy {
     const stream = this.streamOf(pattern, record);
     const key = record.options.idempotencyKey;
     const orderingKey = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data);
+    const due = dueTimeOf(record.options);
+    if (due && correlationId !== undefined)
+      throw new Error(
+        `nestjs-redis-streams: send to stream "${stream}": a request cannot be delayed (its caller waits for the reply); emit a delayed event instead`,
+      );
     const append = async (traceHeaders?: Record<string, string>) => {
       const fields = await this.encode(stream, record, traceHeaders);
       // On every stream, partitioned or not: an ordered pattern reads it (docs/wire-format.md).
       if (typeof orderingKey === 'string') fields.push(FIELD.partitionKey, orderingKey);
+      // Waits in the stream's schedule; a worker of the stream moves it in once due. The idempotency key names it.
+      if (due) {
+        const id = key ?? newScheduleId();
+        await this.whenReady(stream, 'scheduling an entry of', () => this.delayed!.schedule(stream, id, fields, due));
+        return id;
+      }
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
       const { id, repeated } = await this.append(stream, packet.pattern, fields, key === undefined ? undefined : { key, marker });
@@ -265,16 +298,29 @@ export class RedisStreamsClient extends ClientProxy {
    * XADD (with the stream's retention) once the connection is up, or a clear error after
    * `commandTimeoutMs`; with `once`, at most one entry per idempotency key in the stream's window.
    */
-  private async append(
+  private append(
     stream: string,
     pattern: unknown,
     fields: string[],
     once?: { key: string; marker: OnceWrite['marker'] },
   ): Promise<OnceAppended> {
+    return this.whenReady(stream, 'XADD to', async () => {
+      const idempotent = once && (await this.onceWrite(stream, once.key, once.marker));
+      const policy = this.retentionOf(pattern);
+      // A safe trim uses XTRIM … ACKED where the server has it; not told (the lookup failed): the plain script.
+      const features = policy?.safe ? await (this.features ?? this.detectFeatures()).catch(() => undefined) : undefined;
+      const { trimError, ...appended } = await this.commands!.add(stream, fields, policy, idempotent, features);
+      if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
+      return appended;
+    });
+  }
+
+  /** Runs a write of `stream` once the connection is up, or fails clearly after `commandTimeoutMs`; errors name what it did (`doing`). */
+  private async whenReady<T>(stream: string, doing: string, write: () => Promise<T>): Promise<T> {
     // Scrubbed, with the masked URL: the cause may be the handshake's error, AUTH arguments and all.
     const fail = (reason: string, cause?: unknown) =>
       redactError(
-        new Error(`nestjs-redis-streams: XADD to stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause }),
+        new Error(`nestjs-redis-streams: ${doing} stream "${stream}" failed: ${reason}`, cause === undefined ? undefined : { cause }),
         this.where(),
         secretsOf(this.options.connection),
       );
@@ -295,13 +341,7 @@ export class RedisStreamsClient extends ClientProxy {
         });
     }
     try {
-      const idempotent = once && (await this.onceWrite(stream, once.key, once.marker));
-      const policy = this.retentionOf(pattern);
-      // A safe trim uses XTRIM … ACKED where the server has it; not told (the lookup failed): the plain script.
-      const features = policy?.safe ? await (this.features ?? this.detectFeatures()).catch(() => undefined) : undefined;
-      const { trimError, ...appended } = await this.commands!.add(stream, fields, policy, idempotent, features);
-      if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
-      return appended;
+      return await write();
     } catch (err) {
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err))

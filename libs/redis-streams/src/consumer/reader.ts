@@ -48,6 +48,7 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
 import { KeyLanes, type BlockedKey } from './key-lanes.js';
+import { DelayedPromoter, type DelayedView } from './delayed-promoter.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
@@ -167,6 +168,8 @@ export class Reader {
   /** An ordered reader's ownership of its partition, and its key lanes (the settler of its entries). */
   private readonly owner: PartitionOwner | undefined;
   private readonly keyLanes: KeyLanes | undefined;
+  /** Moves this reader's streams' delayed entries in when due. */
+  private readonly promoter: DelayedPromoter;
 
   constructor(
     { streams, batch, ordered }: ReaderStreams,
@@ -297,6 +300,7 @@ export class Reader {
       },
       this.parker,
     );
+    this.promoter = new DelayedPromoter({ delayed: commands.delayed, streams, checkMs: options.flowCheckMs, logger });
     this.vitalSigns = new VitalSigns(d.onCluster);
     this.watch = new StuckWatch(this.inProgress, options.stuckEntryMs, options.consumer, logger);
     let subscription: Subscription | undefined;
@@ -332,6 +336,7 @@ export class Reader {
     // whenever the acks or the audit find something. It ends when the work does, or at an abandon.
     const upkeep$ = merge(
       this.custody.upkeep$,
+      this.promoter.looks$,
       this.watch.checks$,
       this.findings.wake$.pipe(
         tap(() => {
@@ -439,6 +444,11 @@ export class Reader {
   ordering(): OrderingView | undefined {
     if (!this.owner || !this.keyLanes) return undefined;
     return { ...this.owner.view(), blockedKeys: this.keyLanes.blockedKeys(), held: this.keyLanes.held };
+  }
+
+  /** What waits in `stream`'s schedule of delayed entries, by this reader's last look; undefined before one. */
+  delayed(stream: string): DelayedView | undefined {
+    return this.promoter.view(stream);
   }
 
   /** Entries fetched and not yet settled. */

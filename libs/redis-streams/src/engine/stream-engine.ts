@@ -87,7 +87,14 @@ export class StreamEngine {
       streams: plan.streams,
       commands,
       deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
-      readers: () => readers.map((r) => ({ streams: r.streams, vitals: r.vitals(), features: r.features, ordering: r.ordering() })),
+      readers: () =>
+        readers.map((r) => ({
+          streams: r.streams,
+          vitals: r.vitals(),
+          features: r.features,
+          ordering: r.ordering(),
+          delayed: (s: string) => r.delayed(s),
+        })),
       state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
     const handlers = { source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])), streams: plan.streams };

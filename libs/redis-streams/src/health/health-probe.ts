@@ -1,4 +1,5 @@
 import type { OrderingView } from '../consumer/reader.js';
+import type { DelayedView } from '../consumer/delayed-promoter.js';
 import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';
 import type { LoopVitals } from '../consumer/loop-vitals.js';
@@ -28,6 +29,7 @@ export interface HealthProbeDeps {
     vitals: LoopVitals;
     features: ServerFeatures | undefined;
     ordering?: OrderingView | undefined;
+    delayed?: (stream: string) => DelayedView | undefined;
   }[];
   state: () => RedisStreamsHealth['state'];
 }
@@ -93,7 +95,7 @@ export class HealthProbe {
       group: this.d.group,
       consumer: this.d.consumer,
       redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
-      streams: readers.flatMap(({ streams, vitals, ordering }) =>
+      streams: readers.flatMap(({ streams, vitals, ordering, delayed }) =>
         streams.map((stream) => ({
           stream,
           lag: figures.get(stream)?.lag ?? null,
@@ -103,6 +105,7 @@ export class HealthProbe {
           lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
           ...handlersOf(vitals, stream),
           ...(ordering ? { ordering: orderingOf(ordering) } : {}),
+          ...delayedOf(delayed?.(stream)),
         })),
       ),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
@@ -146,6 +149,12 @@ export class HealthProbe {
 
 /** Most blocked keys health lists per stream (the count says how many in all). */
 const BLOCKED_KEYS_SHOWN = 20;
+
+/** What waits in the stream's schedule, shown once some did (a stream never scheduled to shows nothing). */
+function delayedOf(view: DelayedView | undefined): Pick<StreamHealth, 'delayed'> {
+  if (!view || (view.waiting === 0 && view.nextDueInMs === undefined)) return {};
+  return { delayed: { waiting: view.waiting, ...(view.nextDueInMs === undefined ? {} : { nextDueInMs: view.nextDueInMs }) } };
+}
 
 function orderingOf(view: OrderingView): StreamOrdering {
   return {

@@ -45,6 +45,8 @@ export interface StreamHealth {
   stuckEntries: number;
   /** An ordered pattern's stream (`@StreamPattern(p, { ordered: true })`): who owns it, and the keys waiting behind a failed entry. */
   ordering?: StreamOrdering;
+  /** Delayed entries waiting in the stream's schedule, by this consumer's last look (docs/guide/flow-control.md); absent while none waits. */
+  delayed?: { waiting: number; nextDueInMs?: number };
 }
 
 /** What health shows of an ordered stream (docs/guide/ordering.md). */

@@ -146,6 +146,13 @@ export interface RedisStreamsServerOptions {
    * has acked it; each group must ack this way). See docs/retention.md. Default: false.
    */
   deleteOnAck?: DeleteOnAck;
+  /**
+   * How often a worker looks at Redis for the flow control nothing wakes it for: delayed entries
+   * scheduled since its last look (one it already knows of is moved in when due, to the ms), and a
+   * pause or resume of its patterns. One script per stream and one GET per pattern a look. See
+   * docs/guide/flow-control.md. Default: 1000.
+   */
+  flowCheckMs?: number;
 }
 
 /** When acked entries leave the stream (see RedisStreamsServerOptions.deleteOnAck). */
@@ -193,6 +200,7 @@ const KNOWN_OPTIONS = [
   'handlerTimeoutMs',
   'shutdownTimeoutMs',
   'stuckEntryMs',
+  'flowCheckMs',
   'consumerCleanup',
   'telemetry',
   'newerCommands',
@@ -244,6 +252,7 @@ export const SERVER_DEFAULTS = {
   maxWaitingRetries: 50_000,
   shutdownTimeoutMs: 20_000,
   stuckEntryMs: 60_000,
+  flowCheckMs: 1000,
 } as const;
 
 /** Validates once, at construction, and fills in the defaults. */
@@ -300,6 +309,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
         : positiveInt('shutdownTimeoutMs', input.shutdownTimeoutMs, SERVER_DEFAULTS.shutdownTimeoutMs),
     stuckEntryMs: atMost('stuckEntryMs', positiveInt('stuckEntryMs', input.stuckEntryMs, SERVER_DEFAULTS.stuckEntryMs), MAX_TIMER_MS),
     consumerCleanup: consumerCleanup(input.consumerCleanup),
+    flowCheckMs: atMost('flowCheckMs', positiveInt('flowCheckMs', input.flowCheckMs, SERVER_DEFAULTS.flowCheckMs), MAX_TIMER_MS),
   };
 }
 

@@ -1,3 +1,4 @@
+import { LUA_NOW } from './lua-now.js';
 /**
  * One beat of a partition's ownership (KEYS: owner, members, epoch counter; all in the stream's
  * slot). ARGV: consumer, the owner value it holds ('' for none), ttl ms, partition index, this
@@ -10,10 +11,7 @@
  * given the same name, which must not take the partition from the first.
  * Reply: {state (0 not owned, 1 owned, 2 owned and asked to release), epoch, members, owner value or ''}.
  */
-export const OWNERSHIP_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local me, held, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+export const OWNERSHIP_SCRIPT = `${LUA_NOW}local me, held, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], now + ttl, me)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('PEXPIRE', KEYS[2], ttl * 2)

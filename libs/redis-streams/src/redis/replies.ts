@@ -284,3 +284,37 @@ export function parseOwnerValue(value: unknown): { epoch: number; token: string;
   const m = /^(\d+) (\S+) (.*)$/s.exec(value);
   return m ? { epoch: Number(m[1]), token: m[2]!, consumer: m[3]! } : undefined;
 }
+
+/** A whole-number array reply of `length` (the delayed-delivery scripts' answers). */
+function integers(what: string, reply: unknown, length: number): number[] {
+  if (!Array.isArray(reply) || reply.length !== length) throw new ReplyShapeError(what, reply);
+  const out = reply.map(Number);
+  if (out.some((n) => !Number.isInteger(n))) throw new ReplyShapeError(what, reply);
+  return out;
+}
+
+/** SCHEDULE_SCRIPT's answer: whether it was scheduled now (false: that id already waits) and its due time in Redis ms. */
+export function parseScheduleReply(reply: unknown): { scheduled: boolean; dueAt: number } {
+  const [scheduled, dueAt] = integers('schedule script', reply, 2);
+  return { scheduled: scheduled === 1, dueAt: dueAt! };
+}
+
+/** What a promotion did, and what still waits: `nextDueInMs` undefined when nothing does. */
+export interface Promotion {
+  moved: number;
+  /** Ids without a value (cancelled meanwhile, or a raw producer's ZADD alone): nothing to deliver. */
+  dropped: number;
+  nextDueInMs: number | undefined;
+  waiting: number;
+}
+
+export function parsePromoteReply(reply: unknown): Promotion {
+  const [moved, dropped, wait, waiting] = integers('promote script', reply, 4);
+  return { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+}
+
+/** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (undefined: none). */
+export function parseDelayedLook(reply: unknown): { waiting: number; nextDueInMs: number | undefined } {
+  const [waiting, wait] = integers('delayed look script', reply, 2);
+  return { waiting: waiting!, nextDueInMs: wait! < 0 ? undefined : wait! };
+}

@@ -1,8 +1,4 @@
-/** Redis' own clock in ms (TIME), so that every consumer reads one schedule, whatever its host's clock says. */
-const LUA_NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
+import { LUA_NOW } from './lua-now.js';
 
 /** How long past its due time a retry record is kept: by then its entry was retried (or is gone). */
 export const RETRY_RECORD_TTL_MS = 86_400_000;

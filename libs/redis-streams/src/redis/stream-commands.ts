@@ -11,6 +11,7 @@ import { connectedConsumers } from './connected-consumers.js';
 import { RetryCommands } from './retry-commands.js';
 import { OwnershipCommands } from './ownership-commands.js';
 import { FetchCommands } from './fetch-commands.js';
+import { DelayedCommands } from './delayed-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './retention.js';
 
@@ -57,6 +58,8 @@ export class StreamCommands {
   readonly fetch: FetchCommands;
   /** Ordered partitions' ownership (see OwnershipCommands). */
   readonly ownership: OwnershipCommands;
+  /** Delayed entries' schedules (see DelayedCommands). */
+  readonly delayed: DelayedCommands;
 
   constructor(
     conn: RedisConnection,
@@ -70,6 +73,7 @@ export class StreamCommands {
     this.retries = new RetryCommands(this.conn, group, onCluster);
     this.fetch = new FetchCommands(this.conn, group, onCluster);
     this.ownership = new OwnershipCommands(this.conn, group, onCluster);
+    this.delayed = new DelayedCommands(this.conn, onCluster);
   }
 
   /**

@@ -1,0 +1,102 @@
+import { defer, from, type Observable, repeat, timer } from 'rxjs';
+import { describeError } from '../describe-error.js';
+import type { Logger } from '../ports.js';
+import type { DelayedCommands } from '../redis/delayed-commands.js';
+import { isRefusal } from '../redis/redis-errors.js';
+
+/** Entries one promotion script moves: a short script keeps every other client's wait short. */
+export const PROMOTE_BATCH = 100;
+/** Promotion scripts per stream in one round; past it the next round comes at once. */
+const ROUNDS_PER_LOOK = 20;
+
+export interface DelayedView {
+  /** Entries waiting in the stream's schedule, at the last look. */
+  waiting: number;
+  /** Ms until the next is due, by the last look; undefined when none waits. */
+  nextDueInMs: number | undefined;
+}
+
+export interface PromoterDeps {
+  delayed: DelayedCommands;
+  streams: readonly string[];
+  /** Longest wait between two looks (`flowCheckMs`): what was scheduled since the last look is found then. */
+  checkMs: number;
+  logger: Logger;
+}
+
+/**
+ * Moves a reader's delayed entries into their streams when due (PROMOTE_SCRIPT: atomic, on Redis'
+ * clock, so any number of workers promote each entry once). It looks again when the next known
+ * entry is due, or after `checkMs` for ones scheduled since: every worker of the stream looks, so
+ * one stopped or killed leaves nothing behind. A failed look is logged and tried at the next.
+ */
+export class DelayedPromoter {
+  private readonly views = new Map<string, DelayedView & { at: number }>();
+  private lastError = '';
+
+  constructor(private readonly d: PromoterDeps) {}
+
+  /** The looks, one after another, until unsubscribed (with the reader's upkeep). */
+  get looks$(): Observable<number> {
+    return defer(() => from(this.look())).pipe(repeat({ delay: () => timer(this.nextLookInMs()) }));
+  }
+
+  /** What waits in `stream`'s schedule, by the last look (undefined before one). */
+  view(stream: string): DelayedView | undefined {
+    const v = this.views.get(stream);
+    if (!v) return undefined;
+    const next = v.nextDueInMs === undefined ? undefined : Math.max(0, v.nextDueInMs - (Date.now() - v.at));
+    return { waiting: v.waiting, nextDueInMs: next };
+  }
+
+  /** One look at every stream: what is due moves in. How many moved. */
+  async look(): Promise<number> {
+    let moved = 0;
+    for (const stream of this.d.streams) {
+      try {
+        moved += await this.promote(stream);
+      } catch (err) {
+        this.failed(stream, err);
+      }
+    }
+    return moved;
+  }
+
+  private async promote(stream: string): Promise<number> {
+    let moved = 0;
+    for (let round = 0; round < ROUNDS_PER_LOOK; round++) {
+      const p = await this.d.delayed.promote(stream, PROMOTE_BATCH);
+      this.lastError = '';
+      moved += p.moved;
+      this.views.set(stream, { waiting: p.waiting, nextDueInMs: p.nextDueInMs, at: Date.now() });
+      if (p.dropped > 0)
+        this.d.logger.warn(
+          `${p.dropped} delayed entries of "${stream}" had no fields (cancelled meanwhile, or a raw producer's ZADD alone): dropped`,
+        );
+      // Fewer than a full script's worth: nothing more is due now.
+      if (p.moved + p.dropped < PROMOTE_BATCH) return moved;
+    }
+    // More due than a look moves: the next look comes at once.
+    this.views.set(stream, { ...this.views.get(stream)!, nextDueInMs: 0 });
+    return moved;
+  }
+
+  /** The next look: when the earliest known entry is due, at most `checkMs` away. */
+  private nextLookInMs(): number {
+    let next = this.d.checkMs;
+    for (const stream of this.d.streams) {
+      const due = this.view(stream)?.nextDueInMs;
+      if (due !== undefined && due < next) next = due;
+    }
+    return next;
+  }
+
+  /** Logged once per kind of failure (a lasting refusal would say it every look). */
+  private failed(stream: string, err: unknown): void {
+    const said = describeError(err);
+    if (said === this.lastError) return;
+    this.lastError = said;
+    const why = isRefusal(err) ? ' (the consumer needs the schedule keys, see docs/guide/security.md)' : '';
+    this.d.logger.warn(`could not move the due delayed entries of "${stream}" into it: ${said}${why}; tried again at the next look`);
+  }
+}

@@ -1,0 +1,72 @@
+import { sameSlotKey } from '../slots.js';
+import type { RedisConnection } from './connect.js';
+import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './delayed-scripts.js';
+import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type Promotion } from './replies.js';
+
+/** The keys of a stream's delayed entries (per stream, not per group: an entry becomes visible to every group at once). */
+export interface DelayedKeys {
+  /** Sorted set: id → due time (Unix ms, Redis' clock). */
+  schedule: string;
+  /** Hash: id → the entry's fields, a JSON array of field/value strings. */
+  entries: string;
+}
+
+/** `orders:delayed` and `orders:delayed:entries` (on a cluster in the stream's slot: `{orders}:delayed` …). */
+export function delayedKeysOf(stream: string, onCluster: boolean): DelayedKeys {
+  const key = (suffix: string) => (onCluster ? sameSlotKey(stream, suffix) : `${stream}${suffix}`);
+  return { schedule: key(':delayed'), entries: key(':delayed:entries') };
+}
+
+/** When a delayed entry is due: `in` ms from now, or `at` a Unix time in ms (both on Redis' clock). */
+export type DueTime = { in: number } | { at: number };
+
+type DelayedConnection = RedisConnection & {
+  streamsSchedule(schedule: string, entries: string, mode: 'in' | 'at', ms: number, id: string, fields: string): Promise<unknown>;
+  streamsPromote(schedule: string, entries: string, stream: string, max: number): Promise<unknown>;
+  streamsCancel(schedule: string, entries: string, id: string): Promise<unknown>;
+  streamsDelayedLook(schedule: string): Promise<unknown>;
+};
+
+/** Delayed delivery's commands (the scripts of delayed-scripts.ts), for producers, workers and tools alike. */
+export class DelayedCommands {
+  private readonly conn: DelayedConnection;
+
+  constructor(
+    conn: RedisConnection,
+    private readonly onCluster: boolean,
+  ) {
+    conn.defineCommand('streamsSchedule', { numberOfKeys: 2, lua: SCHEDULE_SCRIPT });
+    conn.defineCommand('streamsPromote', { numberOfKeys: 3, lua: PROMOTE_SCRIPT });
+    conn.defineCommand('streamsCancel', { numberOfKeys: 2, lua: CANCEL_SCRIPT });
+    conn.defineCommand('streamsDelayedLook', { numberOfKeys: 1, lua: LOOK_SCRIPT });
+    this.conn = conn as DelayedConnection;
+  }
+
+  keys(stream: string): DelayedKeys {
+    return delayedKeysOf(stream, this.onCluster);
+  }
+
+  /** Schedules entry `id` of `stream` (its fields) for `due`; an id already waiting stays as it was (`scheduled: false`). */
+  async schedule(stream: string, id: string, fields: readonly string[], due: DueTime): Promise<{ scheduled: boolean; dueAt: number }> {
+    const k = this.keys(stream);
+    const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
+    return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, JSON.stringify(fields)));
+  }
+
+  /** Moves up to `max` due entries of `stream` into it (see PROMOTE_SCRIPT). */
+  async promote(stream: string, max: number): Promise<Promotion> {
+    const k = this.keys(stream);
+    return parsePromoteReply(await this.conn.streamsPromote(k.schedule, k.entries, stream, max));
+  }
+
+  /** Cancels waiting entry `id` of `stream`: true if it was waiting (false: promoted already, cancelled, or never there). */
+  async cancel(stream: string, id: string): Promise<boolean> {
+    const k = this.keys(stream);
+    return Number(await this.conn.streamsCancel(k.schedule, k.entries, id)) === 1;
+  }
+
+  /** How many entries of `stream` wait, and the ms until the next is due. */
+  async look(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
+    return parseDelayedLook(await this.conn.streamsDelayedLook(this.keys(stream).schedule));
+  }
+}

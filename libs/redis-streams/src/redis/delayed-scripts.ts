@@ -1,0 +1,73 @@
+import { LUA_NOW } from './lua-now.js';
+
+/**
+ * Schedules an entry: the schedule (a sorted set beside the stream, in its slot) maps its id to
+ * its due time, and the entries hash its fields (a JSON array `["data", "…", "headers", "…"]`).
+ * An id already waiting is left as it is (a producer that repeats its write schedules once).
+ * KEYS[1] schedule, KEYS[2] entries; ARGV[1] 'in' (ARGV[2] a delay in ms from now) or 'at'
+ * (ARGV[2] a Unix time in ms), ARGV[3] id, ARGV[4] the fields. Returns {1 (scheduled) or 0
+ * (already waiting), its due time in Redis ms}.
+ */
+export const SCHEDULE_SCRIPT = `${LUA_NOW}
+local had = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if had then return {0, tonumber(had)} end
+local due = tonumber(ARGV[2])
+if ARGV[1] == 'in' then due = now + due end
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[1], due, ARGV[3])
+return {1, due}
+`;
+
+/**
+ * Moves the entries due by Redis' clock (at most ARGV[1], earliest first, ties in id order) from
+ * the schedule into the stream, each XADDed, then removed from the schedule, in one script: two
+ * workers never both promote one, and a worker killed mid-way leaves each entry either waiting or
+ * in the stream. A value that is not a JSON array of field/value strings (a raw producer's mistake)
+ * is written as the entry's `data` field, as it was: the consumer's decoding then decides (a dead
+ * letter if it cannot read it), nothing is dropped. An id without a value (cancelled, or a raw
+ * producer's ZADD alone) is dropped. The XADD comes first: should Redis refuse it, the entry stays.
+ * KEYS[1] schedule, KEYS[2] entries, KEYS[3] stream; ARGV[1] most entries to move.
+ * Returns {moved, dropped, ms until the next one is due (-1: none waits), how many wait}.
+ */
+export const PROMOTE_SCRIPT = `${LUA_NOW}
+local function fieldsOf(value)
+  local ok, fields = pcall(cjson.decode, value)
+  if not ok or type(fields) ~= 'table' or #fields == 0 or #fields % 2 == 1 then return {'data', value} end
+  for i = 1, #fields do
+    if type(fields[i]) ~= 'string' then return {'data', value} end
+  end
+  return fields
+end
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
+local moved, dropped = 0, 0
+for _, id in ipairs(ids) do
+  local value = redis.call('HGET', KEYS[2], id)
+  if value then
+    redis.call('XADD', KEYS[3], '*', unpack(fieldsOf(value)))
+    moved = moved + 1
+  else
+    dropped = dropped + 1
+  end
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
+end
+local nextOne = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = -1
+if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
+return {moved, dropped, wait, redis.call('ZCARD', KEYS[1])}
+`;
+
+/** Cancels a waiting entry. KEYS[1] schedule, KEYS[2] entries; ARGV[1] id. Returns 1 if it was waiting, else 0. */
+export const CANCEL_SCRIPT = `
+local n = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return n
+`;
+
+/** How many wait and when the next is due. KEYS[1] schedule. Returns {how many, ms until the next (-1: none)}. */
+export const LOOK_SCRIPT = `${LUA_NOW}
+local nextOne = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = -1
+if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
+return {redis.call('ZCARD', KEYS[1]), wait}
+`;

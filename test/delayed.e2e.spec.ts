@@ -1,0 +1,263 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastValueFrom } from 'rxjs';
+import { RedisStreamsRecord, RedisStreamsServer } from 'nestjs-redis-streams';
+import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
+import { startFixture } from './support/fixture-process.js';
+import { captureLogs } from './support/logs.js';
+import { useProducers } from './support/producer.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { waitFor } from './support/wait-for.js';
+import { delayedKeysOf } from '../libs/redis-streams/src/redis/delayed-commands.js';
+
+const redis = useRedis();
+const startProducer = useProducers();
+
+const consumers: StreamConsumer[] = [];
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(consumers.splice(0).map((c) => c.close()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const keysOf = (stream: string) => delayedKeysOf(stream, redis.cluster);
+
+function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
+  const c = new StreamConsumer({
+    connection: redis.connection,
+    group: 'g',
+    blockMs: 100,
+    minIdleMs: 2000,
+    flowCheckMs: 100,
+    logger: false,
+    keyPrefix: prefix,
+    concurrency: 4,
+    ...options,
+  });
+  consumers.push(c);
+  return c;
+}
+
+/** Redis' clock in ms. */
+async function redisNow(): Promise<number> {
+  const [s, us] = (await redis.client().time()) as [string | number, string | number];
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+const msOf = (id: string) => Number(id.split('-')[0]);
+
+/** Every `n` of the payloads in `stream`, in id order (XRANGE, so a second promotion would show twice). */
+async function inStream(stream: string): Promise<number[]> {
+  const rows = (await redis.client().xrange(stream, '-', '+')) as [string, string[]][];
+  return rows.map(([, fields]) => (JSON.parse(fields[fields.indexOf('data') + 1]!) as { n: number }).n);
+}
+
+describe('delayed delivery: entries visible no earlier than their due time, on Redis clock', () => {
+  it('delivers each entry at or after its due time (delayMs and deliverAt), and says how late', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const handled = new Map<number, string>();
+    await consumer(prefix)
+      .handle('reminders', (p: { n: number }, ctx: { getId(): string }) => void handled.set(p.n, ctx.getId()))
+      .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const due = new Map<number, number>();
+    const base = await redisNow();
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, n) => {
+        // Half by delay, half by an absolute time on Redis' clock; both spread over 0–1.5 s.
+        const wait = (n * 37) % 1500;
+        const options = n % 2 === 0 ? { delayMs: wait } : { deliverAt: new Date(base + 300 + wait) };
+        const id = (await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, options)))) as string;
+        // The due time the schedule holds: the one "never early" is measured against.
+        due.set(n, Number(await redis.client().zscore(keysOf(stream).schedule, id)));
+      }),
+    );
+    await waitFor(() => handled.size === 40, { message: '40 delayed entries handled' });
+    const lateness = [...handled].map(([n, id]) => msOf(id) - due.get(n)!);
+    // The entry's stream id is Redis' time when it became visible: never before its due time.
+    expect(lateness.filter((late) => late < 0)).toEqual([]);
+    expect(await redis.client().zcard(keysOf(stream).schedule)).toBe(0);
+    expect(await redis.client().hlen(keysOf(stream).entries)).toBe(0);
+    lateness.sort((a, b) => a - b);
+    console.log(`delayed: lateness p50 ${lateness[20]} ms, max ${lateness[39]} ms (flowCheckMs 100)`);
+  });
+
+  it('moves each entry into the stream once while four workers promote the same schedule', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const handled: number[] = [];
+    for (let w = 0; w < 4; w++)
+      await consumer(prefix, { consumer: `w${w}`, flowCheckMs: 20 })
+        .handle('reminders', (p: { n: number }) => void handled.push(p.n))
+        .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await Promise.all(
+      Array.from({ length: 1500 }, (_, n) =>
+        lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs: 300 + (n % 200) }))),
+      ),
+    );
+    await waitFor(() => handled.length >= 1500, { message: '1500 entries handled' });
+    const written = await inStream(stream);
+    expect(written.length).toBe(1500);
+    expect(new Set(written).size).toBe(1500);
+    expect(new Set(handled).size).toBe(1500);
+  });
+
+  it('loses and duplicates nothing when the producer and every worker are killed -9 while entries wait', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const dir = mkdtempSync(join(tmpdir(), 'delayed-'));
+    dirs.push(dir);
+    const log = join(dir, 'handled.log');
+    const conn = JSON.stringify(redis.connection);
+    const worker = (name: string) => startFixture(children, 'flow-worker.mjs', [conn, prefix, name, log]);
+    const w1 = await worker('w1');
+    const w2 = await worker('w2');
+    // Due 2.5–3.5 s after each write: the kills below come before any is due.
+    const producer = await startFixture(children, 'delayed-producer.mjs', [conn, prefix, '5000', '2500']);
+    await waitFor(() => (producer.out().match(/^scheduled /gm)?.length ?? 0) >= 300, { message: 'the producer to schedule 300' });
+    producer.child.kill('SIGKILL');
+    w1.child.kill('SIGKILL');
+    w2.child.kill('SIGKILL');
+    await Promise.all(
+      [w1, w2, producer].map(
+        ({ child }) => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(0) : child.once('exit', r))),
+      ),
+    );
+    const acknowledged = producer
+      .out()
+      .match(/^scheduled \d+$/gm)!
+      .map((l) => Number(l.split(' ')[1]));
+    const waiting = await redis.client().zcard(keysOf(stream).schedule);
+    // Nothing handled yet: every worker died while all of them waited.
+    expect(existsSync(log) ? readFileSync(log, 'utf8') : '').toBe('');
+    expect(waiting).toBeGreaterThanOrEqual(acknowledged.length);
+    await worker('w3');
+    await worker('w4');
+    const lines = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []);
+    await waitFor(() => lines().length >= waiting, { message: `${waiting} entries handled`, timeoutMs: 30_000 });
+    await waitFor(async () => (await redis.client().zcard(keysOf(stream).schedule)) === 0, { message: 'the schedule empty' });
+    const handledNs = lines().map((l) => Number(l.split(' ')[3]));
+    const written = await inStream(stream);
+    // Each scheduled entry moved into the stream once, handled once; every acknowledged one among them.
+    expect(written.length).toBe(waiting);
+    expect(new Set(written).size).toBe(waiting);
+    expect(handledNs.length).toBe(waiting);
+    expect(new Set(handledNs).size).toBe(waiting);
+    expect(acknowledged.filter((n) => !handledNs.includes(n))).toEqual([]);
+  });
+
+  it('cancels a waiting entry by its id (on a partitioned stream too); too late once it is in the stream', async () => {
+    const prefix = uniquePrefix();
+    const handled: string[] = [];
+    await consumer(prefix)
+      .handle('reminders', (p: { name: string }) => void handled.push(p.name), { partitions: 4 })
+      .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix, partitions: { reminders: 4 } });
+    const emit = (name: string, delayMs: number, partitionKey?: string) =>
+      lastValueFrom(
+        producer.client.emit('reminders', new RedisStreamsRecord({ name }, {}, { delayMs, ...(partitionKey ? { partitionKey } : {}) })),
+      ) as Promise<string>;
+    const cancelled = await emit('cancelled', 600, 'customer-1');
+    const kept = await emit('kept', 900, 'customer-2');
+    const unkeyed = await emit('unkeyed', 600);
+    expect(await producer.client.cancelScheduled('reminders', cancelled)).toBe(true);
+    expect(await producer.client.cancelScheduled('reminders', unkeyed)).toBe(true);
+    expect(await producer.client.cancelScheduled('reminders', cancelled)).toBe(false);
+    expect(await producer.client.cancelScheduled('reminders', 'no-such-id')).toBe(false);
+    await waitFor(() => handled.includes('kept'), { message: 'the kept entry handled' });
+    expect(handled).toEqual(['kept']);
+    expect(await producer.client.cancelScheduled('reminders', kept)).toBe(false);
+    await expect(producer.client.cancelScheduled('reminders', '')).rejects.toThrow(/id must be the non-empty id/);
+  });
+
+  it('an idempotency key names the scheduled entry: a repeat while it waits schedules nothing', async () => {
+    const prefix = uniquePrefix();
+    const handled: number[] = [];
+    await consumer(prefix)
+      .handle('reminders', (p: { n: number }) => void handled.push(p.n))
+      .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const emit = (n: number) =>
+      lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs: 400, idempotencyKey: 'reminder-7' })));
+    expect(await emit(1)).toBe('reminder-7');
+    expect(await emit(2)).toBe('reminder-7');
+    await emit(3);
+    await waitFor(() => handled.length > 0, { message: 'the entry handled' });
+    await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 9 }, {}, { delayMs: 50 })));
+    await waitFor(() => handled.includes(9), { message: 'a later entry handled' });
+    expect(handled).toEqual([1, 9]);
+  });
+
+  it('takes raw producers: a JSON array of fields is the entry, anything else arrives as its data field; an id with no fields is dropped', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const handled: unknown[] = [];
+    const logs = captureLogs();
+    await consumer(prefix, { logger: logs.logger, maxDeliveries: 1 })
+      .handle('reminders', (p: unknown) => void handled.push(p))
+      .start();
+    const k = keysOf(stream);
+    const now = await redisNow();
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'raw-1', JSON.stringify(['data', JSON.stringify({ from: 'raw' }), 'headers', '{"h":"1"}']))
+      .zadd(k.schedule, now + 100, 'raw-1')
+      .hset(k.entries, 'raw-2', 'not json at all')
+      .zadd(k.schedule, now + 100, 'raw-2')
+      .zadd(k.schedule, now + 100, 'raw-3')
+      .exec();
+    await waitFor(() => handled.length === 1, { message: 'the raw entry handled' });
+    expect(handled).toEqual([{ from: 'raw' }]);
+    // The unreadable one is a dead letter with its value intact; the one without fields is reported.
+    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 1, { message: 'the unreadable one dead-lettered' });
+    const [[, letter]] = (await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [string, string[]][];
+    expect(letter.join(' ')).toContain('not json at all');
+    await waitFor(() => logs.lines.some((l) => /1 delayed entries of ".*reminders" had no fields/.test(l)), {
+      message: 'the dropped one logged',
+    });
+    expect(await redis.client().zcard(k.schedule)).toBe(0);
+  });
+
+  it('shows what waits in health', async () => {
+    const prefix = uniquePrefix();
+    const c = consumer(prefix).handle('reminders', () => undefined);
+    await c.start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    for (let n = 0; n < 3; n++)
+      await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs: 60_000 + n })));
+    await waitFor(async () => (await c.health()).streams[0]?.delayed?.waiting === 3, { message: 'health to show 3 waiting' });
+    const { delayed } = (await c.health()).streams[0]!;
+    expect(delayed!.nextDueInMs).toBeGreaterThan(50_000);
+    expect(delayed!.nextDueInMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('refuses a wrong delay, naming it, and a delayed request', async () => {
+    const record = (options: object) => () => new RedisStreamsRecord({}, {}, options);
+    expect(record({ delayMs: -1 })).toThrow(/delayMs must be a whole number of ms from 0 to .*got -1/);
+    expect(record({ delayMs: '5' })).toThrow(/delayMs .* got string/);
+    expect(record({ delayMs: 1.5 })).toThrow(/delayMs .* got 1.5/);
+    expect(record({ delayMs: 400 * 86_400_000 * 365 })).toThrow(/delayMs .*10 years/);
+    expect(record({ deliverAt: new Date('nope') })).toThrow(/deliverAt must be a Date or whole Unix ms.*an invalid Date/);
+    expect(record({ deliverAt: Date.now() + 20 * 365 * 86_400_000 })).toThrow(/deliverAt .*at most 10 years ahead/);
+    expect(record({ delayMs: 1, deliverAt: Date.now() })).toThrow(/delayMs and deliverAt: give one of them/);
+    expect(() => new RedisStreamsServer({ flowCheckMs: 0 })).toThrow(/flowCheckMs/);
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: uniquePrefix() });
+    await expect(lastValueFrom(producer.client.send('reminders', new RedisStreamsRecord({}, {}, { delayMs: 10 })))).rejects.toThrow(
+      /a request cannot be delayed/,
+    );
+  });
+});
