@@ -3,16 +3,20 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom } from 'rxjs';
-import { RedisStreamsRecord, RedisStreamsServer } from 'nestjs-redis-streams';
+import { RedisStreamsRecord, RedisStreamsServer, serveDashboard } from 'nestjs-redis-streams';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
-import { deadLetterKey } from './support/redis-server.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
 import { delayedKeysOf } from '../libs/redis-streams/src/redis/delayed-commands.js';
+import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
+import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
+import { attention } from '../libs/redis-streams/src/ops/attention.js';
 
 const redis = useRedis();
 const startProducer = useProducers();
@@ -224,16 +228,54 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     expect(handled).toEqual([{ from: 'raw' }]);
     // The unreadable one is a dead letter with its value intact; the one without fields is reported.
     await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 1, { message: 'the unreadable one dead-lettered' });
-    const [[, letter]] = (await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [string, string[]][];
-    expect(letter.join(' ')).toContain('not json at all');
+    const [letter] = (await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [string, string[]][];
+    expect(letter![1].join(' ')).toContain('not json at all');
     await waitFor(() => logs.lines.some((l) => /1 delayed entries of ".*reminders" had no fields/.test(l)), {
       message: 'the dropped one logged',
     });
     expect(await redis.client().zcard(k.schedule)).toBe(0);
   });
 
-  it('shows what waits in health', async () => {
+  it.skipIf(CLUSTER_MODE)(
+    'a worker with the minimal ACL says nothing of a stream nobody schedules to, and names the missing rights once one does',
+    async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}reminders`;
+      const logs = captureLogs();
+      const user = await aclUser(redis.client(), redis.port, `w-${prefix.slice(2, 10)}`, prefix, CONSUMER_ACL);
+      const handled: number[] = [];
+      const c = consumer(prefix, { connection: user, logger: logs.logger }).handle(
+        'reminders',
+        (p: { n: number }) => void handled.push(p.n),
+      );
+      await c.start();
+      // A few looks with no schedule: not a word.
+      await redis.client().xadd(stream, '*', 'data', '{"n":0}');
+      await waitFor(() => handled.length === 1, { message: 'a plain entry handled' });
+      await waitFor(async () => (await c.health()).streams[0]!.lastBeatAgeMs !== undefined, { message: 'a beat' });
+      const looks = async (n: number) => {
+        const start = Date.now();
+        await waitFor(() => Date.now() - start > n * 100, { message: `${n} looks`, intervalMs: 50 });
+      };
+      await looks(3);
+      expect(logs.lines.filter((l) => /delayed/.test(l))).toEqual([]);
+      const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+      await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 10 })));
+      await waitFor(
+        () => logs.lines.some((l) => /could not move the due delayed entries .*needs rights on the stream's schedule keys/.test(l)),
+        {
+          message: 'the refusal logged',
+        },
+      );
+      await looks(3);
+      expect(logs.lines.filter((l) => /could not move/.test(l)).length).toBe(1);
+      expect(await redis.client().zcard(keysOf(stream).schedule)).toBe(1);
+    },
+  );
+
+  it('shows what waits in health, inspect and the dashboard; an operator is told when nobody moves them in', async () => {
     const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
     const c = consumer(prefix).handle('reminders', () => undefined);
     await c.start();
     const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
@@ -243,6 +285,30 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     const { delayed } = (await c.health()).streams[0]!;
     expect(delayed!.nextDueInMs).toBeGreaterThan(50_000);
     expect(delayed!.nextDueInMs).toBeLessThanOrEqual(60_000);
+    const [report] = await inspectStreams(redis.client(), [stream], 'g');
+    expect(renderReports([report!])).toMatch(/\n  delayed: 3 waiting, next due in (59|60)\.\d s/);
+    expect(attention(report!, 2000)).toEqual([]);
+    const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
+    try {
+      const page = (await (await fetch(`${url}api/stream?key=${encodeURIComponent(stream)}`)).json()) as { delayed: { waiting: number } };
+      expect(page.delayed.waiting).toBe(3);
+    } finally {
+      server.close();
+    }
+    // Past due by more than minIdleMs with no worker running (a raw entry due 10 s ago): said.
+    await c.close();
+    const now = await redisNow();
+    await redis
+      .client()
+      .multi()
+      .hset(keysOf(stream).entries, 'late', '["data","{}"]')
+      .zadd(keysOf(stream).schedule, now - 10_000, 'late')
+      .exec();
+    const [late] = await inspectStreams(redis.client(), [stream], 'g');
+    expect(renderReports([late!])).toMatch(/delayed: 4 waiting, next past due by 1\d\.\d s/);
+    expect(attention(late!, 2000).join('\n')).toMatch(
+      /4 delayed entries wait, the next past due by 1\d\.\d s: no worker of ".*reminders" is moving them in/,
+    );
   });
 
   it('refuses a wrong delay, naming it, and a delayed request', async () => {

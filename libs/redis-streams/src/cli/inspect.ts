@@ -40,6 +40,8 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
     const idmp = idempotencyLine(s);
     if (idmp) lines.push(idmp);
     for (const d of s.deadLetters) lines.push(`  dead letters: ${e(d.stream)} ${d.length}`);
+    const delayed = delayedLine(s.delayed);
+    if (delayed) lines.push(delayed);
     for (const a of s.attention ?? []) lines.push(`  attention: ${a}`);
     if (s.groups.length === 0) lines.push(group === undefined ? '  no consumer group' : `  no group "${e(group)}"`);
     for (const g of s.groups) {
@@ -65,6 +67,14 @@ function orderingLine(o: NonNullable<GroupReport['ordering']>): string {
   const members = counted(o.members, 'member', 'members');
   if (o.consumer === null) return `ordered: no owner now (${members}; the next beat of the member it falls to takes it)`;
   return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} share the partitions)`;
+}
+
+/** Delayed entries waiting in the stream's schedule: said when some wait, or when the schedule could not be read. */
+export function delayedLine(d: StreamReport['delayed']): string | undefined {
+  if ('error' in d) return `  delayed: unknown (${d.error})`;
+  if (d.waiting === 0 || d.nextDueInMs === null) return undefined;
+  const next = d.nextDueInMs >= 0 ? `next due in ${duration(d.nextDueInMs)}` : `next past due by ${duration(-d.nextDueInMs)}`;
+  return `  delayed: ${d.waiting} waiting, ${next}`;
 }
 
 /** Idempotent produce's counters and window (Redis 8.6), on streams that had an idempotent write. */

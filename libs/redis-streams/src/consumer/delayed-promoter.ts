@@ -96,7 +96,12 @@ export class DelayedPromoter {
     const said = describeError(err);
     if (said === this.lastError) return;
     this.lastError = said;
-    const why = isRefusal(err) ? ' (the consumer needs the schedule keys, see docs/guide/security.md)' : '';
-    this.d.logger.warn(`could not move the due delayed entries of "${stream}" into it: ${said}${why}; tried again at the next look`);
+    const told = `could not move the due delayed entries of "${stream}" into it: ${said}`;
+    // A refusal lasts (an ACL without the schedule's rights): the entries wait until someone grants them.
+    if (isRefusal(err))
+      this.d.logger.error(
+        `${told}; the consumer needs rights on the stream's schedule keys (docs/guide/security.md); tried again at every look`,
+      );
+    else this.d.logger.warn(`${told}; tried again at the next look`);
   }
 }

@@ -146,6 +146,14 @@ function idempotencyLine(i: any): Child {
   );
 }
 
+/** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md): said when some wait, or when unreadable. */
+function delayedLine(d: any): Child {
+  if (d.error) return ui.el('p', {}, `Delayed entries unknown (${d.error})`);
+  if (!d.waiting || d.nextDueInMs === null) return null;
+  const next = d.nextDueInMs >= 0 ? `next due in ${ui.age(d.nextDueInMs)}` : `next past due by ${ui.age(-d.nextDueInMs)}`;
+  return ui.el('p', { class: 'delayed' }, `Delayed: ${ui.count(d.waiting, 'entry waits', 'entries wait')}, ${next}`);
+}
+
 async function streamPage(key: string): Promise<Child[]> {
   const s = await ui.get(`api/stream?key=${encodeURIComponent(key)}`);
   const out: Child[] = [
@@ -153,6 +161,7 @@ async function streamPage(key: string): Promise<Child[]> {
     ui.el('p', {}, `${ui.count(s.length, 'entry', 'entries')}, last id ${s.lastGeneratedId}`),
     ui.headroom(s),
     idempotencyLine(s.idempotency),
+    delayedLine(s.delayed),
   ];
   for (const g of s.groups) out.push(...(await groupSection(key, g)));
   const dead = s.deadLetters.map((d: any) =>

@@ -1,4 +1,4 @@
-import type { GroupReport } from '../ops/stream-reports.js';
+import { delayedReport, type GroupReport, type StreamReport } from '../ops/stream-reports.js';
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
@@ -40,6 +40,8 @@ export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
   attention: string[];
   /** On a cluster, the master that serves it (`host:port`); null on one node. */
   node: string | null;
+  /** Delayed entries waiting in its schedule (docs/guide/flow-control.md), or why that is unknown. */
+  delayed: StreamReport['delayed'];
 }
 
 export interface Overview {
@@ -254,7 +256,8 @@ export class DashboardData {
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
           ordering.set(g.name, await this.reports.ownership(s.stream, g.name).catch(() => null));
         }
-        const report = asReport(s, connected, dead, retries);
+        const delayed = await delayedReport(this.reports, s.stream);
+        const report = asReport(s, connected, dead, retries, delayed);
         const previous = this.history.previous(s.stream);
         const r = rates
           ? this.history.add(report, now)
@@ -274,7 +277,16 @@ export class DashboardData {
         }));
         const attention = [...refused, ...streamAttention(report, this.options.minIdleMs, previous)];
         const node = this.keys?.nodes?.get(s.stream) ?? null;
-        return { ...s, groups, deadLetters: dead, producedPerSec: r.producedPerSec, producedHistory: r.producedHistory, attention, node };
+        return {
+          ...s,
+          groups,
+          deadLetters: dead,
+          producedPerSec: r.producedPerSec,
+          producedHistory: r.producedHistory,
+          attention,
+          node,
+          delayed,
+        };
       }),
     );
   }

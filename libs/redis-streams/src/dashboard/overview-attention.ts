@@ -16,6 +16,7 @@ export function asReport(
   connected: Map<string, Set<string>> | null,
   dead: DeadLetterFigure[],
   retries: Map<string, { waiting: number; due: number } | { error: string }>,
+  delayed: StreamReport['delayed'],
 ): StreamReport {
   return {
     stream: s.stream,
@@ -42,6 +43,7 @@ export function asReport(
     })),
     deadLetters: dead.filter((d) => d.length !== null).map((d) => ({ stream: d.stream, length: d.length! })),
     deadLetterKeysNotStreams: dead.filter((d) => d.length === null).map((d) => d.stream),
+    delayed,
   };
 }
 

@@ -7,7 +7,7 @@ import type { StreamReport } from './stream-reports.js';
  * a consumer's oldest pending entry idle past `minIdleMs` (a live peer would have reclaimed it), a
  * consumer without a connection that owns entries (and, of those shown, entries waiting for their
  * retry), a retry past due by `minIdleMs` under a live consumer, a retry set that could not be
- * read, dead letters; with the previous refresh of
+ * read, dead letters, delayed entries past due by minIdleMs (nobody moves them in); with the previous refresh of
  * `--watch`, a dead-letter stream that grew and a lag that rose. Not flagged: entries idle past
  * minIdleMs other than each consumer's oldest (one XPENDING per entry), a lag rising over more than
  * one refresh; a dead-letter key that holds another type. Names are escaped: anyone who may write may name keys, groups and consumers.
@@ -47,5 +47,12 @@ export function attention(report: StreamReport, minIdleMs: number, previous?: St
     if (d.length > 0) found.push(`${counted(d.length, 'dead letter', 'dead letters')} in "${e(d.stream)}"`);
   }
   for (const key of report.deadLetterKeysNotStreams) found.push(`"${e(key)}" is not a stream: nothing can be dead-lettered there`);
+  const delayed = report.delayed;
+  // Every worker of the stream looks at least every flowCheckMs: past due by minIdleMs, none is running (or none may).
+  if ('waiting' in delayed && delayed.nextDueInMs !== null && delayed.nextDueInMs <= -minIdleMs)
+    found.push(
+      `${counted(delayed.waiting, 'delayed entry waits', 'delayed entries wait')}, the next past due by ${duration(-delayed.nextDueInMs)}: no worker of "${e(report.stream)}" is moving them in (none running, or one without the schedule's rights)`,
+    );
+  if ('error' in delayed) found.push(`delayed entries of "${e(report.stream)}" unknown (${delayed.error})`);
   return found;
 }

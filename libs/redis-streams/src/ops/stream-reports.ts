@@ -58,6 +58,8 @@ export interface StreamReport {
   deadLetters: { stream: string; length: number }[];
   /** Keys under those names that hold another type: dead-lettering there fails until the key is renamed or deleted. */
   deadLetterKeysNotStreams: string[];
+  /** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md), the ms until the next is due (negative: past due, null: none waits); or why it could not be read. */
+  delayed: { waiting: number; nextDueInMs: number | null } | { error: string };
   /** What needs an operator (attention.ts), filled in by the CLI. */
   attention?: string[];
 }
@@ -122,6 +124,7 @@ async function streamReport(
     });
   }
   const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);
+  const delayed = await delayedReport(commands, stream);
   return {
     stream,
     length: Number(info.length),
@@ -131,7 +134,19 @@ async function streamReport(
     groups,
     deadLetters,
     deadLetterKeysNotStreams,
+    delayed,
   };
+}
+
+/** What waits in the stream's schedule of delayed entries; a refusal (NOPERM) is said, not thrown. */
+export function delayedReport(commands: ReportCommands, stream: string): Promise<StreamReport['delayed']> {
+  return commands.delayed(stream).then(
+    (d) => ({ waiting: d.waiting, nextDueInMs: d.nextDueInMs ?? null }),
+    (err: unknown) => {
+      if (isErrorReply(err)) return { error: describeError(err) };
+      throw err;
+    },
+  );
 }
 
 /**

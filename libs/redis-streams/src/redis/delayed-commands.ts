@@ -65,7 +65,7 @@ export class DelayedCommands {
     return Number(await this.conn.streamsCancel(k.schedule, k.entries, id)) === 1;
   }
 
-  /** How many entries of `stream` wait, and the ms until the next is due. */
+  /** How many entries of `stream` wait, and the ms until the next is due (negative: past due, nobody moved it in). */
   async look(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
     return parseDelayedLook(await this.conn.streamsDelayedLook(this.keys(stream).schedule));
   }

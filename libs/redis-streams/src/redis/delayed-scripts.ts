@@ -26,10 +26,14 @@ return {1, due}
  * is written as the entry's `data` field, as it was: the consumer's decoding then decides (a dead
  * letter if it cannot read it), nothing is dropped. An id without a value (cancelled, or a raw
  * producer's ZADD alone) is dropped. The XADD comes first: should Redis refuse it, the entry stays.
+ * Without a schedule it reads nothing more than EXISTS (which the consumer's minimal ACL grants): a
+ * worker that was never given the schedule's rights looks at a stream nobody schedules to quietly.
  * KEYS[1] schedule, KEYS[2] entries, KEYS[3] stream; ARGV[1] most entries to move.
  * Returns {moved, dropped, ms until the next one is due (-1: none waits), how many wait}.
  */
-export const PROMOTE_SCRIPT = `${LUA_NOW}
+export const PROMOTE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0, -1, 0} end
+${LUA_NOW}
 local function fieldsOf(value)
   local ok, fields = pcall(cjson.decode, value)
   if not ok or type(fields) ~= 'table' or #fields == 0 or #fields % 2 == 1 then return {'data', value} end
@@ -64,10 +68,14 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return n
 `;
 
-/** How many wait and when the next is due. KEYS[1] schedule. Returns {how many, ms until the next (-1: none)}. */
-export const LOOK_SCRIPT = `${LUA_NOW}
+/**
+ * How many wait and when the next is due, past due when negative (nobody moves them in). KEYS[1]
+ * schedule. Returns {how many, 1 if one waits, ms until the next}. EXISTS first, as in PROMOTE_SCRIPT.
+ */
+export const LOOK_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0, 0} end
+${LUA_NOW}
 local nextOne = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = -1
-if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
-return {redis.call('ZCARD', KEYS[1]), wait}
+if not nextOne[2] then return {0, 0, 0} end
+return {redis.call('ZCARD', KEYS[1]), 1, tonumber(nextOne[2]) - now}
 `;

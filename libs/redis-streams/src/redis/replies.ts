@@ -313,8 +313,8 @@ export function parsePromoteReply(reply: unknown): Promotion {
   return { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
 }
 
-/** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (undefined: none). */
+/** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (negative: past due; undefined: none waits). */
 export function parseDelayedLook(reply: unknown): { waiting: number; nextDueInMs: number | undefined } {
-  const [waiting, wait] = integers('delayed look script', reply, 2);
-  return { waiting: waiting!, nextDueInMs: wait! < 0 ? undefined : wait! };
+  const [waiting, any, wait] = integers('delayed look script', reply, 3);
+  return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined };
 }

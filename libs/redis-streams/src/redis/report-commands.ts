@@ -13,6 +13,7 @@ import {
 } from './replies.js';
 import { retryKeyOf } from './retry-key.js';
 import { ownershipKeysOf } from './ownership-commands.js';
+import { DelayedCommands } from './delayed-commands.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
@@ -63,6 +64,11 @@ export class ReportCommands {
     ]);
     const held = parseOwnerValue(owner);
     return { consumer: held?.consumer ?? null, epoch: held?.epoch ?? null, leaseMs: held && ttl >= 0 ? ttl : null, members };
+  }
+
+  /** Delayed entries waiting in `stream`'s schedule, and the ms until the next is due (negative: past due). */
+  delayed(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
+    return new DelayedCommands(this.redis, (this.redis as { isCluster?: boolean }).isCluster === true).look(stream);
   }
 
   /** Every group's row of XINFO GROUPS. */
