@@ -286,7 +286,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     expect(delayed!.nextDueInMs).toBeGreaterThan(50_000);
     expect(delayed!.nextDueInMs).toBeLessThanOrEqual(60_000);
     const [report] = await inspectStreams(redis.client(), [stream], 'g');
-    expect(renderReports([report!])).toMatch(/\n  delayed: 3 waiting, next due in (59|60)\.\d s/);
+    expect(renderReports([report!])).toMatch(/\n {2}delayed: 3 waiting, next due in (59|60)\.\d s/);
     expect(attention(report!, 2000)).toEqual([]);
     const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
     try {
