@@ -86,8 +86,9 @@ const ON_VALKEY8 = [
   'test/group-recovery.e2e.spec.ts',
   // Ordered patterns: ownership scripts, fenced acks and takeovers on Valkey's replies.
   'test/ordered.e2e.spec.ts',
-  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) on Valkey.
+  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey.
   'test/delayed.e2e.spec.ts',
+  'test/pause.e2e.spec.ts',
 ];
 
 /**

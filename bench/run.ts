@@ -1,4 +1,4 @@
-// npm run bench [-- --smoke] [-- --only cluster|telemetry|drain|retries|scale|bullmq|reclaim|ordered]: every system on the same throwaway redis-server, in one run,
+// npm run bench [-- --smoke] [-- --only cluster|telemetry|drain|retries|scale|bullmq|reclaim|ordered|flow]: every system on the same throwaway redis-server, in one run,
 // reported as ratios to the better of two hand-written expert ioredis loops measured in that same run; then the
 // Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
@@ -34,6 +34,7 @@ import { retriesMarkdown, retriesProblems } from './retries-report.js';
 import { benchScale, scaleMarkdown, type ScaleSection } from './scale.js';
 import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from './reclaim-path.js';
 import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js';
+import { benchFlow, flowMarkdown, type FlowSection } from './flow.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -41,9 +42,12 @@ import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './s
 Logger.overrideLogger(['error']);
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const smoke = flags.smoke;
-if (flags.only !== undefined && !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered'].includes(flags.only))
+if (
+  flags.only !== undefined &&
+  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow'].includes(flags.only)
+)
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim" or "ordered", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered" or "flow", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -178,6 +182,14 @@ if (flags.only === 'retries') {
 }
 if (flags.only === 'scale') {
   const { problems } = writeScale(await benchScale({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'flow') {
+  const { problems } = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -346,6 +358,7 @@ await bullmqSection();
 const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }));
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
+const flow = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
 log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
@@ -386,6 +399,7 @@ const result = {
   retries,
   scale,
   ordered,
+  flow,
   reclaimPath,
   cluster,
 };
@@ -452,6 +466,7 @@ function incomplete(): string[] {
   problems.push(...retriesProblems(retries));
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
   problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
+  problems.push(...flow.problems.map((p) => `flow: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
@@ -578,6 +593,11 @@ function writeScale(section: ScaleSection): ScaleSection {
 /** The ordered section written to results/ordered.md (a smoke run: ordered-smoke.md); `--only ordered` prints it too. */
 function writeOrdered(section: OrderedSection): OrderedSection {
   return writeSection('ordered', 'ordered', orderedMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The flow-control section written to results/flow.md (a smoke run: flow-smoke.md); `--only flow` prints it too. */
+function writeFlow(section: FlowSection): FlowSection {
+  return writeSection('flow', 'flow', flowMarkdown(section, SMOKE_NOTE), section);
 }
 
 /** The reclaim-path section written to results/reclaim-path.md (a smoke run: reclaim-path-smoke.md); `--only reclaim` prints it too. */
@@ -1031,6 +1051,8 @@ function toMarkdown(r: typeof result): string {
     scaleMarkdown(r.scale, SMOKE_NOTE),
     '',
     orderedMarkdown(r.ordered, SMOKE_NOTE),
+    '',
+    flowMarkdown(r.flow, SMOKE_NOTE),
     '',
     reclaimPathMarkdown(r.reclaimPath, SMOKE_NOTE),
     '',

@@ -250,6 +250,26 @@ describe('dashboard', () => {
       });
       expect(array.status).toBe(400);
       expect(id).toBeTruthy();
+      // Flow control on the stream page: a delayed entry waiting, and the group paused and resumed from the page.
+      const schedule = redis.cluster ? `{${stream}}:delayed` : `${stream}:delayed`;
+      await redis.client().zadd(schedule, Date.now() + 3_600_000, 'later');
+      await page.goto(`${base}#/stream/${encodeURIComponent(stream)}`);
+      await page.getByText(/Delayed: 1 entry waits, next due in (59|60)\.\d min/).waitFor();
+      await page.getByRole('button', { name: 'Pause', exact: true }).click();
+      await page.getByText(/Paused since \S+ by dashboard tester: nothing new is read/).waitFor();
+      expect(await redis.client().exists(`${stream}:paused:g`)).toBe(1);
+      await waitFor(async () => (await transport.health()).streams.find((st) => st.stream === stream)?.paused === true, {
+        message: 'the worker to see the pause',
+      });
+      await redis.client().xadd(stream, '*', 'data', JSON.stringify({ order: 2 }));
+      await page.getByRole('button', { name: 'Resume', exact: true }).click();
+      await page.getByRole('button', { name: 'Pause', exact: true }).waitFor();
+      await waitFor(() => handled.length === 2, { message: 'the entry written while paused handled after the resume' });
+      expect(logs.slice(1)).toEqual([
+        expect.stringMatching(/"tester" paused ".*orders" for group "g"$/),
+        expect.stringMatching(/"tester" resumed ".*orders" for group "g"$/),
+      ]);
+      await redis.client().del(schedule);
     } finally {
       await app.close();
     }

@@ -262,7 +262,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
       await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 10 })));
       await waitFor(
-        () => logs.lines.some((l) => /could not move the due delayed entries .*needs rights on the stream's schedule keys/.test(l)),
+        () => logs.lines.some((l) => /could not move the due delayed entries .*needs rights on the streams' schedule keys/.test(l)),
         {
           message: 'the refusal logged',
         },

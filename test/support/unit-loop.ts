@@ -6,7 +6,7 @@
  * wired besides the Reader: a refactor that moves them changes this file, not the specs.
  */
 import { randomUUID } from 'node:crypto';
-import type { Observable } from 'rxjs';
+import { NEVER, type Observable } from 'rxjs';
 import { AckPipeline } from '../../libs/redis-streams/src/consumer/ack-pipeline.js';
 import type { BatchProgress } from '../../libs/redis-streams/src/consumer/batch-progress.js';
 import { settleBatch, type SettleFetched } from '../../libs/redis-streams/src/consumer/batch-settler.js';
@@ -143,7 +143,9 @@ function unitLoop(
     );
   // As the Reader's: enough for `concurrency` calls of a batch handler, at most MAX_BATCH_SIZE.
   const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
-  const step = { stop, streams, count, settle, logger, consumer, minIdleMs };
+  // Nothing paused: these steps' own tests (pausing is test/pause.e2e's).
+  const pause = { readable: () => streams, has: () => false, changed$: NEVER };
+  const step = { stop, streams, count, settle, logger, consumer, minIdleMs, pause };
   const arrivals = { commands, custody, maxWaitingRetries };
   const offer = { claimsOnRead: () => claimOnRead };
   return {

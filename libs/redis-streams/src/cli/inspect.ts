@@ -50,6 +50,7 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
         `  group ${e(g.name)}  lag ${g.lag ?? 'unknown'}  pending ${g.pending}  last delivered ${e(g.lastDeliveredId)}  consumers ${g.consumers.length}${consuming === undefined ? '' : `  consumed ${consuming.toFixed(1)}/s`}${retryFigures(g)}`,
       );
       if (g.ordering) lines.push(`    ${orderingLine(g.ordering)}`);
+      if (g.paused) lines.push(`    ${pausedLine(g.paused)}`);
       for (const c of g.consumers) {
         lines.push(
           `    ${e(c.name)}  pending ${c.pending}  ${idleFigures(c)}  oldest pending ${age(c.oldestPendingAgeMs)}${connection(c)}`,
@@ -75,6 +76,12 @@ export function delayedLine(d: StreamReport['delayed']): string | undefined {
   if (d.waiting === 0 || d.nextDueInMs === null) return undefined;
   const next = d.nextDueInMs >= 0 ? `next due in ${duration(d.nextDueInMs)}` : `next past due by ${duration(-d.nextDueInMs)}`;
   return `  delayed: ${d.waiting} waiting, ${next}`;
+}
+
+/** A paused pattern: since when, by whom (as the flag says), and what it means. */
+export function pausedLine(p: NonNullable<GroupReport['paused']>): string {
+  const since = p.at === null ? '' : ` since ${new Date(p.at).toISOString()}`;
+  return `paused${since}${p.by ? ` by ${e(p.by)}` : ''}: nothing new is read (redis-streams resume to undo)`;
 }
 
 /** Idempotent produce's counters and window (Redis 8.6), on streams that had an idempotent write. */

@@ -15,6 +15,7 @@ import { DASHBOARD_FLAGS, DASHBOARD_HELP, DASHBOARD_USAGE, dashboardSettings, ru
 import { findStreams, inspectStreams, serverLine, type StreamReport } from '../ops/stream-reports.js';
 import { rates, renderReports } from './inspect.js';
 import { counted } from '../readable.js';
+import { PAUSE_HELP, PAUSE_USAGE, runPause } from './pause-command.js';
 
 const INSPECT_HELP = `inspect: the server and which newer stream commands it offers; per stream its length, dead letters,
 its idempotent writes' counters and window (Redis 8.6) and, per group, lag, pending and last delivered id;
@@ -45,6 +46,7 @@ const COMMANDS: Record<string, { usage: string; help: string }> = {
   consumers: { usage: 'redis-streams consumers prune <stream> --group G --idle-ms MS [--json]', help: PRUNE_HELP },
   pending: { usage: `redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}`, help: PENDING_HELP },
   dashboard: { usage: `redis-streams ${DASHBOARD_USAGE}`, help: DASHBOARD_HELP },
+  pause: { usage: `redis-streams ${PAUSE_USAGE.replaceAll('\n  ', '\n  redis-streams ')}`, help: PAUSE_HELP },
 };
 
 const WHERE = '(each with [--url redis://…] or [--cluster redis://…,…])';
@@ -100,6 +102,7 @@ function parseFlags(argv: string[]) {
 /** The command `argv` names, read leniently (a bad flag must not hide which command's usage to show). */
 function commandOf(argv: string[]): string | undefined {
   const [command] = parseArgs({ args: argv, allowPositionals: true, strict: false, options: parseFlagsOptions }).positionals;
+  if (command === 'resume') return 'pause';
   return command !== undefined && command in COMMANDS ? command : undefined;
 }
 
@@ -121,7 +124,8 @@ async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
   const asked = positionals[0] === 'help';
   const [command, ...rest] = asked ? positionals.slice(1) : positionals;
   if (values.help || asked) {
-    io.out(command !== undefined && command in COMMANDS ? commandHelp(command) : REDIS_STREAMS_USAGE);
+    const named = command === 'resume' ? 'pause' : command;
+    io.out(named !== undefined && named in COMMANDS ? commandHelp(named) : REDIS_STREAMS_USAGE);
     return 0;
   }
   if (!command) return fail('a command is needed');
@@ -138,6 +142,13 @@ async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
     return withConnection(values, (redis) => runPending(redis, sub!, stream!, id!, values, io));
   }
   if (command === 'consumers') return prune(rest, values, io);
+  if (command === 'pause' || command === 'resume') {
+    const [name, ...extra] = rest;
+    if (!name) return fail(`${command} needs a name (a stream, or a partitioned pattern's name)`);
+    if (extra.length > 0) return fail(`${command} takes one name`);
+    if (!values.group) return fail(`${command} needs --group G (a pause is one group's)`);
+    return withConnection(values, (redis) => runPause(redis, command, name, values, io));
+  }
   if (command === 'inspect') return inspect(rest, values, io);
   if (command === 'dashboard') {
     if (rest.length > 0) return fail('dashboard takes no stream names (see --match)');

@@ -2,7 +2,8 @@ import { defer, from, type Observable, repeat, timer } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
 import type { DelayedCommands } from '../redis/delayed-commands.js';
-import { isRefusal } from '../redis/redis-errors.js';
+import { isRefusal, isRetryable } from '../redis/redis-errors.js';
+import type { Promotion } from '../redis/replies.js';
 
 /** Entries one promotion script moves: a short script keeps every other client's wait short. */
 export const PROMOTE_BATCH = 100;
@@ -49,35 +50,35 @@ export class DelayedPromoter {
     return { waiting: v.waiting, nextDueInMs: next };
   }
 
-  /** One look at every stream: what is due moves in. How many moved. */
+  /** One look at every stream (one script call for all): what is due moves in. How many moved. */
   async look(): Promise<number> {
     let moved = 0;
-    for (const stream of this.d.streams) {
+    let streams = this.d.streams;
+    for (let round = 0; round < ROUNDS_PER_LOOK && streams.length > 0; round++) {
+      let promotions: Promotion[];
       try {
-        moved += await this.promote(stream);
+        promotions = await this.d.delayed.promote(streams, PROMOTE_BATCH);
+        this.lastError = '';
       } catch (err) {
-        this.failed(stream, err);
+        this.failed(streams, err);
+        return moved;
       }
-    }
-    return moved;
-  }
-
-  private async promote(stream: string): Promise<number> {
-    let moved = 0;
-    for (let round = 0; round < ROUNDS_PER_LOOK; round++) {
-      const p = await this.d.delayed.promote(stream, PROMOTE_BATCH);
-      this.lastError = '';
-      moved += p.moved;
-      this.views.set(stream, { waiting: p.waiting, nextDueInMs: p.nextDueInMs, at: Date.now() });
-      if (p.dropped > 0)
-        this.d.logger.warn(
-          `${p.dropped} delayed entries of "${stream}" had no fields (cancelled meanwhile, or a raw producer's ZADD alone): dropped`,
-        );
-      // Fewer than a full script's worth: nothing more is due now.
-      if (p.moved + p.dropped < PROMOTE_BATCH) return moved;
+      const more: string[] = [];
+      promotions.forEach((p, i) => {
+        const stream = streams[i]!;
+        moved += p.moved;
+        this.views.set(stream, { waiting: p.waiting, nextDueInMs: p.nextDueInMs, at: Date.now() });
+        if (p.dropped > 0)
+          this.d.logger.warn(
+            `${p.dropped} delayed entries of "${stream}" had no fields (cancelled meanwhile, or a raw producer's ZADD alone): dropped`,
+          );
+        // A full script's worth: more may be due now.
+        if (p.moved + p.dropped >= PROMOTE_BATCH) more.push(stream);
+      });
+      streams = more;
     }
     // More due than a look moves: the next look comes at once.
-    this.views.set(stream, { ...this.views.get(stream)!, nextDueInMs: 0 });
+    for (const stream of streams) this.views.set(stream, { ...this.views.get(stream)!, nextDueInMs: 0 });
     return moved;
   }
 
@@ -91,16 +92,19 @@ export class DelayedPromoter {
     return next;
   }
 
-  /** Logged once per kind of failure (a lasting refusal would say it every look). */
-  private failed(stream: string, err: unknown): void {
+  /**
+   * A refusal (an ACL without the schedule's rights) is an error, said once: the entries wait until someone
+   * grants them. A lost connection is the connection report's to tell; anything else is said once per kind.
+   */
+  private failed(streams: readonly string[], err: unknown): void {
+    if (isRetryable(err)) return;
     const said = describeError(err);
     if (said === this.lastError) return;
     this.lastError = said;
-    const told = `could not move the due delayed entries of "${stream}" into it: ${said}`;
-    // A refusal lasts (an ACL without the schedule's rights): the entries wait until someone grants them.
+    const told = `could not move the due delayed entries of "${streams[0]}"${streams.length > 1 ? ` and ${streams.length - 1} more streams` : ''} into them: ${said}`;
     if (isRefusal(err))
       this.d.logger.error(
-        `${told}; the consumer needs rights on the stream's schedule keys (docs/guide/security.md); tried again at every look`,
+        `${told}; the consumer needs rights on the streams' schedule keys (docs/guide/security.md); tried again at every look`,
       );
     else this.d.logger.warn(`${told}; tried again at the next look`);
   }

@@ -11,6 +11,7 @@ import type { Custody } from './custody.js';
 import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
 import type { StopSignal } from './stop-signal.js';
+import type { PauseWatch } from './pause-watch.js';
 
 /** What the park reads on, holds and hands its entries to. */
 export interface ParkerDeps extends ArrivalDeps {
@@ -27,6 +28,8 @@ export interface ParkerDeps extends ArrivalDeps {
   custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
   /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
   offer: Pick<ServerOffer, 'claimsOnRead'>;
+  /** Which streams are paused for the group: the park reads the others, and waits while all are. */
+  pause: Pick<PauseWatch, 'readable' | 'changed$'>;
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
   batch?: { maxSize: number; maxWaitMs: number } | undefined;
   settle: SettleFetched;
@@ -232,12 +235,18 @@ export class Parker {
       }
     }
     if (stop.stopped) return [];
-    const claimMinIdleMs = d.offer.claimsOnRead(d.streams.length) && !this.claimedLast ? d.minIdleMs : undefined;
+    const streams = d.pause.readable();
+    if (streams.length === 0) {
+      // Every stream paused: the beat waits, woken by a resume (or the stop).
+      await firstValueFrom(race(timer(blockMs || d.blockMs), stop.stopped$, d.pause.changed$));
+      return [];
+    }
+    const claimMinIdleMs = d.offer.claimsOnRead(streams.length) && !this.claimedLast ? d.minIdleMs : undefined;
     const read = d.fetch.readGroup(
       lanes.blocking,
       d.consumer,
-      d.streams,
-      d.streams.map(() => '>'),
+      streams,
+      streams.map(() => '>'),
       count,
       blockMs > 0 ? blockMs : undefined,
       claimMinIdleMs,

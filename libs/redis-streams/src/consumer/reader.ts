@@ -43,12 +43,13 @@ import { LoopFindings } from './loop-findings.js';
 import { VitalSigns, type LoopVitals, type StepResult } from './loop-vitals.js';
 import { Parker } from './parker.js';
 import { Reclaimer } from './reclaimer.js';
-import { selfDrain$ } from './self-drain.js';
+import { selfDrain$, type SelfDrainDeps } from './self-drain.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
 import { KeyLanes, type BlockedKey } from './key-lanes.js';
 import { DelayedPromoter, type DelayedView } from './delayed-promoter.js';
+import { PauseWatch } from './pause-watch.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
@@ -164,12 +165,15 @@ export class Reader {
   private readonly vitalSigns: VitalSigns;
   private readonly watch: StuckWatch;
   private readonly selfDrain$: Observable<StepResult>;
+  private readonly drainDeps: SelfDrainDeps;
   private readonly subscription: Subscription;
   /** An ordered reader's ownership of its partition, and its key lanes (the settler of its entries). */
   private readonly owner: PartitionOwner | undefined;
   private readonly keyLanes: KeyLanes | undefined;
   /** Moves this reader's streams' delayed entries in when due. */
   private readonly promoter: DelayedPromoter;
+  /** Which of its streams are paused for the group. */
+  private readonly pause: PauseWatch;
 
   constructor(
     { streams, batch, ordered }: ReaderStreams,
@@ -261,14 +265,22 @@ export class Reader {
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
     const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
-    const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs };
+    const pause = (this.pause = new PauseWatch({
+      pauses: commands.pauses,
+      group: options.group,
+      streams,
+      checkMs: options.flowCheckMs,
+      logger,
+    }));
+    const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs, pause };
     const arrivals = {
       commands,
       custody,
       maxWaitingRetries: keyLanes ? ORDERED_WAITING_RETRIES : options.maxWaitingRetries,
       onWaiting: keyLanes && ((entry: StreamEntry) => keyLanes.blockFor(entry)),
     };
-    this.selfDrain$ = selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead });
+    this.drainDeps = { ...step, ...arrivals, readAhead: options.readAhead };
+    this.selfDrain$ = selfDrain$({ ...this.drainDeps, drainable: () => pause.drainable() });
     this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer });
     this.parker = new Parker(
       {
@@ -313,13 +325,22 @@ export class Reader {
   /** The steps, then the finish, merged with the upkeep; emits the number of entries each step fetched; completes after `stop()`. */
   private run(): Observable<number> {
     const stop = this.stopSignal;
-    const groups$ = defer(() => this.keeper.ensureGroups()).pipe(map(() => GROUPS_READY));
+    // The pause flags are read before anything is: a worker that starts while paused stays paused.
+    const groups$ = defer(async () => {
+      await this.keeper.ensureGroups();
+      await this.pause.look();
+    }).pipe(map(() => GROUPS_READY));
     // Stopped before the gate opened (close() during the start): the gate never opens, go straight to finish.
     const gate$ = defer(() => from(this.d.started ?? Promise.resolve())).pipe(takeUntil(stop.stopped$));
     const check$ = defer(() => (this.keeper.due ? from(this.keeper.checkGroups()).pipe(ignoreElements()) : EMPTY));
-    const fullBeat$ = concat(check$, this.reclaimer.step$, this.parker.step$);
+    // A stream resumed after a (re)start that skipped its self-drain: drained now.
+    const resumed$ = defer(() => {
+      const streams = this.pause.takeResumed();
+      return streams.length > 0 ? selfDrain$({ ...this.drainDeps, streams }) : EMPTY;
+    });
+    const fullBeat$ = concat(check$, resumed$, this.reclaimer.step$, this.parker.step$);
     // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
-    const beat$ = defer(() => (this.keeper.due || this.reclaimer.due ? fullBeat$ : this.parker.step$));
+    const beat$ = defer(() => (this.keeper.due || this.reclaimer.due || this.pause.owesDrain ? fullBeat$ : this.parker.step$));
     const beats$ = beat$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
     const read$ = this.owner ? this.orderedCycles$(groups$, beat$) : concat(this.selfDrain$, beats$);
     // An ordered reader's lanes settle before any restart: self-drain must not meet an entry a lane still runs.
@@ -336,7 +357,10 @@ export class Reader {
     // whenever the acks or the audit find something. It ends when the work does, or at an abandon.
     const upkeep$ = merge(
       this.custody.upkeep$,
-      this.promoter.looks$,
+      // Once the consumer started (its groups exist): nothing of them may queue ahead of XGROUP CREATE.
+      defer(() => from(this.d.started ?? Promise.resolve())).pipe(concatMap(() => merge(this.promoter.looks$, this.pause.looks$))),
+      // A pause ends the park (the next reads without that stream); a resume ends a paused wait.
+      this.pause.changed$.pipe(tap(() => this.parker.wakePark())),
       this.watch.checks$,
       this.findings.wake$.pipe(
         tap(() => {
@@ -449,6 +473,16 @@ export class Reader {
   /** What waits in `stream`'s schedule of delayed entries, by this reader's last look; undefined before one. */
   delayed(stream: string): DelayedView | undefined {
     return this.promoter.view(stream);
+  }
+
+  /** Looks at the pause flags now (the next look would, within flowCheckMs). */
+  lookAtPauses(): Promise<void> {
+    return this.pause.look();
+  }
+
+  /** Whether `stream` is paused for the group, by this reader's last look. */
+  paused(stream: string): boolean {
+    return this.pause.has(stream);
   }
 
   /** Entries fetched and not yet settled. */

@@ -7,6 +7,7 @@ import { withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-
 import type { StepResult } from './loop-vitals.js';
 import type { ServerOffer } from './server-offer.js';
 import type { StopSignal } from './stop-signal.js';
+import type { PauseWatch } from './pause-watch.js';
 
 /** What the reclaim step claims with, holds and hands its entries to. */
 export interface ReclaimerDeps extends ArrivalDeps {
@@ -20,6 +21,8 @@ export interface ReclaimerDeps extends ArrivalDeps {
   settle: SettleFetched;
   /** Whether the park's read claims idle entries itself (XREADGROUP … CLAIM): sweeps are then rarer. */
   offer: Pick<ServerOffer, 'claimsOnRead'>;
+  /** Paused streams are not swept: their idle entries wait for the resume. */
+  pause: Pick<PauseWatch, 'readable' | 'has'>;
 }
 
 /** Without a claim, XAUTOCLAIM calls per stream per sweep (each scans ~10 × COUNT PEL entries). */
@@ -97,7 +100,7 @@ export class Reclaimer {
     if (this.sweeping.size > 0) return true;
     if (!this.sweepDue()) return false;
     this.lastSweepAt = Date.now();
-    for (const stream of this.d.streams) this.sweeping.set(stream, 0);
+    for (const stream of this.d.pause.readable()) this.sweeping.set(stream, 0);
     return true;
   }
 
@@ -112,7 +115,12 @@ export class Reclaimer {
   private async round(): Promise<number> {
     const { d } = this;
     const streams: string[] = [];
-    for (const stream of this.sweeping.keys()) if (streams.push(stream) >= MAX_STREAMS_PER_ROUND) break;
+    for (const stream of this.sweeping.keys()) {
+      // Paused since the sweep began: its peers' idle entries wait for the resume.
+      if (d.pause.has(stream)) this.sweeping.delete(stream);
+      else if (streams.push(stream) >= MAX_STREAMS_PER_ROUND) break;
+    }
+    if (streams.length === 0) return 0;
     const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0' }));
     // One batch per round at most, whatever the number of streams: the park comes next.
     const { results, retriesWaiting, failure } = await d.commands.fetch.autoClaim(d.consumer, d.minIdleMs, requests, d.count);

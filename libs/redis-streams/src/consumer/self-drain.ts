@@ -11,6 +11,8 @@ import type { StopSignal } from './stop-signal.js';
 export interface SelfDrainDeps extends ArrivalDeps {
   stop: StopSignal;
   streams: readonly string[];
+  /** What a (re)start drains (the streams not paused); all of `streams` when absent. */
+  drainable?: () => readonly string[];
   /** COUNT of each read. */
   count: number;
   /** Send the next read while a batch is handled. */
@@ -43,7 +45,7 @@ class Drain {
   private readonly ahead = new ReadAhead<DrainRead>((r) => r.entries);
 
   constructor(private readonly d: SelfDrainDeps) {
-    this.next = new Map(d.streams.map((s) => [s, '0']));
+    this.next = new Map((d.drainable?.() ?? d.streams).map((s) => [s, '0']));
   }
 
   async once(): Promise<StepResult> {

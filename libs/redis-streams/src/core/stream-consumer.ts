@@ -143,6 +143,21 @@ export class StreamConsumer {
     return this.engine.health(options);
   }
 
+  /**
+   * Pauses `pattern` for the whole group at run time: every worker finishes what it holds and reads
+   * nothing new of it (this one at once, the others within `flowCheckMs`); workers started meanwhile
+   * stay paused, and all stay live and ready. Resolves true if it was running. Also: the CLI's
+   * `redis-streams pause`, the dashboard. See docs/guide/flow-control.md.
+   */
+  pause(pattern: string): Promise<boolean> {
+    return this.engine.pause(pattern);
+  }
+
+  /** Resumes `pattern` for the whole group (see `pause`): true if it was paused. */
+  resume(pattern: string): Promise<boolean> {
+    return this.engine.resume(pattern);
+  }
+
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
     this.engine.on(event, callback);
     return this;

@@ -114,8 +114,24 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
           ? `Ordered: no owner now; ${ui.num(o.members)} member(s) share the partitions`
           : `Ordered: owned by ${o.consumer} (epoch ${o.epoch}, lease ${ui.age(o.leaseMs)} left); ${ui.num(o.members)} member(s) share the partitions`,
       );
+  const p = g.paused;
+  const pausedLine = p
+    ? ui.el(
+        'p',
+        { class: 'paused' },
+        `Paused${p.at ? ` since ${new Date(p.at).toISOString()}` : ''}${p.by ? ` by ${p.by}` : ''}: nothing new is read`,
+      )
+    : null;
+  // Anyone who may act sees the button; a read-only dashboard shows the state alone.
+  const toggle = !ui.state.actions
+    ? null
+    : p
+      ? ui.button('Resume', `resume:${g.name}`, () => void ui.act('api/resume', { key, group: g.name }, () => `resumed ${g.name}`))
+      : ui.button('Pause', `pause:${g.name}`, () => void ui.act('api/pause', { key, group: g.name }, () => `paused ${g.name}`));
   return [
     ui.el('h2', {}, `Group ${g.name}`),
+    pausedLine,
+    toggle,
     ui.el(
       'p',
       {},
@@ -322,6 +338,7 @@ export const PAGE_PARTS = {
   overviewPage,
   groupSection,
   idempotencyLine,
+  delayedLine,
   streamPage,
   entryPage,
   deadListPage,

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { safeJson } from '../escape-control.js';
-import { BadRequest, deadStream, isStreamId, type DashboardContext } from './dashboard-keys.js';
+import { BadRequest, deadStream, isStreamId, workStream, type DashboardContext } from './dashboard-keys.js';
+
+const ACTIONS = ['/api/dead-letters/redrive', '/api/dead-letters/delete', '/api/pause', '/api/resume'];
 import { counted } from '../readable.js';
 
 /** An action refused: 403 (read-only, cross-site, not authorized) or 415. */
@@ -24,12 +26,13 @@ const MAX_BODY_BYTES = 256 * 1024;
 /** A POST: checked (actions on, same origin, authorized), carried out, logged (who, what, which ids). */
 export async function runAction(req: IncomingMessage, path: string, ctx: DashboardContext): Promise<unknown> {
   const { options, dlq } = ctx;
-  if (path !== '/api/dead-letters/redrive' && path !== '/api/dead-letters/delete') throw new ActionRefused(404, 'no such action');
+  if (!ACTIONS.includes(path)) throw new ActionRefused(404, 'no such action');
   if (!options.authorize) throw new ActionRefused(403, 'read-only: actions are off (the dashboard was started without actions)');
   refuseCrossSite(req);
   const who = await options.authorize(req);
   if (who === null || who === '') throw new ActionRefused(403, 'not authorized');
   const body = await readJson(req);
+  if (path === '/api/pause' || path === '/api/resume') return pauseAction(path === '/api/pause', body, who, ctx);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
   const key = await deadStream(q, ctx);
   // "all": the oldest MAX_IDS letters, one bounded request at a time (the answer says how many are left).
@@ -48,6 +51,18 @@ export async function runAction(req: IncomingMessage, path: string, ctx: Dashboa
     `dashboard: ${safeJson(who)} deleted ${counted(deleted.length, 'letter', 'letters')} of ${safeJson(key)}: ${deleted.join(', ') || 'none'}`,
   );
   return { deleted };
+}
+
+/** Pause or resume a stream's pattern for one of its groups. */
+async function pauseAction(pause: boolean, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<unknown> {
+  const key = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
+  const group = body.group;
+  if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
+  const changed = await ctx.data.setPaused(key, group, pause, `dashboard ${who}`);
+  ctx.options.logger.log(
+    `dashboard: ${safeJson(who)} ${pause ? 'paused' : 'resumed'} ${safeJson(key)} for group ${safeJson(group)}${changed ? '' : ' (it was already)'}`,
+  );
+  return { changed };
 }
 
 /** Same origin only: the page's header, JSON, and an Origin (when the browser sends one) naming this host. */

@@ -15,6 +15,7 @@ import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { globToRegExp } from './key-scope.js';
 import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
+import { PauseCommands, pauseNameOf } from '../redis/pause-commands.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
@@ -26,6 +27,8 @@ export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   retries: RetryCounts;
   /** An ordered stream's owner for this group (docs/guide/ordering.md); null for any other (or unreadable). */
   ordering: GroupReport['ordering'];
+  /** Its pattern paused for this group: since when, by whom (stream page only; null in the overview, or while it runs). */
+  paused: GroupReport['paused'];
   /** Its consumers, each with whether a connection of this library's is open for it (null: CLIENT LIST refused). */
   consumers: (GroupSummary['consumers'][number] & { connected: boolean | null })[];
 }
@@ -127,6 +130,12 @@ export class DashboardData {
     this.shared.set(page, { at: now, overview });
     overview.catch(() => this.shared.delete(page));
     return overview;
+  }
+
+  /** Pauses (or resumes) the pattern of `stream` for `group`; true if that changed anything. */
+  async setPaused(stream: string, group: string, pause: boolean, by: string): Promise<boolean> {
+    const pauses = new PauseCommands(this.redis);
+    return pause ? pauses.pause(pauseNameOf(stream), group, by) : pauses.resume(pauseNameOf(stream), group);
   }
 
   /** Dead-letter streams in scope, with their lengths (one page of them). */
@@ -251,10 +260,13 @@ export class DashboardData {
         });
         const retries = new Map<string, RetryCounts>();
         const ordering = new Map<string, GroupReport['ordering']>();
+        const paused = new Map<string, GroupReport['paused']>();
         for (const g of s.groups) {
           const view = await readRetryView(this.reports, s.stream, g.name, []);
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
           ordering.set(g.name, await this.reports.ownership(s.stream, g.name).catch(() => null));
+          // The stream page only: the overview's refresh cost stays as it was.
+          if (!rates) paused.set(g.name, await this.reports.paused(pauseNameOf(s.stream), g.name).catch(() => null));
         }
         const delayed = await delayedReport(this.reports, s.stream);
         const report = asReport(s, connected, dead, retries, delayed);
@@ -270,6 +282,7 @@ export class DashboardData {
           consumedHistory: r.consumedHistory[g.name] ?? [],
           retries: retries.get(g.name)!,
           ordering: ordering.get(g.name) ?? null,
+          paused: paused.get(g.name) ?? null,
           consumers: g.consumers.map((c) => ({
             ...c,
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),

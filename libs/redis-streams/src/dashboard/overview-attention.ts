@@ -40,6 +40,7 @@ export function asReport(
       ...retryFigures(retries.get(g.name)),
       // The overview's one script reads no ownership keys; the stream page does (inspectStreams).
       ordering: null,
+      paused: null,
     })),
     deadLetters: dead.filter((d) => d.length !== null).map((d) => ({ stream: d.stream, length: d.length! })),
     deadLetterKeysNotStreams: dead.filter((d) => d.length === null).map((d) => d.stream),

@@ -48,6 +48,11 @@ export class EngineRun {
     await Promise.all([...this.readers.map((r) => r.stop()), this.hygiene?.stop()]);
   }
 
+  /** Every reader looks at the pause flags now (after this process paused or resumed a pattern). */
+  async lookAtPauses(): Promise<void> {
+    await Promise.all(this.readers.map((r) => r.lookAtPauses()));
+  }
+
   /** Entries fetched and not settled yet, in some reader. */
   holdsEntries(): boolean {
     return this.readers.some((r) => r.inHand().length > 0);

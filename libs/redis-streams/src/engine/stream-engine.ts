@@ -22,6 +22,7 @@ import { Reader } from '../consumer/reader.js';
 import { settlerOf } from './settler.js';
 import { logStopping, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
+import { PauseCommands } from '../redis/pause-commands.js';
 import { warnStrays } from './strays.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -94,6 +95,7 @@ export class StreamEngine {
           features: r.features,
           ordering: r.ordering(),
           delayed: (s: string) => r.delayed(s),
+          paused: (s: string) => r.paused(s),
         })),
       state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
@@ -149,6 +151,31 @@ export class StreamEngine {
     if (this.run) return this.run.probe.snapshot(options);
     const state = this.closing ? 'stopped' : 'starting';
     return { state, group: this.options.group, consumer: this.options.consumer, redisDownForMs: 0, streams: [], statsAgeMs: undefined };
+  }
+
+  /**
+   * Pauses `pattern` for the whole group (every worker, this one included, reads nothing new of
+   * it within `flowCheckMs`; this one at once): true if it was running. `resume` undoes it.
+   */
+  async pause(pattern: string, by = `consumer ${this.options.consumer}`): Promise<boolean> {
+    const run = this.runOrFail('pause');
+    const paused = await new PauseCommands(run.command.conn).pause(this.options.keyPrefix + pattern, this.options.group, by);
+    await run.lookAtPauses();
+    return paused;
+  }
+
+  /** Resumes `pattern` for the whole group: true if it was paused. */
+  async resume(pattern: string): Promise<boolean> {
+    const run = this.runOrFail('resume');
+    const resumed = await new PauseCommands(run.command.conn).resume(this.options.keyPrefix + pattern, this.options.group);
+    await run.lookAtPauses();
+    return resumed;
+  }
+
+  private runOrFail(what: string): EngineRun {
+    if (!this.run || this.closing)
+      throw new Error(`nestjs-redis-streams: ${what}: the consumer is not running (call it after start, before close)`);
+    return this.run;
   }
 
   /** `[command, blocking…]` connections; undefined before `start`. */

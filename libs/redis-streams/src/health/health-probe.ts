@@ -30,6 +30,7 @@ export interface HealthProbeDeps {
     features: ServerFeatures | undefined;
     ordering?: OrderingView | undefined;
     delayed?: (stream: string) => DelayedView | undefined;
+    paused?: (stream: string) => boolean;
   }[];
   state: () => RedisStreamsHealth['state'];
 }
@@ -95,7 +96,7 @@ export class HealthProbe {
       group: this.d.group,
       consumer: this.d.consumer,
       redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
-      streams: readers.flatMap(({ streams, vitals, ordering, delayed }) =>
+      streams: readers.flatMap(({ streams, vitals, ordering, delayed, paused }) =>
         streams.map((stream) => ({
           stream,
           lag: figures.get(stream)?.lag ?? null,
@@ -106,6 +107,7 @@ export class HealthProbe {
           ...handlersOf(vitals, stream),
           ...(ordering ? { ordering: orderingOf(ordering) } : {}),
           ...delayedOf(delayed?.(stream)),
+          ...(paused?.(stream) ? { paused: true } : {}),
         })),
       ),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,

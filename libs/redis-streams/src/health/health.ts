@@ -45,6 +45,11 @@ export interface StreamHealth {
   stuckEntries: number;
   /** An ordered pattern's stream (`@StreamPattern(p, { ordered: true })`): who owns it, and the keys waiting behind a failed entry. */
   ordering?: StreamOrdering;
+  /**
+   * The stream's pattern is paused for the group (docs/guide/flow-control.md): nothing new is read.
+   * The consumer stays live and ready all the same: a pause is an operator's choice, not a fault.
+   */
+  paused?: true;
   /** Delayed entries waiting in the stream's schedule, by this consumer's last look (docs/guide/flow-control.md); absent while none waits. */
   delayed?: { waiting: number; nextDueInMs?: number };
 }

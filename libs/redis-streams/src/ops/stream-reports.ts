@@ -3,6 +3,8 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
+import { pauseNameOf } from '../redis/pause-commands.js';
+import type { PauseState } from '../redis/replies.js';
 import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
 import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
 import { describeError } from '../describe-error.js';
@@ -44,6 +46,8 @@ export interface GroupReport {
   retryStateError: string | null;
   /** An ordered stream (docs/guide/ordering.md): who owns it for this group (null: nobody now), epoch, lease left, members; null for any other. */
   ordering: { consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null;
+  /** Its pattern is paused for this group (docs/guide/flow-control.md): since when and by whom; null while it runs (or unreadable). */
+  paused: PauseState | null;
 }
 
 export interface StreamReport {
@@ -112,6 +116,7 @@ async function streamReport(
     const { consumers, retries } = await consumerReports(commands, stream, name, now, entriesShown);
     const { lag } = await commands.groupFigures(stream, g);
     const ordering = await commands.ownership(stream, name).catch(() => null);
+    const paused = await commands.paused(pauseNameOf(stream), name).catch(() => null);
     groups.push({
       name,
       pending: g.pending,
@@ -121,6 +126,7 @@ async function streamReport(
       consumers,
       ...retries,
       ordering,
+      paused,
     });
   }
   const { deadLetters, deadLetterKeysNotStreams } = await deadLetterFigures(dlq, stream);

@@ -22,7 +22,8 @@ export type DueTime = { in: number } | { at: number };
 
 type DelayedConnection = RedisConnection & {
   streamsSchedule(schedule: string, entries: string, mode: 'in' | 'at', ms: number, id: string, fields: string): Promise<unknown>;
-  streamsPromote(schedule: string, entries: string, stream: string, max: number): Promise<unknown>;
+  /** Variadic keys: their count first, then per stream its schedule, entries and stream, then `max`. */
+  streamsPromote(keyCount: number, ...keysThenMax: (string | number)[]): Promise<unknown>;
   streamsCancel(schedule: string, entries: string, id: string): Promise<unknown>;
   streamsDelayedLook(schedule: string): Promise<unknown>;
 };
@@ -36,7 +37,7 @@ export class DelayedCommands {
     private readonly onCluster: boolean,
   ) {
     conn.defineCommand('streamsSchedule', { numberOfKeys: 2, lua: SCHEDULE_SCRIPT });
-    conn.defineCommand('streamsPromote', { numberOfKeys: 3, lua: PROMOTE_SCRIPT });
+    conn.defineCommand('streamsPromote', { lua: PROMOTE_SCRIPT });
     conn.defineCommand('streamsCancel', { numberOfKeys: 2, lua: CANCEL_SCRIPT });
     conn.defineCommand('streamsDelayedLook', { numberOfKeys: 1, lua: LOOK_SCRIPT });
     this.conn = conn as DelayedConnection;
@@ -53,10 +54,13 @@ export class DelayedCommands {
     return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, JSON.stringify(fields)));
   }
 
-  /** Moves up to `max` due entries of `stream` into it (see PROMOTE_SCRIPT). */
-  async promote(stream: string, max: number): Promise<Promotion> {
-    const k = this.keys(stream);
-    return parsePromoteReply(await this.conn.streamsPromote(k.schedule, k.entries, stream, max));
+  /** Moves up to `max` due entries of each stream into it, in one call (see PROMOTE_SCRIPT; on a cluster the streams share a slot). */
+  async promote(streams: readonly string[], max: number): Promise<Promotion[]> {
+    const keys = streams.flatMap((stream) => {
+      const k = this.keys(stream);
+      return [k.schedule, k.entries, stream];
+    });
+    return parsePromoteReply(await this.conn.streamsPromote(keys.length, ...keys, max), streams.length);
   }
 
   /** Cancels waiting entry `id` of `stream`: true if it was waiting (false: promoted already, cancelled, or never there). */

@@ -1,4 +1,4 @@
-import { LUA_NOW } from './lua-now.js';
+import { LUA_NOW, LUA_NOW_FN } from './lua-now.js';
 
 /**
  * Schedules an entry: the schedule (a sorted set beside the stream, in its slot) maps its id to
@@ -19,21 +19,20 @@ return {1, due}
 `;
 
 /**
- * Moves the entries due by Redis' clock (at most ARGV[1], earliest first, ties in id order) from
- * the schedule into the stream, each XADDed, then removed from the schedule, in one script: two
- * workers never both promote one, and a worker killed mid-way leaves each entry either waiting or
- * in the stream. A value that is not a JSON array of field/value strings (a raw producer's mistake)
- * is written as the entry's `data` field, as it was: the consumer's decoding then decides (a dead
- * letter if it cannot read it), nothing is dropped. An id without a value (cancelled, or a raw
- * producer's ZADD alone) is dropped. The XADD comes first: should Redis refuse it, the entry stays.
- * Without a schedule it reads nothing more than EXISTS (which the consumer's minimal ACL grants): a
- * worker that was never given the schedule's rights looks at a stream nobody schedules to quietly.
- * KEYS[1] schedule, KEYS[2] entries, KEYS[3] stream; ARGV[1] most entries to move.
- * Returns {moved, dropped, ms until the next one is due (-1: none waits), how many wait}.
+ * Moves the entries due by Redis' clock (at most ARGV[1] per stream, earliest first, ties in id
+ * order) from each stream's schedule into the stream, each XADDed, then removed from the schedule,
+ * in one script: two workers never both promote one, and a worker killed mid-way leaves each entry
+ * either waiting or in the stream. A value that is not a JSON array of field/value strings (a raw
+ * producer's mistake) is written as the entry's `data` field, as it was: the consumer's decoding then
+ * decides (a dead letter if it cannot read it), nothing is dropped. An id without a value (cancelled,
+ * or a raw producer's ZADD alone) is dropped. The XADD comes first: should Redis refuse it, the entry
+ * stays. A stream without a schedule costs an EXISTS (which the consumer's minimal ACL grants): a
+ * worker never given the schedule's rights looks at streams nobody schedules to quietly.
+ * KEYS: per stream its schedule, entries and stream (one reader's streams: one slot on a cluster);
+ * ARGV[1] most entries to move per stream. Returns per stream {moved, dropped, ms until the next one
+ * is due (-1: none waits), how many wait}.
  */
-export const PROMOTE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0, -1, 0} end
-${LUA_NOW}
+export const PROMOTE_SCRIPT = `${LUA_NOW_FN}
 local function fieldsOf(value)
   local ok, fields = pcall(cjson.decode, value)
   if not ok or type(fields) ~= 'table' or #fields == 0 or #fields % 2 == 1 then return {'data', value} end
@@ -42,23 +41,35 @@ local function fieldsOf(value)
   end
   return fields
 end
-local ids = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
-local moved, dropped = 0, 0
-for _, id in ipairs(ids) do
-  local value = redis.call('HGET', KEYS[2], id)
-  if value then
-    redis.call('XADD', KEYS[3], '*', unpack(fieldsOf(value)))
-    moved = moved + 1
+local now
+local out = {}
+for s = 1, #KEYS, 3 do
+  local schedule, entries, stream = KEYS[s], KEYS[s + 1], KEYS[s + 2]
+  if redis.call('EXISTS', schedule) == 0 then
+    out[#out + 1] = {0, 0, -1, 0}
   else
-    dropped = dropped + 1
+    -- Redis' clock, read only once some schedule exists (TIME stays out of a quiet look).
+    now = now or redisNow()
+    local ids = redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
+    local moved, dropped = 0, 0
+    for _, id in ipairs(ids) do
+      local value = redis.call('HGET', entries, id)
+      if value then
+        redis.call('XADD', stream, '*', unpack(fieldsOf(value)))
+        moved = moved + 1
+      else
+        dropped = dropped + 1
+      end
+      redis.call('ZREM', schedule, id)
+      redis.call('HDEL', entries, id)
+    end
+    local nextOne = redis.call('ZRANGE', schedule, 0, 0, 'WITHSCORES')
+    local wait = -1
+    if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
+    out[#out + 1] = {moved, dropped, wait, redis.call('ZCARD', schedule)}
   end
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('HDEL', KEYS[2], id)
 end
-local nextOne = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = -1
-if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
-return {moved, dropped, wait, redis.call('ZCARD', KEYS[1])}
+return out
 `;
 
 /** Cancels a waiting entry. KEYS[1] schedule, KEYS[2] entries; ARGV[1] id. Returns 1 if it was waiting, else 0. */

@@ -308,13 +308,34 @@ export interface Promotion {
   waiting: number;
 }
 
-export function parsePromoteReply(reply: unknown): Promotion {
-  const [moved, dropped, wait, waiting] = integers('promote script', reply, 4);
-  return { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+/** PROMOTE_SCRIPT's answer: one Promotion per stream asked, in order. */
+export function parsePromoteReply(reply: unknown, streams: number): Promotion[] {
+  if (!Array.isArray(reply) || reply.length !== streams) throw new ReplyShapeError('promote script', reply);
+  return reply.map((row: unknown) => {
+    const [moved, dropped, wait, waiting] = integers('promote script', row, 4);
+    return { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+  });
 }
 
 /** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (negative: past due; undefined: none waits). */
 export function parseDelayedLook(reply: unknown): { waiting: number; nextDueInMs: number | undefined } {
   const [waiting, any, wait] = integers('delayed look script', reply, 3);
   return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined };
+}
+
+/** Who paused a pattern for a group, and when (Unix ms); `by` is '' when the value does not say. */
+export interface PauseState {
+  at: number | null;
+  by: string;
+}
+
+/** A pause flag's value (`{"at":…,"by":…}`, see PauseCommands) → its parts; null when there is no flag. A value not ours still pauses, and says nothing. */
+export function parsePauseValue(value: unknown): PauseState | null {
+  if (value === null || value === undefined) return null;
+  try {
+    const parsed = JSON.parse(String(value)) as { at?: unknown; by?: unknown };
+    return { at: typeof parsed.at === 'number' ? parsed.at : null, by: typeof parsed.by === 'string' ? parsed.by : '' };
+  } catch {
+    return { at: null, by: '' };
+  }
 }

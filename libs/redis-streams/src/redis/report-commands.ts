@@ -14,6 +14,8 @@ import {
 import { retryKeyOf } from './retry-key.js';
 import { ownershipKeysOf } from './ownership-commands.js';
 import { DelayedCommands } from './delayed-commands.js';
+import { PauseCommands } from './pause-commands.js';
+import type { PauseState } from './replies.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
@@ -64,6 +66,11 @@ export class ReportCommands {
     ]);
     const held = parseOwnerValue(owner);
     return { consumer: held?.consumer ?? null, epoch: held?.epoch ?? null, leaseMs: held && ttl >= 0 ? ttl : null, members };
+  }
+
+  /** Who paused `name` for `group`, and when; null while it runs. */
+  paused(name: string, group: string): Promise<PauseState | null> {
+    return new PauseCommands(this.redis).state(name, group);
   }
 
   /** Delayed entries waiting in `stream`'s schedule, and the ms until the next is due (negative: past due). */

@@ -12,6 +12,7 @@ import { RetryCommands } from './retry-commands.js';
 import { OwnershipCommands } from './ownership-commands.js';
 import { FetchCommands } from './fetch-commands.js';
 import { DelayedCommands } from './delayed-commands.js';
+import { PauseCommands } from './pause-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './retention.js';
 
@@ -60,6 +61,8 @@ export class StreamCommands {
   readonly ownership: OwnershipCommands;
   /** Delayed entries' schedules (see DelayedCommands). */
   readonly delayed: DelayedCommands;
+  /** Patterns' pause flags (see PauseCommands). */
+  readonly pauses: PauseCommands;
 
   constructor(
     conn: RedisConnection,
@@ -74,6 +77,7 @@ export class StreamCommands {
     this.fetch = new FetchCommands(this.conn, group, onCluster);
     this.ownership = new OwnershipCommands(this.conn, group, onCluster);
     this.delayed = new DelayedCommands(this.conn, onCluster);
+    this.pauses = new PauseCommands(this.conn);
   }
 
   /**

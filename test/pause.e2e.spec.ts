@@ -1,0 +1,234 @@
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
+import { startFixture } from './support/fixture-process.js';
+import { captureLogs } from './support/logs.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+import { PauseCommands, pauseKeyOf } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { serveDashboard } from 'nestjs-redis-streams';
+import { runCli } from './support/cli.js';
+
+const redis = useRedis();
+
+const consumers: StreamConsumer[] = [];
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(consumers.splice(0).map((c) => c.close()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
+  const c = new StreamConsumer({
+    connection: redis.connection,
+    group: 'g',
+    blockMs: 200,
+    minIdleMs: 2000,
+    flowCheckMs: 100,
+    logger: false,
+    keyPrefix: prefix,
+    ...options,
+  });
+  consumers.push(c);
+  return c;
+}
+
+async function produce(stream: string, from: number, count: number): Promise<void> {
+  for (let n = from; n < from + count; n++) await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }));
+}
+
+/** The group's figures on `stream`: entries not yet delivered, and pending. */
+async function groupOf(stream: string): Promise<{ lag: number; pending: number }> {
+  const rows = (await redis.client().xinfo('GROUPS', stream)) as unknown[][];
+  const row = rows.map((r) => Object.fromEntries(r.flatMap((v, i) => (i % 2 === 0 ? [[v, r[i + 1]]] : [])))).find((g) => g.name === 'g')!;
+  return { lag: Number(row.lag), pending: Number(row.pending) };
+}
+
+/** `n` looks of every worker (flowCheckMs 100) and parks (blockMs 200) have passed, by this process' clock: a bound for "nothing happened". */
+const beats = (n: number) => {
+  const start = Date.now();
+  return waitFor(() => Date.now() - start >= n * 200, { message: `${n} beats`, intervalMs: 50 });
+};
+
+describe('pause and resume a pattern for the whole group', () => {
+  it('finishes what is in hand, reads nothing new while paused (every worker), stays ready, and resumes within a beat', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const handled: number[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const logs = captureLogs();
+    const handler = async (p: { n: number }) => {
+      if (p.n === 0) await held;
+      handled.push(p.n);
+    };
+    const a = consumer(prefix, { consumer: 'a', logger: logs.logger }).handle('orders', handler);
+    const b = consumer(prefix, { consumer: 'b' }).handle('orders', handler);
+    // Another pattern of the same reader goes on.
+    const other: number[] = [];
+    a.handle('other', (p: { n: number }) => void other.push(p.n));
+    await a.start();
+    await b.start();
+    await produce(stream, 0, 1);
+    await waitFor(async () => (await groupOf(stream)).pending === 1, { message: 'entry 0 in a handler' });
+    expect(await a.pause('orders')).toBe(true);
+    expect(await a.pause('orders')).toBe(false);
+    await waitFor(async () => (await b.health()).streams.find((s) => s.stream === stream)?.paused === true, {
+      message: 'b to see the pause',
+    });
+    await produce(stream, 1, 20);
+    await produce(`${prefix}other`, 0, 5);
+    // The entry in hand finishes and is acked.
+    release();
+    await waitFor(async () => (await groupOf(stream)).pending === 0, { message: 'entry 0 settled' });
+    await waitFor(() => other.length === 5, { message: 'the other pattern handled' });
+    await beats(5);
+    expect(handled).toEqual([0]);
+    expect(await groupOf(stream)).toEqual({ lag: 20, pending: 0 });
+    for (const c of [a, b]) {
+      const health = await c.health();
+      expect(health.state).toBe('running');
+      expect(health.streams.find((s) => s.stream === stream)!.paused).toBe(true);
+    }
+    expect((await a.health()).streams.find((s) => s.stream === `${prefix}other`)!.paused).toBeUndefined();
+    expect(logs.lines.some((l) => l.includes(`"${stream}" paused for group "g"`))).toBe(true);
+    // Resumed from elsewhere (an operator): every worker within a look.
+    expect(await new PauseCommands(redis.client()).resume(stream, 'g')).toBe(true);
+    await waitFor(() => handled.length === 21, { message: 'the 20 entries handled after the resume' });
+    expect(await groupOf(stream)).toEqual({ lag: 0, pending: 0 });
+  });
+
+  it('a worker that starts while paused stays paused, its own pending entries too, and drains them at the resume', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const dir = mkdtempSync(join(tmpdir(), 'pause-'));
+    dirs.push(dir);
+    const log = join(dir, 'handled.log');
+    const conn = JSON.stringify(redis.connection);
+    const lines = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []);
+    // A worker killed -9 mid-handler: its entries stay in its pending list.
+    const first = await startFixture(children, 'flow-worker.mjs', [conn, prefix, 'w1', log, '{"minIdleMs":600000}']);
+    // In one read (a batch runs to its end before the next read).
+    const tx = redis.client().multi();
+    for (let n = 0; n < 4; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n, ms: 60_000 }));
+    await tx.exec();
+    await waitFor(async () => (await groupOf(stream)).pending === 4, { message: '4 entries in w1 handlers' });
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+    await new PauseCommands(redis.client()).pause(stream, 'g', 'test');
+    for (let n = 4; n < 8; n++) await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }));
+    // Restarted under its name while paused: no self-drain, no read.
+    const restarted = await startFixture(children, 'flow-worker.mjs', [conn, prefix, 'w1', log, '{"minIdleMs":600000}']);
+    await beats(5);
+    expect(lines()).toEqual([]);
+    expect(await groupOf(stream)).toEqual({ lag: 4, pending: 4 });
+    await new PauseCommands(redis.client()).resume(stream, 'g');
+    // Its own 4, taken up again by the self-drain the resume owed (minIdleMs 10 min: no reclaim could), and the 4 new ones.
+    await waitFor(() => lines().length === 8, { message: 'the 8 entries handled' });
+    expect(
+      lines()
+        .map((l) => Number(l.split(' ')[3]))
+        .sort(),
+    ).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await waitFor(async () => (await groupOf(stream)).pending === 0, { message: 'every entry acked' });
+    restarted.child.kill('SIGKILL');
+  });
+
+  it('pauses a partitioned pattern by its name, and says what it cannot do', async () => {
+    const prefix = uniquePrefix();
+    const handled: number[] = [];
+    const c = consumer(prefix).handle('orders', (p: { n: number }) => void handled.push(p.n), { partitions: 3 });
+    await expect(c.pause('orders')).rejects.toThrow(/pause: the consumer is not running/);
+    await c.start();
+    await c.pause('orders');
+    expect(await redis.client().exists(pauseKeyOf(`${prefix}orders`, 'g'))).toBe(1);
+    const state = await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g');
+    expect(state!.by).toMatch(/^consumer /);
+    expect(state!.at).toBeGreaterThan(0);
+    for (let p = 0; p < 3; p++) await redis.client().xadd(`${prefix}{orders:${p}}`, '*', 'data', JSON.stringify({ n: p }));
+    await beats(3);
+    expect(handled).toEqual([]);
+    expect((await c.health()).streams.every((s) => s.paused)).toBe(true);
+    expect(await c.resume('orders')).toBe(true);
+    expect(await c.resume('orders')).toBe(false);
+    await waitFor(() => handled.length === 3, { message: 'the 3 partitions handled' });
+    expect(await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g')).toBeNull();
+  });
+
+  it('from the CLI and the dashboard (an action behind its password), shown by inspect and the stream page', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const handled: number[] = [];
+    const c = consumer(prefix).handle('orders', (p: { n: number }) => void handled.push(p.n));
+    await c.start();
+    expect((await runCli(redis, ['pause', `${prefix}ordres`, '--group', 'g'])).stderr).toMatch(
+      /no stream with a consumer group is named ".*ordres"/,
+    );
+    expect((await runCli(redis, ['pause', stream])).stderr).toMatch(/pause needs --group G/);
+    const paused = await runCli(redis, ['pause', stream, '--group', 'g']);
+    expect(paused.stdout).toMatch(/^paused ".*orders" for group "g": its workers finish what they hold/);
+    expect((await runCli(redis, ['pause', stream, '--group', 'g'])).stdout).toMatch(
+      /was already paused for group "g" since \S+ by cli \S+@/,
+    );
+    await waitFor(async () => (await c.health()).streams[0]!.paused === true, { message: 'the worker to see the pause' });
+    expect((await runCli(redis, ['inspect', stream, '--group', 'g'])).stdout).toMatch(
+      /\n {4}paused since \S+ by cli \S+: nothing new is read/,
+    );
+    await produce(stream, 0, 3);
+    await beats(3);
+    expect(handled).toEqual([]);
+    expect((await runCli(redis, ['resume', stream, '--group', 'g'])).stdout).toMatch(/^resumed ".*orders" for group "g"/);
+    expect((await runCli(redis, ['resume', stream, '--group', 'g'])).stdout).toMatch(/was not paused/);
+    await waitFor(() => handled.length === 3, { message: 'handled after the CLI resume' });
+
+    const logs = captureLogs();
+    const { server, url } = await serveDashboard(redis.client(), {
+      port: 0,
+      match: `${prefix}*`,
+      actionsPassword: 'pw',
+      logger: logs.logger,
+    });
+    try {
+      const post = (path: string, body: object, password = 'pw') =>
+        fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${Buffer.from(`ops:${password}`).toString('base64')}`,
+            'content-type': 'application/json',
+            'x-requested-by': 'redis-streams-dashboard',
+          },
+          body: JSON.stringify(body),
+        });
+      expect((await post('api/pause', { key: stream, group: 'g' }, 'wrong')).status).toBe(401);
+      expect((await post('api/pause', { key: `${prefix}nope`, group: 'g' })).status).toBe(400);
+      expect((await post('api/pause', { key: stream })).status).toBe(400);
+      expect(await redis.client().exists(pauseKeyOf(stream, 'g'))).toBe(0);
+      const res = await post('api/pause', { key: stream, group: 'g' });
+      expect(await res.json()).toEqual({ changed: true });
+      await waitFor(async () => (await c.health()).streams[0]!.paused === true, { message: 'the worker to see the dashboard pause' });
+      const page = (await (
+        await fetch(`${url}api/stream?key=${encodeURIComponent(stream)}`, {
+          headers: { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` },
+        })
+      ).json()) as {
+        groups: { paused: { by: string } | null }[];
+      };
+      expect(page.groups[0]!.paused!.by).toBe('dashboard ops');
+      expect(logs.lines.some((l) => /dashboard: "ops" paused ".*orders" for group "g"/.test(l))).toBe(true);
+      expect(await (await post('api/resume', { key: stream, group: 'g' })).json()).toEqual({ changed: true });
+      await waitFor(async () => (await c.health()).streams[0]!.paused === undefined, { message: 'the worker to see the resume' });
+    } finally {
+      server.close();
+    }
+  });
+});
