@@ -236,6 +236,95 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     expect(await redis.client().zcard(k.schedule)).toBe(0);
   });
 
+  it('a stream that refuses its due entry holds back no other stream, and a value too wide for one XADD goes in whole', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const handled: unknown[] = [];
+    // One reader for both streams (one script looks at both).
+    await consumer(prefix, { logger: logs.logger })
+      .handle('a', (p: unknown) => void handled.push(['a', p]))
+      .handle('b', (p: unknown) => void handled.push(['b', Array.isArray(p) ? `array of ${p.length}` : p]))
+      .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(producer.client.emit('a', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 50 })));
+    // Stream a has used up its ids (a producer's explicit last id): its entry cannot go in, though a is still read.
+    await redis.client().xadd(`${prefix}a`, '18446744073709551615-18446744073709551615', 'data', '{"n":0}');
+    const k = keysOf(`${prefix}b`);
+    const wide = JSON.stringify(Array.from({ length: 9000 }, (_, i) => `v${i}`));
+    const now = await redisNow();
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'wide', wide)
+      .zadd(k.schedule, now + 50, 'wide')
+      .exec();
+    await lastValueFrom(producer.client.emit('b', new RedisStreamsRecord({ n: 2 }, {}, { delayMs: 100 })));
+    await waitFor(() => handled.length === 3, { message: "a's plain entry and b's two handled" });
+    expect((handled as [string, unknown][]).filter(([s]) => s === 'b')).toEqual([
+      ['b', 'array of 9000'],
+      ['b', { n: 2 }],
+    ]);
+    await waitFor(
+      () =>
+        logs.lines.some((l) =>
+          /a due delayed entry could not be added to ".*a": ERR The stream has exhausted the last possible ID/.test(l),
+        ),
+      {
+        message: 'the refusal logged',
+      },
+    );
+    expect(await redis.client().zcard(keysOf(`${prefix}a`).schedule)).toBe(1);
+    await redis.client().del(`${prefix}a`);
+  });
+
+  // One server's INFO counts the scripts: on one node.
+  it.skipIf(CLUSTER_MODE)(
+    'a look that fails waits flowCheckMs before the next (no loop of failing scripts), and says why once',
+    async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}reminders`;
+      const logs = captureLogs();
+      const c = consumer(prefix, { logger: logs.logger, flowCheckMs: 300 }).handle('reminders', () => undefined);
+      await c.start();
+      const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+      await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 400 })));
+      // Once a look knew of it, its schedule becomes another type: every later look fails.
+      await waitFor(async () => (await c.health()).streams[0]?.delayed?.waiting === 1, { message: 'a look to know of it' });
+      await redis.client().del(keysOf(stream).schedule);
+      await redis.client().set(keysOf(stream).schedule, 'not a sorted set');
+      const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(String(await redis.client().info('commandstats')))?.[1] ?? 0);
+      await waitFor(() => logs.lines.some((l) => /could not move the due delayed entries .*WRONGTYPE/.test(l)), {
+        message: 'the failure said',
+      });
+      const before = await calls();
+      const start = Date.now();
+      await waitFor(() => Date.now() - start >= 1500, { message: '1.5 s', intervalMs: 100 });
+      // About five looks in 1.5 s (and the loop's own scripts); a look retried at once ran hundreds.
+      expect((await calls()) - before).toBeLessThan(40);
+      expect(logs.lines.filter((l) => /could not move the due delayed entries/.test(l))).toHaveLength(1);
+      await redis.client().del(keysOf(stream).schedule);
+    },
+  );
+
+  it('a delayed record keeps its payload and key whatever its strings hold (a lone surrogate in a field becomes U+FFFD, as a plain write makes it)', async () => {
+    const prefix = uniquePrefix();
+    const seen: [unknown, string | undefined][] = [];
+    await consumer(prefix)
+      .handle('reminders', (p: unknown, ctx: { getFields(): Record<string, string> }) => void seen.push([p, ctx.getFields().partitionKey]))
+      .start();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(
+      producer.client.emit('reminders', new RedisStreamsRecord({ n: 1, s: 'a\ud800b' }, {}, { delayMs: 50, partitionKey: 'k\ud800' })),
+    );
+    await lastValueFrom(
+      producer.client.emit('reminders', new RedisStreamsRecord({ n: 2, s: 'a\ud800b' }, {}, { partitionKey: 'k\ud800' })),
+    );
+    await waitFor(() => seen.length === 2, { message: 'both handled' });
+    const byN = new Map(seen.map(([p, key]) => [(p as { n: number }).n, [p, key]]));
+    expect(byN.get(1)).toEqual([{ n: 1, s: 'a\ud800b' }, 'k\ufffd']);
+    expect(byN.get(2)).toEqual([{ n: 2, s: 'a\ud800b' }, 'k\ufffd']);
+  });
+
   it.skipIf(CLUSTER_MODE)(
     'a worker with the minimal ACL says nothing of a stream nobody schedules to, and names the missing rights once one does',
     async () => {

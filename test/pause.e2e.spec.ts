@@ -9,6 +9,7 @@ import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 import { PauseCommands, pauseKeyOf } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
 import { serveDashboard } from 'nestjs-redis-streams';
 import { runCli } from './support/cli.js';
 
@@ -175,6 +176,9 @@ describe('pause and resume a pattern for the whole group', () => {
       /no stream with a consumer group is named ".*ordres"/,
     );
     expect((await runCli(redis, ['pause', stream])).stderr).toMatch(/pause needs --group G/);
+    // A group the stream does not have: it would pause nothing now, and a group of that name created later.
+    expect((await runCli(redis, ['pause', stream, '--group', 'gg'])).stderr).toMatch(/".*orders" has no group "gg" \(its groups: "g"\)/);
+    expect(await redis.client().exists(pauseKeyOf(stream, 'gg'))).toBe(0);
     const paused = await runCli(redis, ['pause', stream, '--group', 'g']);
     expect(paused.stdout).toMatch(/^paused ".*orders" for group "g": its workers finish what they hold/);
     expect((await runCli(redis, ['pause', stream, '--group', 'g'])).stdout).toMatch(
@@ -212,6 +216,8 @@ describe('pause and resume a pattern for the whole group', () => {
       expect((await post('api/pause', { key: stream, group: 'g' }, 'wrong')).status).toBe(401);
       expect((await post('api/pause', { key: `${prefix}nope`, group: 'g' })).status).toBe(400);
       expect((await post('api/pause', { key: stream })).status).toBe(400);
+      expect((await post('api/pause', { key: stream, group: 'nogroup\u001b[2J' })).status).toBe(400);
+      expect(await redis.client().keys(`${stream}:paused:*`)).toEqual([]);
       expect(await redis.client().exists(pauseKeyOf(stream, 'g'))).toBe(0);
       const res = await post('api/pause', { key: stream, group: 'g' });
       expect(await res.json()).toEqual({ changed: true });
@@ -230,5 +236,23 @@ describe('pause and resume a pattern for the whole group', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('a stream drained at a (re)start after its resume is owed no second drain (its entries may be in hand by then)', async () => {
+    const stream = `${uniquePrefix()}orders`;
+    const pauses = new PauseCommands(redis.client());
+    const watch = new PauseWatch({ pauses, group: 'g', streams: [stream], checkMs: 1000, logger: captureLogs().logger });
+    await pauses.pause(stream, 'g', 'test');
+    await watch.look();
+    // A start while paused: not drained, owed.
+    expect(watch.drainable()).toEqual([]);
+    expect(watch.owesDrain).toBe(false);
+    await pauses.resume(stream, 'g');
+    await watch.look();
+    expect(watch.owesDrain).toBe(true);
+    // A restart (an ordered reader's next ownership) drains it before the beat would: nothing owed after.
+    expect(watch.drainable()).toEqual([stream]);
+    expect(watch.owesDrain).toBe(false);
+    expect(watch.takeResumed()).toEqual([]);
   });
 });

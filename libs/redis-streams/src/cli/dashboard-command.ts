@@ -10,7 +10,8 @@ export const DASHBOARD_USAGE =
 
 export const DASHBOARD_HELP = `dashboard: a live page of every stream with a consumer group (lag, pending, consumers, rates, dead
 letters; a stream's PEL, paged; an entry), on http://127.0.0.1:3001/ unless --host / --port say
-otherwise. Read-only unless --actions: then redrive and delete of dead letters are on, and every
+otherwise. Read-only unless --actions: then redrive and delete of dead letters and pause and resume of a stream's
+pattern for a group are on, and every
 page asks for HTTP Basic auth with the password in $DASHBOARD_PASSWORD (required; never a flag, which
 other users could read in the process list). Each action is logged on stdout (who, what, which ids).
 It answers only requests whose Host is one of its own addresses or an --allowed-host (a name a

@@ -2,7 +2,7 @@ import { defer, from, type Observable, repeat, timer } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
 import type { DelayedCommands } from '../redis/delayed-commands.js';
-import { isRefusal, isRetryable } from '../redis/redis-errors.js';
+import { isNoPermission, isRetryable } from '../redis/redis-errors.js';
 import type { Promotion } from '../redis/replies.js';
 
 /** Entries one promotion script moves: a short script keeps every other client's wait short. */
@@ -34,6 +34,8 @@ export interface PromoterDeps {
 export class DelayedPromoter {
   private readonly views = new Map<string, DelayedView & { at: number }>();
   private lastError = '';
+  private lookFailed = false;
+  private readonly refusals = new Map<string, string>();
 
   constructor(private readonly d: PromoterDeps) {}
 
@@ -60,9 +62,12 @@ export class DelayedPromoter {
         promotions = await this.d.delayed.promote(streams, PROMOTE_BATCH);
         this.lastError = '';
       } catch (err) {
+        // The views are stale now: the next look comes after checkMs, not when they say (again and again).
+        this.lookFailed = true;
         this.failed(streams, err);
         return moved;
       }
+      this.lookFailed = false;
       const more: string[] = [];
       promotions.forEach((p, i) => {
         const stream = streams[i]!;
@@ -72,6 +77,8 @@ export class DelayedPromoter {
           this.d.logger.warn(
             `${p.dropped} delayed entries of "${stream}" had no fields (cancelled meanwhile, or a raw producer's ZADD alone): dropped`,
           );
+        if (p.refused !== undefined) return this.refusedBy(stream, p.refused);
+        this.refusals.delete(stream);
         // A full script's worth: more may be due now.
         if (p.moved + p.dropped >= PROMOTE_BATCH) more.push(stream);
       });
@@ -85,11 +92,23 @@ export class DelayedPromoter {
   /** The next look: when the earliest known entry is due, at most `checkMs` away. */
   private nextLookInMs(): number {
     let next = this.d.checkMs;
+    if (this.lookFailed) return next;
     for (const stream of this.d.streams) {
+      // A stream refusing its due entry is tried at the next look, not at once (again and again).
+      if (this.refusals.has(stream)) continue;
       const due = this.view(stream)?.nextDueInMs;
       if (due !== undefined && due < next) next = due;
     }
     return next;
+  }
+
+  /** A stream that refused a due entry (another type, out of memory): said once per stream and reason; it waits. */
+  private refusedBy(stream: string, why: string): void {
+    if (this.refusals.get(stream) === why) return;
+    this.refusals.set(stream, why);
+    this.d.logger.error(
+      `a due delayed entry could not be added to "${stream}": ${why}; it stays in the schedule and is tried again at every look`,
+    );
   }
 
   /**
@@ -102,10 +121,10 @@ export class DelayedPromoter {
     if (said === this.lastError) return;
     this.lastError = said;
     const told = `could not move the due delayed entries of "${streams[0]}"${streams.length > 1 ? ` and ${streams.length - 1} more streams` : ''} into them: ${said}`;
-    if (isRefusal(err))
+    if (isNoPermission(err))
       this.d.logger.error(
         `${told}; the consumer needs rights on the streams' schedule keys (docs/guide/security.md); tried again at every look`,
       );
-    else this.d.logger.warn(`${told}; tried again at the next look`);
+    else this.d.logger.error(`${told}; tried again at the next look`);
   }
 }

@@ -57,9 +57,13 @@ export class PauseWatch {
     return this.paused.size === 0 ? this.d.streams : this.d.streams.filter((s) => !this.paused.has(s));
   }
 
-  /** What a (re)start self-drains: the streams not paused; the paused ones are drained when they resume. */
+  /** What a (re)start self-drains: the streams not paused (no longer owed a drain); the paused ones are drained when they resume. */
   drainable(): readonly string[] {
-    for (const s of this.paused) this.owed.add(s);
+    for (const s of this.d.streams) {
+      if (this.paused.has(s)) this.owed.add(s);
+      // Drained now: a later resume must not drain it again (its entries may be in hand by then).
+      else this.owed.delete(s);
+    }
     return this.readable();
   }
 

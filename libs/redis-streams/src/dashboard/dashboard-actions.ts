@@ -59,6 +59,7 @@ async function pauseAction(pause: boolean, body: Record<string, unknown>, who: s
   const group = body.group;
   if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
   const changed = await ctx.data.setPaused(key, group, pause, `dashboard ${who}`);
+  if (changed === 'no such group') throw new BadRequest('"group" must be the name of one of its groups');
   ctx.options.logger.log(
     `dashboard: ${safeJson(who)} ${pause ? 'paused' : 'resumed'} ${safeJson(key)} for group ${safeJson(group)}${changed ? '' : ' (it was already)'}`,
   );

@@ -132,8 +132,10 @@ export class DashboardData {
     return overview;
   }
 
-  /** Pauses (or resumes) the pattern of `stream` for `group`; true if that changed anything. */
-  async setPaused(stream: string, group: string, pause: boolean, by: string): Promise<boolean> {
+  /** Pauses (or resumes) the pattern of `stream` for `group`; true if that changed anything, 'no such group' when the stream has none of that name. */
+  async setPaused(stream: string, group: string, pause: boolean, by: string): Promise<boolean | 'no such group'> {
+    // A flag for a group the stream does not have would pause nothing visible, and a group of that name created later.
+    if (pause && !(await this.reports.groups(stream)).some((g) => g.name === group)) return 'no such group';
     const pauses = new PauseCommands(this.redis);
     return pause ? pauses.pause(pauseNameOf(stream), group, by) : pauses.resume(pauseNameOf(stream), group);
   }

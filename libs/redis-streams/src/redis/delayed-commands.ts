@@ -17,6 +17,10 @@ export function delayedKeysOf(stream: string, onCluster: boolean): DelayedKeys {
   return { schedule: key(':delayed'), entries: key(':delayed:entries') };
 }
 
+/** `value` with each lone surrogate made U+FFFD (String.prototype.toWellFormed, ES2024). */
+const wellFormed = (value: string): string =>
+  value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+
 /** When a delayed entry is due: `in` ms from now, or `at` a Unix time in ms (both on Redis' clock). */
 export type DueTime = { in: number } | { at: number };
 
@@ -51,7 +55,9 @@ export class DelayedCommands {
   async schedule(stream: string, id: string, fields: readonly string[], due: DueTime): Promise<{ scheduled: boolean; dueAt: number }> {
     const k = this.keys(stream);
     const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
-    return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, JSON.stringify(fields)));
+    // A lone surrogate would be a JSON escape Lua's cjson refuses: made U+FFFD, as a plain XADD of it writes.
+    const json = JSON.stringify(fields.map(wellFormed));
+    return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, json));
   }
 
   /** Moves up to `max` due entries of each stream into it, in one call (see PROMOTE_SCRIPT; on a cluster the streams share a slot). */

@@ -30,12 +30,13 @@ return {1, due}
  * worker never given the schedule's rights looks at streams nobody schedules to quietly.
  * KEYS: per stream its schedule, entries and stream (one reader's streams: one slot on a cluster);
  * ARGV[1] most entries to move per stream. Returns per stream {moved, dropped, ms until the next one
- * is due (-1: none waits), how many wait}.
+ * is due (-1: none waits), how many wait, why the stream refused an XADD ('' when it did not)}.
  */
 export const PROMOTE_SCRIPT = `${LUA_NOW_FN}
 local function fieldsOf(value)
   local ok, fields = pcall(cjson.decode, value)
-  if not ok or type(fields) ~= 'table' or #fields == 0 or #fields % 2 == 1 then return {'data', value} end
+  -- Past ~8,000 values Lua's unpack fails: such an entry goes in whole, as its data field.
+  if not ok or type(fields) ~= 'table' or #fields == 0 or #fields % 2 == 1 or #fields > 7900 then return {'data', value} end
   for i = 1, #fields do
     if type(fields[i]) ~= 'string' then return {'data', value} end
   end
@@ -46,16 +47,21 @@ local out = {}
 for s = 1, #KEYS, 3 do
   local schedule, entries, stream = KEYS[s], KEYS[s + 1], KEYS[s + 2]
   if redis.call('EXISTS', schedule) == 0 then
-    out[#out + 1] = {0, 0, -1, 0}
+    out[#out + 1] = {0, 0, -1, 0, ''}
   else
     -- Redis' clock, read only once some schedule exists (TIME stays out of a quiet look).
     now = now or redisNow()
     local ids = redis.call('ZRANGE', schedule, '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
-    local moved, dropped = 0, 0
+    local moved, dropped, refused = 0, 0, ''
     for _, id in ipairs(ids) do
       local value = redis.call('HGET', entries, id)
       if value then
-        redis.call('XADD', stream, '*', unpack(fieldsOf(value)))
+        -- A stream that refuses (another type, OOM) keeps its entry waiting, and the other streams go on.
+        local added = redis.pcall('XADD', stream, '*', unpack(fieldsOf(value)))
+        if type(added) == 'table' and added.err then
+          refused = added.err
+          break
+        end
         moved = moved + 1
       else
         dropped = dropped + 1
@@ -66,7 +72,7 @@ for s = 1, #KEYS, 3 do
     local nextOne = redis.call('ZRANGE', schedule, 0, 0, 'WITHSCORES')
     local wait = -1
     if nextOne[2] then wait = math.max(0, tonumber(nextOne[2]) - now) end
-    out[#out + 1] = {moved, dropped, wait, redis.call('ZCARD', schedule)}
+    out[#out + 1] = {moved, dropped, wait, redis.call('ZCARD', schedule), refused}
   end
 end
 return out

@@ -20,24 +20,27 @@ export function pauseNameOf(stream: string): string {
 export class PauseCommands {
   constructor(private readonly redis: RedisConnection) {}
 
-  /** Pauses `name` for `group` (kept as it was if paused already: the first pause's time and author stay). True if it was running. */
+  /**
+   * Pauses `name` for `group` (kept as it was if paused already: the first pause's time and author stay). True if it
+   * was running. `name` may be any stream key of the pattern: every call here goes through pauseNameOf, as the workers' do.
+   */
   async pause(name: string, group: string, by: string, now = Date.now()): Promise<boolean> {
-    const set = await this.redis.set(pauseKeyOf(name, group), JSON.stringify({ at: now, by }), 'NX');
+    const set = await this.redis.set(pauseKeyOf(pauseNameOf(name), group), JSON.stringify({ at: now, by }), 'NX');
     return set === 'OK';
   }
 
   /** Resumes `name` for `group`; true if it was paused. */
   async resume(name: string, group: string): Promise<boolean> {
-    return (await this.redis.del(pauseKeyOf(name, group))) === 1;
+    return (await this.redis.del(pauseKeyOf(pauseNameOf(name), group))) === 1;
   }
 
   /** Who paused `name` for `group`, and when; null while it runs. */
   async state(name: string, group: string): Promise<PauseState | null> {
-    return parsePauseValue(await this.redis.get(pauseKeyOf(name, group)));
+    return parsePauseValue(await this.redis.get(pauseKeyOf(pauseNameOf(name), group)));
   }
 
   /** Whether each name is paused for `group` (EXISTS: the minimal consumer ACL has it). */
   async paused(names: readonly string[], group: string): Promise<boolean[]> {
-    return Promise.all(names.map(async (name) => (await this.redis.exists(pauseKeyOf(name, group))) === 1));
+    return Promise.all(names.map(async (name) => (await this.redis.exists(pauseKeyOf(pauseNameOf(name), group))) === 1));
   }
 }

@@ -76,6 +76,9 @@ export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Com
 export const isRefusal = (err: unknown): boolean => err instanceof Error && /^[A-Z]{3,}\b/.test(err.message) && !isRetryable(err);
 
 /** The key holds another type than the command works on. */
+/** Redis refused a command for the user's ACL: `NOPERM …`, and inside a script Redis 7.0's and Valkey's own wordings. */
+export const isNoPermission = (err: unknown): boolean => /^NOPERM\b|can't run this command|has no permissions to run/.test(message(err));
+
 export const isWrongType = (err: unknown): boolean => /^WRONGTYPE\b/.test(message(err));
 
 /** A refusal due to the key itself (its type, its ids used up): the same write to it will never succeed. */

@@ -306,14 +306,18 @@ export interface Promotion {
   dropped: number;
   nextDueInMs: number | undefined;
   waiting: number;
+  /** The stream refused the entry due next (WRONGTYPE, OOM …): it waits, and the stream's next look tries again. */
+  refused?: string;
 }
 
 /** PROMOTE_SCRIPT's answer: one Promotion per stream asked, in order. */
 export function parsePromoteReply(reply: unknown, streams: number): Promotion[] {
   if (!Array.isArray(reply) || reply.length !== streams) throw new ReplyShapeError('promote script', reply);
   return reply.map((row: unknown) => {
-    const [moved, dropped, wait, waiting] = integers('promote script', row, 4);
-    return { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+    if (!Array.isArray(row) || row.length !== 5 || typeof row[4] !== 'string') throw new ReplyShapeError('promote script', reply);
+    const [moved, dropped, wait, waiting] = integers('promote script', row.slice(0, 4), 4);
+    const promotion: Promotion = { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+    return row[4] === '' ? promotion : { ...promotion, refused: row[4] };
   });
 }
 
