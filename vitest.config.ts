@@ -27,8 +27,9 @@ const ON_CLUSTER = [
   'test/dashboard-api.e2e.spec.ts',
   // The keyed-expiry script's record must share the stream's slot.
   'test/redis8-idempotent-produce.e2e.spec.ts',
-  // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each).
+  // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each); a rate limit's keys one slot.
   'test/delayed.e2e.spec.ts',
+  'test/rate-limit.e2e.spec.ts',
 ];
 
 /**
@@ -89,6 +90,7 @@ const ON_VALKEY8 = [
   // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey.
   'test/delayed.e2e.spec.ts',
   'test/pause.e2e.spec.ts',
+  'test/rate-limit.e2e.spec.ts',
 ];
 
 /**

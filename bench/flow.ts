@@ -30,6 +30,10 @@ export const flowSizes = (smoke: boolean) => ({
   waiting: smoke ? [1_000, 20_000] : [1_000, 1_000_000],
   dueOnTop: smoke ? 1_000 : 10_000,
   idleLooks: smoke ? 200 : 2_000,
+  /** Rate limits: the limit (per second), how long each accuracy run lasts, and the overhead drain's size. */
+  rateMax: smoke ? 50 : 200,
+  rateRunMs: smoke ? 2_000 : 10_000,
+  overheadEntries: smoke ? 2_000 : 20_000,
   /** Entries scheduled one at a time with nothing else waiting. */
   alone: smoke ? 5 : 30,
 });
@@ -57,6 +61,10 @@ export interface FlowSection {
     plain: Distribution;
   };
   cost: { waiting: number; idleLookUs: number; movedUsPerEntry: number; bytesPerWaiting: number; valueBytes: number }[];
+  /** Rate limits: entries started per second against the limit, with 1 and 4 workers. */
+  rates: { workers: number; limitPerSec: number; measuredPerSec: number; seconds: number }[];
+  /** A drain with a limit far above its rate against the same drain without one (msgs/s each, median of runs). */
+  overhead: { unlimited: number[]; limited: number[] };
   problems: string[];
 }
 
@@ -95,7 +103,14 @@ export async function benchFlow(o: { smoke: boolean; url: string; log: Log }): P
     const lateness = await latency(o, admin, sizes, problems);
     const cost = [];
     for (const waiting of sizes.waiting) cost.push(await promotionCost(o, admin, waiting, sizes));
-    return { smoke: o.smoke, sizes, lateness, cost, problems };
+    const rates = [];
+    for (const workers of [1, 4]) rates.push(await rateAccuracy(o, admin, workers, sizes));
+    const overhead = { unlimited: [] as number[], limited: [] as number[] };
+    // The two take turns, twice each.
+    for (let round = 0; round < 2; round++)
+      for (const limited of round % 2 === 0 ? [false, true] : [true, false])
+        (limited ? overhead.limited : overhead.unlimited).push(await drain(o, admin, sizes.overheadEntries, limited));
+    return { smoke: o.smoke, sizes, lateness, cost, rates, overhead, problems };
   } finally {
     admin.disconnect();
   }
@@ -230,6 +245,69 @@ async function promotionCost(o: { log: Log }, admin: Redis, waiting: number, siz
   return { waiting, idleLookUs, movedUsPerEntry: stats.usec / Math.max(1, moved), bytesPerWaiting, valueBytes };
 }
 
+/** A backlog of `entries` (XADDs in MULTI … EXEC batches), the group at 0, for `stream`. */
+async function backlog(admin: Redis, stream: string, entries: number): Promise<void> {
+  await admin.del(stream);
+  await admin.xgroup('CREATE', stream, 'bench', '0', 'MKSTREAM');
+  for (let from = 0; from < entries; from += 5_000) {
+    const tx = admin.multi();
+    for (let i = from; i < Math.min(entries, from + 5_000); i++) tx.xadd(stream, '*', 'data', JSON.stringify({ i }));
+    await tx.exec();
+  }
+}
+
+/** `workers` StreamConsumers under one limit on a backlog larger than it lets through: entries started per second over `rateRunMs`. */
+async function rateAccuracy(o: { url: string; log: Log }, admin: Redis, workers: number, sizes: ReturnType<typeof flowSizes>) {
+  const stream = `flow-rate-${workers}`;
+  const seconds = sizes.rateRunMs / 1000;
+  await backlog(admin, stream, Math.ceil(sizes.rateMax * seconds * 1.5));
+  await admin.del(`${stream}:rate:bench`, `${stream}:ratelimited:bench`);
+  o.log(`flow: rate limit ${sizes.rateMax}/s, ${workers} worker(s), ${seconds} s`);
+  const starts: number[] = [];
+  const consumers = Array.from({ length: workers }, (_, w) =>
+    new StreamConsumer({ connection: o.url, group: 'bench', consumer: `r${w}`, logger: false, concurrency: 16, blockMs: 1000 }).handle(
+      stream,
+      () => void starts.push(performance.now()),
+      { rateLimit: { max: sizes.rateMax, perMs: 1000 } },
+    ),
+  );
+  await Promise.all(consumers.map((c) => c.start()));
+  // From the first start: what a steady run lets through (the first window's burst is the limit's, counted in).
+  await waitFor(() => starts.length > 0, { message: 'a first entry', timeoutMs: 10_000 });
+  const from = starts[0]!;
+  await new Promise((resolve) => setTimeout(resolve, sizes.rateRunMs)); // the measured period, not a wait for a condition
+  await Promise.all(consumers.map((c) => c.close()));
+  const measured = starts.filter((t) => t - from < sizes.rateRunMs).length / seconds;
+  await admin.del(stream, `${stream}:rate:bench`);
+  return { workers, limitPerSec: sizes.rateMax, measuredPerSec: measured, seconds };
+}
+
+/** One worker (concurrency 16, no-op handler) drains `entries`, with a limit far above its rate or none: msgs/s. */
+async function drain(o: { url: string; log: Log }, admin: Redis, entries: number, limited: boolean): Promise<number> {
+  const stream = 'flow-drain';
+  await backlog(admin, stream, entries);
+  await admin.del(`${stream}:rate:bench`);
+  let handled = 0;
+  let first = 0;
+  let last = 0;
+  const c = new StreamConsumer({ connection: o.url, group: 'bench', consumer: 'd', logger: false, concurrency: 16, batchSize: 100 }).handle(
+    stream,
+    () => {
+      last = performance.now();
+      if (handled++ === 0) first = last;
+    },
+    limited ? { rateLimit: { max: 100_000, perMs: 1000 } } : {},
+  );
+  await c.start();
+  await waitFor(() => handled >= entries, { message: `${entries} drained`, timeoutMs: 120_000, intervalMs: 50 });
+  await c.close();
+  await admin.del(stream, `${stream}:rate:bench`);
+  o.log(
+    `flow: drain ${limited ? 'with a limit above its rate' : 'without a limit'}: ${Math.round(entries / ((last - first) / 1000))} msgs/s`,
+  );
+  return entries / ((last - first) / 1000);
+}
+
 const usedMemory = (info: string) => Number(/used_memory:(\d+)/.exec(info)![1]);
 
 function parseEvalsha(info: string): { calls: number; usec: number } {
@@ -242,6 +320,8 @@ const evalshaUsecPerCall = (info: string) => {
   return s.usec / Math.max(1, s.calls);
 };
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
 export function flowMarkdown(s: FlowSection, smokeNote: string): string {
   const f = (v: number, d = 0) =>
     Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '—';
@@ -250,7 +330,7 @@ export function flowMarkdown(s: FlowSection, smokeNote: string): string {
   const l = s.lateness;
   const [small, large] = [s.cost[0]!, s.cost[s.cost.length - 1]!];
   return [
-    `## Flow control: delayed delivery${s.smoke ? `\n\n${smokeNote}` : ''}`,
+    `## Flow control: delayed delivery and rate limits${s.smoke ? `\n\n${smokeNote}` : ''}`,
     '',
     `Two StreamConsumers with the default options (flowCheckMs 1000, blockMs 5000), one redis-server, this host. ${f(s.sizes.entries)} entries scheduled up front, due evenly over ${f(s.sizes.spreadMs / 1000)} s; meanwhile, every ${s.sizes.everyMs} ms, a plain entry and one delayed 100–500 ms (due sooner than any entry the workers knew of at their last look). Lateness in ms after the due time; the plain entries' XADD → handler latency is the reference of the same run.`,
     '',
@@ -272,6 +352,18 @@ export function flowMarkdown(s: FlowSection, smokeNote: string): string {
     ),
     '',
     `${f(large.waiting)} waiting against ${f(small.waiting)}: a look that moves nothing ${f(large.idleLookUs / small.idleLookUs, 2)}×, an entry moved ${f(large.movedUsPerEntry / small.movedUsPerEntry, 2)}× (a look costs log n in what waits, not n).`,
+    '',
+    '### Rate limits',
+    '',
+    `A backlog larger than the limit lets through, drained by 1 and 4 StreamConsumers (concurrency 16, no-op handler) of one group under \`rateLimit: { max: ${s.sizes.rateMax}, perMs: 1000 }\`: entries started per second from the first start, over ${f(s.sizes.rateRunMs / 1000)} s (the first window's burst included).`,
+    '',
+    '| workers | limit /s | started /s | started / limit |',
+    '| ---: | ---: | ---: | ---: |',
+    ...s.rates.map(
+      (r) => `| ${r.workers} | ${f(r.limitPerSec)} | ${f(r.measuredPerSec, 1)} | **${f(r.measuredPerSec / r.limitPerSec, 3)}×** |`,
+    ),
+    '',
+    `Overhead: one worker drains ${f(s.sizes.overheadEntries)} entries (concurrency 16, batch 100, no-op) with a limit far above its rate (100,000/s) against none, the two taking turns: ${f(median(s.overhead.limited))} against ${f(median(s.overhead.unlimited))} msgs/s, **${f(median(s.overhead.limited) / median(s.overhead.unlimited), 2)}×** (runs: ${s.overhead.limited.map((v) => f(v)).join(', ')}; ${s.overhead.unlimited.map((v) => f(v)).join(', ')}).`,
     ...(s.problems.length > 0 ? ['', `Problems: ${s.problems.join('; ')}`] : []),
   ].join('\n');
 }

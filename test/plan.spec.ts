@@ -39,6 +39,18 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(plan.origins.get('p:{orders:1}')).toEqual({ pattern: 'orders', partition: 1, ordered: true });
   });
 
+  it('keeps an ordered (and a rate-limited) reader what it is on a cluster', () => {
+    const plan = planStreams(
+      [event('orders', { ordered: true, partitions: 2 }), event('mail', { rateLimit: { max: 5, perMs: 1000 } })],
+      CLUSTER,
+    );
+    expect(plan.readers).toEqual([
+      { streams: ['p:{orders:0}'], ordered: { pattern: 'orders', partition: 0, partitions: 2 } },
+      { streams: ['p:{orders:1}'], ordered: { pattern: 'orders', partition: 1, partitions: 2 } },
+      { streams: ['p:mail'], rateLimit: { name: 'p:mail', limit: { max: 5, perMs: 1000 } } },
+    ]);
+  });
+
   it('refuses ordered where it cannot hold, naming the registration', () => {
     expect(() => planStreams([event('o', { ordered: 'yes' })], ONE_NODE)).toThrow(
       /@StreamPattern\('o'\): ordered must be true or false, got "yes"/,

@@ -10,6 +10,7 @@ import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
+import { rateLimitedDelay } from '../rate-limited-mark.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
@@ -23,6 +24,8 @@ import type { ProcessTrace, SettleObserver } from './settle-observer.js';
 export type Dispatch = (pattern: string, entry: DecodedEntry, args: EntryContextArgs) => Promise<unknown>;
 
 /** What a stream key is to the app: its handler pattern, and its partition when the stream is partitioned. */
+import type { RateLimit } from '../options/rate-limit-options.js';
+
 export interface StreamOrigin {
   pattern: string;
   partition?: number;
@@ -30,6 +33,8 @@ export interface StreamOrigin {
   retry?: RetryDelay | undefined;
   /** `@StreamPattern(key, { ordered: true })`: one key's entries one at a time, in id order. */
   ordered?: true;
+  /** `@StreamPattern(key, { rateLimit })`: at most `max` started per `perMs`, by the whole group. */
+  rateLimit?: RateLimit;
 }
 
 export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
@@ -236,6 +241,7 @@ export function handlerFailed(
   quiet = false,
 ): SettledEvent | Promise<SettledEvent> {
   if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
+  if (rateLimitedDelay(error) !== undefined) return rateLimited(deps, entry, source, error);
   // The handler's own error (class and message; the stack beside the log line), not Nest's stand-in for it.
   const why = describeHandlerError(error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
@@ -253,6 +259,32 @@ export function handlerFailed(
   };
   const time = retryTime(deps, entry, error);
   return time instanceof Promise ? time.then(failed) : failed(time);
+}
+
+/**
+ * The handler said the downstream is rate limited (RateLimitedException): the entry is tried again
+ * when it asked, its delivery not counted (never a dead letter for it), and a rate-limited pattern
+ * starts nothing meanwhile, in every worker of the group.
+ */
+function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent | Promise<SettledEvent> {
+  const { pattern, rateLimit } = deps.originOf(entry.stream);
+  const settled = (time: RetryTime): SettledEvent => {
+    deps.logger.warn(
+      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, its delivery not counted${rateLimit && time.scheduled ? `; "${pattern}" starts nothing for ${time.retryInMs} ms` : ''}`,
+    );
+    const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
+    return time.scheduled ? markScheduled(event) : event;
+  };
+  const time = retryTime(deps, entry, error);
+  const timed = time instanceof Promise ? time : Promise.resolve(time);
+  if (!rateLimit) return time instanceof Promise ? time.then(settled) : settled(time);
+  return timed.then(async (t) => {
+    if (t.scheduled)
+      await deps.commands.rateLimits
+        .block(deps.keyPrefix + pattern, t.retryInMs, deps.consumer)
+        .catch((err: unknown) => deps.logger.warn(`could not slow "${pattern}" for ${t.retryInMs} ms: ${describeError(err)}`));
+    return settled(t);
+  });
 }
 
 /** What a failure's log line says of its next try. */

@@ -12,6 +12,9 @@ import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
 import type { StopSignal } from './stop-signal.js';
 import type { PauseWatch } from './pause-watch.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+type Limiter = Pick<RateLimiter, 'acquire' | 'refund' | 'takeOne'>;
 
 /** What the park reads on, holds and hands its entries to. */
 export interface ParkerDeps extends ArrivalDeps {
@@ -28,6 +31,8 @@ export interface ParkerDeps extends ArrivalDeps {
   custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
   /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
   offer: Pick<ServerOffer, 'claimsOnRead'>;
+  /** A rate-limited pattern's reader: its reads take grants of the group's limit first (see limitedRead). */
+  limiter?: Limiter | undefined;
   /** Which streams are paused for the group: the park reads the others, and waits while all are. */
   pause: Pick<PauseWatch, 'readable' | 'changed$'>;
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
@@ -241,6 +246,34 @@ export class Parker {
       await firstValueFrom(race(timer(blockMs || d.blockMs), stop.stopped$, d.pause.changed$));
       return [];
     }
+    return d.limiter ? this.limitedRead(d.limiter, streams, blockMs, count) : this.readOnce(streams, blockMs, count);
+  }
+
+  /**
+   * A rate-limited pattern's read: grants first (the group's window in Redis), then a read of as many
+   * entries without BLOCK, the unused grants given back; none waiting: a park for one entry, whose
+   * grant is taken when it arrives (waited for, if the window filled meanwhile). No grant: the beat
+   * waits until one may be (at most blockMs), and the entries wait unread in the stream.
+   */
+  private async limitedRead(limiter: Limiter, streams: readonly string[], blockMs: number, count: number): Promise<StreamEntry[]> {
+    const { stop, pause } = this.d;
+    const grant = await limiter.acquire(count);
+    if (grant.grants === 0) {
+      await firstValueFrom(race(timer(Math.min(grant.waitMs, blockMs || this.d.blockMs)), stop.stopped$, pause.changed$));
+      return [];
+    }
+    const entries = await this.readOnce(streams, 0, grant.grants);
+    if (entries.length < grant.grants) await limiter.refund(grant, entries.length);
+    if (entries.length > 0 || blockMs === 0 || stop.stopped) return entries;
+    const arrived = await this.readOnce(streams, blockMs, 1);
+    if (arrived.length > 0) await limiter.takeOne();
+    return arrived;
+  }
+
+  /** One XREADGROUP (`blockMs` 0: no BLOCK) on the blocking lane; what it returns is leased at once. */
+  private async readOnce(streams: readonly string[], blockMs: number, count: number): Promise<StreamEntry[]> {
+    const { d } = this;
+    const { lanes } = d;
     const claimMinIdleMs = d.offer.claimsOnRead(streams.length) && !this.claimedLast ? d.minIdleMs : undefined;
     const read = d.fetch.readGroup(
       lanes.blocking,

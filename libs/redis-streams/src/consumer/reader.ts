@@ -50,6 +50,8 @@ import { StuckWatch, type Running } from './stuck-watch.js';
 import { KeyLanes, type BlockedKey } from './key-lanes.js';
 import { DelayedPromoter, type DelayedView } from './delayed-promoter.js';
 import { PauseWatch } from './pause-watch.js';
+import { RateLimiter } from './rate-limiter.js';
+import type { RateLimit } from '../options/rate-limit-options.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
@@ -87,6 +89,8 @@ export interface ReaderStreams {
   batch?: ResolvedBatchOptions | undefined;
   /** Set for an ordered pattern's stream (one per reader): it reads only while this consumer owns the partition. */
   ordered?: OrderedStream | undefined;
+  /** Set for a rate-limited pattern's stream (one per reader): its reads take grants of the group's limit first. */
+  rateLimit?: { name: string; limit: RateLimit } | undefined;
 }
 
 /** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */
@@ -176,7 +180,7 @@ export class Reader {
   private readonly pause: PauseWatch;
 
   constructor(
-    { streams, batch, ordered }: ReaderStreams,
+    { streams, batch, ordered, rateLimit }: ReaderStreams,
     private readonly d: ReaderDeps,
   ) {
     const { options, commands, logger } = d;
@@ -282,13 +286,16 @@ export class Reader {
     this.drainDeps = { ...step, ...arrivals, readAhead: options.readAhead };
     this.selfDrain$ = selfDrain$({ ...this.drainDeps, drainable: () => pause.drainable() });
     this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer });
+    const limiter = rateLimit && new RateLimiter({ limits: commands.rateLimits, name: rateLimit.name, limit: rateLimit.limit, stop });
     this.parker = new Parker(
       {
         ...step,
         ...arrivals,
         offer,
         blockMs: options.blockMs,
+        // A read ahead takes its grants while this batch runs: starts trail them by up to a batch, the count per window holds.
         readAhead: options.readAhead,
+        limiter,
         lanes: this.lanes,
         fetch: commands.fetch,
         custody,

@@ -5,6 +5,7 @@ import { isRefusal } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { retryLaterDelay } from '../retry-later-mark.js';
+import { rateLimitedDelay } from '../rate-limited-mark.js';
 import type { SettledEvent } from './settled-event.js';
 
 export interface RetryScheduleDeps {
@@ -49,7 +50,9 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
   if (typeof delay === 'string') return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: delay };
   // Not recorded when the entry is no longer pending here (a peer took it, or the group lost it): its retry is then
   // the peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same.
-  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer).then(
+  // A handler's RateLimitedException: the delivery is put back, so it never counts toward maxDeliveries.
+  const uncounted = rateLimitedDelay(error) !== undefined;
+  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer, uncounted).then(
     () => ({ retryInMs: delay, scheduled: true }),
     (err: unknown) => {
       if (isRefusal(err)) {

@@ -6,6 +6,7 @@ export { StreamBatchContext, StreamContext, type StreamEntryContext } from './st
 export { BatchFailureError, type BatchEntry } from './batch-failure-error.js';
 export { DeadLetterError } from './dead-letter-error.js';
 export { RetryLaterError } from './retry-later-error.js';
+export { RateLimitedError } from './rate-limited-error.js';
 export { isDeadLetter } from '../dead-letter-mark.js';
 export type { RedisStreamsBatchContextArgs, RedisStreamsContextArgs } from '../consumer/entry-context.js';
 export type { RedisStreamsEvents } from '../engine/events.js';

@@ -3,6 +3,7 @@ import type { ReaderStreams } from '../consumer/reader.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
+import { resolveRateLimit } from '../options/rate-limit-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../slots.js';
 
@@ -75,7 +76,8 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     batch,
     retry: retryPolicy,
     ordered,
-  } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown };
+    rateLimit: limit,
+  } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown; rateLimit?: unknown };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}": a request handler's failure is answered to its caller (the request is acked), never retried; a retry policy is for event handlers`,
@@ -99,7 +101,12 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       );
     batches.set(pattern, resolveBatchOptions(registered, batch));
   }
-  const order = ordered === true ? { ordered: true as const } : {};
+  const rateLimit = resolveRateLimit(`${registered} rateLimit`, limit);
+  if (rateLimit && (ordered === true || batch !== undefined))
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: rateLimit with ${ordered === true ? 'ordered' : 'batch'} is not supported yet; a single-entry handler with concurrency takes a limit`,
+    );
+  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...(rateLimit ? { rateLimit } : {}) };
   if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
@@ -119,7 +126,12 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
  * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
  */
 function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
-  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown }[];
+  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown; rateLimit?: unknown }[];
+  if (extras.slice(1).some((e) => e.rateLimit !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a rateLimit on one that is not the first: one stream is read one way, so give the limit to the first handler only`,
+    );
+  }
   if (extras.slice(1).some((e) => e.ordered !== undefined && e.ordered !== extras[0]!.ordered)) {
     throw new Error(
       `nestjs-redis-streams: the handlers of "${pattern}" disagree on ordered: one stream is read one way, so give ordered to the first handler only`,
@@ -154,7 +166,7 @@ function readerStreams(
   batches: ReadonlyMap<string, ResolvedBatchOptions>,
   options: PlanOptions,
 ): ReaderStreams[] {
-  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered);
+  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered && !origins.get(s)!.rateLimit);
   const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
   // An ordered stream (each partition) is read by a reader of its own: it reads only while this consumer owns it.
   for (const stream of streams) {
@@ -162,6 +174,11 @@ function readerStreams(
     if (!origin.ordered) continue;
     const partitions = [...origins.values()].filter((o) => o.pattern === origin.pattern).length;
     sets.push({ streams: [stream], ordered: { pattern: origin.pattern, partition: origin.partition ?? 0, partitions } });
+  }
+  // A rate-limited stream (each partition) too: its reads take grants first, each read its own COUNT.
+  for (const stream of streams) {
+    const { rateLimit, pattern } = origins.get(stream)!;
+    if (rateLimit) sets.push({ streams: [stream], rateLimit: { name: options.keyPrefix + pattern, limit: rateLimit } });
   }
   for (const [pattern, batch] of batches) sets.push({ streams: streams.filter((s) => origins.get(s)!.pattern === pattern), batch });
   if (!options.onCluster) return sets;
@@ -173,7 +190,8 @@ function readerStreams(
       );
     }
   }
-  const groups = sets.flatMap(({ streams: set, batch }) => groupBySlot(set).map((group) => ({ streams: group, batch })));
+  // Each set split by slot, keeping what it is (batch, ordered, rate-limited).
+  const groups = sets.flatMap((set) => groupBySlot(set.streams).map((group) => ({ ...set, streams: group })));
   if (groups.length > MAX_SLOT_LANES) {
     throw new Error(
       `nestjs-redis-streams: the ${streams.length} streams span ${groups.length} cluster slots, each needing its own blocking connection (at most ${MAX_SLOT_LANES}): give related streams one hash tag, e.g. "{orders}.created", "{orders}.paid", or use fewer partitions`,

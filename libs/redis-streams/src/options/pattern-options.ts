@@ -1,5 +1,6 @@
 import type { StreamBatchOptions } from './batch-options.js';
 import type { RetryPolicy } from './retry-options.js';
+import type { RateLimit } from './rate-limit-options.js';
 import { rejectUnknown } from './validate.js';
 
 /** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
@@ -15,6 +16,12 @@ export interface StreamPatternExtras {
    * partition has one owner in the group at a time (docs/guide/ordering.md). Default: false.
    */
   ordered?: boolean;
+  /**
+   * At most `max` entries of this pattern started per `perMs`, by every consumer of the group
+   * together (a sliding window in Redis, on its clock); entries over it wait unread in the stream.
+   * Not with `ordered` or `batch` yet. See docs/guide/flow-control.md. Default: none.
+   */
+  rateLimit?: RateLimit;
 }
 
 /**
@@ -23,7 +30,7 @@ export interface StreamPatternExtras {
  */
 export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
 
-const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered'];
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered', 'rateLimit'];
 
 /**
  * A typo in `@StreamPattern`'s (or `handle`'s) extras would otherwise silently keep the default (a

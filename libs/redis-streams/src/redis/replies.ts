@@ -343,3 +343,14 @@ export function parsePauseValue(value: unknown): PauseState | null {
     return { at: null, by: '' };
   }
 }
+
+/** ACQUIRE_SCRIPT's answer: the grants taken, and when none, the ms until one may be. */
+export interface Acquired {
+  grants: number;
+  waitMs: number;
+}
+
+export function parseAcquireReply(reply: unknown): Acquired {
+  const [grants, waitMs] = integers('acquire script', reply, 2);
+  return { grants: grants!, waitMs: waitMs! };
+}

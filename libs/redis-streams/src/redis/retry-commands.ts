@@ -17,10 +17,10 @@ export class RetryCommands {
 
   /**
    * Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock), if it is
-   * pending under `consumer` (SCHEDULE_RETRY_SCRIPT); the due time in Redis ms, or -1 (not recorded).
+   * pending under `consumer` (SCHEDULE_RETRY_SCRIPT); `uncounted`: its delivery count put back. The due time in Redis ms, or -1 (not recorded).
    */
-  async schedule(stream: string, id: string, delayMs: number, consumer: string): Promise<number> {
-    return Number(await this.conn.streamsScheduleRetry(this.key(stream), stream, delayMs, id, this.group, consumer));
+  async schedule(stream: string, id: string, delayMs: number, consumer: string, uncounted = false): Promise<number> {
+    return Number(await this.conn.streamsScheduleRetry(this.key(stream), stream, delayMs, id, this.group, consumer, uncounted ? '1' : '0'));
   }
 
   /** The records of entries gone from `stream` (trimmed, XDEL): nothing is left to retry. */

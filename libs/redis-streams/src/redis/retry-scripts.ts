@@ -13,7 +13,9 @@ export const RETRY_RECORD_TTL_MS = 86_400_000;
  * first (a claim at its due time, a reclaim's adoption once due): a record still there says nobody
  * tried the entry since (see AUDIT_SCRIPT).
  * KEYS[1] retry set, KEYS[2] stream; ARGV[1] delay in ms, ARGV[2] the entry's id, ARGV[3] group,
- * ARGV[4] consumer. Returns the due time (Redis ms), or -1 (not pending under the consumer: no record).
+ * ARGV[4] consumer, ARGV[5] '1' when this delivery is not to count (a handler's RateLimitedException:
+ * its delivery count is put back, so its retry counts as this delivery did). Returns the due time
+ * (Redis ms), or -1 (not pending under the consumer: no record).
  */
 export const SCHEDULE_RETRY_SCRIPT = `${LUA_NOW}
 local ok, rows = pcall(redis.call, 'XPENDING', KEYS[2], ARGV[3], ARGV[2], ARGV[2], 1)
@@ -21,6 +23,9 @@ if not ok or not rows[1] or rows[1][2] ~= ARGV[4] then return -1 end
 local due = now + tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - ${RETRY_RECORD_TTL_MS}))
 redis.call('ZADD', KEYS[1], due, ARGV[2])
+if ARGV[5] == '1' then
+  redis.call('XCLAIM', KEYS[2], ARGV[3], ARGV[4], 0, ARGV[2], 'RETRYCOUNT', math.max(0, tonumber(rows[1][4]) - 1), 'JUSTID')
+end
 return due
 `;
 

@@ -37,7 +37,15 @@ export type ScriptedConnection = RedisConnection & {
   /** Variadic keys: the stream count first, then the streams, then the arguments. */
   streamsReclaimRound(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<unknown>;
   streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
-  streamsScheduleRetry(retryKey: string, key: string, delayMs: number, id: string, group: string, consumer: string): Promise<number>;
+  streamsScheduleRetry(
+    retryKey: string,
+    key: string,
+    delayMs: number,
+    id: string,
+    group: string,
+    consumer: string,
+    uncounted: '1' | '0',
+  ): Promise<number>;
   streamsAdoptRetry(
     key: string,
     retryKey: string,

@@ -13,6 +13,7 @@ import { OwnershipCommands } from './ownership-commands.js';
 import { FetchCommands } from './fetch-commands.js';
 import { DelayedCommands } from './delayed-commands.js';
 import { PauseCommands } from './pause-commands.js';
+import { RateLimitCommands } from './rate-limit-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './retention.js';
 
@@ -63,6 +64,8 @@ export class StreamCommands {
   readonly delayed: DelayedCommands;
   /** Patterns' pause flags (see PauseCommands). */
   readonly pauses: PauseCommands;
+  /** Patterns' rate limits (see RateLimitCommands). */
+  readonly rateLimits: RateLimitCommands;
 
   constructor(
     conn: RedisConnection,
@@ -78,6 +81,7 @@ export class StreamCommands {
     this.ownership = new OwnershipCommands(this.conn, group, onCluster);
     this.delayed = new DelayedCommands(this.conn, onCluster);
     this.pauses = new PauseCommands(this.conn);
+    this.rateLimits = new RateLimitCommands(this.conn, group, onCluster);
   }
 
   /**

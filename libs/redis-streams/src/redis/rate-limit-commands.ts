@@ -1,0 +1,58 @@
+import { sameSlotKey } from '../slots.js';
+import type { RedisConnection } from './connect.js';
+import { parseAcquireReply, type Acquired } from './replies.js';
+import { ACQUIRE_SCRIPT, BLOCK_SCRIPT } from './rate-limit-scripts.js';
+
+/** A pattern's limit for one group: its window of grants, and the block a handler's RateLimitedException sets. */
+export interface RateLimitKeys {
+  window: string;
+  block: string;
+}
+
+/** `<name>:rate:<group>` and `<name>:ratelimited:<group>` (`name`: keyPrefix + pattern); on a cluster in one slot (`{name}:rate:…`). */
+export function rateLimitKeysOf(name: string, group: string, onCluster: boolean): RateLimitKeys {
+  const key = (suffix: string) => (onCluster ? sameSlotKey(name, suffix) : `${name}${suffix}`);
+  return { window: key(`:rate:${group}`), block: key(`:ratelimited:${group}`) };
+}
+
+type RateConnection = RedisConnection & {
+  streamsAcquire(window: string, block: string, max: number, perMs: number, want: number, prefix: string): Promise<unknown>;
+  streamsBlock(block: string, ms: number, by: string): Promise<unknown>;
+};
+
+/** Rate limits' commands (rate-limit-scripts.ts); replies parsed in replies.ts. */
+export class RateLimitCommands {
+  private readonly conn: RateConnection;
+
+  constructor(
+    conn: RedisConnection,
+    private readonly group: string,
+    private readonly onCluster: boolean,
+  ) {
+    conn.defineCommand('streamsAcquire', { numberOfKeys: 2, lua: ACQUIRE_SCRIPT });
+    conn.defineCommand('streamsBlock', { numberOfKeys: 1, lua: BLOCK_SCRIPT });
+    this.conn = conn as RateConnection;
+  }
+
+  keys(name: string): RateLimitKeys {
+    return rateLimitKeysOf(name, this.group, this.onCluster);
+  }
+
+  /** Up to `want` grants of `name`'s limit (members `prefix`1…n), or none and how long until one may be. */
+  async acquire(name: string, max: number, perMs: number, want: number, prefix: string): Promise<Acquired> {
+    const k = this.keys(name);
+    return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, want, prefix));
+  }
+
+  /** Gives back grants that read nothing (members `prefix`(from+1)…`prefix`n). */
+  async refund(name: string, prefix: string, from: number, n: number): Promise<void> {
+    if (from >= n) return;
+    const members = Array.from({ length: n - from }, (_, i) => `${prefix}${from + i + 1}`);
+    await this.conn.zrem(this.keys(name).window, ...members);
+  }
+
+  /** No grant of `name` for `ms` (or longer, if a block already lasts longer). */
+  async block(name: string, ms: number, by: string): Promise<void> {
+    await this.conn.streamsBlock(this.keys(name).block, ms, by);
+  }
+}

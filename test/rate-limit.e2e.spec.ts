@@ -1,0 +1,114 @@
+import { RateLimitedException } from 'nestjs-redis-streams';
+import { RateLimitedError, StreamConsumer } from 'nestjs-redis-streams/core';
+import { captureLogs } from './support/logs.js';
+import { CORE_HOST, startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { waitFor } from './support/wait-for.js';
+import { rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
+
+const redis = useRedis();
+
+const apps: TestApp[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+const rateLimited = (ms: number): Error => (CORE_HOST ? new RateLimitedError(ms) : new RateLimitedException(ms));
+
+/** Redis' clock in ms. */
+async function redisNow(): Promise<number> {
+  const [s, us] = (await redis.client().time()) as [string | number, string | number];
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+async function worker(
+  prefix: string,
+  consumer: string,
+  extras: Record<string, unknown>,
+  options = {},
+  logger?: ReturnType<typeof captureLogs>['logger'],
+): Promise<TestApp> {
+  const app = await startApp(
+    { connection: redis.connection, group: 'g', consumer, keyPrefix: prefix, blockMs: 200, minIdleMs: 5000, concurrency: 4, ...options },
+    { handlers: [{ pattern: 'mail', extras }], ...(logger ? { logger } : {}) },
+  );
+  apps.push(app);
+  return app;
+}
+
+const LIMIT = { max: 20, perMs: 500 };
+const ENTRIES = 120;
+
+describe('rate limits: at most max entries started per perMs, by the whole group', () => {
+  for (const workers of [1, 4]) {
+    it(`holds with ${workers} worker(s): ${ENTRIES} waiting entries take at least ${ENTRIES / LIMIT.max - 1} windows, each handled once at its first delivery`, async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}mail`;
+      const tx = redis.client().multi();
+      for (let n = 0; n < ENTRIES; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n }));
+      await tx.exec();
+      const start = await redisNow();
+      const running: TestApp[] = [];
+      for (let w = 0; w < workers; w++) running.push(await worker(prefix, `w${w}`, { rateLimit: LIMIT }));
+      const calls = () => running.flatMap((a) => a.recorder.calls);
+      await waitFor(() => calls().length >= ENTRIES, { message: `${ENTRIES} handled`, timeoutMs: 30_000 });
+      const end = await redisNow();
+      // The 101st grant comes 5 windows after the first at the earliest (Redis' clock; a busy machine only adds).
+      expect(end - start).toBeGreaterThanOrEqual((ENTRIES / LIMIT.max - 1) * LIMIT.perMs);
+      expect(new Set(calls().map((c) => c.id)).size).toBe(ENTRIES);
+      expect(calls().every((c) => c.deliveryCount === 1)).toBe(true);
+      if (workers > 1) expect(running.filter((a) => a.recorder.calls.length > 0).length).toBeGreaterThan(1);
+    }, 60_000);
+  }
+
+  it('a handler rate limited by its downstream: the entry comes back uncounted (never a dead letter), and the pattern starts nothing meanwhile', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const logs = captureLogs();
+    let thrownAt = 0;
+    const startedAt = new Map<number, number>();
+    const app = await worker(prefix, 'w1', { rateLimit: { max: 1000, perMs: 1000 } }, { maxDeliveries: 1 }, logs.logger);
+    app.recorder.behavior = (call) => {
+      const { n } = call.payload as { n: number };
+      if (!startedAt.has(n)) startedAt.set(n, Date.now());
+      if (n === 0 && thrownAt === 0) {
+        thrownAt = Date.now();
+        throw rateLimited(600);
+      }
+      return undefined;
+    };
+    await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n: 0 }));
+    const { block } = rateLimitKeysOf(`${prefix}mail`, 'g', redis.cluster);
+    await waitFor(async () => (await redis.client().pttl(block)) > 0, { message: 'the pattern blocked' });
+    for (let n = 1; n <= 5; n++) await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }));
+    await waitFor(() => app.recorder.calls.length === 7, { message: 'entry 0 twice and the 5 others' });
+    const calls = app.recorder.calls;
+    const zero = calls.filter((c) => (c.payload as { n: number }).n === 0);
+    // Its retry is delivery 1 again: on maxDeliveries 1 a counted failure would have been a dead letter.
+    expect(zero.map((c) => c.deliveryCount)).toEqual([1, 1]);
+    expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+    // Nothing new started before the block ended (this process' clock: the block began after the throw).
+    const others = [1, 2, 3, 4, 5].map((n) => startedAt.get(n)! - thrownAt);
+    expect(others.filter((ms) => ms < 590)).toEqual([]);
+    expect(logs.lines.some((l) => /was rate limited on entry .*its delivery not counted; "mail" starts nothing for 600 ms/.test(l))).toBe(
+      true,
+    );
+  });
+
+  it('refuses a wrong rateLimit, naming it', () => {
+    const extras =
+      (rateLimit: unknown, more: object = {}) =>
+      () =>
+        new StreamConsumer({ logger: false }).handle('mail', () => undefined, { rateLimit, ...more } as never).start();
+    return Promise.all([
+      expect(extras({ max: 0, perMs: 1000 })()).rejects.toThrow(
+        /"handle\('mail'\) rateLimit.max": must be a whole number from 1 to 100000, got 0/,
+      ),
+      expect(extras({ max: 5, perMs: 1.5 })()).rejects.toThrow(/rateLimit.perMs": must be a whole number/),
+      expect(extras({ max: 5, per: 1000 })()).rejects.toThrow(/rateLimit.per": unknown option/),
+      expect(extras(5)()).rejects.toThrow(/rateLimit": must be \{ max, perMs \}/),
+      expect(extras({ max: 5, perMs: 1000 }, { ordered: true })()).rejects.toThrow(/rateLimit with ordered is not supported yet/),
+    ]);
+  });
+});
