@@ -5,7 +5,7 @@
 const SRC = '^libs/redis-streams/src/';
 
 // The Nest adapter's own top-level files (the only ones besides server/, client/, terminus/ that import @nestjs/*).
-const NEST_FILES = '(context|batch|dead-letter\\.exception|retry-later\\.exception|transport)\\.ts$';
+const NEST_FILES = '(context|batch|dead-letter\\.exception|retry-later\\.exception|rate-limited\\.exception|transport)\\.ts$';
 
 const LAYER = {
   // Plain, Nest-free helpers and shared shapes at the top level of src/ (the entry, the hash slots, marks, printing).

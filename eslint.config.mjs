@@ -30,6 +30,7 @@ const ADAPTER_FILES = [
   '**/batch.js',
   '**/dead-letter.exception.js',
   '**/retry-later.exception.js',
+  '**/rate-limited.exception.js',
   '**/transport.js',
 ];
 
@@ -61,7 +62,7 @@ export default tseslint.config(
       'libs/redis-streams/src/server/**',
       'libs/redis-streams/src/client/**',
       'libs/redis-streams/src/terminus/**',
-      'libs/redis-streams/src/{context,batch,dead-letter.exception,retry-later.exception,transport,index}.ts',
+      'libs/redis-streams/src/{context,batch,dead-letter.exception,retry-later.exception,rate-limited.exception,transport,index}.ts',
     ],
     rules: {
       'no-restricted-imports': [

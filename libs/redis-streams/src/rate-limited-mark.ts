@@ -1,7 +1,7 @@
 import { brandMark } from './brand.js';
-import { retryLaterDelay } from './retry-later-mark.js';
 
-const MARKS = [brandMark('RateLimitedException'), brandMark('RateLimitedError')];
+const EXCEPTION = brandMark('RateLimitedException');
+const ERROR = brandMark('RateLimitedError');
 
 /**
  * The delay a `RateLimitedException` or a core `RateLimitedError` (of either build) asks for, also
@@ -10,7 +10,9 @@ const MARKS = [brandMark('RateLimitedException'), brandMark('RateLimitedError')]
  */
 export function rateLimitedDelay(err: unknown): unknown {
   if (typeof err !== 'object' || err === null) return undefined;
-  const marked = MARKS.some((mark) => (err as Record<symbol, unknown>)[mark] === true);
-  if (!marked && (err as { rateLimited?: unknown }).rateLimited !== true) return undefined;
-  return retryLaterDelay(err);
+  const marks = err as Record<symbol, unknown>;
+  const error = marks[EXCEPTION] === true ? (err as { getError(): unknown }).getError() : err;
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { rateLimited, retryInMs } = error as { rateLimited?: unknown; retryInMs?: unknown };
+  return marks[ERROR] === true || rateLimited === true ? retryInMs : undefined;
 }

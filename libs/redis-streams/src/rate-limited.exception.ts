@@ -1,5 +1,5 @@
+import { RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
-import { RetryLaterException } from './retry-later.exception.js';
 
 /**
  * Thrown by a handler when a downstream says "too many requests" (a 429 with `Retry-After`): this
@@ -7,10 +7,12 @@ import { RetryLaterException } from './retry-later.exception.js';
  * dead-letter stream for it), and a rate-limited pattern (`@StreamPattern(p, { rateLimit })`)
  * starts nothing for `delayMs`, in every worker of the group. docs/guide/flow-control.md.
  */
-export class RateLimitedException extends RetryLaterException {
-  constructor(delayMs: number, message = `rate limited for ${delayMs} ms`) {
-    super(delayMs, message);
-    (this.getError() as { rateLimited?: boolean }).rateLimited = true;
+export class RateLimitedException extends RpcException {
+  constructor(
+    readonly delayMs: number,
+    message = `rate limited for ${delayMs} ms`,
+  ) {
+    super({ status: 'error', message, retryInMs: delayMs, rateLimited: true });
   }
 }
 brand(RateLimitedException, 'RateLimitedException');

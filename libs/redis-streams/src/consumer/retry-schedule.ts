@@ -73,7 +73,7 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
 /** The delay, or why there is none (the idle-time default then). */
 function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): number | string {
   const where = `entry ${entry.id} of "${entry.stream}"`;
-  const asked = retryLaterDelay(error);
+  const asked = rateLimitedDelay(error) ?? retryLaterDelay(error);
   if (asked !== undefined) {
     const delay = checkedDelay(asked);
     if (typeof delay === 'number') return delay;
