@@ -96,6 +96,76 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     );
   });
 
+  it('close() while an entry waits for its grant runs that entry (in hand), rather than hand it back counted', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const calls: [string, string, number][] = [];
+    const workers = ['w1', 'w2'].map((name) =>
+      new StreamConsumer({
+        connection: redis.connection,
+        group: 'g',
+        consumer: name,
+        keyPrefix: prefix,
+        logger: false,
+        concurrency: 1,
+        blockMs: 2000,
+        minIdleMs: 3000,
+        maxDeliveries: 1,
+      }).handle(
+        'mail',
+        (_: unknown, ctx: { getId(): string; getDeliveryCount(): number }) => void calls.push([name, ctx.getId(), ctx.getDeliveryCount()]),
+        {
+          rateLimit: { max: 1, perMs: 20_000 },
+        },
+      ),
+    );
+    const open = new Set(workers);
+    onTestFinished(() => Promise.all([...open].map((w) => w.close())).then(() => undefined));
+    for (const w of workers) await w.start();
+    // Both parked (a read for one entry, taken without a grant while the window had room): each gets one of two
+    // entries written at once; one takes the window's one grant, the other waits for one (20 s).
+    const parked = async () =>
+      String(await redis.client().call('CLIENT', 'LIST', 'TYPE', 'normal'))
+        .split('\n')
+        .filter((l) => /cmd=xreadgroup/.test(l) && /flags=b/.test(l)).length;
+    await waitFor(async () => (await parked()) === 2, { message: 'both readers parked' });
+    await redis.client().eval("redis.call('XADD', KEYS[1], '*', 'data', '{}'); redis.call('XADD', KEYS[1], '*', 'data', '{}')", 1, stream);
+    const unhandled = async () =>
+      ((await redis.client().xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][]).find(
+        ([id]) => !calls.some(([, handled]) => handled === id),
+      );
+    await waitFor(async () => calls.length === 1 && (await unhandled()) !== undefined, {
+      message: 'one handled, one waiting for its grant',
+    });
+    const holder = workers[(await unhandled())![1] === 'w1' ? 0 : 1]!;
+    await holder.close();
+    open.delete(holder);
+    expect(calls.map(([, , delivery]) => delivery)).toEqual([1, 1]);
+    expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+  });
+
+  it('a RateLimitedException with no usable delay is an ordinary failure, said so; one of 0 ms blocks nothing', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const app = await worker(prefix, 'w1', { rateLimit: { max: 100, perMs: 1000 } }, { maxDeliveries: 3, minIdleMs: 1000 }, logs.logger);
+    const thrown = new Set<number>();
+    app.recorder.behavior = (call) => {
+      const { n } = call.payload as { n: number };
+      if (thrown.has(n)) return undefined;
+      thrown.add(n);
+      throw rateLimited(n === 1 ? -5 : 0);
+    };
+    await redis.client().xadd(`${prefix}mail`, '*', 'data', '{"n":1}');
+    await redis.client().xadd(`${prefix}mail`, '*', 'data', '{"n":2}');
+    await waitFor(() => app.recorder.calls.length === 4, { message: 'entry 1 again (counted), entry 2 again (uncounted)' });
+    const byN = (n: number) => app.recorder.calls.filter((c) => (c.payload as { n: number }).n === n).map((c) => c.deliveryCount);
+    expect(byN(1)).toEqual([1, 2]);
+    expect(byN(2)).toEqual([1, 1]);
+    expect(logs.lines.some((l) => /RateLimitedException: .*a failure, counted/.test(l))).toBe(true);
+    expect(logs.lines.filter((l) => /its delivery not counted/.test(l))).toHaveLength(1);
+    expect(logs.lines.filter((l) => /could not slow|starts nothing for 0 ms/.test(l))).toEqual([]);
+  });
+
   it('refuses a wrong rateLimit, naming it', () => {
     const extras =
       (rateLimit: unknown, more: object = {}) =>

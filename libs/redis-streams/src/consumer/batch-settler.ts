@@ -40,7 +40,7 @@ export const idList = (entries: readonly StreamEntry[]): string =>
  * awaited: see AckPipeline). Until the ack is confirmed their lease is kept, so no peer can
  * take them. When the loop stops, entries not yet started are handed back and the ones in
  * hand finish and are acked; the first `inHand` entries count as in hand (a batch handler's
- * batch that was still filling).
+ * batch that was still filling, an entry a limited park read before its grant came).
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
   if (entries.length === 0) return;
@@ -76,7 +76,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         }
       }
     : async (): Promise<void> => {
-        while (progress.next < entries.length && !d.stop.stopped) {
+        while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
           const at = progress.next++;
           const entry = entries[at]!;
           handlerStarted(progress, at, at + 1);

@@ -11,6 +11,7 @@ import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
 import { rateLimitedDelay } from '../rate-limited-mark.js';
+import { checkedDelay } from '../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
@@ -241,7 +242,8 @@ export function handlerFailed(
   quiet = false,
 ): SettledEvent | Promise<SettledEvent> {
   if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
-  if (rateLimitedDelay(error) !== undefined) return rateLimited(deps, entry, source, error);
+  // With a delay it can keep (an invalid one is an ordinary failure, counted, and said so by the retry schedule).
+  if (typeof checkedDelay(rateLimitedDelay(error)) === 'number') return rateLimited(deps, entry, source, error);
   // The handler's own error (class and message; the stack beside the log line), not Nest's stand-in for it.
   const why = describeHandlerError(error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
@@ -269,8 +271,10 @@ export function handlerFailed(
 function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent | Promise<SettledEvent> {
   const { pattern, rateLimit } = deps.originOf(entry.stream);
   const settled = (time: RetryTime): SettledEvent => {
+    // Not scheduled (the record refused, or the entry no longer ours): its delivery stays counted.
+    const counted = time.scheduled ? 'its delivery not counted' : 'its delivery counted';
     deps.logger.warn(
-      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, its delivery not counted${rateLimit && time.scheduled ? `; "${pattern}" starts nothing for ${time.retryInMs} ms` : ''}`,
+      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, ${counted}${rateLimit && time.scheduled && time.retryInMs > 0 ? `; "${pattern}" starts nothing for ${time.retryInMs} ms` : ''}`,
     );
     const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
     return time.scheduled ? markScheduled(event) : event;

@@ -76,6 +76,8 @@ export class Parker {
    * would otherwise wait for all of it, where a sweep's rounds let parks in between.)
    */
   private claimedLast = false;
+  /** The last limited park brought an entry whose grant the stop kept from coming (see park). */
+  private ungranted = false;
 
   constructor(
     private readonly d: ParkerDeps,
@@ -146,7 +148,10 @@ export class Parker {
       ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs)
       : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
-    const inHand = filling && stop.stopped;
+    // An entry a limited park read without a grant, whose wait for one the stop ended: in hand, so it runs.
+    const ungranted = this.ungranted;
+    this.ungranted = false;
+    const inHand = (filling || ungranted) && stop.stopped;
     if (d.readAhead && entries.length >= d.count && !stop.stopped) this.readAhead();
     // Delivered before (claimed with the read): a reclaim's. A new entry's count is 1. New ones first:
     // CLAIM serves a dead peer's backlog before them, and that backlog must not hold them back.
@@ -220,7 +225,7 @@ export class Parker {
   }
 
   /** One XREADGROUP … BLOCK … > on the blocking lane (`blockMs` 0: no BLOCK); what it returns is leased at once. */
-  private async parkRead(blockMs: number, count = this.d.count): Promise<StreamEntry[]> {
+  private async parkRead(blockMs: number, count = this.d.count, ahead = false): Promise<StreamEntry[]> {
     const { d } = this;
     const { stop, lanes } = d;
     // Connected: no promise to wait on. Not within a beat: the park fails (below).
@@ -246,7 +251,7 @@ export class Parker {
       await firstValueFrom(race(timer(blockMs || d.blockMs), stop.stopped$, d.pause.changed$));
       return [];
     }
-    return d.limiter ? this.limitedRead(d.limiter, streams, blockMs, count) : this.readOnce(streams, blockMs, count);
+    return d.limiter ? this.limitedRead(d.limiter, streams, ahead ? 0 : blockMs, count) : this.readOnce(streams, blockMs, count);
   }
 
   /**
@@ -266,7 +271,7 @@ export class Parker {
     if (entries.length < grant.grants) await limiter.refund(grant, entries.length);
     if (entries.length > 0 || blockMs === 0 || stop.stopped) return entries;
     const arrived = await this.readOnce(streams, blockMs, 1);
-    if (arrived.length > 0) await limiter.takeOne();
+    if (arrived.length > 0 && !(await limiter.takeOne())) this.ungranted = true;
     return arrived;
   }
 
@@ -316,6 +321,7 @@ export class Parker {
 
   private readAhead(): void {
     // A park still out (see fill) is the next one already.
-    if (!this.ahead.out) this.ahead.keep(this.parkRead(this.blockMs()));
+    // A limited read ahead never parks: it would hold an entry without its grant past the batch in hand.
+    if (!this.ahead.out) this.ahead.keep(this.parkRead(this.blockMs(), this.d.count, true));
   }
 }

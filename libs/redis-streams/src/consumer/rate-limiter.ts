@@ -46,14 +46,15 @@ export class RateLimiter {
 
   /**
    * The grant of one entry a park brought while none was held: waited for while the window is full.
-   * Stopping ends the wait: the entry is in hand, and is handled (at most one past the limit).
+   * False when stopping ended the wait: the entry is in hand all the same, and is handled (one past the limit).
    */
-  async takeOne(): Promise<void> {
+  async takeOne(): Promise<boolean> {
     const { stop } = this.d;
     while (!stop.stopped) {
       const grant = await this.acquire(1);
-      if (grant.grants > 0) return;
+      if (grant.grants > 0) return true;
       await firstValueFrom(race(timer(Math.min(grant.waitMs, TAKE_ONE_EVERY_MS)), stop.stopped$));
     }
+    return false;
   }
 }

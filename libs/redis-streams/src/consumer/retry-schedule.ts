@@ -77,7 +77,8 @@ function chosenDelay(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown
   if (asked !== undefined) {
     const delay = checkedDelay(asked);
     if (typeof delay === 'number') return delay;
-    deps.logger.warn(`${where}: RetryLaterException: ${delay}; the retry policy applies instead`);
+    const which = rateLimitedDelay(error) === undefined ? 'RetryLaterException' : 'RateLimitedException';
+    deps.logger.warn(`${where}: ${which}: ${delay}; the retry policy applies instead (a failure, counted)`);
   }
   const policy = deps.originOf(entry.stream).retry ?? deps.retry;
   if (!policy) return 'no retry policy';
