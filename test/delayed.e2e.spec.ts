@@ -1,5 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom } from 'rxjs';
@@ -10,6 +9,7 @@ import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
+import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
@@ -21,19 +21,7 @@ import { attention } from '../libs/redis-streams/src/ops/attention.js';
 const redis = useRedis();
 const startProducer = useProducers();
 
-const consumers: StreamConsumer[] = [];
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(consumers.splice(0).map((c) => c.close()));
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { consumers, children, dirs } = useLeftoversAfterEach();
 
 const keysOf = (stream: string) => delayedKeysOf(stream, redis.cluster);
 

@@ -8,6 +8,7 @@ import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
 import { CORE_HOST, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
+import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 import { serveDashboard } from 'nestjs-redis-streams';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
@@ -20,17 +21,7 @@ import { join } from 'node:path';
 const redis = useRedis();
 const startProducer = useProducers();
 
-const consumers: StreamConsumer[] = [];
-const children: ChildProcess[] = [];
-afterEach(async () => {
-  await Promise.all(consumers.splice(0).map((c) => c.close()));
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
-});
+const { consumers, children } = useLeftoversAfterEach();
 
 function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
   const c = new StreamConsumer({

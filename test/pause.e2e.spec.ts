@@ -1,5 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
@@ -7,6 +6,7 @@ import { startFixture } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
+import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 import { PauseCommands, pauseKeyOf } from '../libs/redis-streams/src/redis/pause-commands.js';
 import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
@@ -15,19 +15,7 @@ import { runCli } from './support/cli.js';
 
 const redis = useRedis();
 
-const consumers: StreamConsumer[] = [];
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(consumers.splice(0).map((c) => c.close()));
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { consumers, children, dirs } = useLeftoversAfterEach();
 
 function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
   const c = new StreamConsumer({
