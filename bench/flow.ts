@@ -63,6 +63,8 @@ export interface FlowSection {
   cost: { waiting: number; idleLookUs: number; movedUsPerEntry: number; bytesPerWaiting: number; valueBytes: number }[];
   /** Rate limits: entries started per second against the limit, with 1 and 4 workers. */
   rates: { workers: number; limitPerSec: number; measuredPerSec: number; seconds: number }[];
+  /** Per key: 4 keys each limited to a quarter of the limit; each key's started per second (the slowest and fastest), with 1 and 4 workers. */
+  keyRates: { workers: number; limitPerSec: number; keys: number; slowestPerSec: number; fastestPerSec: number; seconds: number }[];
   /** A drain with a limit far above its rate against the same drain without one (msgs/s each, median of runs). */
   overhead: { unlimited: number[]; limited: number[] };
   problems: string[];
@@ -105,12 +107,14 @@ export async function benchFlow(o: { smoke: boolean; url: string; log: Log }): P
     for (const waiting of sizes.waiting) cost.push(await promotionCost(o, admin, waiting, sizes));
     const rates = [];
     for (const workers of [1, 4]) rates.push(await rateAccuracy(o, admin, workers, sizes));
+    const keyRates = [];
+    for (const workers of [1, 4]) keyRates.push(await keyRateAccuracy(o, admin, workers, sizes));
     const overhead = { unlimited: [] as number[], limited: [] as number[] };
     // The two take turns, twice each.
     for (let round = 0; round < 2; round++)
       for (const limited of round % 2 === 0 ? [false, true] : [true, false])
         (limited ? overhead.limited : overhead.unlimited).push(await drain(o, admin, sizes.overheadEntries, limited));
-    return { smoke: o.smoke, sizes, lateness, cost, rates, overhead, problems };
+    return { smoke: o.smoke, sizes, lateness, cost, rates, keyRates, overhead, problems };
   } finally {
     admin.disconnect();
   }
@@ -246,12 +250,13 @@ async function promotionCost(o: { log: Log }, admin: Redis, waiting: number, siz
 }
 
 /** A backlog of `entries` (XADDs in MULTI … EXEC batches), the group at 0, for `stream`. */
-async function backlog(admin: Redis, stream: string, entries: number): Promise<void> {
+async function backlog(admin: Redis, stream: string, entries: number, keys = 0): Promise<void> {
   await admin.del(stream);
   await admin.xgroup('CREATE', stream, 'bench', '0', 'MKSTREAM');
   for (let from = 0; from < entries; from += 5_000) {
     const tx = admin.multi();
-    for (let i = from; i < Math.min(entries, from + 5_000); i++) tx.xadd(stream, '*', 'data', JSON.stringify({ i }));
+    for (let i = from; i < Math.min(entries, from + 5_000); i++)
+      tx.xadd(stream, '*', 'data', JSON.stringify({ i }), ...(keys > 0 ? ['partitionKey', `k${i % keys}`] : []));
     await tx.exec();
   }
 }
@@ -280,6 +285,40 @@ async function rateAccuracy(o: { url: string; log: Log }, admin: Redis, workers:
   const measured = starts.filter((t) => t - from < sizes.rateRunMs).length / seconds;
   await admin.del(stream, `${stream}:rate:bench`);
   return { workers, limitPerSec: sizes.rateMax, measuredPerSec: measured, seconds };
+}
+
+/** The same per key: 4 keys, each limited to a quarter of `rateMax` (`perKey: true`): each key's entries started per second. */
+async function keyRateAccuracy(o: { url: string; log: Log }, admin: Redis, workers: number, sizes: ReturnType<typeof flowSizes>) {
+  const stream = `flow-key-rate-${workers}`;
+  const keys = 4;
+  const perKey = sizes.rateMax / keys;
+  const seconds = sizes.rateRunMs / 1000;
+  await backlog(admin, stream, Math.ceil(sizes.rateMax * seconds * 1.5), keys);
+  const windows = async () => (await admin.keys(`${stream}:rate*`)).concat(await admin.keys(`${stream}:ratelimited*`));
+  const stale = await windows();
+  if (stale.length > 0) await admin.del(...stale);
+  o.log(`flow: rate limit ${perKey}/s per key (${keys} keys), ${workers} worker(s), ${seconds} s`);
+  const starts: { key: string; at: number }[] = [];
+  const consumers = Array.from({ length: workers }, (_, w) =>
+    new StreamConsumer({ connection: o.url, group: 'bench', consumer: `k${w}`, logger: false, concurrency: 16, blockMs: 1000 }).handle(
+      stream,
+      (_: unknown, ctx: { getFields(): Record<string, string> }) =>
+        void starts.push({ key: ctx.getFields().partitionKey!, at: performance.now() }),
+      { rateLimit: { max: perKey, perMs: 1000, perKey: true } },
+    ),
+  );
+  await Promise.all(consumers.map((c) => c.start()));
+  await waitFor(() => starts.length > 0, { message: 'a first entry', timeoutMs: 10_000 });
+  const from = starts[0]!.at;
+  await new Promise((resolve) => setTimeout(resolve, sizes.rateRunMs)); // the measured period, not a wait for a condition
+  await Promise.all(consumers.map((c) => c.close()));
+  const perSec = Array.from(
+    { length: keys },
+    (_, k) => starts.filter((s) => s.key === `k${k}` && s.at - from < sizes.rateRunMs).length / seconds,
+  );
+  const left = await windows();
+  await admin.del(stream, ...left);
+  return { workers, limitPerSec: perKey, keys, slowestPerSec: Math.min(...perSec), fastestPerSec: Math.max(...perSec), seconds };
 }
 
 /** One worker (concurrency 16, no-op handler) drains `entries`, with a limit far above its rate or none: msgs/s. */
@@ -361,6 +400,15 @@ export function flowMarkdown(s: FlowSection, smokeNote: string): string {
     '| ---: | ---: | ---: | ---: |',
     ...s.rates.map(
       (r) => `| ${r.workers} | ${f(r.limitPerSec)} | ${f(r.measuredPerSec, 1)} | **${f(r.measuredPerSec / r.limitPerSec, 3)}×** |`,
+    ),
+    '',
+    `Per key: the same backlog spread over ${s.keyRates[0]?.keys ?? 4} keys (\`partitionKey\`), each limited to a quarter (\`rateLimit: { max: ${f(s.keyRates[0]?.limitPerSec ?? NaN)}, perMs: 1000, perKey: true }\`): each key's entries started per second, the slowest and the fastest key.`,
+    '',
+    '| workers | limit /s per key | slowest key /s | fastest key /s | fastest / limit |',
+    '| ---: | ---: | ---: | ---: | ---: |',
+    ...s.keyRates.map(
+      (r) =>
+        `| ${r.workers} | ${f(r.limitPerSec)} | ${f(r.slowestPerSec, 1)} | ${f(r.fastestPerSec, 1)} | **${f(r.fastestPerSec / r.limitPerSec, 3)}×** |`,
     ),
     '',
     `Overhead: one worker drains ${f(s.sizes.overheadEntries)} entries (concurrency 16, batch 100, no-op) with a limit far above its rate (100,000/s) against none, the two taking turns: ${f(median(s.overhead.limited))} against ${f(median(s.overhead.unlimited))} msgs/s, **${f(median(s.overhead.limited) / median(s.overhead.unlimited), 2)}×** (runs: ${s.overhead.limited.map((v) => f(v)).join(', ')}; ${s.overhead.unlimited.map((v) => f(v)).join(', ')}).`,

@@ -5,7 +5,7 @@ import { CORE_HOST, startApp, uniquePrefix, type TestApp } from './support/test-
 import { useRedis } from './support/use-redis.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
-import { rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
+import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
 
 const redis = useRedis();
 
@@ -162,6 +162,126 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     expect(logs.lines.filter((l) => /could not slow|starts nothing for 0 ms/.test(l))).toEqual([]);
   });
 
+  for (const workers of [1, 4]) {
+    it(`per key, with ${workers} worker(s): a hot key takes its windows, the other keys are not held behind it`, async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}mail`;
+      const HOT = 60;
+      const limit = { max: 10, perMs: 500, perKey: true };
+      const tx = redis.client().multi();
+      // The hot key's backlog first, then a few of each other key behind it in the stream.
+      for (let n = 0; n < HOT; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', 'hot');
+      for (let n = 0; n < 5; n++) for (const key of ['a', 'b']) tx.xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', key);
+      for (let n = 0; n < 3; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n })); // no key: not limited
+      await tx.exec();
+      const start = await redisNow();
+      const running: TestApp[] = [];
+      // Every worker's starts in one order.
+      const order: { fields: Record<string, string> }[] = [];
+      for (let w = 0; w < workers; w++) {
+        const app = await worker(prefix, `w${w}`, { rateLimit: limit });
+        app.recorder.behavior = (call) => void order.push(call);
+        running.push(app);
+      }
+      const calls = () => running.flatMap((a) => a.recorder.calls);
+      const keyOf = (c: { fields: Record<string, string> }) => c.fields.partitionKey ?? '-';
+      await waitFor(() => calls().length >= HOT + 13, {
+        message: 'every entry handled',
+        timeoutMs: 30_000,
+        progress: () => calls().length,
+      });
+      const end = await redisNow();
+      // The hot key's 51st grant comes 5 windows after its first at the earliest (Redis' clock).
+      expect(end - start).toBeGreaterThanOrEqual((HOT / limit.max - 1) * limit.perMs);
+      expect(new Set(calls().map((c) => c.id)).size).toBe(HOT + 13);
+      // Waiting for its key's grant counts no delivery.
+      expect(calls().filter((c) => c.deliveryCount !== 1)).toEqual([]);
+      // The other keys were all handled by the time the hot key had its second window's worth.
+      const hotSeen = order.filter((c) => keyOf(c) === 'hot');
+      const lastOther = Math.max(...order.map((c, i) => (keyOf(c) === 'hot' ? -1 : i)));
+      expect(lastOther).toBeLessThan(order.indexOf(hotSeen[2 * limit.max]!));
+      expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+    }, 60_000);
+  }
+
+  it('per key with ordered: each key in id order, one at a time, at most max per perMs', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const limit = { max: 4, perMs: 400, perKey: true };
+    const app = await worker(prefix, 'w1', { ordered: true, rateLimit: limit });
+    const written: Record<string, string[]> = { x: [], y: [] };
+    const start = await redisNow();
+    for (let n = 0; n < 16; n++)
+      for (const key of ['x', 'y'])
+        written[key]!.push((await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', key)) as string);
+    await waitFor(() => app.recorder.calls.length >= 32, {
+      message: 'every entry handled',
+      timeoutMs: 30_000,
+      progress: () => app.recorder.calls.length,
+    });
+    const end = await redisNow();
+    for (const key of ['x', 'y'])
+      expect(app.recorder.calls.filter((c) => c.fields.partitionKey === key).map((c) => c.id)).toEqual(written[key]);
+    expect(end - start).toBeGreaterThanOrEqual((16 / limit.max - 1) * limit.perMs);
+    expect(app.recorder.calls.every((c) => c.deliveryCount === 1)).toBe(true);
+  }, 60_000);
+
+  it("per key by a function: a RateLimitedException slows that key alone; a key function's bad key fails the entry, said so", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const logs = captureLogs();
+    const perKey = (p: { tenant?: unknown }) => p.tenant as string;
+    const app = await worker(prefix, 'w1', { rateLimit: { max: 1000, perMs: 1000, perKey } }, { maxDeliveries: 1 }, logs.logger);
+    let thrownAt = 0;
+    const startedAt = new Map<string, number>();
+    app.recorder.behavior = (call) => {
+      const { tenant, n } = call.payload as { tenant: string; n: number };
+      startedAt.set(`${tenant}/${n}`, Date.now());
+      if (tenant === 't1' && n === 0 && thrownAt === 0) {
+        thrownAt = Date.now();
+        throw rateLimited(700);
+      }
+      return undefined;
+    };
+    const add = (payload: object) => redis.client().xadd(stream, '*', 'data', JSON.stringify(payload));
+    await add({ tenant: 't1', n: 0 });
+    const { block } = keyRateLimitKeysOf(`${prefix}mail`, 'g', 't1', redis.cluster);
+    await waitFor(async () => (await redis.client().pttl(block)) > 0, { message: "t1's key blocked" });
+    for (let n = 1; n <= 3; n++) {
+      await add({ tenant: 't1', n });
+      await add({ tenant: 't2', n });
+    }
+    await add({ tenant: { not: 'a key' }, n: 9 });
+    await waitFor(() => app.recorder.calls.length === 8 && startedAt.has('t1/3'), { message: 't1 twice at 0, then the others' });
+    // t2 went on while t1 waited; t1's later entries started after its block (this process' clock, from the throw).
+    for (let n = 1; n <= 3; n++) {
+      expect(startedAt.get(`t1/${n}`)! - thrownAt).toBeGreaterThanOrEqual(690);
+      expect(startedAt.get(`t2/${n}`)!).toBeLessThan(startedAt.get(`t1/1`)!);
+    }
+    expect(app.recorder.calls.filter((c) => (c.payload as { tenant: string }).tenant === 't1').map((c) => c.deliveryCount)).toEqual([
+      1, 1, 1, 1, 1,
+    ]);
+    expect(logs.lines.some((l) => /its delivery not counted; key "t1" of "mail" starts nothing for 700 ms/.test(l))).toBe(true);
+    // The bad key: a failure of the entry, on maxDeliveries 1 a dead letter naming why.
+    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 1, { message: 'the bad key dead-lettered' });
+    const [[, fields]] = (await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [[string, string[]]];
+    expect(fields.join(' ')).toMatch(/rateLimit.perKey returned object: a key is a string or a finite number/);
+  }, 60_000);
+
+  it('per key: a key of any length and characters has its own window (URI-encoded, or hashed)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    // A function's key: the payload's JSON can hold a lone surrogate, a field's bytes cannot.
+    const app = await worker(prefix, 'w1', { rateLimit: { max: 1, perMs: 60_000, perKey: (p: { k: string }) => p.k } });
+    const keys = ['a:b}{c', 'x'.repeat(5000), '\ud800 lone', 'a%3Ab%7D%7Bc'];
+    for (const k of keys) await redis.client().xadd(stream, '*', 'data', JSON.stringify({ k }));
+    await waitFor(() => app.recorder.calls.length === keys.length, { message: 'each key its first entry' });
+    const names = keys.map((k) => keyRateLimitKeysOf(`${prefix}mail`, 'g', k, redis.cluster).window);
+    expect(new Set(names).size).toBe(keys.length);
+    for (const name of names) expect(await redis.client().zcard(name)).toBe(1);
+    expect(Math.max(...names.map((n) => n.length))).toBeLessThan(prefix.length + 120);
+  });
+
   it('refuses a wrong rateLimit, naming it', () => {
     const extras =
       (rateLimit: unknown, more: object = {}) =>
@@ -174,7 +294,15 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       expect(extras({ max: 5, perMs: 1.5 })()).rejects.toThrow(/rateLimit.perMs": must be a whole number/),
       expect(extras({ max: 5, per: 1000 })()).rejects.toThrow(/rateLimit.per": unknown option/),
       expect(extras(5)()).rejects.toThrow(/rateLimit": must be \{ max, perMs \}/),
-      expect(extras({ max: 5, perMs: 1000 }, { ordered: true })()).rejects.toThrow(/rateLimit with ordered is not supported yet/),
+      expect(extras({ max: 5, perMs: 1000 }, { ordered: true })()).rejects.toThrow(
+        /a pattern's rateLimit with ordered is not supported yet; a limit per key \(rateLimit.perKey\) is/,
+      ),
+      expect(extras({ max: 5, perMs: 1000, perKey: 'tenant' })()).rejects.toThrow(
+        /rateLimit.perKey": must be true \(the partition key\) or a function \(payload, headers\) => key, got "tenant"/,
+      ),
+      expect(extras({ max: 5, perMs: 1000, perKey: true }, { batch: { maxSize: 10 } })()).rejects.toThrow(
+        /rateLimit with batch is not supported yet/,
+      ),
     ]);
   });
 });

@@ -15,6 +15,8 @@ import { checkedDelay } from '../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
+import { OverKeyRateLimitError, type KeyRateLimits } from './key-rate-limits.js';
+import { FIELD } from '../codec/wire-format.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
@@ -36,6 +38,8 @@ export interface StreamOrigin {
   ordered?: true;
   /** `@StreamPattern(key, { rateLimit })`: at most `max` started per `perMs`, by the whole group. */
   rateLimit?: RateLimit;
+  /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group. */
+  keyRateLimit?: RateLimit;
 }
 
 export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
@@ -48,6 +52,8 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
   handlerTimeoutMs: number | undefined;
   /** Set when OpenTelemetry is there to report to. */
   telemetry?: SettleObserver | undefined;
+  /** Limits per key (`rateLimit.perKey`), taken as each entry is about to start. */
+  keyLimits: KeyRateLimits;
 }
 
 /**
@@ -203,7 +209,7 @@ function checked(
   source: DeliverySource,
   trace: ProcessTrace | undefined,
   decoded: DecodedEntry,
-): Ready | Promise<SettledEvent> {
+): Ready | Promise<Ready | SettledEvent> {
   // Refused before the handler runs and before any command touches the key: it can never be answered.
   if (decoded.request && !isReplyStream(deps.keyPrefix, decoded.request.replyTo)) {
     return deadLetter(
@@ -213,7 +219,7 @@ function checked(
       `replyTo ${preview(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
     );
   }
-  const { pattern, partition } = deps.originOf(entry.stream);
+  const { pattern, partition, keyRateLimit } = deps.originOf(entry.stream);
   trace?.open(decoded.headers, decoded.request?.correlationId, partition);
   const args = new EntryContextArgs(
     entry.stream,
@@ -226,7 +232,54 @@ function checked(
     entry.fields!,
     partition,
   );
-  return new Ready(entry, decoded, args, pattern);
+  const ready = new Ready(entry, decoded, args, pattern);
+  return keyRateLimit ? keyLimited(deps, ready, source, keyRateLimit) : ready;
+}
+
+/**
+ * A pattern limited per key: the entry starts once it has a grant of its key's window; over the
+ * limit, it is tried again at its turn, its delivery not counted (as a handler's
+ * RateLimitedException, without its log line: waiting for a grant is the limit working). A key
+ * function that throws or returns what is not a key fails the entry as its handler would.
+ */
+function keyLimited(deps: DecideDeps, ready: Ready, source: DeliverySource, limit: RateLimit): Ready | Promise<Ready | SettledEvent> {
+  const { entry } = ready;
+  let key: string | undefined;
+  try {
+    key = limitKeyOf(limit, ready);
+  } catch (error) {
+    return Promise.resolve(handlerFailed(deps, entry, source, error));
+  }
+  if (key === undefined) return ready;
+  return deps.keyLimits.admit(deps.keyPrefix + ready.pattern, entry, key, limit).then((waitMs) => {
+    if (waitMs === 0) return ready;
+    const error = new OverKeyRateLimitError(waitMs, limit);
+    const settled = (time: RetryTime): SettledEvent => {
+      if (!time.scheduled)
+        deps.logger.warn(`entry ${entry.id} of "${entry.stream}" is over its key's rate limit: ${nextTry(time)}, its delivery counted`);
+      const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
+      return time.scheduled ? markScheduled(event) : event;
+    };
+    const time = retryTime(deps, entry, error);
+    return time instanceof Promise ? time.then(settled) : settled(time);
+  });
+}
+
+/** The entry's key under `limit.perKey`: its partition key, or what the key function returns; undefined for none. */
+function limitKeyOf(limit: RateLimit, ready: Ready): string | undefined {
+  if (limit.perKey === true) {
+    const fields = ready.entry.fields!;
+    // The last one wins, as a record of the fields would have it.
+    for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1] || undefined;
+    return undefined;
+  }
+  const key: unknown = limit.perKey!(ready.payload, ready.decoded.headers);
+  if (key === undefined || key === null || key === '') return undefined;
+  if (typeof key === 'string') return key;
+  if (typeof key === 'number' && Number.isFinite(key)) return String(key);
+  throw new TypeError(
+    `rateLimit.perKey returned ${typeof key === 'number' ? String(key) : typeof key}: a key is a string or a finite number (none: undefined, null or '')`,
+  );
 }
 
 /**
@@ -269,24 +322,30 @@ export function handlerFailed(
  * starts nothing meanwhile, in every worker of the group.
  */
 function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent | Promise<SettledEvent> {
-  const { pattern, rateLimit } = deps.originOf(entry.stream);
+  const { pattern, rateLimit, keyRateLimit } = deps.originOf(entry.stream);
+  // What the exception slows: the pattern's limit, or its key's (a pattern limited per key).
+  const key = keyRateLimit ? deps.keyLimits.keyOf(entry) : undefined;
+  const what = rateLimit ? `"${pattern}"` : key !== undefined ? `key ${safeJson(key)} of "${pattern}"` : undefined;
   const settled = (time: RetryTime): SettledEvent => {
     // Not scheduled (the record refused, or the entry no longer ours): its delivery stays counted.
     const counted = time.scheduled ? 'its delivery not counted' : 'its delivery counted';
     deps.logger.warn(
-      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, ${counted}${rateLimit && time.scheduled && time.retryInMs > 0 ? `; "${pattern}" starts nothing for ${time.retryInMs} ms` : ''}`,
+      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, ${counted}${what && time.scheduled && time.retryInMs > 0 ? `; ${what} starts nothing for ${time.retryInMs} ms` : ''}`,
     );
     const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
     return time.scheduled ? markScheduled(event) : event;
   };
   const time = retryTime(deps, entry, error);
   const timed = time instanceof Promise ? time : Promise.resolve(time);
-  if (!rateLimit) return time instanceof Promise ? time.then(settled) : settled(time);
+  if (!what) return time instanceof Promise ? time.then(settled) : settled(time);
+  const name = deps.keyPrefix + pattern;
   return timed.then(async (t) => {
-    if (t.scheduled)
-      await deps.commands.rateLimits
-        .block(deps.keyPrefix + pattern, t.retryInMs, deps.consumer)
-        .catch((err: unknown) => deps.logger.warn(`could not slow "${pattern}" for ${t.retryInMs} ms: ${describeError(err)}`));
+    if (t.scheduled && t.retryInMs > 0)
+      await (
+        key !== undefined && !rateLimit
+          ? deps.keyLimits.block(name, key, t.retryInMs, deps.consumer)
+          : deps.commands.rateLimits.block(name, t.retryInMs, deps.consumer)
+      ).catch((err: unknown) => deps.logger.warn(`could not slow ${what} for ${t.retryInMs} ms: ${describeError(err)}`));
     return settled(t);
   });
 }

@@ -102,11 +102,17 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     batches.set(pattern, resolveBatchOptions(registered, batch));
   }
   const rateLimit = resolveRateLimit(`${registered} rateLimit`, limit);
-  if (rateLimit && (ordered === true || batch !== undefined))
+  if (rateLimit && batch !== undefined)
     throw new Error(
-      `nestjs-redis-streams: ${registered}: rateLimit with ${ordered === true ? 'ordered' : 'batch'} is not supported yet; a single-entry handler with concurrency takes a limit`,
+      `nestjs-redis-streams: ${registered}: rateLimit with batch is not supported yet; a single-entry handler with concurrency takes a limit`,
     );
-  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...(rateLimit ? { rateLimit } : {}) };
+  if (rateLimit && !rateLimit.perKey && ordered === true)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: a pattern's rateLimit with ordered is not supported yet; a limit per key (rateLimit.perKey) is`,
+    );
+  // A pattern's limit is taken before its reads (a reader of its own); a key's, as each entry starts.
+  const limits = rateLimit ? (rateLimit.perKey ? { keyRateLimit: rateLimit } : { rateLimit }) : {};
+  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...limits };
   if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);

@@ -1,6 +1,7 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
 import type { SettlerFor } from '../consumer/reader.js';
 import { decide } from '../consumer/decide.js';
+import { KeyRateLimits } from '../consumer/key-rate-limits.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -44,6 +45,7 @@ export function settlerOf(
     handlerTimeoutMs: options.handlerTimeoutMs,
     logger: parts.logger,
     telemetry: parts.telemetry,
+    keyLimits: new KeyRateLimits(commands.rateLimits),
   };
   return (stop, offer) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };

@@ -19,7 +19,9 @@ export interface StreamPatternExtras {
   /**
    * At most `max` entries of this pattern started per `perMs`, by every consumer of the group
    * together (a sliding window in Redis, on its clock); entries over it wait unread in the stream.
-   * Not with `ordered` or `batch` yet. See docs/guide/flow-control.md. Default: none.
+   * With `perKey`, at most `max` of each key (the partition key, or a function's): entries over
+   * it wait pending, their delivery not counted. Not with `batch`; a pattern's limit not with
+   * `ordered` (a key's is). See docs/guide/flow-control.md. Default: none.
    */
   rateLimit?: RateLimit;
 }

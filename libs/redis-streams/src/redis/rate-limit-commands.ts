@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sameSlotKey } from '../slots.js';
 import type { RedisConnection } from './connect.js';
 import { parseAcquireReply, type Acquired } from './replies.js';
@@ -13,6 +14,27 @@ export interface RateLimitKeys {
 export function rateLimitKeysOf(name: string, group: string, onCluster: boolean): RateLimitKeys {
   const key = (suffix: string) => (onCluster ? sameSlotKey(name, suffix) : `${name}${suffix}`);
   return { window: key(`:rate:${group}`), block: key(`:ratelimited:${group}`) };
+}
+
+/** Most characters of a key kept in its Redis key names: a longer one is named by its hash. */
+const MAX_KEY_CHARS = 200;
+
+/**
+ * One key's limit of a pattern (`rateLimit.perKey`): `<name>:rate:<group>:key:<key>` and
+ * `<name>:ratelimited:<group>:key:<key>`, the key URI-encoded (no `:` or brace of its own), or
+ * `#<sha-256>` when longer than MAX_KEY_CHARS or not encodable (a lone surrogate); on a cluster in
+ * the pattern's slot, as its limit.
+ */
+export function keyRateLimitKeysOf(name: string, group: string, key: string, onCluster: boolean): RateLimitKeys {
+  let part: string | undefined;
+  try {
+    part = encodeURIComponent(key);
+  } catch {
+    // A lone surrogate: hashed as the UTF-16 it is, so that no two keys share a name.
+  }
+  if (part === undefined || part.length > MAX_KEY_CHARS)
+    part = `#${createHash('sha256').update(Buffer.from(key, 'utf16le')).digest('hex').slice(0, 32)}`;
+  return rateLimitKeysOf(name, `${group}:key:${part}`, onCluster);
 }
 
 type RateConnection = RedisConnection & {
@@ -42,6 +64,17 @@ export class RateLimitCommands {
   async acquire(name: string, max: number, perMs: number, want: number, prefix: string): Promise<Acquired> {
     const k = this.keys(name);
     return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, want, prefix));
+  }
+
+  /** One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be. */
+  async acquireKey(name: string, key: string, max: number, perMs: number, member: string): Promise<Acquired> {
+    const k = keyRateLimitKeysOf(name, this.group, key, this.onCluster);
+    return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, 1, member));
+  }
+
+  /** No grant of `key`'s limit of `name` for `ms` (or longer, if a block already lasts longer). */
+  async blockKey(name: string, key: string, ms: number, by: string): Promise<void> {
+    await this.conn.streamsBlock(keyRateLimitKeysOf(name, this.group, key, this.onCluster).block, ms, by);
   }
 
   /** Gives back grants that read nothing (members `prefix`(from+1)…`prefix`n). */
