@@ -64,7 +64,16 @@ export interface FlowSection {
   /** Rate limits: entries started per second against the limit, with 1 and 4 workers. */
   rates: { workers: number; limitPerSec: number; measuredPerSec: number; seconds: number }[];
   /** Per key: 4 keys each limited to a quarter of the limit; each key's started per second (the slowest and fastest), with 1 and 4 workers. */
-  keyRates: { workers: number; limitPerSec: number; keys: number; slowestPerSec: number; fastestPerSec: number; seconds: number }[];
+  keyRates: {
+    workers: number;
+    limitPerSec: number;
+    keys: number;
+    slowestPerSec: number;
+    fastestPerSec: number;
+    seconds: number;
+    /** Scripts Redis ran (EVALSHA: grants, retry records, claims) per entry started: what refusals cost. */
+    scriptsPerStart: number;
+  }[];
   /** A drain with a limit far above its rate against the same drain without one (msgs/s each, median of runs). */
   overhead: { unlimited: number[]; limited: number[] };
   problems: string[];
@@ -307,18 +316,28 @@ async function keyRateAccuracy(o: { url: string; log: Log }, admin: Redis, worke
       { rateLimit: { max: perKey, perMs: 1000, perKey: true } },
     ),
   );
+  const scriptsBefore = parseEvalsha(await admin.info('commandstats')).calls;
   await Promise.all(consumers.map((c) => c.start()));
   await waitFor(() => starts.length > 0, { message: 'a first entry', timeoutMs: 10_000 });
   const from = starts[0]!.at;
   await new Promise((resolve) => setTimeout(resolve, sizes.rateRunMs)); // the measured period, not a wait for a condition
   await Promise.all(consumers.map((c) => c.close()));
+  const scriptsPerStart = (parseEvalsha(await admin.info('commandstats')).calls - scriptsBefore) / starts.length;
   const perSec = Array.from(
     { length: keys },
     (_, k) => starts.filter((s) => s.key === `k${k}` && s.at - from < sizes.rateRunMs).length / seconds,
   );
   const left = await windows();
   await admin.del(stream, ...left);
-  return { workers, limitPerSec: perKey, keys, slowestPerSec: Math.min(...perSec), fastestPerSec: Math.max(...perSec), seconds };
+  return {
+    workers,
+    limitPerSec: perKey,
+    keys,
+    slowestPerSec: Math.min(...perSec),
+    fastestPerSec: Math.max(...perSec),
+    seconds,
+    scriptsPerStart,
+  };
 }
 
 /** One worker (concurrency 16, no-op handler) drains `entries`, with a limit far above its rate or none: msgs/s. */
@@ -404,12 +423,14 @@ export function flowMarkdown(s: FlowSection, smokeNote: string): string {
     '',
     `Per key: the same backlog spread over ${s.keyRates[0]?.keys ?? 4} keys (\`partitionKey\`), each limited to a quarter (\`rateLimit: { max: ${f(s.keyRates[0]?.limitPerSec ?? NaN)}, perMs: 1000, perKey: true }\`): each key's entries started per second, the slowest and the fastest key.`,
     '',
-    '| workers | limit /s per key | slowest key /s | fastest key /s | fastest / limit |',
-    '| ---: | ---: | ---: | ---: | ---: |',
+    '| workers | limit /s per key | slowest key /s | fastest key /s | fastest / limit | scripts per start |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: |',
     ...s.keyRates.map(
       (r) =>
-        `| ${r.workers} | ${f(r.limitPerSec)} | ${f(r.slowestPerSec, 1)} | ${f(r.fastestPerSec, 1)} | **${f(r.fastestPerSec / r.limitPerSec, 3)}×** |`,
+        `| ${r.workers} | ${f(r.limitPerSec)} | ${f(r.slowestPerSec, 1)} | ${f(r.fastestPerSec, 1)} | **${f(r.fastestPerSec / r.limitPerSec, 3)}×** | ${f(r.scriptsPerStart, 1)} |`,
     ),
+    '',
+    'Scripts per start: the scripts (EVALSHA) Redis ran during the run per entry started: a grant try for each start, and for each refusal a grant try and a retry record. Each worker brings its own waiting entries back, so refusals grow with workers × max per window, not with the backlog.',
     '',
     `Overhead: one worker drains ${f(s.sizes.overheadEntries)} entries (concurrency 16, batch 100, no-op) with a limit far above its rate (100,000/s) against none, the two taking turns: ${f(median(s.overhead.limited))} against ${f(median(s.overhead.unlimited))} msgs/s, **${f(median(s.overhead.limited) / median(s.overhead.unlimited), 2)}×** (runs: ${s.overhead.limited.map((v) => f(v)).join(', ')}; ${s.overhead.unlimited.map((v) => f(v)).join(', ')}).`,
     ...(s.problems.length > 0 ? ['', `Problems: ${s.problems.join('; ')}`] : []),

@@ -13,6 +13,7 @@ import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
+import { redisNow } from './support/redis-clock.js';
 import { delayedKeysOf } from '../libs/redis-streams/src/redis/delayed-commands.js';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
@@ -41,12 +42,6 @@ function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamCo
   return c;
 }
 
-/** Redis' clock in ms. */
-async function redisNow(): Promise<number> {
-  const [s, us] = (await redis.client().time()) as [string | number, string | number];
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-
 const msOf = (id: string) => Number(id.split('-')[0]);
 
 /** Every `n` of the payloads in `stream`, in id order (XRANGE, so a second promotion would show twice). */
@@ -65,7 +60,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       .start();
     const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
     const due = new Map<number, number>();
-    const base = await redisNow();
+    const base = await redisNow(redis.client());
     await Promise.all(
       Array.from({ length: 40 }, async (_, n) => {
         // Half by delay, half by an absolute time on Redis' clock; both spread over 0–1.5 s.
@@ -203,7 +198,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       .handle('reminders', (p: unknown) => void handled.push(p))
       .start();
     const k = keysOf(stream);
-    const now = await redisNow();
+    const now = await redisNow(redis.client());
     await redis
       .client()
       .multi()
@@ -240,7 +235,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     await redis.client().xadd(`${prefix}a`, '18446744073709551615-18446744073709551615', 'data', '{"n":0}');
     const k = keysOf(`${prefix}b`);
     const wide = JSON.stringify(Array.from({ length: 9000 }, (_, i) => `v${i}`));
-    const now = await redisNow();
+    const now = await redisNow(redis.client());
     await redis
       .client()
       .multi()
@@ -375,7 +370,7 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     }
     // Past due by more than minIdleMs with no worker running (a raw entry due 10 s ago): said.
     await c.close();
-    const now = await redisNow();
+    const now = await redisNow(redis.client());
     await redis
       .client()
       .multi()

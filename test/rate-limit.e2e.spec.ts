@@ -5,6 +5,7 @@ import { CORE_HOST, startApp, uniquePrefix, type TestApp } from './support/test-
 import { useRedis } from './support/use-redis.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
+import { redisNow } from './support/redis-clock.js';
 import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
 
 const redis = useRedis();
@@ -15,12 +16,6 @@ afterEach(async () => {
 });
 
 const rateLimited = (ms: number): Error => (CORE_HOST ? new RateLimitedError(ms) : new RateLimitedException(ms));
-
-/** Redis' clock in ms. */
-async function redisNow(): Promise<number> {
-  const [s, us] = (await redis.client().time()) as [string | number, string | number];
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
 
 async function worker(
   prefix: string,
@@ -48,12 +43,12 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       const tx = redis.client().multi();
       for (let n = 0; n < ENTRIES; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n }));
       await tx.exec();
-      const start = await redisNow();
+      const start = await redisNow(redis.client());
       const running: TestApp[] = [];
       for (let w = 0; w < workers; w++) running.push(await worker(prefix, `w${w}`, { rateLimit: LIMIT }));
       const calls = () => running.flatMap((a) => a.recorder.calls);
       await waitFor(() => calls().length >= ENTRIES, { message: `${ENTRIES} handled`, timeoutMs: 30_000 });
-      const end = await redisNow();
+      const end = await redisNow(redis.client());
       // The 101st grant comes 5 windows after the first at the earliest (Redis' clock; a busy machine only adds).
       expect(end - start).toBeGreaterThanOrEqual((ENTRIES / LIMIT.max - 1) * LIMIT.perMs);
       expect(new Set(calls().map((c) => c.id)).size).toBe(ENTRIES);
@@ -127,7 +122,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       await waitFor(parked, { message: 'the reader parked (a read for one entry, taken without a grant while the window had room)' });
       // Another worker's grant fills the window (20 s); the entry the park brings waits for one.
       const { window } = rateLimitKeysOf(`${prefix}mail`, 'g', redis.cluster);
-      await redis.client().zadd(window, await redisNow(), 'other-worker:1');
+      await redis.client().zadd(window, await redisNow(redis.client()), 'other-worker:1');
       await redis.client().xadd(stream, '*', 'data', '{}');
       await waitFor(async () => ((await redis.client().xpending(stream, 'g')) as [number])[0] === 1, {
         message: 'the entry read, waiting',
@@ -174,7 +169,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       for (let n = 0; n < 5; n++) for (const key of ['a', 'b']) tx.xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', key);
       for (let n = 0; n < 3; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n })); // no key: not limited
       await tx.exec();
-      const start = await redisNow();
+      const start = await redisNow(redis.client());
       const running: TestApp[] = [];
       // Every worker's starts in one order.
       const order: { fields: Record<string, string> }[] = [];
@@ -190,7 +185,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
         timeoutMs: 30_000,
         progress: () => calls().length,
       });
-      const end = await redisNow();
+      const end = await redisNow(redis.client());
       // The hot key's 51st grant comes 5 windows after its first at the earliest (Redis' clock).
       expect(end - start).toBeGreaterThanOrEqual((HOT / limit.max - 1) * limit.perMs);
       expect(new Set(calls().map((c) => c.id)).size).toBe(HOT + 13);
@@ -210,7 +205,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     const limit = { max: 4, perMs: 400, perKey: true };
     const app = await worker(prefix, 'w1', { ordered: true, rateLimit: limit });
     const written: Record<string, string[]> = { x: [], y: [] };
-    const start = await redisNow();
+    const start = await redisNow(redis.client());
     for (let n = 0; n < 16; n++)
       for (const key of ['x', 'y'])
         written[key]!.push((await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', key)) as string);
@@ -219,7 +214,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       timeoutMs: 30_000,
       progress: () => app.recorder.calls.length,
     });
-    const end = await redisNow();
+    const end = await redisNow(redis.client());
     for (const key of ['x', 'y'])
       expect(app.recorder.calls.filter((c) => c.fields.partitionKey === key).map((c) => c.id)).toEqual(written[key]);
     expect(end - start).toBeGreaterThanOrEqual((16 / limit.max - 1) * limit.perMs);

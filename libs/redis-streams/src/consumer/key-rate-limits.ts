@@ -5,8 +5,6 @@ import type { StreamEntry } from '../stream-entry.js';
 
 /** Longest wait a refused entry is given: the retry schedule's bound (a day). */
 const MAX_WAIT_MS = 86_400_000;
-/** Keys with refusals waiting beyond which the finished ones are swept (each sweep O(keys)). */
-const SWEEP_ABOVE = 10_000;
 
 /** An entry over its key's limit: retried as a RateLimitedException's entry is (its delivery not counted), in `retryInMs`. */
 export class OverKeyRateLimitError extends Error {
@@ -21,19 +19,19 @@ export class OverKeyRateLimitError extends Error {
   }
 }
 
-/** The retries this consumer gave a key's refused entries: the n-th comes `floor(n / max)` windows after the first. */
-interface KeyQueue {
-  firstAt: number;
-  count: number;
-  max: number;
-  perMs: number;
-}
+/** How long past its turn a refused entry still counts as waiting: one that left another way (an operator's XACK) stops counting then. */
+const GONE_AFTER_MS = 10_000;
+
+/** A key's entries this consumer refused and that have not come back yet (member → its turn, performance.now()), in the order refused. */
+type KeyQueue = Map<string, number>;
 
 /**
  * Limits per key (`rateLimit.perKey`), as each entry is about to start: one grant of its key's
- * window in Redis (shared by the group, on Redis' clock), or a wait until its turn. Refused
- * entries of one key are spread a window apart per `max` of them, so that a backlog of one key
- * comes back `max` at a time, not all at once each window (no O(backlog) of refusals per window).
+ * window in Redis (shared by the group, on Redis' clock), or a wait until its turn. A refused
+ * entry's turn is when the window frees a grant, a window later per `max` of its key's entries
+ * already waiting here: a backlog of one key comes back `max` at a time, not all of it every
+ * window (no O(backlog) of refusals per window); one back from its wait and refused again (another took
+ * the grant meanwhile) goes first at the next free grant.
  */
 export class KeyRateLimits {
   private readonly token = randomUUID().slice(0, 8);
@@ -47,9 +45,30 @@ export class KeyRateLimits {
   /** 0: the entry may start (its key's grant taken); otherwise ms until it should be tried again. */
   async admit(name: string, entry: StreamEntry, key: string, limit: RateLimit): Promise<number> {
     this.keys.set(entry, key);
+    const id = `${name}\n${key}`;
+    const member = `${entry.stream}\n${entry.id}`;
+    // Back from its wait: no longer ahead of the others, and first in line if refused again.
+    const returning = this.queues.get(id)?.delete(member) ?? false;
     const got = await this.limits.acquireKey(name, key, limit.max, limit.perMs, `${this.token}:${++this.calls}`);
+    const queue = this.queues.get(id);
+    const now = performance.now();
+    if (queue) {
+      // Oldest first: those long past their turn left another way.
+      for (const [m, turn] of queue) {
+        if (turn > now - GONE_AFTER_MS) break;
+        queue.delete(m);
+      }
+      if (queue.size === 0) this.queues.delete(id);
+    }
     if (got.grants > 0) return 0;
-    return this.turn(`${name}\n${key}`, got.waitMs, limit);
+    const q = this.queues.get(id) ?? new Map<string, number>();
+    this.queues.set(id, q);
+    // A newcomer waits behind the ones already waiting, a window per `max` of them; one whose turn came (and
+    // whose grant another took meanwhile) goes at the next free grant, ahead of them.
+    const ahead = returning ? 0 : q.size;
+    const waitMs = Math.min(MAX_WAIT_MS, got.waitMs + Math.floor(ahead / limit.max) * limit.perMs);
+    q.set(member, now + waitMs);
+    return waitMs;
   }
 
   /** The key `entry` was admitted or refused under, if any. */
@@ -61,22 +80,4 @@ export class KeyRateLimits {
   block(name: string, key: string, ms: number, by: string): Promise<void> {
     return this.limits.blockKey(name, key, ms, by);
   }
-
-  private turn(id: string, waitMs: number, limit: RateLimit): number {
-    const now = performance.now();
-    if (this.queues.size > SWEEP_ABOVE) for (const [k, q] of this.queues) if (lastTurn(q) < now) this.queues.delete(k);
-    let q = this.queues.get(id);
-    // Every earlier refusal's turn has come: the next queue starts when the window frees a grant.
-    if (!q || lastTurn(q) < now) {
-      q = { firstAt: now + waitMs, count: 0, max: limit.max, perMs: limit.perMs };
-      this.queues.set(id, q);
-    }
-    const at = q.firstAt + Math.floor(q.count / q.max) * q.perMs;
-    q.count++;
-    return Math.min(MAX_WAIT_MS, Math.max(waitMs, Math.ceil(at - now), 1));
-  }
-}
-
-function lastTurn(q: KeyQueue): number {
-  return q.firstAt + Math.floor(Math.max(0, q.count - 1) / q.max) * q.perMs;
 }
