@@ -4,11 +4,18 @@ import { captureLogs } from './support/logs.js';
 import { CORE_HOST, startApp, uniquePrefix, type TestApp } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { aclUser } from './support/acl.js';
+import { startFixture } from './support/fixture-process.js';
+import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
 import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
 
 const redis = useRedis();
+const { children, dirs } = useLeftoversAfterEach();
 
 const apps: TestApp[] = [];
 afterEach(async () => {
@@ -225,7 +232,10 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     const prefix = uniquePrefix();
     const stream = `${prefix}mail`;
     const logs = captureLogs();
-    const perKey = (p: { tenant?: unknown }) => p.tenant as string;
+    const perKey = (p: { tenant?: unknown; boom?: boolean }) => {
+      if (p.boom) throw new Error('boom');
+      return p.tenant as string;
+    };
     const app = await worker(prefix, 'w1', { rateLimit: { max: 1000, perMs: 1000, perKey } }, { maxDeliveries: 1 }, logs.logger);
     let thrownAt = 0;
     const startedAt = new Map<string, number>();
@@ -247,6 +257,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       await add({ tenant: 't2', n });
     }
     await add({ tenant: { not: 'a key' }, n: 9 });
+    await add({ boom: true, n: 10 });
     await waitFor(() => app.recorder.calls.length === 8 && startedAt.has('t1/3'), { message: 't1 twice at 0, then the others' });
     // t2 went on while t1 waited; t1's later entries started after its block (this process' clock, from the throw).
     for (let n = 1; n <= 3; n++) {
@@ -257,10 +268,12 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       1, 1, 1, 1, 1,
     ]);
     expect(logs.lines.some((l) => /its delivery not counted; key "t1" of "mail" starts nothing for 700 ms/.test(l))).toBe(true);
-    // The bad key: a failure of the entry, on maxDeliveries 1 a dead letter naming why.
-    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 1, { message: 'the bad key dead-lettered' });
-    const [[, fields]] = (await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [[string, string[]]];
-    expect(fields.join(' ')).toMatch(/rateLimit.perKey returned object: a key is a string or a finite number/);
+    // The bad key and the key function that threw: failures of their entries (the handler never ran), on
+    // maxDeliveries 1 dead letters naming why.
+    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 2, { message: 'both dead-lettered' });
+    const letters = (await redis.client().xrange(deadLetterKey(stream), '-', '+')).map(([, f]) => f.join(' '));
+    expect(letters.some((l) => /rateLimit.perKey returned object: a key is a string or a finite number/.test(l))).toBe(true);
+    expect(letters.some((l) => /rateLimit.perKey threw: Error: boom/.test(l))).toBe(true);
   }, 60_000);
 
   it('per key: a key of any length and characters has its own window (URI-encoded, or hashed)', async () => {
@@ -273,9 +286,82 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     await waitFor(() => app.recorder.calls.length === keys.length, { message: 'each key its first entry' });
     const names = keys.map((k) => keyRateLimitKeysOf(`${prefix}mail`, 'g', k, redis.cluster).window);
     expect(new Set(names).size).toBe(keys.length);
+    // Nor a pattern's window of a group whose name looks like a key's (review finding).
+    expect(keyRateLimitKeysOf(`${prefix}mail`, 'g', 'x', redis.cluster).window).not.toBe(
+      rateLimitKeysOf(`${prefix}mail`, 'g:key:x', redis.cluster).window,
+    );
     for (const name of names) expect(await redis.client().zcard(name)).toBe(1);
     expect(Math.max(...names.map((n) => n.length))).toBeLessThan(prefix.length + 120);
   });
+
+  it("ordered, per key: kill -9 of the worker while a key's backlog waits for its turns; its restart handles every entry, none dead-lettered on maxDeliveries 1 (review finding)", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const dir = mkdtempSync(join(tmpdir(), 'rate-'));
+    dirs.push(dir);
+    const log = join(dir, 'handled.log');
+    const handled = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0);
+    const conn = JSON.stringify(redis.connection);
+    const start = () =>
+      startFixture(children, 'flow-worker.mjs', [
+        conn,
+        prefix,
+        'w1',
+        log,
+        JSON.stringify({ maxDeliveries: 1, minIdleMs: 1000, leaseRenewMs: 200 }),
+        JSON.stringify({ ordered: true, rateLimit: { max: 5, perMs: 500, perKey: true } }),
+      ]);
+    const tx = redis.client().multi();
+    for (let n = 0; n < 60; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', `k${n % 2}`);
+    await tx.exec();
+    const first = await start();
+    // Both keys past their first window: the rest read and waiting behind their turns.
+    await waitFor(() => handled() >= 12, { message: 'a first windows handled', timeoutMs: 30_000 });
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) =>
+      first.child.exitCode !== null || first.child.signalCode !== null ? resolve(0) : first.child.once('exit', resolve),
+    );
+    await start();
+    await waitFor(() => handled() >= 60, { message: 'every entry handled', timeoutMs: 60_000, progress: handled });
+    expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+  }, 90_000);
+
+  // An ACL on one node.
+  it.skipIf(CLUSTER_MODE)(
+    'per key, a Redis that refuses the grants script: the entries wait uncounted (no dead letter on maxDeliveries 1), one error names the rights, and they run once granted (review finding)',
+    async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}mail`;
+      const logs = captureLogs();
+      const name = `rl-${prefix.slice(2, 10)}`;
+      const user = await aclUser(redis.client(), redis.port, name, prefix, ['on', '>pw', '~*', '&*', '+@all', '-zcard']);
+      const app = await worker(
+        prefix,
+        'w1',
+        { rateLimit: { max: 10, perMs: 200, perKey: true } },
+        { connection: user, maxDeliveries: 1 },
+        logs.logger,
+      );
+      for (let n = 0; n < 3; n++) await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', `k${n}`);
+      await waitFor(() => logs.lines.some((l) => /could not take a grant of the rate limit of key "k\d" of "mail": ERR/.test(l)), {
+        message: 'the refusal logged, naming the limit',
+      });
+      // Each put back uncounted (delivery count 0 while it waits), not counted again by a restart.
+      await waitFor(
+        async () => {
+          const pending = (await redis.client().xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][];
+          return pending.length === 3 && pending.every(([, , , count]) => count === 0);
+        },
+        { message: 'all three waiting uncounted' },
+      );
+      expect(logs.lines.filter((l) => /could not take a grant/.test(l))).toHaveLength(1);
+      expect(logs.lines.find((l) => /could not take a grant/.test(l))).toMatch(/\+zadd .*~.*rate/);
+      await redis.client().call('ACL', 'SETUSER', name, '+zcard');
+      await waitFor(() => app.recorder.calls.length === 3, { message: 'all three handled once granted' });
+      expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 1, 1]);
+      expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+    },
+  );
 
   it('refuses a wrong rateLimit, naming it', () => {
     const extras =

@@ -4,7 +4,7 @@ import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeError, describeHandlerError, handlerStack } from '../describe-error.js';
 import { safeJson } from '../escape-control.js';
-import { RedisWriteError } from '../redis/redis-errors.js';
+import { isRefusal, RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
@@ -251,19 +251,37 @@ function keyLimited(deps: DecideDeps, ready: Ready, source: DeliverySource, limi
     return Promise.resolve(handlerFailed(deps, entry, source, error));
   }
   if (key === undefined) return ready;
-  return deps.keyLimits.admit(deps.keyPrefix + ready.pattern, entry, key, limit).then((waitMs) => {
-    if (waitMs === 0) return ready;
-    const error = new OverKeyRateLimitError(waitMs, limit);
+  const name = deps.keyPrefix + ready.pattern;
+  const waiting = (error: OverKeyRateLimitError): Promise<SettledEvent> => {
     const settled = (time: RetryTime): SettledEvent => {
       if (!time.scheduled)
-        deps.logger.warn(`entry ${entry.id} of "${entry.stream}" is over its key's rate limit: ${nextTry(time)}, its delivery counted`);
+        deps.logger.warn(`entry ${entry.id} of "${entry.stream}" ${error.message}: ${nextTry(time)}, its delivery counted`);
       const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
       return time.scheduled ? markScheduled(event) : event;
     };
     const time = retryTime(deps, entry, error);
-    return time instanceof Promise ? time.then(settled) : settled(time);
-  });
+    return time instanceof Promise ? time.then(settled) : Promise.resolve(settled(time));
+  };
+  return deps.keyLimits.admit(name, entry, key, limit).then<Ready | SettledEvent, SettledEvent>(
+    (waitMs) => (waitMs === 0 ? ready : waiting(new OverKeyRateLimitError(waitMs, limit))),
+    (err: unknown) => {
+      // Redis failing (a lost connection): the loop's way. Redis refusing the script (an ACL without its
+      // rights): every entry would be refused alike, and a restart would count their deliveries; they wait
+      // uncounted instead, a window at a time, and the operator is told once what is missing.
+      if (!isRefusal(err)) throw err;
+      const retryInMs = Math.min(Math.max(limit.perMs, REFUSED_GRANT_RETRY_MIN_MS), REFUSED_GRANT_RETRY_MAX_MS);
+      if (deps.keyLimits.refused(name))
+        deps.logger.error(
+          `could not take a grant of the rate limit of key ${safeJson(key)} of "${ready.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
+        );
+      return waiting(new OverKeyRateLimitError(retryInMs, limit, "could not take a grant of its key's rate limit"));
+    },
+  );
 }
+
+/** A grants script Redis refused: its entries are tried again in a window, within these bounds. */
+const REFUSED_GRANT_RETRY_MIN_MS = 100;
+const REFUSED_GRANT_RETRY_MAX_MS = 5000;
 
 /** The entry's key under `limit.perKey`: its partition key, or what the key function returns; undefined for none. */
 function limitKeyOf(limit: RateLimit, ready: Ready): string | undefined {
@@ -273,12 +291,17 @@ function limitKeyOf(limit: RateLimit, ready: Ready): string | undefined {
     for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1] || undefined;
     return undefined;
   }
-  const key: unknown = limit.perKey!(ready.payload, ready.decoded.headers);
+  let key: unknown;
+  try {
+    key = limit.perKey!(ready.payload, ready.decoded.headers);
+  } catch (error) {
+    throw new Error(`rateLimit.perKey threw: ${describeHandlerError(error)} (the handler did not run)`, { cause: error });
+  }
   if (key === undefined || key === null || key === '') return undefined;
   if (typeof key === 'string') return key;
   if (typeof key === 'number' && Number.isFinite(key)) return String(key);
   throw new TypeError(
-    `rateLimit.perKey returned ${typeof key === 'number' ? String(key) : typeof key}: a key is a string or a finite number (none: undefined, null or '')`,
+    `rateLimit.perKey returned ${typeof key === 'number' ? String(key) : typeof key}: a key is a string or a finite number (none: undefined, null or ''); the handler did not run`,
   );
 }
 

@@ -8,6 +8,7 @@ import type { BatchProgress } from './batch-progress.js';
 import type { Custody } from './custody.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { StopSignal } from './stop-signal.js';
+import { OverKeyRateLimitError } from './key-rate-limits.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
@@ -25,6 +26,8 @@ export interface KeyLanesDeps {
   mayStart: () => boolean;
   /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
   inProgress: Set<BatchProgress>;
+  /** Puts back the delivery counts of read entries that wait (see KeyLanes.holdUncounted). */
+  putBack: (entries: readonly StreamEntry[]) => Promise<void>;
   logger: Logger;
 }
 
@@ -42,6 +45,8 @@ interface Lane {
   /** The id of the key's failed entry, waiting for its retry: nothing later of the key runs before it settles. */
   blockedBy: string | undefined;
   blockedSince: number;
+  /** Its blocking entry waits for its key's rate limit, not a retry of a failure: what waits behind it is not counted. */
+  limited: boolean;
 }
 
 /** A key waiting behind a failed entry, as health and inspect show it. */
@@ -86,6 +91,10 @@ export class KeyLanes {
   private failure: unknown;
   /** An ack was refused (FENCED): another consumer owns the partition now; no lane starts, the owned phase ends. */
   private fencedOut = false;
+  /** Entries whose delivery count was put back while they wait behind their key's limit (their ids). */
+  private readonly uncounted = new Set<string>();
+  /** Entries to put back in the next round trip. */
+  private toPutBack: StreamEntry[] = [];
 
   constructor(private readonly d: KeyLanesDeps) {}
 
@@ -133,6 +142,8 @@ export class KeyLanes {
     this.ready.length = 0;
     this.inLanes.clear();
     this.flowing = this.blocked = 0;
+    this.uncounted.clear();
+    this.toPutBack = [];
     this.failure = undefined;
     this.fencedOut = false;
     this.wakeRoom();
@@ -180,12 +191,14 @@ export class KeyLanes {
       // The failed entry's retry (claimed back when due): it runs first, then what waited behind it.
       this.update(lane, () => {
         lane.blockedBy = undefined;
+        lane.limited = false;
         lane.queue.unshift({ entry, source });
       });
     } else {
       // Already in its lane (a reclaim of an entry held here): it runs once.
       if (this.inLanes.has(entry.id)) return;
       this.update(lane, () => lane.queue.push({ entry, source }));
+      if (lane.limited) this.holdUncounted([entry]);
     }
     this.inLanes.add(entry.id);
     this.makeReady(lane);
@@ -194,7 +207,7 @@ export class KeyLanes {
   private laneOf(key: string): Lane {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { key, queue: [], busy: false, blockedBy: undefined, blockedSince: 0 };
+      lane = { key, queue: [], busy: false, blockedBy: undefined, blockedSince: 0, limited: false };
       this.lanes.set(key, lane);
     }
     return lane;
@@ -251,8 +264,10 @@ export class KeyLanes {
       if (event?.outcome === 'failed') {
         lane.blockedBy = entry.id;
         lane.blockedSince = performance.now();
+        lane.limited = event.error instanceof OverKeyRateLimitError;
       }
     });
+    if (lane.limited && lane.blockedBy === entry.id) this.holdUncounted(lane.queue.map((q) => q.entry));
     if (lane.queue.length === 0 && lane.blockedBy === undefined) this.lanes.delete(lane.key);
     else this.makeReady(lane);
     this.active--;
@@ -283,6 +298,33 @@ export class KeyLanes {
       for (const a of batch) this.endTurn(a.lane, a.entry, a.event);
     }
     this.acking = false;
+  }
+
+  /**
+   * Entries read that wait behind their key's rate limit (for as long as the limit takes) get their
+   * delivery count put back, once each, in one round trip for those met meanwhile: a crash of this
+   * worker then leaves them as they were before this read, and the next owner's read counts them once,
+   * as the limit's own wait counts nothing (a failure's wait is the failure's, and keeps its count).
+   */
+  private holdUncounted(entries: readonly StreamEntry[]): void {
+    const fresh = entries.filter((e) => !this.uncounted.has(e.id));
+    if (fresh.length === 0) return;
+    for (const e of fresh) this.uncounted.add(e.id);
+    if (this.toPutBack.length === 0) queueMicrotask(() => void this.putBackNow());
+    this.toPutBack.push(...fresh);
+  }
+
+  private async putBackNow(): Promise<void> {
+    const entries = this.toPutBack;
+    this.toPutBack = [];
+    if (entries.length === 0) return;
+    await this.d
+      .putBack(entries)
+      .catch((err: unknown) =>
+        this.d.logger.warn(
+          `could not put back the delivery counts of ${entries.length} entries waiting behind their key's rate limit: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+      );
   }
 
   /** Entries of a lane counted in the tallies: queued, and the one running or being acked. */

@@ -14,8 +14,9 @@ export class OverKeyRateLimitError extends Error {
   constructor(
     readonly retryInMs: number,
     limit: RateLimit,
+    why = 'over the rate limit of its key',
   ) {
-    super(`over the rate limit of its key (${limit.max} per ${limit.perMs} ms)`);
+    super(`${why} (${limit.max} per ${limit.perMs} ms)`);
   }
 }
 
@@ -39,6 +40,8 @@ export class KeyRateLimits {
   private readonly queues = new Map<string, KeyQueue>();
   /** The key each admitted or refused entry had: what a handler's RateLimitedException blocks. */
   private readonly keys = new WeakMap<StreamEntry, string>();
+  /** Patterns whose grants script Redis refused, since their last grant: told once. */
+  private readonly refusedNames = new Set<string>();
 
   constructor(private readonly limits: Pick<RateLimitCommands, 'acquireKey' | 'blockKey'>) {}
 
@@ -60,7 +63,10 @@ export class KeyRateLimits {
       }
       if (queue.size === 0) this.queues.delete(id);
     }
-    if (got.grants > 0) return 0;
+    if (got.grants > 0) {
+      this.refusedNames.delete(name);
+      return 0;
+    }
     const q = this.queues.get(id) ?? new Map<string, number>();
     this.queues.set(id, q);
     // A newcomer waits behind the ones already waiting, a window per `max` of them; one whose turn came (and
@@ -69,6 +75,13 @@ export class KeyRateLimits {
     const waitMs = Math.min(MAX_WAIT_MS, got.waitMs + Math.floor(ahead / limit.max) * limit.perMs);
     q.set(member, now + waitMs);
     return waitMs;
+  }
+
+  /** Redis refused `name`'s grants script: true the first time since its last grant (to be told). */
+  refused(name: string): boolean {
+    if (this.refusedNames.has(name)) return false;
+    this.refusedNames.add(name);
+    return true;
   }
 
   /** The key `entry` was admitted or refused under, if any. */

@@ -249,6 +249,8 @@ export class Reader {
         stop,
         mayStart: () => owner.valid(),
         inProgress: this.inProgress,
+        // Only while the partition is this consumer's: a stale owner's XCLAIM would take a peer's entries.
+        putBack: (entries) => (owner.holds() ? owner.giveBack(entries) : Promise.resolve()),
         logger,
       }));
     // Built once: settleBatch runs per fetched batch (the drain's hot path).

@@ -20,8 +20,8 @@ export function rateLimitKeysOf(name: string, group: string, onCluster: boolean)
 const MAX_KEY_CHARS = 200;
 
 /**
- * One key's limit of a pattern (`rateLimit.perKey`): `<name>:rate:<group>:key:<key>` and
- * `<name>:ratelimited:<group>:key:<key>`, the key URI-encoded (no `:` or brace of its own), or
+ * One key's limit of a pattern (`rateLimit.perKey`): `<name>:keyrate:<group>:<key>` and
+ * `<name>:keyratelimited:<group>:<key>`, the key URI-encoded (no `:` or brace of its own), or
  * `#<sha-256>` when longer than MAX_KEY_CHARS or not encodable (a lone surrogate); on a cluster in
  * the pattern's slot, as its limit.
  */
@@ -34,7 +34,9 @@ export function keyRateLimitKeysOf(name: string, group: string, key: string, onC
   }
   if (part === undefined || part.length > MAX_KEY_CHARS)
     part = `#${createHash('sha256').update(Buffer.from(key, 'utf16le')).digest('hex').slice(0, 32)}`;
-  return rateLimitKeysOf(name, `${group}:key:${part}`, onCluster);
+  const named = (suffix: string) => (onCluster ? sameSlotKey(name, suffix) : `${name}${suffix}`);
+  // `keyrate`, not the pattern's `rate`: no group name makes one the other's (the encoded key has no `:`).
+  return { window: named(`:keyrate:${group}:${part}`), block: named(`:keyratelimited:${group}:${part}`) };
 }
 
 type RateConnection = RedisConnection & {
