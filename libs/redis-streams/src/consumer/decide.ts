@@ -272,7 +272,7 @@ function keyLimited(deps: DecideDeps, ready: Ready, source: DeliverySource, limi
       const retryInMs = Math.min(Math.max(limit.perMs, REFUSED_GRANT_RETRY_MIN_MS), REFUSED_GRANT_RETRY_MAX_MS);
       if (deps.keyLimits.refused(name))
         deps.logger.error(
-          `could not take a grant of the rate limit of key ${safeJson(key)} of "${ready.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
+          `could not take a grant of the rate limit of key ${preview(key)} of "${ready.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
         );
       return waiting(new OverKeyRateLimitError(retryInMs, limit, "could not take a grant of its key's rate limit"));
     },
@@ -348,7 +348,7 @@ function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySourc
   const { pattern, rateLimit, keyRateLimit } = deps.originOf(entry.stream);
   // What the exception slows: the pattern's limit, or its key's (a pattern limited per key).
   const key = keyRateLimit ? deps.keyLimits.keyOf(entry) : undefined;
-  const what = rateLimit ? `"${pattern}"` : key !== undefined ? `key ${safeJson(key)} of "${pattern}"` : undefined;
+  const what = rateLimit ? `"${pattern}"` : key !== undefined ? `key ${preview(key)} of "${pattern}"` : undefined;
   const settled = (time: RetryTime): SettledEvent => {
     // Not scheduled (the record refused, or the entry no longer ours): its delivery stays counted.
     const counted = time.scheduled ? 'its delivery not counted' : 'its delivery counted';

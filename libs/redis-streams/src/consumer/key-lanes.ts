@@ -259,6 +259,7 @@ export class KeyLanes {
    */
   private endTurn(lane: Lane, entry: StreamEntry, event: SettledEvent | undefined): void {
     this.inLanes.delete(entry.id);
+    this.uncounted.delete(entry.id);
     this.update(lane, () => {
       lane.busy = false;
       if (event?.outcome === 'failed') {
