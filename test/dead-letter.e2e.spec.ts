@@ -48,7 +48,53 @@ describe('poison entries and the dead-letter stream', () => {
       fields: ['order_id', '13', 'status', 'cursed'],
     });
     expect(dead!.error).toMatch(new RegExp(`handler failed on delivery 3 of 3: ${CORE_HOST ? 'TypeError' : 'RpcException'}: boom 3`));
+    // The handler's stack: its error, then its frames, the throw in this file among them.
+    expect(dead!.stack).toMatch(CORE_HOST ? /^TypeError: boom 3\n\s+at / : /^RpcException: boom 3\n\s+at /);
+    expect(dead!.stack).toContain('dead-letter.e2e.spec.ts');
     expect(await pendingCount(redis, app.key())).toBe(0);
+  });
+
+  it("keeps a handler's stack bounded, its control characters escaped, and none for a letter no handler failed", async () => {
+    const app = await start({
+      connection: redis.connection,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: uniquePrefix(),
+      blockMs: 50,
+      maxDeliveries: 1,
+    });
+    // A message of 20,000 characters with an escape sequence and a bell, thrown from 300 frames deep.
+    const deep = (n: number): never => {
+      if (n === 0) throw new Error(`\u001b[31mred\u0007 ${'x'.repeat(20_000)}`);
+      return deep(n - 1);
+    };
+    const limit = Error.stackTraceLimit;
+    app.recorder.behavior = () => {
+      Error.stackTraceLimit = 400;
+      try {
+        deep(300);
+      } finally {
+        Error.stackTraceLimit = limit;
+      }
+    };
+    await redis.client().xadd(app.key(), '*', 'data', '{}');
+    // Not JSON at all: dead-lettered by the decoder, no handler ran.
+    await redis.client().xadd(app.key(), '*', 'data', '{');
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 2, {
+      message: 'both entries to be dead-lettered',
+    });
+    const [failed, undecodable] = await deadLetters(app.key());
+    // Its message cut (whole in `error`), its frames kept up to the bound, then said cut.
+    expect(failed!.stack!.length).toBeLessThanOrEqual(4_000 + '\n    … (cut at 4000 characters)'.length);
+    expect(failed!.stack).toMatch(/^Error: \\x1b\[31mred\\x07 x+…\n/);
+    expect(failed!.stack!.split('\n')[0]).toHaveLength(501);
+    expect(failed!.stack!.split('\n').filter((line) => line.includes('at deep')).length).toBeGreaterThan(20);
+    expect(failed!.stack).toMatch(/\n {4}… \(cut at 4000 characters\)$/);
+    expect(failed!.stack).toContain('\\x1b[31mred\\x07');
+    // eslint-disable-next-line no-control-regex -- the point: none is left raw
+    expect(failed!.stack).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+    expect(undecodable!.error).toMatch(/not|JSON|decode/i);
+    expect(undecodable!.stack).toBeUndefined();
   });
 
   it('dead-letters an entry delivered past maxDeliveries without running its handler (its consumers kept dying)', async () => {

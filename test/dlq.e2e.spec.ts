@@ -123,6 +123,8 @@ describe('dead-letter tooling', () => {
     const listed = await cli('list', dead);
     expect(listed).toContain(`2 entries in "${dead}"`);
     expect(listed).toContain('handler refused it: poisoned');
+    // Each letter's stack under it: the exception, then its frames.
+    expect(listed).toMatch(/\n {4}\| DeadLetterException: poisoned\n {4}\| {5}at /);
     const json = (await cli('list', dead, '--json'))
       .trim()
       .split('\n')
@@ -269,6 +271,33 @@ describe('dead-letter tooling', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(new RegExp(`^${id}: skipped .*not a JSON array`, 'm'));
     expect(await redis.client().xlen(source)).toBe(1);
+  });
+
+  it('lists a forged stack inert: every control character escaped, each line its own', async () => {
+    const source = `${uniquePrefix()}ctl`;
+    const dead = deadLetterKey(source);
+    await redis
+      .client()
+      .xadd(
+        dead,
+        '*',
+        'stream',
+        source,
+        'sourceId',
+        '1-1',
+        'error',
+        'e',
+        'deadAt',
+        '0',
+        'stack',
+        'Error: x\u001b[2J\u0007\n    at y\r\u202e',
+        'fields',
+        '[]',
+      );
+    const listed = await cli('list', dead);
+    expect(listed).toContain('\n    | Error: x\\x1b[2J\\x07\n    |     at y\\x0d\\u202e\n');
+    // eslint-disable-next-line no-control-regex -- the point: none printed raw
+    expect(listed).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u202e]/);
   });
 
   it('moves bytes: a binary value is dead-lettered and re-driven byte-exact', async () => {

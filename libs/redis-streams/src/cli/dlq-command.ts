@@ -106,6 +106,8 @@ async function list(dlq: DeadLetters, target: string, count: number, values: Dlq
     io.out(`${counted(await dlq.count(target), 'entry', 'entries')} in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
     for (const d of letters) {
       io.out(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
+      // Escaped again: a letter is anyone's to write, not only the library's.
+      for (const line of d.stack?.split('\n') ?? []) io.out(`    | ${e(line)}`);
       io.out(`    ${safeJson(d.fields)}`);
     }
   }

@@ -40,17 +40,19 @@ export async function deadLetter(
   reason: string,
   error: unknown = new Error(reason),
   copy = true,
-  // Logged beside the line: a handler's failure (see handlerStack).
+  // A handler's failure (see handlerStack): kept in the letter, and logged beside the line unless `logStack` is false.
   stack?: string,
+  logStack = true,
 ): Promise<SettledEvent> {
   const base = { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source };
+  const logged = logStack ? stack : undefined;
   const where = `entry ${entry.id} of stream "${entry.stream}" (delivery ${entry.deliveryCount})`;
   if (!deps.deadLetterStream) {
-    deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`, stack);
+    deps.logger.error(`${where}: ${reason}; dead-lettering is disabled, left pending`, logged);
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  const moving = moveWithFallback(deps, entry, deadStream, reason, copy);
+  const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack);
   const moved = deps.stopping?.()
     ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
     : await moving;
@@ -64,7 +66,7 @@ export async function deadLetter(
   if (typeof moved !== 'string' && moved !== null) {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
     const why = describeError(moved.refused);
-    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${why}), left pending`, stack);
+    deps.logger.error(`${where}: ${reason}; could not be dead-lettered to "${deadStream}" (${why}), left pending`, logged);
     return { ...base, outcome: 'failed', error: new Error(`${where} could not be dead-lettered: ${why}`, { cause: moved.refused }) };
   }
   const deadId = moved;
@@ -73,7 +75,7 @@ export async function deadLetter(
     deps.logger.warn(`${where}: not dead-lettered, this consumer no longer owns it`);
     return { ...base, outcome: 'failed', error };
   }
-  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`, stack);
+  deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" as ${deadId}`, logged);
   return { ...base, outcome: 'dead-lettered', error, deadLetterId: deadId };
 }
 
@@ -88,6 +90,7 @@ async function moveWithFallback(
   deadStream: string,
   reason: string,
   copy: boolean,
+  stack: string | undefined,
 ): Promise<string | null | { refused: unknown }> {
   const letter = (omitted?: string) =>
     encodeDeadLetterHead({
@@ -98,6 +101,7 @@ async function moveWithFallback(
       deliveryCount: entry.deliveryCount,
       error: omitted === undefined ? reason : `${reason} (the entry's fields were not copied: ${omitted})`,
       deadAt: Date.now(),
+      ...(stack ? { stack } : {}),
     });
   // The copy is made by the script, from the bytes Redis holds (not from the decoded strings).
   const move = (fields: string[], withCopy: boolean) => {

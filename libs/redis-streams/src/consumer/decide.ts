@@ -317,14 +317,15 @@ export function handlerFailed(
   error: unknown,
   quiet = false,
 ): SettledEvent | Promise<SettledEvent> {
-  if (isDeadLetter(error)) return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error);
+  if (isDeadLetter(error))
+    return deadLetter(deps, entry, source, `handler refused it: ${describeError(error)}`, error, true, handlerStack(error), false);
   // With a delay it can keep (an invalid one is an ordinary failure, counted, and said so by the retry schedule).
   if (typeof checkedDelay(rateLimitedDelay(error)) === 'number') return rateLimited(deps, entry, source, error);
   // The handler's own error (class and message; the stack beside the log line), not Nest's stand-in for it.
   const why = describeHandlerError(error);
   if (entry.deliveryCount >= deps.maxDeliveries) {
     const reason = `handler failed on delivery ${entry.deliveryCount} of ${deps.maxDeliveries}: ${why}`;
-    return deadLetter(deps, entry, source, reason, error, true, quiet ? undefined : handlerStack(error));
+    return deadLetter(deps, entry, source, reason, error, true, handlerStack(error), !quiet);
   }
   const failed = (time: RetryTime): SettledEvent => {
     if (!quiet)
