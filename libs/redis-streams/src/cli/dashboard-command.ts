@@ -6,7 +6,7 @@ import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 
 export const DASHBOARD_USAGE =
-  'dashboard [--port 3001] [--host 127.0.0.1] [--base-path /P] [--match PATTERN] [--min-idle-ms MS] [--actions]';
+  'dashboard [--port 3001] [--host 127.0.0.1] [--base-path /P] [--match PATTERN] [--min-idle-ms MS] [--actions] [--read-auth]';
 
 export const DASHBOARD_HELP = `dashboard: a live page of every stream with a consumer group (lag, pending, consumers, rates, dead
 letters; a stream's PEL, paged; an entry), on http://127.0.0.1:3001/ unless --host / --port say
@@ -14,6 +14,7 @@ otherwise. Read-only unless --actions: then redrive and delete of dead letters a
 pattern for a group are on, and every
 page asks for HTTP Basic auth with the password in $DASHBOARD_PASSWORD (required; never a flag, which
 other users could read in the process list). Each action is logged on stdout (who, what, which ids).
+--read-auth without --actions: read-only, and still every page asks for that password.
 It answers only requests whose Host is one of its own addresses or an --allowed-host (a name a
 proxy serves it under): a web page cannot rebind its own name to it and read it.`;
 
@@ -22,6 +23,7 @@ export const DASHBOARD_FLAGS = {
   host: { type: 'string', default: '127.0.0.1' },
   'base-path': { type: 'string' },
   actions: { type: 'boolean', default: false },
+  'read-auth': { type: 'boolean', default: false },
   'allowed-host': { type: 'string', multiple: true },
 } as const;
 
@@ -30,6 +32,7 @@ interface Flags {
   host: string;
   'base-path'?: string;
   actions: boolean;
+  'read-auth': boolean;
   'allowed-host'?: string[];
   match: string;
   'min-idle-ms': string;
@@ -40,6 +43,7 @@ export function dashboardSettings(values: Flags): DashboardServerOptions {
   const port = values.port === '0' ? 0 : positiveFlag('--port', values.port, 65535);
   const password = process.env.DASHBOARD_PASSWORD;
   if (values.actions && !password) throw new UsageError('--actions needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
+  if (values['read-auth'] && !password) throw new UsageError('--read-auth needs $DASHBOARD_PASSWORD (the password of its Basic auth)');
   const handler = {
     ...(values['base-path'] ? { basePath: values['base-path'] } : {}),
     match: values.match,
@@ -52,7 +56,13 @@ export function dashboardSettings(values: Flags): DashboardServerOptions {
   } catch (err) {
     throw err instanceof InvalidOptionError ? new UsageError(err.message) : err;
   }
-  return { port, host: values.host, ...handler, ...(values.actions ? { actionsPassword: password } : {}) };
+  return {
+    port,
+    host: values.host,
+    ...handler,
+    ...(values.actions ? { actionsPassword: password } : {}),
+    ...(values['read-auth'] ? { readPassword: password } : {}),
+  };
 }
 
 /**
@@ -65,6 +75,12 @@ export async function runDashboard(redis: RedisConnection, settings: DashboardSe
     // A flag the dashboard's options refuse (--base-path): a usage error, like the flags checked here.
     throw err instanceof InvalidOptionError ? new UsageError(err.message) : err;
   });
-  io.out(`dashboard: ${url} (${settings.actionsPassword !== undefined ? 'actions on, Basic auth' : 'read-only'})`);
+  const mode =
+    settings.actionsPassword !== undefined
+      ? 'actions on, Basic auth'
+      : settings.readPassword !== undefined
+        ? 'read-only, Basic auth'
+        : 'read-only';
+  io.out(`dashboard: ${url} (${mode})`);
   return new Promise<number>(() => {});
 }

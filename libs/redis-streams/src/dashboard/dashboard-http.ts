@@ -65,8 +65,11 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
     if (options.allowedHosts && !options.allowedHosts.includes((req.headers.host ?? '').toLowerCase()))
       return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
     const TIMEOUT = Symbol('timeout');
+    const sub = path.slice(options.basePath.length);
     within(
-      route(req, res, path.slice(options.basePath.length), query, { data, dlq, options }).then(() => undefined),
+      readAllowed(req, options)
+        .then((allowed) => (allowed ? route(req, res, sub, query, { data, dlq, options }) : refuseRead(res, sub)))
+        .then(() => undefined),
       options.requestTimeoutMs,
       TIMEOUT,
     ).then(
@@ -90,11 +93,37 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   return Object.assign(handler, { drain });
 }
 
+/** The read guard's verdict (no guard: anyone); a guard that throws refuses. */
+async function readAllowed(req: IncomingMessage, options: DashboardContext['options']): Promise<boolean> {
+  if (!options.authorizeRead) return true;
+  const who = await Promise.resolve()
+    .then(() => options.authorizeRead!(req))
+    .catch(() => null);
+  return who !== null && who !== undefined && who !== '';
+}
+
+/** A page, an asset or a call the read guard refused: nothing of the dashboard, not even its script. */
+function refuseRead(res: ServerResponse, path: string): void {
+  if (path.startsWith('/api/')) return send(res, 403, { error: 'not authorized to read this dashboard' });
+  res.writeHead(403, { ...HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('not authorized to read this dashboard\n');
+}
+
+/** Whether this request may act: actions on and its `authorize` names someone (a guard that throws refuses). */
+async function mayAct(req: IncomingMessage, options: DashboardContext['options']): Promise<boolean> {
+  if (!options.authorize) return false;
+  const who = await Promise.resolve()
+    .then(() => options.authorize!(req))
+    .catch(() => null);
+  return who !== null && who !== undefined && who !== '';
+}
+
 async function route(req: IncomingMessage, res: ServerResponse, path: string, q: URLSearchParams, ctx: DashboardContext): Promise<void> {
   if (req.method === 'POST') return send(res, 200, await runAction(req, path, ctx));
   if (req.method !== 'GET') return send(res, 405, { error: 'GET, or POST for an action' });
   const page = pageOf(path);
   if (page) return page(res, ctx);
+  // Who may act is this request's own answer: a reader who may not sees no button.
+  if (path === '/api/config') return send(res, 200, { ...config(ctx.options), actions: await mayAct(req, ctx.options) });
   const answer = await api(path, q, ctx);
   if (answer === undefined) return send(res, 404, { error: 'not found' });
   send(res, answer === null ? 404 : 200, answer ?? { error: 'no such stream or entry' });
@@ -122,13 +151,6 @@ function pageOf(path: string): ((res: ServerResponse, ctx: DashboardContext) => 
 async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Promise<unknown> {
   const { data, options } = ctx;
   switch (path) {
-    case '/api/config':
-      return {
-        actions: options.authorize !== undefined,
-        minIdleMs: options.minIdleMs,
-        pageSize: options.pageSize,
-        consumer: options.consumer !== undefined,
-      };
     case '/api/consumer':
       return options.consumer ? consumerHealth(options.consumer) : null;
     case '/api/overview':
@@ -156,6 +178,10 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
     default:
       return undefined;
   }
+}
+
+function config(options: DashboardContext['options']) {
+  return { minIdleMs: options.minIdleMs, pageSize: options.pageSize, consumer: options.consumer !== undefined };
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -16,6 +16,11 @@ export interface DashboardOptions {
   pageSize?: number;
   /** Redrive and delete of dead letters. Off (read-only) unless given: `authorize` says who acts, or null to refuse. */
   actions?: { authorize: DashboardAuthorize };
+  /**
+   * Who may read: every page, asset and call (actions too) under `basePath` goes through `authorize`
+   * first, and null refuses it (403). Default: anyone who reaches it (the standalone server keeps to loopback).
+   */
+  read?: { authorize: DashboardAuthorize };
   /** Where each action is logged (who, what, which ids). Default: the console. */
   logger?: { log(message: string): void };
   /**
@@ -36,6 +41,7 @@ export interface ResolvedDashboardOptions {
   minIdleMs: number;
   pageSize: number;
   authorize: DashboardAuthorize | undefined;
+  authorizeRead: DashboardAuthorize | undefined;
   logger: { log(message: string): void };
   allowedHosts: string[] | undefined;
   requestTimeoutMs: number;
@@ -44,7 +50,18 @@ export interface ResolvedDashboardOptions {
 
 export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200, requestTimeoutMs: 10_000 } as const;
 
-const KNOWN = ['basePath', 'match', 'minIdleMs', 'pageSize', 'actions', 'logger', 'allowedHosts', 'requestTimeoutMs', 'consumer'] as const;
+const KNOWN = [
+  'basePath',
+  'match',
+  'minIdleMs',
+  'pageSize',
+  'actions',
+  'read',
+  'logger',
+  'allowedHosts',
+  'requestTimeoutMs',
+  'consumer',
+] as const;
 
 /** Options checked, each error naming the option (`dashboard.basePath`, …). */
 export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedDashboardOptions {
@@ -55,12 +72,16 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
   const actions = input.actions;
   if (actions !== undefined && (typeof actions !== 'object' || actions === null || typeof actions.authorize !== 'function'))
     throw new InvalidOptionError('dashboard.actions', 'must be { authorize(req) }: who may redrive and delete (return null to refuse)');
+  const read = input.read;
+  if (read !== undefined && (typeof read !== 'object' || read === null || typeof read.authorize !== 'function'))
+    throw new InvalidOptionError('dashboard.read', 'must be { authorize(req) }: who may read the dashboard (return null to refuse)');
   return {
     basePath,
     match: nonEmpty('dashboard.match', input.match, DASHBOARD_DEFAULTS.match),
     minIdleMs: positiveInt('dashboard.minIdleMs', input.minIdleMs, DASHBOARD_DEFAULTS.minIdleMs),
     pageSize: atMost('dashboard.pageSize', positiveInt('dashboard.pageSize', input.pageSize, DASHBOARD_DEFAULTS.pageSize), 1000),
     authorize: actions?.authorize,
+    authorizeRead: read?.authorize,
     logger: input.logger ?? { log: (message) => console.log(message) },
     allowedHosts: hostsOf(input.allowedHosts),
     consumer: withMethod('dashboard.consumer', input.consumer, 'health', undefined),

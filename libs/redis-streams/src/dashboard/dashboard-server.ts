@@ -6,13 +6,18 @@ import { InvalidOptionError } from '../options/validate.js';
 import { createDashboardHandler, type DashboardHandler } from './dashboard-http.js';
 import type { DashboardOptions } from './dashboard-options.js';
 
-export interface DashboardServerOptions extends Omit<DashboardOptions, 'actions'> {
+export interface DashboardServerOptions extends Omit<DashboardOptions, 'actions' | 'read'> {
   /** Default 3001; 0 picks a free port. */
   port?: number;
   /** Default 127.0.0.1: loopback only unless told otherwise. */
   host?: string;
   /** Redrive and delete, behind HTTP Basic auth with this password (any user name, which the action log names). Off without it. */
   actionsPassword?: string;
+  /**
+   * Every page and call behind HTTP Basic auth with this password, actions or not (a reader with it
+   * sees no action unless it is also `actionsPassword`). With `actionsPassword` alone, that one is asked for every page.
+   */
+  readPassword?: string;
 }
 
 /** A listening dashboard. */
@@ -28,15 +33,23 @@ export interface ServedDashboard {
 
 /** The dashboard on a plain Node HTTP server (the CLI's `dashboard` command); resolves once it listens. */
 export async function serveDashboard(redis: RedisConnection, options: DashboardServerOptions = {}): Promise<ServedDashboard> {
-  const { port = 3001, host = '127.0.0.1', actionsPassword, allowedHosts, ...rest } = options;
+  const { port = 3001, host = '127.0.0.1', actionsPassword, readPassword, allowedHosts, ...rest } = options;
   if (actionsPassword !== undefined && (typeof actionsPassword !== 'string' || actionsPassword === ''))
     throw new InvalidOptionError('dashboard.actionsPassword', 'must be a non-empty string (leave it out for a read-only dashboard)');
-  const login = actionsPassword === undefined ? undefined : basicUser(actionsPassword);
+  if (readPassword !== undefined && (typeof readPassword !== 'string' || readPassword === ''))
+    throw new InvalidOptionError(
+      'dashboard.readPassword',
+      'must be a non-empty string (leave it out to let anyone who reaches the port read)',
+    );
+  const actor = actionsPassword === undefined ? undefined : basicUser(actionsPassword);
+  const reader = readPassword === undefined ? undefined : basicUser(readPassword);
+  // Either password reads; only the actions' one acts.
+  const login = actor || reader ? (req: IncomingMessage) => actor?.(req) ?? reader?.(req) ?? null : undefined;
   // Made once listening: its Host check needs the port the server got.
   const serving: { handler?: DashboardHandler; closing?: boolean } = {};
   const server = createServer((req, res) => {
     if (serving.closing) res.setHeader('connection', 'close');
-    // With actions on, every page and call needs the password: the browser then sends it with the page's own calls.
+    // With actions on (or reads guarded), every page and call needs a password: the browser then sends it with the page's own calls.
     if (login && login(req) === null) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="redis-streams dashboard", charset="UTF-8"', 'content-type': 'text/plain' });
       return void res.end('the dashboard has actions on: sign in with its password\n');
@@ -55,7 +68,7 @@ export async function serveDashboard(redis: RedisConnection, options: DashboardS
     serving.handler = createDashboardHandler(redis, {
       ...rest,
       allowedHosts: [...own, ...(allowedHosts ?? [])],
-      ...(login ? { actions: { authorize: login } } : {}),
+      ...(actor ? { actions: { authorize: actor } } : {}),
     });
   } catch (err) {
     // A refused option: the server must not stay listening (nor keep the process) with no handler.

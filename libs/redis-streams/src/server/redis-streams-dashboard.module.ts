@@ -9,6 +9,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { CanActivate } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import type { IncomingMessage } from 'node:http';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
@@ -17,7 +18,10 @@ import { resolveConnection, type ConnectionOption } from '../options/connection.
 import { InvalidOptionError } from '../options/validate.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from '../redis/connect.js';
 
-export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOptions, 'actions'> {
+/** A Nest guard, or a function of the request: true lets it through. */
+export type DashboardGuard = CanActivate | ((req: IncomingMessage) => boolean | Promise<boolean>);
+
+export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOptions, 'actions' | 'read'> {
   /** Where it is mounted, e.g. `/dashboard` (required: it shares the app's routes). */
   basePath: string;
   /** The Redis it reads: the same option as the transport's (URL, options, or cluster nodes). */
@@ -26,7 +30,13 @@ export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOption
    * Actions (redrive, delete) are off unless given: the guard decides who may act (return false to
    * refuse), and `who` names them in the action log (default: "app").
    */
-  actions?: { guard: CanActivate; who?: (req: IncomingMessage) => string };
+  actions?: { guard: DashboardGuard; who?: (req: IncomingMessage) => string };
+  /**
+   * Who may read: every page and call under `basePath` goes through the guard first (403 when it
+   * refuses or throws). The module is middleware, so the app's own guards never run for it: without
+   * this, anyone who reaches the app's port reads entry payloads. Default: anyone.
+   */
+  read?: { guard: DashboardGuard };
   /** The app's own transport (a `RedisStreamsServer`): its consumer's health is shown beside the streams. */
   server?: { health(): Promise<RedisStreamsHealth> };
 }
@@ -47,13 +57,19 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
   ) {}
 
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
-    const { connection, actions, server, ...rest } = options;
+    const { connection, actions, read, server, ...rest } = options;
     // It shares the app's routes: at the root it would answer every path the app has.
     if (typeof rest.basePath !== 'string' || rest.basePath.replace(/\/+$/, '') === '')
       throw new InvalidOptionError(
         'basePath',
         `must be a path such as "/dashboard" (the dashboard shares the app's routes), got ${JSON.stringify(rest.basePath)}`,
       );
+    for (const [name, given] of [
+      ['actions', actions],
+      ['read', read],
+    ] as const)
+      if (given !== undefined && !isGuard((given as { guard?: unknown } | null)?.guard))
+        throw new InvalidOptionError(name, `must be { guard }: a Nest guard (canActivate) or a function of the request`);
     if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
       throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
     return {
@@ -71,7 +87,8 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
             createDashboardHandler(redis, {
               ...rest,
               ...(server ? { consumer: server } : {}),
-              ...(actions ? { actions: { authorize: guardAuthorize(actions) } } : {}),
+              ...(actions ? { actions: { authorize: guardAuthorize(actions.guard, actions.who ?? (() => 'app')) } } : {}),
+              ...(read ? { read: { authorize: guardAuthorize(read.guard, () => 'reader') } } : {}),
             }),
         },
       ],
@@ -93,8 +110,14 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
   }
 }
 
-/** A Nest guard as the dashboard's authorize: it sees the request through a minimal HTTP execution context. */
-function guardAuthorize(actions: NonNullable<RedisStreamsDashboardModuleOptions['actions']>) {
+function isGuard(guard: unknown): guard is DashboardGuard {
+  return (
+    typeof guard === 'function' || (typeof guard === 'object' && guard !== null && typeof (guard as CanActivate).canActivate === 'function')
+  );
+}
+
+/** A Nest guard (or a function) as the dashboard's authorize: a guard sees the request through a minimal HTTP execution context. */
+function guardAuthorize(guard: DashboardGuard, who: (req: IncomingMessage) => string) {
   return async (req: IncomingMessage): Promise<string | null> => {
     const context = {
       getType: () => 'http',
@@ -110,11 +133,16 @@ function guardAuthorize(actions: NonNullable<RedisStreamsDashboardModuleOptions[
         throw new Error('the dashboard is HTTP');
       },
     };
-    const allowed = await Promise.resolve(actions.guard.canActivate(context as never)).catch(() => false);
+    const allowed = await Promise.resolve()
+      .then(() => (typeof guard === 'function' ? guard(req) : guard.canActivate(context as never)))
+      .catch(() => false);
+    // An Observable's first value (Nest's own rule), else truthy as Nest reads a guard's answer.
     const verdict =
-      typeof allowed === 'boolean'
-        ? allowed
-        : await new Promise<boolean>((resolve) => allowed.subscribe({ next: resolve, error: () => resolve(false) }));
-    return verdict ? (actions.who?.(req) ?? 'app') : null;
+      typeof (allowed as { subscribe?: unknown } | null)?.subscribe === 'function'
+        ? await new Promise<unknown>((resolve) =>
+            (allowed as Observable<boolean>).subscribe({ next: resolve, error: () => resolve(false), complete: () => resolve(false) }),
+          )
+        : allowed;
+    return verdict ? who(req) : null;
   };
 }

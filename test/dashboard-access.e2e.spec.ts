@@ -1,0 +1,108 @@
+import { Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { IncomingMessage, Server } from 'node:http';
+import { RedisStreamsDashboardModule, serveDashboard } from 'nestjs-redis-streams';
+import { useBrowser } from './support/browser.js';
+import { deadLetterKey } from './support/redis-server.js';
+import { forgeDeadLetter } from './support/dead-letter.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+
+const redis = useRedis();
+const browser = useBrowser();
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => (s.close(resolve), s.closeAllConnections()))));
+});
+
+/** A stream with a group, one entry and one dead letter of it. */
+async function oneLetter() {
+  const prefix = uniquePrefix();
+  const stream = `${prefix}orders`;
+  await redis.client().xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+  await redis.client().xadd(stream, '*', 'data', '{"secret":"payload"}', 'headers', '{}');
+  const dead = deadLetterKey(stream);
+  return { prefix, stream, dead, letter: await forgeDeadLetter(redis.client(), dead, stream) };
+}
+
+const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+
+describe('dashboard access', () => {
+  it('in a Nest app: a read guard refuses the page, its script and the API; a reader the action guard refuses sees no button', async () => {
+    const { prefix, stream, dead } = await oneLetter();
+    // Readers carry x-role reader or admin; only admin acts. One guard a Nest guard, the other a function.
+    const role = (req: IncomingMessage) => String(req.headers['x-role'] ?? '');
+    const adminOnly: CanActivate = { canActivate: (ctx: ExecutionContext) => role(ctx.switchToHttp().getRequest()) === 'admin' };
+    @Module({
+      imports: [
+        RedisStreamsDashboardModule.register({
+          basePath: '/ops',
+          connection: redis.url,
+          match: `${prefix}*`,
+          read: { guard: (req) => ['reader', 'admin'].includes(role(req)) },
+          actions: { guard: adminOnly, who: () => 'admin' },
+          logger: { log: () => {} },
+        }),
+      ],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      for (const path of ['', 'app.js', 'app.css', 'api/overview', `api/entry?key=${encodeURIComponent(stream)}&id=0-1`, 'api/config']) {
+        const anonymous = await fetch(`${base}${path}`);
+        expect([path, anonymous.status]).toEqual([path, 403]);
+        expect(await anonymous.text()).not.toContain('payload');
+      }
+      // An action by someone the read guard refuses is refused before the action guard is asked.
+      const post = await fetch(`${base}api/dead-letters/delete`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard', 'x-role': 'nobody' },
+        body: JSON.stringify({ key: dead, ids: ['0-1'] }),
+      });
+      expect(post.status).toBe(403);
+      expect((await fetch(`${base}api/overview`, { headers: { 'x-role': 'reader' } })).status).toBe(200);
+
+      const reader = await browser.page({ extraHTTPHeaders: { 'x-role': 'reader' } });
+      await reader.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+      await reader.getByRole('table', { name: 'Dead letters' }).waitFor();
+      expect(await reader.getByRole('button', { name: /Redrive|Delete/ }).count()).toBe(0);
+      expect(await reader.getByRole('checkbox').count()).toBe(0);
+      const admin = await browser.page({ extraHTTPHeaders: { 'x-role': 'admin' } });
+      await admin.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+      await admin.getByRole('button', { name: 'Delete', exact: true }).waitFor();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('standalone: --read-auth asks every page for the password, and a reader with it sees no action unless actions are on', async () => {
+    const { prefix, dead } = await oneLetter();
+    const read = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*`, readPassword: 'r3ad' });
+    servers.push(read.server);
+    for (const path of ['', 'app.js', 'api/overview']) expect((await fetch(`${read.url}${path}`)).status).toBe(401);
+    expect((await fetch(`${read.url}api/overview`, { headers: basic('ops', 'wrong') })).status).toBe(401);
+    expect((await fetch(`${read.url}api/config`, { headers: basic('ops', 'r3ad') })).status).toBe(200);
+    expect(await (await fetch(`${read.url}api/config`, { headers: basic('ops', 'r3ad') })).json()).toMatchObject({ actions: false });
+
+    // Both passwords: the read one reads, only the actions' one acts, and the page shows buttons to that one only.
+    const both = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*`, readPassword: 'r3ad', actionsPassword: 'act10n' });
+    servers.push(both.server);
+    const deadPage = `${both.url}#/dead/${encodeURIComponent(dead)}`;
+    const reader = await browser.page({ httpCredentials: { username: 'viewer', password: 'r3ad' } });
+    await reader.goto(deadPage);
+    await reader.getByRole('table', { name: 'Dead letters' }).waitFor();
+    expect(await reader.getByRole('button', { name: /Redrive|Delete/ }).count()).toBe(0);
+    const refused = await fetch(`${both.url}api/dead-letters/delete`, {
+      method: 'POST',
+      headers: { ...basic('viewer', 'r3ad'), 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
+      body: JSON.stringify({ key: dead, ids: ['0-1'] }),
+    });
+    expect(refused.status).toBe(403);
+    const operator = await browser.page({ httpCredentials: { username: 'ops', password: 'act10n' } });
+    await operator.goto(deadPage);
+    await operator.getByRole('button', { name: 'Delete', exact: true }).waitFor();
+    expect(await redis.client().xlen(dead)).toBe(1);
+  });
+});
