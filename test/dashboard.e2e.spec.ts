@@ -76,13 +76,13 @@ describe('dashboard', () => {
     expect(await cell('Pending')).toBe(String(info.pending));
     expect(await cell('Lag')).toBe(String(info.lag));
     expect(await cell('Length')).toBe('7');
-    await page.getByRole('link', { name: stream }).click();
+    await page.getByRole('link', { name: stream, exact: true }).click();
     await page.getByRole('table', { name: 'Pending entries of g' }).waitFor();
     const oldest = (await redis.client().xrange(stream, '-', '+', 'COUNT', 1))[0]![0];
     // Trim headroom: the oldest entry is pending, so a trim past it loses work.
     await page.getByText(`the oldest a group still needs is ${oldest}`, { exact: false }).waitFor();
     await browser.shot(page, 'dashboard-stream');
-    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('navigation').getByRole('link', { name: 'Overview' }).click();
     await row.waitFor();
 
     await redis.client().xadd(stream, '*', 'data', '{}', 'headers', '{}');
@@ -233,11 +233,18 @@ describe('dashboard', () => {
       expect(await panel.getByRole('row', { name: new RegExp(stream) }).count()).toBe(1);
       await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
       await page.getByText(`poisoned`, { exact: false }).first().waitFor();
+      // The handler's stack, folded under its reason.
+      await page.getByText('Stack', { exact: true }).click();
+      await page.getByText(/^DeadLetterException: poisoned\n\s+at /).waitFor();
       await browser.shot(page, 'dashboard-dead-letters');
       const letter = (await redis.client().xrange(dead, '-', '+'))[0]![0];
+      // The redrive asks first, naming how many letters and what becomes of them.
+      const asked: string[] = [];
+      page.on('dialog', (dialog) => void (asked.push(dialog.message()), dialog.accept()));
       await page.getByRole('checkbox', { name: `Select ${letter}` }).check();
       await page.getByRole('button', { name: 'Redrive', exact: true }).click();
       await page.getByRole('alert').filter({ hasText: 'redrove 1' }).waitFor();
+      expect(asked).toEqual([expect.stringMatching(/^Redrive 1 letter of .*:dead\?\n\nEach goes back to its stream as a new entry/)]);
       await waitFor(() => handled.length === 1, { message: 'the redriven entry handled' });
       expect(handled).toEqual([{ order: 1 }]);
       expect(await redis.client().xlen(dead)).toBe(0);
@@ -256,7 +263,7 @@ describe('dashboard', () => {
       await page.goto(`${base}#/stream/${encodeURIComponent(stream)}`);
       await page.getByText(/Delayed: 1 entry waits, next due in (59|60)\.\d min/).waitFor();
       await page.getByRole('button', { name: 'Pause', exact: true }).click();
-      await page.getByText(/Paused since \S+ by dashboard tester: nothing new is read/).waitFor();
+      await page.getByText(/Paused since .+ by dashboard tester: nothing new is read/).waitFor();
       expect(await redis.client().exists(`${stream}:paused:g`)).toBe(1);
       await waitFor(async () => (await transport.health()).streams.find((st) => st.stream === stream)?.paused === true, {
         message: 'the worker to see the pause',
@@ -408,9 +415,11 @@ describe('dashboard', () => {
       await page.goto(base);
       await page.getByRole('row', { name: new RegExp(stream) }).waitFor();
       await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
+      page.on('dialog', (dialog) => void dialog.accept());
       await page.getByRole('checkbox', { name: `Select ${letter}` }).check();
       await page.getByRole('button', { name: 'Delete', exact: true }).click();
-      await page.getByRole('alert').filter({ hasText: 'deleted 1' }).waitFor();
+      // Sent once its undo time is over.
+      await page.getByRole('alert').filter({ hasText: 'deleted 1' }).waitFor({ timeout: 15_000 });
       expect(await redis.client().xlen(dead)).toBe(0);
       // Fastify's own routes still answer: the middleware passes on what is not under /ops.
       expect((await fetch(base.replace('/ops/', '/elsewhere'))).status).toBe(404);

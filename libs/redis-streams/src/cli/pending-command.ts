@@ -1,11 +1,7 @@
-import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
-import { describeError } from '../describe-error.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
-import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
+import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
-import type { PendingRow } from '../redis/replies.js';
 import { ReportCommands } from '../redis/report-commands.js';
-import { StreamCommands } from '../redis/stream-commands.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { requireDeadLetterTarget, requireEntryId } from './dead-letter-guard.js';
@@ -40,12 +36,11 @@ export async function runPending(
   const group = values.group!;
   const minIdleMs = positiveFlag('--min-idle-ms', values['min-idle-ms'] ?? '30000');
   if (sub === 'dead-letter' && values.to !== undefined) requireDeadLetterTarget(values.to, values['custom-dlq']);
-  const reports = new ReportCommands(redis);
-  const row = await pendingRow(reports, stream, group, id);
-  if (sub !== 'peek' && !values.force) await requireOwnerGone(reports, group, id, row.consumer);
-  const commands = new StreamCommands(redis, group);
+  const actions = new PendingActions(redis);
+  const target = { stream, group, id };
   if (sub === 'peek') {
-    const fields = await reports.entryFields(stream, id);
+    const row = await actions.row(target);
+    const fields = await new ReportCommands(redis).entryFields(stream, id);
     if (values.json)
       io.out(safeJson({ stream, group, id, owner: row.consumer, idleMs: row.idleMs, deliveries: row.deliveryCount, fields }));
     else {
@@ -55,8 +50,7 @@ export async function runPending(
     return 0;
   }
   if (sub === 'release') {
-    const [released] = await commands.setIdle(stream, row.consumer, [id], minIdleMs);
-    if (!released) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
+    const row = await actions.release(target, minIdleMs, values.force);
     io.out(
       values.json
         ? safeJson({ stream, group, id, owner: row.consumer, idleMs: minIdleMs })
@@ -64,42 +58,16 @@ export async function runPending(
     );
     return 0;
   }
-  return deadLetterByHand(redis, reports, commands, stream, group, id, row, values, io);
-}
-
-async function deadLetterByHand(
-  redis: RedisConnection,
-  reports: ReportCommands,
-  commands: StreamCommands,
-  stream: string,
-  group: string,
-  id: string,
-  row: PendingRow & { idleMs: number },
-  values: PendingFlags,
-  io: CliIo,
-): Promise<number> {
-  const fields = await reports.entryFields(stream, id);
-  if (fields === null && !values.force)
-    throw new Error(
-      `${id} is no longer in the stream (trimmed or deleted): its dead letter would carry no fields; add --force to write it anyway`,
-    );
-  const cluster = (redis as { isCluster?: boolean }).isCluster === true;
-  const dead = values.to ?? (cluster ? clusterDeadLetterStream(stream) : defaultDeadLetterStream(stream));
-  const head = encodeDeadLetterHead({
-    stream,
-    sourceId: id,
-    group,
-    consumer: row.consumer,
-    deliveryCount: row.deliveryCount,
-    error: 'dead-lettered by hand (redis-streams pending dead-letter)',
-    deadAt: Date.now(),
+  const moved = await actions.deadLetter(target, {
+    force: values.force,
+    forceGone: values.force,
+    ...(values.to !== undefined ? { to: values.to } : {}),
+    by: 'redis-streams pending dead-letter',
   });
-  const deadLetterId = await commands.deadLetter(stream, dead, row.consumer, id, head, true);
-  if (deadLetterId === null) throw new Error(`${id} changed hands meanwhile (no longer pending under "${e(row.consumer)}"): nothing done`);
   io.out(
     values.json
-      ? safeJson({ stream, group, id, deadLetterStream: dead, deadLetterId })
-      : `${id} → ${e(dead)} ${deadLetterId} (acked in "${e(stream)}")`,
+      ? safeJson({ stream, group, id, deadLetterStream: moved.deadLetterStream, deadLetterId: moved.deadLetterId })
+      : `${id} → ${e(moved.deadLetterStream)} ${moved.deadLetterId} (acked in "${e(stream)}")`,
   );
   return 0;
 }
@@ -114,26 +82,4 @@ export function requirePendingArgs(sub: string | undefined, stream: string | und
   ];
   if (missing.length > 0) throw new UsageError(`pending needs ${missing.join(' and ')}`);
   requireEntryId('the entry id', id!);
-}
-
-/** Refuses to move an entry its owner may still be handling: a connection of it is open (connected-consumers.ts). */
-async function requireOwnerGone(reports: ReportCommands, group: string, id: string, owner: string): Promise<void> {
-  const connected = await reports.connectedConsumers(group).catch((err: unknown) => {
-    throw new Error(
-      `cannot tell whether "${e(owner)}" still handles ${id} (CLIENT LIST failed: ${describeError(err)}); add --force to go on`,
-      {
-        cause: err,
-      },
-    );
-  });
-  if (connected.has(owner))
-    throw new Error(
-      `"${e(owner)}" has a connection open: it may still be handling ${id}; stop that worker first, or add --force (a peer may then handle it a second time)`,
-    );
-}
-
-async function pendingRow(reports: ReportCommands, stream: string, group: string, id: string): Promise<PendingRow & { idleMs: number }> {
-  const row = await reports.pendingEntry(stream, group, id);
-  if (!row) throw new Error(`${id} is not pending in group "${e(group)}" of "${e(stream)}"`);
-  return row;
 }

@@ -1,13 +1,23 @@
-/* The dashboard's browser code, part 1 of 4: DOM and formatting helpers, and the API calls.
+/* The dashboard's browser code, part 1 of 5: DOM and formatting helpers, and the API calls.
  * These functions are sent as their source (app-script.ts) into one function scope, where `ui`
  * holds all parts and the page's state: they use `ui` and each other, nothing else of this module.
  * Everything from Redis goes in as text (textContent, never HTML). */
 
 export type Child = Node | string | number | null | undefined | false;
+
+/** What the page has seen of one chart's figures since it was opened: times and, per line, values. */
+export interface Series {
+  at: number[];
+  lines: Record<string, (number | null)[]>;
+}
+
 export interface AppState {
+  /** Whether this visitor may act (the server asked the action guard for this page's request). */
   actions: boolean;
   /** A transport runs beside the dashboard (in-app): its health is shown. */
   consumer: boolean;
+  /** The workers' minIdleMs (the dashboard's option): what counts as idle too long. */
+  minIdleMs: number;
   selected: Set<string>;
   reason: string;
   after: Map<string, string>;
@@ -18,6 +28,16 @@ export interface AppState {
   rendering: boolean;
   /** A navigation came while rendering: render once more after. */
   again: boolean;
+  /** Figures per chart key, kept in the tab (at most an hour of refreshes). */
+  series: Map<string, Series>;
+  /** The charts' window in minutes. */
+  window: number;
+  /** The stream page's entry search. */
+  search: { from: string; to: string; field: string; value: string };
+  /** A pointer is down on the page: refreshes wait until it is up. */
+  holding: boolean;
+  /** A delete waiting out its undo time: what it will delete, and its timer. */
+  undo: { label: string; timer: number; run: () => void } | null;
 }
 /** Made by the served script (app-script.ts), not by this module. */
 declare const ui: { state: AppState; render(tick?: boolean): Promise<void> };
@@ -25,7 +45,7 @@ declare const ui: { state: AppState; render(tick?: boolean): Promise<void> };
 function el(tag: string, attrs: Record<string, unknown> = {}, ...children: Child[]): HTMLElement {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === false) continue;
+    if (v === undefined || v === false || v === null) continue;
     if (k.startsWith('on')) e.addEventListener(k.slice(2), v as EventListener);
     else if (k === 'checked') (e as HTMLInputElement).checked = Boolean(v);
     else if (k === 'value') (e as HTMLInputElement).value = String(v);
@@ -35,12 +55,17 @@ function el(tag: string, attrs: Record<string, unknown> = {}, ...children: Child
   return e;
 }
 
-function link(text: string, hash: string, focus?: string): HTMLElement {
+function link(text: Child, hash: string, focus?: string): HTMLElement {
   return el('a', { href: hash, 'data-focus': focus }, text);
 }
 
-function button(name: string, focus: string, action: () => void): HTMLElement {
-  return el('button', { type: 'button', 'data-focus': focus, onclick: action }, name);
+/** The hash of a page: each part encoded (a name may hold `/`, `#` or anything else). */
+function hash(...parts: string[]): string {
+  return `#/${parts.map(encodeURIComponent).join('/')}`;
+}
+
+function button(name: string, focus: string, action: (ev: Event) => void, cls?: string, label?: string): HTMLElement {
+  return el('button', { type: 'button', 'data-focus': focus, onclick: action, class: cls, 'aria-label': label }, name);
 }
 
 function num(n: number | null | undefined): string {
@@ -64,40 +89,62 @@ function age(ms: number | null | undefined): string {
   return ms < 172800000 ? `${(ms / 3600000).toFixed(1)} h` : `${(ms / 86400000).toFixed(1)} d`;
 }
 
-function when(ms: number): string {
+/** A moment in local time, its UTC form on hover (and in `datetime`); a value that is no date shown as it is. */
+function when(ms: number): Child {
   const d = new Date(ms);
-  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
+  if (Number.isNaN(d.getTime())) return String(ms);
+  const local = d.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+  return el('time', { datetime: d.toISOString(), title: `${d.toISOString()} (UTC)` }, local);
 }
 
-function table(head: string[], rows: Child[][], numeric: number[], label: string): HTMLElement {
+/** An entry id: never wrapped, its time on hover. */
+function idCell(value: string): HTMLElement {
+  const ms = Number(value.split('-')[0]);
+  const d = new Date(ms);
+  const title = Number.isNaN(d.getTime()) || ms < 946684800000 ? undefined : `${d.toLocaleString()} · ${d.toISOString()} (UTC)`;
+  return el('span', { class: 'id', title }, value);
+}
+
+/**
+ * A table that scrolls inside itself on a narrow screen. `numeric`: the indexes of right-aligned
+ * columns, counted on `head` as given (a select column included).
+ */
+function table(head: string[], rows: Child[][], numeric: number[], label: string, empty?: string): HTMLElement {
+  if (rows.length === 0 && empty) return el('p', { class: 'empty' }, empty);
   const cls = (i: number) => (numeric.includes(i) ? 'n' : undefined);
   return el(
-    'table',
-    { 'aria-label': label },
-    el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: cls(i), scope: 'col' }, h)))),
-    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c, i) => el('td', { class: cls(i) }, c))))),
+    'div',
+    { class: 'scroll' },
+    el(
+      'table',
+      { 'aria-label': label },
+      el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: cls(i), scope: 'col' }, h)))),
+      el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c, i) => el('td', { class: cls(i) }, c))))),
+    ),
   );
 }
 
-function spark(values: number[], what: string): Node {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  const shown = values.slice(-60);
-  const max = Math.max(1, ...shown);
-  for (const [k, v] of [
-    ['class', 'spark'],
-    ['width', '90'],
-    ['height', '20'],
-    ['role', 'img'],
-    ['aria-label', `${what} per second, last ${shown.length} refreshes`],
-  ])
-    svg.setAttribute(k!, v!);
-  const line = document.createElementNS(ns, 'polyline');
-  line.setAttribute('fill', 'none');
-  line.setAttribute('stroke', 'currentColor');
-  line.setAttribute('points', shown.map((v, i) => `${(i * 90) / Math.max(1, shown.length - 1)},${19 - (v / max) * 18}`).join(' '));
-  svg.append(line);
-  return svg;
+function card(title: Child, ...children: Child[]): HTMLElement {
+  return el(
+    'section',
+    { class: 'card', 'aria-label': typeof title === 'string' ? title : undefined },
+    title ? el('h2', {}, title) : null,
+    ...children,
+  );
+}
+
+/** A state said three ways: a word, a shape and a colour. */
+function chip(state: 'healthy' | 'attention' | 'failing', text?: string): HTMLElement {
+  const mark = { healthy: '●', attention: '▲', failing: '✖' }[state];
+  const word = { healthy: 'Healthy', attention: 'Attention', failing: 'Failing' }[state];
+  return el('span', { class: `chip ${state}` }, `${mark} ${text ?? word}`);
 }
 
 function pager(key: string, next: string | null | undefined): Child[] {
@@ -122,7 +169,8 @@ async function get(path: string): Promise<any> {
   return body;
 }
 
-async function act(path: string, body: unknown, done: (reply: any) => string): Promise<void> {
+/** Sends an action; its answer (or refusal) becomes the page's message. Resolves the reply, or null when refused. */
+async function act(path: string, body: unknown, done: (reply: any) => string): Promise<any> {
   const r = await fetch(path, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
@@ -132,11 +180,56 @@ async function act(path: string, body: unknown, done: (reply: any) => string): P
   ui.state.message = r.ok ? done(reply) : `refused: ${reply.error}`;
   ui.state.selected.clear();
   rerender();
+  return r.ok ? reply : { refused: reply };
+}
+
+/**
+ * An action that may be done only once its owner is gone: asked first (naming what will happen),
+ * and when refused because the owner is connected, asked again whether to force it.
+ */
+async function actOnPending(path: string, body: Record<string, unknown>, question: string, done: (reply: any) => string): Promise<void> {
+  if (!confirm(question)) return;
+  const reply = await act(path, body, done);
+  const refused = reply?.refused;
+  if (refused && (refused.reason === 'owner-connected' || refused.reason === 'owner-unknown')) {
+    if (confirm(`${refused.error}\n\nDo it anyway? Its owner may still be handling it: it may then run twice.`))
+      await act(path, { ...body, force: true }, done);
+  }
+}
+
+/** A message with an Undo button, gone after `ms`: `run` is done then, unless undone first. */
+function later(label: string, ms: number, run: () => void): void {
+  if (ui.state.undo) {
+    clearTimeout(ui.state.undo.timer);
+    ui.state.undo.run();
+  }
+  const timer = window.setTimeout(() => {
+    ui.state.undo = null;
+    showUndo();
+    run();
+  }, ms);
+  ui.state.undo = { label, timer, run };
+  showUndo();
+}
+
+/** The undo toast, outside <main> (re-renders never touch it). */
+function showUndo(): void {
+  document.getElementById('undo')?.remove();
+  const u = ui.state.undo;
+  if (!u) return;
+  const undo = () => {
+    clearTimeout(u.timer);
+    ui.state.undo = null;
+    ui.state.message = `undone: ${u.label}`;
+    showUndo();
+    rerender();
+  };
+  document.body.append(el('div', { id: 'undo', class: 'toast', role: 'status' }, el('span', {}, u.label), button('Undo', 'undo', undo)));
 }
 
 /** Ms since an entry id's time; null when the id is no time (before 2000, or in the future). */
-function idAge(id: string): number | null {
-  const born = Number(id.split('-')[0]);
+function idAge(value: string): number | null {
+  const born = Number(value.split('-')[0]);
   const now = Date.now();
   return born >= 946684800000 && born <= now ? now - born : null;
 }
@@ -158,17 +251,23 @@ export const DOM_PARTS = {
   pelStateLabel,
   el,
   link,
+  hash,
   button,
   num,
   count,
   rate,
   age,
   when,
+  idCell,
   table,
-  spark,
+  card,
+  chip,
   pager,
   rerender,
   get,
   act,
+  actOnPending,
+  later,
+  showUndo,
 };
 export type Dom = typeof DOM_PARTS;

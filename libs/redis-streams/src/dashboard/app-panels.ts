@@ -1,4 +1,4 @@
-/* The dashboard's browser code, part 3 of 4: panels beside the pages (this app's consumer, the
+/* The dashboard's browser code, part 4 of 5: panels beside the pages (this app's consumer, the
  * cluster's masters, a stream's trim headroom). Sent as source with the other parts (app-script.ts);
  * reaches them through `ui` only. */
 import type { AppState, Child, Dom } from './app-dom.js';
@@ -35,13 +35,19 @@ async function consumerPanel(): Promise<Child[]> {
     );
     body.push(
       ui.el('p', {}, `${h.consumer} in group ${h.group}: ${h.state}${down}${h.loopError ? `; Redis refuses: ${h.loopError}` : ''}`),
-      ui.table(['Stream', 'Lag', 'Pending', 'In hand', 'Last beat', 'Ordered'], rows, [1, 2, 3, 4], "This app's streams"),
+      ui.table(
+        ['Stream', 'Lag', 'Pending', 'In hand', 'Last beat', 'Ordered'],
+        rows,
+        [1, 2, 3, 4],
+        "This app's streams",
+        'It reads no stream yet.',
+      ),
       blocked.length === 0
         ? null
         : ui.table(['Stream', 'Key', 'Failed entry', 'Waiting behind it', 'For'], blocked, [3, 4], 'Keys waiting behind a failed entry'),
     );
   }
-  return [ui.el('section', { 'aria-label': "This app's consumer" }, ui.el('h2', {}, "This app's consumer"), ...body)];
+  return [ui.card("This app's consumer", ...body)];
 }
 
 /** Which master serves which streams and partitions (this overview page's streams). */
@@ -49,17 +55,25 @@ async function clusterPage(): Promise<Child[]> {
   const o = await ui.get(`api/overview?page=${ui.state.page}`);
   const byNode = new Map<string, string[]>();
   for (const s of o.streams) if (s.node !== null) byNode.set(s.node, [...(byNode.get(s.node) ?? []), s.stream]);
-  if (byNode.size === 0) return [ui.el('h1', {}, 'Cluster'), ui.el('p', { class: 'muted' }, 'One node: not a cluster.')];
+  if (byNode.size === 0)
+    return [
+      ui.el('h1', {}, 'Cluster'),
+      ui.el(
+        'p',
+        { class: 'empty' },
+        'One node: not a cluster. Start the dashboard with --cluster to see which master serves which streams.',
+      ),
+    ];
   const rows = [...byNode]
     .sort()
     .map(([node, streams]) => [
       node,
       ui.num(streams.length),
-      ui.el('ul', {}, ...streams.map((name) => ui.el('li', {}, ui.link(name, `#/stream/${encodeURIComponent(name)}`)))),
+      ui.el('ul', {}, ...streams.map((name) => ui.el('li', { class: 'name' }, ui.link(name, ui.hash('stream', name))))),
     ]);
   return [
     ui.el('h1', {}, 'Cluster'),
-    ui.table(['Master', 'Streams', 'Streams and partitions it serves'], rows, [1], 'Masters'),
+    ui.card(null, ui.table(['Master', 'Streams', 'Streams and partitions it serves'], rows, [1], 'Masters')),
     ui.el('p', {}, `The streams of overview page ${o.page + 1}.`),
   ];
 }

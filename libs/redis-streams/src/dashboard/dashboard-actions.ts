@@ -2,14 +2,18 @@ import type { IncomingMessage } from 'node:http';
 import { safeJson } from '../escape-control.js';
 import { BadRequest, deadStream, isStreamId, workStream, type DashboardContext } from './dashboard-keys.js';
 
-const ACTIONS = ['/api/dead-letters/redrive', '/api/dead-letters/delete', '/api/pause', '/api/resume'];
 import { counted } from '../readable.js';
+import { PendingActionRefused } from '../ops/pending-actions.js';
 
-/** An action refused: 403 (read-only, cross-site, not authorized) or 415. */
+const PENDING_ACTIONS = ['/api/pending/release', '/api/pending/dead-letter', '/api/pending/retry-now'];
+const ACTIONS = ['/api/dead-letters/redrive', '/api/dead-letters/delete', '/api/pause', '/api/resume', ...PENDING_ACTIONS];
+
+/** An action refused: 403 (read-only, cross-site, not authorized), 415, or 409 (a pending entry's move refused: `reason` says why). */
 export class ActionRefused extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -33,6 +37,7 @@ export async function runAction(req: IncomingMessage, path: string, ctx: Dashboa
   if (who === null || who === '') throw new ActionRefused(403, 'not authorized');
   const body = await readJson(req);
   if (path === '/api/pause' || path === '/api/resume') return pauseAction(path === '/api/pause', body, who, ctx);
+  if (PENDING_ACTIONS.includes(path)) return pendingAction(path.slice('/api/pending/'.length), body, who, ctx);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
   const key = await deadStream(q, ctx);
   // "all": the oldest MAX_IDS letters, one bounded request at a time (the answer says how many are left).
@@ -64,6 +69,36 @@ async function pauseAction(pause: boolean, body: Record<string, unknown>, who: s
     `dashboard: ${safeJson(who)} ${pause ? 'paused' : 'resumed'} ${safeJson(key)} for group ${safeJson(group)}${changed ? '' : ' (it was already)'}`,
   );
   return { changed };
+}
+
+/**
+ * Release, dead-letter or retry-now of one pending entry (ops/pending-actions.ts): refused (409, with
+ * its reason) while its owner is connected unless `force`, or when it changed hands meanwhile.
+ */
+async function pendingAction(what: string, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<unknown> {
+  const stream = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
+  const { group, id } = body;
+  if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
+  if (typeof id !== 'string' || !isStreamId(id)) throw new BadRequest('"id" must be a stream id such as 1700000000000-0');
+  if (body.force !== undefined && typeof body.force !== 'boolean') throw new BadRequest('"force" must be true or false');
+  const force = body.force === true;
+  const target = { stream, group, id };
+  const actions = ctx.pending;
+  const { minIdleMs, logger } = ctx.options;
+  const done = await (async () => {
+    if (what === 'release') return { owner: (await actions.release(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
+    if (what === 'retry-now') return { owner: (await actions.retryNow(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
+    const moved = await actions.deadLetter(target, { force, forceGone: force, by: `dashboard ${who}` });
+    return { owner: moved.row.consumer, deadLetterStream: moved.deadLetterStream, deadLetterId: moved.deadLetterId };
+  })().catch((err: unknown) => {
+    if (err instanceof PendingActionRefused) throw new ActionRefused(409, err.message.replace('add --force', 'force it'), err.reason);
+    throw err;
+  });
+  const verb = { release: 'released', 'retry-now': 'made due now and released', 'dead-letter': 'dead-lettered' }[what];
+  logger.log(
+    `dashboard: ${safeJson(who)} ${verb} ${id} of ${safeJson(stream)} in group ${safeJson(group)} (owner ${safeJson(done.owner)}${force ? ', forced' : ''})`,
+  );
+  return done;
 }
 
 /** Same origin only: the page's header, JSON, and an Origin (when the browser sends one) naming this host. */

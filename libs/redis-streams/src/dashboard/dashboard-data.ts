@@ -4,7 +4,7 @@ import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js
 import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { DashboardCommands } from '../redis/dashboard-commands.js';
-import type { GroupSummary, StreamSummary } from '../redis/dashboard-replies.js';
+import type { GroupSummary, RangePreviewEntry, StreamSummary } from '../redis/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeFeatures } from '../redis/server-features.js';
@@ -13,7 +13,7 @@ import { ReportCommands } from '../redis/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { globToRegExp } from './key-scope.js';
-import { asReport, streamAttention, type DeadLetterFigure } from './overview-attention.js';
+import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
 import { PauseCommands, pauseNameOf } from '../redis/pause-commands.js';
 
@@ -54,6 +54,8 @@ export interface Overview {
   page: number;
   pageSize: number;
   attention: string[];
+  /** The same lines, each with the page it names (a link on the page). */
+  attentionItems: AttentionItem[];
   /** The server and what it offers of the newer stream commands (`Redis 8.6.3: claim-on-read, …`), or why that is unknown. */
   server: string;
   at: number;
@@ -77,7 +79,35 @@ export interface EntryView {
   truncated: boolean;
 }
 
-export type DeadLetterRow = Omit<DeadLetter, 'fields'> & { fieldsBytes: number; errorTruncated: boolean };
+export type DeadLetterRow = Omit<DeadLetter, 'fields'> & { fieldsBytes: number; errorTruncated: boolean; stackTruncated: boolean };
+
+/** A page of a stream's entries, newest first, each value cut (EntryView's shape). */
+export interface EntriesPage {
+  stream: string;
+  entries: Omit<EntryView, 'stream'>[];
+  /** The id to page on from (`before`); null once the oldest was reached. */
+  next: string | null;
+  /** Entries read for this page: a search reads at most `window` of them. */
+  read: number;
+  window: number;
+}
+
+/** Bytes of each value in a list of entries (the entry's own page shows 2,000, or all). */
+const LIST_BYTES = 200;
+/** Entries a search by a field's value reads per page, at most: its cost is this, never the stream's length. */
+export const SEARCH_WINDOW = 1_000;
+
+/** An entry as read with its values cut to `maxBytes`: pairs, each value's full size, whether anything was cut. */
+function entryView(stream: string, found: RangePreviewEntry, maxBytes: number): EntryView {
+  const fields: [string, string][] = [];
+  const sizes: [number, number][] = [];
+  for (let i = 0; i + 1 < found.fields.length; i += 2) {
+    fields.push([found.fields[i]!, found.fields[i + 1]!]);
+    sizes.push([found.sizes[i]!, found.sizes[i + 1]!]);
+  }
+  const truncated = found.sizes.length > found.fields.length || found.sizes.some((n) => n > maxBytes);
+  return { stream, id: found.id, fields, sizes, fieldCount: found.sizes.length / 2, truncated };
+}
 
 /** The key list (one SCAN of every master) is read at most this often; pages and tabs share it. */
 const KEYS_TTL_MS = 5_000;
@@ -155,7 +185,8 @@ export class DashboardData {
   async stream(stream: string): Promise<DashboardStream | null> {
     const summary = await this.commands.summary(stream);
     if (!summary) return null;
-    const [full] = await this.decorate([summary], Date.now(), false);
+    // Rates too: the stream page charts them (a refresh of the overview within 0.5 s shares its sample).
+    const [full] = await this.decorate([summary], Date.now(), true, false);
     return full!;
   }
 
@@ -179,15 +210,31 @@ export class DashboardData {
   /** One entry, each value cut to `maxBytes` inside Redis. */
   async entry(stream: string, id: string, maxBytes: number): Promise<EntryView | null> {
     const [found] = await this.commands.rangePreview(stream, id, id, 1, maxBytes);
-    if (!found) return null;
-    const fields: [string, string][] = [];
-    const sizes: [number, number][] = [];
-    for (let i = 0; i + 1 < found.fields.length; i += 2) {
-      fields.push([found.fields[i]!, found.fields[i + 1]!]);
-      sizes.push([found.sizes[i]!, found.sizes[i + 1]!]);
-    }
-    const truncated = found.sizes.length > found.fields.length || found.sizes.some((n) => n > maxBytes);
-    return { stream, id, fields, sizes, fieldCount: found.sizes.length / 2, truncated };
+    return found ? entryView(stream, found, maxBytes) : null;
+  }
+
+  /**
+   * A page of `stream`'s entries, newest first, from `before` (exclusive) or `to`, back to `from`;
+   * with `field`, those whose field holds `value`, among at most SEARCH_WINDOW read.
+   */
+  async entries(
+    stream: string,
+    q: { before?: string; from?: string; to?: string; field?: string; value?: string; count: number },
+  ): Promise<EntriesPage> {
+    const end = q.before !== undefined ? `(${q.before}` : (q.to ?? '+');
+    const page = await this.commands.browse(stream, {
+      end,
+      start: q.from ?? '-',
+      count: q.count,
+      maxBytes: LIST_BYTES,
+      window: SEARCH_WINDOW,
+      ...(q.field ? { field: q.field, value: q.value ?? '' } : {}),
+    });
+    const entries = page.entries.map((found) => {
+      const { stream: _s, ...view } = entryView(stream, found, LIST_BYTES);
+      return view;
+    });
+    return { stream, entries, next: page.stoppedAt, read: page.read, window: SEARCH_WINDOW };
   }
 
   /** A page of dead letters, their reasons cut and their original fields left in Redis (their size only). */
@@ -200,7 +247,12 @@ export class DashboardData {
         for (let i = 0; i + 1 < row.fields.length; i += 2) if (row.fields[i] === name) return row.sizes[i + 1] ?? 0;
         return 0;
       };
-      return { ...letter, fieldsBytes: at('fields'), errorTruncated: at('error') > REASON_BYTES };
+      return {
+        ...letter,
+        fieldsBytes: at('fields'),
+        errorTruncated: at('error') > REASON_BYTES,
+        stackTruncated: at('stack') > REASON_BYTES,
+      };
     });
   }
 
@@ -214,20 +266,26 @@ export class DashboardData {
     const { pageSize } = this.options;
     const names = work.slice(page * pageSize, (page + 1) * pageSize);
     // A stream Redis refuses to read (NOPERM, a script error on odd data) is reported, never the whole page's failure.
-    const unreadable: string[] = [];
+    const unreadable: AttentionItem[] = [];
     const read = await Promise.all(
       names.map((key) =>
         this.commands.summary(key).catch((err: unknown) => {
           if (!isErrorReply(err)) throw err;
-          unreadable.push(`${key}: could not be read (${describeError(err)})`);
+          unreadable.push({ text: `${key}: could not be read (${describeError(err)})`, page: 'stream', key });
           return null;
         }),
       ),
     );
     const summaries = read.filter((s): s is StreamSummary => s !== null && s.groups.length > 0);
-    const streams = await this.decorate(summaries, now, true);
-    const attention = [...unreadable, ...streams.flatMap((s) => s.attention.map((why) => `${s.stream}: ${why}`))];
-    return { streams, total: work.length, page, pageSize, attention, server: await this.serverLine(now), at: now };
+    const streams = await this.decorate(summaries, now, true, true);
+    const attentionItems = [
+      ...unreadable,
+      ...streams.flatMap((s) =>
+        s.attention.map((why) => ({ text: `${s.stream}: ${why}`, ...attentionTarget(s.stream, why, s.deadLetters) })),
+      ),
+    ];
+    const attention = attentionItems.map((a) => a.text);
+    return { streams, total: work.length, page, pageSize, attention, attentionItems, server: await this.serverLine(now), at: now };
   }
 
   /** Read at most every KEYS_TTL_MS, as the key list is: a failover may land on another server. */
@@ -240,7 +298,7 @@ export class DashboardData {
   }
 
   /** Summaries with their dead letters, connections, lag ages, rates (when `rates`) and attention. */
-  private async decorate(summaries: StreamSummary[], now: number, rates: boolean): Promise<DashboardStream[]> {
+  private async decorate(summaries: StreamSummary[], now: number, rates: boolean, overview: boolean): Promise<DashboardStream[]> {
     const connected = await this.connected();
     return Promise.all(
       summaries.map(async (s) => {
@@ -268,7 +326,7 @@ export class DashboardData {
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
           ordering.set(g.name, await this.reports.ownership(s.stream, g.name).catch(() => null));
           // The stream page only: the overview's refresh cost stays as it was.
-          if (!rates) paused.set(g.name, await this.reports.paused(pauseNameOf(s.stream), g.name).catch(() => null));
+          if (!overview) paused.set(g.name, await this.reports.paused(pauseNameOf(s.stream), g.name).catch(() => null));
         }
         const delayed = await delayedReport(this.reports, s.stream);
         const report = asReport(s, connected, dead, retries, delayed);

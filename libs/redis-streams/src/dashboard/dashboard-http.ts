@@ -2,14 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError } from '../describe-error.js';
 import { isErrorReply } from '../redis/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
+import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
-import { BadRequest, count, deadStream, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
+import { BadRequest, count, deadStream, isStreamId, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
 import { resolveDashboardOptions, type DashboardOptions } from './dashboard-options.js';
-import { APP_CSS, appScript, pageHtml } from './dashboard-page.js';
+import { APP_CSS, appScript, FAVICON_SVG, pageHtml } from './dashboard-page.js';
 
 /** A Node request handler, Connect-style (Express and Fastify middleware both take it): `next` for paths that are not the dashboard's. */
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
@@ -42,6 +43,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   const options = resolveDashboardOptions(input);
   const data = new DashboardData(redis, options);
   const dlq = new DeadLetters(redis);
+  const pending = new PendingActions(redis);
   const unsent = new Set<ServerResponse>();
   let draining = false;
   const closeWhenDraining = (res: ServerResponse) => {
@@ -68,7 +70,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
     const sub = path.slice(options.basePath.length);
     within(
       readAllowed(req, options)
-        .then((allowed) => (allowed ? route(req, res, sub, query, { data, dlq, options }) : refuseRead(res, sub)))
+        .then((allowed) => (allowed ? route(req, res, sub, query, { data, dlq, pending, options }) : refuseRead(res, sub)))
         .then(() => undefined),
       options.requestTimeoutMs,
       TIMEOUT,
@@ -77,7 +79,8 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
         if (late === TIMEOUT) send(res, 503, { error: `Redis did not answer within ${options.requestTimeoutMs} ms` });
       },
       (err: unknown) => {
-        if (err instanceof ActionRefused) return send(res, err.status, { error: err.message });
+        if (err instanceof ActionRefused)
+          return send(res, err.status, { error: err.message, ...(err.reason ? { reason: err.reason } : {}) });
         if (err instanceof BadRequest) return send(res, 400, { error: err.message });
         // Redis refused what the request named (NOGROUP, an id past the last one, NOPERM): said as Redis said it.
         if (isErrorReply(err)) return send(res, 400, { error: `Redis refused: ${describeError(err)}` });
@@ -140,6 +143,8 @@ function pageOf(path: string): ((res: ServerResponse, ctx: DashboardContext) => 
       return (res) => sendText(res, 'text/javascript; charset=utf-8', appScript());
     case '/app.css':
       return (res) => sendText(res, 'text/css; charset=utf-8', APP_CSS);
+    case '/favicon.svg':
+      return (res) => sendText(res, 'image/svg+xml', FAVICON_SVG);
     case '/favicon.ico':
       return (res) => void res.writeHead(204).end();
     default:
@@ -161,6 +166,18 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       return data.stream(await workStream(q, ctx));
     case '/api/pending':
       return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
+    case '/api/entries': {
+      const field = q.get('field') ?? '';
+      if (field.length > 1_000 || (q.get('value') ?? '').length > 1_000)
+        throw new BadRequest('"field" and "value" take at most 1,000 characters');
+      return data.entries(await workStream(q, ctx), {
+        count: count(q, 'count', 20, 200),
+        ...optional('before', streamId(q, 'before')),
+        ...optional('from', idBound(q, 'from')),
+        ...optional('to', idBound(q, 'to')),
+        ...(field ? { field, value: q.get('value') ?? '' } : {}),
+      });
+    }
     case '/api/entry': {
       const stream = deadLetterSources(q.get('key') ?? '').length > 0 ? await deadStream(q, ctx) : await workStream(q, ctx);
       return data.entry(stream, streamId(q, 'id', true), q.get('full') === '1' ? FULL_BYTES : PREVIEW_BYTES);
@@ -178,6 +195,18 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
     default:
       return undefined;
   }
+}
+
+function optional<K extends string>(name: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [name]: value } as Record<K, string>);
+}
+
+/** An id range's bound: a stream id, or a time in ms (every id of that ms). */
+function idBound(q: URLSearchParams, name: string): string | undefined {
+  const value = q.get(name);
+  if (value === null || value === '') return undefined;
+  if (/^\d{1,16}$/.test(value) || isStreamId(value)) return value;
+  throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0, or a time in ms`);
 }
 
 function config(options: DashboardContext['options']) {

@@ -1,4 +1,5 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
+import type { PendingActions } from '../ops/pending-actions.js';
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import type { DashboardData } from './dashboard-data.js';
 import type { ResolvedDashboardOptions } from './dashboard-options.js';
@@ -7,6 +8,8 @@ import type { ResolvedDashboardOptions } from './dashboard-options.js';
 export interface DashboardContext {
   data: DashboardData;
   dlq: DeadLetters;
+  /** An operator's moves of one pending entry. */
+  pending: PendingActions;
   options: ResolvedDashboardOptions;
 }
 

@@ -70,3 +70,24 @@ function retryFigures(r: { waiting: number; due: number } | { error: string } | 
     ? { retryWaiting: null, retryDue: null, retryStateError: r.error }
     : { retryWaiting: r.waiting, retryDue: r.due, retryStateError: null };
 }
+
+/** Where an attention line points: the page that shows what it names (its stream, its dead letters, its entry). */
+export interface AttentionItem {
+  text: string;
+  /** `stream`: the stream page (`key` the stream; `group` when the line names one); `dead`: the dead-letter page; `entry`: an entry of `key`. */
+  page: 'stream' | 'dead' | 'entry';
+  key: string;
+  group?: string;
+  id?: string;
+}
+
+/** The page an attention line of `stream` names: read off the line's own words (ops/attention.ts' wording). */
+export function attentionTarget(stream: string, line: string, dead: readonly DeadLetterFigure[]): Omit<AttentionItem, 'text'> {
+  const letters = dead.find((d) => d.length !== null && line.includes(`"${escapeControl(d.stream)}"`) && /dead letter/.test(line));
+  if (letters) return { page: 'dead', key: letters.stream };
+  const entry = /^(?:retry of )?entry (\d+-\d+) held by /.exec(line);
+  if (entry) return { page: 'entry', key: stream, id: entry[1]! };
+  const group = /in group "([^"]*)"|of group "([^"]*)"/.exec(line);
+  const name = group?.[1] ?? group?.[2];
+  return name !== undefined && !/\\/.test(name) ? { page: 'stream', key: stream, group: name } : { page: 'stream', key: stream };
+}

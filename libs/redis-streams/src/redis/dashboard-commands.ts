@@ -2,13 +2,21 @@ import type { RedisConnection } from './connect.js';
 import { connectedByGroup } from './connected-consumers.js';
 import { scanStreamKeys } from './stream-keys.js';
 import { detectServerFeatures, type ServerFeatures } from './server-features.js';
-import { DEAD_LENGTH_SCRIPT, RANGE_PREVIEW_SCRIPT, STREAM_SUMMARY_SCRIPT } from './dashboard-scripts.js';
-import { parseRangePreview, parseStreamSummary, type RangePreviewEntry, type StreamSummary } from './dashboard-replies.js';
+import { BROWSE_SCRIPT, DEAD_LENGTH_SCRIPT, RANGE_PREVIEW_SCRIPT, STREAM_SUMMARY_SCRIPT } from './dashboard-scripts.js';
+import {
+  parseBrowse,
+  parseRangePreview,
+  parseStreamSummary,
+  type BrowsePage,
+  type RangePreviewEntry,
+  type StreamSummary,
+} from './dashboard-replies.js';
 
 type Scripted = RedisConnection & {
   streamsSummary(key: string, maxConsumers: number): Promise<unknown>;
   streamsDeadLength(key: string): Promise<number>;
   streamsRangePreview(key: string, start: string, end: string, count: number, maxBytes: number, maxParts: number): Promise<unknown>;
+  streamsBrowse(...args: (string | number)[]): Promise<unknown>;
 };
 
 /** Consumers listed per group (each costs one XPENDING row); the summary gives the count of all. */
@@ -24,6 +32,7 @@ export class DashboardCommands {
     redis.defineCommand('streamsSummary', { numberOfKeys: 1, lua: STREAM_SUMMARY_SCRIPT });
     redis.defineCommand('streamsDeadLength', { numberOfKeys: 1, lua: DEAD_LENGTH_SCRIPT });
     redis.defineCommand('streamsRangePreview', { numberOfKeys: 1, lua: RANGE_PREVIEW_SCRIPT });
+    redis.defineCommand('streamsBrowse', { numberOfKeys: 1, lua: BROWSE_SCRIPT });
     this.redis = redis as Scripted;
   }
 
@@ -53,6 +62,18 @@ export class DashboardCommands {
     maxParts = MAX_PARTS,
   ): Promise<RangePreviewEntry[]> {
     return parseRangePreview(await this.redis.streamsRangePreview(key, start, end, count, maxBytes, maxParts));
+  }
+
+  /**
+   * Entries from `end` back to `start` (XREVRANGE ids), newest first, values cut to `maxBytes` inside
+   * Redis; with `field`, only those whose field holds `value`, among at most `window` read (BROWSE_SCRIPT).
+   */
+  async browse(
+    key: string,
+    range: { end: string; start: string; count: number; maxBytes: number; window: number; field?: string; value?: string },
+  ): Promise<BrowsePage> {
+    const { end, start, count, maxBytes, window, field = '', value = '' } = range;
+    return parseBrowse(await this.redis.streamsBrowse(key, end, start, count, maxBytes, MAX_PARTS, window, field, value));
   }
 
   /** The server's version and what it offers of the newer stream commands (see server-features.ts). */

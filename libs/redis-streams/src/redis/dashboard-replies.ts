@@ -103,3 +103,20 @@ export function parseRangePreview(reply: unknown): RangePreviewEntry[] {
     return { id: str(e[0]), fields: (e[1] as unknown[]).map(str), sizes: (e[2] as unknown[]).map(Number) };
   });
 }
+
+/** A page of entries, newest first: where the read stopped (null: at the oldest) and how many it read. */
+export interface BrowsePage {
+  entries: RangePreviewEntry[];
+  stoppedAt: string | null;
+  read: number;
+}
+
+export function parseBrowse(reply: unknown): BrowsePage {
+  if (!Array.isArray(reply) || reply.length < 3) throw new ReplyShapeError('browse', reply);
+  const stopped = reply[1];
+  return {
+    entries: parseRangePreview(reply[0]),
+    stoppedAt: stopped === null || stopped === false || stopped === 0 ? null : str(stopped),
+    read: Number(reply[2]),
+  };
+}

@@ -68,3 +68,38 @@ for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', ARGV
 end
 return out
 `;
+
+/**
+ * A stream's entries newest first (XREVRANGE ARGV[1] ARGV[2]), each value cut to ARGV[4] bytes and at
+ * most ARGV[5] parts, as RANGE_PREVIEW_SCRIPT. With a field (ARGV[7]) it reads at most ARGV[6]
+ * entries and keeps those whose field holds ARGV[8] (a plain substring), at most ARGV[3] of them: a
+ * search costs its window, never the stream. Returns { entries, the id the read stopped at (false
+ * when it reached the oldest), how many were read }.
+ */
+export const BROWSE_SCRIPT = `
+if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then return { {}, false, 0 } end
+local count, max, parts, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local field, value = ARGV[7], ARGV[8]
+local rows = redis.call('XREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', field ~= '' and window or count)
+local out, last = {}, false
+for _, e in ipairs(rows) do
+  last = e[1]
+  local keep = field == ''
+  if not keep then
+    for i = 1, #e[2] - 1, 2 do
+      if e[2][i] == field and string.find(e[2][i + 1], value, 1, true) then keep = true; break end
+    end
+  end
+  if keep then
+    local cut, sizes = {}, {}
+    for i = 1, #e[2] do
+      if i <= parts then cut[i] = string.sub(e[2][i], 1, max) end
+      sizes[i] = #e[2][i]
+    end
+    table.insert(out, { e[1], cut, sizes })
+    if #out == count then break end
+  end
+end
+local full = #rows == (field ~= '' and window or count)
+return { out, (full or #out == count) and last or false, #rows }
+`;
