@@ -88,7 +88,15 @@ const page = 0;
 const firstPage = Array.from({ length: Math.min(200, STREAMS) }, (_, i) => `s:${String(i).padStart(6, '0')}`);
 const rows: [string, Cost, Cost | undefined][] = [];
 const cold = await measure(() => get(`api/overview?page=${page}`));
-const runs = { overview: [] as Cost[], inspect: [] as Cost[], stream: [] as Cost[], pending: [] as Cost[], inspectBig: [] as Cost[] };
+const runs = {
+  overview: [] as Cost[],
+  inspect: [] as Cost[],
+  stream: [] as Cost[],
+  pending: [] as Cost[],
+  inspectBig: [] as Cost[],
+  entries: [] as Cost[],
+  search: [] as Cost[],
+};
 for (let r = 0; r < ROUNDS; r++) {
   // Past the window in which refreshes share one read: each round reads Redis again.
   await new Promise((resolve) => setTimeout(resolve, 600));
@@ -97,11 +105,16 @@ for (let r = 0; r < ROUNDS; r++) {
   runs.stream.push(await measure(() => get('api/stream?key=big')));
   runs.pending.push(await measure(() => get('api/pending?key=big&group=g&count=50')));
   runs.inspectBig.push(await measure(() => inspectStreams(admin, ['big'], undefined, Date.now(), true, 10)));
+  runs.entries.push(await measure(() => get('api/entries?key=big&count=20')));
+  // A value no entry holds: the search reads its whole window (the most one request costs).
+  runs.search.push(await measure(() => get('api/entries?key=big&count=20&field=data&value=nowhere')));
 }
 rows.push(['overview, first page (200 streams), keys not yet listed (SCAN of every key)', cold, undefined]);
 rows.push(['overview, first page (200 streams)', medianCost(runs.overview), medianCost(runs.inspect)]);
 rows.push([`stream page of the stream with a PEL of ${PEL.toLocaleString('en-US')}`, medianCost(runs.stream), medianCost(runs.inspectBig)]);
 rows.push(['its PEL, one page of 50', medianCost(runs.pending), undefined]);
+rows.push(['its entries, the newest 20', medianCost(runs.entries), undefined]);
+rows.push(["its entries searched by a field's value, no match (reads its window of 1,000)", medianCost(runs.search), undefined]);
 const f = (c: Cost) => `${c.ms.toFixed(1)} | ${c.cpuMs.toFixed(1)} | ${c.commands}`;
 process.stdout.write(
   [

@@ -90,6 +90,8 @@ describe('dashboard pages', () => {
     const points = Number(await chart.getAttribute('data-points'));
     await refreshes(page, 2);
     expect(Number(await chart.getAttribute('data-points'))).toBeGreaterThan(points);
+    // The guide's picture of the overview (docs/images/dashboard-overview.png).
+    await browser.shot(page, 'guide-overview');
     expect(await chart.getByRole('img').getAttribute('aria-label')).toMatch(
       /^Lag and pending \(entries\), last 5 min: now lag 503, pending 702; peak 702$/,
     );
@@ -124,6 +126,8 @@ describe('dashboard pages', () => {
     const pel = page.getByRole('table', { name: 'Pending entries of g' });
     await pel.getByRole('row', { name: new RegExp(`${retried}.*waiting for its retry`) }).waitFor();
     expect(await pel.getByRole('button', { name: `Retry ${released} now` }).count()).toBe(0);
+    // The guide's picture of a stream's page (docs/images/dashboard-stream.png).
+    await browser.shot(page, 'guide-stream');
 
     await pel.getByRole('button', { name: `Release ${released}` }).click();
     await page

@@ -102,11 +102,17 @@ describe('dashboard', () => {
       .xadd(hostile, '*', 'data', '<script>window.__pwned=2</script>', 'headers', '{"x":"<img src=y onerror=window.__pwned=3>"}');
     await redis.client().xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1, 'STREAMS', hostile, '>');
     const dead = deadLetterKey(hostile);
-    await forgeDeadLetter(redis.client(), dead, hostile, {
-      consumer: '<b onmouseover=x>',
-      error: '<img src=z onerror="window.__pwned=4">',
-      fields: '["data","<script>window.__pwned=5</script>"]',
-    });
+    await forgeDeadLetter(
+      redis.client(),
+      dead,
+      hostile,
+      {
+        consumer: '<b onmouseover=x>',
+        error: '<img src=z onerror="window.__pwned=4">',
+        fields: '["data","<script>window.__pwned=5</script>"]',
+      },
+      ['stack', 'Error: x\n    at <img src=s onerror="window.__pwned=6">'],
+    );
     const page = await browser.page();
     const base = await standalone(prefix);
     for (const hash of ['#/', `#/stream/${encodeURIComponent(hostile)}`, `#/dead/${encodeURIComponent(dead)}`]) {
@@ -120,6 +126,8 @@ describe('dashboard', () => {
     await browser.shot(page, 'dashboard-entry');
     await page.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
     await page.getByText('<img src=z onerror="window.__pwned=4">').waitFor();
+    await page.getByText('Stack', { exact: true }).click();
+    await page.getByText('at <img src=s onerror="window.__pwned=6">', { exact: false }).waitFor();
     expect(await page.locator('#app img, #app script').count()).toBe(0);
     expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
   });
