@@ -26,7 +26,22 @@ export const missingBinary = (binary, err) =>
  */
 export function spawnRedisServer(port, args = [], { detached = false, bin = SERVER_BIN } = {}) {
   const ownDir = args.includes('--dir') ? undefined : mkdtempSync(join(tmpdir(), 'redis-server-'));
-  const flags = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', ...(ownDir ? ['--dir', ownDir] : []), ...args];
+  // --set-proc-title no: the title is written over the process' environment otherwise, and with it the test run's
+  // marker (scripts/lib/leftovers.mjs), so a server a failed test leaked could not be found and stopped.
+  const flags = [
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--set-proc-title',
+    'no',
+    ...(ownDir ? ['--dir', ownDir] : []),
+    ...args,
+  ];
   // detached: a Ctrl-C in the terminal reaches only the owning process, which decides when Redis goes.
   const proc = spawn(bin, flags, { stdio: 'ignore', detached });
   let spawnError;

@@ -146,7 +146,6 @@ async function overviewPage(): Promise<Child[]> {
     ? groups.reduce((n: number, g: any) => n + (g.consumedPerSec ?? 0), 0)
     : null;
   const dead = o.streams.reduce((n: number, s: any) => n + s.deadLetters.reduce((m: number, d: any) => m + (d.length ?? 0), 0), 0);
-  const key = `overview:${ui.state.page}`;
   return [
     ui.el('h1', {}, 'Overview'),
     ui.el('p', { class: 'muted small' }, `Server: ${o.server}`),
@@ -155,34 +154,13 @@ async function overviewPage(): Promise<Child[]> {
       ? ui.card('Needs attention', ui.el('ul', { class: 'attention-list' }, ...o.attentionItems.map(attentionLink)))
       : ui.el('p', { class: 'notice ok', role: 'status' }, '● Nothing needs attention.'),
     ...(await ui.consumerPanel()),
-    ui.el(
-      'section',
-      { 'aria-label': 'Charts' },
-      ui.windowPicker(),
-      ui.el(
-        'div',
-        { class: 'charts' },
-        ui.chart(
-          `${key}:lag`,
-          'Lag and pending (entries)',
-          [
-            { name: 'lag', color: '--c1', value: groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0) },
-            { name: 'pending', color: '--c2', value: groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0) },
-          ],
-          ui.fmtEntries,
-        ),
-        ui.chart(
-          `${key}:rates`,
-          'Produced and consumed (entries/s)',
-          [
-            { name: 'produced', color: '--c3', value: produced },
-            { name: 'consumed', color: '--c1', value: consumed },
-          ],
-          ui.fmtPerSec,
-        ),
-        ui.chart(`${key}:dead`, 'Dead letters (entries)', [{ name: 'dead letters', color: '--c4', value: dead }], ui.fmtEntries),
-      ),
-    ),
+    chartsSection(`overview:${ui.state.page}`, {
+      lag: groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0),
+      pending: groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0),
+      produced,
+      consumed,
+      dead,
+    }),
     ui.card(
       'Streams',
       ui.table(
@@ -197,6 +175,41 @@ async function overviewPage(): Promise<Child[]> {
       o.page + 1 < pages ? ui.button('Next page', 'next:overview', turn(o.page + 1)) : null,
     ),
   ];
+}
+
+/** The three charts of a page (the overview's streams, or one stream): lag and pending, rates, dead letters. */
+function chartsSection(
+  key: string,
+  f: { lag: number; pending: number; produced: number | null; producedBefore?: number[]; consumed: number | null; dead: number },
+): HTMLElement {
+  return ui.el(
+    'section',
+    { 'aria-label': 'Charts' },
+    ui.windowPicker(),
+    ui.el(
+      'div',
+      { class: 'charts' },
+      ui.chart(
+        `${key}:lag`,
+        'Lag and pending (entries)',
+        [
+          { name: 'lag', color: '--c1', value: f.lag },
+          { name: 'pending', color: '--c2', value: f.pending },
+        ],
+        ui.fmtEntries,
+      ),
+      ui.chart(
+        `${key}:rates`,
+        'Produced and consumed (entries/s)',
+        [
+          { name: 'produced', color: '--c3', value: f.produced, ...(f.producedBefore ? { before: f.producedBefore } : {}) },
+          { name: 'consumed', color: '--c1', value: f.consumed },
+        ],
+        ui.fmtPerSec,
+      ),
+      ui.chart(`${key}:dead`, 'Dead letters (entries)', [{ name: 'dead letters', color: '--c4', value: f.dead }], ui.fmtEntries),
+    ),
+  );
 }
 
 /** The buttons of one pending entry: release, dead-letter, and retry-now for one waiting for its retry. */
@@ -450,7 +463,6 @@ async function entriesSection(key: string): Promise<Child> {
 async function streamPage(key: string, group?: string): Promise<Child[]> {
   const s = await ui.get(`api/stream?key=${encodeURIComponent(key)}`);
   const groups = group === undefined ? s.groups : s.groups.filter((g: any) => g.name === group);
-  const chartKey = `stream:${key}`;
   const dead = s.deadLetters.reduce((n: number, d: any) => n + (d.length ?? 0), 0);
   const out: Child[] = [
     ui.el('p', { class: 'small' }, ui.link('Overview', '#/'), ' / stream'),
@@ -467,40 +479,16 @@ async function streamPage(key: string, group?: string): Promise<Child[]> {
     idempotencyLine(s.idempotency),
     delayedLine(s.delayed),
     ui.state.message ? ui.el('p', { role: 'alert', class: 'notice' }, ui.state.message) : null,
-    ui.el(
-      'section',
-      { 'aria-label': 'Charts' },
-      ui.windowPicker(),
-      ui.el(
-        'div',
-        { class: 'charts' },
-        ui.chart(
-          `${chartKey}:lag`,
-          'Lag and pending (entries)',
-          [
-            { name: 'lag', color: '--c1', value: s.groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0) },
-            { name: 'pending', color: '--c2', value: s.groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0) },
-          ],
-          ui.fmtEntries,
-        ),
-        ui.chart(
-          `${chartKey}:rates`,
-          'Produced and consumed (entries/s)',
-          [
-            { name: 'produced', color: '--c3', value: s.producedPerSec, before: s.producedHistory.slice(0, -1) },
-            {
-              name: 'consumed',
-              color: '--c1',
-              value: s.groups.some((g: any) => g.consumedPerSec !== null)
-                ? s.groups.reduce((n: number, g: any) => n + (g.consumedPerSec ?? 0), 0)
-                : null,
-            },
-          ],
-          ui.fmtPerSec,
-        ),
-        ui.chart(`${chartKey}:dead`, 'Dead letters (entries)', [{ name: 'dead letters', color: '--c4', value: dead }], ui.fmtEntries),
-      ),
-    ),
+    chartsSection(`stream:${key}`, {
+      lag: s.groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0),
+      pending: s.groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0),
+      produced: s.producedPerSec,
+      producedBefore: s.producedHistory.slice(0, -1),
+      consumed: s.groups.some((g: any) => g.consumedPerSec !== null)
+        ? s.groups.reduce((n: number, g: any) => n + (g.consumedPerSec ?? 0), 0)
+        : null,
+      dead,
+    }),
   ];
   for (const g of groups) out.push(...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
@@ -726,6 +714,7 @@ export const PAGE_PARTS = {
   summaryStrip,
   attentionLink,
   overviewPage,
+  chartsSection,
   pendingActions,
   groupSection,
   idempotencyLine,

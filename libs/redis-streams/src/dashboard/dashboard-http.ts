@@ -9,7 +9,7 @@ import { BadRequest, count, deadStream, isStreamId, need, streamId, workStream, 
 import { deadLetterSources } from '../dlq/dead-letter-source.js';
 import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
-import { resolveDashboardOptions, type DashboardOptions } from './dashboard-options.js';
+import { resolveDashboardOptions, type DashboardAuthorize, type DashboardOptions } from './dashboard-options.js';
 import { APP_CSS, appScript, FAVICON_SVG, pageHtml } from './dashboard-page.js';
 
 /** A Node request handler, Connect-style (Express and Fastify middleware both take it): `next` for paths that are not the dashboard's. */
@@ -69,7 +69,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
     const TIMEOUT = Symbol('timeout');
     const sub = path.slice(options.basePath.length);
     within(
-      readAllowed(req, options)
+      names(req, options.authorizeRead, true)
         .then((allowed) => (allowed ? route(req, res, sub, query, { data, dlq, pending, options }) : refuseRead(res, sub)))
         .then(() => undefined),
       options.requestTimeoutMs,
@@ -96,11 +96,11 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
   return Object.assign(handler, { drain });
 }
 
-/** The read guard's verdict (no guard: anyone); a guard that throws refuses. */
-async function readAllowed(req: IncomingMessage, options: DashboardContext['options']): Promise<boolean> {
-  if (!options.authorizeRead) return true;
+/** Whether `authorize` names someone for this request (none given: `fallback`); one that throws refuses. */
+async function names(req: IncomingMessage, authorize: DashboardAuthorize | undefined, fallback: boolean): Promise<boolean> {
+  if (!authorize) return fallback;
   const who = await Promise.resolve()
-    .then(() => options.authorizeRead!(req))
+    .then(() => authorize(req))
     .catch(() => null);
   return who !== null && who !== undefined && who !== '';
 }
@@ -111,22 +111,13 @@ function refuseRead(res: ServerResponse, path: string): void {
   res.writeHead(403, { ...HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('not authorized to read this dashboard\n');
 }
 
-/** Whether this request may act: actions on and its `authorize` names someone (a guard that throws refuses). */
-async function mayAct(req: IncomingMessage, options: DashboardContext['options']): Promise<boolean> {
-  if (!options.authorize) return false;
-  const who = await Promise.resolve()
-    .then(() => options.authorize!(req))
-    .catch(() => null);
-  return who !== null && who !== undefined && who !== '';
-}
-
 async function route(req: IncomingMessage, res: ServerResponse, path: string, q: URLSearchParams, ctx: DashboardContext): Promise<void> {
   if (req.method === 'POST') return send(res, 200, await runAction(req, path, ctx));
   if (req.method !== 'GET') return send(res, 405, { error: 'GET, or POST for an action' });
   const page = pageOf(path);
   if (page) return page(res, ctx);
   // Who may act is this request's own answer: a reader who may not sees no button.
-  if (path === '/api/config') return send(res, 200, { ...config(ctx.options), actions: await mayAct(req, ctx.options) });
+  if (path === '/api/config') return send(res, 200, { ...config(ctx.options), actions: await names(req, ctx.options.authorize, false) });
   const answer = await api(path, q, ctx);
   if (answer === undefined) return send(res, 404, { error: 'not found' });
   send(res, answer === null ? 404 : 200, answer ?? { error: 'no such stream or entry' });
