@@ -1,6 +1,7 @@
 import { Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { IncomingMessage, Server } from 'node:http';
+import { of } from 'rxjs';
 import { RedisStreamsDashboardModule, serveDashboard } from 'nestjs-redis-streams';
 import { useBrowser } from './support/browser.js';
 import { deadLetterKey } from './support/redis-server.js';
@@ -72,6 +73,42 @@ describe('dashboard access', () => {
       const admin = await browser.page({ extraHTTPHeaders: { 'x-role': 'admin' } });
       await admin.goto(`${base}#/dead/${encodeURIComponent(dead)}`);
       await admin.getByRole('button', { name: 'Delete', exact: true }).waitFor();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("in a Nest app: a guard's Observable counts by its last value, as Nest's own; a guard class given for an instance is refused at register", async () => {
+    const { prefix } = await oneLetter();
+    class ClassGuard implements CanActivate {
+      canActivate() {
+        return true;
+      }
+    }
+    expect(() =>
+      RedisStreamsDashboardModule.register({
+        basePath: '/ops',
+        connection: redis.url,
+        read: { guard: ClassGuard as unknown as CanActivate },
+      }),
+    ).toThrow(/invalid option "read": a guard class: pass an instance \(new ClassGuard\(\)\)/);
+    @Module({
+      imports: [
+        RedisStreamsDashboardModule.register({
+          basePath: '/ops',
+          connection: redis.url,
+          match: `${prefix}*`,
+          // Nest reads an Observable guard by its last value (lastValueFrom): true then false refuses.
+          read: { guard: { canActivate: () => of(true, false) } },
+        }),
+      ],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      expect((await fetch(`${base}api/overview`)).status).toBe(403);
     } finally {
       await app.close();
     }

@@ -298,6 +298,14 @@ describe('dead-letter tooling', () => {
     expect(listed).toContain('\n    | Error: x\\x1b[2J\\x07\n    |     at y\\x0d\\u202e\n');
     // eslint-disable-next-line no-control-regex -- the point: none printed raw
     expect(listed).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u202e]/);
+    // A forged stack of 100,000 lines prints 60 of them and says how many more (review finding: all were printed).
+    const long = Array.from({ length: 100_000 }, (_, i) => `    at f${i}`).join('\n');
+    await redis
+      .client()
+      .xadd(dead, '*', 'stream', source, 'sourceId', '1-2', 'error', 'e', 'deadAt', '0', 'stack', `Error: y\n${long}`, 'fields', '[]');
+    const lines = (await cli('list', dead)).split('\n');
+    expect(lines.filter((l) => l.startsWith('    | '))).toHaveLength(2 + 60 + 1);
+    expect(lines).toContain('    | … 99941 more lines (--json prints them)');
   });
 
   it('moves bytes: a binary value is dead-lettered and re-driven byte-exact', async () => {

@@ -99,6 +99,9 @@ async function described(dlq: DeadLetters, name: string): Promise<string> {
   }
 }
 
+/** Stack lines printed per letter: the library keeps at most 4,000 characters, a forged letter may hold more. */
+const STACK_LINES = 60;
+
 async function list(dlq: DeadLetters, target: string, count: number, values: DlqFlags, io: CliIo): Promise<number> {
   const letters = await dlq.list(target, { count, ...(values.after ? { after: values.after } : {}) });
   if (values.json) letters.forEach((d) => io.out(safeJson(d)));
@@ -106,8 +109,10 @@ async function list(dlq: DeadLetters, target: string, count: number, values: Dlq
     io.out(`${counted(await dlq.count(target), 'entry', 'entries')} in "${e(target)}"${letters.length ? ', oldest first:' : ''}`);
     for (const d of letters) {
       io.out(`${e(d.id ?? '')}  ${e(d.stream)} ${e(d.sourceId)}  delivery ${d.deliveryCount}  ${deadAt(d.deadAt)}  ${e(d.error)}`);
-      // Escaped again: a letter is anyone's to write, not only the library's.
-      for (const line of d.stack?.split('\n') ?? []) io.out(`    | ${e(line)}`);
+      // Escaped again and bounded: a letter is anyone's to write, not only the library's (--json has it whole).
+      const lines = d.stack?.split('\n') ?? [];
+      for (const line of lines.slice(0, STACK_LINES)) io.out(`    | ${e(line.slice(0, 500))}`);
+      if (lines.length > STACK_LINES) io.out(`    | … ${lines.length - STACK_LINES} more lines (--json prints them)`);
       io.out(`    ${safeJson(d.fields)}`);
     }
   }

@@ -34,6 +34,8 @@ export interface AppState {
   window: number;
   /** The stream page's entry search. */
   search: { from: string; to: string; field: string; value: string };
+  /** The last search's answer, for the refreshes that follow it (a search is not read again each second). */
+  found: { params: string; page: any } | null;
   /** A pointer is down on the page: refreshes wait until it is up. */
   holding: boolean;
   /** A delete waiting out its undo time: what it will delete, and its timer. */
@@ -173,28 +175,47 @@ async function get(path: string): Promise<any> {
 async function act(path: string, body: unknown, done: (reply: any) => string): Promise<any> {
   const r = await fetch(path, {
     method: 'POST',
+    // Sent whole even when the page goes meanwhile (a delete whose undo time a reload ended: see main()).
+    keepalive: true,
     headers: { 'content-type': 'application/json', 'x-requested-by': 'redis-streams-dashboard' },
     body: JSON.stringify(body),
   });
   const reply = await r.json();
-  ui.state.message = r.ok ? done(reply) : `refused: ${reply.error}`;
+  // A late answer is no refusal: the action may still be done (the server says so).
+  ui.state.message = r.ok ? done(reply) : reply.outcome === 'unknown' ? `no answer in time: ${reply.error}` : `refused: ${reply.error}`;
   ui.state.selected.clear();
   rerender();
   return r.ok ? reply : { refused: reply };
 }
 
 /**
- * An action that may be done only once its owner is gone: asked first (naming what will happen),
- * and when refused because the owner is connected, asked again whether to force it.
+ * An action on one pending entry: asked first (naming what will happen); refused because its owner is
+ * connected, asked again whether to force it; refused because the entry is gone from its stream (a
+ * dead-letter), asked again whether to write an empty letter.
  */
 async function actOnPending(path: string, body: Record<string, unknown>, question: string, done: (reply: any) => string): Promise<void> {
   if (!confirm(question)) return;
-  const reply = await act(path, body, done);
-  const refused = reply?.refused;
-  if (refused && (refused.reason === 'owner-connected' || refused.reason === 'owner-unknown')) {
-    if (confirm(`${refused.error}\n\nDo it anyway? Its owner may still be handling it: it may then run twice.`))
-      await act(path, { ...body, force: true }, done);
+  const more: Record<string, boolean> = {};
+  for (let round = 0; round < 3; round++) {
+    const refused = (await act(path, { ...body, ...more }, done))?.refused;
+    if (!refused) return;
+    if ((refused.reason === 'owner-connected' || refused.reason === 'owner-unknown') && !more.force) {
+      if (!confirm(`${refused.error}\n\nDo it anyway? Its owner may still be handling it: it may then run twice.`)) return;
+      more.force = true;
+    } else if (refused.reason === 'gone' && path.endsWith('/dead-letter') && !more.empty) {
+      if (!confirm(`${refused.error}\n\nWrite its dead letter anyway, with no fields, and take it off the pending list?`)) return;
+      more.empty = true;
+    } else return;
   }
+}
+
+/** A name from Redis for a dialog's text: control, line-breaking and bidi characters as escapes (a name cannot add lines to a question). */
+function named(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** A message with an Undo button, gone after `ms`: `run` is done then, unless undone first. */
@@ -267,6 +288,7 @@ export const DOM_PARTS = {
   get,
   act,
   actOnPending,
+  named,
   later,
   showUndo,
 };

@@ -67,7 +67,7 @@ function summaryStrip(o: any, minIdleMs: number): HTMLElement {
   return ui.el(
     'div',
     { class: 'strip', role: 'region', 'aria-label': 'Summary' },
-    stat('Streams', ui.num(o.total), unreadable ? 'failing' : 'healthy', unreadable ? 'unreadable' : 'all read'),
+    stat('Streams', ui.num(o.total), unreadable ? 'failing' : 'healthy', unreadable ? 'unreadable' : scope ? 'this page read' : 'all read'),
     stat(
       `Lag${scope}`,
       ui.num(sum((g) => g.lag)),
@@ -227,7 +227,7 @@ function pendingActions(key: string, group: string, p: any): Child {
         void ui.actOnPending(
           'api/pending/release',
           body,
-          `Release ${p.id}?\n\nIt stays pending under "${p.consumer}", its idle time set past minIdleMs: the next worker that beats takes it and runs it again (delivery ${p.deliveries + 1}).`,
+          `Release ${p.id}?\n\nIt stays pending under "${ui.named(p.consumer)}", its idle time set past minIdleMs: the next worker that beats takes it and runs it again (delivery ${p.deliveries + 1}).`,
           (r) => `released ${p.id} (owner ${r.owner})`,
         ),
       'small',
@@ -399,7 +399,10 @@ async function entriesSection(key: string): Promise<Child> {
     params.set('field', q.field);
     params.set('value', q.value);
   }
-  const page = await ui.get(`api/entries?${params}`);
+  // A search is read once per asking (it reads up to its window); the plain list follows the stream.
+  const asked = params.toString();
+  const page = q.field && ui.state.found?.params === asked ? ui.state.found.page : await ui.get(`api/entries?${asked}`);
+  ui.state.found = q.field ? { params: asked, page } : null;
   const rows = page.entries.map((e: any) => [
     ui.link(ui.idCell(e.id), ui.hash('entry', key, e.id)),
     ui.when(Number(e.id.split('-')[0])),
@@ -579,7 +582,7 @@ function deadActions(key: string, ids: string[], total: number): HTMLElement {
     if (
       n &&
       confirm(
-        `Redrive ${ui.count(n, 'letter', 'letters')} of ${key}?\n\nEach goes back to its stream as a new entry (its handler runs it again) and leaves the dead-letter stream.`,
+        `Redrive ${ui.count(n, 'letter', 'letters')} of ${ui.named(key)}?\n\nEach goes back to its stream as a new entry (its handler runs it again) and leaves the dead-letter stream.`,
       )
     )
       void ui.act('api/dead-letters/redrive', { key, ids: chosen() }, moved);
@@ -589,7 +592,7 @@ function deadActions(key: string, ids: string[], total: number): HTMLElement {
     if (
       !ids.length ||
       !confirm(
-        `Delete ${ui.count(ids.length, 'letter', 'letters')} of ${key}?\n\nThey are removed from Redis for good after 5 seconds, unless you press Undo.`,
+        `Delete ${ui.count(ids.length, 'letter', 'letters')} of ${ui.named(key)}?\n\nThey are removed from Redis for good after 5 seconds, unless you press Undo.`,
       )
     )
       return;
@@ -610,8 +613,9 @@ function deadActions(key: string, ids: string[], total: number): HTMLElement {
       'Redrive all',
       'redrive-all',
       () =>
-        confirm(`Redrive the oldest ${ui.num(Math.min(total, 1000))} letters of ${key}?\n\nEach goes back to its stream as a new entry.`) &&
-        void ui.act('api/dead-letters/redrive', { key, ids: 'all' }, moved),
+        confirm(
+          `Redrive the oldest ${ui.num(Math.min(total, 1000))} letters of ${ui.named(key)}?\n\nEach goes back to its stream as a new entry.`,
+        ) && void ui.act('api/dead-letters/redrive', { key, ids: 'all' }, moved),
     ),
     ui.button('Select all shown', 'select-all', () => (ids.forEach((i) => ui.state.selected.add(i)), ui.rerender())),
   );
@@ -626,7 +630,14 @@ function letterRow(key: string, l: any): Child[] {
     'div',
     { class: 'name reason' },
     ui.el('span', { class: 'bad' }, l.error + (l.errorTruncated ? ' …' : '')),
-    l.stack ? ui.el('details', {}, ui.el('summary', {}, 'Stack'), ui.el('pre', {}, l.stack + (l.stackTruncated ? '\n…' : ''))) : null,
+    l.stack
+      ? ui.el(
+          'details',
+          {},
+          ui.el('summary', {}, 'Stack'),
+          ui.el('pre', {}, l.stack.split('\n').map(ui.named).join('\n') + (l.stackTruncated ? '\n…' : '')),
+        )
+      : null,
   );
   return [
     ...(ui.state.actions

@@ -110,6 +110,14 @@ function main(): void {
   document.addEventListener('pointerdown', () => (ui.state.holding = true), true);
   for (const end of ['pointerup', 'pointercancel'])
     document.addEventListener(end, () => setTimeout(() => (ui.state.holding = false), 0), true);
+  // Leaving the page ends a delete's undo time: it is sent now, as the page said it would be, not dropped unsaid.
+  window.addEventListener('pagehide', () => {
+    const pending = ui.state.undo;
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    ui.state.undo = null;
+    pending.run();
+  });
   window.addEventListener('hashchange', () => {
     Object.assign(ui.state, { message: '', entryFull: false, page: 0 });
     // Emptied in place: a render in flight holds these very objects.
@@ -144,6 +152,7 @@ function newState(): AppState {
     window: 5,
     search: { from: '', to: '', field: '', value: '' },
     undo: null,
+    found: null,
     holding: false,
   };
 }

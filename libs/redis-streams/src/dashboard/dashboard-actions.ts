@@ -80,18 +80,26 @@ async function pendingAction(what: string, body: Record<string, unknown>, who: s
   const { group, id } = body;
   if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
   if (typeof id !== 'string' || !isStreamId(id)) throw new BadRequest('"id" must be a stream id such as 1700000000000-0');
-  if (body.force !== undefined && typeof body.force !== 'boolean') throw new BadRequest('"force" must be true or false');
+  for (const flag of ['force', 'empty'])
+    if (body[flag] !== undefined && typeof body[flag] !== 'boolean') throw new BadRequest(`"${flag}" must be true or false`);
+  // force: even while its owner is connected; empty: a dead letter even when the entry is gone from its stream (no fields).
   const force = body.force === true;
+  const empty = body.empty === true;
   const target = { stream, group, id };
   const actions = ctx.pending;
   const { minIdleMs, logger } = ctx.options;
   const done = await (async () => {
     if (what === 'release') return { owner: (await actions.release(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
     if (what === 'retry-now') return { owner: (await actions.retryNow(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
-    const moved = await actions.deadLetter(target, { force, forceGone: force, by: `dashboard ${who}` });
+    const moved = await actions.deadLetter(target, { force, forceGone: empty, by: `dashboard ${who}` });
     return { owner: moved.row.consumer, deadLetterStream: moved.deadLetterStream, deadLetterId: moved.deadLetterId };
   })().catch((err: unknown) => {
-    if (err instanceof PendingActionRefused) throw new ActionRefused(409, err.message.replace('add --force', 'force it'), err.reason);
+    if (err instanceof PendingActionRefused)
+      throw new ActionRefused(
+        409,
+        err.message.replace('; add --force to write it anyway', '').replace('add --force', 'force it'),
+        err.reason,
+      );
     throw err;
   });
   const verb = { release: 'released', 'retry-now': 'made due now and released', 'dead-letter': 'dead-lettered' }[what];

@@ -105,8 +105,9 @@ function entryView(stream: string, found: RangePreviewEntry, maxBytes: number): 
     fields.push([found.fields[i]!, found.fields[i + 1]!]);
     sizes.push([found.sizes[i]!, found.sizes[i + 1]!]);
   }
-  const truncated = found.sizes.length > found.fields.length || found.sizes.some((n) => n > maxBytes);
-  return { stream, id: found.id, fields, sizes, fieldCount: found.sizes.length / 2, truncated };
+  const parts = found.parts ?? found.sizes.length;
+  const truncated = parts > found.fields.length || found.sizes.some((n) => n > maxBytes);
+  return { stream, id: found.id, fields, sizes, fieldCount: parts / 2, truncated };
 }
 
 /** The key list (one SCAN of every master) is read at most this often; pages and tabs share it. */

@@ -68,15 +68,29 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       return send(res, 421, { error: 'unknown Host: this dashboard answers only the names it was started for' });
     const TIMEOUT = Symbol('timeout');
     const sub = path.slice(options.basePath.length);
+    // What the request waits for, said if it is late: the read guard's verdict, then Redis.
+    let waiting: 'guard' | 'redis' = options.authorizeRead ? 'guard' : 'redis';
     within(
       names(req, options.authorizeRead, true)
-        .then((allowed) => (allowed ? route(req, res, sub, query, { data, dlq, pending, options }) : refuseRead(res, sub)))
+        .then((allowed) => {
+          waiting = 'redis';
+          return allowed ? route(req, res, sub, query, { data, dlq, pending, options }) : refuseRead(res, sub);
+        })
         .then(() => undefined),
       options.requestTimeoutMs,
       TIMEOUT,
     ).then(
       (late) => {
-        if (late === TIMEOUT) send(res, 503, { error: `Redis did not answer within ${options.requestTimeoutMs} ms` });
+        if (late !== TIMEOUT) return;
+        const ms = options.requestTimeoutMs;
+        if (waiting === 'guard') return send(res, 503, { error: `the read guard did not answer within ${ms} ms` });
+        // An action sent to Redis is not withdrawn by this answer: it may still be done once Redis answers.
+        if (req.method === 'POST')
+          return send(res, 503, {
+            error: `Redis did not answer within ${ms} ms: the action may still be carried out once it answers; look before trying again`,
+            outcome: 'unknown',
+          });
+        send(res, 503, { error: `Redis did not answer within ${ms} ms` });
       },
       (err: unknown) => {
         if (err instanceof ActionRefused)

@@ -52,7 +52,11 @@ export async function serveDashboard(redis: RedisConnection, options: DashboardS
     // With actions on (or reads guarded), every page and call needs a password: the browser then sends it with the page's own calls.
     if (login && login(req) === null) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="redis-streams dashboard", charset="UTF-8"', 'content-type': 'text/plain' });
-      return void res.end('the dashboard has actions on: sign in with its password\n');
+      return void res.end(
+        actor
+          ? 'the dashboard has actions on: sign in with its password\n'
+          : 'the dashboard asks for its password to read: sign in with it\n',
+      );
     }
     serving.handler!(req, res);
   });

@@ -55,6 +55,7 @@ export class PendingActions {
   /** Its idle time set to `minIdleMs`, owner and delivery count unchanged: the next peer that beats reclaims it. */
   async release(t: PendingTarget, minIdleMs: number, force: boolean): Promise<Row> {
     const row = await this.checked(t, force);
+    await this.requireInStream(t);
     await this.setIdle(t, row, minIdleMs);
     return row;
   }
@@ -66,6 +67,7 @@ export class PendingActions {
    */
   async retryNow(t: PendingTarget, minIdleMs: number, force: boolean): Promise<Row> {
     const row = await this.checked(t, force);
+    await this.requireInStream(t);
     const { dueAt } = await this.reports.retryRecords(t.stream, t.group, [t.id]);
     if (dueAt.get(t.id) === null || dueAt.get(t.id) === undefined)
       throw new PendingActionRefused('no-retry', `${t.id} waits for no retry (no record in the group's retry set): release it instead`);
@@ -110,6 +112,15 @@ export class PendingActions {
     const row = await this.row(t);
     if (!force) await this.requireOwnerGone(t, row.consumer);
     return row;
+  }
+
+  /** An entry gone from its stream (trimmed, XDEL) would be dropped from the PEL by the XCLAIM of a release, unhandled and unsaid. */
+  private async requireInStream(t: PendingTarget): Promise<void> {
+    if ((await this.reports.entryFields(t.stream, t.id)) === null)
+      throw new PendingActionRefused(
+        'gone',
+        `${t.id} is no longer in the stream (trimmed or deleted): released, Redis would drop it from the pending list unhandled; dead-letter it instead (its letter carries no fields)`,
+      );
   }
 
   private async setIdle(t: PendingTarget, row: Row, idleMs: number): Promise<void> {

@@ -24,6 +24,10 @@ export const MAX_CONSUMERS = 100;
 /** Field names and values shown per entry (a wide entry shows its first ones and the size of all). */
 export const MAX_PARTS = 200;
 
+/** What one entries page or search may read inside Redis at most (a chunk past it, sized on the entries seen). */
+export const BROWSE_BYTES = 2_000_000;
+export const BROWSE_PARTS = 40_000;
+
 /** What the dashboard asks Redis, each bounded: SCAN with counts, one script per stream, ranged reads. */
 export class DashboardCommands {
   private readonly redis: Scripted;
@@ -73,7 +77,20 @@ export class DashboardCommands {
     range: { end: string; start: string; count: number; maxBytes: number; window: number; field?: string; value?: string },
   ): Promise<BrowsePage> {
     const { end, start, count, maxBytes, window, field = '', value = '' } = range;
-    return parseBrowse(await this.redis.streamsBrowse(key, end, start, count, maxBytes, MAX_PARTS, window, field, value));
+    const reply = await this.redis.streamsBrowse(
+      key,
+      end,
+      start,
+      count,
+      maxBytes,
+      MAX_PARTS,
+      window,
+      field,
+      value,
+      BROWSE_BYTES,
+      BROWSE_PARTS,
+    );
+    return parseBrowse(reply);
   }
 
   /** The server's version and what it offers of the newer stream commands (see server-features.ts). */

@@ -43,8 +43,10 @@ export interface RangePreviewEntry {
   id: string;
   /** Field/value pairs, each cut to the asked bytes (empty when ids only). */
   fields: string[];
-  /** Each part's full length in bytes. */
+  /** Each part's full length in bytes (BROWSE_SCRIPT: of the parts shown only). */
   sizes: number[];
+  /** How many parts it has, when `sizes` does not say (BROWSE_SCRIPT). */
+  parts?: number;
 }
 
 const str = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
@@ -100,7 +102,8 @@ export function parseRangePreview(reply: unknown): RangePreviewEntry[] {
   return reply.map((e: unknown) => {
     if (!Array.isArray(e) || e.length < 3 || !Array.isArray(e[1]) || !Array.isArray(e[2]))
       throw new ReplyShapeError('range preview', reply);
-    return { id: str(e[0]), fields: (e[1] as unknown[]).map(str), sizes: (e[2] as unknown[]).map(Number) };
+    const entry: RangePreviewEntry = { id: str(e[0]), fields: (e[1] as unknown[]).map(str), sizes: (e[2] as unknown[]).map(Number) };
+    return e.length > 3 ? { ...entry, parts: Number(e[3]) } : entry;
   });
 }
 

@@ -71,35 +71,54 @@ return out
 
 /**
  * A stream's entries newest first (XREVRANGE ARGV[1] ARGV[2]), each value cut to ARGV[4] bytes and at
- * most ARGV[5] parts, as RANGE_PREVIEW_SCRIPT. With a field (ARGV[7]) it reads at most ARGV[6]
- * entries and keeps those whose field holds ARGV[8] (a plain substring), at most ARGV[3] of them: a
- * search costs its window, never the stream. Returns { entries, the id the read stopped at (false
- * when it reached the oldest), how many were read }.
+ * most ARGV[5] parts, as RANGE_PREVIEW_SCRIPT (with each entry's count of parts). With a field (ARGV[7])
+ * it keeps those whose field holds ARGV[8] (a plain substring), among at most ARGV[6] read. Whatever
+ * the entries' size, a call reads at most about ARGV[9] bytes and ARGV[10] parts: in chunks sized on
+ * what the entries read so far weighed, so one of megabytes or of 20,000 fields costs what its budget
+ * allows, never a window's worth. Returns { entries, the id the read stopped at (false when it
+ * reached the oldest), how many were read }.
  */
 export const BROWSE_SCRIPT = `
 if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then return { {}, false, 0 } end
 local count, max, parts, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local field, value = ARGV[7], ARGV[8]
-local rows = redis.call('XREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', field ~= '' and window or count)
-local out, last = {}, false
-for _, e in ipairs(rows) do
-  last = e[1]
-  local keep = field == ''
-  if not keep then
-    for i = 1, #e[2] - 1, 2 do
-      if e[2][i] == field and string.find(e[2][i + 1], value, 1, true) then keep = true; break end
+local budget, partsBudget = tonumber(ARGV[9]), tonumber(ARGV[10])
+local limit = field ~= '' and window or count
+local upper = ARGV[1]
+local out, last, read, bytes, seen, oldest = {}, false, 0, 0, 0, false
+while read < limit and #out < count and bytes < budget and seen < partsBudget do
+  -- One entry first; then as many as the budget left would hold at the weight seen so far (1 to 50).
+  local chunk = 1
+  if read > 0 then
+    local each = math.max(bytes / read, 1)
+    local eachParts = math.max(seen / read, 1)
+    chunk = math.floor(math.min((budget - bytes) / each, (partsBudget - seen) / eachParts))
+    chunk = math.max(1, math.min(50, chunk, limit - read))
+  end
+  local rows = redis.call('XREVRANGE', KEYS[1], upper, ARGV[2], 'COUNT', chunk)
+  for _, e in ipairs(rows) do
+    read = read + 1
+    last = e[1]
+    seen = seen + #e[2]
+    for i = 1, #e[2] do bytes = bytes + #e[2][i] end
+    local keep = field == ''
+    if not keep then
+      for i = 1, #e[2] - 1, 2 do
+        if e[2][i] == field and string.find(e[2][i + 1], value, 1, true) then keep = true; break end
+      end
+    end
+    if keep then
+      local cut, sizes = {}, {}
+      for i = 1, math.min(#e[2], parts) do
+        cut[i] = string.sub(e[2][i], 1, max)
+        sizes[i] = #e[2][i]
+      end
+      table.insert(out, { e[1], cut, sizes, #e[2] })
+      if #out == count then break end
     end
   end
-  if keep then
-    local cut, sizes = {}, {}
-    for i = 1, #e[2] do
-      if i <= parts then cut[i] = string.sub(e[2][i], 1, max) end
-      sizes[i] = #e[2][i]
-    end
-    table.insert(out, { e[1], cut, sizes })
-    if #out == count then break end
-  end
+  if #rows < chunk then oldest = true; break end
+  upper = '(' .. last
 end
-local full = #rows == (field ~= '' and window or count)
-return { out, (full or #out == count) and last or false, #rows }
+return { out, (not oldest) and last or false, read }
 `;

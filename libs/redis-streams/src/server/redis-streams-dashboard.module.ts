@@ -9,7 +9,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { CanActivate } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { lastValueFrom, type Observable } from 'rxjs';
 import type { IncomingMessage } from 'node:http';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
@@ -67,9 +67,14 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
     for (const [name, given] of [
       ['actions', actions],
       ['read', read],
-    ] as const)
-      if (given !== undefined && !isGuard((given as { guard?: unknown } | null)?.guard))
-        throw new InvalidOptionError(name, `must be { guard }: a Nest guard (canActivate) or a function of the request`);
+    ] as const) {
+      const guard = (given as { guard?: unknown } | null)?.guard;
+      if (given === undefined) continue;
+      if (!isGuard(guard)) throw new InvalidOptionError(name, `must be { guard }: a Nest guard (canActivate) or a function of the request`);
+      // The @UseGuards habit: a class where an instance is wanted would be called without new, and refuse every request.
+      if (typeof guard === 'function' && typeof (guard as { prototype?: { canActivate?: unknown } }).prototype?.canActivate === 'function')
+        throw new InvalidOptionError(name, `a guard class: pass an instance (new ${guard.name || 'YourGuard'}())`);
+    }
     if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
       throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
     return {
@@ -136,12 +141,10 @@ function guardAuthorize(guard: DashboardGuard, who: (req: IncomingMessage) => st
     const allowed = await Promise.resolve()
       .then(() => (typeof guard === 'function' ? guard(req) : guard.canActivate(context as never)))
       .catch(() => false);
-    // An Observable's first value (Nest's own rule), else truthy as Nest reads a guard's answer.
+    // An Observable's last value (Nest's own rule: lastValueFrom; none or an error refuses), else truthy as Nest reads a guard's answer.
     const verdict =
       typeof (allowed as { subscribe?: unknown } | null)?.subscribe === 'function'
-        ? await new Promise<unknown>((resolve) =>
-            (allowed as Observable<boolean>).subscribe({ next: resolve, error: () => resolve(false), complete: () => resolve(false) }),
-          )
+        ? await lastValueFrom(allowed as Observable<unknown>, { defaultValue: false }).catch(() => false)
         : allowed;
     return verdict ? who(req) : null;
   };
