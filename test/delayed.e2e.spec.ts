@@ -359,7 +359,10 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     expect(delayed!.nextDueInMs).toBeGreaterThan(50_000);
     expect(delayed!.nextDueInMs).toBeLessThanOrEqual(60_000);
     const [report] = await inspectStreams(redis.client(), [stream], 'g');
-    expect(renderReports([report!])).toMatch(/\n {2}delayed: 3 waiting, next due in (59|60)\.\d s/);
+    // As the report says it, at whatever moment a busy machine got to it (it was 58.7 s in a loaded CI run).
+    const dueIn = /\n {2}delayed: 3 waiting, next due in (\d+\.\d) s/.exec(renderReports([report!]));
+    expect(Number(dueIn?.[1])).toBeGreaterThan(30);
+    expect(Number(dueIn?.[1])).toBeLessThanOrEqual(60);
     expect(attention(report!, 2000)).toEqual([]);
     const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*` });
     try {

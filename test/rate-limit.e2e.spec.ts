@@ -198,10 +198,12 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       expect(new Set(calls().map((c) => c.id)).size).toBe(HOT + 13);
       // Waiting for its key's grant counts no delivery.
       expect(calls().filter((c) => c.deliveryCount !== 1)).toEqual([]);
-      // The other keys were all handled by the time the hot key had its second window's worth.
+      // The other keys did not wait behind the hot key: all started before its last window (held behind it, they
+      // would start after all 60). Not a tighter bound: how soon they start is the machine's speed (a loaded CI run
+      // started them after the hot key's second window, 500 ms windows being real time).
       const hotSeen = order.filter((c) => keyOf(c) === 'hot');
       const lastOther = Math.max(...order.map((c, i) => (keyOf(c) === 'hot' ? -1 : i)));
-      expect(lastOther).toBeLessThan(order.indexOf(hotSeen[2 * limit.max]!));
+      expect(lastOther).toBeLessThan(order.indexOf(hotSeen[HOT - limit.max]!));
       expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
     }, 60_000);
   }

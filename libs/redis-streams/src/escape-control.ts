@@ -3,7 +3,7 @@
  * separators, and the bidirectional overrides that reorder what is shown ("Trojan source").
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is this file's job
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 const visible = (c: string): string => {
   const code = c.charCodeAt(0);

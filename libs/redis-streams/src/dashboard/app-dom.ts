@@ -213,7 +213,7 @@ async function actOnPending(path: string, body: Record<string, unknown>, questio
 function named(text: string): string {
   return text.replace(
     // eslint-disable-next-line no-control-regex -- matching control characters is the point
-    /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    /[\u0000-\u001f\u007f-\u009f\u061c\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }

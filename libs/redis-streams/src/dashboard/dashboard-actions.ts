@@ -28,14 +28,23 @@ const MAX_IDS = 1000;
 const MAX_BODY_BYTES = 256 * 1024;
 
 /** A POST: checked (actions on, same origin, authorized), carried out, logged (who, what, which ids). */
-export async function runAction(req: IncomingMessage, path: string, ctx: DashboardContext): Promise<unknown> {
+export async function runAction(
+  req: IncomingMessage,
+  path: string,
+  ctx: DashboardContext,
+  // What the action waits for now: said if it is late (only once at 'redis' may it be carried out after a late answer).
+  waiting: (what: 'the action guard' | "the request's body" | 'redis') => void = () => {},
+): Promise<unknown> {
   const { options, dlq } = ctx;
   if (!ACTIONS.includes(path)) throw new ActionRefused(404, 'no such action');
   if (!options.authorize) throw new ActionRefused(403, 'read-only: actions are off (the dashboard was started without actions)');
   refuseCrossSite(req);
+  waiting('the action guard');
   const who = await options.authorize(req);
   if (who === null || who === '') throw new ActionRefused(403, 'not authorized');
+  waiting("the request's body");
   const body = await readJson(req);
+  waiting('redis');
   if (path === '/api/pause' || path === '/api/resume') return pauseAction(path === '/api/pause', body, who, ctx);
   if (PENDING_ACTIONS.includes(path)) return pendingAction(path.slice('/api/pending/'.length), body, who, ctx);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });

@@ -69,12 +69,13 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
     const TIMEOUT = Symbol('timeout');
     const sub = path.slice(options.basePath.length);
     // What the request waits for, said if it is late: the read guard's verdict, then Redis.
-    let waiting: 'guard' | 'redis' = options.authorizeRead ? 'guard' : 'redis';
+    let waiting: string = options.authorizeRead ? 'the read guard' : 'redis';
     within(
       names(req, options.authorizeRead, true)
         .then((allowed) => {
           waiting = 'redis';
-          return allowed ? route(req, res, sub, query, { data, dlq, pending, options }) : refuseRead(res, sub);
+          const ctx = { data, dlq, pending, options };
+          return allowed ? route(req, res, sub, query, ctx, (what) => (waiting = what)) : refuseRead(res, sub);
         })
         .then(() => undefined),
       options.requestTimeoutMs,
@@ -83,7 +84,7 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
       (late) => {
         if (late !== TIMEOUT) return;
         const ms = options.requestTimeoutMs;
-        if (waiting === 'guard') return send(res, 503, { error: `the read guard did not answer within ${ms} ms` });
+        if (waiting !== 'redis') return send(res, 503, { error: `${waiting} did not come within ${ms} ms: nothing was done` });
         // An action sent to Redis is not withdrawn by this answer: it may still be done once Redis answers.
         if (req.method === 'POST')
           return send(res, 503, {
@@ -125,8 +126,15 @@ function refuseRead(res: ServerResponse, path: string): void {
   res.writeHead(403, { ...HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('not authorized to read this dashboard\n');
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, path: string, q: URLSearchParams, ctx: DashboardContext): Promise<void> {
-  if (req.method === 'POST') return send(res, 200, await runAction(req, path, ctx));
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  q: URLSearchParams,
+  ctx: DashboardContext,
+  waiting: Parameters<typeof runAction>[3],
+): Promise<void> {
+  if (req.method === 'POST') return send(res, 200, await runAction(req, path, ctx, waiting));
   if (req.method !== 'GET') return send(res, 405, { error: 'GET, or POST for an action' });
   const page = pageOf(path);
   if (page) return page(res, ctx);
@@ -173,8 +181,9 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
     case '/api/entries': {
       const field = q.get('field') ?? '';
-      if (field.length > 1_000 || (q.get('value') ?? '').length > 1_000)
-        throw new BadRequest('"field" and "value" take at most 1,000 characters');
+      // A plain find costs about value × entry length inside Redis: a long value is no search anyone types.
+      if (field.length > 1_000 || (q.get('value') ?? '').length > 200)
+        throw new BadRequest('"field" takes at most 1,000 characters, "value" at most 200');
       return data.entries(await workStream(q, ctx), {
         count: count(q, 'count', 20, 200),
         ...optional('before', streamId(q, 'before')),

@@ -119,7 +119,7 @@ export class PendingActions {
     if ((await this.reports.entryFields(t.stream, t.id)) === null)
       throw new PendingActionRefused(
         'gone',
-        `${t.id} is no longer in the stream (trimmed or deleted): released, Redis would drop it from the pending list unhandled; dead-letter it instead (its letter carries no fields)`,
+        `${t.id} is no longer in the stream (trimmed or deleted): handed to a peer, Redis would drop it from the pending list unhandled; dead-letter it instead (its letter carries no fields)`,
       );
   }
 

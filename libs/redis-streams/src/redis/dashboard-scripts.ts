@@ -73,10 +73,10 @@ return out
  * A stream's entries newest first (XREVRANGE ARGV[1] ARGV[2]), each value cut to ARGV[4] bytes and at
  * most ARGV[5] parts, as RANGE_PREVIEW_SCRIPT (with each entry's count of parts). With a field (ARGV[7])
  * it keeps those whose field holds ARGV[8] (a plain substring), among at most ARGV[6] read. Whatever
- * the entries' size, a call reads at most about ARGV[9] bytes and ARGV[10] parts: in chunks sized on
- * what the entries read so far weighed, so one of megabytes or of 20,000 fields costs what its budget
- * allows, never a window's worth. Returns { entries, the id the read stopped at (false when it
- * reached the oldest), how many were read }.
+ * the entries' size, a call stops once it has read ARGV[9] bytes or ARGV[10] parts: it reads in chunks
+ * of 1, 2, 4 then 8 entries (never more than the budget left would hold at the weight seen so far), so
+ * it reads at most 8 entries past its budget (an entry is read whole: one of a million fields costs
+ * that). Returns { entries, the id the read stopped at (false when it reached the oldest), how many were read }.
  */
 export const BROWSE_SCRIPT = `
 if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then return { {}, false, 0 } end
@@ -85,18 +85,18 @@ local field, value = ARGV[7], ARGV[8]
 local budget, partsBudget = tonumber(ARGV[9]), tonumber(ARGV[10])
 local limit = field ~= '' and window or count
 local upper = ARGV[1]
-local out, last, read, bytes, seen, oldest = {}, false, 0, 0, 0, false
+local out, last, read, bytes, seen, oldest, chunk = {}, false, 0, 0, 0, false, 0
 while read < limit and #out < count and bytes < budget and seen < partsBudget do
-  -- One entry first; then as many as the budget left would hold at the weight seen so far (1 to 50).
-  local chunk = 1
+  -- Doubling up to 8, and no more than the budget left would hold at the weight seen so far.
+  chunk = math.min(math.max(chunk * 2, 1), 8, limit - read)
   if read > 0 then
-    local each = math.max(bytes / read, 1)
-    local eachParts = math.max(seen / read, 1)
-    chunk = math.floor(math.min((budget - bytes) / each, (partsBudget - seen) / eachParts))
-    chunk = math.max(1, math.min(50, chunk, limit - read))
+    local fits = math.floor(math.min((budget - bytes) / math.max(bytes / read, 1), (partsBudget - seen) / math.max(seen / read, 1)))
+    chunk = math.max(1, math.min(chunk, fits))
   end
   local rows = redis.call('XREVRANGE', KEYS[1], upper, ARGV[2], 'COUNT', chunk)
+  local done = 0
   for _, e in ipairs(rows) do
+    done = done + 1
     read = read + 1
     last = e[1]
     seen = seen + #e[2]
@@ -114,10 +114,12 @@ while read < limit and #out < count and bytes < budget and seen < partsBudget do
         sizes[i] = #e[2][i]
       end
       table.insert(out, { e[1], cut, sizes, #e[2] })
-      if #out == count then break end
     end
+    if #out == count or bytes >= budget or seen >= partsBudget then break end
   end
-  if #rows < chunk then oldest = true; break end
+  -- The oldest is reached only when a short chunk was read to its end (a page may stop inside one).
+  if #rows < chunk and done == #rows then oldest = true; break end
+  if done < #rows then break end
   upper = '(' .. last
 end
 return { out, (not oldest) and last or false, read }
