@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import type { Server } from 'node:http';
-import { serveDashboard } from 'nestjs-redis-streams';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createDashboardHandler, serveDashboard } from 'nestjs-redis-streams';
 import { refreshes, useBrowser } from './support/browser.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
@@ -230,6 +232,35 @@ describe('dashboard pages', () => {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByText('45 entries read (at most 1,000 a page), 15 matches').waitFor();
     expect(await shown()).toEqual(ids.filter((_, i) => i % 3 === 1).reverse());
+  });
+
+  it('a navigation while a refresh is in flight shows the new page, or why it could not load (not the page before it)', async () => {
+    const prefix = uniquePrefix();
+    await backlog(`${prefix}orders`, 1, 0);
+    // The overview's reads answer late: a navigation lands while one is in flight (a CI run met it by chance).
+    let slow = false;
+    const handler = createDashboardHandler(redis.client(), {
+      match: `${prefix}*`,
+      read: {
+        authorize: async (req: IncomingMessage) => {
+          if (slow && req.url?.startsWith('/api/overview')) await new Promise((resolve) => setTimeout(resolve, 1500));
+          return 'reader';
+        },
+      },
+    });
+    const server = createServer((req, res) => handler(req, res));
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const page = await browser.page();
+    await page.goto(base);
+    await page.getByRole('region', { name: 'Summary' }).waitFor();
+    slow = true;
+    const inFlight = page.waitForRequest((r) => r.url().includes('api/overview'));
+    await inFlight;
+    await page.evaluate((hash) => (location.hash = hash), `#/stream/${encodeURIComponent(`${prefix}nothing`)}`);
+    await page.getByRole('alert').filter({ hasText: 'Could not load this page' }).waitFor({ timeout: 10_000 });
+    expect(await page.getByRole('region', { name: 'Summary' }).count()).toBe(0);
   });
 
   it('fits a 390-pixel screen on every page, light and dark, and saves each page at desktop and phone width', async () => {

@@ -36,6 +36,8 @@ export interface AppState {
   search: { from: string; to: string; field: string; value: string };
   /** The last search's answer, for the refreshes that follow it (a search is not read again each second). */
   found: { params: string; page: any } | null;
+  /** The hash of the page on screen (what `last` shows). */
+  shown: string;
   /** A pointer is down on the page: refreshes wait until it is up. */
   holding: boolean;
   /** A delete waiting out its undo time: what it will delete, and its timer. */

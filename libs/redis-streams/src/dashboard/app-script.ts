@@ -64,7 +64,9 @@ async function render(tick = false): Promise<void> {
     return;
   }
   ui.state.rendering = true;
-  const fresh = ui.state.last === '';
+  // The page asked for now; fresh: not yet shown (a navigation, or the first render).
+  const hash = location.hash;
+  const fresh = ui.state.last === '' || ui.state.shown !== hash;
   try {
     const v = view();
     for (const a of document.querySelectorAll('[data-nav]'))
@@ -72,6 +74,8 @@ async function render(tick = false): Promise<void> {
       else a.removeAttribute('aria-current');
     if (tick && !v.live) return;
     const fragment = ui.el('div', {}, ...(await v.load()));
+    // Navigated while this page loaded: the render after this one (asked by the navigation) shows the new page.
+    if (location.hash !== hash) return;
     // A refresh waits while a button is held down: replaced under the pointer, its click would be lost.
     if (tick && ui.state.holding) return;
     // Put in only when something changed, keeping the keyboard focus where it was.
@@ -85,6 +89,7 @@ async function render(tick = false): Promise<void> {
       }
       app.replaceChildren(...fragment.childNodes);
       ui.state.last = html;
+      ui.state.shown = hash;
       if (focused) (app.querySelector(`[data-focus="${CSS.escape(focused)}"]`) as HTMLElement | null)?.focus();
     }
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
@@ -92,8 +97,12 @@ async function render(tick = false): Promise<void> {
     document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes ?? 0) + 1);
   } catch (err) {
     status.textContent = `refresh failed: ${(err as Error).message}`;
-    // A new page that failed shows why, not the page before it.
-    if (fresh) app.replaceChildren(ui.el('p', { role: 'alert', class: 'bad' }, `Could not load this page: ${(err as Error).message}`));
+    // A new page that failed shows why, not the page before it (a navigation during a refresh included).
+    if (fresh && location.hash === hash) {
+      app.replaceChildren(ui.el('p', { role: 'alert', class: 'bad' }, `Could not load this page: ${(err as Error).message}`));
+      ui.state.last = '';
+      ui.state.shown = hash;
+    }
   } finally {
     ui.state.rendering = false;
     if (ui.state.again) {
@@ -154,6 +163,7 @@ function newState(): AppState {
     undo: null,
     found: null,
     holding: false,
+    shown: '',
   };
 }
 
