@@ -2,7 +2,7 @@ import { Module, type CanActivate, type ExecutionContext } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core';
 import type { IncomingMessage, Server } from 'node:http';
 import { of } from 'rxjs';
-import { RedisStreamsDashboardModule, serveDashboard } from 'nestjs-redis-streams';
+import { RedisStreamsDashboardModule, serveDashboard, type RedisStreamsDashboardModuleOptions } from 'nestjs-redis-streams';
 import { useBrowser } from './support/browser.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
@@ -26,6 +26,15 @@ async function oneLetter() {
   return { prefix, stream, dead, letter: await forgeDeadLetter(redis.client(), dead, stream) };
 }
 
+/** A Nest app with only the dashboard module, mounted at /ops, listening on loopback: its base URL and close(). */
+async function nestApp(options: Partial<RedisStreamsDashboardModuleOptions> & { match: string }) {
+  @Module({ imports: [RedisStreamsDashboardModule.register({ basePath: '/ops', connection: redis.url, ...options })] })
+  class AppModule {}
+  const app = await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  return { base: `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`, close: () => app.close() };
+}
+
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 describe('dashboard access', () => {
@@ -34,23 +43,14 @@ describe('dashboard access', () => {
     // Readers carry x-role reader or admin; only admin acts. One guard a Nest guard, the other a function.
     const role = (req: IncomingMessage) => String(req.headers['x-role'] ?? '');
     const adminOnly: CanActivate = { canActivate: (ctx: ExecutionContext) => role(ctx.switchToHttp().getRequest()) === 'admin' };
-    @Module({
-      imports: [
-        RedisStreamsDashboardModule.register({
-          basePath: '/ops',
-          connection: redis.url,
-          match: `${prefix}*`,
-          read: { guard: (req) => ['reader', 'admin'].includes(role(req)) },
-          actions: { guard: adminOnly, who: () => 'admin' },
-          logger: { log: () => {} },
-        }),
-      ],
-    })
-    class AppModule {}
-    const app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
+    const app = await nestApp({
+      match: `${prefix}*`,
+      read: { guard: (req) => ['reader', 'admin'].includes(role(req)) },
+      actions: { guard: adminOnly, who: () => 'admin' },
+      logger: { log: () => {} },
+    });
     try {
-      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      const { base } = app;
       for (const path of ['', 'app.js', 'app.css', 'api/overview', `api/entry?key=${encodeURIComponent(stream)}&id=0-1`, 'api/config']) {
         const anonymous = await fetch(`${base}${path}`);
         expect([path, anonymous.status]).toEqual([path, 403]);
@@ -92,22 +92,10 @@ describe('dashboard access', () => {
         read: { guard: ClassGuard as unknown as CanActivate },
       }),
     ).toThrow(/invalid option "read": a guard class: pass an instance \(new ClassGuard\(\)\)/);
-    @Module({
-      imports: [
-        RedisStreamsDashboardModule.register({
-          basePath: '/ops',
-          connection: redis.url,
-          match: `${prefix}*`,
-          // Nest reads an Observable guard by its last value (lastValueFrom): true then false refuses.
-          read: { guard: { canActivate: () => of(true, false) } },
-        }),
-      ],
-    })
-    class AppModule {}
-    const app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
+    // Nest reads an Observable guard by its last value (lastValueFrom): true then false refuses.
+    const app = await nestApp({ match: `${prefix}*`, read: { guard: { canActivate: () => of(true, false) } } });
     try {
-      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      const { base } = app;
       expect((await fetch(`${base}api/overview`)).status).toBe(403);
     } finally {
       await app.close();

@@ -237,13 +237,19 @@ describe('dashboard pages', () => {
   it('a navigation while a refresh is in flight shows the new page, or why it could not load (not the page before it)', async () => {
     const prefix = uniquePrefix();
     await backlog(`${prefix}orders`, 1, 0);
-    // The overview's reads answer late: a navigation lands while one is in flight (a CI run met it by chance).
-    let slow = false;
+    // One overview read held until the test has navigated: a refresh is in flight when the hash changes (a CI run met
+    // this by chance). Its read guard is where the read is held.
+    let gate: { reached: () => void; until: Promise<void> } | undefined;
     const handler = createDashboardHandler(redis.client(), {
       match: `${prefix}*`,
       read: {
         authorize: async (req: IncomingMessage) => {
-          if (slow && req.url?.startsWith('/api/overview')) await new Promise((resolve) => setTimeout(resolve, 1500));
+          const held = req.url?.startsWith('/api/overview') ? gate : undefined;
+          if (held) {
+            gate = undefined;
+            held.reached();
+            await held.until;
+          }
           return 'reader';
         },
       },
@@ -255,10 +261,13 @@ describe('dashboard pages', () => {
     const page = await browser.page();
     await page.goto(base);
     await page.getByRole('region', { name: 'Summary' }).waitFor();
-    slow = true;
-    const inFlight = page.waitForRequest((r) => r.url().includes('api/overview'));
-    await inFlight;
+    let reached!: () => void;
+    let open!: () => void;
+    const arrived = new Promise<void>((resolve) => (reached = resolve));
+    gate = { reached, until: new Promise<void>((resolve) => (open = resolve)) };
+    await arrived;
     await page.evaluate((hash) => (location.hash = hash), `#/stream/${encodeURIComponent(`${prefix}nothing`)}`);
+    open();
     await page.getByRole('alert').filter({ hasText: 'Could not load this page' }).waitFor({ timeout: 10_000 });
     expect(await page.getByRole('region', { name: 'Summary' }).count()).toBe(0);
   });

@@ -44,11 +44,33 @@ function streamRows(s: any, cluster: boolean, minIdleMs: number): Child[][] {
   });
 }
 
+/** What the charts and the summary add up, over the streams shown (the overview's page, or one stream). */
+interface Figures {
+  groups: any[];
+  lag: number;
+  pending: number;
+  dead: number;
+  produced: number | null;
+  consumed: number | null;
+}
+
+function figures(streams: any[]): Figures {
+  const groups = streams.flatMap((s: any) => s.groups);
+  const sum = (xs: any[], of: (x: any) => number | null) => xs.reduce((n: number, x: any) => n + (of(x) ?? 0), 0);
+  const known = (xs: any[], of: (x: any) => number | null) => (xs.some((x) => of(x) !== null) ? sum(xs, of) : null);
+  return {
+    groups,
+    lag: sum(groups, (g) => g.lag),
+    pending: sum(groups, (g) => g.pending),
+    dead: sum(streams, (s) => sum(s.deadLetters, (d) => d.length)),
+    produced: known(streams, (s) => s.producedPerSec),
+    consumed: known(groups, (g) => g.consumedPerSec),
+  };
+}
+
 /** The whole page's health first: streams, lag, pending, dead letters and consumers, each with its state. */
-function summaryStrip(o: any, minIdleMs: number): HTMLElement {
-  const groups = o.streams.flatMap((s: any) => s.groups);
-  const sum = (f: (g: any) => number) => groups.reduce((n: number, g: any) => n + (f(g) ?? 0), 0);
-  const dead = o.streams.reduce((n: number, s: any) => n + s.deadLetters.reduce((m: number, d: any) => m + (d.length ?? 0), 0), 0);
+function summaryStrip(o: any, f: Figures, minIdleMs: number): HTMLElement {
+  const { groups, dead } = f;
   const oldest = Math.max(0, ...groups.map((g: any) => g.lagMs ?? 0));
   const consumers = groups.flatMap((g: any) => g.consumers);
   const gone = consumers.filter((c: any) => c.connected === false && c.pending > 0).length;
@@ -70,19 +92,19 @@ function summaryStrip(o: any, minIdleMs: number): HTMLElement {
     stat('Streams', ui.num(o.total), unreadable ? 'failing' : 'healthy', unreadable ? 'unreadable' : scope ? 'this page read' : 'all read'),
     stat(
       `Lag${scope}`,
-      ui.num(sum((g) => g.lag)),
+      ui.num(f.lag),
       oldest >= 600_000 ? 'failing' : oldest >= 60_000 ? 'attention' : 'healthy',
       oldest ? `oldest ${ui.age(oldest)}` : 'none waits',
     ),
     stat(
       `Pending${scope}`,
-      ui.num(sum((g) => g.pending)),
+      ui.num(f.pending),
       pendingState,
       pendingState === 'failing'
         ? 'held by gone consumers'
         : pendingState === 'attention'
           ? 'waiting long'
-          : `${ui.num(sum((g) => g.retries?.waiting ?? 0))} retrying`,
+          : `${ui.num(groups.reduce((n: number, g: any) => n + (g.retries?.waiting ?? 0), 0))} retrying`,
     ),
     stat(
       `Dead letters${scope}`,
@@ -136,31 +158,16 @@ async function overviewPage(): Promise<Child[]> {
     'State',
     ...(cluster ? ['Master'] : []),
   ];
-  const groups = o.streams.flatMap((s: any) => s.groups);
-  const total = (f: (x: any) => number | null) => {
-    const known = o.streams.map(f).filter((n: number | null) => n !== null);
-    return known.length ? known.reduce((a: number, b: number) => a + b, 0) : null;
-  };
-  const produced = total((s) => s.producedPerSec);
-  const consumed = groups.some((g: any) => g.consumedPerSec !== null)
-    ? groups.reduce((n: number, g: any) => n + (g.consumedPerSec ?? 0), 0)
-    : null;
-  const dead = o.streams.reduce((n: number, s: any) => n + s.deadLetters.reduce((m: number, d: any) => m + (d.length ?? 0), 0), 0);
+  const f = figures(o.streams);
   return [
     ui.el('h1', {}, 'Overview'),
     ui.el('p', { class: 'muted small' }, `Server: ${o.server}`),
-    summaryStrip(o, minIdleMs),
+    summaryStrip(o, f, minIdleMs),
     o.attentionItems.length
       ? ui.card('Needs attention', ui.el('ul', { class: 'attention-list' }, ...o.attentionItems.map(attentionLink)))
       : ui.el('p', { class: 'notice ok', role: 'status' }, '● Nothing needs attention.'),
     ...(await ui.consumerPanel()),
-    chartsSection(`overview:${ui.state.page}`, {
-      lag: groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0),
-      pending: groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0),
-      produced,
-      consumed,
-      dead,
-    }),
+    chartsSection(`overview:${ui.state.page}`, f),
     ui.card(
       'Streams',
       ui.table(
@@ -178,10 +185,7 @@ async function overviewPage(): Promise<Child[]> {
 }
 
 /** The three charts of a page (the overview's streams, or one stream): lag and pending, rates, dead letters. */
-function chartsSection(
-  key: string,
-  f: { lag: number; pending: number; produced: number | null; producedBefore?: number[]; consumed: number | null; dead: number },
-): HTMLElement {
+function chartsSection(key: string, f: Omit<Figures, 'groups'> & { producedBefore?: number[] }): HTMLElement {
   return ui.el(
     'section',
     { 'aria-label': 'Charts' },
@@ -466,7 +470,6 @@ async function entriesSection(key: string): Promise<Child> {
 async function streamPage(key: string, group?: string): Promise<Child[]> {
   const s = await ui.get(`api/stream?key=${encodeURIComponent(key)}`);
   const groups = group === undefined ? s.groups : s.groups.filter((g: any) => g.name === group);
-  const dead = s.deadLetters.reduce((n: number, d: any) => n + (d.length ?? 0), 0);
   const out: Child[] = [
     ui.el('p', { class: 'small' }, ui.link('Overview', '#/'), ' / stream'),
     ui.el('h1', { class: 'name' }, s.stream),
@@ -482,16 +485,7 @@ async function streamPage(key: string, group?: string): Promise<Child[]> {
     idempotencyLine(s.idempotency),
     delayedLine(s.delayed),
     ui.state.message ? ui.el('p', { role: 'alert', class: 'notice' }, ui.state.message) : null,
-    chartsSection(`stream:${key}`, {
-      lag: s.groups.reduce((n: number, g: any) => n + (g.lag ?? 0), 0),
-      pending: s.groups.reduce((n: number, g: any) => n + (g.pending ?? 0), 0),
-      produced: s.producedPerSec,
-      producedBefore: s.producedHistory.slice(0, -1),
-      consumed: s.groups.some((g: any) => g.consumedPerSec !== null)
-        ? s.groups.reduce((n: number, g: any) => n + (g.consumedPerSec ?? 0), 0)
-        : null,
-      dead,
-    }),
+    chartsSection(`stream:${key}`, { ...figures([s]), producedBefore: s.producedHistory.slice(0, -1) }),
   ];
   for (const g of groups) out.push(...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
@@ -722,6 +716,7 @@ export const PAGE_PARTS = {
   groupState,
   worst,
   streamRows,
+  figures,
   summaryStrip,
   attentionLink,
   overviewPage,
