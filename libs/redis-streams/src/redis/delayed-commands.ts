@@ -1,5 +1,6 @@
 import { sameSlotKey } from '../slots.js';
 import type { RedisConnection } from './connect.js';
+import type { RawCommand } from './replication-wait.js';
 import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './delayed-scripts.js';
 import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type Promotion } from './replies.js';
 
@@ -58,6 +59,13 @@ export class DelayedCommands {
     // A lone surrogate would be a JSON escape Lua's cjson refuses: made U+FFFD, as a plain XADD of it writes.
     const json = JSON.stringify(fields.map(wellFormed));
     return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, json));
+  }
+
+  /** `schedule` as a raw command, for a durable write's pipeline (durable-writes.ts); its reply reads with parseScheduleReply. */
+  scheduleCommand(stream: string, id: string, fields: readonly string[], due: DueTime): RawCommand {
+    const k = this.keys(stream);
+    const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
+    return ['EVAL', SCHEDULE_SCRIPT, 2, k.schedule, k.entries, mode, ms, id, JSON.stringify(fields.map(wellFormed))];
   }
 
   /** Moves up to `max` due entries of each stream into it, in one call (see PROMOTE_SCRIPT; on a cluster the streams share a slot). */

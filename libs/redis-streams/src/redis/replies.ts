@@ -1,5 +1,6 @@
 import { ReplyShapeError } from './reply-shape-error.js';
 import type { StreamEntry } from '../stream-entry.js';
+import type { Confirmation } from './replication-wait.js';
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -353,4 +354,59 @@ export interface Acquired {
 export function parseAcquireReply(reply: unknown): Acquired {
   const [grants, waitMs] = integers('acquire script', reply, 2);
   return { grants: grants!, waitMs: waitMs! };
+}
+
+/** WAIT's reply (replicas that acknowledged), or WAITAOF's `[local fsynced, replicas fsynced]`. */
+export function parseWaitReply(reply: unknown, fsync: boolean): Confirmation {
+  if (!fsync) {
+    if (typeof reply !== 'number' || !Number.isInteger(reply) || reply < 0) throw new ReplyShapeError('WAIT', reply);
+    return { replicas: reply };
+  }
+  if (!Array.isArray(reply) || reply.length !== 2 || !reply.every((n) => typeof n === 'number'))
+    throw new ReplyShapeError('WAITAOF', reply);
+  return { fsynced: (reply[0] as number) > 0, replicas: reply[1] as number };
+}
+
+/** An array reply of strings (a script's list of ids). */
+export function parseStringList(what: string, reply: unknown): string[] {
+  if (!Array.isArray(reply) || !reply.every((x) => typeof x === 'string')) throw new ReplyShapeError(what, reply);
+  return reply as string[];
+}
+
+/** What an ordered partition's owner said of its durable acks (AckDurability.stateText), as inspect and the dashboard show it. */
+export interface DurabilityReport {
+  state: 'pending' | 'confirmed' | 'held' | 'degraded';
+  /** Unix ms since when. */
+  since: number;
+  /** Replicas the last wait confirmed (null before the first). */
+  confirmed: number | null;
+  replicas: number;
+  fsync: boolean;
+  whenUnconfirmed: 'hold' | 'carry-on';
+  refused?: string;
+}
+
+const DURABILITY_STATES = ['pending', 'confirmed', 'held', 'degraded'];
+
+/** The durability key's value; null for nothing or a value that is not one (anyone may write a key). */
+export function parseDurabilityState(value: unknown): DurabilityReport | null {
+  if (typeof value !== 'string' || value.length > 2000) return null;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(value) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || !DURABILITY_STATES.includes(v.state as string)) return null;
+  const n = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? x : null);
+  if (n(v.since) === null || n(v.replicas) === null) return null;
+  return {
+    state: v.state as DurabilityReport['state'],
+    since: n(v.since)!,
+    confirmed: n(v.confirmed),
+    replicas: n(v.replicas)!,
+    fsync: v.fsync === true,
+    whenUnconfirmed: v.whenUnconfirmed === 'carry-on' ? 'carry-on' : 'hold',
+    ...(typeof v.refused === 'string' ? { refused: v.refused.slice(0, 200) } : {}),
+  };
 }
