@@ -306,6 +306,13 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
         o.consumer === null
           ? `Ordered: no owner now; ${ui.num(o.members)} member(s) share the partitions`
           : `Ordered: owned by ${o.consumer} (epoch ${o.epoch}, lease ${ui.age(o.leaseMs)} left); ${ui.num(o.members)} member(s) share the partitions`,
+        o.durability
+          ? ui.el(
+              'span',
+              { class: o.durability.state === 'held' || o.durability.state === 'degraded' ? 'notice' : '' },
+              ui.durabilityLabel(o.durability),
+            )
+          : '',
       );
   const p = g.paused;
   const pausedLine = p

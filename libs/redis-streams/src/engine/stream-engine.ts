@@ -7,6 +7,8 @@ import { consumerConnectionName } from '../redis/connection-name.js';
 import { openCommandLane } from '../redis/command-lane.js';
 import { describeFeatures } from '../redis/server-features.js';
 import { StreamCommands } from '../redis/stream-commands.js';
+import { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
+import { MAX_DURABILITY_TIMEOUT_MS } from '../options/durability-options.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -82,6 +84,17 @@ export class StreamEngine {
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = openCommandLane(options.connection, name, laneFailed, options.commandTimeoutMs, watch.laneRetry);
     const commands = new StreamCommands(command.conn, options.group, watch.onCluster, options.deadLetterRetention);
+    // Durable acks wait on a connection of their own: a wait never holds the command connection the other readers share.
+    const durableLane = plan.readers.some((r) => r.ordered?.durableAcks)
+      ? openCommandLane(
+          options.connection,
+          `${name}:durable`,
+          laneFailed,
+          options.commandTimeoutMs + MAX_DURABILITY_TIMEOUT_MS,
+          watch.laneRetry,
+        )
+      : undefined;
+    const durable = durableLane && new DurableOwnershipCommands(durableLane.conn, options.group, watch.onCluster);
     const probe = new HealthProbe({
       group: options.group,
       consumer: options.consumer,
@@ -122,9 +135,10 @@ export class StreamEngine {
           },
           onCluster: watch.onCluster,
           started: gate.opened,
+          durable,
         }),
     );
-    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry));
+    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry, durableLane));
     watch.follow(
       readers.map((r) => r.lanes.state$),
       probe,

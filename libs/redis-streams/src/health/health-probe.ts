@@ -166,5 +166,18 @@ function orderingOf(view: OrderingView): StreamOrdering {
     blockedKeys: view.blockedKeys.slice(0, BLOCKED_KEYS_SHOWN),
     blockedKeyCount: view.blockedKeys.length,
     held: view.held,
+    ...(view.durability && view.owned
+      ? {
+          durability: {
+            state: view.durability.state,
+            since: view.durability.since,
+            replicas: view.durability.wanted.replicas,
+            fsync: view.durability.wanted.fsync,
+            whenUnconfirmed: view.durability.wanted.whenUnconfirmed,
+            confirmed: view.durability.last?.replicas ?? null,
+            ...(view.durability.last?.refused ? { refused: view.durability.last.refused } : {}),
+          },
+        }
+      : {}),
   };
 }

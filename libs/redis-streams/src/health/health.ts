@@ -67,6 +67,26 @@ export interface StreamOrdering {
   blockedKeyCount: number;
   /** Entries held in the key lanes: queued, running, or behind a failed entry. */
   held: number;
+  /**
+   * Its durable acks (`durableAcks`), while this consumer owns it: `confirmed`, `held` (the replicas did
+   * not confirm: nothing starts until they do), `degraded` (they did not: carrying on without waiting),
+   * `pending` (no wait answered yet); since when (Unix ms), and what the last wait confirmed.
+   */
+  durability?: StreamDurability;
+}
+
+/** What health shows of an ordered stream's durable acks. */
+export interface StreamDurability {
+  state: 'pending' | 'confirmed' | 'held' | 'degraded';
+  since: number;
+  /** Replicas asked for, and fsync. */
+  replicas: number;
+  fsync: boolean;
+  whenUnconfirmed: 'hold' | 'carry-on';
+  /** Replicas the last wait confirmed (null before the first). */
+  confirmed: number | null;
+  /** Why the last wait was refused, when it was. */
+  refused?: string;
 }
 
 /**

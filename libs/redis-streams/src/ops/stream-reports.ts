@@ -4,7 +4,7 @@ import type { RedisConnection } from '../redis/connect.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
 import { pauseNameOf } from '../redis/pause-commands.js';
-import type { PauseState } from '../redis/replies.js';
+import type { DurabilityReport, PauseState } from '../redis/replies.js';
 import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
 import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
 import { describeError } from '../describe-error.js';
@@ -45,7 +45,14 @@ export interface GroupReport {
   /** Why the retry set could not be read (e.g. NOPERM); null when it was. */
   retryStateError: string | null;
   /** An ordered stream (docs/guide/ordering.md): who owns it for this group (null: nobody now), epoch, lease left, members; null for any other. */
-  ordering: { consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null;
+  ordering: {
+    consumer: string | null;
+    epoch: number | null;
+    leaseMs: number | null;
+    members: number;
+    /** Its owner's durable acks (`durableAcks`), as the owner last said; null without them. */
+    durability: DurabilityReport | null;
+  } | null;
   /** Its pattern is paused for this group (docs/guide/flow-control.md): since when and by whom; null while it runs (or unreadable). */
   paused: PauseState | null;
 }

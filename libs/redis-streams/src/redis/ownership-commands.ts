@@ -10,12 +10,14 @@ export interface OwnershipKeys {
   members: string;
   /** The epoch counter (never expires: an epoch is never given twice). */
   epoch: string;
+  /** What the owner says of its durable acks (see DurableOwnershipCommands), expiring with the lease. */
+  durability: string;
 }
 
 /** `orders:owner:<group>`, `orders:members:<group>`, `orders:epoch:<group>` (on a cluster in the stream's slot). */
 export function ownershipKeysOf(stream: string, group: string, onCluster: boolean): OwnershipKeys {
   const key = (what: string) => (onCluster ? sameSlotKey(stream, `:${what}:${group}`) : `${stream}:${what}:${group}`);
-  return { owner: key('owner'), members: key('members'), epoch: key('epoch') };
+  return { owner: key('owner'), members: key('members'), epoch: key('epoch'), durability: key('durability') };
 }
 
 /** The commands of ordered partitions' ownership (OWNERSHIP_SCRIPT and its kin); replies parsed in replies.ts. */
@@ -33,7 +35,9 @@ export class OwnershipCommands {
   /** One beat: membership renewed, the partition taken, kept or given up as the share-out says (see OWNERSHIP_SCRIPT). `held`: the owner value this process holds, '' for none. */
   async beat(stream: string, consumer: string, held: string, ttlMs: number, partition: number, token: string): Promise<OwnershipBeat> {
     const k = this.keys(stream);
-    return parseOwnershipReply(await this.conn.streamsOwnership(k.owner, k.members, k.epoch, consumer, held, ttlMs, partition, token));
+    return parseOwnershipReply(
+      await this.conn.streamsOwnership(k.owner, k.members, k.epoch, k.durability, consumer, held, ttlMs, partition, token, ''),
+    );
   }
 
   /** Gives the partition up (if still held with the owner value `held`; '' for none); `leaving`: the membership ends too. */

@@ -1,0 +1,106 @@
+import { PartitionOwner } from '../libs/redis-streams/src/consumer/partition-owner.js';
+import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import type { OwnershipCommands } from '../libs/redis-streams/src/redis/ownership-commands.js';
+import { captureLogs } from './support/logs.js';
+import { uniquePrefix } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+
+// An ordered partition's ownership against a real Redis (issue 48: what the stalled cluster failover test showed).
+const redis = useRedis({ standalone: true });
+
+function owner(
+  stream: string,
+  ownership: Pick<OwnershipCommands, 'beat' | 'release' | 'takeOver' | 'giveBack'>,
+  extra: Partial<ConstructorParameters<typeof PartitionOwner>[0]> = {},
+) {
+  const { logger, lines } = captureLogs();
+  const changes: number[] = [];
+  const o = new PartitionOwner({
+    ownership,
+    stream,
+    ordered: { pattern: 'orders', partition: 0, partitions: 1 },
+    consumer: 'a',
+    ttlMs: 1500,
+    beatMs: 100,
+    logger,
+    onChange: () => changes.push(Date.now()),
+    ...extra,
+  });
+  return { o, lines, changes };
+}
+
+describe('partition ownership', () => {
+  it("a renewal answered after the next owned phase began (slowed by a failover) is not taken for the new phase's loss", async () => {
+    const stream = `${uniquePrefix()}orders`;
+    const commands = new StreamCommands(redis.client(), 'g', false);
+    let gate: Promise<void> | undefined;
+    const ownership: Pick<OwnershipCommands, 'beat' | 'release' | 'takeOver' | 'giveBack'> = {
+      beat: async (...args) => {
+        const held = gate;
+        gate = undefined;
+        if (held) await held;
+        return commands.ownership.beat(...args);
+      },
+      release: (...args) => commands.ownership.release(...args),
+      takeOver: (...args) => commands.ownership.takeOver(...args),
+      giveBack: (...args) => commands.ownership.giveBack(...args),
+    };
+    const { o, lines } = owner(stream, ownership);
+    expect(await o.beat()).toBe(true);
+    const first = o.fence;
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
+    // The renewal of the first phase, held on its way (its owner value is the first one).
+    const late = o.beat();
+    await o.release(false);
+    expect(await o.beat()).toBe(true);
+    const second = o.fence;
+    expect(second).not.toBe(first);
+    open();
+    await late;
+    // Redis answered the late renewal "another value owns it": that value is this process' own, of the new phase.
+    expect(o.owned).toBe(true);
+    expect(o.fence).toBe(second);
+    expect(lines.join('\n')).not.toMatch(/lost ownership/);
+    expect(await redis.client().get(`${stream}:owner:g`)).toBe(second);
+  });
+
+  it('a fenced ack sent with no owner value (the partition lost meanwhile) is refused as FENCED, not a script error', async () => {
+    const stream = `${uniquePrefix()}orders`;
+    const admin = redis.client();
+    await admin.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    const id = (await admin.xadd(stream, '*', 'n', '1'))!;
+    await admin.xreadgroup('GROUP', 'g', 'a', 'STREAMS', stream, '>');
+    const commands = new StreamCommands(admin, 'g', false);
+    await expect(commands.ackFenced(stream, [id], '')).rejects.toThrow(
+      /^FENCED this consumer no longer owns the partition at epoch \(none\)/,
+    );
+    expect(((await admin.xpending(stream, 'g')) as unknown[])[0]).toBe(1);
+  });
+
+  it('a loop that makes no progress past stallMs: the lease is no longer renewed (said once), it runs out on Redis, and the owner stops starting', async () => {
+    const stream = `${uniquePrefix()}orders`;
+    const commands = new StreamCommands(redis.client(), 'g', false);
+    let stalledFor = 0;
+    const { o, lines, changes } = owner(stream, commands.ownership, { stalledForMs: () => stalledFor, stallMs: 1000 });
+    expect(await o.beat()).toBe(true);
+    const renewals = o.renewals$.subscribe();
+    try {
+      const ownerKey = `${stream}:owner:g`;
+      // Renewed while it makes progress: the TTL keeps coming back up.
+      await waitFor(async () => (await redis.client().pttl(ownerKey)) > 1400, { message: 'a renewal' });
+      stalledFor = 5000;
+      await waitFor(() => lines.some((l) => /its loop made no progress for 5000 ms \(more than 1000\): the lease is not renewed/.test(l)), {
+        message: 'the stall told',
+      });
+      expect(o.valid()).toBe(false);
+      expect(changes.length).toBeGreaterThan(0);
+      // Not renewed: the key runs out on Redis' clock, and another member may take the partition.
+      await waitFor(async () => (await redis.client().exists(ownerKey)) === 0, { message: 'the lease run out', timeoutMs: 5000 });
+      expect(lines.filter((l) => /made no progress/.test(l))).toHaveLength(1);
+    } finally {
+      renewals.unsubscribe();
+    }
+  });
+});
