@@ -190,7 +190,7 @@ export class RedisStreamsClient extends ClientProxy {
     const streams =
       partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
     const cancelled = await this.whenReady(streams[0]!, 'cancelling a delayed entry of', () =>
-      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id))),
+      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId))),
     );
     return cancelled.some(Boolean);
   }
@@ -252,11 +252,14 @@ export class RedisStreamsClient extends ClientProxy {
       const fields = await this.encode(stream, record, traceHeaders);
       // On every stream, partitioned or not: an ordered pattern reads it (docs/wire-format.md).
       if (typeof orderingKey === 'string') fields.push(FIELD.partitionKey, orderingKey);
-      // Waits in the stream's schedule; a worker of the stream moves it in once due. The idempotency key names it.
+      // Waits in the stream's schedule; a worker of the stream moves it in once due. Its id orders it among
+      // entries due in the same ms (one producer's, in the order written); an idempotency key names it too.
       if (due) {
-        const id = key ?? newScheduleId();
-        await this.whenReady(stream, 'scheduling an entry of', () => this.delayed!.schedule(stream, id, fields, due));
-        return id;
+        const id = newScheduleId();
+        await this.whenReady(stream, 'scheduling an entry of', async () =>
+          this.delayed!.schedule(stream, id, fields, due, key === undefined ? undefined : await this.onceWrite(stream, key, undefined)),
+        );
+        return key ?? id;
       }
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
