@@ -570,6 +570,52 @@ describe('delayed delivery at the edges: large entries, ties, idempotency keys, 
     });
   }
 
+  it('a key is freed by cancelScheduled, an entry waiting in the first format under its key is a repeat, and a record cannot name a key outside its stream', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const k = keysOf(stream);
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const emit = (key: string, n: number, delayMs?: number) =>
+      lastValueFrom(
+        producer.client.emit(
+          'orders',
+          new RedisStreamsRecord({ k: key, n }, {}, { idempotencyKey: key, ...(delayMs === undefined ? {} : { delayMs }) }),
+        ),
+      ) as Promise<string>;
+    // Cancelled by its key: the key is free again, a plain write of it goes in.
+    expect(await emit('cancelled', 1, 600_000)).toBe('cancelled');
+    expect(await producer.client.cancelScheduled('orders', 'cancelled')).toBe(true);
+    expect(await producer.client.cancelScheduled('orders', 'cancelled')).toBe(false);
+    await emit('cancelled', 2);
+    expect(await entriesWith(stream, 'k', 'cancelled')).toEqual([{ k: 'cancelled', n: 2 }]);
+    // Scheduled before this format: it waits under its key itself, with a JSON array. A new record of the key is a repeat.
+    const now = await redisNow(redis.client());
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'old', JSON.stringify(['data', JSON.stringify({ k: 'old', n: 1 })]))
+      .zadd(k.schedule, now + 300, 'old')
+      .exec();
+    await emit('old', 2, 100);
+    // A forged record (the client's format) whose key's record is another stream's key: the worker writes no such key.
+    const foreign = `${prefix}admin`;
+    const item = (v: string) => `${Buffer.byteLength(v)}:${v}`;
+    const forged = ['n', 'nestjs-redis-streams', 'forged', foreign, '600', 'data', JSON.stringify({ k: 'forged', n: 1 })];
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'forged', `\0RSD1${forged.map(item).join('')}`)
+      .zadd(k.schedule, now + 300, 'forged')
+      .exec();
+    await consumer(prefix)
+      .handle('orders', () => undefined)
+      .start();
+    await waitFor(async () => (await redis.client().exists(k.schedule)) === 0, { message: 'the schedule emptied' });
+    expect(await entriesWith(stream, 'k', 'old')).toEqual([{ k: 'old', n: 1 }]);
+    expect(await entriesWith(stream, 'k', 'forged')).toEqual([{ k: 'forged', n: 1 }]);
+    expect(await redis.client().exists(foreign)).toBe(0);
+  });
+
   it('values whose schedule was deleted are counted by inspect and dropped by the next worker', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}reminders`;
