@@ -616,6 +616,59 @@ describe('delayed delivery at the edges: large entries, ties, idempotency keys, 
     expect(await redis.client().exists(foreign)).toBe(0);
   });
 
+  // On a cluster one reader's streams share a slot, which a and b do not: on one node.
+  it.skipIf(CLUSTER_MODE)('one stream with a backlog larger than a look starves no other stream of the same reader', async () => {
+    const prefix = uniquePrefix();
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    const now = await redisNow(redis.client());
+    // 2,500 due in a: more than one look's 20 calls of 100 move.
+    const pipe = redis.client().pipeline();
+    for (let i = 0; i < 2500; i++) {
+      const id = `a-${String(i).padStart(5, '0')}`;
+      pipe.hset(keysOf(a).entries, id, JSON.stringify(['data', JSON.stringify({ i })]));
+      pipe.zadd(keysOf(a).schedule, now - 1000, id);
+    }
+    pipe.hset(keysOf(b).entries, 'b-1', JSON.stringify(['data', '{}'])).zadd(keysOf(b).schedule, now - 1000, 'b-1');
+    await pipe.exec();
+    const promoter = new DelayedPromoter({
+      delayed: new DelayedCommands(redis.client(), redis.cluster),
+      streams: [a, b],
+      checkMs: 600_000,
+      logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    await promoter.look();
+    expect(await redis.client().xlen(b)).toBe(1);
+    // 20 calls of 100, b's one among them; the rest waits for the next look, which comes at once.
+    expect(await redis.client().xlen(a)).toBe(1999);
+    expect(promoter.view(a)?.nextDueInMs).toBe(0);
+    await redis.client().del(a, b, keysOf(a).schedule, keysOf(a).entries);
+  });
+
+  it('a record naming a key record that is not a string goes in without it, and holds back nothing behind it', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const k = keysOf(stream);
+    const record = `${stream}:idmp:nestjs-redis-streams:x`;
+    await redis.client().hset(record, 'not', 'a string');
+    const item = (v: string) => `${Buffer.byteLength(v)}:${v}`;
+    const forged = ['f', 'nestjs-redis-streams', 'x', record, '600', 'data', JSON.stringify({ k: 'forged' })];
+    const now = await redisNow(redis.client());
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'forged', `\0RSD1${forged.map(item).join('')}`)
+      .zadd(k.schedule, now - 10, 'forged')
+      .exec();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord({ k: 'after' }, {}, { delayMs: 10 })));
+    await consumer(prefix)
+      .handle('orders', () => undefined)
+      .start();
+    await waitFor(async () => (await entriesWith(stream, 'k', 'after')).length === 1, { message: 'the entry behind it moved in' });
+    expect(await entriesWith(stream, 'k', 'forged')).toEqual([{ k: 'forged' }]);
+    expect(await redis.client().type(record)).toBe('hash');
+  });
+
   it('values whose schedule was deleted are counted by inspect and dropped by the next worker', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}reminders`;

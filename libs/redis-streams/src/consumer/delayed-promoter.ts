@@ -66,11 +66,13 @@ export class DelayedPromoter {
         return moved;
       }
       this.lookFailed = false;
+      // The streams the budget did not reach go first in the next call: one stream with a large backlog does not starve the others.
+      const unlooked: string[] = [];
       const more: string[] = [];
       promotions.forEach((p, i) => {
         const stream = streams[i]!;
         // Not reached by this call's budget: nothing is known of it but that it is the next call's.
-        if (p.more === 'unlooked') return more.push(stream);
+        if (p.more === 'unlooked') return unlooked.push(stream);
         moved += p.moved;
         this.views.set(stream, { waiting: p.waiting, nextDueInMs: p.nextDueInMs, at: Date.now() });
         if (p.dropped > 0)
@@ -82,7 +84,7 @@ export class DelayedPromoter {
         // The budget ended inside it: more may be due now.
         if (p.more === 'stopped') more.push(stream);
       });
-      streams = more;
+      streams = [...unlooked, ...more];
     }
     // More due than a look moves: the next look comes at once.
     for (const stream of streams) this.views.set(stream, { waiting: this.views.get(stream)?.waiting ?? 0, nextDueInMs: 0, at: Date.now() });

@@ -94,7 +94,11 @@ local function promote(stream, id, value, prefix)
   if once and (prefix == '' or string.sub(once.record, 1, #prefix) ~= prefix) then once = nil end
   if once then
     local held = redis.pcall('GET', once.record)
-    if type(held) == 'table' and held.err then return nil, held.err end
+    -- Not a string (a forged name of another key): the entry goes in without it; refused (NOPERM): it waits.
+    if type(held) == 'table' and held.err then
+      if string.sub(held.err, 1, 9) ~= 'WRONGTYPE' then return nil, held.err end
+      once, held = nil, false
+    end
     if held and held ~= id then return 'repeat' end
   end
   local added = add(stream, fields, once)
