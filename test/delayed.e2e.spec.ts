@@ -471,8 +471,9 @@ describe('delayed delivery at the edges: large entries, ties, idempotency keys, 
       }
       expect(await admin.exists(keysOf(stream).schedule, keysOf(stream).entries)).toBe(0);
       console.log(`delayed: 100 x 2 MB moved in, longest PING ${longest.toFixed(1)} ms; written directly in ${directMs.toFixed(0)} ms`);
-      // One script moved them all: a PING waited about as long as writing them all directly (0.72 of it, one run).
-      expect(longest / directMs).toBeLessThan(0.2);
+      // One script moved them all: a PING waited 0.72–0.89 of writing them all directly (runs on a quiet and a busy
+      // machine); in calls of 1 MB, 0.015–0.08 (a load average of 9 on 2 cores included).
+      expect(longest / directMs).toBeLessThan(0.35);
       await admin.del(stream);
     },
     120_000,
