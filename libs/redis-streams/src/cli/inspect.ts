@@ -93,9 +93,10 @@ function durabilityText(d: NonNullable<GroupReport['ordering']>['durability']): 
 /** Delayed entries waiting in the stream's schedule: said when some wait, or when the schedule could not be read. */
 export function delayedLine(d: StreamReport['delayed']): string | undefined {
   if ('error' in d) return `  delayed: unknown (${d.error})`;
-  if (d.waiting === 0 || d.nextDueInMs === null) return undefined;
+  const orphaned = d.orphaned ? `, ${d.orphaned} values without a schedule` : '';
+  if (d.waiting === 0 || d.nextDueInMs === null) return orphaned ? `  delayed: 0 waiting${orphaned}` : undefined;
   const next = d.nextDueInMs >= 0 ? `next due in ${duration(d.nextDueInMs)}` : `next past due by ${duration(-d.nextDueInMs)}`;
-  return `  delayed: ${d.waiting} waiting, ${next}`;
+  return `  delayed: ${d.waiting} waiting, ${next}${orphaned}`;
 }
 
 /** A paused pattern: since when, by whom (as the flag says), and what it means. */

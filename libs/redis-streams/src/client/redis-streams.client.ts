@@ -204,7 +204,7 @@ export class RedisStreamsClient extends ClientProxy {
     const streams =
       partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
     const cancelled = await this.whenReady(streams[0]!, 'cancelling a delayed entry of', () =>
-      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id))),
+      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId))),
     );
     return cancelled.some(Boolean);
   }
@@ -268,12 +268,16 @@ export class RedisStreamsClient extends ClientProxy {
       const fields = await this.encode(stream, record, traceHeaders);
       // On every stream, partitioned or not: an ordered pattern reads it (docs/wire-format.md).
       if (typeof orderingKey === 'string') fields.push(FIELD.partitionKey, orderingKey);
-      // Waits in the stream's schedule; a worker of the stream moves it in once due. The idempotency key names it.
+      // Waits in the stream's schedule; a worker of the stream moves it in once due. Its id orders it among
+      // entries due in the same ms (one producer's, in the order written); an idempotency key names it too.
       if (due) {
-        const id = key ?? newScheduleId();
-        if (durability) await this.scheduleDurably(stream, id, fields, due, durability);
-        else await this.whenReady(stream, 'scheduling an entry of', () => this.delayed!.schedule(stream, id, fields, due));
-        return id;
+        const id = newScheduleId();
+        if (durability) await this.scheduleDurably(stream, id, fields, due, durability, key);
+        else
+          await this.whenReady(stream, 'scheduling an entry of', async () =>
+            this.delayed!.schedule(stream, id, fields, due, key === undefined ? undefined : await this.onceWrite(stream, key, undefined)),
+          );
+        return key ?? id;
       }
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
@@ -347,13 +351,22 @@ export class RedisStreamsClient extends ClientProxy {
   }
 
   /** A delayed entry into the stream's schedule, confirmed on `durability`'s replicas (or NotDurableError). */
-  private scheduleDurably(stream: string, id: string, fields: string[], due: DueTime, durability: ResolvedDurability): Promise<void> {
+  private scheduleDurably(
+    stream: string,
+    id: string,
+    fields: string[],
+    due: DueTime,
+    durability: ResolvedDurability,
+    key: string | undefined,
+  ): Promise<void> {
     return this.whenReady(stream, 'scheduling an entry of', async () => {
-      const { replies, confirmed } = await this.writeDurably(stream, durability, [this.delayed!.scheduleCommand(stream, id, fields, due)]);
+      const once = key === undefined ? undefined : await this.onceWrite(stream, key, undefined);
+      const command = this.delayed!.scheduleCommand(stream, id, fields, due, once);
+      const { replies, confirmed } = await this.writeDurably(stream, durability, [command]);
       const [err, reply] = replies[0] ?? [new Error('the schedule script got no reply'), null];
       if (err) throw err;
       parseScheduleReply(reply);
-      if (!confirms(durability, confirmed)) throw new NotDurableError(stream, id, durability, confirmed, 'scheduled');
+      if (!confirms(durability, confirmed)) throw new NotDurableError(stream, key ?? id, durability, confirmed, 'scheduled');
     });
   }
 

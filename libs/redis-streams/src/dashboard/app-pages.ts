@@ -388,9 +388,10 @@ function idempotencyLine(i: any): Child {
 /** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md): said when some wait, or when unreadable. */
 function delayedLine(d: any): Child {
   if (d.error) return ui.el('p', {}, `Delayed entries unknown (${d.error})`);
-  if (!d.waiting || d.nextDueInMs === null) return null;
+  const orphaned = d.orphaned ? `; ${ui.count(d.orphaned, 'value', 'values')} without a schedule` : '';
+  if (!d.waiting || d.nextDueInMs === null) return orphaned ? ui.el('p', { class: 'delayed' }, `Delayed: none waits${orphaned}`) : null;
   const next = d.nextDueInMs >= 0 ? `next due in ${ui.age(d.nextDueInMs)}` : `next past due by ${ui.age(-d.nextDueInMs)}`;
-  return ui.el('p', { class: 'delayed' }, `Delayed: ${ui.count(d.waiting, 'entry waits', 'entries wait')}, ${next}`);
+  return ui.el('p', { class: 'delayed' }, `Delayed: ${ui.count(d.waiting, 'entry waits', 'entries wait')}, ${next}${orphaned}`);
 }
 
 /** An entry's fields on one line, each value cut at 80 characters (put in as text, like everything from Redis). */

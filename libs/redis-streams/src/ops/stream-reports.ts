@@ -70,7 +70,8 @@ export interface StreamReport {
   /** Keys under those names that hold another type: dead-lettering there fails until the key is renamed or deleted. */
   deadLetterKeysNotStreams: string[];
   /** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md), the ms until the next is due (negative: past due, null: none waits); or why it could not be read. */
-  delayed: { waiting: number; nextDueInMs: number | null } | { error: string };
+  /** `orphaned`: values in its entries hash that no schedule names (the schedule deleted, ids removed by hand); absent when none, or not readable. */
+  delayed: { waiting: number; nextDueInMs: number | null; orphaned?: number } | { error: string };
   /** What needs an operator (attention.ts), filled in by the CLI. */
   attention?: string[];
 }
@@ -154,7 +155,7 @@ async function streamReport(
 /** What waits in the stream's schedule of delayed entries; a refusal (NOPERM) is said, not thrown. */
 export function delayedReport(commands: ReportCommands, stream: string): Promise<StreamReport['delayed']> {
   return commands.delayed(stream).then(
-    (d) => ({ waiting: d.waiting, nextDueInMs: d.nextDueInMs ?? null }),
+    (d) => ({ waiting: d.waiting, nextDueInMs: d.nextDueInMs ?? null, ...(d.orphaned ? { orphaned: d.orphaned } : {}) }),
     (err: unknown) => {
       if (isErrorReply(err)) return { error: describeError(err) };
       throw err;

@@ -130,16 +130,30 @@ const clusterBases = new Map<string, string | null>();
 export function idmpKeyOf(stream: string, once: Pick<OnceWrite, 'producerId' | 'key' | 'onCluster'>): string {
   const suffix = `:idmp:${once.producerId}:${once.key}`;
   if (!once.onCluster) return `${stream}${suffix}`;
+  const base = clusterBaseOf(stream);
+  return base === null ? sameSlotKey(stream, suffix) : `${base}:${once.producerId}:${once.key}`;
+}
+
+/**
+ * What every idmpKeyOf(stream, …) begins with: a delayed entry's record names its key's record, and a
+ * worker takes only one under its stream's prefix (a forged record cannot make it write another key).
+ */
+export function idmpKeyPrefixOf(stream: string, onCluster: boolean): string {
+  const base = onCluster ? clusterBaseOf(stream) : null;
+  return base === null ? `${stream}:idmp:` : `${base}:`;
+}
+
+/** `{orders}:idmp` (a key whose first braces tag it keeps its slot whatever follows), or null for a stream whose braces allow no tag. */
+function clusterBaseOf(stream: string): string | null {
   let base = clusterBases.get(stream);
   if (base === undefined) {
     if (clusterBases.size > 10_000) clusterBases.clear();
-    // A key whose first braces tag it keeps its slot whatever follows; a stream whose braces allow
-    // no tag (`a}b`) gets a slot search per key (sameSlotKey), the price of such a name.
+    // A stream whose braces allow no tag (`a}b`) gets a slot search per key (sameSlotKey), the price of such a name.
     const tagged = sameSlotKey(stream, ':idmp');
     base = hashTagOf(tagged) === undefined ? null : tagged;
     clusterBases.set(stream, base);
   }
-  return base === null ? sameSlotKey(stream, suffix) : `${base}:${once.producerId}:${once.key}`;
+  return base;
 }
 
 /** A stream's IDMP settings as they were before this client set its own, and the ids Redis forgot. */

@@ -309,23 +309,43 @@ export interface Promotion {
   waiting: number;
   /** The stream refused the entry due next (WRONGTYPE, OOM …): it waits, and the stream's next look tries again. */
   refused?: string;
+  /** The call's budget ended inside this stream ('stopped': more may be due) or before it ('unlooked': nothing above is known). */
+  more?: 'stopped' | 'unlooked';
+  /** Entries not appended: their idempotency key was held by another write (a repeat). */
+  repeats: number;
 }
 
 /** PROMOTE_SCRIPT's answer: one Promotion per stream asked, in order. */
 export function parsePromoteReply(reply: unknown, streams: number): Promotion[] {
   if (!Array.isArray(reply) || reply.length !== streams) throw new ReplyShapeError('promote script', reply);
   return reply.map((row: unknown) => {
-    if (!Array.isArray(row) || row.length !== 5 || typeof row[4] !== 'string') throw new ReplyShapeError('promote script', reply);
-    const [moved, dropped, wait, waiting] = integers('promote script', row.slice(0, 4), 4);
-    const promotion: Promotion = { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+    if (!Array.isArray(row) || row.length !== 7 || typeof row[4] !== 'string') throw new ReplyShapeError('promote script', reply);
+    const [moved, dropped, wait, waiting, more, repeats] = integers('promote script', [...row.slice(0, 4), ...row.slice(5)], 6);
+    const promotion: Promotion = {
+      moved: moved!,
+      dropped: dropped!,
+      nextDueInMs: wait! < 0 ? undefined : wait!,
+      waiting: waiting!,
+      repeats: repeats!,
+      ...(more === 1 ? { more: 'stopped' as const } : more === 2 ? { more: 'unlooked' as const } : {}),
+    };
     return row[4] === '' ? promotion : { ...promotion, refused: row[4] };
   });
 }
 
-/** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (negative: past due; undefined: none waits). */
-export function parseDelayedLook(reply: unknown): { waiting: number; nextDueInMs: number | undefined } {
-  const [waiting, any, wait] = integers('delayed look script', reply, 3);
-  return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined };
+/** What waits in a stream's schedule (LOOK_SCRIPT). */
+export interface DelayedLook {
+  waiting: number;
+  /** Ms until the next is due (negative: past due; undefined: none waits). */
+  nextDueInMs: number | undefined;
+  /** Values in the entries hash that no schedule names (undefined: HLEN refused). */
+  orphaned: number | undefined;
+}
+
+/** LOOK_SCRIPT's answer. */
+export function parseDelayedLook(reply: unknown): DelayedLook {
+  const [waiting, any, wait, orphaned] = integers('delayed look script', reply, 4);
+  return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined, orphaned: orphaned! < 0 ? undefined : orphaned! };
 }
 
 /** Who paused a pattern for a group, and when (Unix ms); `by` is '' when the value does not say. */

@@ -15,7 +15,7 @@ import { retryKeyOf } from './retry-key.js';
 import { ownershipKeysOf } from './ownership-commands.js';
 import { DelayedCommands } from './delayed-commands.js';
 import { PauseCommands } from './pause-commands.js';
-import { parseDurabilityState, type DurabilityReport, type PauseState } from './replies.js';
+import { parseDurabilityState, type DelayedLook, type DurabilityReport, type PauseState } from './replies.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
@@ -87,8 +87,8 @@ export class ReportCommands {
     return new PauseCommands(this.redis).state(name, group);
   }
 
-  /** Delayed entries waiting in `stream`'s schedule, and the ms until the next is due (negative: past due). */
-  delayed(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
+  /** Delayed entries waiting in `stream`'s schedule, the ms until the next is due (negative: past due), and values no schedule names. */
+  delayed(stream: string): Promise<DelayedLook> {
     return new DelayedCommands(this.redis, (this.redis as { isCluster?: boolean }).isCluster === true).look(stream);
   }
 
