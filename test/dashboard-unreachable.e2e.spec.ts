@@ -84,7 +84,11 @@ function calls(key: string): { path: string; body?: unknown }[] {
 }
 
 /** A Nest app with the dashboard module (actions on) on `connection`, listening; its base URL. */
-async function dashboardApp(connection: string, prefix: string, logger: ReturnType<typeof captureLogs>['logger']): Promise<string> {
+async function dashboardApp(
+  connection: string | string[],
+  prefix: string,
+  logger: ReturnType<typeof captureLogs>['logger'],
+): Promise<string> {
   @Module({
     imports: [
       RedisStreamsDashboardModule.register({
@@ -175,16 +179,25 @@ describe.skipIf(CLUSTER_MODE)('the dashboard module with its Redis unreachable',
     }
   });
 
-  it('every call and action answers 503 "Redis unreachable", from the first on: a port where nothing listens, then a Redis killed under it', async (ctx) => {
+  it('every call and action answers 503 "Redis unreachable", from the first on: nothing listening, a wrong password, no cluster seed answering, a Redis killed under it', async (ctx) => {
     if (!redis.owned) return ctx.skip(); // REDIS_URL: a server the test may not kill
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
-    const port = await freePort();
+    const [port, seed1, seed2] = [await freePort(), await freePort(), await freePort()];
     const logs = captureLogs();
-    const never = await dashboardApp(`redis://127.0.0.1:${port}`, prefix, logs.logger);
-    expect(await callAll(never, key)).toEqual(
-      calls(key).map(({ path }) => unreachable(path, new RegExp(`connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`))),
+    // Never connected: nothing listening, a wrong password, a cluster none of whose seeds answers (its
+    // overview said 200 with no stream: no master known was taken for none to scan).
+    const never: [string, RegExp][] = [
+      [`redis://127.0.0.1:${port}`, new RegExp(`connect ECONNREFUSED 127\\.0\\.0\\.1:${port}`)],
+      [`redis://${user}:${wrong}@127.0.0.1:${redis.port}`, /WRONGPASS /],
+      [`redis://127.0.0.1:${seed1},redis://127.0.0.1:${seed2}`, /Failed to refresh slots cache/],
+    ];
+    const answers = await Promise.all(
+      never.map(async ([url]) => callAll(await dashboardApp(url.includes(',') ? url.split(',') : url, prefix, logs.logger), key)),
     );
+    for (const [i, [url, cause]] of never.entries())
+      expect([url, answers[i]]).toEqual([url, calls(key).map(({ path }) => unreachable(path, cause))]);
+    expect(JSON.stringify(answers)).not.toContain(wrong);
 
     const base = await dashboardApp(redis.url, prefix, logs.logger);
     await redis.client().xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
@@ -206,13 +219,14 @@ describe.skipIf(CLUSTER_MODE)('the dashboard module with its Redis unreachable',
       timeoutMs: 15_000,
     });
     const lines = logs.from('RedisStreamsDashboardModule');
-    // Its story, a line per change of state: never connected (port), then lost and restored (killed).
+    // Its story, a line per change of state: never connected (the port), then lost and restored (killed).
+    expect(lines.join('\n')).not.toContain(wrong);
     expect(lines.filter((l) => l.includes(`127.0.0.1:${port}`))).toEqual([
       expect.stringMatching(
         new RegExp(`^warn cannot connect to redis://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\), retrying in \\d+ ms$`),
       ),
     ]);
-    const own = lines.filter((l) => l.includes(`127.0.0.1:${redis.port}`));
+    const own = lines.filter((l) => l.includes(`redis://127.0.0.1:${redis.port}`));
     expect(own, own.join('\n')).toEqual([
       expect.stringMatching(
         new RegExp(`^warn connection to redis://127\\.0\\.0\\.1:${redis.port} lost \\(.*ECONNREFUSED.*\\), retrying in \\d+ ms$`),

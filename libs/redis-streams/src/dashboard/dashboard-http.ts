@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError } from '../describe-error.js';
-import { isCommandTimeout, isConnectionLoss, isErrorReply, isUnanswered } from '../redis/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply, isHandshakeRefusal, isUnanswered } from '../redis/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
@@ -103,9 +103,10 @@ export function createDashboardHandler(
         if (err instanceof ActionRefused)
           return send(res, err.status, { error: err.message, ...(err.reason ? { reason: err.reason } : {}) });
         if (err instanceof BadRequest) return send(res, 400, { error: err.message });
-        // No answer (a connection down or lost, a deadline passed): Redis' state, not the request's fault.
-        if (isUnanswered(err)) {
-          const error = `Redis unreachable: ${unanswered(err)}`;
+        // No answer (a connection down or lost, a deadline passed), or no connection its credentials open:
+        // the dashboard cannot reach its Redis, which is no fault of the request.
+        if (isUnanswered(err) || isHandshakeRefusal(err)) {
+          const error = `Redis unreachable: ${unanswered(err).replace(/\.$/, '')}`;
           // An action cut off by a lost connection may have been carried out, or some of it (a redrive of several letters).
           if (req.method === 'POST')
             return send(res, 503, {
@@ -264,8 +265,9 @@ function rawPath(raw: string): string | null {
   return /(^|\/)\.{1,2}(\/|$)|\/\/|\\|%2f|%5c|%2e/i.test(path) ? null : path;
 }
 
-/** A call Redis gave no answer to, as the failure itself says it (ioredis' "max retries per request" names an option, not the cause). */
+/** A call Redis gave no answer to (or the connection's handshake refused), as the failure itself says it (ioredis' "max retries per request" names an option, not the cause). */
 function unansweredCause(err: unknown): string {
+  if (isHandshakeRefusal(err)) return describeError(err);
   if (isCommandTimeout(err)) return 'no answer in time (Command timed out)';
   return isConnectionLoss(err) ? 'the connection is down' : describeError(err);
 }

@@ -73,6 +73,15 @@ export const isUnanswered = (err: unknown): boolean =>
   (err as { name?: unknown } | null)?.name === 'ClusterAllFailedError' ||
   /^Command timed out|^Failed to refresh slots cache|^None of startup nodes is available/.test(message(err));
 
+/**
+ * The connection's handshake was refused (a wrong password, none given): ioredis fails every command
+ * of that connection with the handshake's own reply (`HELLO … AUTH`, `AUTH`) until the credentials change.
+ */
+export const isHandshakeRefusal = (err: unknown): boolean => {
+  const command = String((err as { command?: { name?: unknown } } | null)?.command?.name ?? '').toLowerCase();
+  return /^(WRONGPASS|NOAUTH)\b/.test(message(err)) || (isErrorReply(err) && (command === 'hello' || command === 'auth'));
+};
+
 /** Redis itself answered with this error (an upper-case prefix: WRONGTYPE, NOGROUP, LOADING …), as opposed to ioredis failing to reach it. */
 export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(message(err));
 

@@ -6,7 +6,7 @@ import { redactError } from '../redact.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from './connect.js';
 import { ConnectionReport } from './connection-report.js';
 import { watchState } from './lane-state.js';
-import { explainConnectionError, isCommandTimeout } from './redis-errors.js';
+import { explainConnectionError, isCommandTimeout, isHandshakeRefusal } from './redis-errors.js';
 
 /**
  * A long-lived command connection of a tool's own (the dashboard module's): its trouble told through
@@ -30,7 +30,10 @@ export class ReportedConnection {
     const report = new ConnectionReport(describeConnection(connection), logger, commandTimeoutMs);
     this.conn = openCommandConnection(connection, name, commandTimeoutMs);
     // The listener ioredis wants: without one it prints each failed attempt, AUTH arguments and all.
-    this.conn.on('error', (err: Error) => {
+    this.conn.on('error', (failure: Error) => {
+      // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
+      const node = (failure as { lastNodeError?: unknown }).lastNodeError;
+      const err = node instanceof Error ? new Error(`${failure.message} ${node.message}`, { cause: node }) : failure;
       this.lastError = redactError(explainConnectionError(err), undefined, secrets);
       report.failed(this.lastError);
     });
@@ -42,11 +45,12 @@ export class ReportedConnection {
   }
 
   /**
-   * Why a call got no answer (an error `isUnanswered` accepts), in words for its caller: the
-   * connection's own last error while it is down (ECONNREFUSED, WRONGPASS …: ioredis' own says
+   * Why a call got no answer (an error `isUnanswered` accepts, or the handshake's refusal), in words
+   * for its caller: the connection's own last error while it is down (ECONNREFUSED, WRONGPASS …: ioredis' own says
    * only "max retries per request"), else the deadline that passed, else that the connection went.
    */
   unanswered(err: unknown): string {
+    if (isHandshakeRefusal(err)) return describeError(err);
     if (this.lastError && this.conn.status !== 'ready') return describeError(this.lastError);
     if (isCommandTimeout(err)) return `no answer within ${this.commandTimeoutMs} ms`;
     return 'the connection was lost';
