@@ -107,12 +107,12 @@ export function createDashboardHandler(
         // the dashboard cannot reach its Redis, which is no fault of the request.
         if (isUnanswered(err) || isHandshakeRefusal(err)) {
           const error = `Redis unreachable: ${unanswered(err).replace(/\.$/, '')}`;
-          // An action cut off by a lost connection may have been carried out, or some of it (a redrive of several letters).
-          if (req.method === 'POST')
-            return send(res, 503, {
-              error: `${error}: the action may have been carried out in part or not at all; look before trying again`,
-              outcome: 'unknown',
-            });
+          // An action cut off by a lost connection may have been carried out, or some of it (a redrive of several
+          // letters); one past its deadline is still in Redis' hands.
+          const outcome = isCommandTimeout(err)
+            ? 'the action may still be carried out once it answers'
+            : 'the action may have been carried out in part or not at all';
+          if (req.method === 'POST') return send(res, 503, { error: `${error}: ${outcome}; look before trying again`, outcome: 'unknown' });
           return send(res, 503, { error });
         }
         // Redis refused what the request named (NOGROUP, an id past the last one, NOPERM): said as Redis said it.
