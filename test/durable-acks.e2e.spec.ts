@@ -1,5 +1,9 @@
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { lastValueFrom } from 'rxjs';
+import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';
+import { DeadLetterError } from 'nestjs-redis-streams/core';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
@@ -17,11 +21,27 @@ import { waitFor } from './support/wait-for.js';
 // says so in health, inspect, the dashboard and the log. Against a real master and replica.
 
 let pair: ReplicatedRedis;
+const reader = new PullReader();
 beforeAll(async () => {
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
   pair = await startReplicated();
   await pair.addReplica();
 }, 60_000);
-afterAll(async () => pair?.stop());
+afterAll(async () => {
+  disableOtelGlobals();
+  await pair?.stop();
+});
+
+/** The durability state gauge of `stream` (a state set): the state whose series is 1. */
+async function gaugedState(stream: string): Promise<string | undefined> {
+  const { resourceMetrics } = await reader.collect();
+  const metric = resourceMetrics.scopeMetrics
+    .flatMap((s) => s.metrics)
+    .find((m) => m.descriptor.name === 'messaging.redis_streams.ordered.durability');
+  return metric?.dataPoints.find((p) => p.attributes['messaging.destination.name'] === stream && p.value === 1)?.attributes[
+    'messaging.redis_streams.durability_state'
+  ] as string | undefined;
+}
 
 const startProducer = useProducers();
 const { consumers } = useLeftoversAfterEach();
@@ -103,6 +123,7 @@ describe('durable acks of ordered patterns', () => {
       await waitFor(async () => (await calls('wait')) >= waits + 3, { message: 'three more waits', timeoutMs: 20_000 });
       expect(log.lines().filter((l) => l.startsWith('S ')).length).toBe(startsWhenHeld);
       expect(lines.filter((l) => /the partition is held, nothing starts until the replicas confirm/.test(l))).toHaveLength(1);
+      expect(await gaugedState(stream)).toBe('held');
       const text = renderReports(await inspectStreams(pair.master.client(), [stream], 'g'));
       expect(text).toMatch(/durable acks: HELD since .*0 of 1 replica confirmed/);
       const { server, url } = await serveDashboard(pair.master.client(), { port: 0, match: `${prefix}*` });
@@ -127,6 +148,48 @@ describe('durable acks of ordered patterns', () => {
     expect(log.check([...first, ...rest]).violations).toEqual([]);
     await waitFor(async () => (await durabilityOf(c, stream))?.state === 'confirmed', { message: 'confirmed again' });
     expect(lines.some((l) => /acks confirmed on 1 replica again: the partition runs again/.test(l))).toBe(true);
+    expect(await gaugedState(stream)).toBe('confirmed');
+  });
+
+  it("'hold': a dead-lettered entry's key goes on only once the move is on the replica", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const log = new OrderLog();
+    const record = recording(log);
+    const c = consumer(prefix, { durableAcks: { replicas: 1, timeoutMs: 300 } });
+    await c
+      .handle(
+        'orders',
+        async (payload: { poison?: boolean }, ctx) => {
+          if (payload.poison) throw new DeadLetterError('poison');
+          await record({}, ctx);
+        },
+        { ordered: true },
+      )
+      .start();
+    const { client } = await startProducer({ connection: pair.master.url, keyPrefix: prefix });
+    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+    await waitFor(() => log.handled().size === 1 && durabilityOf(c, stream).then((d) => d?.state === 'confirmed'), {
+      message: 'confirmed',
+    });
+    const thaw = await freezeServer(pair.replica.client());
+    let second = '';
+    try {
+      const poison = await lastValueFrom(
+        client.emit<string>('orders', new RedisStreamsRecord({ poison: true }, {}, { partitionKey: 'k' })),
+      );
+      second = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+      // The move happened on the master: the letter is there, the key's next entry waits for the replica.
+      await waitFor(async () => (await pair.master.client().xlen(`${stream}:dead`)) === 1, { message: 'the letter written' });
+      await waitFor(async () => (await durabilityOf(c, stream))?.state === 'held', { message: 'held' });
+      const waits = await calls('wait');
+      await waitFor(async () => (await calls('wait')) >= waits + 3, { message: 'three more waits', timeoutMs: 20_000 });
+      expect(log.handled().has(`${stream} ${second}`)).toBe(false);
+      expect(((await pair.master.client().xrange(`${stream}:dead`, '-', '+'))[0]![1] as string[]).includes(poison)).toBe(true);
+    } finally {
+      thaw();
+    }
+    await waitFor(() => log.handled().has(`${stream} ${second}`), { message: 'the next entry of the key handled once thawed' });
   });
 
   it("'carry-on': a frozen replica, the partition carries on degraded (said once), durable again once thawed", async () => {

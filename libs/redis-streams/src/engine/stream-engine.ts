@@ -112,7 +112,17 @@ export class StreamEngine {
         })),
       state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
-    const handlers = { source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])), streams: plan.streams };
+    const handlers = {
+      source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])),
+      streams: plan.streams,
+      durability: () =>
+        new Map(
+          readers.flatMap((r) => {
+            const o = r.ordering();
+            return o?.owned && o.durability ? [[r.streams[0]!, o.durability.state] as const] : [];
+          }),
+        ),
+    };
     const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
     const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
     const readers: Reader[] = plan.readers.map(
