@@ -1,39 +1,38 @@
-import { createHash } from 'node:crypto';
 import type { ResolvedDurability } from '../options/durability-options.js';
 import type { RedisConnection } from './connect.js';
-import { isNoScript } from './redis-errors.js';
+import { DurableWrites } from './durable-writes.js';
 import { ownershipKeysOf, type OwnershipKeys } from './ownership-commands.js';
 import { CONFIRM_SETTLED_SCRIPT, FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT } from './ownership-script.js';
-import { parseOwnershipReply, parseStringList, parseWaitReply, type OwnershipBeat } from './replies.js';
-import { waitCommand, type Confirmation, type RawCommand } from './replication-wait.js';
+import { parseOwnershipReply, parseStringList, type OwnershipBeat } from './replies.js';
+import type { Confirmation, RawCommand } from './replication-wait.js';
 import { shortAck, type AckDeletePolicy, type ShortAck } from './stream-commands.js';
 
 interface Script {
   lua: string;
-  sha: string;
   keys: number;
 }
 
-const script = (lua: string, keys: number): Script => ({ lua, keys, sha: createHash('sha1').update(lua).digest('hex') });
-const OWNERSHIP = script(OWNERSHIP_SCRIPT, 4);
-const FENCED_ACK = script(FENCED_ACK_SCRIPT, 2);
-const CONFIRM_SETTLED = script(CONFIRM_SETTLED_SCRIPT, 2);
+const OWNERSHIP: Script = { lua: OWNERSHIP_SCRIPT, keys: 4 };
+const FENCED_ACK: Script = { lua: FENCED_ACK_SCRIPT, keys: 2 };
+const CONFIRM_SETTLED: Script = { lua: CONFIRM_SETTLED_SCRIPT, keys: 2 };
 
 /**
  * An ordered partition's writes whose replication its owner waits for (durable acks): the ownership
- * beat, the fenced ack, and the check that a dead-letter move is settled, each sent with a WAIT (or
- * WAITAOF) right after it in one pipeline, on a connection of their own (a wait never holds the
- * shared command connection). The write and its wait reach the same master: one pipeline, routed by
- * the write's keys (a wait alone could reach another node on a cluster). A script goes as EVALSHA,
- * and once more as EVAL, with its own wait, where the server does not know it: an ioredis re-send
- * after NOSCRIPT would run after the wait.
+ * beat, the fenced ack, and the check that a dead-letter move is settled, each followed by a WAIT (or
+ * WAITAOF) on a connection of their own (durable-writes.ts: a wait never holds the shared command
+ * connection, the writes of every partition on one master share one wait, and a write and its wait
+ * reach the same master). Without a durability (carrying on degraded), the write alone.
  */
 export class DurableOwnershipCommands {
+  private readonly writes: DurableWrites;
+
   constructor(
     private readonly conn: RedisConnection,
     private readonly group: string,
     private readonly onCluster: boolean,
-  ) {}
+  ) {
+    this.writes = new DurableWrites(conn, onCluster);
+  }
 
   keys(stream: string): OwnershipKeys {
     return ownershipKeysOf(stream, this.group, this.onCluster);
@@ -86,31 +85,17 @@ export class DurableOwnershipCommands {
     return { pending: parseStringList('settled check', reply), confirmed: confirmed! };
   }
 
-  /** The script (EVALSHA, EVAL where unknown) and its wait, in one pipeline; the script's error is thrown. */
+  /** The script (EVAL: see DurableWrites) and, with `durability`, the wait after it; the script's error is thrown. */
   private async run(
     s: Script,
     args: readonly (string | number)[],
     durability: ResolvedDurability | undefined,
   ): Promise<{ reply: unknown; confirmed?: Confirmation }> {
-    const send = async (command: RawCommand) => {
-      const pipeline = this.conn.pipeline();
-      pipeline.call(...command);
-      if (durability) pipeline.call(...waitCommand(durability));
-      const results = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
-      const [err, reply] = results[0] ?? [new Error(`${s === OWNERSHIP ? 'the ownership script' : 'a script'} got no reply`), null];
-      return { err, reply, wait: results[1] };
-    };
-    let sent = await send(['EVALSHA', s.sha, s.keys, ...args]);
-    if (sent.err && isNoScript(sent.err)) sent = await send(['EVAL', s.lua, s.keys, ...args]);
-    if (sent.err) throw sent.err;
-    if (!durability) return { reply: sent.reply };
-    const [waitErr, waitReply] = sent.wait ?? [new Error('WAIT got no reply'), null];
-    let confirmed: Confirmation;
-    try {
-      confirmed = waitErr ? { replicas: 0, refused: waitErr.message } : parseWaitReply(waitReply, durability.fsync);
-    } catch (err) {
-      confirmed = { replicas: 0, refused: (err as Error).message };
-    }
-    return { reply: sent.reply, confirmed };
+    const command: RawCommand = ['EVAL', s.lua, s.keys, ...args];
+    if (!durability) return { reply: await this.conn.call(...(command as [string, ...(string | number)[]])) };
+    const { replies, confirmed } = await this.writes.write(String(args[0]), durability, [command]);
+    const [err, reply] = replies[0] ?? [new Error('a script got no reply'), null];
+    if (err) throw err;
+    return { reply, confirmed };
   }
 }

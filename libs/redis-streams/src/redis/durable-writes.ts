@@ -12,6 +12,7 @@ export interface DurableResult {
 }
 
 interface Pending {
+  slotKey: string;
   commands: readonly RawCommand[];
   resolve: (result: DurableResult) => void;
   reject: (err: unknown) => void;
@@ -19,15 +20,16 @@ interface Pending {
   redirects: number;
 }
 
-interface Batch {
-  /** A key of the batch's slot: the pipeline goes to that slot's master. */
-  slotKey: string;
+/** The writes waiting for one master's next pipeline, and whether one of its pipelines is out. */
+interface Group {
   durability: ResolvedDurability;
-  writes: Pending[];
+  open: Pending[];
   commands: number;
+  sending: boolean;
+  scheduled: boolean;
 }
 
-/** Commands of one pipeline before it is sent without waiting for the tick's end. */
+/** Commands of one pipeline: past it, the rest waits for the next one. */
 const MAX_BATCH_COMMANDS = 1000;
 /** A write redirected this often (a slot moving again and again) fails with the redirection. */
 const MAX_REDIRECTS = 3;
@@ -35,74 +37,94 @@ const MAX_REDIRECTS = 3;
 const isRedirect = (err: Error | null): boolean => err !== null && /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /.test(err.message);
 
 /**
- * Durable writes on their own connection (a second one, so that a wait never holds the shared
- * command connection): the writes of one tick, per hash slot and durability, go in one pipeline
- * followed by one WAIT (or WAITAOF), which covers them all: concurrent emits pay one wait per slot,
- * not one per entry. On a cluster the pipeline goes to the slot's master; a write redirected there
- * (MOVED during a failover) was not written: ioredis does not re-send a pipeline whose wait succeeded,
- * so it is sent again here, in a later pipeline with its own wait, never confirmed by a wait that ran
- * on another node. Every command is sent raw (scripts as EVAL): a NOSCRIPT re-send would run after the wait.
+ * Writes whose replication their writer waits for (durable produce, durable acks), on a connection of
+ * their own, so that a wait never holds the shared command connection. Writes bound for one master
+ * (one node; on a cluster the master of their slot) and one durability go out in one pipeline followed
+ * by one WAIT (or WAITAOF), which covers them all: WAIT covers what its connection wrote before it, and
+ * the replication stream is ordered. One pipeline per master is out at a time, and what arrives
+ * meanwhile goes in the next: a wait blocks its connection on Redis, so writes sent behind it would each
+ * wait for a later offset in turn (with `appendfsync everysec`, a second each); batched, they share one.
+ * On a cluster a write redirected (MOVED during a failover) was not written: ioredis does not re-send a
+ * pipeline whose wait succeeded, so it is sent again here, in a later pipeline with its own wait, never
+ * confirmed by a wait that ran on another node. Scripts go raw as EVAL: an ioredis re-send after NOSCRIPT
+ * would run after the wait.
  */
 export class DurableWrites {
-  private readonly open = new Map<string, Batch>();
-  private flushScheduled = false;
+  private readonly groups = new Map<string, Group>();
 
   constructor(
     private readonly conn: RedisConnection,
     private readonly onCluster: boolean,
   ) {}
 
-  /** Sends `commands` (one write's, every key in `slotKey`'s slot) with this tick's writes of that slot, then the wait. */
+  /** Sends `commands` (one write's, every key in `slotKey`'s slot) in the next pipeline of that slot's master, then the wait. */
   write(slotKey: string, durability: ResolvedDurability, commands: readonly RawCommand[]): Promise<DurableResult> {
-    return new Promise<DurableResult>((resolve, reject) => this.enqueue(slotKey, durability, { commands, resolve, reject, redirects: 0 }));
+    return new Promise<DurableResult>((resolve, reject) => this.enqueue({ slotKey, commands, resolve, reject, redirects: 0 }, durability));
   }
 
-  private enqueue(slotKey: string, durability: ResolvedDurability, write: Pending): void {
-    const key = `${this.onCluster ? slotOf(slotKey) : 0} ${durability.replicas} ${durability.fsync ? 1 : 0} ${durability.timeoutMs}`;
-    let batch = this.open.get(key);
-    if (!batch) this.open.set(key, (batch = { slotKey, durability, writes: [], commands: 0 }));
-    batch.writes.push(write);
-    batch.commands += write.commands.length;
-    if (batch.commands >= MAX_BATCH_COMMANDS) {
-      this.open.delete(key);
-      void this.send(batch);
-      return;
+  private enqueue(write: Pending, durability: ResolvedDurability): void {
+    const key = `${this.masterOf(write.slotKey)} ${durability.replicas} ${durability.fsync ? 1 : 0} ${durability.timeoutMs}`;
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { durability, open: [], commands: 0, sending: false, scheduled: false }));
+    group.open.push(write);
+    group.commands += write.commands.length;
+    if (group.sending || group.scheduled) return;
+    // At the end of the tick: the writes begun together (a loop, Promise.all, lanes finishing) share one wait.
+    group.scheduled = true;
+    setImmediate(() => {
+      group.scheduled = false;
+      void this.send(key, group);
+    });
+  }
+
+  /** Where a slot's writes go: its master as the cluster's slot map says (writes of one master share a pipeline), or the one node. */
+  private masterOf(slotKey: string): string {
+    if (!this.onCluster) return '';
+    const slot = slotOf(slotKey);
+    return (this.conn as Cluster).slots?.[slot]?.[0] ?? `slot ${slot}`;
+  }
+
+  private async send(key: string, group: Group): Promise<void> {
+    if (group.sending || group.open.length === 0) return;
+    group.sending = true;
+    const writes: Pending[] = [];
+    let count = 0;
+    while (group.open.length > 0 && (writes.length === 0 || count + group.open[0]!.commands.length <= MAX_BATCH_COMMANDS)) {
+      const w = group.open.shift()!;
+      writes.push(w);
+      count += w.commands.length;
     }
-    // At the end of the tick: the emits begun together (a loop, Promise.all) share one wait.
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flushAll());
+    group.commands -= count;
+    try {
+      await this.sendBatch(writes, group.durability);
+    } finally {
+      group.sending = false;
+      if (group.open.length > 0) void this.send(key, group);
+      else this.groups.delete(key);
     }
   }
 
-  private flushAll(): void {
-    this.flushScheduled = false;
-    const batches = [...this.open.values()];
-    this.open.clear();
-    for (const batch of batches) void this.send(batch);
-  }
-
-  private async send(batch: Batch): Promise<void> {
+  private async sendBatch(writes: Pending[], durability: ResolvedDurability): Promise<void> {
     const pipeline = this.conn.pipeline();
-    for (const w of batch.writes) for (const [name, ...args] of w.commands) pipeline.call(name, ...args);
-    pipeline.call(...waitCommand(batch.durability));
+    for (const w of writes) for (const [name, ...args] of w.commands) pipeline.call(name, ...args);
+    pipeline.call(...waitCommand(durability));
     let results: [Error | null, unknown][];
     try {
       results = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
     } catch (err) {
-      for (const w of batch.writes) w.reject(err);
+      for (const w of writes) w.reject(err);
       return;
     }
     const [waitError, waitReply] = results[results.length - 1] ?? [new Error('WAIT got no reply'), null];
     let confirmed: Confirmation;
     try {
-      confirmed = waitError ? { replicas: 0, refused: waitError.message } : parseWaitReply(waitReply, batch.durability.fsync);
+      confirmed = waitError ? { replicas: 0, refused: waitError.message } : parseWaitReply(waitReply, durability.fsync);
     } catch (err) {
       confirmed = { replicas: 0, refused: (err as Error).message };
     }
     let at = 0;
     const again: Pending[] = [];
-    for (const w of batch.writes) {
+    for (const w of writes) {
       const replies = results.slice(at, at + w.commands.length);
       at += w.commands.length;
       if (this.onCluster && replies.some(([err]) => isRedirect(err)) && w.redirects < MAX_REDIRECTS) {
@@ -113,6 +135,6 @@ export class DurableWrites {
     }
     if (again.length === 0) return;
     await new Promise<void>((done) => (this.conn as Cluster).refreshSlotsCache(() => done()));
-    for (const w of again) this.enqueue(batch.slotKey, batch.durability, w);
+    for (const w of again) this.enqueue(w, durability);
   }
 }

@@ -29,9 +29,6 @@ export const isNoSuchKey = (err: unknown): boolean => /^ERR no such key/.test(me
 /** An ordered stream's ack refused: this consumer no longer owns the partition at its epoch (FENCED_ACK_SCRIPT). */
 export const isFenced = (err: unknown): boolean => message(err).startsWith('FENCED');
 
-/** The server does not know a script's SHA (restarted, SCRIPT FLUSH, a replica promoted): send the source. */
-export const isNoScript = (err: unknown): boolean => message(err).startsWith('NOSCRIPT');
-
 /** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 
