@@ -4,6 +4,9 @@ import type { OwnershipCommands } from '../libs/redis-streams/src/redis/ownershi
 import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
+import { StreamConsumer } from 'nestjs-redis-streams/core';
+import { freezeServer } from './support/freeze.js';
+import { startRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
 // An ordered partition's ownership against a real Redis (issue 48: what the stalled cluster failover test showed).
@@ -101,6 +104,47 @@ describe('partition ownership', () => {
       expect(lines.filter((l) => /made no progress/.test(l))).toHaveLength(1);
     } finally {
       renewals.unsubscribe();
+    }
+  });
+
+  it('Redis frozen under an ordered worker of 4 partitions: one line per partition when renewing fails, one when it works again (not a line per beat)', async () => {
+    const own = await startRedis({ standalone: true });
+    const { logger, lines } = captureLogs();
+    const c = new StreamConsumer({
+      connection: own.url,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: uniquePrefix(),
+      blockMs: 100,
+      minIdleMs: 8000,
+      leaseRenewMs: 200,
+      commandTimeoutMs: 300,
+      logger,
+    });
+    try {
+      await c.handle('orders', () => undefined, { ordered: true, partitions: 4 }).start();
+      await waitFor(async () => (await c.health({ stats: false })).streams.filter((s) => s.ordering?.owned).length === 4, {
+        message: 'the 4 partitions owned',
+      });
+      const failed = () => lines.filter((l) => /could not renew ownership/.test(l)).length;
+      const thaw = await freezeServer(own.client());
+      try {
+        // Long enough for every partition's renewals to fail several times (a beat every 200 ms, each failing after 300 ms).
+        await waitFor(() => failed() >= 4, { message: 'each partition told once', timeoutMs: 10_000 });
+        // Then until the worker has seen Redis silent for 2 s: ~5 more failed renewals of each partition.
+        await waitFor(async () => (await c.health({ stats: false })).redisDownForMs >= 2000, {
+          message: 'Redis down for 2 s, as the worker sees it',
+        });
+      } finally {
+        thaw();
+      }
+      await waitFor(() => lines.filter((l) => /renewed ownership of .* again after \d+ failed renewal/.test(l)).length === 4, {
+        message: 'each partition renewed again, told once',
+      });
+      expect(failed()).toBe(4);
+    } finally {
+      await c.close();
+      await own.stop();
     }
   });
 });
