@@ -73,6 +73,9 @@ const ON_VALKEY = [
   // The plain-Node worker (nestjs-redis-streams/core) as a process of its own: asked for on Redis and on Valkey.
   'test/plain-node.e2e.spec.ts',
   'test/core-no-nest.e2e.spec.ts',
+  // WAIT and WAITAOF's replies on Valkey, and what a frozen replica makes of them.
+  'test/durable-produce.e2e.spec.ts',
+  'test/durable-acks.e2e.spec.ts',
 ];
 
 /**
@@ -120,6 +123,9 @@ const ON_NEWER = [
   // Ordered patterns never take the read's CLAIM: their takeovers and retries go the floor's way there too.
   'test/ordered.e2e.spec.ts',
   'test/redis8-*.e2e.spec.ts',
+  // Durable produce and acks: WAITAOF where the server has it (fsync), the waits' replies.
+  'test/durable-produce.e2e.spec.ts',
+  'test/durable-acks.e2e.spec.ts',
 ];
 
 /**

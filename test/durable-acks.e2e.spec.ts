@@ -13,6 +13,7 @@ import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
 import { startReplicated, type ReplicatedRedis } from './support/redis-replica.js';
 import { uniquePrefix } from './support/test-app.js';
+import { detectServerFeatures } from '../libs/redis-streams/src/redis/server-features.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -214,6 +215,21 @@ describe('durable acks of ordered patterns', () => {
     }
     expect(log.check(produced).violations).toEqual([]);
     await waitFor(async () => (await durabilityOf(c, stream))?.state === 'confirmed', { message: 'durable again' });
+  });
+
+  it('fsync: refused at start on a server without WAITAOF (Redis 7.0); confirmed on one with it and AOF on', async () => {
+    const prefix = uniquePrefix();
+    const { waitAof } = await detectServerFeatures(pair.master.client());
+    const c = consumer(prefix, { durableAcks: { replicas: 1, fsync: true, timeoutMs: 400 } });
+    c.handle('orders', () => undefined, { ordered: true });
+    if (!waitAof) {
+      await expect(c.start()).rejects.toThrow(/durableAcks.fsync needs WAITAOF \(Redis or Valkey 7.2 or later\); the server is Redis 7\.0/);
+      return;
+    }
+    // WAITAOF counts AOF fsyncs: without AOF the waits are refused, and the partition holds (said with the refusal).
+    await c.start();
+    await waitFor(async () => (await durabilityOf(c, `${prefix}orders`))?.refused !== undefined, { message: 'the wait refused, told' });
+    expect((await durabilityOf(c, `${prefix}orders`))?.state).toBe('held');
   });
 
   it('refused at start: durableAcks on an unordered pattern; a timeoutMs not below leaseRenewMs', async () => {

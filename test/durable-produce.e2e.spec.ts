@@ -144,6 +144,19 @@ describe('durable produce', () => {
     },
   );
 
+  it.skipIf(/redis-server$/.test(SERVER_BIN) && process.env.REDIS_SERVER_BIN === undefined)(
+    'fsync on a server with WAITAOF but no AOF: NotDurableError says the wait was refused, the entry is on the master',
+    async () => {
+      const client = await producer({ durability: { replicas: 1, fsync: true, timeoutMs: 300 } });
+      const key = `${client.options.keyPrefix}orders`;
+      const err = (await emit(client, { n: 1 }).catch((e: unknown) => e)) as NotDurableError;
+      expect(err).toBeInstanceOf(NotDurableError);
+      expect(err.confirmed.refused).toMatch(/appendonly/i);
+      expect(err.message).toMatch(/the wait was refused \(.*appendonly/i);
+      expect((await pair.master.client().xrange(key, err.id, err.id)).length).toBe(1);
+    },
+  );
+
   it('the waits never hold the client’s other writes: a durable emit waiting on a frozen replica, a plain one resolves meanwhile', async () => {
     const client = await producer({ durability: { replicas: 1, timeoutMs: 3000 } });
     await emit(client, { warm: true });

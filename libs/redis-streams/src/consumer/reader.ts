@@ -203,7 +203,12 @@ export class Reader {
     const { findings } = this;
     this.streams = streams;
     // XREADGROUP … CLAIM serves the most idle first: never on an ordered stream.
-    const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck, !ordered));
+    const offer = (this.offer = new ServerOffer(
+      options.newerCommands,
+      options.deleteOnAck,
+      !ordered,
+      ordered?.durableAcks?.fsync === true,
+    ));
     const durable = ordered?.durableAcks && d.durable;
     const durability = (this.durability =
       ordered?.durableAcks && durable

@@ -25,6 +25,8 @@ export class ServerOffer {
     readonly deleteOnAck: DeleteOnAck = false,
     /** False for an ordered stream: CLAIM serves the most idle entries first, out of their keys' order. */
     private readonly claimAllowed = true,
+    /** An ordered stream's durable acks with fsync: they wait with WAITAOF (Redis or Valkey 7.2). */
+    private readonly needsWaitAof = false,
   ) {}
 
   /** The features found at a (re)start; a description when they differ from the last start's (a failover to another server). */
@@ -58,6 +60,9 @@ export class ServerOffer {
   /** Why the server found last cannot serve the options (it lacks a command one of them needs); undefined when it can. */
   unmet(): string | undefined {
     const found = this.found;
+    // Not looked up (COMMAND refused): the waits themselves say so, held with the refusal in the log and health.
+    if (this.needsWaitAof && found && !found.waitAof && !found.lookupError)
+      return `durableAcks.fsync needs WAITAOF (Redis or Valkey 7.2 or later); the server is ${found.server}: drop fsync, or run a newer server`;
     if (!this.deleteOnAck || !found || found.ackDelete) return undefined;
     const needs = `deleteOnAck: '${this.deleteOnAck}' needs XACKDEL (Redis 8.2 or later)`;
     if (!this.allowed) return `${needs}, which newerCommands: false turns off: drop one of the two options`;

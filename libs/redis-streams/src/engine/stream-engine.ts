@@ -8,7 +8,6 @@ import { openCommandLane } from '../redis/command-lane.js';
 import { describeFeatures } from '../redis/server-features.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
-import { MAX_DURABILITY_TIMEOUT_MS } from '../options/durability-options.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -85,15 +84,12 @@ export class StreamEngine {
     const command = openCommandLane(options.connection, name, laneFailed, options.commandTimeoutMs, watch.laneRetry);
     const commands = new StreamCommands(command.conn, options.group, watch.onCluster, options.deadLetterRetention);
     // Durable acks wait on a connection of their own: a wait never holds the command connection the other readers share.
-    const durableLane = plan.readers.some((r) => r.ordered?.durableAcks)
-      ? openCommandLane(
-          options.connection,
-          `${name}:durable`,
-          laneFailed,
-          options.commandTimeoutMs + MAX_DURABILITY_TIMEOUT_MS,
-          watch.laneRetry,
-        )
-      : undefined;
+    // Its commands' deadline: the longest wait asked for, past commandTimeoutMs (a frozen Redis fails them no later).
+    const longestWaitMs = Math.max(0, ...plan.readers.map((r) => r.ordered?.durableAcks?.timeoutMs ?? 0));
+    const durableLane =
+      longestWaitMs > 0
+        ? openCommandLane(options.connection, `${name}:durable`, laneFailed, options.commandTimeoutMs + longestWaitMs, watch.laneRetry)
+        : undefined;
     const durable = durableLane && new DurableOwnershipCommands(durableLane.conn, options.group, watch.onCluster);
     const probe = new HealthProbe({
       group: options.group,
