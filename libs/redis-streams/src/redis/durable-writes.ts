@@ -1,6 +1,7 @@
 import type { Cluster } from 'ioredis';
 import type { ResolvedDurability } from '../options/durability-options.js';
 import { slotOf } from '../slots.js';
+import { within } from '../within.js';
 import type { RedisConnection } from './connect.js';
 import { parseWaitReply } from './replies.js';
 import { waitCommand, type Confirmation, type RawCommand } from './replication-wait.js';
@@ -33,6 +34,8 @@ interface Group {
 const MAX_BATCH_COMMANDS = 1000;
 /** A write redirected this often (a slot moving again and again) fails with the redirection. */
 const MAX_REDIRECTS = 3;
+/** The longest a slot refresh after a redirection is waited for before the writes go again anyway. */
+const REFRESH_WITHIN_MS = 5000;
 
 const isRedirect = (err: Error | null): boolean => err !== null && /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /.test(err.message);
 
@@ -134,7 +137,9 @@ export class DurableWrites {
       } else w.resolve({ replies, confirmed });
     }
     if (again.length === 0) return;
-    await new Promise<void>((done) => (this.conn as Cluster).refreshSlotsCache(() => done()));
+    // ioredis neither follows nor learns from a redirection in a pipeline whose wait succeeded: refreshed here
+    // (bounded: a refresh that never answers must not hold the writes), or they would go to the former master again.
+    await within(new Promise<void>((done) => (this.conn as Cluster).refreshSlotsCache(() => done())), REFRESH_WITHIN_MS, undefined);
     for (const w of again) this.enqueue(w, durability);
   }
 }
