@@ -14,7 +14,7 @@ import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
-import { delayedKeysOf } from '../libs/redis-streams/src/redis/delayed-commands.js';
+import { delayedKeysOf } from '../libs/redis-streams/src/key-names.js';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
 import { attention } from '../libs/redis-streams/src/ops/attention.js';

@@ -8,10 +8,12 @@ import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
-import { PauseCommands, pauseKeyOf } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { PauseCommands } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { pauseKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
 import { serveDashboard } from 'nestjs-redis-streams';
 import { runCli } from './support/cli.js';
+import { aclUser, PAUSE_ACL } from './support/acl.js';
 
 const redis = useRedis();
 
@@ -133,15 +135,17 @@ describe('pause and resume a pattern for the whole group', () => {
     restarted.child.kill('SIGKILL');
   });
 
-  it('pauses a partitioned pattern by its name, and says what it cannot do', async () => {
+  it('pauses a partitioned pattern by its name (each partition its flag), and says what it cannot do', async () => {
     const prefix = uniquePrefix();
     const handled: number[] = [];
+    const partitions = [0, 1, 2].map((p) => `${prefix}{orders:${p}}`);
     const c = consumer(prefix).handle('orders', (p: { n: number }) => void handled.push(p.n), { partitions: 3 });
     await expect(c.pause('orders')).rejects.toThrow(/pause: the consumer is not running/);
     await c.start();
     await c.pause('orders');
-    expect(await redis.client().exists(pauseKeyOf(`${prefix}orders`, 'g'))).toBe(1);
-    const state = await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g');
+    for (const key of partitions) expect(await redis.client().exists(pauseKeyOf(key, 'g'))).toBe(1);
+    expect(await redis.client().exists(pauseKeyOf(`${prefix}orders`, 'g'))).toBe(0);
+    const state = await new PauseCommands(redis.client()).state(partitions[0]!, 'g');
     expect(state!.by).toMatch(/^consumer /);
     expect(state!.at).toBeGreaterThan(0);
     for (let p = 0; p < 3; p++) await redis.client().xadd(`${prefix}{orders:${p}}`, '*', 'data', JSON.stringify({ n: p }));
@@ -151,7 +155,54 @@ describe('pause and resume a pattern for the whole group', () => {
     expect(await c.resume('orders')).toBe(true);
     expect(await c.resume('orders')).toBe(false);
     await waitFor(() => handled.length === 3, { message: 'the 3 partitions handled' });
-    expect(await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g')).toBeNull();
+    expect(await new PauseCommands(redis.client()).state(partitions[0]!, 'g')).toBeNull();
+    // The CLI by the pattern's name: each partition, named.
+    const cli = await runCli(redis, ['pause', `${prefix}orders`, '--group', 'g']);
+    expect(cli.stdout.trim().split('\n')).toEqual(
+      partitions.map((key) => expect.stringMatching(new RegExp(`^paused "${key.replace(/[{}]/g, '\\$&')}" for group "g"`))),
+    );
+    await waitFor(async () => (await c.health()).streams.every((s) => s.paused), { message: 'the worker to see the CLI pause' });
+    // One partition resumed by its key: it alone reads again.
+    expect((await runCli(redis, ['resume', partitions[1]!, '--group', 'g'])).stdout).toMatch(/^resumed /);
+    await waitFor(async () => (await c.health()).streams.filter((s) => s.paused).length === 2, { message: 'one partition resumed' });
+    expect(JSON.parse((await runCli(redis, ['resume', `${prefix}orders`, '--group', 'g', '--json'])).stdout)).toEqual({
+      name: `${prefix}orders`,
+      group: 'g',
+      streams: partitions,
+      resumed: [partitions[0], partitions[2]],
+    });
+  });
+
+  it('pausing one stream pauses it alone: jobs:{tenant:1} paused, jobs:{tenant:2} and jobs:tenant run; the CLI and inspect name only it (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const patterns = ['jobs:{tenant:1}', 'jobs:{tenant:2}', 'jobs:tenant'];
+    const [one, two, plain] = patterns.map((p) => `${prefix}${p}`) as [string, string, string];
+    const handled = new Map<string, number[]>(patterns.map((p) => [p, []]));
+    const c = consumer(prefix);
+    for (const p of patterns) c.handle(p, (m: { n: number }) => void handled.get(p)!.push(m.n));
+    await c.start();
+    const paused = await runCli(redis, ['pause', one, '--group', 'g']);
+    expect(paused.stderr).toBe('');
+    // It names what it paused, and only that.
+    expect(paused.stdout).toBe(
+      `paused "${one}" for group "g": its workers finish what they hold and read nothing new within flowCheckMs\n`,
+    );
+    const pausedOf = async () => Object.fromEntries((await c.health()).streams.map((s) => [s.stream, s.paused === true]));
+    await waitFor(async () => (await pausedOf())[one], { message: 'the worker to see the pause' });
+    expect(await pausedOf()).toEqual({ [one]: true, [two]: false, [plain]: false });
+    const json = JSON.parse((await runCli(redis, ['pause', one, '--group', 'g', '--json'])).stdout) as { streams: string[] };
+    expect(json.streams).toEqual([one]);
+    for (const key of [one, two, plain]) await produce(key, 0, 3);
+    await waitFor(() => handled.get('jobs:{tenant:2}')!.length === 3 && handled.get('jobs:tenant')!.length === 3, {
+      message: 'the streams not paused handled',
+    });
+    await beats(3);
+    expect(handled.get('jobs:{tenant:1}')).toEqual([]);
+    const inspect = async (key: string) => (await runCli(redis, ['inspect', key, '--group', 'g'])).stdout;
+    expect(await inspect(one)).toMatch(/\n {4}paused since \S+ by cli \S+: nothing new is read/);
+    for (const key of [two, plain]) expect(await inspect(key)).not.toMatch(/paused/);
+    expect((await runCli(redis, ['resume', one, '--group', 'g'])).stdout).toMatch(/^resumed ".*jobs:\{tenant:1\}" for group "g"/);
+    await waitFor(() => handled.get('jobs:{tenant:1}')!.length === 3, { message: 'handled after the resume' });
   });
 
   it('from the CLI and the dashboard (an action behind its password), shown by inspect and the stream page', async () => {
@@ -224,6 +275,29 @@ describe('pause and resume a pattern for the whole group', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('the CLI pauses under the documented operator ACL; a partitioned name needs +scan, and says so (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const c = consumer(prefix)
+      .handle('orders', () => undefined)
+      .handle('parts', () => undefined, { partitions: 2 });
+    await c.start();
+    const name = `ops-${prefix.slice(2, 10)}`;
+    const user = await aclUser(redis.client(), redis.port, name, prefix, PAUSE_ACL);
+    const url = `redis://${user.username}:${user.password}@127.0.0.1:${redis.port}`;
+    const pause = (key: string) => runCli(redis, ['pause', key, '--group', 'g', '--url', url]);
+    const stream = `${prefix}orders`;
+    expect(await pause(stream)).toMatchObject({ code: 0, stderr: '' });
+    expect(await redis.client().exists(pauseKeyOf(stream, 'g'))).toBe(1);
+    expect((await runCli(redis, ['resume', stream, '--group', 'g', '--url', url])).stdout).toMatch(/^resumed /);
+    // By a partitioned pattern's name: its partitions are found by SCAN.
+    const refused = await pause(`${prefix}parts`);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/scan/i);
+    await redis.client().call('ACL', 'SETUSER', name, '+scan');
+    expect((await pause(`${prefix}parts`)).stdout.trim().split('\n')).toHaveLength(2);
+    await redis.client().call('ACL', 'DELUSER', name);
   });
 
   it('a stream drained at a (re)start after its resume is owed no second drain (its entries may be in hand by then)', async () => {

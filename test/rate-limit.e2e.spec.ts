@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
-import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
+import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/key-names.js';
 
 const redis = useRedis();
 const { children, dirs } = useLeftoversAfterEach();
@@ -278,7 +278,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     expect(letters.some((l) => /rateLimit.perKey threw: Error: boom/.test(l))).toBe(true);
   }, 60_000);
 
-  it('per key: a key of any length and characters has its own window (URI-encoded, or hashed)', async () => {
+  it('per key: a key of any length and characters has its own window (escaped, or hashed)', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}mail`;
     // A function's key: the payload's JSON can hold a lone surrogate, a field's bytes cannot.

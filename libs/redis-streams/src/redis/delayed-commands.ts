@@ -1,21 +1,7 @@
-import { sameSlotKey } from '../slots.js';
+import { delayedKeysOf, type DelayedKeys } from '../key-names.js';
 import type { RedisConnection } from './connect.js';
 import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './delayed-scripts.js';
 import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type Promotion } from './replies.js';
-
-/** The keys of a stream's delayed entries (per stream, not per group: an entry becomes visible to every group at once). */
-export interface DelayedKeys {
-  /** Sorted set: id → due time (Unix ms, Redis' clock). */
-  schedule: string;
-  /** Hash: id → the entry's fields, a JSON array of field/value strings. */
-  entries: string;
-}
-
-/** `orders:delayed` and `orders:delayed:entries` (on a cluster in the stream's slot: `{orders}:delayed` …). */
-export function delayedKeysOf(stream: string, onCluster: boolean): DelayedKeys {
-  const key = (suffix: string) => (onCluster ? sameSlotKey(stream, suffix) : `${stream}${suffix}`);
-  return { schedule: key(':delayed'), entries: key(':delayed:entries') };
-}
 
 /** `value` with each lone surrogate made U+FFFD (String.prototype.toWellFormed, ES2024). */
 const wellFormed = (value: string): string =>

@@ -70,7 +70,7 @@ export class StreamCommands {
   constructor(
     conn: RedisConnection,
     private readonly group: string,
-    /** Keys of a cluster: a stream's retry set must share its slot (see retryKeyOf). */
+    /** Keys of a cluster: a stream's retry set must share its slot (key-names.ts). */
     onCluster = false,
     /** How much of a dead-letter stream each move keeps (the server's `deadLetterRetention`). */
     private readonly deadLetterRetention?: DeadLetterRetention,
