@@ -11,7 +11,8 @@ import { waitFor } from './support/wait-for.js';
 import { PauseCommands } from '../libs/redis-streams/src/redis/pause-commands.js';
 import { pauseKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
-import { serveDashboard } from 'nestjs-redis-streams';
+import { RedisStreamsClient, RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';
+import { lastValueFrom } from 'rxjs';
 import { runCli } from './support/cli.js';
 import { aclUser, PAUSE_ACL } from './support/acl.js';
 
@@ -50,6 +51,22 @@ const beats = (n: number) => {
   const start = Date.now();
   return waitFor(() => Date.now() - start >= n * 200, { message: `${n} beats`, intervalMs: 50 });
 };
+
+/**
+ * Starts recorded after their worker reported the pause of their stream, beyond the one whose turn had begun before
+ * (a per-key limit's grant in flight; concurrency 1): `<consumer> <stream> <how many>` for each over the bound.
+ */
+function lateStarts(
+  events: { kind: 'paused' | 'start'; consumer: string; stream: string }[],
+  seen: (consumer: string, stream: string) => number,
+): string[] {
+  const late = new Map<string, number>();
+  events.forEach((e, i) => {
+    if (e.kind === 'start' && i > seen(e.consumer, e.stream))
+      late.set(`${e.consumer} ${e.stream}`, (late.get(`${e.consumer} ${e.stream}`) ?? 0) + 1);
+  });
+  return [...late].filter(([, n]) => n > 1).map(([k, n]) => `${k} ${n}`);
+}
 
 describe('pause and resume a pattern for the whole group', () => {
   it('finishes what is in hand, reads nothing new while paused (every worker), stays ready, and resumes within a beat', async () => {
@@ -298,6 +315,104 @@ describe('pause and resume a pattern for the whole group', () => {
     await redis.client().call('ACL', 'SETUSER', name, '+scan');
     expect((await pause(`${prefix}parts`)).stdout.trim().split('\n')).toHaveLength(2);
     await redis.client().call('ACL', 'DELUSER', name);
+  });
+
+  it('an ordered pattern with per-key limits starts nothing once each worker has seen the pause; what its lanes hold runs after the resume, once (review finding)', async () => {
+    const prefix = uniquePrefix();
+    // One record outside the handlers, in order: each worker's report of the pause (its log line), and each start.
+    const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
+    const loggerOf = (consumer: string) => ({
+      log: (line: string) => {
+        const m = /^"(.+)" paused for group "g"/.exec(line);
+        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+      },
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    const workers = ['a', 'b'].map((name) =>
+      consumer(prefix, { consumer: name, logger: loggerOf(name), maxDeliveries: 3 }).handle(
+        'jobs',
+        (p: { n: number }, ctx: { getStream(): string; getConsumer(): string }) =>
+          void events.push({ kind: 'start', consumer: ctx.getConsumer(), stream: ctx.getStream(), n: p.n }),
+        { ordered: true, partitions: 2, rateLimit: { max: 2, perMs: 200, perKey: true } },
+      ),
+    );
+    for (const w of workers) await w.start();
+    const client = new RedisStreamsClient({ connection: redis.connection, keyPrefix: prefix, partitions: { jobs: 2 } });
+    consumers.push({ close: async () => void (await client.close()) });
+    // 6 keys × 20 entries, each key at most 10 a second: the workers read far more than they may start.
+    for (let n = 0; n < 120; n++)
+      await lastValueFrom(client.emit('jobs', new RedisStreamsRecord({ n }, {}, { partitionKey: `k${n % 6}` })));
+    const starts = () => events.filter((e) => e.kind === 'start');
+    await waitFor(() => starts().length >= 20, { message: '20 entries started' });
+    const partitions = [0, 1].map((i) => `${prefix}{jobs:${i}}`);
+    expect(await workers[0]!.pause('jobs')).toBe(true);
+    const seen = (consumer: string, stream: string) =>
+      events.findIndex((e) => e.kind === 'paused' && e.consumer === consumer && e.stream === stream);
+    await waitFor(() => ['a', 'b'].every((c) => partitions.every((s) => seen(c, s) >= 0)), { message: 'each worker to see the pause' });
+    // Long enough for the key limits to have let some 40 more start.
+    await beats(10);
+    // The bound: nothing starts once a worker said it is paused, but an entry whose turn began before (concurrency 1: one per stream and worker).
+    expect(lateStarts(events, seen)).toEqual([]);
+    const before = starts().length;
+    expect(before).toBeLessThan(120);
+    await workers[0]!.resume('jobs');
+    await waitFor(() => new Set(starts().map((e) => e.n)).size === 120, { message: 'all 120 handled after the resume' });
+    // Held in the lanes while paused and given back uncounted: none ran twice or came back as a failure.
+    expect(starts()).toHaveLength(120);
+    for (const stream of partitions) expect((await groupOf(stream)).pending).toBe(0);
+  });
+
+  it('unordered: the rest of a batch in hand, the read-ahead and what a per-key limit holds start nothing once the worker has seen the pause (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
+    const loggerOf = (consumer: string) => ({
+      log: (line: string) => {
+        const m = /^"(.+)" paused for group "g"/.exec(line);
+        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+      },
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    type Ctx = { getStream(): string; getConsumer(): string; getDeliveryCount(): number };
+    const counts: number[] = [];
+    const start = (p: { n: number }, ctx: Ctx) =>
+      void events.push({ kind: 'start', consumer: ctx.getConsumer(), stream: ctx.getStream(), n: p.n });
+    const workers = ['a', 'b'].map((name) =>
+      consumer(prefix, { consumer: name, logger: loggerOf(name), batchSize: 10, maxDeliveries: 3 })
+        // A batch of 10 read at once (and the next read ahead), handled one at a time.
+        .handle('slow', async (p: { n: number }, ctx: Ctx) => {
+          start(p, ctx);
+          counts.push(ctx.getDeliveryCount());
+          await new Promise((resolve) => setTimeout(resolve, 30));
+        })
+        // Per key, in any order: what the limit refuses waits here for its turn.
+        .handle('keyed', start, { rateLimit: { max: 2, perMs: 200, perKey: (p: { n: number }) => `k${p.n % 6}` } }),
+    );
+    for (const w of workers) await w.start();
+    const streams = ['slow', 'keyed'].map((p) => `${prefix}${p}`);
+    const tx = redis.client().multi();
+    for (let n = 0; n < 120; n++) for (const stream of streams) tx.xadd(stream, '*', 'data', JSON.stringify({ n }));
+    await tx.exec();
+    const startsOf = (stream: string) => events.filter((e) => e.kind === 'start' && e.stream === stream);
+    await waitFor(() => streams.every((s) => startsOf(s).length >= 10), { message: '10 entries of each started' });
+    for (const p of ['slow', 'keyed']) await workers[0]!.pause(p);
+    const seen = (consumer: string, stream: string) =>
+      events.findIndex((e) => e.kind === 'paused' && e.consumer === consumer && e.stream === stream);
+    await waitFor(() => ['a', 'b'].every((c) => streams.every((s) => seen(c, s) >= 0)), { message: 'each worker to see the pause' });
+    await beats(10);
+    expect(lateStarts(events, seen)).toEqual([]);
+    for (const p of ['slow', 'keyed']) await workers[0]!.resume(p);
+    await waitFor(() => streams.every((s) => new Set(startsOf(s).map((e) => e.n)).size === 120), {
+      message: 'all handled after the resume',
+      timeoutMs: 30_000,
+    });
+    // What a pause put back came back with the count it had: each started once, at its first delivery.
+    expect(counts.filter((c) => c !== 1)).toEqual([]);
+    for (const stream of streams) {
+      expect(startsOf(stream)).toHaveLength(120);
+      await waitFor(async () => (await groupOf(stream)).pending === 0, { message: `${stream} all acked` });
+    }
   });
 
   it('a stream drained at a (re)start after its resume is owed no second drain (its entries may be in hand by then)', async () => {

@@ -24,6 +24,8 @@ export interface KeyLanesDeps {
   stop: StopSignal;
   /** Whether a handling may start now (this consumer owns the partition, within its lease). */
   mayStart: () => boolean;
+  /** The stream is paused for the group (PauseWatch): nothing starts; what the lanes hold waits, uncounted. */
+  paused: () => boolean;
   /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
   inProgress: Set<BatchProgress>;
   /** Puts back the delivery counts of read entries that wait (see KeyLanes.holdUncounted). */
@@ -150,8 +152,9 @@ export class KeyLanes {
     return dropped;
   }
 
-  /** Ownership changed or was renewed: lanes held back start if they may, and a fetch waiting for room looks again. */
+  /** Ownership changed or was renewed, or a pause began or ended: lanes held back start if they may (paused: what they hold waits uncounted), and a fetch waiting for room looks again. */
   nudge(): void {
+    if (this.d.paused()) for (const lane of this.lanes.values()) this.holdUncounted(lane.queue.map((q) => q.entry));
     this.pump();
     this.wakeRoom();
   }
@@ -159,7 +162,7 @@ export class KeyLanes {
   /** Starts ready lanes while slots are free and a handling may start. */
   pump(): void {
     while (this.running < this.d.concurrency && this.ready.length > 0) {
-      if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return;
+      if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart() || this.d.paused()) return;
       const lane = this.ready.shift()!;
       if (lane.busy || lane.blockedBy !== undefined || lane.queue.length === 0) continue;
       let next!: Queued;
@@ -200,6 +203,8 @@ export class KeyLanes {
       this.update(lane, () => lane.queue.push({ entry, source }));
       if (lane.limited) this.holdUncounted([entry]);
     }
+    // Read while paused (a retry falling due): it waits with the rest, uncounted.
+    if (this.d.paused()) this.holdUncounted([entry]);
     this.inLanes.add(entry.id);
     this.makeReady(lane);
   }
@@ -343,9 +348,9 @@ export class KeyLanes {
   }
 
   private hasRoom(): boolean {
-    // Nothing may start (a Redis failure, fenced, stopping, not owning or asked to give the partition up):
+    // Nothing may start (a Redis failure, fenced, stopping, not owning or asked to give the partition up, paused):
     // the fetch step must not wait for room that never comes, or the owned phase could never end.
-    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return true;
+    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart() || this.d.paused()) return true;
     return this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES;
   }
 

@@ -54,6 +54,13 @@ import { RateLimiter } from './rate-limiter.js';
 import type { RateLimit } from '../options/rate-limit-options.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 
+/** Entries by stream, in order. */
+function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
+  const by = new Map<string, StreamEntry[]>();
+  for (const e of entries) (by.get(e.stream) ?? by.set(e.stream, []).get(e.stream)!).push(e);
+  return by;
+}
+
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
 
@@ -248,6 +255,7 @@ export class Reader {
         room: Math.max(2 * options.batchSize, 2 * options.concurrency),
         stop,
         mayStart: () => owner.valid(),
+        paused: () => this.pause.anyPaused,
         inProgress: this.inProgress,
         // Only while the partition is this consumer's: a stale owner's XCLAIM would take a peer's entries.
         putBack: (entries) => (owner.holds() ? owner.giveBack(entries) : Promise.resolve()),
@@ -263,6 +271,11 @@ export class Reader {
       handBackIdleMs: options.minIdleMs,
       stop,
       inProgress: this.inProgress,
+      // A pause seen mid-batch: what the batch has not started goes back, uncounted.
+      paused: (stream) => this.pause.has(stream),
+      putBack: async (entries, idleMs) => {
+        for (const [stream, list] of byStream(entries)) await commands.putBack(stream, options.consumer, list, idleMs);
+      },
       logger,
     };
     const settle: SettleFetched = keyLanes
@@ -368,8 +381,13 @@ export class Reader {
       this.custody.upkeep$,
       // Once the consumer started (its groups exist): nothing of them may queue ahead of XGROUP CREATE.
       defer(() => from(this.d.started ?? Promise.resolve())).pipe(concatMap(() => merge(this.promoter.looks$, this.pause.looks$))),
-      // A pause ends the park (the next reads without that stream); a resume ends a paused wait.
-      this.pause.changed$.pipe(tap(() => this.parker.wakePark())),
+      // A pause ends the park (the next reads without that stream) and holds the key lanes; a resume ends a paused wait.
+      this.pause.changed$.pipe(
+        tap(() => {
+          this.parker.wakePark();
+          this.keyLanes?.nudge();
+        }),
+      ),
       this.watch.checks$,
       this.findings.wake$.pipe(
         tap(() => {
