@@ -38,7 +38,7 @@ export {
   type RedisStreamsHealth,
   type StreamHealth,
 } from './health/health.js';
-export { maskUrl, redactError, RedisStreamsError } from './redact.js';
+export { maskUrl, redactError, RedisStreamsError, UnsupportedServerError } from './redact.js';
 export { escapeControl, safeJson } from './escape-control.js';
 export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';
 export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';
