@@ -251,7 +251,7 @@ async function promotionCost(o: { log: Log }, admin: Redis, waiting: number, siz
   for (;;) {
     const [p] = await delayed.promote([stream], PROMOTE_BATCH);
     moved += p!.moved;
-    if (p!.moved < PROMOTE_BATCH) break;
+    if (p!.more === undefined) break;
   }
   const stats = parseEvalsha(await admin.info('commandstats'));
   await admin.del(stream, keys.schedule, keys.entries);

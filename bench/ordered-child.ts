@@ -9,6 +9,7 @@
 //   {"cmd":"exit"}                → exits at once
 import { createInterface } from 'node:readline';
 import { StreamConsumer } from 'nestjs-redis-streams/core';
+import type { DurableAcks } from 'nestjs-redis-streams';
 
 export interface OrderedChildArgs {
   url: string;
@@ -29,6 +30,8 @@ export interface OrderedRun {
   leaseRenewMs: number;
   /** 0: a no-op handler; otherwise the handler awaits a timer of this many ms. */
   handlerMs: number;
+  /** The durability section's runs: the ordered pattern's durable acks. */
+  durableAcks?: DurableAcks;
 }
 
 export interface OrderedChildReport {
@@ -92,7 +95,11 @@ async function start(run: OrderedRun): Promise<void> {
     leaseRenewMs: run.leaseRenewMs,
     telemetry: false,
     logger: false,
-  }).handle(run.pattern, handler, { partitions: run.partitions, ordered: run.ordered });
+  }).handle(run.pattern, handler, {
+    partitions: run.partitions,
+    ordered: run.ordered,
+    ...(run.durableAcks ? { durableAcks: run.durableAcks } : {}),
+  });
   await consumer.start();
 }
 

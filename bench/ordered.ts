@@ -185,8 +185,17 @@ function perPartition(keys: number): number[] {
 
 let uniq = 0;
 
-/** One drain of `c.entries` entries by `workers`, as `variant`; the Redis keys of the run are deleted after. */
-async function measure(admin: Redis, workers: Worker[], c: OrderedCase, variant: OrderedVariant): Promise<OrderedMeasurement> {
+/**
+ * One drain of `c.entries` entries by `workers`, as `variant`; the Redis keys of the run are deleted after. `extra`: more
+ * of the run's settings (the durability section's durableAcks).
+ */
+export async function measure(
+  admin: Redis,
+  workers: Worker[],
+  c: OrderedCase,
+  variant: OrderedVariant,
+  extra: Partial<OrderedRun> = {},
+): Promise<OrderedMeasurement> {
   const keyPrefix = `ordered${++uniq}:`;
   const streams = Array.from({ length: PARTITIONS }, (_, i) => partitionKey(keyPrefix, PATTERN, i));
   for (const stream of streams) await admin.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM');
@@ -202,6 +211,7 @@ async function measure(admin: Redis, workers: Worker[], c: OrderedCase, variant:
     minIdleMs: MIN_IDLE_MS,
     leaseRenewMs: LEASE_RENEW_MS,
     handlerMs: c.handlerMs,
+    ...extra,
   };
   // Entry j: key k(j mod K), its s-th of that key; on the partition the producer would pick for the key.
   const expected = new Array<number>(PARTITIONS).fill(0);
@@ -296,7 +306,7 @@ async function clean(admin: Redis, keyPrefix: string): Promise<void> {
 }
 
 /** A worker process: commands go one at a time in order, each answered by one line. */
-class Worker {
+export class Worker {
   private readonly answers: { resolve: (value: any) => void; reject: (err: Error) => void }[] = [];
 
   private constructor(readonly proc: ChildProcess) {

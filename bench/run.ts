@@ -11,7 +11,9 @@
 // XAUTOCLAIM sweep beside Redis 8.6's, with and without XREADGROUP … CLAIM; servers of its own, `redis-server` and
 // `redis8-server`). `--only ordered` runs the ordered-pattern section alone (bench/ordered.ts, its workers
 // bench/ordered-child.ts: results/ordered.md: drain of ordered against unordered, 1 to 100,000 keys, 1 and 4
-// worker processes, no-op and 1 ms handlers, as ratios measured in the same run). `--smoke` runs everything at sizes too small to measure anything: it checks
+// worker processes, no-op and 1 ms handlers, as ratios measured in the same run). `--only durability` runs the durable
+// settings' section alone (bench/durability.ts: results/durability.md: produce and the ordered drain with each durable
+// setting against the default, on a master and replica of its own). `--smoke` runs everything at sizes too small to measure anything: it checks
 // that every system completes and the report is written (and fails otherwise); its runs go a few at a time.
 import { Logger } from '@nestjs/common';
 import { Queue } from 'bullmq';
@@ -35,6 +37,7 @@ import { benchScale, scaleMarkdown, type ScaleSection } from './scale.js';
 import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from './reclaim-path.js';
 import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js';
 import { benchFlow, flowMarkdown, type FlowSection } from './flow.js';
+import { benchDurability, durabilityMarkdown, type DurabilitySection } from './durability.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -44,10 +47,10 @@ const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', defau
 const smoke = flags.smoke;
 if (
   flags.only !== undefined &&
-  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow'].includes(flags.only)
+  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'durability'].includes(flags.only)
 )
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered" or "flow", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow" or "durability", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -190,6 +193,14 @@ if (flags.only === 'scale') {
 }
 if (flags.only === 'flow') {
   const { problems } = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'durability') {
+  const { problems } = writeDurability(await benchDurability({ smoke, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -359,6 +370,7 @@ const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }))
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
 const flow = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+const durability = writeDurability(await benchDurability({ smoke, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
 log('Redis Cluster: one logical stream, 1 vs 6 partitions, 1 and 3 consumer processes (local 3-master cluster)');
@@ -467,6 +479,7 @@ function incomplete(): string[] {
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
   problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
   problems.push(...flow.problems.map((p) => `flow: ${p}`));
+  problems.push(...durability.problems.map((p) => `durability: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
     if (!existsSync(file)) problems.push(`report not written: ${fileURLToPath(file)}`);
@@ -596,6 +609,10 @@ function writeOrdered(section: OrderedSection): OrderedSection {
 }
 
 /** The flow-control section written to results/flow.md (a smoke run: flow-smoke.md); `--only flow` prints it too. */
+function writeDurability(section: DurabilitySection): DurabilitySection {
+  return writeSection('durability', 'durability', durabilityMarkdown(section, SMOKE_NOTE), section);
+}
+
 function writeFlow(section: FlowSection): FlowSection {
   return writeSection('flow', 'flow', flowMarkdown(section, SMOKE_NOTE), section);
 }

@@ -53,6 +53,7 @@ const AGAIN = [
   'cluster.e2e',
   'connection-logs.e2e',
   'dashboard.e2e',
+  'dashboard-unreachable.e2e',
   'delivery.e2e',
   'faults.e2e',
   'handler-errors.e2e',

@@ -15,6 +15,8 @@ import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
 import { delayedKeysOf } from '../libs/redis-streams/src/key-names.js';
+import { DelayedCommands } from '../libs/redis-streams/src/redis/delayed-commands.js';
+import { DelayedPromoter } from '../libs/redis-streams/src/consumer/delayed-promoter.js';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
 import { attention } from '../libs/redis-streams/src/ops/attention.js';
@@ -43,6 +45,21 @@ function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamCo
 }
 
 const msOf = (id: string) => Number(id.split('-')[0]);
+
+/** Whether the file's server has XADD … IDMP (the client asks COMMAND INFO the same way). */
+let serverHasIdmp = false;
+beforeAll(async () => {
+  const [row] = (await redis.client().call('COMMAND', 'INFO', 'XCFGSET')) as unknown[];
+  serverHasIdmp = Array.isArray(row) && row.length > 0;
+});
+
+/** The payloads in `stream` whose field `field` is `value`, by XRANGE (a second promotion would show twice). */
+async function entriesWith(stream: string, field: string, value: unknown): Promise<unknown[]> {
+  const rows = (await redis.client().xrange(stream, '-', '+')) as [string, string[]][];
+  return rows
+    .map(([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1]!) as Record<string, unknown>)
+    .filter((p) => p[field] === value);
+}
 
 /** Every `n` of the payloads in `stream`, in id order (XRANGE, so a second promotion would show twice). */
 async function inStream(stream: string): Promise<number[]> {
@@ -402,5 +419,275 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     await expect(lastValueFrom(producer.client.send('reminders', new RedisStreamsRecord({}, {}, { delayMs: 10 })))).rejects.toThrow(
       /a request cannot be delayed/,
     );
+  });
+});
+
+describe('delayed delivery at the edges: large entries, ties, idempotency keys, a deleted schedule', () => {
+  // One server's latency is measured: on one node (the shared cluster is not frozen on purpose).
+  it.skipIf(CLUSTER_MODE)(
+    'moving 100 entries of 2 MB due in the same ms in holds Redis no longer than a fraction of writing them directly',
+    async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}big`;
+      const payload = 'x'.repeat(2_000_000);
+      const admin = redis.client();
+      // What the same entries take written directly, one XADD each on one connection.
+      const direct = `${prefix}direct`;
+      const started = performance.now();
+      for (let n = 0; n < 100; n++) await admin.xadd(direct, '*', 'data', JSON.stringify({ n, payload }));
+      const directMs = performance.now() - started;
+      await admin.del(direct);
+      const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+      const due = await redisNow(admin);
+      for (let n = 0; n < 100; n++)
+        await lastValueFrom(producer.client.emit('big', new RedisStreamsRecord({ n, payload }, {}, { deliverAt: due })));
+      await producer.close();
+      // Another client's PINGs while a promoter moves them in: the longest wait is what every client of Redis sees.
+      const pinger = redis.newClient();
+      await pinger.ping();
+      let longest = 0;
+      let pinging = true;
+      const pings = (async () => {
+        while (pinging) {
+          const at = performance.now();
+          await pinger.ping();
+          longest = Math.max(longest, performance.now() - at);
+        }
+      })();
+      const conn = redis.newClient();
+      // Looks far apart: the promoter must go on at once while due entries remain, not wait for the next look.
+      const promoter = new DelayedPromoter({
+        delayed: new DelayedCommands(conn, false),
+        streams: [stream],
+        checkMs: 600_000,
+        logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+      });
+      const moving = promoter.looks$.subscribe();
+      try {
+        await waitFor(async () => (await admin.xlen(stream)) === 100, { message: '100 entries moved in', timeoutMs: 60_000 });
+      } finally {
+        moving.unsubscribe();
+        pinging = false;
+        await pings;
+      }
+      expect(await admin.exists(keysOf(stream).schedule, keysOf(stream).entries)).toBe(0);
+      console.log(`delayed: 100 x 2 MB moved in, longest PING ${longest.toFixed(1)} ms; written directly in ${directMs.toFixed(0)} ms`);
+      // One script moved them all: a PING waited 0.72–0.89 of writing them all directly (runs on a quiet and a busy
+      // machine); in calls of 1 MB, 0.015–0.08 (a load average of 9 on 2 cores included).
+      expect(longest / directMs).toBeLessThan(0.35);
+      await admin.del(stream);
+    },
+    120_000,
+  );
+
+  it('a value heavy in quotes takes about its own size in the schedule, not twice', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}quotes`;
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const payload = { s: '"\\'.repeat(50_000) };
+    await lastValueFrom(producer.client.emit('quotes', new RedisStreamsRecord(payload, {}, { delayMs: 600_000 })));
+    const [member] = await redis.client().zrange(keysOf(stream).schedule, '0', '-1');
+    const stored = await redis.client().hstrlen(keysOf(stream).entries, member!);
+    // The data field as a plain write writes it (the serializer's JSON).
+    const data = Buffer.byteLength(JSON.stringify(payload));
+    expect(stored / data).toBeLessThan(1.1);
+    // And it arrives as written.
+    const seen: unknown[] = [];
+    await consumer(prefix)
+      .handle('quotes', (p: unknown) => void seen.push(p))
+      .start();
+    await redis.client().zadd(keysOf(stream).schedule, '0', member!);
+    await waitFor(() => seen.length === 1, { message: 'the entry handled' });
+    expect(seen).toEqual([payload]);
+  });
+
+  it('entries due in the same ms go in in the order they were scheduled, whatever their idempotency keys', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const due = (await redisNow(redis.client())) + 500;
+    const keys = Array.from({ length: 12 }, (_, i) => `job-${i + 1}`);
+    // One producer, one key of an ordered pattern: written in this order, all due at one ms.
+    for (const key of keys)
+      await lastValueFrom(
+        producer.client.emit(
+          'jobs',
+          new RedisStreamsRecord({ key }, {}, { deliverAt: due, idempotencyKey: key, partitionKey: 'tenant-1' }),
+        ),
+      );
+    await lastValueFrom(producer.client.emit('jobs', new RedisStreamsRecord({ key: 'unkeyed' }, {}, { deliverAt: due })));
+    await consumer(prefix)
+      .handle('jobs', () => undefined)
+      .start();
+    await waitFor(async () => (await redis.client().xlen(stream)) === 13, { message: '13 entries moved in' });
+    const rows = (await redis.client().xrange(stream, '-', '+')) as [string, string[]][];
+    const order = rows.map(([, fields]) => (JSON.parse(fields[fields.indexOf('data') + 1]!) as { key: string }).key);
+    expect(order).toEqual([...keys, 'unkeyed']);
+  });
+
+  for (const path of ['idmp', 'script'] as const) {
+    it(`an idempotency key holds across the delayed path (${path === 'idmp' ? 'XADD … IDMP' : 'the keyed-expiry script'}): at most one entry per key in every order`, async (ctx) => {
+      if (path === 'idmp' && !serverHasIdmp) ctx.skip();
+      const prefix = uniquePrefix();
+      const stream = `${prefix}orders`;
+      await consumer(prefix)
+        .handle('orders', () => undefined)
+        .start();
+      const producer = await startProducer({
+        connection: redis.connection,
+        keyPrefix: prefix,
+        ...(path === 'script' && serverHasIdmp ? { newerCommands: false } : {}),
+      });
+      const emit = (k: string, n: number, delayMs?: number) =>
+        lastValueFrom(
+          producer.client.emit(
+            'orders',
+            new RedisStreamsRecord({ k, n }, {}, { idempotencyKey: k, ...(delayMs === undefined ? {} : { delayMs }) }),
+          ),
+        ) as Promise<string>;
+      const inStreamFor = (k: string) => entriesWith(stream, 'k', k);
+      /** Once an unkeyed entry due after everything scheduled so far is in, each of those was moved in (earliest first). */
+      const settled = async (afterMs: number) => {
+        const marker = `marker-${afterMs}-${Math.random()}`;
+        await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord({ k: marker }, {}, { delayMs: afterMs })));
+        await waitFor(async () => (await inStreamFor(marker)).length === 1, { message: `${marker} moved in` });
+      };
+
+      // 1. A delayed emit repeated once the first moved in.
+      await emit('a', 1, 20);
+      await waitFor(async () => (await inStreamFor('a')).length === 1, { message: 'a moved in' });
+      await emit('a', 2, 20);
+      // 2. A delayed emit after a plain one.
+      await emit('b', 1);
+      await emit('b', 2, 20);
+      // 3. A plain emit while the delayed one waits (due in 1.5 s: it waits while the plain one is written).
+      await emit('c', 1, 1500);
+      await emit('c', 2);
+      await settled(1600);
+      // Each order on its own (soft: a failure names every order that broke).
+      expect.soft(await inStreamFor('a')).toEqual([{ k: 'a', n: 1 }]);
+      expect.soft(await inStreamFor('b')).toEqual([{ k: 'b', n: 1 }]);
+      // Redis 8.6's plain write cannot see the schedule: the repeat is dropped when the waiting one moves in (producing.md).
+      expect.soft(await inStreamFor('c')).toEqual([{ k: 'c', n: path === 'script' ? 1 : 2 }]);
+    });
+  }
+
+  it('a key is freed by cancelScheduled, an entry waiting in the first format under its key is a repeat, and a record cannot name a key outside its stream', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const k = keysOf(stream);
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const emit = (key: string, n: number, delayMs?: number) =>
+      lastValueFrom(
+        producer.client.emit(
+          'orders',
+          new RedisStreamsRecord({ k: key, n }, {}, { idempotencyKey: key, ...(delayMs === undefined ? {} : { delayMs }) }),
+        ),
+      ) as Promise<string>;
+    // Cancelled by its key: the key is free again, a plain write of it goes in.
+    expect(await emit('cancelled', 1, 600_000)).toBe('cancelled');
+    expect(await producer.client.cancelScheduled('orders', 'cancelled')).toBe(true);
+    expect(await producer.client.cancelScheduled('orders', 'cancelled')).toBe(false);
+    await emit('cancelled', 2);
+    expect(await entriesWith(stream, 'k', 'cancelled')).toEqual([{ k: 'cancelled', n: 2 }]);
+    // Scheduled before this format: it waits under its key itself, with a JSON array. A new record of the key is a repeat.
+    const now = await redisNow(redis.client());
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'old', JSON.stringify(['data', JSON.stringify({ k: 'old', n: 1 })]))
+      .zadd(k.schedule, now + 300, 'old')
+      .exec();
+    await emit('old', 2, 100);
+    // A forged record (the client's format) whose key's record is another stream's key: the worker writes no such key.
+    const foreign = `${prefix}admin`;
+    const item = (v: string) => `${Buffer.byteLength(v)}:${v}`;
+    const forged = ['n', 'nestjs-redis-streams', 'forged', foreign, '600', 'data', JSON.stringify({ k: 'forged', n: 1 })];
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'forged', `\0RSD1${forged.map(item).join('')}`)
+      .zadd(k.schedule, now + 300, 'forged')
+      .exec();
+    await consumer(prefix)
+      .handle('orders', () => undefined)
+      .start();
+    await waitFor(async () => (await redis.client().exists(k.schedule)) === 0, { message: 'the schedule emptied' });
+    expect(await entriesWith(stream, 'k', 'old')).toEqual([{ k: 'old', n: 1 }]);
+    expect(await entriesWith(stream, 'k', 'forged')).toEqual([{ k: 'forged', n: 1 }]);
+    expect(await redis.client().exists(foreign)).toBe(0);
+  });
+
+  // On a cluster one reader's streams share a slot, which a and b do not: on one node.
+  it.skipIf(CLUSTER_MODE)('one stream with a backlog larger than a look starves no other stream of the same reader', async () => {
+    const prefix = uniquePrefix();
+    const [a, b] = [`${prefix}a`, `${prefix}b`];
+    const now = await redisNow(redis.client());
+    // 2,500 due in a: more than one look's 20 calls of 100 move.
+    const pipe = redis.client().pipeline();
+    for (let i = 0; i < 2500; i++) {
+      const id = `a-${String(i).padStart(5, '0')}`;
+      pipe.hset(keysOf(a).entries, id, JSON.stringify(['data', JSON.stringify({ i })]));
+      pipe.zadd(keysOf(a).schedule, now - 1000, id);
+    }
+    pipe.hset(keysOf(b).entries, 'b-1', JSON.stringify(['data', '{}'])).zadd(keysOf(b).schedule, now - 1000, 'b-1');
+    await pipe.exec();
+    const promoter = new DelayedPromoter({
+      delayed: new DelayedCommands(redis.client(), redis.cluster),
+      streams: [a, b],
+      checkMs: 600_000,
+      logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    await promoter.look();
+    expect(await redis.client().xlen(b)).toBe(1);
+    // 20 calls of 100, b's one among them; the rest waits for the next look, which comes at once.
+    expect(await redis.client().xlen(a)).toBe(1999);
+    expect(promoter.view(a)?.nextDueInMs).toBe(0);
+    await redis.client().del(a, b, keysOf(a).schedule, keysOf(a).entries);
+  });
+
+  it('a record naming a key record that is not a string goes in without it, and holds back nothing behind it', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const k = keysOf(stream);
+    const record = `${stream}:idmp:nestjs-redis-streams:x`;
+    await redis.client().hset(record, 'not', 'a string');
+    const item = (v: string) => `${Buffer.byteLength(v)}:${v}`;
+    const forged = ['f', 'nestjs-redis-streams', 'x', record, '600', 'data', JSON.stringify({ k: 'forged' })];
+    const now = await redisNow(redis.client());
+    await redis
+      .client()
+      .multi()
+      .hset(k.entries, 'forged', `\0RSD1${forged.map(item).join('')}`)
+      .zadd(k.schedule, now - 10, 'forged')
+      .exec();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord({ k: 'after' }, {}, { delayMs: 10 })));
+    await consumer(prefix)
+      .handle('orders', () => undefined)
+      .start();
+    await waitFor(async () => (await entriesWith(stream, 'k', 'after')).length === 1, { message: 'the entry behind it moved in' });
+    expect(await entriesWith(stream, 'k', 'forged')).toEqual([{ k: 'forged' }]);
+    expect(await redis.client().type(record)).toBe('hash');
+  });
+
+  it('values whose schedule was deleted are counted by inspect and dropped by the next worker', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const k = keysOf(stream);
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    await lastValueFrom(producer.client.emit('reminders', { n: -1 }));
+    for (let n = 0; n < 3; n++)
+      await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs: 600_000 })));
+    // An operator deletes the schedule (to drop what waits): its values are orphaned.
+    await redis.client().del(k.schedule);
+    const [report] = await inspectStreams(redis.client(), [stream], 'g');
+    expect(report!.delayed).toMatchObject({ waiting: 0, orphaned: 3 });
+    expect(renderReports([report!])).toMatch(/delayed: 0 waiting, 3 values without a schedule/);
+    expect(attention(report!, 2000).join('\n')).toMatch(/3 delayed values .* have no schedule/);
+    await consumer(prefix)
+      .handle('reminders', () => undefined)
+      .start();
+    await waitFor(async () => (await redis.client().exists(k.entries)) === 0, { message: 'the orphaned values dropped' });
   });
 });

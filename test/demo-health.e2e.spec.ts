@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { requireBuilt, repoRoot } from './support/built.js';
+import { freezeServer } from './support/freeze.js';
 import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -257,6 +258,106 @@ describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/re
     // Consuming again (the group re-created on the new, empty server).
     await addOrders(own.client(), stream, 1, 2001);
     await waitFor(() => worker.output().includes('order 2001 (paid)'), { timeoutMs: 15_000, message: 'an order handled after the outage' });
+  });
+
+  it('with HEALTH_MAX_LAG and HEALTH_MAX_PENDING set too: still ready well inside HEALTH_REDIS_DOWN_MS of a frozen, then a killed Redis, 503 only past it, 200 once it answers', async (ctx) => {
+    // Issue 48: readiness went 503 338 ms into an outage with HEALTH_REDIS_DOWN_MS=2000: the figures it could not
+    // read counted at once ("lag and pending unknown: Redis unreachable"), where the outage is redisDownMs' to judge.
+    const own = await startRedis({ standalone: true });
+    onTestFinished(() => own.stop());
+    if (!own.owned) ctx.skip(); // REDIS_URL: a server the test may not stop
+    const { stream, env } = names();
+    const port = await freePort();
+    const downMs = 4000;
+    const worker = startWorker({
+      ...env,
+      REDIS_URL: own.url,
+      HEALTH_PORT: String(port),
+      HEALTH_REDIS_DOWN_MS: String(downMs),
+      HEALTH_MAX_LAG: '1000000',
+      HEALTH_MAX_PENDING: '1000000',
+      DEMO_QUIET: '0',
+    });
+    await started(worker, port);
+    await addOrders(own.client(), stream, 1, 1001);
+    await waitFor(() => worker.output().includes('order 1001 (paid)'), { message: 'an order handled' });
+
+    type Answer = Awaited<ReturnType<typeof get>> & { sentAt: number; at: number };
+    const ask = async (): Promise<Answer> => {
+      const sentAt = Date.now();
+      const answer = await get(port, '/health/ready');
+      return { ...answer, sentAt, at: Date.now() };
+    };
+    const outages: [string, () => Promise<() => Promise<void>>][] = [
+      [
+        'frozen',
+        async () => {
+          const thaw = await freezeServer(own.client());
+          onTestFinished(thaw);
+          return async () => thaw();
+        },
+      ],
+      [
+        'killed',
+        async () => {
+          await own.kill('SIGKILL');
+          let revived = false;
+          onTestFinished(async () => void (revived || (await own.revive())));
+          return async () => {
+            await own.revive();
+            revived = true;
+          };
+        },
+      ],
+    ];
+    for (const [outage, stop] of outages) {
+      await waitFor(async () => (await ask()).status === 200, { ...poll, message: `ready before Redis is ${outage}` });
+      // The moment Redis stopped answering, as a client of its own saw it: its last answer came before this.
+      const probe = own.newClient();
+      await probe.ping();
+      const answeredAt = Date.now();
+      probe.disconnect();
+      const restore = await stop();
+      const answers: Answer[] = [];
+      // Polled until the worker says Redis is down, then until 1.5 s of the outage have passed: ready all along.
+      const noticed = await waitFor(
+        async () => {
+          const answer = await ask();
+          answers.push(answer);
+          if (answer.status !== 200) return answer;
+          return figures(answer.body).redisDownForMs > 0 && answer.at - answeredAt >= 1500 && answer;
+        },
+        { ...poll, timeoutMs: 20_000, message: `readiness while Redis is ${outage}, past 1.5 s of it` },
+      );
+      expect([outage, noticed.status, noticed.status === 200 ? [] : figures(noticed.body).reasons]).toEqual([outage, 200, []]);
+      const seen = answers.find((a) => figures(a.body).redisDownForMs > 0)!;
+      expect(figures(seen.body).redisDownForMs).toBeLessThan(downMs);
+      // Then not ready, for the outage alone, once it lasted longer than HEALTH_REDIS_DOWN_MS.
+      const down = await waitFor(
+        async () => {
+          const answer = await ask();
+          answers.push(answer);
+          return answer.status === 503 && answer;
+        },
+        { ...poll, timeoutMs: 20_000, message: `readiness 503 while Redis is ${outage}` },
+      );
+      expect([outage, figures(down.body).reasons]).toEqual([
+        outage,
+        [expect.stringMatching(new RegExp(`^Redis unreachable for \\d+ ms \\(threshold ${downMs} ms\\)$`))],
+      ]);
+      expect(figures(down.body).redisDownForMs).toBeGreaterThan(downMs);
+      // No answer said 503 before: none came before HEALTH_REDIS_DOWN_MS had passed since the last answer Redis gave.
+      expect(answers.filter((a) => a.status !== 200 && a.at - answeredAt < downMs)).toEqual([]);
+      await restore();
+      const up = await waitFor(
+        async () => {
+          const answer = await ask();
+          return answer.status === 200 && answer;
+        },
+        { ...poll, timeoutMs: 15_000, message: `readiness 200 once Redis (${outage}) answers again` },
+      );
+      expect(figures(up.body).redisDownForMs).toBe(0);
+    }
   });
 
   it('readiness turns 503 while a stream’s lag is above HEALTH_MAX_LAG and 200 once drained; liveness stays 200', async () => {

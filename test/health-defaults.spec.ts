@@ -39,6 +39,24 @@ describe('health verdicts with the default thresholds', () => {
     expect(checkReadiness(health({}, { lag: 5_000_000 }), { maxLag: 1000 }).up).toBe(false);
   });
 
+  it('with maxLag / maxPending set, figures unread for want of Redis count only once the outage passes redisDownMs; refused ones at once', () => {
+    const thresholds = { maxLag: 100, maxPending: 100, redisDownMs: 4000 };
+    // Issue 48: the demo worker went unready 338 ms into an outage with HEALTH_REDIS_DOWN_MS=2000.
+    expect(checkReadiness(health({ redisDownForMs: 338, statsAgeMs: 1400, statsError: 'Redis unreachable' }), thresholds)).toEqual({
+      up: true,
+      reasons: [],
+    });
+    expect(checkReadiness(health({ redisDownForMs: 4100, statsAgeMs: 5000, statsError: 'Redis unreachable' }), thresholds).reasons).toEqual(
+      ['Redis unreachable for 4100 ms (threshold 4000 ms)'],
+    );
+    // The last figures still count while Redis is unreachable: a backlog above maxLag is one.
+    expect(checkReadiness(health({ redisDownForMs: 338, statsError: 'Redis unreachable' }, { lag: 500 }), thresholds).up).toBe(false);
+    // Redis answers and refuses them: unknown now.
+    expect(checkReadiness(health({ statsError: 'NOPERM this user has no permissions' }), thresholds).reasons).toEqual([
+      'lag and pending unknown: NOPERM this user has no permissions',
+    ]);
+  });
+
   it('liveness goes down for what a restart cures: the consumer stopped, a loop stuck in one handler for 5 min', () => {
     expect(checkLiveness(health({ state: 'stopped' })).up).toBe(false);
     const stuck = { oldestInHand: { id: '1-1', forMs: 6 * MINUTE }, lastBeatAgeMs: 6 * MINUTE };

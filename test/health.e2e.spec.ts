@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { checkLiveness, checkReadiness, RedisStreamsStatus, type RedisStreamsServer } from 'nestjs-redis-streams';
 import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
 import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
+import { freezeServer } from './support/freeze.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -147,6 +148,34 @@ describe('server.health()', () => {
     } finally {
       release(); // before afterEach closes the app, which waits for the entry in hand
     }
+  });
+
+  it('a figures read Redis leaves unanswered is the outage, judged by redisDownMs: not "lag and pending unknown" at once (issue 48)', async (ctx) => {
+    if (!redis.owned) return ctx.skip(); // REDIS_URL: a server the test may not freeze
+    // blockMs 50: the loop beat a moment ago when Redis froze, so the health check sends no PING of its own first.
+    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50 });
+    const thresholds = { redisDownMs: 4000, maxLag: 100, maxPending: 100 };
+    expect(checkReadiness(await app.server.health({ maxStatsAgeMs: 0 }), thresholds)).toEqual({ up: true, reasons: [] });
+    const thaw = await freezeServer(redis.client());
+    onTestFinished(thaw);
+    // A fresh reading asked for: its XINFO goes unanswered.
+    const frozen = await app.server.health({ maxStatsAgeMs: 0 });
+    expect(frozen.redisDownForMs).toBeGreaterThan(0);
+    expect(frozen.redisDownForMs).toBeLessThan(thresholds.redisDownMs);
+    expect(checkReadiness(frozen, thresholds)).toEqual({ up: true, reasons: [] });
+    const down = await waitFor(
+      async () => {
+        const verdict = checkReadiness(await app.server.health(), thresholds);
+        return !verdict.up && verdict;
+      },
+      { message: 'readiness down past redisDownMs', timeoutMs: 15_000 },
+    );
+    expect(down.reasons).toEqual([expect.stringMatching(/^Redis unreachable for \d+ ms \(threshold 4000 ms\)$/)]);
+    thaw();
+    await waitFor(async () => checkReadiness(await app.server.health(), thresholds).up, {
+      message: 'ready once Redis answers',
+      timeoutMs: 15_000,
+    });
   });
 
   it('says stopped once closed', async () => {

@@ -8,6 +8,8 @@ import {
   derivedKey,
   escapePart,
   idempotencyKeyOf,
+  idempotencyKeyPrefixOf,
+  isOwnIdempotencyKey,
   KEY_KINDS,
   keyRateLimitKeysOf,
   ownershipKeysOf,
@@ -27,6 +29,7 @@ const KINDS: Record<string, { arity: number; key: (name: string, args: string[],
   owner: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).owner },
   members: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).members },
   epoch: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).epoch },
+  durability: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).durability },
   cleanup: { arity: 1, key: (s, [g], c) => cleanupLockOf(s, g!, c) },
   prune: { arity: 1, key: (s, [t], c) => pruneLockOf(s, t!, c) },
   paused: { arity: 1, key: (s, [g]) => pauseKeyOf(s, g!) },
@@ -43,6 +46,8 @@ const NAMES = [
   'orders:retry',
   'orders:delayed',
   'orders:dead',
+  // Its idempotency keys begin with `orders`' prefix `orders:idmp:`: a record of `orders` must not take them.
+  'orders:idmp:p',
   'a',
   'a:retry:b',
   'a:keyrate',
@@ -117,13 +122,27 @@ function allKeys(onCluster: boolean): Map<string, string> {
   return seen;
 }
 
+/** A delayed entry's record names its idempotency key: a worker takes it only if it is one of its own stream's, never another key. */
+function onlyOwnIdempotencyKeys(keys: Map<string, string>, onCluster: boolean): void {
+  const wrong: string[] = [];
+  const prefixes = NAMES.map((name) => [name, idempotencyKeyPrefixOf(name, onCluster)] as const);
+  for (const [key, tuple] of keys) {
+    const [kind, name] = JSON.parse(tuple) as string[];
+    for (const [other, prefix] of prefixes) {
+      const own = kind === 'idmp' && name === other;
+      if (isOwnIdempotencyKey(prefix, key) !== own) wrong.push(`${tuple} under the prefix of ${JSON.stringify(other)}: ${!own}`);
+    }
+  }
+  expect(wrong.slice(0, 12), `${wrong.length} wrong`).toEqual([]);
+}
+
 describe('keys derived from user names are injective', () => {
-  it('on one node: no two (kind, name, group, extra) give one key', () => {
-    allKeys(false);
+  it('on one node: no two (kind, name, group, extra) give one key; a stream takes only its own idempotency keys', () => {
+    onlyOwnIdempotencyKeys(allKeys(false), false);
   });
 
-  it('on a cluster: no two give one key, and each is in its name’s slot', () => {
-    allKeys(true);
+  it('on a cluster: no two give one key, and each is in its name’s slot; a stream takes only its own idempotency keys', () => {
+    onlyOwnIdempotencyKeys(allKeys(true), true);
   });
 });
 
@@ -136,6 +155,7 @@ describe('the names deployments already have', () => {
       owner: '{orders:0}:owner:g',
       members: '{orders:0}:members:g',
       epoch: '{orders:0}:epoch:g',
+      durability: '{orders:0}:durability:g',
     });
     expect(deadLetterKeyOf('orders', false)).toBe('orders:dead');
     expect(deadLetterKeyOf('orders', true)).toBe('{orders}:dead');
@@ -163,7 +183,7 @@ describe('the names deployments already have', () => {
     expect(keyRateLimitKeysOf('m', 'g', 'x'.repeat(201), false).window).toMatch(/^m:keyrate:g:%#[0-9a-f]{32}$/);
     expect(keyRateLimitKeysOf('m', 'g', '\uD800', false).window).not.toBe(keyRateLimitKeysOf('m', 'g', '\uFFFD', false).window);
     expect(() => derivedKey('retry', 'orders', [], false)).toThrow(/takes 1 parts/);
-    expect(Object.keys(KEY_KINDS)).toHaveLength(15);
+    expect(Object.keys(KEY_KINDS)).toHaveLength(16);
   });
 
   it('a dead-letter stream names its source from its key alone, on one node and on a cluster', () => {

@@ -207,59 +207,100 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     expect(log.check(produced).violations).toEqual([]);
   }, 120_000);
 
-  // Open defect (issue 38's "ordered across a failover"), gated like its cluster twin (cluster-failover.e2e): run with
-  // ORDERED_FAILOVER=1. It failed once in CI on the Redis 8.6 lane (2026-12-03, b1ec498), passing in the runs before:
-  // "key k0: …090 handled after …113". My reading: the group re-delivers the held entries after the rollback; one whose
-  // first handling has ended (it left its lane) while a later entry of its key still waits is queued behind that one
-  // and runs again after it (a duplicate that breaks the order). A fix: remember per key the last id handled and acked,
-  // and ack a re-delivery at or below it without running it (releasing what the reader holds of it). Not built.
-  it.skipIf(!process.env.ORDERED_FAILOVER)(
-    "a failover that lost the group's last deliveries (its last-delivered-id back below entries the owner holds, none of them pending): every entry handled, in order",
-    async () => {
-      const prefix = uniquePrefix();
-      const log = new OrderLog();
-      const { logger, lines } = captureLogs();
-      const record = recording(log);
-      // Handlers held from a point on: the entries read meanwhile are in the owner's hands, none acked.
-      const held: { until?: Promise<void> } = {};
-      let open!: () => void;
-      const c = consumer(prefix, { consumer: 'a', logger });
-      await c
-        .handle(
-          'orders',
-          async (payload: { ms?: number }, ctx) => {
-            if (held.until) await held.until;
-            await record(payload, ctx);
-          },
-          { ordered: true },
-        )
-        .start();
-      const first = await produce(prefix, 10, 3, undefined, () => ({ ms: 1 }));
-      await waitFor(() => log.handled().size >= first.length, { message: 'the first handled', timeoutMs: 30_000 });
-      held.until = new Promise((resolve) => (open = resolve));
-      const rest = await produce(prefix, 10, 2, undefined, () => ({ ms: 1 }));
-      const stream = `${prefix}orders`;
-      const admin = redis.client();
-      const idOf = (e: string) => e.split(' ')[1]!;
-      const lastDelivered = async () => {
-        const groups = (await admin.xinfo('GROUPS', stream)) as unknown[][];
-        const g = groups[0]!;
-        return String(g[g.indexOf('last-delivered-id') + 1]);
-      };
-      await waitFor(async () => (await lastDelivered()) === idOf(rest.at(-1)!), { message: 'every entry read', timeoutMs: 30_000 });
-      // What a replica promoted before these deliveries reached it holds: the entries, not their delivery.
-      await admin.xack(stream, 'g', ...rest.map(idOf));
-      await admin.xgroup('SETID', stream, 'g', idOf(first.at(-1)!));
-      open();
-      await waitFor(() => rest.every((e) => log.handled().has(e)), {
-        message: 'every entry handled',
-        timeoutMs: 30_000,
-        progress: () => `${log.handled().size}; ${lines.slice(-3).join(' | ')}`,
-      });
-      expect(log.check([...first, ...rest]).violations).toEqual([]);
-    },
-    90_000,
-  );
+  it('a handled entry delivered again (its delivery lost with a master, or the group set back) while a later one of its key runs: acked, never run again after it', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const log = new OrderLog();
+    const { logger, lines } = captureLogs();
+    const record = recording(log);
+    // Each entry's handler waits for its own gate, opened by the test.
+    const gates = new Map<string, () => void>();
+    const started: string[] = [];
+    const c = consumer(prefix, { consumer: 'a', logger, blockMs: 50 });
+    await c
+      .handle(
+        'orders',
+        async (_payload: unknown, ctx) => {
+          started.push(ctx.getId());
+          await new Promise<void>((open) => gates.set(ctx.getId(), open));
+          await record({}, ctx);
+        },
+        { ordered: true },
+      )
+      .start();
+    const produced = await produce(prefix, 1, 3, undefined, (_k, n) => ({ n }));
+    const [e1, e2, e3] = produced.map((e) => e.split(' ')[1]!) as [string, string, string];
+    const admin = redis.client();
+    await waitFor(() => gates.has(e1), { message: 'the first entry started' });
+    gates.get(e1)!();
+    await waitFor(() => gates.has(e2), { message: 'the second entry started (the first acked)' });
+    expect(await admin.xpending(stream, 'g', '-', '+', 10).then((rows) => (rows as [string][]).map((r) => r[0]))).toEqual([e2, e3]);
+    // What a promoted replica that missed the last deliveries and the first ack holds: the group set back before e1.
+    await admin.xgroup('SETID', stream, 'g', '0');
+    // The owner reads e1, e2, e3 again: e2 and e3 are in its lanes, e1 was handled and acked here.
+    const lastDelivered = async () => {
+      const g = ((await admin.xinfo('GROUPS', stream)) as unknown[][])[0]!;
+      return String(g[g.indexOf('last-delivered-id') + 1]);
+    };
+    await waitFor(async () => (await lastDelivered()) === e3, { message: 'the group delivered them again' });
+    gates.get(e2)!();
+    await waitFor(() => gates.has(e3), { message: 'the third entry started' });
+    gates.get(e3)!();
+    await waitFor(async () => (await admin.xpending(stream, 'g', '-', '+', 10)).length === 0 && log.handled().size === 3, {
+      message: 'every entry handled and nothing pending',
+      progress: () => `${log.handled().size}; started ${started.join(',')}; ${lines.slice(-2).join(' | ')}`,
+    });
+    expect(started).toEqual([e1, e2, e3]);
+    expect(log.check(produced).violations).toEqual([]);
+    expect(lines.join('\n')).toMatch(/1 entries of ".*orders" settled here already came back .*acked without running them again/);
+  });
+
+  // Issue 38's "ordered across a failover" (gated until issue 48): the group re-delivers the held entries after the
+  // rollback; one whose first handling had ended while a later entry of its key still waited ran again after it.
+  // The owner now acks a re-delivery of what it handled without running it (the deterministic test above).
+  it("a failover that lost the group's last deliveries (its last-delivered-id back below entries the owner holds, none of them pending): every entry handled, in order", async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const { logger, lines } = captureLogs();
+    const record = recording(log);
+    // Handlers held from a point on: the entries read meanwhile are in the owner's hands, none acked.
+    const held: { until?: Promise<void> } = {};
+    let open!: () => void;
+    const c = consumer(prefix, { consumer: 'a', logger });
+    await c
+      .handle(
+        'orders',
+        async (payload: { ms?: number }, ctx) => {
+          if (held.until) await held.until;
+          await record(payload, ctx);
+        },
+        { ordered: true },
+      )
+      .start();
+    const first = await produce(prefix, 10, 3, undefined, () => ({ ms: 1 }));
+    await waitFor(() => log.handled().size >= first.length, { message: 'the first handled', timeoutMs: 30_000 });
+    held.until = new Promise((resolve) => (open = resolve));
+    const rest = await produce(prefix, 10, 2, undefined, () => ({ ms: 1 }));
+    const stream = `${prefix}orders`;
+    const admin = redis.client();
+    const idOf = (e: string) => e.split(' ')[1]!;
+    const lastDelivered = async () => {
+      const groups = (await admin.xinfo('GROUPS', stream)) as unknown[][];
+      const g = groups[0]!;
+      return String(g[g.indexOf('last-delivered-id') + 1]);
+    };
+    await waitFor(async () => (await lastDelivered()) === idOf(rest.at(-1)!), { message: 'every entry read', timeoutMs: 30_000 });
+    // What a replica promoted before these deliveries reached it holds: the entries, not their delivery.
+    await admin.xack(stream, 'g', ...rest.map(idOf));
+    await admin.xgroup('SETID', stream, 'g', idOf(first.at(-1)!));
+    open();
+    await waitFor(() => rest.every((e) => log.handled().has(e)), {
+      message: 'every entry handled',
+      timeoutMs: 30_000,
+      progress: () => `${log.handled().size}; ${lines.slice(-3).join(' | ')}`,
+    });
+    expect(log.check([...first, ...rest]).violations).toEqual([]);
+  }, 90_000);
 
   it.skipIf(CLUSTER_MODE || process.env.REDIS_URL)(
     'a Redis restart mid-run (its data kept, AOF): order kept, nothing lost',

@@ -39,6 +39,9 @@ export {
   type StreamHealth,
 } from './health/health.js';
 export { maskUrl, redactError, RedisStreamsError, UnsupportedServerError } from './redact.js';
+export { NotDurableError } from './redis/not-durable-error.js';
+export type { Confirmation } from './redis/replication-wait.js';
+export type { Durability, DurableAcks, WhenUnconfirmed } from './options/durability-options.js';
 export { escapeControl, safeJson } from './escape-control.js';
 export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';
 export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';

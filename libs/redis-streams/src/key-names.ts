@@ -24,6 +24,8 @@ export const KEY_KINDS = {
   owner: { words: ['owner'], parts: 1 },
   members: { words: ['members'], parts: 1 },
   epoch: { words: ['epoch'], parts: 1 },
+  /** What an ordered partition's owner says of its durable acks (expiring with its lease). */
+  durability: { words: ['durability'], parts: 1 },
   /** Consumer clean-up's lock (per group) and the CLI's prune lock (per run). */
   cleanup: { words: ['cleanup'], parts: 1 },
   prune: { words: ['prune'], parts: 1 },
@@ -174,7 +176,7 @@ export function retryKeyOf(stream: string, group: string, onCluster: boolean): s
 export interface DelayedKeys {
   /** Sorted set: id → due time (Unix ms, Redis' clock). */
   schedule: string;
-  /** Hash: id → the entry's fields, a JSON array of field/value strings. */
+  /** Hash: id → the entry's record (delayed-record.ts; the first format, a JSON array of field/value strings, is still read). */
   entries: string;
 }
 
@@ -191,14 +193,17 @@ export interface OwnershipKeys {
   members: string;
   /** The epoch counter (never expires: an epoch is never given twice). */
   epoch: string;
+  /** What the owner says of its durable acks (see DurableOwnershipCommands), expiring with the lease. */
+  durability: string;
 }
 
-/** `orders:owner:<group>`, `orders:members:<group>`, `orders:epoch:<group>` (on a cluster in the stream's slot). */
+/** `orders:owner:<group>`, `orders:members:<group>`, `orders:epoch:<group>`, `orders:durability:<group>` (on a cluster in the stream's slot). */
 export function ownershipKeysOf(stream: string, group: string, onCluster: boolean): OwnershipKeys {
   return {
     owner: derivedKey('owner', stream, [group], onCluster),
     members: derivedKey('members', stream, [group], onCluster),
     epoch: derivedKey('epoch', stream, [group], onCluster),
+    durability: derivedKey('durability', stream, [group], onCluster),
   };
 }
 
@@ -254,3 +259,45 @@ export function keyRateLimitKeysOf(name: string, group: string, key: string, onC
 export function idempotencyKeyOf(stream: string, producerId: string, key: string, onCluster: boolean): string {
   return derivedKey('idmp', stream, [producerId, key], onCluster);
 }
+
+/**
+ * What every idempotencyKeyOf(stream, …) begins with (`orders:idmp:`, `{orders}:idmp:` …): a delayed entry's
+ * record names its key's record, and a worker takes only one of its own stream (isOwnIdempotencyKey), so that
+ * a forged record cannot make it write another key.
+ */
+export function idempotencyKeyPrefixOf(stream: string, onCluster: boolean): string {
+  if (!onCluster) return `${stream}:idmp:`;
+  switch (clusterFormOf(stream)) {
+    case 'verbatim':
+    case 'searched':
+      return `${stream}:idmp:`;
+    case 'wrapped':
+      return `{${stream}}:idmp:`;
+    case 'marked':
+      return `${hashTagOf(stream) === undefined ? `{${stream}}` : stream}/idmp:`;
+  }
+}
+
+/**
+ * Whether `key` is an idempotency record of the stream whose prefix (idempotencyKeyPrefixOf) is `prefix`: the
+ * prefix, then two escaped parts (no `:` or brace, no kind word), and maybe a slot search's `:<n>`. Its tail is
+ * then `idmp:<producer id>:<key>`, which no key of another kind or stream has (docs/wire-format.md).
+ * LUA_OWN_IDEMPOTENCY_KEY is the same check in the delayed scripts.
+ */
+export function isOwnIdempotencyKey(prefix: string, key: string): boolean {
+  if (prefix === '' || !key.startsWith(prefix)) return false;
+  const parts = /^([^:{}]*):([^:{}]*)(?::\d+)?$/.exec(key.slice(prefix.length));
+  return parts !== null && !KIND_WORDS.has(parts[1]!) && !KIND_WORDS.has(parts[2]!);
+}
+
+/** isOwnIdempotencyKey in Lua (its patterns: `{`, `}` are no magic characters there). */
+export const LUA_OWN_IDEMPOTENCY_KEY = `
+local kindWords = { ${[...KIND_WORDS].map((w) => `['${w}'] = true`).join(', ')} }
+local function ownIdempotencyKey(prefix, key)
+  if prefix == '' or string.sub(key, 1, #prefix) ~= prefix then return false end
+  local rest = string.sub(key, #prefix + 1)
+  local a, b = string.match(rest, '^([^:{}]*):([^:{}]*)$')
+  if not a then a, b = string.match(rest, '^([^:{}]*):([^:{}]*):%d+$') end
+  return a ~= nil and not kindWords[a] and not kindWords[b]
+end
+`;

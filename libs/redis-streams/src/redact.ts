@@ -3,6 +3,7 @@
  * command that failed, and the handshake's is `HELLO 3 AUTH <user> <password>` (or `AUTH …`),
  * which util.inspect prints (an unhandled rejection, a logger given the error).
  */
+import { brand } from './brand.js';
 import { escapeControl } from './escape-control.js';
 
 /** What stands for a password. */
@@ -109,6 +110,8 @@ export class UnsupportedServerError extends RedisStreamsError {
     return new UnsupportedServerError(`nestjs-redis-streams: unsupported server: ${detail}`);
   }
 }
+// One class to catch whichever build (ESM or CommonJS) threw it.
+brand(UnsupportedServerError, 'UnsupportedServerError');
 
 /**
  * A scrubbed copy of any error (of its class, for an UnsupportedServerError); `where` (the masked URL, what failed) follows the message, which

@@ -67,15 +67,36 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
 function orderingLine(o: NonNullable<GroupReport['ordering']>): string {
   const members = counted(o.members, 'member', 'members');
   if (o.consumer === null) return `ordered: no owner now (${members}; the next beat of the member it falls to takes it)`;
-  return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} share the partitions)`;
+  return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} share the partitions)${durabilityText(o.durability)}`;
+}
+
+/** What an ordered partition's owner says of its durable acks: nothing without them. */
+function durabilityText(d: NonNullable<GroupReport['ordering']>['durability']): string {
+  if (!d) return '';
+  const wanted = `${counted(d.replicas, 'replica', 'replicas')}${d.fsync ? ', fsynced' : ''}`;
+  const since = `since ${new Date(d.since).toISOString()} (${duration(Math.max(0, Date.now() - d.since))} ago)`;
+  const got = d.refused
+    ? `the wait refused: ${e(d.refused)}`
+    : `${d.confirmed ?? 0} of ${counted(d.replicas, 'replica', 'replicas')} confirmed`;
+  switch (d.state) {
+    case 'confirmed':
+      return `; durable acks on ${wanted}: confirmed`;
+    case 'pending':
+      return `; durable acks on ${wanted}: not confirmed yet`;
+    case 'held':
+      return `; durable acks: HELD ${since}: ${got}, nothing starts until the replicas confirm`;
+    case 'degraded':
+      return `; durable acks: DEGRADED ${since}: ${got}, carrying on without waiting`;
+  }
 }
 
 /** Delayed entries waiting in the stream's schedule: said when some wait, or when the schedule could not be read. */
 export function delayedLine(d: StreamReport['delayed']): string | undefined {
   if ('error' in d) return `  delayed: unknown (${d.error})`;
-  if (d.waiting === 0 || d.nextDueInMs === null) return undefined;
+  const orphaned = d.orphaned ? `, ${d.orphaned} values without a schedule` : '';
+  if (d.waiting === 0 || d.nextDueInMs === null) return orphaned ? `  delayed: 0 waiting${orphaned}` : undefined;
   const next = d.nextDueInMs >= 0 ? `next due in ${duration(d.nextDueInMs)}` : `next past due by ${duration(-d.nextDueInMs)}`;
-  return `  delayed: ${d.waiting} waiting, ${next}`;
+  return `  delayed: ${d.waiting} waiting, ${next}${orphaned}`;
 }
 
 /** A paused pattern: since when, by whom (as the flag says), and what it means. */

@@ -1,4 +1,5 @@
 import { brand } from '../brand.js';
+import { resolveDurability, type Durability } from '../options/durability-options.js';
 
 /** A record's options: where it goes on a partitioned stream, and whether a repeat of it is written. */
 export interface RecordOptions {
@@ -22,6 +23,12 @@ export interface RecordOptions {
   delayMs?: number;
   /** Delayed delivery at an absolute time (a `Date`, or Unix ms), on Redis' clock. Not with `delayMs`. */
   deliverAt?: Date | number;
+  /**
+   * This record's durable produce, in place of the client's `durability` (`false`: none, even when
+   * the client has one): the write resolves once on that many replicas (fsynced), else fails with
+   * `NotDurableError` carrying its id. See docs/guide/producing.md.
+   */
+  durability?: Durability | false;
 }
 
 /** Longest delay a record may ask for: 10 years (a typo of units, not a schedule). */
@@ -72,6 +79,7 @@ export class RedisStreamsRecord<T = unknown> {
       throw new TypeError(`idempotencyKey must be a non-empty string, got ${got}`);
     }
     dueTimeOf(options);
+    resolveDurability('durability', options.durability);
     for (const [name, value] of Object.entries(headers)) {
       if (typeof value !== 'string') throw new TypeError(`header "${name}" must be a string, got ${typeof value}`);
     }

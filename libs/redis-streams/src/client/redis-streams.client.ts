@@ -23,7 +23,13 @@ import { RedisStreamsStatus } from '../status.js';
 import { STATUS_OF_LANES } from '../redis/lane-status.js';
 import { dueTimeOf, RedisStreamsRecord } from './record.js';
 import { newScheduleId } from './schedule-id.js';
-import { DelayedCommands } from '../redis/delayed-commands.js';
+import { DelayedCommands, type DueTime } from '../redis/delayed-commands.js';
+import { closeCommandLane, openCommandLane, type CommandLane } from '../redis/command-lane.js';
+import { DurableWrites, type DurableResult } from '../redis/durable-writes.js';
+import { NotDurableError } from '../redis/not-durable-error.js';
+import { confirms, type RawCommand } from '../redis/replication-wait.js';
+import { parseScheduleReply } from '../redis/replies.js';
+import { MAX_DURABILITY_TIMEOUT_MS, resolveDurability, type ResolvedDurability } from '../options/durability-options.js';
 import { partitionKey, partitionKeys, partitionOf } from '../partitions.js';
 import { ReplyReader } from './reply-reader.js';
 import { watchUnobserved } from './unobserved.js';
@@ -85,6 +91,11 @@ export class RedisStreamsClient extends ClientProxy {
   private idmpWindows: IdmpWindows | undefined;
   /** The fallback was taken because COMMAND was refused: said once per connection, at its first idempotent write. */
   private lookupErrorTold = false;
+  /** Durable writes' own connection (opened at the first one), so that their waits never hold the command connection. */
+  private durableLane: CommandLane | undefined;
+  private durableWrites: DurableWrites | undefined;
+  /** What a connection error tells (set by connect()): the durable lane reports through it too. */
+  private onLaneError: ((lane: string, err: Error) => void) | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -105,17 +116,18 @@ export class RedisStreamsClient extends ClientProxy {
     if (!this.lanes) {
       // One log line per change of the connections' state, not one per reconnect attempt.
       const report = new ConnectionReport(this.where(), this.logger, this.options.commandTimeoutMs);
+      const onError = (this.onLaneError = (_lane: string, err: Error) => {
+        // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
+        this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
+        if (!isRetryable(err)) this.refusals.next(REFUSED);
+        const safe = redactError(err, this.where(), secretsOf(this.options.connection));
+        report.failed(this.lastLaneError);
+        if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
+      });
       const lanes = (this.lanes = new Lanes({
         connection: this.options.connection,
         name: `client:${this.replyStream}`,
-        onError: (_lane, err) => {
-          // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
-          this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
-          if (!isRetryable(err)) this.refusals.next(REFUSED);
-          const safe = redactError(err, this.where(), secretsOf(this.options.connection));
-          report.failed(this.lastLaneError);
-          if (this.events.listenerCount('error') > 0) this.events.emit('error', safe);
-        },
+        onError,
         onRetry: (_lane, delayMs) => report.retrying(delayMs),
         commandTimeoutMs: this.options.commandTimeoutMs,
         // On a cluster, replies are read from the master of the reply stream's slot.
@@ -166,7 +178,9 @@ export class RedisStreamsClient extends ClientProxy {
     if (!lanes) return;
     this.lanes = undefined;
     await this.replies?.close();
-    await lanes.close();
+    const durable = this.durableLane;
+    this.durableLane = this.durableWrites = undefined;
+    await Promise.all([lanes.close(), durable && closeCommandLane(durable)]);
     this.laneStatus?.unsubscribe();
     this.featureWatch?.unsubscribe();
     this._status$.next(RedisStreamsStatus.CLOSED);
@@ -190,7 +204,7 @@ export class RedisStreamsClient extends ClientProxy {
     const streams =
       partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
     const cancelled = await this.whenReady(streams[0]!, 'cancelling a delayed entry of', () =>
-      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id))),
+      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId))),
     );
     return cancelled.some(Boolean);
   }
@@ -244,6 +258,8 @@ export class RedisStreamsClient extends ClientProxy {
     const key = record.options.idempotencyKey;
     const orderingKey = record.options.partitionKey ?? this.options.partitionKey?.(pattern, record.data);
     const due = dueTimeOf(record.options);
+    const durability =
+      record.options.durability === undefined ? this.options.durability : resolveDurability('durability', record.options.durability);
     if (due && correlationId !== undefined)
       throw new Error(
         `nestjs-redis-streams: send to stream "${stream}": a request cannot be delayed (its caller waits for the reply); emit a delayed event instead`,
@@ -252,15 +268,26 @@ export class RedisStreamsClient extends ClientProxy {
       const fields = await this.encode(stream, record, traceHeaders);
       // On every stream, partitioned or not: an ordered pattern reads it (docs/wire-format.md).
       if (typeof orderingKey === 'string') fields.push(FIELD.partitionKey, orderingKey);
-      // Waits in the stream's schedule; a worker of the stream moves it in once due. The idempotency key names it.
+      // Waits in the stream's schedule; a worker of the stream moves it in once due. Its id orders it among
+      // entries due in the same ms (one producer's, in the order written); an idempotency key names it too.
       if (due) {
-        const id = key ?? newScheduleId();
-        await this.whenReady(stream, 'scheduling an entry of', () => this.delayed!.schedule(stream, id, fields, due));
-        return id;
+        const id = newScheduleId();
+        if (durability) await this.scheduleDurably(stream, id, fields, due, durability, key);
+        else
+          await this.whenReady(stream, 'scheduling an entry of', async () =>
+            this.delayed!.schedule(stream, id, fields, due, key === undefined ? undefined : await this.onceWrite(stream, key, undefined)),
+          );
+        return key ?? id;
       }
       if (correlationId !== undefined) fields.push(FIELD.correlationId, correlationId, FIELD.replyTo, this.replyStream);
       const marker = correlationId === undefined ? undefined : ([FIELD.correlationId, correlationId] as const);
-      const { id, repeated } = await this.append(stream, packet.pattern, fields, key === undefined ? undefined : { key, marker });
+      const { id, repeated } = await this.append(
+        stream,
+        packet.pattern,
+        fields,
+        key === undefined ? undefined : { key, marker },
+        durability,
+      );
       // The first request's replies went to its own sender: this one would wait for nothing.
       if (repeated && correlationId !== undefined)
         throw new Error(
@@ -302,17 +329,93 @@ export class RedisStreamsClient extends ClientProxy {
     stream: string,
     pattern: unknown,
     fields: string[],
-    once?: { key: string; marker: OnceWrite['marker'] },
+    once: { key: string; marker: OnceWrite['marker'] } | undefined,
+    durability: ResolvedDurability | undefined,
   ): Promise<OnceAppended> {
     return this.whenReady(stream, 'XADD to', async () => {
       const idempotent = once && (await this.onceWrite(stream, once.key, once.marker));
       const policy = this.retentionOf(pattern);
       // A safe trim uses XTRIM … ACKED where the server has it; not told (the lookup failed): the plain script.
       const features = policy?.safe ? await (this.features ?? this.detectFeatures()).catch(() => undefined) : undefined;
-      const { trimError, ...appended } = await this.commands!.add(stream, fields, policy, idempotent, features);
+      let written: OnceAppended & { trimError?: Error };
+      if (durability) {
+        const { commands, parse } = this.commands!.addCommands(stream, fields, policy, idempotent, features);
+        const { replies, confirmed } = await this.writeDurably(stream, durability, commands);
+        written = parse(replies);
+        if (!confirms(durability, confirmed)) throw new NotDurableError(stream, written.id, durability, confirmed);
+      } else written = await this.commands!.add(stream, fields, policy, idempotent, features);
+      const { trimError, ...appended } = written;
       if (trimError) this.logger.warn(`trimming stream "${stream}" failed (the entry was written): ${describeError(trimError)}`);
       return appended;
     });
+  }
+
+  /** A delayed entry into the stream's schedule, confirmed on `durability`'s replicas (or NotDurableError). */
+  private scheduleDurably(
+    stream: string,
+    id: string,
+    fields: string[],
+    due: DueTime,
+    durability: ResolvedDurability,
+    key: string | undefined,
+  ): Promise<void> {
+    return this.whenReady(stream, 'scheduling an entry of', async () => {
+      const once = key === undefined ? undefined : await this.onceWrite(stream, key, undefined);
+      const command = this.delayed!.scheduleCommand(stream, id, fields, due, once);
+      const { replies, confirmed } = await this.writeDurably(stream, durability, [command]);
+      const [err, reply] = replies[0] ?? [new Error('the schedule script got no reply'), null];
+      if (err) throw err;
+      parseScheduleReply(reply);
+      if (!confirms(durability, confirmed)) throw new NotDurableError(stream, key ?? id, durability, confirmed, 'scheduled');
+    });
+  }
+
+  /**
+   * Sends a durable write's commands on the durable lane (opened at the first one), with the wait
+   * after them; refuses WAITAOF before writing anything on a server that has none. Bounded: the
+   * wait's own timeout plus commandTimeoutMs.
+   */
+  private async writeDurably(stream: string, durability: ResolvedDurability, commands: RawCommand[]): Promise<DurableResult> {
+    if (durability.fsync) {
+      const features = await (this.features ?? this.detectFeatures());
+      if (!features.waitAof)
+        throw new Error(
+          `durability.fsync needs WAITAOF (Redis or Valkey 7.2 or later); this server is ${features.server}: nothing was written`,
+        );
+    }
+    const lane = this.openDurableLane();
+    await this.laneReady(lane);
+    const limit = this.options.commandTimeoutMs + durability.timeoutMs;
+    const result = await within<DurableResult | undefined>(this.durableWrites!.write(stream, durability, commands), limit, undefined);
+    // Sent, never answered: whenReady says the entry may or may not have been written.
+    if (!result) throw new Error('Command timed out');
+    return result;
+  }
+
+  private openDurableLane(): CommandLane {
+    if (!this.durableLane) {
+      this.durableLane = openCommandLane(
+        this.options.connection,
+        `client:${this.replyStream}:durable`,
+        (lane, err) => this.onLaneError?.(`durable ${lane}`, err),
+        // Its commands include waits of up to a minute (durability.timeoutMs' bound); writeDurably bounds each write itself.
+        this.options.commandTimeoutMs + MAX_DURABILITY_TIMEOUT_MS,
+      );
+      this.durableWrites = new DurableWrites(this.durableLane.conn, isCluster(this.options.connection));
+    }
+    return this.durableLane;
+  }
+
+  /** Waits up to commandTimeoutMs for `lane` to be ready, or fails as a write that found no connection does. */
+  private async laneReady(lane: CommandLane): Promise<void> {
+    if (lane.conn.status === 'ready') return;
+    const s = await firstValueFrom(
+      merge(lane.state$, this.refusals).pipe(
+        filter((x) => x === 'ready' || x === REFUSED),
+        timeout(this.options.commandTimeoutMs),
+      ),
+    ).catch(() => REFUSED);
+    if (s === REFUSED) throw new Error(this.noConnection());
   }
 
   /** Runs a write of `stream` once the connection is up, or fails clearly after `commandTimeoutMs`; errors name what it did (`doing`). */
@@ -343,6 +446,8 @@ export class RedisStreamsClient extends ClientProxy {
     try {
       return await write();
     } catch (err) {
+      // Written, not confirmed: its own message says so (and carries no secret).
+      if (err instanceof NotDurableError) throw err;
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
       if (isCommandTimeout(err))
         throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);

@@ -27,6 +27,7 @@ import { FIELD } from '../codec/wire-format.js';
 export type Dispatch = (pattern: string, entry: DecodedEntry, args: EntryContextArgs) => Promise<unknown>;
 
 /** What a stream key is to the app: its handler pattern, and its partition when the stream is partitioned. */
+import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import type { RateLimit } from '../options/rate-limit-options.js';
 
 export interface StreamOrigin {
@@ -40,6 +41,8 @@ export interface StreamOrigin {
   rateLimit?: RateLimit;
   /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group. */
   keyRateLimit?: RateLimit;
+  /** An ordered pattern's durable acks (its own, or the server's `durableAcks`). */
+  durableAcks?: ResolvedDurableAcks;
 }
 
 export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {

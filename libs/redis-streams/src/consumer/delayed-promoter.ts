@@ -1,13 +1,11 @@
 import { defer, from, type Observable, repeat, timer } from 'rxjs';
 import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
-import type { DelayedCommands } from '../redis/delayed-commands.js';
+import { PROMOTE_BUDGET, type DelayedCommands } from '../redis/delayed-commands.js';
 import { isNoPermission, isRetryable } from '../redis/redis-errors.js';
 import type { Promotion } from '../redis/replies.js';
 
-/** Entries one promotion script moves: a short script keeps every other client's wait short. */
-export const PROMOTE_BATCH = 100;
-/** Promotion scripts per stream in one round; past it the next round comes at once. */
+/** Promotion scripts in one look; past it the next look comes at once (on a timer: the reader's other work goes between). */
 const ROUNDS_PER_LOOK = 20;
 
 export interface DelayedView {
@@ -52,14 +50,14 @@ export class DelayedPromoter {
     return { waiting: v.waiting, nextDueInMs: next };
   }
 
-  /** One look at every stream (one script call for all): what is due moves in. How many moved. */
+  /** One look at every stream (one script call for all, again at once while one stopped inside its budget): what is due moves in. How many moved. */
   async look(): Promise<number> {
     let moved = 0;
     let streams = this.d.streams;
     for (let round = 0; round < ROUNDS_PER_LOOK && streams.length > 0; round++) {
       let promotions: Promotion[];
       try {
-        promotions = await this.d.delayed.promote(streams, PROMOTE_BATCH);
+        promotions = await this.d.delayed.promote(streams, PROMOTE_BUDGET);
         this.lastError = '';
       } catch (err) {
         // The views are stale now: the next look comes after checkMs, not when they say (again and again).
@@ -68,9 +66,13 @@ export class DelayedPromoter {
         return moved;
       }
       this.lookFailed = false;
+      // The streams the budget did not reach go first in the next call: one stream with a large backlog does not starve the others.
+      const unlooked: string[] = [];
       const more: string[] = [];
       promotions.forEach((p, i) => {
         const stream = streams[i]!;
+        // Not reached by this call's budget: nothing is known of it but that it is the next call's.
+        if (p.more === 'unlooked') return unlooked.push(stream);
         moved += p.moved;
         this.views.set(stream, { waiting: p.waiting, nextDueInMs: p.nextDueInMs, at: Date.now() });
         if (p.dropped > 0)
@@ -79,13 +81,13 @@ export class DelayedPromoter {
           );
         if (p.refused !== undefined) return this.refusedBy(stream, p.refused);
         this.refusals.delete(stream);
-        // A full script's worth: more may be due now.
-        if (p.moved + p.dropped >= PROMOTE_BATCH) more.push(stream);
+        // The budget ended inside it: more may be due now.
+        if (p.more === 'stopped') more.push(stream);
       });
-      streams = more;
+      streams = [...unlooked, ...more];
     }
     // More due than a look moves: the next look comes at once.
-    for (const stream of streams) this.views.set(stream, { ...this.views.get(stream)!, nextDueInMs: 0 });
+    for (const stream of streams) this.views.set(stream, { waiting: this.views.get(stream)?.waiting ?? 0, nextDueInMs: 0, at: Date.now() });
     return moved;
   }
 

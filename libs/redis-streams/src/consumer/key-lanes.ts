@@ -13,6 +13,13 @@ import { OverKeyRateLimitError } from './key-rate-limits.js';
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
 
+/**
+ * Ids of entries this owner handled and acked that it remembers (the newest), to know a re-delivery of one:
+ * a failover that lost the group's last deliveries or acks (replication is asynchronous) hands
+ * them back, and running one again after a later entry of its key would break the key's order.
+ */
+export const SETTLED_IDS_KEPT = 100_000;
+
 export interface KeyLanesDeps {
   /** Decides one entry (checks, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
   settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
@@ -22,10 +29,16 @@ export interface KeyLanesDeps {
   /** Entries runnable or running (not behind a failure) before `accept` makes the fetch wait. */
   room: number;
   stop: StopSignal;
-  /** Whether a handling may start now (this consumer owns the partition, within its lease). */
+  /** Whether a handling may start now (this consumer owns the partition, within its lease, and its durable acks allow). */
   mayStart: () => boolean;
   /** The stream is paused for the group (PauseWatch): nothing starts; what the lanes hold waits, uncounted. */
   paused: () => boolean;
+  /** The owned phase is ending (lost, asked to release, lease run out): a fetch must not wait for room. */
+  ending: () => boolean;
+  /** Durable acks: a dead-letter move counts as settled once this resolves (confirmed on the replicas, or carrying on). */
+  confirmSettled?: ((entry: StreamEntry) => Promise<void>) | undefined;
+  /** Acks entries read again that this owner settled already (see SETTLED_IDS_KEPT), without running them. */
+  ackAgain: (entries: readonly StreamEntry[]) => Promise<void>;
   /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
   inProgress: Set<BatchProgress>;
   /** Puts back the delivery counts of read entries that wait (see KeyLanes.holdUncounted). */
@@ -97,6 +110,11 @@ export class KeyLanes {
   private readonly uncounted = new Set<string>();
   /** Entries to put back in the next round trip. */
   private toPutBack: StreamEntry[] = [];
+  /** Ids this owner handled and acked, newest last, at most SETTLED_IDS_KEPT: kept across restarts of the loop, forgotten with the partition. */
+  private readonly settledIds = new Set<string>();
+  private turnEndedAt = 0;
+  /** Re-deliveries of settled entries, acked again in the next round trip. */
+  private againQueue: StreamEntry[] = [];
 
   constructor(private readonly d: KeyLanesDeps) {}
 
@@ -152,6 +170,11 @@ export class KeyLanes {
     return dropped;
   }
 
+  /** The partition is given up: what this owner settled is the next owner's history, not this one's to guard. */
+  forgetSettled(): void {
+    this.settledIds.clear();
+  }
+
   /** Ownership changed or was renewed, or a pause began or ended: lanes held back start if they may (paused: what they hold waits uncounted), and a fetch waiting for room looks again. */
   nudge(): void {
     if (this.d.paused()) for (const lane of this.lanes.values()) this.holdUncounted(lane.queue.map((q) => q.entry));
@@ -183,12 +206,27 @@ export class KeyLanes {
       .sort((a, b) => b.forMs - a.forMs);
   }
 
+  /** Handlers running now. */
+  get runningCount(): number {
+    return this.running;
+  }
+
+  /** performance.now() of the last end of an entry's turn (its ack confirmed, or it settled otherwise). */
+  get lastTurnEndAt(): number {
+    return this.turnEndedAt;
+  }
+
   /** Entries held in lanes (queued or running), blocked ones included. */
   get held(): number {
     return this.flowing + this.blocked;
   }
 
   private enqueue(entry: StreamEntry, source: DeliverySource): void {
+    if (this.settledIds.has(entry.id) && !this.inLanes.has(entry.id)) {
+      // Settled here already (its ack or move lost with a master, or the group set back): never run again.
+      this.ackAgainSoon(entry);
+      return;
+    }
     const lane = this.laneOf(orderingKeyOf(entry));
     if (lane.blockedBy === entry.id) {
       // The failed entry's retry (claimed back when due): it runs first, then what waited behind it.
@@ -249,6 +287,15 @@ export class KeyLanes {
       if (!this.acking) void this.sendAcks();
       return;
     }
+    if (event?.outcome === 'dead-lettered' && this.d.confirmSettled && this.failure === undefined && !this.fencedOut) {
+      // Durable acks: the key goes on once the move is on the replicas (a move lost with a master is pending again).
+      try {
+        await this.d.confirmSettled(entry);
+      } catch (err) {
+        if (isFenced(err)) this.fencedOut = true;
+        else this.failure ??= err;
+      }
+    }
     if (event && event.outcome !== 'acked') {
       const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
       this.d.custody.release(entry);
@@ -258,11 +305,42 @@ export class KeyLanes {
   }
 
   /**
+   * An id this owner handled and acked: a later delivery of it is acked, never run. Not a dead-lettered
+   * one: its move lost with a master must be made again (an ack alone would drop it without its letter).
+   */
+  private remember(id: string): void {
+    this.settledIds.add(id);
+    if (this.settledIds.size > SETTLED_IDS_KEPT) this.settledIds.delete(this.settledIds.values().next().value!);
+  }
+
+  private ackAgainSoon(entry: StreamEntry): void {
+    if (this.againQueue.length === 0) queueMicrotask(() => void this.ackAgainNow());
+    this.againQueue.push(entry);
+  }
+
+  private async ackAgainNow(): Promise<void> {
+    const entries = this.againQueue;
+    this.againQueue = [];
+    if (entries.length === 0) return;
+    try {
+      await this.d.ackAgain(entries);
+      // Rare (a failover's lost writes, an operator's SETID): a line per round trip.
+      this.d.logger.warn(
+        `${entries.length} entries of "${entries[0]!.stream}" settled here already came back (${entries[0]!.id}${entries.length > 1 ? ' …' : ''}: a failover lost their ack or the group's deliveries, or the group was set back): acked without running them again`,
+      );
+    } catch (err) {
+      if (isFenced(err)) this.fencedOut = true;
+      else this.failure ??= err;
+    }
+  }
+
+  /**
    * The end of an entry's turn in its lane: the lane goes on with its next entry, or waits behind
    * it (failed: until its retry settles), or, after a Redis failure (no event, or its ack's), stops:
    * nothing more starts (pump checks) until the loop restarts and clears.
    */
   private endTurn(lane: Lane, entry: StreamEntry, event: SettledEvent | undefined): void {
+    this.turnEndedAt = performance.now();
     this.inLanes.delete(entry.id);
     this.uncounted.delete(entry.id);
     this.update(lane, () => {
@@ -301,7 +379,10 @@ export class KeyLanes {
           );
         } else this.failure ??= err;
       }
-      for (const a of batch) this.endTurn(a.lane, a.entry, a.event);
+      for (const a of batch) {
+        if (this.failure === undefined && !this.fencedOut) this.remember(a.entry.id);
+        this.endTurn(a.lane, a.entry, a.event);
+      }
     }
     this.acking = false;
   }
@@ -348,9 +429,10 @@ export class KeyLanes {
   }
 
   private hasRoom(): boolean {
-    // Nothing may start (a Redis failure, fenced, stopping, not owning or asked to give the partition up, paused):
-    // the fetch step must not wait for room that never comes, or the owned phase could never end.
-    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart() || this.d.paused()) return true;
+    // The owned phase must end (a Redis failure, fenced, stopping, not owning or asked to give the partition up), or
+    // nothing may start (paused): the fetch step must not wait for room that never comes. A hold (durable acks)
+    // waits for room like any other.
+    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || this.d.ending() || this.d.paused()) return true;
     return this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES;
   }
 

@@ -3,9 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
+import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import type { OwnershipCommands } from '../redis/ownership-commands.js';
 import { parseOwnerValue, type OwnershipBeat } from '../redis/replies.js';
 import type { StreamEntry } from '../stream-entry.js';
+import type { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
+import type { AckDurability } from './ack-durability.js';
+import type { Confirmation } from '../redis/replication-wait.js';
 
 /** An ordered pattern's partition, as its reader sees it. */
 export interface OrderedStream {
@@ -13,6 +17,8 @@ export interface OrderedStream {
   /** Its index (0 for an unpartitioned stream), and how many the pattern has: what the share-out reads. */
   partition: number;
   partitions: number;
+  /** Its durable acks (see RedisStreamsServerOptions.durableAcks); undefined: none. */
+  durableAcks?: ResolvedDurableAcks | undefined;
 }
 
 export interface PartitionOwnerDeps {
@@ -27,6 +33,15 @@ export interface PartitionOwnerDeps {
   logger: Logger;
   /** Ownership changed (lost, or asked to release): the loop ends its owned phase at the next settle point. */
   onChange: () => void;
+  /** Durable acks: the beats go on their connection, each waited for (see DurableOwnershipCommands), and say how it went. */
+  durable?: { commands: Pick<DurableOwnershipCommands, 'beat'>; durability: AckDurability } | undefined;
+  /**
+   * The owned loop's liveness: how long it has gone without progress (a step of the loop answered, or
+   * an entry settled), 0 while it waits on something of its own choosing (handlers running, a hold).
+   * Past `stallMs` the lease is no longer renewed: a stuck owner gives the partition up.
+   */
+  stalledForMs?: () => number;
+  stallMs?: number;
 }
 
 /** What health and inspect show of a partition's ownership. */
@@ -63,6 +78,12 @@ export class PartitionOwner {
   private validUntil = 0;
   private releaseAsked = false;
   private last: OwnershipBeat | undefined;
+  /** Renewals failed in a row (the first is logged, the rest counted: one line per change of state). */
+  private failedRenewals = 0;
+  /** The lease is not renewed because the loop stalled (logged once). */
+  private stalledTold = false;
+  /** Counts every change of the owner value held: a beat's answer is applied only if nothing changed it meanwhile. */
+  private generation = 0;
 
   constructor(private readonly d: PartitionOwnerDeps) {}
 
@@ -94,10 +115,37 @@ export class PartitionOwner {
   async beat(): Promise<boolean> {
     const { d } = this;
     const startedAt = performance.now();
-    const beat = await d.ownership.beat(d.stream, d.consumer, this.held, d.ttlMs, d.ordered.partition, this.token);
+    const generation = this.generation;
+    let beat: OwnershipBeat;
+    let confirmed: Confirmation | undefined;
+    if (d.durable) {
+      const { durability } = d.durable;
+      const answer = await d.durable.commands.beat(
+        d.stream,
+        d.consumer,
+        this.held,
+        d.ttlMs,
+        d.ordered.partition,
+        this.token,
+        durability.stateText(),
+        durability.wanted,
+      );
+      beat = answer.beat;
+      confirmed = answer.confirmed;
+    } else beat = await d.ownership.beat(d.stream, d.consumer, this.held, d.ttlMs, d.ordered.partition, this.token);
+    // Another beat or a release changed what this process holds while this one was out (a renewal slowed by a
+    // failover, answered after the next owned phase began): its answer is about a value no longer held.
+    if (generation !== this.generation) return this.epoch > 0;
+    if (d.durable && beat.state !== 'standby') {
+      // Owned (taken or kept): whether the replicas have it decides whether handlings may start; a new
+      // epoch (taken now) starts from what this first wait says.
+      if (beat.epoch !== this.epoch) d.durable.durability.reset();
+      if (confirmed) d.durable.durability.record(confirmed);
+    }
     this.last = beat;
     const was = this.epoch;
     if (beat.state === 'standby') {
+      if (this.held !== '') this.generation++;
       this.epoch = 0;
       this.held = '';
       this.tellNamesake(beat.owner);
@@ -109,6 +157,7 @@ export class PartitionOwner {
       }
       return false;
     }
+    if (this.held !== beat.owner) this.generation++;
     this.epoch = beat.epoch;
     this.held = beat.owner;
     this.namesakeTold = false;
@@ -145,10 +194,35 @@ export class PartitionOwner {
   );
 
   private async renew(): Promise<void> {
-    await this.beat().catch((err: unknown) => {
-      this.d.logger.warn(`could not renew ownership of "${this.d.stream}" (epoch ${this.epoch}): ${describeError(err)}`);
-      if (!this.valid()) this.d.onChange();
-    });
+    const { d } = this;
+    const stalled = d.stalledForMs?.() ?? 0;
+    if (d.stallMs !== undefined && stalled > d.stallMs) {
+      // A loop stuck past every bound of its steps: the lease runs out, and a live member takes the partition.
+      if (!this.stalledTold) {
+        this.stalledTold = true;
+        d.logger.warn(
+          `ordered "${d.stream}" (epoch ${this.epoch}): its loop made no progress for ${Math.round(stalled)} ms (more than ${d.stallMs}): the lease is not renewed, another member takes the partition within minIdleMs (${d.ttlMs} ms)`,
+        );
+      }
+      this.validUntil = 0;
+      d.onChange();
+      return;
+    }
+    this.stalledTold = false;
+    const epoch = this.epoch;
+    try {
+      await this.beat();
+      if (this.failedRenewals > 0)
+        d.logger.log(`renewed ownership of "${d.stream}" (epoch ${this.epoch}) again after ${this.failedRenewals} failed renewal(s)`);
+      this.failedRenewals = 0;
+    } catch (err) {
+      // The first failure of a run is told; the next ones until a renewal succeeds, or the lease runs out here, are not.
+      if (this.failedRenewals++ === 0)
+        d.logger.warn(
+          `could not renew ownership of "${d.stream}" (epoch ${epoch}): ${describeError(err)}; trying every ${d.beatMs} ms, its handlings stop once the lease runs out here`,
+        );
+      if (!this.valid()) d.onChange();
+    }
   }
 
   /** The previous owner's pending entries become this consumer's (see OwnershipCommands.takeOver). */
@@ -165,6 +239,7 @@ export class PartitionOwner {
   async release(leaving: boolean): Promise<void> {
     const epoch = this.epoch;
     const held = this.held;
+    if (held !== '') this.generation++;
     this.epoch = 0;
     this.held = '';
     this.releaseAsked = false;

@@ -3,6 +3,8 @@ import {
   concatMap,
   connect,
   defer,
+  firstValueFrom,
+  race,
   EMPTY,
   endWith,
   finalize,
@@ -53,6 +55,11 @@ import { PauseWatch } from './pause-watch.js';
 import { RateLimiter } from './rate-limiter.js';
 import type { RateLimit } from '../options/rate-limit-options.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
+import { AckDurability, type DurabilityView } from './ack-durability.js';
+import type { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
+import type { Confirmation } from '../redis/replication-wait.js';
+import type { ShortAck } from '../redis/stream-commands.js';
+import { PARK_GRACE_MS } from '../redis/park-watchdog.js';
 
 /** Entries by stream, in order. */
 function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
@@ -76,6 +83,8 @@ export interface OrderingView extends OwnershipView {
   blockedKeys: BlockedKey[];
   /** Entries held in its key lanes (queued, running, or behind a failed entry). */
   held: number;
+  /** Its durable acks, when it has them (`durableAcks`). */
+  durability?: DurabilityView;
 }
 
 /** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
@@ -141,6 +150,8 @@ export interface ReaderDeps {
    * before, as with one reader. Default: at once.
    */
   started?: Promise<void>;
+  /** The durable acks' commands, on their own connection: set when an ordered pattern has `durableAcks`. */
+  durable?: DurableOwnershipCommands | undefined;
 }
 
 /**
@@ -181,6 +192,10 @@ export class Reader {
   /** An ordered reader's ownership of its partition, and its key lanes (the settler of its entries). */
   private readonly owner: PartitionOwner | undefined;
   private readonly keyLanes: KeyLanes | undefined;
+  /** An ordered reader's durable acks (`durableAcks`): whether the replicas keep up, and what it may do. */
+  private readonly durability: AckDurability | undefined;
+  /** performance.now() of the loop's last step that answered (the liveness of an owned partition). */
+  private lastStepAt = performance.now();
   /** Moves this reader's streams' delayed entries in when due. */
   private readonly promoter: DelayedPromoter;
   /** Which of its streams are paused for the group. */
@@ -196,6 +211,11 @@ export class Reader {
     this.streams = streams;
     // XREADGROUP … CLAIM serves the most idle first: never on an ordered stream.
     const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck, !ordered));
+    const durable = ordered?.durableAcks && d.durable;
+    const durability = (this.durability =
+      ordered?.durableAcks && durable
+        ? new AckDurability(ordered.durableAcks, { stream: streams[0]!, logger, onChange: () => findings.wake() })
+        : undefined);
     const owner = (this.owner =
       ordered &&
       new PartitionOwner({
@@ -207,6 +227,10 @@ export class Reader {
         beatMs: options.leaseRenewMs,
         logger,
         onChange: () => findings.wake(),
+        durable: durable && durability ? { commands: durable, durability } : undefined,
+        stalledForMs: () => this.stalledForMs(),
+        // Past the longest a step may take (a park, a command, the backoff after a failure), with a beat to spare.
+        stallMs: options.blockMs + 2 * PARK_GRACE_MS + options.commandTimeoutMs + options.retryMaxDelayMs + options.leaseRenewMs,
       }));
     const lanes = d.lanes;
     this.lanes = new Lanes({
@@ -231,15 +255,7 @@ export class Reader {
     });
     const { custody } = this;
     this.acks = new AckPipeline(
-      owner
-        ? (entries) =>
-            commands.ackFenced(
-              streams[0]!,
-              entries.map((e) => e.id),
-              owner.fence,
-              offer.ackDelete,
-            )
-        : (entries) => commands.ackMany(entries, offer.ackDelete),
+      owner ? (entries) => this.ackOwned(entries) : (entries) => commands.ackMany(entries, offer.ackDelete),
       custody,
       findings,
     );
@@ -254,8 +270,14 @@ export class Reader {
         // Two reads' worth in flight: the next read is out while this one's entries run.
         room: Math.max(2 * options.batchSize, 2 * options.concurrency),
         stop,
-        mayStart: () => owner.valid(),
+        mayStart: () => owner.valid() && (durability?.mayStart() ?? true),
+        ending: () => owner.ending,
         paused: () => this.pause.anyPaused,
+        confirmSettled: durability && ((entry) => this.confirmSettled(entry)),
+        ackAgain: async (entries) => {
+          await this.ackOwned(entries);
+          for (const entry of entries) custody.release(entry);
+        },
         inProgress: this.inProgress,
         // Only while the partition is this consumer's: a stale owner's XCLAIM would take a peer's entries.
         putBack: (entries) => (owner.holds() ? owner.giveBack(entries) : Promise.resolve()),
@@ -463,6 +485,8 @@ export class Reader {
     const unstarted = [...lanes.clear(), ...ahead.filter((e) => e.fields !== null)];
     this.custody.restart();
     this.custody.forget(this.streams[0]!);
+    lanes.forgetSettled();
+    this.durability?.reset();
     if (!owner.owned) return;
     // Still the owner (asked to give it up, or stopping): what it read and never started goes back with the
     // count it had. Not once fenced or lost: those entries may be the new owner's already.
@@ -475,6 +499,69 @@ export class Reader {
           ),
         );
     await owner.release(false);
+  }
+
+  /**
+   * An ordered reader's ack: fenced (a stale owner's is refused). With durable acks it waits for the
+   * replicas too; not confirmed, a hold sends it again (an ack is idempotent, and with it the wait
+   * covers it on whichever master answers now) until they confirm, the partition changes hands or
+   * the reader stops; carrying on, it returns (degraded). What the first round trip found short is
+   * what counts.
+   */
+  private async ackOwned(entries: readonly StreamEntry[]): Promise<ShortAck[]> {
+    const owner = this.owner!;
+    const stream = this.streams[0]!;
+    const ids = entries.map((e) => e.id);
+    const { durability } = this;
+    const durable = this.d.durable;
+    if (!durability || !durable) return this.d.commands.ackFenced(stream, ids, owner.fence, this.offer.ackDelete);
+    let first: ShortAck[] | undefined;
+    for (;;) {
+      const wait = durability.waitsOnAcks() ? durability.wanted : undefined;
+      const { short, confirmed } = await durable.ackFenced(stream, ids, owner.fence, this.offer.ackDelete, wait);
+      first ??= short;
+      if (!confirmed || durability.record(confirmed) || !(await this.holdOn(confirmed))) return first;
+    }
+  }
+
+  /** A dead-letter move of a durable ordered reader: settled once the replicas have it (a move lost with a master restarts the loop). */
+  private async confirmSettled(entry: StreamEntry): Promise<void> {
+    const owner = this.owner!;
+    const durability = this.durability!;
+    for (;;) {
+      if (!durability.waitsOnAcks()) return;
+      const { pending, confirmed } = await this.d.durable!.confirmSettled(
+        entry.stream,
+        [entry.id],
+        owner.fence,
+        this.d.options.minIdleMs,
+        durability.wanted,
+      );
+      if (pending.length > 0)
+        throw new Error(
+          `the dead-letter move of entry ${entry.id} of "${entry.stream}" is not on the master that answers now (lost with a master that failed): it is pending again, and is settled again first`,
+        );
+      if (durability.record(confirmed) || !(await this.holdOn(confirmed))) return;
+    }
+  }
+
+  /** A hold's next try: false once the reader stops or the partition is no longer this one's (what was sent stays as it is). */
+  private async holdOn(confirmed: Confirmation): Promise<boolean> {
+    const stop = this.stopSignal;
+    if (stop.stopped || !this.owner!.holds()) return false;
+    // A wait refused at once (WAITAOF on a master without AOF) would spin: the next try after the wait's time.
+    if (confirmed.refused) await firstValueFrom(race(timer(this.durability!.wanted.timeoutMs), stop.stopped$), { defaultValue: 0 });
+    return !stop.stopped && this.owner!.holds();
+  }
+
+  /**
+   * How long an owned partition's loop has gone without progress (a step answered, an entry settled);
+   * 0 while it waits on something it chose: handlers running, a hold of its durable acks.
+   */
+  private stalledForMs(): number {
+    const lanes = this.keyLanes;
+    if (!lanes || lanes.runningCount > 0 || (this.durability && !this.durability.mayStart())) return 0;
+    return performance.now() - Math.max(this.lastStepAt, lanes.lastTurnEndAt);
   }
 
   /** What the server offered at the last (re)start; undefined before the first. */
@@ -494,7 +581,12 @@ export class Reader {
   /** An ordered reader's partition: its ownership and the keys waiting behind a failed entry; undefined for any other. */
   ordering(): OrderingView | undefined {
     if (!this.owner || !this.keyLanes) return undefined;
-    return { ...this.owner.view(), blockedKeys: this.keyLanes.blockedKeys(), held: this.keyLanes.held };
+    return {
+      ...this.owner.view(),
+      blockedKeys: this.keyLanes.blockedKeys(),
+      held: this.keyLanes.held,
+      ...(this.durability ? { durability: this.durability.view() } : {}),
+    };
   }
 
   /** What waits in `stream`'s schedule of delayed entries, by this reader's last look; undefined before one. */
@@ -545,6 +637,7 @@ export class Reader {
 
   /** Every step's result: the loop beats (for health); once the groups exist, the reader is ready. */
   private stepped(result: StepResult): void {
+    this.lastStepAt = performance.now();
     this.vitalSigns.stepped();
     if (result === GROUPS_READY) this.d.report.ready(this);
   }

@@ -116,6 +116,8 @@ export class StreamConsumer {
         keyPrefix: this.options.keyPrefix,
         deadLetterStream: this.options.deadLetterStream,
         onCluster: isCluster(this.options.connection),
+        durableAcks: this.options.durableAcks,
+        leaseRenewMs: this.options.leaseRenewMs,
         registration: coreRegistration,
       });
     } catch (err) {

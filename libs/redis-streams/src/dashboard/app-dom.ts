@@ -268,10 +268,29 @@ function pelStateLabel(state: string): string {
   return labels[state] ?? 'unknown';
 }
 
+/** An ordered partition's durable acks, in words (its owner's last word: see AckDurability). */
+function durabilityLabel(d: {
+  state: string;
+  since: number;
+  confirmed: number | null;
+  replicas: number;
+  fsync: boolean;
+  refused?: string;
+}): string {
+  const wanted = `${d.replicas} replica(s)${d.fsync ? ', fsynced' : ''}`;
+  const got = d.refused ? `the wait refused: ${d.refused}` : `${d.confirmed ?? 0} of ${d.replicas} confirmed`;
+  const since = age(Math.max(0, Date.now() - d.since));
+  if (d.state === 'held') return ` Durable acks HELD for ${since}: ${got}; nothing starts until the replicas confirm.`;
+  if (d.state === 'degraded') return ` Durable acks DEGRADED for ${since}: ${got}; carrying on without waiting.`;
+  if (d.state === 'confirmed') return ` Durable acks on ${wanted}: confirmed.`;
+  return ` Durable acks on ${wanted}: not confirmed yet.`;
+}
+
 /** The helpers, for app-script.ts to send and for the other parts' types. */
 export const DOM_PARTS = {
   idAge,
   pelStateLabel,
+  durabilityLabel,
   el,
   link,
   hash,

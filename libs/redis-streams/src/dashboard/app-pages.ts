@@ -306,6 +306,13 @@ async function groupSection(key: string, g: any): Promise<Child[]> {
         o.consumer === null
           ? `Ordered: no owner now; ${ui.num(o.members)} member(s) share the partitions`
           : `Ordered: owned by ${o.consumer} (epoch ${o.epoch}, lease ${ui.age(o.leaseMs)} left); ${ui.num(o.members)} member(s) share the partitions`,
+        o.durability
+          ? ui.el(
+              'span',
+              { class: o.durability.state === 'held' || o.durability.state === 'degraded' ? 'notice' : '' },
+              ui.durabilityLabel(o.durability),
+            )
+          : '',
       );
   const p = g.paused;
   const pausedLine = p
@@ -381,9 +388,10 @@ function idempotencyLine(i: any): Child {
 /** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md): said when some wait, or when unreadable. */
 function delayedLine(d: any): Child {
   if (d.error) return ui.el('p', {}, `Delayed entries unknown (${d.error})`);
-  if (!d.waiting || d.nextDueInMs === null) return null;
+  const orphaned = d.orphaned ? `; ${ui.count(d.orphaned, 'value', 'values')} without a schedule` : '';
+  if (!d.waiting || d.nextDueInMs === null) return orphaned ? ui.el('p', { class: 'delayed' }, `Delayed: none waits${orphaned}`) : null;
   const next = d.nextDueInMs >= 0 ? `next due in ${ui.age(d.nextDueInMs)}` : `next past due by ${ui.age(-d.nextDueInMs)}`;
-  return ui.el('p', { class: 'delayed' }, `Delayed: ${ui.count(d.waiting, 'entry waits', 'entries wait')}, ${next}`);
+  return ui.el('p', { class: 'delayed' }, `Delayed: ${ui.count(d.waiting, 'entry waits', 'entries wait')}, ${next}${orphaned}`);
 }
 
 /** An entry's fields on one line, each value cut at 80 characters (put in as text, like everything from Redis). */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError } from '../describe-error.js';
-import { isErrorReply } from '../redis/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply, isHandshakeRefusal, isUnanswered } from '../redis/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
@@ -38,8 +38,14 @@ const HEADERS = {
 /**
  * The dashboard as a request handler: the page, its script and style, and the JSON API under
  * `<basePath>/api/`. Read-only unless `actions` is given. Reads through `redis` (the caller owns it).
+ * `unanswered`: why a call got no answer from Redis, in words (the module's connection names its own
+ * last error); by default what the failure itself says.
  */
-export function createDashboardHandler(redis: RedisConnection, input: DashboardOptions = {}): DashboardHandler {
+export function createDashboardHandler(
+  redis: RedisConnection,
+  input: DashboardOptions = {},
+  unanswered: (err: unknown) => string = unansweredCause,
+): DashboardHandler {
   const options = resolveDashboardOptions(input);
   const data = new DashboardData(redis, options);
   const dlq = new DeadLetters(redis);
@@ -97,6 +103,18 @@ export function createDashboardHandler(redis: RedisConnection, input: DashboardO
         if (err instanceof ActionRefused)
           return send(res, err.status, { error: err.message, ...(err.reason ? { reason: err.reason } : {}) });
         if (err instanceof BadRequest) return send(res, 400, { error: err.message });
+        // No answer (a connection down or lost, a deadline passed), or no connection its credentials open:
+        // the dashboard cannot reach its Redis, which is no fault of the request.
+        if (isUnanswered(err) || isHandshakeRefusal(err)) {
+          const error = `Redis unreachable: ${unanswered(err).replace(/\.$/, '')}`;
+          // An action cut off by a lost connection may have been carried out, or some of it (a redrive of several
+          // letters); one past its deadline is still in Redis' hands.
+          const outcome = isCommandTimeout(err)
+            ? 'the action may still be carried out once it answers'
+            : 'the action may have been carried out in part or not at all';
+          if (req.method === 'POST') return send(res, 503, { error: `${error}: ${outcome}; look before trying again`, outcome: 'unknown' });
+          return send(res, 503, { error });
+        }
         // Redis refused what the request named (NOGROUP, an id past the last one, NOPERM): said as Redis said it.
         if (isErrorReply(err)) return send(res, 400, { error: `Redis refused: ${describeError(err)}` });
         // describeError masks credentials; the message is all a browser gets.
@@ -245,6 +263,13 @@ function sendText(res: ServerResponse, type: string, body: string): void {
 function rawPath(raw: string): string | null {
   const path = raw.split(/[?#]/)[0]!;
   return /(^|\/)\.{1,2}(\/|$)|\/\/|\\|%2f|%5c|%2e/i.test(path) ? null : path;
+}
+
+/** A call Redis gave no answer to (or the connection's handshake refused), as the failure itself says it (ioredis' "max retries per request" names an option, not the cause). */
+function unansweredCause(err: unknown): string {
+  if (isHandshakeRefusal(err)) return describeError(err);
+  if (isCommandTimeout(err)) return 'no answer in time (Command timed out)';
+  return isConnectionLoss(err) ? 'the connection is down' : describeError(err);
 }
 
 /** How long the page waits for the transport's own health() (its failure is the panel's, not the page's). */

@@ -25,6 +25,8 @@ export class EngineRun {
     readonly probe: HealthProbe,
     /** Undefined: telemetry off, no `@opentelemetry/api`, or a broken SDK. */
     readonly telemetry: ConsumerTelemetry | undefined,
+    /** The durable acks' own connection, when an ordered pattern has them. */
+    readonly durable?: CommandLane | undefined,
   ) {}
 
   /** The start succeeded: its hygiene (if any), stopped with the loops. */
@@ -34,7 +36,11 @@ export class EngineRun {
 
   /** `[command, blocking…]` connections. */
   connections(): [Redis | Cluster, ...Redis[]] {
-    return [this.command.conn, ...this.readers.flatMap((r) => r.lanes.blockingConnection() ?? [])];
+    return [
+      this.command.conn,
+      ...this.readers.flatMap((r) => r.lanes.blockingConnection() ?? []),
+      ...(this.durable && !('isCluster' in this.durable.conn && this.durable.conn.isCluster) ? [this.durable.conn as Redis] : []),
+    ];
   }
 
   /** The entries whose handler runs, every reader's. */
@@ -77,6 +83,6 @@ export class EngineRun {
 
   private async closeConnections(): Promise<void> {
     await Promise.all(this.readers.map((r) => r.lanes.close()));
-    await closeCommandLane(this.command);
+    await Promise.all([closeCommandLane(this.command), this.durable && closeCommandLane(this.durable)]);
   }
 }

@@ -4,6 +4,8 @@ import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
 import { resolveRateLimit } from '../options/rate-limit-options.js';
+import type { ResolvedDurableAcks } from '../options/durability-options.js';
+import { durableAcksWithin } from '../options/server-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, slotOf } from '../slots.js';
 import { deadLetterKeyOf } from '../key-names.js';
@@ -24,6 +26,10 @@ export interface PlanOptions {
   keyPrefix: string;
   deadLetterStream: ((stream: string) => string) | false;
   onCluster: boolean;
+  /** The server's `durableAcks`, for ordered patterns without their own. */
+  durableAcks?: ResolvedDurableAcks | undefined;
+  /** leaseRenewMs: a pattern's durableAcks.timeoutMs must be below it. */
+  leaseRenewMs?: number;
   /** How errors name a handler's registration, in the host's words. Default: {@link nestRegistration}. */
   registration?: Registration;
 }
@@ -78,7 +84,15 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     retry: retryPolicy,
     ordered,
     rateLimit: limit,
-  } = (handler.chain[0] ?? {}) as { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown; rateLimit?: unknown };
+    durableAcks: ownDurableAcks,
+  } = (handler.chain[0] ?? {}) as {
+    partitions?: unknown;
+    batch?: unknown;
+    retry?: unknown;
+    ordered?: unknown;
+    rateLimit?: unknown;
+    durableAcks?: unknown;
+  };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}": a request handler's failure is answered to its caller (the request is acked), never retried; a retry policy is for event handlers`,
@@ -111,9 +125,19 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     throw new Error(
       `nestjs-redis-streams: ${registered}: a pattern's rateLimit with ordered is not supported yet; a limit per key (rateLimit.perKey) is`,
     );
+  if (ownDurableAcks !== undefined && ownDurableAcks !== false && ordered !== true)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: durableAcks is for ordered patterns (ordered: true); an unordered pattern's acks lost with a master only run entries again, which at-least-once allows`,
+    );
+  const durableAcks =
+    ordered !== true
+      ? undefined
+      : ownDurableAcks === undefined
+        ? options.durableAcks
+        : durableAcksWithin(`${registered} durableAcks`, ownDurableAcks, options.leaseRenewMs ?? Number.MAX_SAFE_INTEGER);
   // A pattern's limit is taken before its reads (a reader of its own); a key's, as each entry starts.
   const limits = rateLimit ? (rateLimit.perKey ? { keyRateLimit: rateLimit } : { rateLimit }) : {};
-  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...limits };
+  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...(durableAcks ? { durableAcks } : {}), ...limits };
   if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
@@ -133,7 +157,19 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
  * settle the same entries (one's BatchFailure could ack an entry the other has yet to fail).
  */
 function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
-  const extras = chain as readonly { partitions?: unknown; batch?: unknown; retry?: unknown; ordered?: unknown; rateLimit?: unknown }[];
+  const extras = chain as readonly {
+    partitions?: unknown;
+    batch?: unknown;
+    retry?: unknown;
+    ordered?: unknown;
+    rateLimit?: unknown;
+    durableAcks?: unknown;
+  }[];
+  if (extras.slice(1).some((e) => e.durableAcks !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and durableAcks on one that is not the first: one stream is acked one way, so give it to the first handler only`,
+    );
+  }
   if (extras.slice(1).some((e) => e.rateLimit !== undefined)) {
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a rateLimit on one that is not the first: one stream is read one way, so give the limit to the first handler only`,
@@ -180,7 +216,10 @@ function readerStreams(
     const origin = origins.get(stream)!;
     if (!origin.ordered) continue;
     const partitions = [...origins.values()].filter((o) => o.pattern === origin.pattern).length;
-    sets.push({ streams: [stream], ordered: { pattern: origin.pattern, partition: origin.partition ?? 0, partitions } });
+    sets.push({
+      streams: [stream],
+      ordered: { pattern: origin.pattern, partition: origin.partition ?? 0, partitions, durableAcks: origin.durableAcks },
+    });
   }
   // A rate-limited stream (each partition) too: its reads take grants first, each read its own COUNT.
   for (const stream of streams) {

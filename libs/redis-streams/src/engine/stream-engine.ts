@@ -7,6 +7,8 @@ import { consumerConnectionName } from '../redis/connection-name.js';
 import { openCommandLane } from '../redis/command-lane.js';
 import { describeFeatures } from '../redis/server-features.js';
 import { StreamCommands } from '../redis/stream-commands.js';
+import { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
+import { MAX_DURABILITY_TIMEOUT_MS } from '../options/durability-options.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { HealthProbe } from '../health/health-probe.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -85,6 +87,17 @@ export class StreamEngine {
     // One command connection (on a cluster, one ioredis Cluster) serves every reader.
     const command = openCommandLane(options.connection, name, laneFailed, options.commandTimeoutMs, watch.laneRetry);
     const commands = new StreamCommands(command.conn, options.group, watch.onCluster, options.deadLetterRetention);
+    // Durable acks wait on a connection of their own: a wait never holds the command connection the other readers share.
+    const durableLane = plan.readers.some((r) => r.ordered?.durableAcks)
+      ? openCommandLane(
+          options.connection,
+          `${name}:durable`,
+          laneFailed,
+          options.commandTimeoutMs + MAX_DURABILITY_TIMEOUT_MS,
+          watch.laneRetry,
+        )
+      : undefined;
+    const durable = durableLane && new DurableOwnershipCommands(durableLane.conn, options.group, watch.onCluster);
     const probe = new HealthProbe({
       group: options.group,
       consumer: options.consumer,
@@ -102,7 +115,17 @@ export class StreamEngine {
         })),
       state: () => (this.closing ? 'stopped' : gate.isOpen ? 'running' : 'starting'),
     });
-    const handlers = { source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])), streams: plan.streams };
+    const handlers = {
+      source: () => new Map(readers.flatMap((r) => [...r.vitals().handlers])),
+      streams: plan.streams,
+      durability: () =>
+        new Map(
+          readers.flatMap((r) => {
+            const o = r.ordering();
+            return o?.owned && o.durability ? [[r.streams[0]!, o.durability.state] as const] : [];
+          }),
+        ),
+    };
     const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
     const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
     const readers: Reader[] = plan.readers.map(
@@ -125,9 +148,10 @@ export class StreamEngine {
           },
           onCluster: watch.onCluster,
           started: gate.opened,
+          durable,
         }),
     );
-    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry));
+    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry, durableLane));
     watch.follow(
       readers.map((r) => r.lanes.state$),
       probe,

@@ -2,7 +2,7 @@ import type { GroupStats } from '../health/group-stats.js';
 import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
 import { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
-import type { HandlersSource } from '../telemetry/handler-gauges.js';
+import type { DurabilitySource, HandlersSource } from '../telemetry/handler-gauges.js';
 import type { OtelApi } from '../telemetry/otel-api.js';
 
 /**
@@ -14,7 +14,7 @@ export function startTelemetry(
   { group, consumer }: { group: string; consumer: string },
   stats: GroupStats,
   /** The loops' running handlers, and the streams they read. */
-  handlers: { source: HandlersSource; streams: readonly string[] },
+  handlers: { source: HandlersSource; streams: readonly string[]; durability?: DurabilitySource },
   logger: Logger,
 ): ConsumerTelemetry | undefined {
   try {

@@ -4,6 +4,7 @@ import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';
 import type { LoopVitals } from '../consumer/loop-vitals.js';
 import { describeError } from '../describe-error.js';
+import { isUnanswered } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { within } from '../within.js';
 import { GroupStats } from './group-stats.js';
@@ -95,7 +96,8 @@ export class HealthProbe {
       state,
       group: this.d.group,
       consumer: this.d.consumer,
-      redisDownForMs: Number.isFinite(downSince) ? Math.max(0, now - downSince) : 0,
+      // At least 1 while down: 0 says Redis can be reached.
+      redisDownForMs: Number.isFinite(downSince) ? Math.max(1, now - downSince) : 0,
       streams: readers.flatMap(({ streams, vitals, ordering, delayed, paused }) =>
         streams.map((stream) => ({
           stream,
@@ -135,17 +137,25 @@ export class HealthProbe {
     if (!(await within(this.pinging, PING_WITHIN_MS, false))) this.silentSince ??= sentAt;
   }
 
-  /** Refreshes the lag and pending figures; says why when they could not be. */
+  /**
+   * Refreshes the lag and pending figures; says why when they could not be. A read left unanswered
+   * (no reply within STATS_WITHIN_MS, a connection down) is Redis silent since it was sent, as an
+   * unanswered PING is: the outage, not the figures, is then what readiness judges (by redisDownMs).
+   */
   private async readStats(maxAgeMs: number): Promise<string | undefined> {
     if (this.lanesDownSince !== undefined || this.silentSince !== undefined) return 'Redis unreachable';
-    return within(
+    const sentAt = Date.now();
+    const late = `no answer to XINFO GROUPS within ${STATS_WITHIN_MS} ms`;
+    const error = await within(
       this.stats.get(maxAgeMs).then(
         () => undefined,
-        (err: unknown) => describeError(err),
+        (err: unknown) => (isUnanswered(err) ? 'Redis unreachable' : describeError(err)),
       ),
       STATS_WITHIN_MS,
-      `no answer to XINFO GROUPS within ${STATS_WITHIN_MS} ms`,
+      late,
     );
+    if (error === late || error === 'Redis unreachable') this.silentSince ??= sentAt;
+    return error;
   }
 }
 
@@ -166,5 +176,18 @@ function orderingOf(view: OrderingView): StreamOrdering {
     blockedKeys: view.blockedKeys.slice(0, BLOCKED_KEYS_SHOWN),
     blockedKeyCount: view.blockedKeys.length,
     held: view.held,
+    ...(view.durability && view.owned
+      ? {
+          durability: {
+            state: view.durability.state,
+            since: view.durability.since,
+            replicas: view.durability.wanted.replicas,
+            fsync: view.durability.wanted.fsync,
+            whenUnconfirmed: view.durability.wanted.whenUnconfirmed,
+            confirmed: view.durability.last?.replicas ?? null,
+            ...(view.durability.last?.refused ? { refused: view.durability.last.refused } : {}),
+          },
+        }
+      : {}),
   };
 }

@@ -5,7 +5,10 @@ export interface RedisStreamsHealth {
   state: 'starting' | 'running' | 'stopped';
   group: string;
   consumer: string;
-  /** How long the transport has been unable to talk to Redis (a connection down, or every call of a loop failing), in ms; 0 while it can. */
+  /**
+   * How long the transport has been unable to talk to Redis (a connection down, every call of a loop failing, or a
+   * health check's PING or figures read left unanswered), in ms; 0 while it can.
+   */
   redisDownForMs: number;
   streams: StreamHealth[];
   /** Age of the lag and pending figures, in ms; undefined when they were never read. */
@@ -67,6 +70,26 @@ export interface StreamOrdering {
   blockedKeyCount: number;
   /** Entries held in the key lanes: queued, running, or behind a failed entry. */
   held: number;
+  /**
+   * Its durable acks (`durableAcks`), while this consumer owns it: `confirmed`, `held` (the replicas did
+   * not confirm: nothing starts until they do), `degraded` (they did not: carrying on without waiting),
+   * `pending` (no wait answered yet); since when (Unix ms), and what the last wait confirmed.
+   */
+  durability?: StreamDurability;
+}
+
+/** What health shows of an ordered stream's durable acks. */
+export interface StreamDurability {
+  state: 'pending' | 'confirmed' | 'held' | 'degraded';
+  since: number;
+  /** Replicas asked for, and fsync. */
+  replicas: number;
+  fsync: boolean;
+  whenUnconfirmed: 'hold' | 'carry-on';
+  /** Replicas the last wait confirmed (null before the first). */
+  confirmed: number | null;
+  /** Why the last wait was refused, when it was. */
+  refused?: string;
 }
 
 /**
@@ -88,9 +111,12 @@ export interface HealthThresholds {
    * entry stays pending and runs again). Default 300,000.
    */
   stuckLoopMs?: number;
-  /** Readiness: down while any stream's lag is above this. Default: not checked. */
+  /**
+   * Readiness: down while any stream's lag is above this, or unknown (figures Redis refused, or none
+   * read yet). Figures that cannot be read while Redis is unreachable are judged by `redisDownMs`. Default: not checked.
+   */
   maxLag?: number;
-  /** Readiness: down while any stream's pending count is above this. Default: not checked. */
+  /** Readiness: down while any stream's pending count is above this (unknown: as `maxLag`). Default: not checked. */
   maxPending?: number;
 }
 
@@ -144,10 +170,12 @@ export function checkReadiness(health: RedisStreamsHealth, thresholds: HealthThr
     if (maxPending !== undefined && s.pending !== null && s.pending > maxPending)
       reasons.push(`stream "${s.stream}": pending ${s.pending} above ${maxPending}`);
   }
-  // Figures that could not be read now are not trusted: the last ones may be long gone.
+  // Figures that could not be read now are not trusted: the last ones may be long gone. Unless Redis is
+  // unreachable: then the outage is what counts, down only past redisDownMs (its own reason above).
   if (
     (maxLag !== undefined || maxPending !== undefined) &&
     health.streams.length > 0 &&
+    health.redisDownForMs === 0 &&
     (health.statsAgeMs === undefined || health.statsError !== undefined)
   ) {
     reasons.push(`lag and pending unknown${health.statsError ? `: ${health.statsError}` : ''}`);

@@ -54,5 +54,9 @@ export function attention(report: StreamReport, minIdleMs: number, previous?: St
       `${counted(delayed.waiting, 'delayed entry waits', 'delayed entries wait')}, the next past due by ${duration(-delayed.nextDueInMs)}: no worker of "${e(report.stream)}" is moving them in (none running, or one without the schedule's rights)`,
     );
   if ('error' in delayed) found.push(`delayed entries of "${e(report.stream)}" unknown (${delayed.error})`);
+  if ('orphaned' in delayed && delayed.orphaned)
+    found.push(
+      `${counted(delayed.orphaned, 'delayed value', 'delayed values')} of "${e(report.stream)}" have no schedule (it was deleted, or ids removed by hand): a worker drops them once the schedule is gone; else HDEL them from its entries hash (docs/guide/flow-control.md)`,
+    );
   return found;
 }

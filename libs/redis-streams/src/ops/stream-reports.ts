@@ -3,7 +3,7 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
-import type { PauseState } from '../redis/replies.js';
+import type { DurabilityReport, PauseState } from '../redis/replies.js';
 import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
 import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
 import { describeError } from '../describe-error.js';
@@ -44,7 +44,14 @@ export interface GroupReport {
   /** Why the retry set could not be read (e.g. NOPERM); null when it was. */
   retryStateError: string | null;
   /** An ordered stream (docs/guide/ordering.md): who owns it for this group (null: nobody now), epoch, lease left, members; null for any other. */
-  ordering: { consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null;
+  ordering: {
+    consumer: string | null;
+    epoch: number | null;
+    leaseMs: number | null;
+    members: number;
+    /** Its owner's durable acks (`durableAcks`), as the owner last said; null without them. */
+    durability: DurabilityReport | null;
+  } | null;
   /** Its pattern is paused for this group (docs/guide/flow-control.md): since when and by whom; null while it runs (or unreadable). */
   paused: PauseState | null;
 }
@@ -62,7 +69,8 @@ export interface StreamReport {
   /** Keys under those names that hold another type: dead-lettering there fails until the key is renamed or deleted. */
   deadLetterKeysNotStreams: string[];
   /** Delayed entries waiting in the stream's schedule (docs/guide/flow-control.md), the ms until the next is due (negative: past due, null: none waits); or why it could not be read. */
-  delayed: { waiting: number; nextDueInMs: number | null } | { error: string };
+  /** `orphaned`: values in its entries hash that no schedule names (the schedule deleted, ids removed by hand); absent when none, or not readable. */
+  delayed: { waiting: number; nextDueInMs: number | null; orphaned?: number } | { error: string };
   /** What needs an operator (attention.ts), filled in by the CLI. */
   attention?: string[];
 }
@@ -146,7 +154,7 @@ async function streamReport(
 /** What waits in the stream's schedule of delayed entries; a refusal (NOPERM) is said, not thrown. */
 export function delayedReport(commands: ReportCommands, stream: string): Promise<StreamReport['delayed']> {
   return commands.delayed(stream).then(
-    (d) => ({ waiting: d.waiting, nextDueInMs: d.nextDueInMs ?? null }),
+    (d) => ({ waiting: d.waiting, nextDueInMs: d.nextDueInMs ?? null, ...(d.orphaned ? { orphaned: d.orphaned } : {}) }),
     (err: unknown) => {
       if (isErrorReply(err)) return { error: describeError(err) };
       throw err;

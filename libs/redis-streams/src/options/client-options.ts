@@ -2,6 +2,7 @@ import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { checkPartitions } from '../partitions.js';
 import { validateRetention, type RetentionPolicy } from './retention-options.js';
+import { resolveDurability, type Durability, type ResolvedDurability } from './durability-options.js';
 import { resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, shown, string, withMethod } from './validate.js';
 
@@ -56,11 +57,21 @@ export interface RedisStreamsClientOptions {
    * while the producers of a stream run on servers of different versions. Default: true.
    */
   newerCommands?: boolean;
+  /**
+   * Durable produce: `emit`/`send` resolve only once the entry is on `replicas` replicas (and with
+   * `fsync`, fsynced to the AOFs), waited for with WAIT / WAITAOF on the entry's master, right after
+   * the write on a connection of its own (writes begun together share one wait per slot). Past
+   * `timeoutMs` they fail with `NotDurableError`, which carries the id: the entry was written on the
+   * master and may be lost with it. A record's own `durability` overrides it (`false`: none). See
+   * docs/failure-semantics.md for what each setting can lose. Default: none (resolved once the master has it).
+   */
+  durability?: Durability | false;
 }
 
 export type ResolvedClientOptions = Required<
-  Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey' | 'idempotency'>
+  Omit<RedisStreamsClientOptions, 'connection' | 'retention' | 'partitionKey' | 'idempotency' | 'durability'>
 > & {
+  durability: ResolvedDurability | undefined;
   connection: ResolvedConnection;
   idempotency: IdempotencyWindow;
   retention: RetentionPolicy | undefined;
@@ -104,6 +115,7 @@ const KNOWN_OPTIONS = [
   'producerId',
   'idempotency',
   'newerCommands',
+  'durability',
 ] as const;
 
 export function resolveClientOptions(input: RedisStreamsClientOptions = {}): ResolvedClientOptions {
@@ -154,6 +166,7 @@ export function resolveClientOptions(input: RedisStreamsClientOptions = {}): Res
     producerId: producerId(input.producerId),
     idempotency: idempotencyWindow(input.idempotency),
     newerCommands: boolean('newerCommands', input.newerCommands, CLIENT_DEFAULTS.newerCommands),
+    durability: resolveDurability('durability', input.durability),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { StreamBatchOptions } from './batch-options.js';
 import type { RetryPolicy } from './retry-options.js';
 import type { RateLimit } from './rate-limit-options.js';
+import type { DurableAcks } from './durability-options.js';
 import { rejectUnknown } from './validate.js';
 
 /** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
@@ -24,6 +25,11 @@ export interface StreamPatternExtras {
    * `ordered` (a key's is). See docs/guide/flow-control.md. Default: none.
    */
   rateLimit?: RateLimit;
+  /**
+   * This ordered pattern's durable acks, in place of the server's `durableAcks` (`false`: none): see
+   * RedisStreamsServerOptions.durableAcks. Only with `ordered`. Default: the server's.
+   */
+  durableAcks?: DurableAcks | false;
 }
 
 /**
@@ -32,7 +38,7 @@ export interface StreamPatternExtras {
  */
 export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
 
-const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered', 'rateLimit'];
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered', 'rateLimit', 'durableAcks'];
 
 /**
  * A typo in `@StreamPattern`'s (or `handle`'s) extras would otherwise silently keep the default (a

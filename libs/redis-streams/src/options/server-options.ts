@@ -4,6 +4,7 @@ import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
 import { deadLetterKeyOf } from '../key-names.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
+import { resolveDurableAcks, type DurableAcks, type ResolvedDurableAcks } from './durability-options.js';
 import { resolveRetry, type RetryDelay, type RetryPolicy } from './retry-options.js';
 import { validateDeadLetterRetention, type DeadLetterRetention } from './retention-options.js';
 import { atMost, boolean, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, shown, string, withMethod } from './validate.js';
@@ -153,6 +154,15 @@ export interface RedisStreamsServerOptions {
    * docs/guide/flow-control.md. Default: 1000.
    */
   flowCheckMs?: number;
+  /**
+   * Ordered patterns keep their order through the loss of a master: a key's next entry starts only
+   * once its predecessor's ack (or dead-letter move) and the owner's hold on the partition are on
+   * `replicas` replicas (WAIT, on a connection of its own), fsynced with `fsync` (WAITAOF). When no
+   * replica confirms within `timeoutMs`, `whenUnconfirmed` decides: `'hold'` the partition (nothing
+   * starts until one does) or `'carry-on'` (reported degraded). A pattern's own `durableAcks` wins;
+   * only for ordered patterns. See docs/guide/ordering.md and docs/failure-semantics.md. Default: none.
+   */
+  durableAcks?: DurableAcks | false;
 }
 
 /** When acked entries leave the stream (see RedisStreamsServerOptions.deleteOnAck). */
@@ -161,9 +171,11 @@ const DELETE_ON_ACK: readonly DeleteOnAck[] = [false, 'this-group', 'all-groups'
 
 type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
 export type ResolvedServerOptions = Required<
-  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | Optional>
+  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | 'durableAcks' | Optional>
 > &
   Pick<RedisStreamsServerOptions, Optional> & {
+    /** undefined: none (see `durableAcks`). */
+    durableAcks: ResolvedDurableAcks | undefined;
     /** undefined: no policy (see `retry`). */
     retry: RetryDelay | undefined;
     /** undefined: no limit (`false`). */
@@ -205,6 +217,7 @@ const KNOWN_OPTIONS = [
   'telemetry',
   'newerCommands',
   'deleteOnAck',
+  'durableAcks',
 ] as const;
 
 /**
@@ -299,7 +312,19 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     stuckEntryMs: atMost('stuckEntryMs', positiveInt('stuckEntryMs', input.stuckEntryMs, SERVER_DEFAULTS.stuckEntryMs), MAX_TIMER_MS),
     consumerCleanup: consumerCleanup(input.consumerCleanup),
     flowCheckMs: atMost('flowCheckMs', positiveInt('flowCheckMs', input.flowCheckMs, SERVER_DEFAULTS.flowCheckMs), MAX_TIMER_MS),
+    durableAcks: durableAcksWithin('durableAcks', input.durableAcks, leaseRenewMs),
   };
+}
+
+/**
+ * `durableAcks`, whose wait must end before the next renewal is due: the owner's beats wait too, on
+ * the same connection, and a wait longer than `leaseRenewMs` would let the lease run out behind it.
+ */
+export function durableAcksWithin(option: string, value: unknown, leaseRenewMs: number): ResolvedDurableAcks | undefined {
+  const resolved = resolveDurableAcks(option, value);
+  if (resolved && resolved.timeoutMs >= leaseRenewMs)
+    throw new InvalidOptionError(`${option}.timeoutMs`, `must be below leaseRenewMs (${leaseRenewMs}), got ${resolved.timeoutMs}`);
+  return resolved;
 }
 
 function optionalInt(option: string, value: unknown): number | undefined {

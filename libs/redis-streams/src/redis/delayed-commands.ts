@@ -1,21 +1,34 @@
-import { delayedKeysOf, type DelayedKeys } from '../key-names.js';
+import { delayedKeysOf, idempotencyKeyOf, idempotencyKeyPrefixOf, type DelayedKeys } from '../key-names.js';
 import type { RedisConnection } from './connect.js';
+import type { RawCommand } from './replication-wait.js';
 import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './delayed-scripts.js';
-import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type Promotion } from './replies.js';
-
-/** `value` with each lone surrogate made U+FFFD (String.prototype.toWellFormed, ES2024). */
-const wellFormed = (value: string): string =>
-  value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+import { encodeRecord } from './delayed-record.js';
+import type { OnceWrite } from './idempotent-add.js';
+import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type DelayedLook, type Promotion } from './replies.js';
 
 /** When a delayed entry is due: `in` ms from now, or `at` a Unix time in ms (both on Redis' clock). */
 export type DueTime = { in: number } | { at: number };
 
+/** What one promotion call moves at most: a short script keeps every other client's wait short. */
+export interface PromoteBudget {
+  entries: number;
+  /** Bytes of records; the first entry of a call moves whatever its size. */
+  bytes: number;
+}
+
+/**
+ * A worker's budget per promotion call, for all of a reader's streams together: 100 entries of 2 MB in
+ * one script held Redis for seconds; in calls of 1 MB each other client waits for one call at most.
+ */
+export const PROMOTE_BUDGET: PromoteBudget = { entries: 100, bytes: 1_000_000 };
+
+type Variadic = (keyCount: number, ...keysThenArgs: (string | number | Buffer)[]) => Promise<unknown>;
 type DelayedConnection = RedisConnection & {
-  streamsSchedule(schedule: string, entries: string, mode: 'in' | 'at', ms: number, id: string, fields: string): Promise<unknown>;
-  /** Variadic keys: their count first, then per stream its schedule, entries and stream, then `max`. */
-  streamsPromote(keyCount: number, ...keysThenMax: (string | number)[]): Promise<unknown>;
-  streamsCancel(schedule: string, entries: string, id: string): Promise<unknown>;
-  streamsDelayedLook(schedule: string): Promise<unknown>;
+  /** Variadic keys: their count first, then the keys, then the arguments (see the scripts). */
+  streamsSchedule: Variadic;
+  streamsPromote: Variadic;
+  streamsCancel(schedule: string, entries: string, idmpKey: string, id: string, prefix: string): Promise<unknown>;
+  streamsDelayedLook(schedule: string, entries: string): Promise<unknown>;
 };
 
 /** Delayed delivery's commands (the scripts of delayed-scripts.ts), for producers, workers and tools alike. */
@@ -26,10 +39,10 @@ export class DelayedCommands {
     conn: RedisConnection,
     private readonly onCluster: boolean,
   ) {
-    conn.defineCommand('streamsSchedule', { numberOfKeys: 2, lua: SCHEDULE_SCRIPT });
+    conn.defineCommand('streamsSchedule', { lua: SCHEDULE_SCRIPT });
     conn.defineCommand('streamsPromote', { lua: PROMOTE_SCRIPT });
-    conn.defineCommand('streamsCancel', { numberOfKeys: 2, lua: CANCEL_SCRIPT });
-    conn.defineCommand('streamsDelayedLook', { numberOfKeys: 1, lua: LOOK_SCRIPT });
+    conn.defineCommand('streamsCancel', { numberOfKeys: 3, lua: CANCEL_SCRIPT });
+    conn.defineCommand('streamsDelayedLook', { numberOfKeys: 2, lua: LOOK_SCRIPT });
     this.conn = conn as DelayedConnection;
   }
 
@@ -37,32 +50,69 @@ export class DelayedCommands {
     return delayedKeysOf(stream, this.onCluster);
   }
 
-  /** Schedules entry `id` of `stream` (its fields) for `due`; an id already waiting stays as it was (`scheduled: false`). */
-  async schedule(stream: string, id: string, fields: readonly string[], due: DueTime): Promise<{ scheduled: boolean; dueAt: number }> {
+  /**
+   * Schedules entry `id` of `stream` (its fields) for `due`; an id already waiting stays as it was (`scheduled: false`).
+   * With `once` (an idempotency key) a key held by another write (within its window, or waiting) schedules nothing.
+   */
+  async schedule(
+    stream: string,
+    id: string,
+    fields: readonly string[],
+    due: DueTime,
+    once?: OnceWrite,
+  ): Promise<{ scheduled: boolean; dueAt: number }> {
     const k = this.keys(stream);
     const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
-    // A lone surrogate would be a JSON escape Lua's cjson refuses: made U+FFFD, as a plain XADD of it writes.
-    const json = JSON.stringify(fields.map(wellFormed));
-    return parseScheduleReply(await this.conn.streamsSchedule(k.schedule, k.entries, mode, ms, id, json));
+    if (!once) return parseScheduleReply(await this.conn.streamsSchedule(2, k.schedule, k.entries, mode, ms, id, encodeRecord(fields)));
+    const idmpKey = idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster);
+    const record = encodeRecord(fields, { ...once, idmpKey });
+    return parseScheduleReply(
+      await this.conn.streamsSchedule(3, k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec),
+    );
   }
 
-  /** Moves up to `max` due entries of each stream into it, in one call (see PROMOTE_SCRIPT; on a cluster the streams share a slot). */
-  async promote(streams: readonly string[], max: number): Promise<Promotion[]> {
+  /** `schedule` as a raw command, for a durable write's pipeline (durable-writes.ts); its reply reads with parseScheduleReply. */
+  scheduleCommand(stream: string, id: string, fields: readonly string[], due: DueTime, once?: OnceWrite): RawCommand {
+    const k = this.keys(stream);
+    const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
+    if (!once) return ['EVAL', SCHEDULE_SCRIPT, 2, k.schedule, k.entries, mode, ms, id, encodeRecord(fields)];
+    const idmpKey = idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster);
+    const record = encodeRecord(fields, { ...once, idmpKey });
+    return ['EVAL', SCHEDULE_SCRIPT, 3, k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec];
+  }
+
+  /**
+   * Moves what is due of each stream into it, within `budget` for the whole call (a number: that many
+   * entries, PROMOTE_BUDGET's bytes); see PROMOTE_SCRIPT; on a cluster the streams share a slot. A
+   * promotion whose `more` is set wants another call at once.
+   */
+  async promote(streams: readonly string[], budget: PromoteBudget | number = PROMOTE_BUDGET): Promise<Promotion[]> {
+    if (typeof budget === 'number') budget = { entries: budget, bytes: PROMOTE_BUDGET.bytes };
     const keys = streams.flatMap((stream) => {
       const k = this.keys(stream);
       return [k.schedule, k.entries, stream];
     });
-    return parsePromoteReply(await this.conn.streamsPromote(keys.length, ...keys, max), streams.length);
+    const prefixes = streams.map((stream) => idempotencyKeyPrefixOf(stream, this.onCluster));
+    return parsePromoteReply(
+      await this.conn.streamsPromote(keys.length, ...keys, budget.entries, budget.bytes, ...prefixes),
+      streams.length,
+    );
   }
 
-  /** Cancels waiting entry `id` of `stream`: true if it was waiting (false: promoted already, cancelled, or never there). */
-  async cancel(stream: string, id: string): Promise<boolean> {
+  /**
+   * Cancels waiting entry `id` of `stream` (the id emit gave: with an idempotency key, that key, looked up
+   * under `producerId`): true if it was waiting (false: promoted already, cancelled, or never there).
+   */
+  async cancel(stream: string, id: string, producerId = 'nestjs-redis-streams'): Promise<boolean> {
     const k = this.keys(stream);
-    return Number(await this.conn.streamsCancel(k.schedule, k.entries, id)) === 1;
+    const idmpKey = idempotencyKeyOf(stream, producerId, id, this.onCluster);
+    const prefix = idempotencyKeyPrefixOf(stream, this.onCluster);
+    return Number(await this.conn.streamsCancel(k.schedule, k.entries, idmpKey, id, prefix)) === 1;
   }
 
-  /** How many entries of `stream` wait, and the ms until the next is due (negative: past due, nobody moved it in). */
-  async look(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
-    return parseDelayedLook(await this.conn.streamsDelayedLook(this.keys(stream).schedule));
+  /** How many entries of `stream` wait, the ms until the next is due (negative: past due, nobody moved it in), and the values no schedule names. */
+  async look(stream: string): Promise<DelayedLook> {
+    const k = this.keys(stream);
+    return parseDelayedLook(await this.conn.streamsDelayedLook(k.schedule, k.entries));
   }
 }

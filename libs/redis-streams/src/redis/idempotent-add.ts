@@ -1,6 +1,7 @@
 import type { RedisConnection } from './connect.js';
 import { LUA_XINFO } from './lua-xinfo.js';
 import { ReplyShapeError } from './reply-shape-error.js';
+import type { RawCommand } from './replication-wait.js';
 import { idempotencyKeyOf } from '../key-names.js';
 
 /**
@@ -102,6 +103,13 @@ export function appendCommand(stream: string, xadd: readonly (string | number)[]
   const idmp = [stream, 'IDMP', once.producerId, once.key, ...xadd];
   if (!once.marker) return { command: 'XADD', args: idmp };
   return { script: SCRIPTS.marked, args: [stream, once.marker[0], once.marker[1], ...idmp.slice(1)] };
+}
+
+/** `cmd` as sent raw: a script as EVAL of its source (a durable write's pipeline must never re-send one after NOSCRIPT). */
+export function rawAppend(cmd: AppendCommand): RawCommand {
+  if ('command' in cmd) return [cmd.command, ...cmd.args];
+  const [lua, keys] = cmd.script === SCRIPTS.once ? [ADD_ONCE_SCRIPT, 2] : [ADD_MARKED_SCRIPT, 1];
+  return ['EVAL', lua, keys, ...cmd.args];
 }
 
 /** Sends `cmd` on a connection (its reply) or queues it on a pipeline. */

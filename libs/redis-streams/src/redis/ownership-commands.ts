@@ -17,7 +17,9 @@ export class OwnershipCommands {
   /** One beat: membership renewed, the partition taken, kept or given up as the share-out says (see OWNERSHIP_SCRIPT). `held`: the owner value this process holds, '' for none. */
   async beat(stream: string, consumer: string, held: string, ttlMs: number, partition: number, token: string): Promise<OwnershipBeat> {
     const k = this.keys(stream);
-    return parseOwnershipReply(await this.conn.streamsOwnership(k.owner, k.members, k.epoch, consumer, held, ttlMs, partition, token));
+    return parseOwnershipReply(
+      await this.conn.streamsOwnership(k.owner, k.members, k.epoch, k.durability, consumer, held, ttlMs, partition, token, ''),
+    );
   }
 
   /** Gives the partition up (if still held with the owner value `held`; '' for none); `leaving`: the membership ends too. */

@@ -1,8 +1,9 @@
 import { LUA_NOW } from './lua-now.js';
 /**
- * One beat of a partition's ownership (KEYS: owner, members, epoch counter; all in the stream's
- * slot). ARGV: consumer, the owner value it holds ('' for none), ttl ms, partition index, this
- * process' token. On Redis' clock: the consumer is a live member until now + ttl; the live members,
+ * One beat of a partition's ownership (KEYS: owner, members, epoch counter, durability state; all in
+ * the stream's slot). ARGV: consumer, the owner value it holds ('' for none), ttl ms, partition index,
+ * this process' token, and what the owner says of its durable acks ('' for nothing: see
+ * DurableOwnershipCommands), kept beside the owner key for inspect and the dashboard while it owns. On Redis' clock: the consumer is a live member until now + ttl; the live members,
  * sorted by name, share the partitions round-robin (partition p wants member p mod n). The owner key
  * is `<epoch> <token> <consumer>` with ttl: held by this process, it is renewed (and `2` says another
  * member wants it: finish and release); free and wanted here, it is taken with the next epoch (a
@@ -24,12 +25,14 @@ if owner then
   if owner ~= held then return {0, 0, n, owner} end
   local epoch = tonumber(string.match(owner, '^%d+'))
   redis.call('PEXPIRE', KEYS[1], ttl)
+  if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6], 'PX', ttl) end
   if wanted then return {1, epoch, n, owner} end
   return {2, epoch, n, owner}
 end
 if not wanted then return {0, 0, n, ''} end
 local value = redis.call('INCR', KEYS[3]) .. ' ' .. ARGV[5] .. ' ' .. me
 redis.call('SET', KEYS[1], value, 'PX', ttl)
+if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6], 'PX', ttl) else redis.call('DEL', KEYS[4]) end
 return {1, tonumber(string.match(value, '^%d+')), n, value}
 `;
 
@@ -46,7 +49,25 @@ return 1
  * is refused, its entries stay pending for the owner that fenced it out.
  */
 export const FENCED_ACK_SCRIPT = `
-if redis.call('GET', KEYS[1]) ~= ARGV[2] then return redis.error_reply('FENCED this consumer no longer owns the partition at epoch ' .. string.match(ARGV[2], '^%d+')) end
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return redis.error_reply('FENCED this consumer no longer owns the partition at epoch ' .. (string.match(ARGV[2], '^%d+') or '(none)')) end
 if ARGV[3] == '' then return redis.call('XACK', KEYS[2], ARGV[1], unpack(ARGV, 4)) end
 return redis.call('XACKDEL', KEYS[2], ARGV[1], ARGV[3], 'IDS', #ARGV - 3, unpack(ARGV, 4))
+`;
+
+/**
+ * Whether what an ordered owner settled without an ack of its own (a dead-letter move, sent on
+ * another connection) is settled on the master that answers now (KEYS: owner, stream; ARGV: group,
+ * `<epoch> <token> <consumer>`, ttl ms, ids…), renewing the lease as it looks: the renewal is a write
+ * of this connection, so the WAIT sent after it covers everything that master took before it. A
+ * move lost with a master that failed is pending again here, and comes back in the reply, never
+ * confirmed. Reply: the ids still pending; FENCED when the partition is another owner's.
+ */
+export const CONFIRM_SETTLED_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return redis.error_reply('FENCED this consumer no longer owns the partition at epoch ' .. (string.match(ARGV[2], '^%d+') or '(none)')) end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+local pending = {}
+for i = 4, #ARGV do
+  if #redis.call('XPENDING', KEYS[2], ARGV[1], ARGV[i], ARGV[i], 1) > 0 then pending[#pending + 1] = ARGV[i] end
+end
+return pending
 `;

@@ -5,7 +5,16 @@ import type { RetentionPolicy } from '../options/retention-options.js';
 import { ageBoundId, xaddTrimArgs } from './retention.js';
 import { TRIM_SCAN_LIMIT, TRIM_SCRIPT } from './trim-script.js';
 import type { StreamEntry } from '../stream-entry.js';
-import { appendCommand, defineOnceScripts, parseAppended, sendAppend, type OnceAppended, type OnceWrite } from './idempotent-add.js';
+import {
+  appendCommand,
+  defineOnceScripts,
+  parseAppended,
+  rawAppend,
+  sendAppend,
+  type OnceAppended,
+  type OnceWrite,
+} from './idempotent-add.js';
+import type { RawCommand } from './replication-wait.js';
 import { detectServerFeatures, type ServerFeatures } from './server-features.js';
 
 /**
@@ -59,6 +68,49 @@ export class ProducerCommands {
     if (!added) throw new Error('XADD got no reply');
     if (added[0]) throw added[0];
     return { ...parseAppended(added[1], once), ...(trimmed?.[0] ? { trimError: trimmed[0] } : {}) };
+  }
+
+  /**
+   * The same append as `add`, as raw commands for a durable write's pipeline (durable-writes.ts):
+   * the XADD (or its script), and the trim script when this write is the stream's turn to trim.
+   * `parse` reads their replies as `add` answers.
+   */
+  addCommands(
+    stream: string,
+    fields: readonly string[],
+    policy: RetentionPolicy | undefined,
+    once?: OnceWrite,
+    features?: Pick<ServerFeatures, 'ackDelete'>,
+  ): { commands: RawCommand[]; parse: (replies: readonly [Error | null, unknown][]) => OnceAppended & { trimError?: Error } } {
+    const now = Date.now();
+    const inline = xaddTrimArgs(policy, now);
+    const writes = this.writesSinceTrim.get(stream) ?? 0;
+    this.writesSinceTrim.set(stream, (writes + 1) % TRIM_EVERY);
+    const trims = !(!policy || inline.length > 0 || writes !== 0 || (!policy.safe && policy.maxLen === undefined));
+    const commands: RawCommand[] = [rawAppend(appendCommand(stream, [...(trims ? [] : inline), '*', ...fields], once))];
+    if (trims) {
+      const acked = policy.safe && features?.ackDelete === true;
+      const ageBound = ageBoundId(policy.maxAgeMs, now) ?? '';
+      commands.push([
+        'EVAL',
+        TRIM_SCRIPT,
+        1,
+        stream,
+        policy.maxLen ?? 0,
+        ageBound,
+        policy.safe ? '1' : '0',
+        TRIM_SCAN_LIMIT,
+        acked ? '1' : '0',
+      ]);
+    }
+    return {
+      commands,
+      parse: ([added, trimmed]) => {
+        if (!added) throw new Error('XADD got no reply');
+        if (added[0]) throw added[0];
+        return { ...parseAppended(added[1], once), ...(trimmed?.[0] ? { trimError: trimmed[0] } : {}) };
+      },
+    };
   }
 
   /** XREAD of a reply stream (one reader, so no group): entries after `afterId`. */

@@ -27,10 +27,10 @@ export const isOutOfMemory = (err: unknown): boolean => /^OOM\b/.test(message(er
 /** XINFO … of a key that does not exist. */
 export const isNoSuchKey = (err: unknown): boolean => /^ERR no such key/.test(message(err));
 
-/** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 /** An ordered stream's ack refused: this consumer no longer owns the partition at its epoch (FENCED_ACK_SCRIPT). */
 export const isFenced = (err: unknown): boolean => message(err).startsWith('FENCED');
 
+/** A blocked XREADGROUP was failed by the server (stream deleted, failover). */
 export const isUnblocked = (err: unknown): boolean => message(err).startsWith('UNBLOCKED');
 
 const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
@@ -63,6 +63,25 @@ export function isRetryable(err: unknown, onCluster = false): boolean {
 export const isConnectionLoss = (err: unknown): boolean =>
   (err as { name?: unknown } | null)?.name === 'MaxRetriesPerRequestError' ||
   /^Reached the max retries per request limit|^Connection is closed\.|^Stream isn't writeable/.test(message(err));
+
+/**
+ * No answer came from Redis: the connection is down or was lost (ioredis gave up on the command),
+ * a cluster has no usable slot map, or the command's deadline passed. Not a refusal: Redis may be
+ * fine once it is reached again.
+ */
+export const isUnanswered = (err: unknown): boolean =>
+  isConnectionLoss(err) ||
+  (err as { name?: unknown } | null)?.name === 'ClusterAllFailedError' ||
+  /^Command timed out|^Failed to refresh slots cache|^None of startup nodes is available/.test(message(err));
+
+/**
+ * The connection's handshake was refused (a wrong password, none given): ioredis fails every command
+ * of that connection with the handshake's own reply (`HELLO … AUTH`, `AUTH`) until the credentials change.
+ */
+export const isHandshakeRefusal = (err: unknown): boolean => {
+  const command = String((err as { command?: { name?: unknown } } | null)?.command?.name ?? '').toLowerCase();
+  return /^(WRONGPASS|NOAUTH)\b/.test(message(err)) || (isErrorReply(err) && (command === 'hello' || command === 'auth'));
+};
 
 /** Redis itself answered with this error (an upper-case prefix: WRONGTYPE, NOGROUP, LOADING …), as opposed to ioredis failing to reach it. */
 export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(message(err));

@@ -1,5 +1,6 @@
 import { ReplyShapeError } from './reply-shape-error.js';
 import type { StreamEntry } from '../stream-entry.js';
+import type { Confirmation } from './replication-wait.js';
 
 /** The one place Redis stream replies are turned into typed values. */
 
@@ -308,23 +309,43 @@ export interface Promotion {
   waiting: number;
   /** The stream refused the entry due next (WRONGTYPE, OOM …): it waits, and the stream's next look tries again. */
   refused?: string;
+  /** The call's budget ended inside this stream ('stopped': more may be due) or before it ('unlooked': nothing above is known). */
+  more?: 'stopped' | 'unlooked';
+  /** Entries not appended: their idempotency key was held by another write (a repeat). */
+  repeats: number;
 }
 
 /** PROMOTE_SCRIPT's answer: one Promotion per stream asked, in order. */
 export function parsePromoteReply(reply: unknown, streams: number): Promotion[] {
   if (!Array.isArray(reply) || reply.length !== streams) throw new ReplyShapeError('promote script', reply);
   return reply.map((row: unknown) => {
-    if (!Array.isArray(row) || row.length !== 5 || typeof row[4] !== 'string') throw new ReplyShapeError('promote script', reply);
-    const [moved, dropped, wait, waiting] = integers('promote script', row.slice(0, 4), 4);
-    const promotion: Promotion = { moved: moved!, dropped: dropped!, nextDueInMs: wait! < 0 ? undefined : wait!, waiting: waiting! };
+    if (!Array.isArray(row) || row.length !== 7 || typeof row[4] !== 'string') throw new ReplyShapeError('promote script', reply);
+    const [moved, dropped, wait, waiting, more, repeats] = integers('promote script', [...row.slice(0, 4), ...row.slice(5)], 6);
+    const promotion: Promotion = {
+      moved: moved!,
+      dropped: dropped!,
+      nextDueInMs: wait! < 0 ? undefined : wait!,
+      waiting: waiting!,
+      repeats: repeats!,
+      ...(more === 1 ? { more: 'stopped' as const } : more === 2 ? { more: 'unlooked' as const } : {}),
+    };
     return row[4] === '' ? promotion : { ...promotion, refused: row[4] };
   });
 }
 
-/** LOOK_SCRIPT's answer: how many wait, and the ms until the next is due (negative: past due; undefined: none waits). */
-export function parseDelayedLook(reply: unknown): { waiting: number; nextDueInMs: number | undefined } {
-  const [waiting, any, wait] = integers('delayed look script', reply, 3);
-  return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined };
+/** What waits in a stream's schedule (LOOK_SCRIPT). */
+export interface DelayedLook {
+  waiting: number;
+  /** Ms until the next is due (negative: past due; undefined: none waits). */
+  nextDueInMs: number | undefined;
+  /** Values in the entries hash that no schedule names (undefined: HLEN refused). */
+  orphaned: number | undefined;
+}
+
+/** LOOK_SCRIPT's answer. */
+export function parseDelayedLook(reply: unknown): DelayedLook {
+  const [waiting, any, wait, orphaned] = integers('delayed look script', reply, 4);
+  return { waiting: waiting!, nextDueInMs: any === 1 ? wait! : undefined, orphaned: orphaned! < 0 ? undefined : orphaned! };
 }
 
 /** Who paused a pattern for a group, and when (Unix ms); `by` is '' when the value does not say. */
@@ -353,4 +374,59 @@ export interface Acquired {
 export function parseAcquireReply(reply: unknown): Acquired {
   const [grants, waitMs] = integers('acquire script', reply, 2);
   return { grants: grants!, waitMs: waitMs! };
+}
+
+/** WAIT's reply (replicas that acknowledged), or WAITAOF's `[local fsynced, replicas fsynced]`. */
+export function parseWaitReply(reply: unknown, fsync: boolean): Confirmation {
+  if (!fsync) {
+    if (typeof reply !== 'number' || !Number.isInteger(reply) || reply < 0) throw new ReplyShapeError('WAIT', reply);
+    return { replicas: reply };
+  }
+  if (!Array.isArray(reply) || reply.length !== 2 || !reply.every((n) => typeof n === 'number'))
+    throw new ReplyShapeError('WAITAOF', reply);
+  return { fsynced: (reply[0] as number) > 0, replicas: reply[1] as number };
+}
+
+/** An array reply of strings (a script's list of ids). */
+export function parseStringList(what: string, reply: unknown): string[] {
+  if (!Array.isArray(reply) || !reply.every((x) => typeof x === 'string')) throw new ReplyShapeError(what, reply);
+  return reply as string[];
+}
+
+/** What an ordered partition's owner said of its durable acks (AckDurability.stateText), as inspect and the dashboard show it. */
+export interface DurabilityReport {
+  state: 'pending' | 'confirmed' | 'held' | 'degraded';
+  /** Unix ms since when. */
+  since: number;
+  /** Replicas the last wait confirmed (null before the first). */
+  confirmed: number | null;
+  replicas: number;
+  fsync: boolean;
+  whenUnconfirmed: 'hold' | 'carry-on';
+  refused?: string;
+}
+
+const DURABILITY_STATES = ['pending', 'confirmed', 'held', 'degraded'];
+
+/** The durability key's value; null for nothing or a value that is not one (anyone may write a key). */
+export function parseDurabilityState(value: unknown): DurabilityReport | null {
+  if (typeof value !== 'string' || value.length > 2000) return null;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(value) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || !DURABILITY_STATES.includes(v.state as string)) return null;
+  const n = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? x : null);
+  if (n(v.since) === null || n(v.replicas) === null) return null;
+  return {
+    state: v.state as DurabilityReport['state'],
+    since: n(v.since)!,
+    confirmed: n(v.confirmed),
+    replicas: n(v.replicas)!,
+    fsync: v.fsync === true,
+    whenUnconfirmed: v.whenUnconfirmed === 'carry-on' ? 'carry-on' : 'hold',
+    ...(typeof v.refused === 'string' ? { refused: v.refused.slice(0, 200) } : {}),
+  };
 }

@@ -14,7 +14,7 @@ import {
 import { ownershipKeysOf, retryKeyOf } from '../key-names.js';
 import { DelayedCommands } from './delayed-commands.js';
 import { PauseCommands } from './pause-commands.js';
-import type { PauseState } from './replies.js';
+import { parseDurabilityState, type DelayedLook, type DurabilityReport, type PauseState } from './replies.js';
 import { scanStreamKeys } from './stream-keys.js';
 
 /** Most ids one ZMSCORE asks about: the ids shown are bounded already; this keeps one reply small. */
@@ -52,19 +52,33 @@ export class ReportCommands {
   async ownership(
     stream: string,
     group: string,
-  ): Promise<{ consumer: string | null; epoch: number | null; leaseMs: number | null; members: number } | null> {
+  ): Promise<{
+    consumer: string | null;
+    epoch: number | null;
+    leaseMs: number | null;
+    members: number;
+    durability: DurabilityReport | null;
+  } | null> {
     const keys = ownershipKeysOf(stream, group, (this.redis as { isCluster?: boolean }).isCluster === true);
     // No epoch counter: no consumer of the group ever read it ordered (one GET for every other stream).
     if ((await this.redis.get(keys.epoch)) === null) return null;
     // Redis' clock first: Promise.all then handles every reply it waits for (a refusal of one is no unhandled rejection of another).
     const now = parseTimeMs(await this.redis.time());
-    const [owner, ttl, members] = await Promise.all([
+    const [owner, ttl, members, durability] = await Promise.all([
       this.redis.get(keys.owner),
       this.redis.pttl(keys.owner),
       this.redis.zcount(keys.members, now, '+inf'),
+      this.redis.get(keys.durability),
     ]);
     const held = parseOwnerValue(owner);
-    return { consumer: held?.consumer ?? null, epoch: held?.epoch ?? null, leaseMs: held && ttl >= 0 ? ttl : null, members };
+    return {
+      consumer: held?.consumer ?? null,
+      epoch: held?.epoch ?? null,
+      leaseMs: held && ttl >= 0 ? ttl : null,
+      members,
+      // What the owner of now said of its durable acks (it expires with its lease).
+      durability: held ? parseDurabilityState(durability) : null,
+    };
   }
 
   /** Who paused `stream` for `group`, and when; null while it runs. */
@@ -72,8 +86,8 @@ export class ReportCommands {
     return new PauseCommands(this.redis).state(stream, group);
   }
 
-  /** Delayed entries waiting in `stream`'s schedule, and the ms until the next is due (negative: past due). */
-  delayed(stream: string): Promise<{ waiting: number; nextDueInMs: number | undefined }> {
+  /** Delayed entries waiting in `stream`'s schedule, the ms until the next is due (negative: past due), and values no schedule names. */
+  delayed(stream: string): Promise<DelayedLook> {
     return new DelayedCommands(this.redis, (this.redis as { isCluster?: boolean }).isCluster === true).look(stream);
   }
 

@@ -70,11 +70,13 @@ export type ScriptedConnection = RedisConnection & {
     owner: string,
     members: string,
     epochKey: string,
+    durabilityKey: string,
     consumer: string,
     held: string,
     ttlMs: number,
     partition: number,
     token: string,
+    durability: string,
   ): Promise<unknown>;
   streamsReleaseOwnership(owner: string, members: string, consumer: string, held: string, leaving: '1' | '0'): Promise<unknown>;
   /** '' policy: XACK; else XACKDEL with it. */
@@ -93,7 +95,7 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 2, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
-  conn.defineCommand('streamsOwnership', { numberOfKeys: 3, lua: OWNERSHIP_SCRIPT });
+  conn.defineCommand('streamsOwnership', { numberOfKeys: 4, lua: OWNERSHIP_SCRIPT });
   conn.defineCommand('streamsReleaseOwnership', { numberOfKeys: 2, lua: RELEASE_OWNERSHIP_SCRIPT });
   conn.defineCommand('streamsFencedAck', { numberOfKeys: 2, lua: FENCED_ACK_SCRIPT });
   return conn as ScriptedConnection;

@@ -18,6 +18,8 @@ export interface ServerFeatures {
   readonly ackDelete: boolean;
   /** XADD … IDMP producer-id idempotent-id, XCFGSET (Redis 8.6): at most one entry per id in the server's window. */
   readonly idempotentProduce: boolean;
+  /** WAITAOF (Redis and Valkey 7.2): durable writes with fsync. Not a stream command: `newerCommands` leaves it alone. */
+  readonly waitAof?: boolean;
   /** Why the commands could not be looked up (COMMAND refused by an ACL): all taken as absent. */
   readonly lookupError?: string;
 }
@@ -49,14 +51,14 @@ export function withoutNewerCommands(f: ServerFeatures): ServerFeatures {
 }
 
 /**
- * INFO server, `COMMAND INFO XACKDEL XCFGSET` and `COMMAND DOCS XREADGROUP` in one round trip.
+ * INFO server, `COMMAND INFO XACKDEL XCFGSET WAITAOF` and `COMMAND DOCS XREADGROUP` in one round trip.
  * Asks for the commands and arguments themselves rather than comparing versions: a build without
  * one (a managed service, a fork reporting a Redis version) is not taken for having it.
  */
 export async function detectServerFeatures(conn: RedisConnection): Promise<ServerFeatures> {
   const [info, commands, docs] = await Promise.allSettled([
     conn.info('server'),
-    conn.call('COMMAND', 'INFO', 'XACKDEL', 'XCFGSET'),
+    conn.call('COMMAND', 'INFO', 'XACKDEL', 'XCFGSET', 'WAITAOF'),
     conn.call('COMMAND', 'DOCS', 'XREADGROUP'),
   ]);
   if (info.status === 'rejected') throw info.reason;
@@ -68,7 +70,13 @@ export async function detectServerFeatures(conn: RedisConnection): Promise<Serve
   }
   // COMMAND INFO: one row per name asked, nil for a command the server does not know.
   const known = Array.isArray(commands.value) ? commands.value.map((c: unknown) => Array.isArray(c) && c.length > 0) : [];
-  return { ...base, ackDelete: known[0] === true, idempotentProduce: known[1] === true, claimOnRead: hasToken(docs.value, 'CLAIM') };
+  return {
+    ...base,
+    ackDelete: known[0] === true,
+    idempotentProduce: known[1] === true,
+    waitAof: known[2] === true,
+    claimOnRead: hasToken(docs.value, 'CLAIM'),
+  };
 }
 
 /** Whether a `COMMAND DOCS` reply (RESP2 flat lists or RESP3 maps) has an argument whose token is `token`, at any depth. */

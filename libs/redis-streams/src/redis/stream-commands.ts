@@ -34,7 +34,12 @@ export type AckDeletePolicy = 'KEEPREF' | 'ACKED';
 export type ShortAck = [stream: string, missing: number, notAcked?: readonly string[]];
 
 /** What one stream's XACK (a count) or XACKDEL (a code per id) reply says was not acked; undefined when all were. */
-function shortAck(stream: string, ids: readonly string[], reply: unknown, deletion: AckDeletePolicy | undefined): ShortAck | undefined {
+export function shortAck(
+  stream: string,
+  ids: readonly string[],
+  reply: unknown,
+  deletion: AckDeletePolicy | undefined,
+): ShortAck | undefined {
   if (deletion) {
     const notAcked = parseAckDeleteReply(reply, ids);
     return notAcked.length > 0 ? [stream, notAcked.length, notAcked] : undefined;

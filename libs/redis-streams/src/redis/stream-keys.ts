@@ -10,7 +10,10 @@ export function mastersOf(redis: RedisConnection): Redis[] {
 /** Stream keys matching `pattern` on every master (SCAN … COUNT 1000 TYPE stream, never KEYS), each with the master it is on (`host:port`). */
 export async function scanStreamKeys(redis: RedisConnection, pattern: string): Promise<Map<string, string>> {
   const keys = new Map<string, string>();
-  for (const node of mastersOf(redis)) {
+  const masters = mastersOf(redis);
+  // A cluster that has reached no node yet knows no master: that is no answer, not "no streams".
+  if (masters.length === 0) throw new Error('None of startup nodes is available');
+  for (const node of masters) {
     const at = `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
     let cursor = '0';
     do {

@@ -1,5 +1,6 @@
 import {
   Inject,
+  Logger,
   Module,
   RequestMethod,
   type BeforeApplicationShutdown,
@@ -16,7 +17,7 @@ import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { resolveConnection, type ConnectionOption } from '../options/connection.js';
 import { InvalidOptionError } from '../options/validate.js';
-import { closeConnection, openCommandConnection, type RedisConnection } from '../redis/connect.js';
+import { ReportedConnection } from '../redis/reported-connection.js';
 
 /** A Nest guard, or a function of the request: true lets it through. */
 export type DashboardGuard = CanActivate | ((req: IncomingMessage) => boolean | Promise<boolean>);
@@ -53,7 +54,7 @@ const CONNECTION = Symbol('redis-streams-dashboard-connection');
 export class RedisStreamsDashboardModule implements NestModule, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     @Inject(HANDLER) private readonly handler: DashboardHandler,
-    @Inject(CONNECTION) private readonly redis: RedisConnection,
+    @Inject(CONNECTION) private readonly redis: ReportedConnection,
   ) {}
 
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
@@ -80,21 +81,32 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
     return {
       module: RedisStreamsDashboardModule,
       providers: [
-        // A command timeout: a frozen Redis fails the page's calls instead of holding them.
+        // A command timeout: a frozen Redis fails the page's calls instead of holding them. Its trouble
+        // goes to the app's logger, one line per change of state.
         {
           provide: CONNECTION,
-          useFactory: () => openCommandConnection(resolveConnection(connection), 'redis-streams:dashboard', COMMAND_TIMEOUT_MS),
+          useFactory: () =>
+            new ReportedConnection(
+              resolveConnection(connection),
+              'redis-streams:dashboard',
+              new Logger(RedisStreamsDashboardModule.name),
+              COMMAND_TIMEOUT_MS,
+            ),
         },
         {
           provide: HANDLER,
           inject: [CONNECTION],
-          useFactory: (redis: RedisConnection) =>
-            createDashboardHandler(redis, {
-              ...rest,
-              ...(server ? { consumer: server } : {}),
-              ...(actions ? { actions: { authorize: guardAuthorize(actions.guard, actions.who ?? (() => 'app')) } } : {}),
-              ...(read ? { read: { authorize: guardAuthorize(read.guard, () => 'reader') } } : {}),
-            }),
+          useFactory: (redis: ReportedConnection) =>
+            createDashboardHandler(
+              redis.conn,
+              {
+                ...rest,
+                ...(server ? { consumer: server } : {}),
+                ...(actions ? { actions: { authorize: guardAuthorize(actions.guard, actions.who ?? (() => 'app')) } } : {}),
+                ...(read ? { read: { authorize: guardAuthorize(read.guard, () => 'reader') } } : {}),
+              },
+              (err) => redis.unanswered(err),
+            ),
         },
       ],
     };
@@ -111,7 +123,7 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await closeConnection(this.redis);
+    await this.redis.close();
   }
 }
 

@@ -57,6 +57,8 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
         keyPrefix: this.options.keyPrefix,
         deadLetterStream: this.options.deadLetterStream,
         onCluster: isCluster(this.options.connection),
+        durableAcks: this.options.durableAcks,
+        leaseRenewMs: this.options.leaseRenewMs,
         registration: nestRegistration,
       });
     } catch (err) {

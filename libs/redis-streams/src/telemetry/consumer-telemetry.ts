@@ -6,7 +6,7 @@ import type { StreamEntry } from '../stream-entry.js';
 import { EntryTrace } from './entry-trace.js';
 import { BatchTrace } from './batch-trace.js';
 import { observeGroupGauges } from './group-gauges.js';
-import { observeHandlerGauges, type HandlersSource } from './handler-gauges.js';
+import { observeHandlerGauges, type DurabilitySource, type HandlersSource } from './handler-gauges.js';
 import type { OtelApi } from './otel-api.js';
 import type { Instruments, TraceScope } from './trace-scope.js';
 import { safely, stepFailed } from './safely.js';
@@ -52,7 +52,7 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
     readonly consumer: string,
     private readonly stats: GroupStats,
     /** The loops' running handlers, and the streams they read, for the stuck-entry gauges. */
-    private readonly handlers?: { source: HandlersSource; streams: readonly string[] },
+    private readonly handlers?: { source: HandlersSource; streams: readonly string[]; durability?: DurabilitySource },
   ) {
     this.tracer = api.trace.getTracer(SCOPE);
     this.consumerSpan = { kind: api.SpanKind.CONSUMER };
@@ -189,7 +189,7 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
   private observeGauges(meter: Meter): () => void {
     const groups = observeGroupGauges(meter, this.stats, this.group);
     const h = this.handlers;
-    const handlers = h ? observeHandlerGauges(meter, h.source, h.streams, this.group) : () => {};
+    const handlers = h ? observeHandlerGauges(meter, h.source, h.streams, this.group, h.durability) : () => {};
     return () => {
       groups();
       handlers();

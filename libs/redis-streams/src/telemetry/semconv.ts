@@ -22,6 +22,7 @@ export const ATTR = {
   deadLetterId: 'messaging.redis_streams.dead_letter_id',
   retryIn: 'messaging.redis_streams.retry_in_ms',
   batchSize: 'messaging.batch.message_count',
+  durabilityState: 'messaging.redis_streams.durability_state',
 } as const;
 
 /** `messaging.system`: Redis is not among the conventions' listed systems, so its own name. */
@@ -47,6 +48,7 @@ export const METRIC = {
   retryDelay: 'messaging.redis_streams.retry.delay_seconds',
   sent: 'messaging.redis_streams.sent.messages',
   sendDuration: 'messaging.redis_streams.send.duration_seconds',
+  orderedDurability: 'messaging.redis_streams.ordered.durability',
 } as const;
 
 /** Buckets of the retry delay histogram (seconds): from a quick retry to a day's backoff. */
