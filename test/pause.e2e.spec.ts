@@ -8,10 +8,13 @@ import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
-import { PauseCommands, pauseKeyOf } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { PauseCommands } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { pauseKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
-import { serveDashboard } from 'nestjs-redis-streams';
+import { RedisStreamsClient, RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';
+import { lastValueFrom } from 'rxjs';
 import { runCli } from './support/cli.js';
+import { aclUser, PAUSE_ACL } from './support/acl.js';
 
 const redis = useRedis();
 
@@ -48,6 +51,22 @@ const beats = (n: number) => {
   const start = Date.now();
   return waitFor(() => Date.now() - start >= n * 200, { message: `${n} beats`, intervalMs: 50 });
 };
+
+/**
+ * Starts recorded after their worker reported the pause of their stream, beyond the one whose turn had begun before
+ * (a per-key limit's grant in flight; concurrency 1): `<consumer> <stream> <how many>` for each over the bound.
+ */
+function lateStarts(
+  events: { kind: 'paused' | 'start'; consumer: string; stream: string }[],
+  seen: (consumer: string, stream: string) => number,
+): string[] {
+  const late = new Map<string, number>();
+  events.forEach((e, i) => {
+    if (e.kind === 'start' && i > seen(e.consumer, e.stream))
+      late.set(`${e.consumer} ${e.stream}`, (late.get(`${e.consumer} ${e.stream}`) ?? 0) + 1);
+  });
+  return [...late].filter(([, n]) => n > 1).map(([k, n]) => `${k} ${n}`);
+}
 
 describe('pause and resume a pattern for the whole group', () => {
   it('finishes what is in hand, reads nothing new while paused (every worker), stays ready, and resumes within a beat', async () => {
@@ -133,15 +152,17 @@ describe('pause and resume a pattern for the whole group', () => {
     restarted.child.kill('SIGKILL');
   });
 
-  it('pauses a partitioned pattern by its name, and says what it cannot do', async () => {
+  it('pauses a partitioned pattern by its name (each partition its flag), and says what it cannot do', async () => {
     const prefix = uniquePrefix();
     const handled: number[] = [];
+    const partitions = [0, 1, 2].map((p) => `${prefix}{orders:${p}}`);
     const c = consumer(prefix).handle('orders', (p: { n: number }) => void handled.push(p.n), { partitions: 3 });
     await expect(c.pause('orders')).rejects.toThrow(/pause: the consumer is not running/);
     await c.start();
     await c.pause('orders');
-    expect(await redis.client().exists(pauseKeyOf(`${prefix}orders`, 'g'))).toBe(1);
-    const state = await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g');
+    for (const key of partitions) expect(await redis.client().exists(pauseKeyOf(key, 'g'))).toBe(1);
+    expect(await redis.client().exists(pauseKeyOf(`${prefix}orders`, 'g'))).toBe(0);
+    const state = await new PauseCommands(redis.client()).state(partitions[0]!, 'g');
     expect(state!.by).toMatch(/^consumer /);
     expect(state!.at).toBeGreaterThan(0);
     for (let p = 0; p < 3; p++) await redis.client().xadd(`${prefix}{orders:${p}}`, '*', 'data', JSON.stringify({ n: p }));
@@ -151,7 +172,54 @@ describe('pause and resume a pattern for the whole group', () => {
     expect(await c.resume('orders')).toBe(true);
     expect(await c.resume('orders')).toBe(false);
     await waitFor(() => handled.length === 3, { message: 'the 3 partitions handled' });
-    expect(await new PauseCommands(redis.client()).state(`${prefix}orders`, 'g')).toBeNull();
+    expect(await new PauseCommands(redis.client()).state(partitions[0]!, 'g')).toBeNull();
+    // The CLI by the pattern's name: each partition, named.
+    const cli = await runCli(redis, ['pause', `${prefix}orders`, '--group', 'g']);
+    expect(cli.stdout.trim().split('\n')).toEqual(
+      partitions.map((key) => expect.stringMatching(new RegExp(`^paused "${key.replace(/[{}]/g, '\\$&')}" for group "g"`))),
+    );
+    await waitFor(async () => (await c.health()).streams.every((s) => s.paused), { message: 'the worker to see the CLI pause' });
+    // One partition resumed by its key: it alone reads again.
+    expect((await runCli(redis, ['resume', partitions[1]!, '--group', 'g'])).stdout).toMatch(/^resumed /);
+    await waitFor(async () => (await c.health()).streams.filter((s) => s.paused).length === 2, { message: 'one partition resumed' });
+    expect(JSON.parse((await runCli(redis, ['resume', `${prefix}orders`, '--group', 'g', '--json'])).stdout)).toEqual({
+      name: `${prefix}orders`,
+      group: 'g',
+      streams: partitions,
+      resumed: [partitions[0], partitions[2]],
+    });
+  });
+
+  it('pausing one stream pauses it alone: jobs:{tenant:1} paused, jobs:{tenant:2} and jobs:tenant run; the CLI and inspect name only it (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const patterns = ['jobs:{tenant:1}', 'jobs:{tenant:2}', 'jobs:tenant'];
+    const [one, two, plain] = patterns.map((p) => `${prefix}${p}`) as [string, string, string];
+    const handled = new Map<string, number[]>(patterns.map((p) => [p, []]));
+    const c = consumer(prefix);
+    for (const p of patterns) c.handle(p, (m: { n: number }) => void handled.get(p)!.push(m.n));
+    await c.start();
+    const paused = await runCli(redis, ['pause', one, '--group', 'g']);
+    expect(paused.stderr).toBe('');
+    // It names what it paused, and only that.
+    expect(paused.stdout).toBe(
+      `paused "${one}" for group "g": its workers finish what they hold and read nothing new within flowCheckMs\n`,
+    );
+    const pausedOf = async () => Object.fromEntries((await c.health()).streams.map((s) => [s.stream, s.paused === true]));
+    await waitFor(async () => (await pausedOf())[one], { message: 'the worker to see the pause' });
+    expect(await pausedOf()).toEqual({ [one]: true, [two]: false, [plain]: false });
+    const json = JSON.parse((await runCli(redis, ['pause', one, '--group', 'g', '--json'])).stdout) as { streams: string[] };
+    expect(json.streams).toEqual([one]);
+    for (const key of [one, two, plain]) await produce(key, 0, 3);
+    await waitFor(() => handled.get('jobs:{tenant:2}')!.length === 3 && handled.get('jobs:tenant')!.length === 3, {
+      message: 'the streams not paused handled',
+    });
+    await beats(3);
+    expect(handled.get('jobs:{tenant:1}')).toEqual([]);
+    const inspect = async (key: string) => (await runCli(redis, ['inspect', key, '--group', 'g'])).stdout;
+    expect(await inspect(one)).toMatch(/\n {4}paused since \S+ by cli \S+: nothing new is read/);
+    for (const key of [two, plain]) expect(await inspect(key)).not.toMatch(/paused/);
+    expect((await runCli(redis, ['resume', one, '--group', 'g'])).stdout).toMatch(/^resumed ".*jobs:\{tenant:1\}" for group "g"/);
+    await waitFor(() => handled.get('jobs:{tenant:1}')!.length === 3, { message: 'handled after the resume' });
   });
 
   it('from the CLI and the dashboard (an action behind its password), shown by inspect and the stream page', async () => {
@@ -223,6 +291,127 @@ describe('pause and resume a pattern for the whole group', () => {
       await waitFor(async () => (await c.health()).streams[0]!.paused === undefined, { message: 'the worker to see the resume' });
     } finally {
       server.close();
+    }
+  });
+
+  it('the CLI pauses under the documented operator ACL; a partitioned name needs +scan, and says so (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const c = consumer(prefix)
+      .handle('orders', () => undefined)
+      .handle('parts', () => undefined, { partitions: 2 });
+    await c.start();
+    const name = `ops-${prefix.slice(2, 10)}`;
+    const user = await aclUser(redis.client(), redis.port, name, prefix, PAUSE_ACL);
+    const url = `redis://${user.username}:${user.password}@127.0.0.1:${redis.port}`;
+    const pause = (key: string) => runCli(redis, ['pause', key, '--group', 'g', '--url', url]);
+    const stream = `${prefix}orders`;
+    expect(await pause(stream)).toMatchObject({ code: 0, stderr: '' });
+    expect(await redis.client().exists(pauseKeyOf(stream, 'g'))).toBe(1);
+    expect((await runCli(redis, ['resume', stream, '--group', 'g', '--url', url])).stdout).toMatch(/^resumed /);
+    // By a partitioned pattern's name: its partitions are found by SCAN.
+    const refused = await pause(`${prefix}parts`);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/scan/i);
+    await redis.client().call('ACL', 'SETUSER', name, '+scan');
+    expect((await pause(`${prefix}parts`)).stdout.trim().split('\n')).toHaveLength(2);
+    await redis.client().call('ACL', 'DELUSER', name);
+  });
+
+  it('an ordered pattern with per-key limits starts nothing once each worker has seen the pause; what its lanes hold runs after the resume, once (review finding)', async () => {
+    const prefix = uniquePrefix();
+    // One record outside the handlers, in order: each worker's report of the pause (its log line), and each start.
+    const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
+    const loggerOf = (consumer: string) => ({
+      log: (line: string) => {
+        const m = /^"(.+)" paused for group "g"/.exec(line);
+        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+      },
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    const workers = ['a', 'b'].map((name) =>
+      consumer(prefix, { consumer: name, logger: loggerOf(name), maxDeliveries: 3 }).handle(
+        'jobs',
+        (p: { n: number }, ctx: { getStream(): string; getConsumer(): string }) =>
+          void events.push({ kind: 'start', consumer: ctx.getConsumer(), stream: ctx.getStream(), n: p.n }),
+        { ordered: true, partitions: 2, rateLimit: { max: 2, perMs: 200, perKey: true } },
+      ),
+    );
+    for (const w of workers) await w.start();
+    const client = new RedisStreamsClient({ connection: redis.connection, keyPrefix: prefix, partitions: { jobs: 2 } });
+    consumers.push({ close: async () => void (await client.close()) });
+    // 6 keys × 20 entries, each key at most 10 a second: the workers read far more than they may start.
+    for (let n = 0; n < 120; n++)
+      await lastValueFrom(client.emit('jobs', new RedisStreamsRecord({ n }, {}, { partitionKey: `k${n % 6}` })));
+    const starts = () => events.filter((e) => e.kind === 'start');
+    await waitFor(() => starts().length >= 20, { message: '20 entries started' });
+    const partitions = [0, 1].map((i) => `${prefix}{jobs:${i}}`);
+    expect(await workers[0]!.pause('jobs')).toBe(true);
+    const seen = (consumer: string, stream: string) =>
+      events.findIndex((e) => e.kind === 'paused' && e.consumer === consumer && e.stream === stream);
+    await waitFor(() => ['a', 'b'].every((c) => partitions.every((s) => seen(c, s) >= 0)), { message: 'each worker to see the pause' });
+    // Long enough for the key limits to have let some 40 more start.
+    await beats(10);
+    // The bound: nothing starts once a worker said it is paused, but an entry whose turn began before (concurrency 1: one per stream and worker).
+    expect(lateStarts(events, seen)).toEqual([]);
+    const before = starts().length;
+    expect(before).toBeLessThan(120);
+    await workers[0]!.resume('jobs');
+    await waitFor(() => new Set(starts().map((e) => e.n)).size === 120, { message: 'all 120 handled after the resume' });
+    // Held in the lanes while paused and given back uncounted: none ran twice or came back as a failure.
+    expect(starts()).toHaveLength(120);
+    for (const stream of partitions) expect((await groupOf(stream)).pending).toBe(0);
+  });
+
+  it('unordered: the rest of a batch in hand, the read-ahead and what a per-key limit holds start nothing once the worker has seen the pause (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
+    const loggerOf = (consumer: string) => ({
+      log: (line: string) => {
+        const m = /^"(.+)" paused for group "g"/.exec(line);
+        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+      },
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    type Ctx = { getStream(): string; getConsumer(): string; getDeliveryCount(): number };
+    const counts: number[] = [];
+    const start = (p: { n: number }, ctx: Ctx) =>
+      void events.push({ kind: 'start', consumer: ctx.getConsumer(), stream: ctx.getStream(), n: p.n });
+    const workers = ['a', 'b'].map((name) =>
+      consumer(prefix, { consumer: name, logger: loggerOf(name), batchSize: 10, maxDeliveries: 3 })
+        // A batch of 10 read at once (and the next read ahead), handled one at a time.
+        .handle('slow', async (p: { n: number }, ctx: Ctx) => {
+          start(p, ctx);
+          counts.push(ctx.getDeliveryCount());
+          await new Promise((resolve) => setTimeout(resolve, 30));
+        })
+        // Per key, in any order: what the limit refuses waits here for its turn.
+        .handle('keyed', start, { rateLimit: { max: 2, perMs: 200, perKey: (p: { n: number }) => `k${p.n % 6}` } }),
+    );
+    for (const w of workers) await w.start();
+    const streams = ['slow', 'keyed'].map((p) => `${prefix}${p}`);
+    const tx = redis.client().multi();
+    for (let n = 0; n < 120; n++) for (const stream of streams) tx.xadd(stream, '*', 'data', JSON.stringify({ n }));
+    await tx.exec();
+    const startsOf = (stream: string) => events.filter((e) => e.kind === 'start' && e.stream === stream);
+    await waitFor(() => streams.every((s) => startsOf(s).length >= 10), { message: '10 entries of each started' });
+    for (const p of ['slow', 'keyed']) await workers[0]!.pause(p);
+    const seen = (consumer: string, stream: string) =>
+      events.findIndex((e) => e.kind === 'paused' && e.consumer === consumer && e.stream === stream);
+    await waitFor(() => ['a', 'b'].every((c) => streams.every((s) => seen(c, s) >= 0)), { message: 'each worker to see the pause' });
+    await beats(10);
+    expect(lateStarts(events, seen)).toEqual([]);
+    for (const p of ['slow', 'keyed']) await workers[0]!.resume(p);
+    await waitFor(() => streams.every((s) => new Set(startsOf(s).map((e) => e.n)).size === 120), {
+      message: 'all handled after the resume',
+      timeoutMs: 30_000,
+    });
+    // What a pause put back came back with the count it had: each started once, at its first delivery.
+    expect(counts.filter((c) => c !== 1)).toEqual([]);
+    for (const stream of streams) {
+      expect(startsOf(stream)).toHaveLength(120);
+      await waitFor(async () => (await groupOf(stream)).pending === 0, { message: `${stream} all acked` });
     }
   });
 

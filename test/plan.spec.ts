@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_SLOT_LANES, planStreams, type HandlerInfo, type PlanOptions } from '../libs/redis-streams/src/engine/plan.js';
-import { sameSlotKey, slotOf } from '../libs/redis-streams/src/slots.js';
+import { slotOf } from '../libs/redis-streams/src/slots.js';
+import { deadLetterKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { STREAM_PATTERN_EXTRAS } from '../libs/redis-streams/src/options/pattern-options.js';
 import { InvalidOptionError } from '../libs/redis-streams/src/options/validate.js';
 
 const ONE_NODE: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => `${s}:dead`, onCluster: false };
-const CLUSTER: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => sameSlotKey(s, ':dead'), onCluster: true };
+const CLUSTER: PlanOptions = { keyPrefix: 'p:', deadLetterStream: (s) => deadLetterKeyOf(s, true), onCluster: true };
 
 const event = (pattern: string, ...chain: Record<string, unknown>[]): HandlerInfo => ({
   pattern,

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
-import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/redis/rate-limit-commands.js';
+import { keyRateLimitKeysOf, rateLimitKeysOf } from '../libs/redis-streams/src/key-names.js';
 
 const redis = useRedis();
 const { children, dirs } = useLeftoversAfterEach();
@@ -142,7 +142,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     },
   );
 
-  it('a RateLimitedException with no usable delay is an ordinary failure, said so; one of 0 ms blocks nothing', async () => {
+  it('a RateLimitedException with no usable delay is an ordinary failure, said so; one of 0 ms blocks nothing; 1.5 ms is rounded, uncounted', async () => {
     const prefix = uniquePrefix();
     const logs = captureLogs();
     const app = await worker(prefix, 'w1', { rateLimit: { max: 100, perMs: 1000 } }, { maxDeliveries: 3, minIdleMs: 1000 }, logs.logger);
@@ -151,16 +151,18 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       const { n } = call.payload as { n: number };
       if (thrown.has(n)) return undefined;
       thrown.add(n);
-      throw rateLimited(n === 1 ? -5 : 0);
+      throw rateLimited(n === 1 ? -5 : n === 2 ? 0 : 1.5);
     };
-    await redis.client().xadd(`${prefix}mail`, '*', 'data', '{"n":1}');
-    await redis.client().xadd(`${prefix}mail`, '*', 'data', '{"n":2}');
-    await waitFor(() => app.recorder.calls.length === 4, { message: 'entry 1 again (counted), entry 2 again (uncounted)' });
+    for (const n of [1, 2, 3]) await redis.client().xadd(`${prefix}mail`, '*', 'data', JSON.stringify({ n }));
+    await waitFor(() => app.recorder.calls.length === 6, { message: 'entry 1 again (counted), entries 2 and 3 again (uncounted)' });
     const byN = (n: number) => app.recorder.calls.filter((c) => (c.payload as { n: number }).n === n).map((c) => c.deliveryCount);
     expect(byN(1)).toEqual([1, 2]);
     expect(byN(2)).toEqual([1, 1]);
+    // A fraction of a ms is a delay all the same (a Retry-After in seconds × 1000, a difference of clocks): rounded.
+    expect(byN(3)).toEqual([1, 1]);
     expect(logs.lines.some((l) => /RateLimitedException: .*a failure, counted/.test(l))).toBe(true);
-    expect(logs.lines.filter((l) => /its delivery not counted/.test(l))).toHaveLength(1);
+    expect(logs.lines.filter((l) => /its delivery not counted/.test(l))).toHaveLength(2);
+    expect(logs.lines.some((l) => /rate limited on entry .*: left pending, next try in 2 ms, its delivery not counted/.test(l))).toBe(true);
     expect(logs.lines.filter((l) => /could not slow|starts nothing for 0 ms/.test(l))).toEqual([]);
   });
 
@@ -278,7 +280,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     expect(letters.some((l) => /rateLimit.perKey threw: Error: boom/.test(l))).toBe(true);
   }, 60_000);
 
-  it('per key: a key of any length and characters has its own window (URI-encoded, or hashed)', async () => {
+  it('per key: a key of any length and characters has its own window (escaped, or hashed)', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}mail`;
     // A function's key: the payload's JSON can hold a lone surrogate, a field's bytes cannot.

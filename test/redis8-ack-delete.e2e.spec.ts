@@ -5,6 +5,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { lastValueFrom } from 'rxjs';
+import { RedisStreamsError, UnsupportedServerError } from 'nestjs-redis-streams';
+import { UnsupportedServerError as CoreUnsupportedServerError } from 'nestjs-redis-streams/core';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
@@ -253,10 +255,19 @@ describe.runIf(features.ackDelete)(`the producer's safe retention on ${features.
 });
 
 describe.runIf(!features.ackDelete)(`deleteOnAck on ${features.server} (no XACKDEL)`, () => {
-  it('is refused at start, naming the option and the server', async () => {
-    await expect(start(options(uniquePrefix()))).rejects.toThrow(
+  it('is refused at start, naming the option and the server, with an UnsupportedServerError (a RedisStreamsError)', async () => {
+    const refused = await start(options(uniquePrefix())).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect((refused as Error).message).toContain(
       `nestjs-redis-streams: unsupported server: deleteOnAck: 'this-group' needs XACKDEL (Redis 8.2 or later); the server is ${features.server}: remove deleteOnAck, or run Redis 8.2 or later`,
     );
+    // What docs/retention.md names: one class to catch, from either entry point, still a RedisStreamsError.
+    expect(refused).toBeInstanceOf(UnsupportedServerError);
+    expect(refused).toBeInstanceOf(CoreUnsupportedServerError);
+    expect(refused).toBeInstanceOf(RedisStreamsError);
+    expect((refused as Error).name).toBe('UnsupportedServerError');
   });
 
   it('the producer’s safe retention takes the plain trim script, which stops at the oldest pending entry', async () => {

@@ -15,6 +15,8 @@ function readmeAcl(user: string): string[] {
 export const CONSUMER_ACL: readonly string[] = readmeAcl('orders-worker');
 /** The producer's (RedisStreamsClient) rules, as README "Minimal ACL" documents them. */
 export const PRODUCER_ACL: readonly string[] = readmeAcl('orders-api');
+/** An operator's rules for `redis-streams pause|resume <stream>`, as the guide documents them. */
+export const PAUSE_ACL: readonly string[] = readmeAcl('orders-ops');
 
 /**
  * Creates (or resets) an ACL user with `rules` (README's `app:` key prefix replaced by `prefix`,

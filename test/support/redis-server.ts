@@ -1,18 +1,17 @@
 import { Cluster, Redis } from 'ioredis';
 import type { ConnectionOption } from 'nestjs-redis-streams';
 import { startRedisServer, type RedisServerProcess } from '../../scripts/lib/redis-server.mjs';
+import { deadLetterKeyOf, retryKeyOf } from '../../libs/redis-streams/src/key-names.js';
 
 // The one launcher and port picker (scripts/lib, shared with the scripts, the demo and the benchmark), typed.
 export { SERVER_BIN } from '../../scripts/lib/redis-server.mjs';
 export { freePort } from '../../scripts/lib/ports.mjs';
 
-/** The default dead-letter key of a stream: `<key>:dead`, on a cluster `{<key>}:dead` (same slot as the stream). */
-export const deadLetterKey = (key: string): string =>
-  process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:dead` : `${key}:dead`;
+/** The default dead-letter key of a stream: `<key>:dead`, on a cluster `{<key>}:dead` (same slot as the stream; key-names.ts). */
+export const deadLetterKey = (key: string): string => deadLetterKeyOf(key, process.env.TEST_REDIS === 'cluster');
 
-/** The retry set of `group` on a stream (see retryKeyOf): `<key>:retry:<group>`, on a cluster `{<key>}:retry:<group>`. */
-export const retrySetKey = (key: string, group: string): string =>
-  process.env.TEST_REDIS === 'cluster' && !/\{[^}]+\}/.test(key) ? `{${key}}:retry:${group}` : `${key}:retry:${group}`;
+/** The retry set of `group` on a stream: `<key>:retry:<group>`, on a cluster `{<key>}:retry:<group>` (key-names.ts). */
+export const retrySetKey = (key: string, group: string): string => retryKeyOf(key, group, process.env.TEST_REDIS === 'cluster');
 
 /** True in the `cluster` test project: the suites that run there talk to a shared local Redis Cluster. */
 export const CLUSTER_MODE = process.env.TEST_REDIS === 'cluster';

@@ -3,6 +3,7 @@
  * command that failed, and the handshake's is `HELLO 3 AUTH <user> <password>` (or `AUTH …`),
  * which util.inspect prints (an unhandled rejection, a logger given the error).
  */
+import { brand } from './brand.js';
 import { escapeControl } from './escape-control.js';
 
 /** What stands for a password. */
@@ -93,7 +94,27 @@ export class RedisStreamsError extends Error {
 }
 
 /**
- * A scrubbed copy of any error; `where` (the masked URL, what failed) follows the message, which
+ * The server lacks what the package or an option needs (a version, a command such as `XACKDEL`): no
+ * retry cures it, so `listen()` / `start()` reject with it at once (and a reader restarted on such a
+ * server, after a failover, reports it and backs off). A RedisStreamsError, as every error the library
+ * hands over; its message starts `nestjs-redis-streams: unsupported server:`.
+ */
+export class UnsupportedServerError extends RedisStreamsError {
+  constructor(message: string, reason?: string, code?: string, cause?: RedisStreamsError) {
+    super(message, reason, code, cause);
+    this.name = 'UnsupportedServerError';
+  }
+
+  /** What the library throws: `nestjs-redis-streams: unsupported server: <detail>`. */
+  static because(detail: string): UnsupportedServerError {
+    return new UnsupportedServerError(`nestjs-redis-streams: unsupported server: ${detail}`);
+  }
+}
+// One class to catch whichever build (ESM or CommonJS) threw it.
+brand(UnsupportedServerError, 'UnsupportedServerError');
+
+/**
+ * A scrubbed copy of any error (of its class, for an UnsupportedServerError); `where` (the masked URL, what failed) follows the message, which
  * keeps Redis' own prefix first (WRONGPASS …) for whoever tests it. `secrets`: passwords the
  * caller knows (its connection's), besides those in the error's own commands.
  */
@@ -110,7 +131,8 @@ export function redactError(err: unknown, where?: string, secrets: Iterable<stri
   const code = (err as { code?: unknown } | null)?.code;
   const nested = (err as { cause?: unknown } | null)?.cause ?? (err as { lastNodeError?: unknown } | null)?.lastNodeError;
   const cause = nested !== undefined && nested !== null && depth < 3 ? redactError(nested, undefined, known, depth + 1) : undefined;
-  const copy = new RedisStreamsError(message, failureReason(err) ?? cause?.reason, typeof code === 'string' ? code : undefined, cause);
+  const Copy = err instanceof UnsupportedServerError ? UnsupportedServerError : RedisStreamsError;
+  const copy = new Copy(message, failureReason(err) ?? cause?.reason, typeof code === 'string' ? code : undefined, cause);
   const frames = err instanceof Error ? (err.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line)) : [];
   if (frames.length > 0) copy.stack = `${copy.name}: ${message}\n${frames.join('\n')}`;
   return copy;

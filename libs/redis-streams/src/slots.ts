@@ -16,26 +16,6 @@ export function hashTagOf(key: string): string | undefined {
   return close > open + 1 ? key.slice(open + 1, close) : undefined;
 }
 
-/** Most tries of {@link sameSlotKey}'s search; 16384 slots make a hit within a few tens of thousands. */
-const SEARCH_LIMIT = 1_000_000;
-
-/**
- * `key` + `suffix`, in `key`'s slot: `orders{x}:dead` (a hash tag stays the first one),
- * `{orders}:dead` (the key becomes the tag), or, for a key whose braces make neither possible
- * (`x{}y`, `a}b`: hashed whole, and no tag can hold a `}`), the first `<key><suffix>:<n>` that
- * hashes to the same slot.
- */
-export function sameSlotKey(key: string, suffix: string): string {
-  if (hashTagOf(key) !== undefined) return `${key}${suffix}`;
-  if (!key.includes('}')) return `{${key}}${suffix}`;
-  const slot = slotOf(key);
-  for (let n = 0; n < SEARCH_LIMIT; n++) {
-    const candidate = `${key}${suffix}:${n}`;
-    if (slotOf(candidate) === slot) return candidate;
-  }
-  throw new Error(`no key "${key}${suffix}:<n>" in the slot of "${key}"`);
-}
-
 /** Keys grouped by slot, in first-seen order: each group may share one multi-key command. */
 export function groupBySlot(keys: readonly string[]): string[][] {
   const groups = new Map<number, string[]>();

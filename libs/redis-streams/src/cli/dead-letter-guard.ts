@@ -1,5 +1,5 @@
 import { fieldsToRecord } from '../codec/entry-codec.js';
-import { deadLetterSources } from '../dlq/dead-letter-source.js';
+import { deadLetterSourcesOf } from '../key-names.js';
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
@@ -16,7 +16,7 @@ export const CUSTOM_DLQ_FLAG = '--custom-dlq';
  * Refuses (a usage error, exit 2) a key that is not a dead-letter stream, before a dead-letter
  * command reads or deletes anything: `dlq list orders` (`:dead` forgotten) would show work entries
  * as letters dated 1970, `dlq delete orders --all --yes` would delete the work. A dead-letter stream
- * is a key named as the defaults name them (dead-letter-source.ts), or one the operator says is
+ * is a key named as the defaults name them (key-names.ts), or one the operator says is
  * (--custom-dlq). Content decides nothing destructive (a producer may write any field): only
  * `list` also takes a key whose oldest entry has the letter fields. An empty or missing key is fine.
  */
@@ -26,7 +26,7 @@ export async function requireDeadLetterStream(
   key: string,
   how: { destructive: boolean; custom: boolean },
 ): Promise<void> {
-  if (how.custom || deadLetterSources(key).length > 0) return;
+  if (how.custom || deadLetterSourcesOf(key).length > 0) return;
   const oldest = await new ReportCommands(redis).oldestFields(key);
   if (!oldest) return;
   const fields = fieldsToRecord(oldest);
@@ -41,7 +41,7 @@ export async function requireDeadLetterStream(
 
 /** A --to for dead letters: named as the defaults name them, or the operator says it is one (--custom-dlq). */
 export function requireDeadLetterTarget(to: string, custom: boolean): void {
-  if (custom || deadLetterSources(to).length > 0) return;
+  if (custom || deadLetterSourcesOf(to).length > 0) return;
   throw new UsageError(
     `--to "${e(to)}" is not a dead-letter stream: its name is not <stream>:dead. If it is one under a custom name, add ${CUSTOM_DLQ_FLAG}.`,
   );

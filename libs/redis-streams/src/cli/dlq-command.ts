@@ -13,7 +13,8 @@ export const DLQ_USAGE = `find    <stream> [--json]
   delete  <dead-letter-stream> (<id> … | --all --yes) [--custom-dlq] [--json]`;
 
 export const DLQ_NAMING = `A dead-letter stream is named <stream>:dead ({<stream>}:dead on a cluster when the stream key
-has no hash tag) unless the server's deadLetterStream option says otherwise. redrive writes only to
+has no hash tag; {<stream>}/dead where that name is taken, docs/wire-format.md) unless the server's deadLetterStream
+option says otherwise. redrive writes only to
 the stream whose dead-letter stream it reads (from those names, or --to for a custom name): a letter
 naming another stream is skipped, and a request is re-driven as an event (replyTo/correlationId dropped).
 list, redrive and delete refuse (exit 2) a key not so named unless --custom-dlq says it is a

@@ -1,8 +1,8 @@
 import { hostname, userInfo } from 'node:os';
 import { escapeControl as e, safeJson } from '../escape-control.js';
-import { findStreams } from '../ops/stream-reports.js';
 import type { RedisConnection } from '../redis/connect.js';
-import { PauseCommands, pauseNameOf } from '../redis/pause-commands.js';
+import { PauseCommands } from '../redis/pause-commands.js';
+import { isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
 import { UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
@@ -10,13 +10,17 @@ import type { CliIo } from './cli-io.js';
 export const PAUSE_USAGE = `pause  <name> --group G [--force] [--json]
   resume <name> --group G [--json]`;
 
-export const PAUSE_HELP = `pause: pauses a pattern for a whole group at run time. <name> is its stream as inspect shows it, or
-for a partitioned pattern its name with the key prefix (app:orders for app:{orders:0} …). Every worker
-of the group finishes what it holds and reads nothing new of it within flowCheckMs (1 s by default);
+export const PAUSE_HELP = `pause: pauses streams for a whole group at run time. <name> is a stream as inspect shows it (that
+stream alone), or, when no stream has that name, a partitioned pattern's name with the key prefix
+(app:orders: each of its partitions app:{orders:0} …). It prints every stream it paused. Every worker
+of the group finishes what it holds and starts nothing new of them within flowCheckMs (1 s by default);
 workers started meanwhile stay paused; all stay live and ready (a pause is no fault: an orchestrator
-must not restart them). A name no stream with a consumer group has, or a group it does not have, is refused
-unless --force (a typo would pause nothing, or a group created later). resume: undoes it; workers read again within flowCheckMs. The flag is the key
-<name>:paused:<group>, its value who paused it and when (shown by inspect).`;
+must not restart them). A name no stream with a consumer group has, or a group it does not have, is
+refused unless --force (a typo would pause nothing, or a group created later); --force pauses the
+stream <name> as named, without looking. resume: undoes it (the same streams); workers read again
+within flowCheckMs. Each stream's flag is the key <stream>:paused:<group>, its value who paused it and
+when (shown by inspect). Rights: +set +del +get on the flags; to check the name, +xinfo|groups on the
+stream, and +scan (and +xinfo|groups on what it finds) for a partitioned pattern's name.`;
 
 type PauseFlags = { group?: string; force: boolean; json: boolean };
 
@@ -41,41 +45,82 @@ export async function runPause(
 ): Promise<number> {
   const group = values.group!;
   const pauses = new PauseCommands(redis);
+  // Resuming looks for what a pause may have named; a name that is no stream's resumes its partitions' flags.
+  const streams = values.force ? [name] : await streamsNamed(redis, name, group, sub === 'pause');
   if (sub === 'resume') {
-    const resumed = await pauses.resume(name, group);
-    if (values.json) io.out(safeJson({ name, group, resumed }));
+    const resumed = await Promise.all(streams.map((s) => pauses.resume(s, group)));
+    if (values.json) io.out(safeJson({ name, group, streams, resumed: streams.filter((_, i) => resumed[i]) }));
     else
-      io.out(
-        resumed
-          ? `resumed "${e(name)}" for group "${e(group)}": its workers read again within flowCheckMs`
-          : `"${e(name)}" was not paused for group "${e(group)}"`,
+      streams.forEach((s, i) =>
+        io.out(
+          resumed[i]
+            ? `resumed "${e(s)}" for group "${e(group)}": its workers read again within flowCheckMs`
+            : `"${e(s)}" was not paused for group "${e(group)}"`,
+        ),
       );
     return 0;
   }
-  if (!values.force) await refuseUnknown(redis, name, group);
-  const paused = await pauses.pause(name, group, operator());
-  const state = paused ? undefined : await pauses.state(name, group);
-  if (values.json) io.out(safeJson({ name, group, paused, ...(state ? { since: state.at, by: state.by } : {}) }));
-  else if (paused)
-    io.out(`paused "${e(name)}" for group "${e(group)}": its workers finish what they hold and read nothing new within flowCheckMs`);
-  else
-    io.out(
-      `"${e(name)}" was already paused for group "${e(group)}"${state?.at ? ` since ${new Date(state.at).toISOString()}` : ''}${state?.by ? ` by ${e(state.by)}` : ''}`,
-    );
+  const by = operator();
+  const paused: string[] = [];
+  const already: { stream: string; since?: number; by?: string }[] = [];
+  for (const stream of streams) {
+    if (await pauses.pause(stream, group, by)) paused.push(stream);
+    else {
+      const state = await pauses.state(stream, group);
+      already.push({ stream, ...(state?.at ? { since: state.at } : {}), ...(state?.by ? { by: state.by } : {}) });
+    }
+  }
+  if (values.json) io.out(safeJson({ name, group, streams, paused, alreadyPaused: already }));
+  else {
+    for (const stream of paused)
+      io.out(`paused "${e(stream)}" for group "${e(group)}": its workers finish what they hold and read nothing new within flowCheckMs`);
+    for (const a of already)
+      io.out(
+        `"${e(a.stream)}" was already paused for group "${e(group)}"${a.since ? ` since ${new Date(a.since).toISOString()}` : ''}${a.by ? ` by ${e(a.by)}` : ''}`,
+      );
+  }
   return 0;
 }
 
-/** A name no stream with a group has, or a group none of its streams has, pauses nothing now (a typo) and a group created later: refused. */
-async function refuseUnknown(redis: RedisConnection, name: string, group: string): Promise<void> {
-  const streams = (await findStreams(redis, '*')).filter((stream) => pauseNameOf(stream) === pauseNameOf(name));
-  if (streams.length === 0)
+/** `app:{orders:3}` → `app:orders`, the name of the partitioned pattern it would be a partition of; undefined for any other key. */
+function patternNameOf(stream: string): string | undefined {
+  const m = /^(.*)\{(.+):\d+\}$/s.exec(stream);
+  return m ? `${m[1]}${m[2]}` : undefined;
+}
+
+/**
+ * The streams `name` denotes: itself when it is a stream with a consumer group; else the partitions of
+ * a partitioned pattern of that name (found by SCAN). None, or none with `group`: a typo would pause
+ * nothing now, and a group of that name created later: refused (`strict`, a pause; a resume says so).
+ */
+async function streamsNamed(redis: RedisConnection, name: string, group: string, strict: boolean): Promise<string[]> {
+  const reports = new ReportCommands(redis);
+  const groupsOf = (stream: string) =>
+    reports.groups(stream).then(
+      (groups) => groups.map((g) => g.name),
+      (err: unknown) => {
+        if (isNoSuchKey(err) || isWrongType(err)) return [];
+        throw err;
+      },
+    );
+  let groups: string[] = await groupsOf(name);
+  let streams = [name];
+  if (groups.length === 0) {
+    // Keys shaped like partitions (SCAN … TYPE stream): only those of this name are looked at, so an ACL may scope the rest out.
+    const partitions = [...(await reports.streamKeys('*{*:[0-9]*}')).keys()].filter((s) => patternNameOf(s) === name).sort();
+    const groupsEach = await Promise.all(partitions.map(groupsOf));
+    streams = partitions.filter((_, i) => groupsEach[i]!.length > 0);
+    groups = [...new Set(groupsEach.flat())];
+  }
+  if (streams.length === 0) {
+    if (!strict) return [name];
     throw new UsageError(
       `no stream with a consumer group is named "${e(name)}" (a stream as inspect shows it, or a partitioned pattern's name such as app:orders for app:{orders:0}); --force pauses it all the same`,
     );
-  const reports = new ReportCommands(redis);
-  const groups = new Set((await Promise.all(streams.map((s) => reports.groups(s)))).flat().map((g) => g.name));
-  if (!groups.has(group))
+  }
+  if (strict && !groups.includes(group))
     throw new UsageError(
-      `"${e(name)}" has no group "${e(group)}" (its groups: ${[...groups].map((g) => `"${e(g)}"`).join(', ')}); --force pauses it all the same`,
+      `"${e(name)}" has no group "${e(group)}" (its groups: ${groups.map((g) => `"${e(g)}"`).join(', ')}); --force pauses it all the same`,
     );
+  return streams;
 }

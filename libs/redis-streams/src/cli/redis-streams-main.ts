@@ -2,7 +2,7 @@
 import type { Cluster } from 'ioredis';
 import { parseArgs } from 'node:util';
 import { DeadLetters } from '../dlq/dead-letters.js';
-import { sameSlotKey } from '../slots.js';
+import { pruneLockOf } from '../key-names.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 import { escapeControl, safeJson } from '../escape-control.js';
 import { randomUUID } from 'node:crypto';
@@ -171,7 +171,7 @@ function prune(rest: string[], values: Flags, io: CliIo): Promise<number> {
     // A lock of its own (a name nobody has, gone after 1 ms): an operator's prune does not wait
     // for the workers' interval, nor meets a key of the user's. Its own "self" is no consumer's name.
     const own = randomUUID();
-    const lock = (redis as Cluster).isCluster ? sameSlotKey(stream, `:prune:${own}`) : `${stream}:prune:${own}`;
+    const lock = pruneLockOf(stream, own, (redis as Cluster).isCluster === true);
     const deleted = await new StreamCommands(redis, group).deleteIdleConsumers(stream, lock, own, idleMs, 1).catch((err: unknown) => {
       throw new Error(
         `"${stream}" group "${group}": ${err instanceof Error ? err.message.replace(/ script: \w+, on @user_script:\d+\.?$/, '') : String(err)}`,

@@ -1,6 +1,7 @@
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
-import { isConnectionLoss, isRefusal, UnsupportedServerError } from '../redis/redis-errors.js';
+import { isConnectionLoss, isRefusal } from '../redis/redis-errors.js';
+import { UnsupportedServerError } from '../redact.js';
 import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -126,13 +127,13 @@ export class GroupKeeper {
     const features = await this.d.commands.serverFeatures();
     const { major, minor, server } = features;
     if (major < MIN_SERVER.major || (major === MIN_SERVER.major && minor < MIN_SERVER.minor)) {
-      throw new UnsupportedServerError(
+      throw UnsupportedServerError.because(
         `needs Redis ${MIN_SERVER.major}.${MIN_SERVER.minor} or later (Valkey 7.2 or later); the server is ${server}`,
       );
     }
     const changed = this.d.offer.record(features);
     const unmet = this.d.offer.unmet();
-    if (unmet) throw new UnsupportedServerError(unmet);
+    if (unmet) throw UnsupportedServerError.because(unmet);
     if (changed) this.d.logger.warn(`the server changed since the last start (a failover?): ${changed}`);
   }
 
@@ -163,7 +164,7 @@ export class GroupKeeper {
     if (!deletion) return;
     await d.commands.probeAckDelete(stream, deletion).catch((err: unknown) => {
       if (!isRefusal(err)) throw err;
-      throw new UnsupportedServerError(
+      throw UnsupportedServerError.because(
         `deleteOnAck: '${d.offer.deleteOnAck}' needs XACKDEL on "${stream}", which the server refused (${describeError(err)}): grant the user +xackdel`,
       );
     });

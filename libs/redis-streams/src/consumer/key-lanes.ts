@@ -31,6 +31,8 @@ export interface KeyLanesDeps {
   stop: StopSignal;
   /** Whether a handling may start now (this consumer owns the partition, within its lease, and its durable acks allow). */
   mayStart: () => boolean;
+  /** The stream is paused for the group (PauseWatch): nothing starts; what the lanes hold waits, uncounted. */
+  paused: () => boolean;
   /** The owned phase is ending (lost, asked to release, lease run out): a fetch must not wait for room. */
   ending: () => boolean;
   /** Durable acks: a dead-letter move counts as settled once this resolves (confirmed on the replicas, or carrying on). */
@@ -173,8 +175,9 @@ export class KeyLanes {
     this.settledIds.clear();
   }
 
-  /** Ownership changed or was renewed: lanes held back start if they may, and a fetch waiting for room looks again. */
+  /** Ownership changed or was renewed, or a pause began or ended: lanes held back start if they may (paused: what they hold waits uncounted), and a fetch waiting for room looks again. */
   nudge(): void {
+    if (this.d.paused()) for (const lane of this.lanes.values()) this.holdUncounted(lane.queue.map((q) => q.entry));
     this.pump();
     this.wakeRoom();
   }
@@ -182,7 +185,7 @@ export class KeyLanes {
   /** Starts ready lanes while slots are free and a handling may start. */
   pump(): void {
     while (this.running < this.d.concurrency && this.ready.length > 0) {
-      if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart()) return;
+      if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart() || this.d.paused()) return;
       const lane = this.ready.shift()!;
       if (lane.busy || lane.blockedBy !== undefined || lane.queue.length === 0) continue;
       let next!: Queued;
@@ -238,6 +241,8 @@ export class KeyLanes {
       this.update(lane, () => lane.queue.push({ entry, source }));
       if (lane.limited) this.holdUncounted([entry]);
     }
+    // Read while paused (a retry falling due): it waits with the rest, uncounted.
+    if (this.d.paused()) this.holdUncounted([entry]);
     this.inLanes.add(entry.id);
     this.makeReady(lane);
   }
@@ -424,9 +429,10 @@ export class KeyLanes {
   }
 
   private hasRoom(): boolean {
-    // The owned phase must end (a Redis failure, fenced, stopping, not owning or asked to give the partition up):
-    // the fetch step must not wait for room that never comes. A hold (durable acks) waits for room like any other.
-    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || this.d.ending()) return true;
+    // The owned phase must end (a Redis failure, fenced, stopping, not owning or asked to give the partition up), or
+    // nothing may start (paused): the fetch step must not wait for room that never comes. A hold (durable acks)
+    // waits for room like any other.
+    if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || this.d.ending() || this.d.paused()) return true;
     return this.flowing < this.d.room && this.blocked < MAX_BLOCKED_ENTRIES;
   }
 

@@ -1,7 +1,8 @@
 import { concatMap, from, type Observable, repeat, Subject, timer } from 'rxjs';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
-import { pauseNameOf, type PauseCommands } from '../redis/pause-commands.js';
+import type { PauseCommands } from '../redis/pause-commands.js';
 import { isRefusal, isRetryable } from '../redis/redis-errors.js';
 
 export interface PauseWatchDeps {
@@ -14,8 +15,8 @@ export interface PauseWatchDeps {
 }
 
 /**
- * Which of a reader's streams are paused for its group (a pattern paused by the CLI, the dashboard
- * or `pause()`: its flag `<name>:paused:<group>` exists). Looked at when the loop (re)starts,
+ * Which of a reader's streams are paused for its group (a stream paused by the CLI, the dashboard
+ * or `pause()`: its flag `<stream>:paused:<group>` exists; a partitioned pattern's, each partition's). Looked at when the loop (re)starts,
  * before it reads anything (a worker that starts while paused stays paused), then every
  * `checkMs`. A paused stream is neither self-drained, reclaimed nor read; entries in hand finish,
  * and failed ones this consumer holds are still retried (they are its to finish). A stream whose
@@ -23,7 +24,6 @@ export interface PauseWatchDeps {
  */
 export class PauseWatch {
   private paused = new Set<string>();
-  private readonly names: string[];
   private readonly changes = new Subject<void>();
   /** Streams whose self-drain was skipped while paused: drained at resume. */
   private readonly owed = new Set<string>();
@@ -32,9 +32,7 @@ export class PauseWatch {
   /** Emits whenever a stream of the reader is paused or resumed. */
   readonly changed$: Observable<void> = this.changes.asObservable();
 
-  constructor(private readonly d: PauseWatchDeps) {
-    this.names = [...new Set(d.streams.map(pauseNameOf))];
-  }
+  constructor(private readonly d: PauseWatchDeps) {}
 
   /** The looks after the first, every `checkMs`, until unsubscribed (with the reader's upkeep); a failed one is logged and tried at the next. */
   get looks$(): Observable<void> {
@@ -81,14 +79,14 @@ export class PauseWatch {
   }
 
   /**
-   * One look at the flags (EXISTS per pattern). A refusal (an ACL without EXISTS on the flags) is
+   * One look at the flags (EXISTS per stream). A refusal (an ACL without EXISTS on the flags) is
    * logged once and reads as "not paused": no control the worker cannot read stops it. Any other
    * failure rejects (the loop's start retries it; a later look logs it).
    */
   async look(): Promise<void> {
     let flags: boolean[];
     try {
-      flags = await this.d.pauses.paused(this.names, this.d.group);
+      flags = await this.d.pauses.paused(this.d.streams, this.d.group);
       this.lastError = '';
     } catch (err) {
       if (!isRefusal(err)) throw err;
@@ -99,19 +97,19 @@ export class PauseWatch {
       this.refusalTold = true;
       return;
     }
-    const pausedNames = new Set(this.names.filter((_, i) => flags[i]));
-    const now = new Set(this.d.streams.filter((s) => pausedNames.has(pauseNameOf(s))));
+    const now = new Set(this.d.streams.filter((_, i) => flags[i]));
     if (now.size === this.paused.size && [...now].every((s) => this.paused.has(s))) return;
-    for (const name of this.names) {
-      const was = this.d.streams.some((s) => this.paused.has(s) && pauseNameOf(s) === name);
-      if (was === pausedNames.has(name)) continue;
+    const was = this.paused;
+    // Set before the lines are logged: nothing starts once a worker has said it is paused.
+    this.paused = now;
+    for (const stream of this.d.streams) {
+      if (was.has(stream) === now.has(stream)) continue;
       this.d.logger.log(
-        pausedNames.has(name)
-          ? `"${name}" paused for group "${this.d.group}": what is in hand finishes, nothing new is read until it resumes`
-          : `"${name}" resumed for group "${this.d.group}"`,
+        now.has(stream)
+          ? `"${escapeControl(stream)}" paused for group "${escapeControl(this.d.group)}": what is in hand finishes, nothing new starts until it resumes`
+          : `"${escapeControl(stream)}" resumed for group "${escapeControl(this.d.group)}"`,
       );
     }
-    this.paused = now;
     this.changes.next();
   }
 

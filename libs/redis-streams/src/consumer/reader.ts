@@ -61,6 +61,13 @@ import type { Confirmation } from '../redis/replication-wait.js';
 import type { ShortAck } from '../redis/stream-commands.js';
 import { PARK_GRACE_MS } from '../redis/park-watchdog.js';
 
+/** Entries by stream, in order. */
+function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
+  const by = new Map<string, StreamEntry[]>();
+  for (const e of entries) (by.get(e.stream) ?? by.set(e.stream, []).get(e.stream)!).push(e);
+  return by;
+}
+
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
 
@@ -270,6 +277,7 @@ export class Reader {
         stop,
         mayStart: () => owner.valid() && (durability?.mayStart() ?? true),
         ending: () => owner.ending,
+        paused: () => this.pause.anyPaused,
         confirmSettled: durability && ((entry) => this.confirmSettled(entry)),
         ackAgain: async (entries) => {
           await this.ackOwned(entries);
@@ -290,6 +298,11 @@ export class Reader {
       handBackIdleMs: options.minIdleMs,
       stop,
       inProgress: this.inProgress,
+      // A pause seen mid-batch: what the batch has not started goes back, uncounted.
+      paused: (stream) => this.pause.has(stream),
+      putBack: async (entries, idleMs) => {
+        for (const [stream, list] of byStream(entries)) await commands.putBack(stream, options.consumer, list, idleMs);
+      },
       logger,
     };
     const settle: SettleFetched = keyLanes
@@ -395,8 +408,13 @@ export class Reader {
       this.custody.upkeep$,
       // Once the consumer started (its groups exist): nothing of them may queue ahead of XGROUP CREATE.
       defer(() => from(this.d.started ?? Promise.resolve())).pipe(concatMap(() => merge(this.promoter.looks$, this.pause.looks$))),
-      // A pause ends the park (the next reads without that stream); a resume ends a paused wait.
-      this.pause.changed$.pipe(tap(() => this.parker.wakePark())),
+      // A pause ends the park (the next reads without that stream) and holds the key lanes; a resume ends a paused wait.
+      this.pause.changed$.pipe(
+        tap(() => {
+          this.parker.wakePark();
+          this.keyLanes?.nudge();
+        }),
+      ),
       this.watch.checks$,
       this.findings.wake$.pipe(
         tap(() => {

@@ -36,7 +36,7 @@ export {
   type RedisStreamsHealth,
   type StreamHealth,
 } from '../health/health.js';
-export { maskUrl, redactError, RedisStreamsError } from '../redact.js';
+export { maskUrl, redactError, RedisStreamsError, UnsupportedServerError } from '../redact.js';
 export { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from '../dashboard/dashboard-options.js';
 export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from '../dashboard/dashboard-server.js';

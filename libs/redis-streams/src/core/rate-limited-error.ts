@@ -10,7 +10,7 @@ export class RateLimitedError extends Error {
   readonly rateLimited = true;
 
   constructor(
-    /** Read by the retry schedule (validated there, as for the exception). */
+    /** Read by the retry schedule (validated there, as for the exception): a fraction is rounded to whole ms; no finite number from 0 is an ordinary failure. */
     readonly retryInMs: number,
     message = `rate limited for ${retryInMs} ms`,
     options?: ErrorOptions,

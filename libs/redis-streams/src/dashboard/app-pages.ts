@@ -544,7 +544,7 @@ async function entryPage(key: string, id: string): Promise<Child[]> {
       { class: 'small' },
       ui.link('Overview', '#/'),
       ' / ',
-      ui.link(e.stream, ui.hash(/:dead$/.test(e.stream) ? 'dead' : 'stream', e.stream)),
+      ui.link(e.stream, ui.hash(/[:/]dead(?::\d+)?$/.test(e.stream) ? 'dead' : 'stream', e.stream)),
       ' / entry',
     ),
     ui.el('h1', { class: 'name' }, `${e.stream} `, ui.idCell(e.id)),

@@ -1,7 +1,6 @@
 import { delayedReport, type GroupReport, type StreamReport } from '../ops/stream-reports.js';
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
-import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { DashboardCommands } from '../redis/dashboard-commands.js';
 import type { GroupSummary, RangePreviewEntry, StreamSummary } from '../redis/dashboard-replies.js';
@@ -11,11 +10,11 @@ import { describeFeatures } from '../redis/server-features.js';
 import { escapeControl } from '../escape-control.js';
 import { ReportCommands } from '../redis/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
-import { deadLetterSources } from '../dlq/dead-letter-source.js';
+import { deadLetterNamesOf, deadLetterScansOf, deadLetterSourcesOf } from '../key-names.js';
 import { globToRegExp } from './key-scope.js';
 import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
-import { PauseCommands, pauseNameOf } from '../redis/pause-commands.js';
+import { PauseCommands } from '../redis/pause-commands.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
@@ -163,12 +162,12 @@ export class DashboardData {
     return overview;
   }
 
-  /** Pauses (or resumes) the pattern of `stream` for `group`; true if that changed anything, 'no such group' when the stream has none of that name. */
+  /** Pauses (or resumes) `stream` (it alone: a partitioned pattern's partitions one by one) for `group`; true if that changed anything, 'no such group' when the stream has none of that name. */
   async setPaused(stream: string, group: string, pause: boolean, by: string): Promise<boolean | 'no such group'> {
     // A flag for a group the stream does not have would pause nothing visible, and a group of that name created later.
     if (pause && !(await this.reports.groups(stream)).some((g) => g.name === group)) return 'no such group';
     const pauses = new PauseCommands(this.redis);
-    return pause ? pauses.pause(pauseNameOf(stream), group, by) : pauses.resume(pauseNameOf(stream), group);
+    return pause ? pauses.pause(stream, group, by) : pauses.resume(stream, group);
   }
 
   /** Dead-letter streams in scope, with their lengths (one page of them). */
@@ -303,7 +302,7 @@ export class DashboardData {
     const connected = await this.connected();
     return Promise.all(
       summaries.map(async (s) => {
-        const names = [...new Set([defaultDeadLetterStream(s.stream), clusterDeadLetterStream(s.stream)])];
+        const names = deadLetterNamesOf(s.stream);
         // A dead-letter key the dashboard's user may not read (NOPERM) is left out, and said.
         const refused: string[] = [];
         const lengths = await Promise.all(
@@ -327,7 +326,7 @@ export class DashboardData {
           retries.set(g.name, view.known ? { waiting: view.waitingCount, due: view.dueCount } : { error: view.error });
           ordering.set(g.name, await this.reports.ownership(s.stream, g.name).catch(() => null));
           // The stream page only: the overview's refresh cost stays as it was.
-          if (!overview) paused.set(g.name, await this.reports.paused(pauseNameOf(s.stream), g.name).catch(() => null));
+          if (!overview) paused.set(g.name, await this.reports.paused(s.stream, g.name).catch(() => null));
         }
         const delayed = await delayedReport(this.reports, s.stream);
         const report = asReport(s, connected, dead, retries, delayed);
@@ -376,12 +375,13 @@ export class DashboardData {
   private async keyList(): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
     const now = Date.now();
     if (this.keys && now - this.keys.at < KEYS_TTL_MS) return this.keys;
-    // The dead-letter streams of a cluster's hash-tagged names do not match the pattern itself: a second SCAN for them.
+    // The dead-letter streams of a cluster's untagged names do not match the pattern itself: SCANs of their own.
     const { match } = this.options;
-    const found = new Map([...(await this.commands.streamKeys(match)), ...(await this.commands.streamKeys(`{${match}}:dead`))]);
+    const found = new Map(await this.commands.streamKeys(match));
+    for (const scan of deadLetterScansOf(match)) for (const [key, at] of await this.commands.streamKeys(scan)) found.set(key, at);
     const all = [...found.keys()].sort();
-    const isDead = (key: string) => deadLetterSources(key).length > 0;
-    const dead = all.filter((key) => deadLetterSources(key).some((source) => this.inScope(source)));
+    const isDead = (key: string) => deadLetterSourcesOf(key).length > 0;
+    const dead = all.filter((key) => deadLetterSourcesOf(key).some((source) => this.inScope(source)));
     const work = all.filter((key) => !isDead(key) && this.inScope(key));
     // Which master serves which stream: shown on a cluster only (one node tells nothing).
     const nodes = new Set(found.values()).size > 1 || (this.redis as { isCluster?: boolean }).isCluster === true ? found : undefined;

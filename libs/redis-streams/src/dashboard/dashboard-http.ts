@@ -6,7 +6,7 @@ import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
 import { BadRequest, count, deadStream, isStreamId, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
-import { deadLetterSources } from '../dlq/dead-letter-source.js';
+import { deadLetterSourcesOf } from '../key-names.js';
 import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
 import { resolveDashboardOptions, type DashboardAuthorize, type DashboardOptions } from './dashboard-options.js';
@@ -211,7 +211,7 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       });
     }
     case '/api/entry': {
-      const stream = deadLetterSources(q.get('key') ?? '').length > 0 ? await deadStream(q, ctx) : await workStream(q, ctx);
+      const stream = deadLetterSourcesOf(q.get('key') ?? '').length > 0 ? await deadStream(q, ctx) : await workStream(q, ctx);
       return data.entry(stream, streamId(q, 'id', true), q.get('full') === '1' ? FULL_BYTES : PREVIEW_BYTES);
     }
     case '/api/dead-letters': {

@@ -1,6 +1,6 @@
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import type { PendingActions } from '../ops/pending-actions.js';
-import { deadLetterSources } from '../dlq/dead-letter-source.js';
+import { deadLetterSourcesOf } from '../key-names.js';
 import type { DashboardData } from './dashboard-data.js';
 import type { ResolvedDashboardOptions } from './dashboard-options.js';
 
@@ -41,7 +41,7 @@ export async function workStream(q: URLSearchParams, ctx: DashboardContext): Pro
 /** A dead-letter stream under the default names of a stream with a group: the only keys dead-letter pages and actions touch. */
 export async function deadStream(q: URLSearchParams, ctx: DashboardContext): Promise<string> {
   const key = need(q, 'key');
-  for (const source of deadLetterSources(key)) if (ctx.data.inScope(source) && (await ctx.data.hasGroups(source))) return key;
+  for (const source of deadLetterSourcesOf(key)) if (ctx.data.inScope(source) && (await ctx.data.hasGroups(source))) return key;
   throw new BadRequest('not the dead-letter stream of a stream with a consumer group');
 }
 

@@ -1,8 +1,7 @@
-import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
+import { deadLetterNamesOf, deadLetterSourcesOf } from '../key-names.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { DeadLetterCommands } from '../redis/dead-letter-commands.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
-import { deadLetterSources } from './dead-letter-source.js';
 
 export interface RedriveResult {
   /** Id in the dead-letter stream. */
@@ -44,7 +43,7 @@ export class DeadLetters {
    * exist: `<stream>:dead` (one node, or a hash-tagged key) and `{<stream>}:dead` (a cluster).
    */
   async find(stream: string): Promise<string[]> {
-    const names = [...new Set([defaultDeadLetterStream(stream), clusterDeadLetterStream(stream)])];
+    const names = deadLetterNamesOf(stream);
     const found: string[] = [];
     // One EXISTS per key: on a cluster the two names are in different slots.
     for (const name of names) if (await this.commands.exists(name)) found.push(name);
@@ -98,7 +97,7 @@ export class DeadLetters {
 
   /** The source of a dead-letter stream under the default names; when two names fit, the one that exists. */
   private async sourceOf(deadStream: string): Promise<string> {
-    const candidates = deadLetterSources(deadStream);
+    const candidates = deadLetterSourcesOf(deadStream);
     if (candidates.length === 1) return candidates[0]!;
     const existing: string[] = [];
     for (const key of candidates) if (await this.commands.exists(key)) existing.push(key);

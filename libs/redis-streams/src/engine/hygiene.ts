@@ -3,7 +3,7 @@ import { escapeControl } from '../escape-control.js';
 import { isCluster } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
-import { sameSlotKey } from '../slots.js';
+import { cleanupLockOf } from '../key-names.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { counted } from '../readable.js';
 
@@ -31,7 +31,7 @@ export function startHygiene(
     ...consumerCleanup,
     // The lock shares its stream's slot (one script names both), like the dead-letter key.
     // Per group: two groups of one stream clean their own consumers on their own schedule.
-    lockOf: (stream) => (isCluster(connection) ? sameSlotKey(stream, `:cleanup:${group}`) : `${stream}:cleanup:${group}`),
+    lockOf: (stream) => cleanupLockOf(stream, group, isCluster(connection)),
     onDeleted: (stream, names) => {
       logger.log(
         `deleted ${counted(names.length, 'consumer', 'consumers')} of group "${group}" on "${stream}" idle past ${consumerCleanup.idleMs} ms with nothing pending: ${names.map(escapeControl).join(', ')}`,

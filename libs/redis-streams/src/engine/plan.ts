@@ -7,7 +7,8 @@ import { resolveRateLimit } from '../options/rate-limit-options.js';
 import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import { durableAcksWithin } from '../options/server-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
-import { groupBySlot, hashTagOf, sameSlotKey, slotOf } from '../slots.js';
+import { groupBySlot, hashTagOf, slotOf } from '../slots.js';
+import { deadLetterKeyOf } from '../key-names.js';
 
 /** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
@@ -231,7 +232,7 @@ function readerStreams(
   for (const stream of streams) {
     if (dead && slotOf(dead(stream)) !== slotOf(stream)) {
       throw new Error(
-        `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Give it the stream's slot (e.g. "${sameSlotKey(stream, ':dead')}")`,
+        `nestjs-redis-streams: dead-letter stream "${dead(stream)}" of "${stream}" is in another cluster slot: the move and its XACK must be one script. Give it the stream's slot (e.g. "${deadLetterKeyOf(stream, true)}")`,
       );
     }
   }

@@ -46,6 +46,8 @@ export class StreamEngine {
   private closing: Promise<void> | undefined;
   /** start() was called (it may not have opened anything yet). */
   private startCalled = false;
+  /** The streams each pattern reads (its partitions, or its one key), from start()'s plan. */
+  private readonly streamsOf = new Map<string, string[]>();
 
   constructor(
     readonly options: Readonly<ResolvedServerOptions>,
@@ -63,6 +65,7 @@ export class StreamEngine {
   async start(plan: StreamPlan): Promise<void> {
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     this.startCalled = true;
+    for (const [stream, { pattern }] of plan.origins) this.streamsOf.set(pattern, [...(this.streamsOf.get(pattern) ?? []), stream]);
     const { options, watch } = this;
     // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
     // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
@@ -174,22 +177,30 @@ export class StreamEngine {
   }
 
   /**
-   * Pauses `pattern` for the whole group (every worker, this one included, reads nothing new of
-   * it within `flowCheckMs`; this one at once): true if it was running. `resume` undoes it.
+   * Pauses `pattern` for the whole group (every worker, this one included, starts nothing new of
+   * it within `flowCheckMs`; this one at once): each of its streams' flags (a partitioned pattern's
+   * partitions; a pattern this consumer does not handle, the key `keyPrefix + pattern`). True if any
+   * was running. `resume` undoes it.
    */
   async pause(pattern: string, by = `consumer ${this.options.consumer}`): Promise<boolean> {
     const run = this.runOrFail('pause');
-    const paused = await new PauseCommands(run.command.conn).pause(this.options.keyPrefix + pattern, this.options.group, by);
+    const pauses = new PauseCommands(run.command.conn);
+    const changed = await Promise.all(this.patternStreams(pattern).map((stream) => pauses.pause(stream, this.options.group, by)));
     await run.lookAtPauses();
-    return paused;
+    return changed.includes(true);
   }
 
-  /** Resumes `pattern` for the whole group: true if it was paused. */
+  /** Resumes `pattern` for the whole group: true if any of its streams was paused. */
   async resume(pattern: string): Promise<boolean> {
     const run = this.runOrFail('resume');
-    const resumed = await new PauseCommands(run.command.conn).resume(this.options.keyPrefix + pattern, this.options.group);
+    const pauses = new PauseCommands(run.command.conn);
+    const changed = await Promise.all(this.patternStreams(pattern).map((stream) => pauses.resume(stream, this.options.group)));
     await run.lookAtPauses();
-    return resumed;
+    return changed.includes(true);
+  }
+
+  private patternStreams(pattern: string): string[] {
+    return this.streamsOf.get(pattern) ?? [this.options.keyPrefix + pattern];
   }
 
   private runOrFail(what: string): EngineRun {

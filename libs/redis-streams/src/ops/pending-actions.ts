@@ -1,7 +1,7 @@
 import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl as e } from '../escape-control.js';
-import { clusterDeadLetterStream, defaultDeadLetterStream } from '../options/server-options.js';
+import { deadLetterKeyOf } from '../key-names.js';
 import type { RedisConnection } from '../redis/connect.js';
 import type { PendingRow } from '../redis/replies.js';
 import { ReportCommands } from '../redis/report-commands.js';
@@ -93,7 +93,7 @@ export class PendingActions {
         `${t.id} is no longer in the stream (trimmed or deleted): its dead letter would carry no fields; add --force to write it anyway`,
       );
     const cluster = (this.redis as { isCluster?: boolean }).isCluster === true;
-    const dead = options.to ?? (cluster ? clusterDeadLetterStream(t.stream) : defaultDeadLetterStream(t.stream));
+    const dead = options.to ?? deadLetterKeyOf(t.stream, cluster);
     const head = encodeDeadLetterHead({
       stream: t.stream,
       sourceId: t.id,

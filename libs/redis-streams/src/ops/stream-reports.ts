@@ -3,7 +3,6 @@ import { escapeControl as e } from '../escape-control.js';
 import type { RedisConnection } from '../redis/connect.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
 import { ReportCommands } from '../redis/report-commands.js';
-import { pauseNameOf } from '../redis/pause-commands.js';
 import type { DurabilityReport, PauseState } from '../redis/replies.js';
 import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
 import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
@@ -124,7 +123,7 @@ async function streamReport(
     const { consumers, retries } = await consumerReports(commands, stream, name, now, entriesShown);
     const { lag } = await commands.groupFigures(stream, g);
     const ordering = await commands.ownership(stream, name).catch(() => null);
-    const paused = await commands.paused(pauseNameOf(stream), name).catch(() => null);
+    const paused = await commands.paused(stream, name).catch(() => null);
     groups.push({
       name,
       pending: g.pending,

@@ -61,7 +61,7 @@ function delay(option: string, value: unknown): number {
   return value;
 }
 
-/** A delay a policy function or a RetryLaterException gave, checked: a whole number of ms within a day, else why not. */
+/** A delay a policy function or a RetryLaterException (RateLimitedException) gave, checked: finite and from 0, rounded to whole ms, at most a day; else why not. */
 export function checkedDelay(value: unknown): number | string {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
     return `a retry delay must be a finite number of ms, at least 0; got ${typeof value === 'number' ? String(value) : shown(value)}`;

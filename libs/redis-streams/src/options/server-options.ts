@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Deserializer, Serializer } from '../ports.js';
 import { JsonDeserializer, JsonSerializer } from '../codec/json.js';
-import { sameSlotKey } from '../slots.js';
+import { deadLetterKeyOf } from '../key-names.js';
 import { isCluster, resolveConnection, type ConnectionOption, type ResolvedConnection } from './connection.js';
 import { consumerCleanup, MAX_TIMER_MS } from './cleanup-options.js';
 import { resolveDurableAcks, type DurableAcks, type ResolvedDurableAcks } from './durability-options.js';
@@ -81,7 +81,7 @@ export interface RedisStreamsServerOptions {
    * Dead-letter stream of a source stream, or `false` to keep poison entries pending (retried
    * every `minIdleMs`, forever). Default: `` stream => `${stream}:dead` ``; on a cluster, when
    * the stream key has no hash tag, `` `{${stream}}:dead` `` (same slot as the stream, so the
-   * move and its XACK stay one script).
+   * move and its XACK stay one script; docs/wire-format.md, "Keys the library derives").
    */
   deadLetterStream?: ((stream: string) => string) | false;
   /**
@@ -233,17 +233,6 @@ export const MAX_BATCH_SIZE = 1000;
  */
 export const MAX_BLOCK_MS = 86_400_000;
 
-export const defaultDeadLetterStream = (stream: string): string => `${stream}:dead`;
-
-const clusterDeadLetterKeys = new Map<string, string>();
-
-/** On a cluster the dead-letter key must share its stream's slot: `{orders}:dead` hashes like `orders` (see sameSlotKey). */
-export const clusterDeadLetterStream = (stream: string): string => {
-  let key = clusterDeadLetterKeys.get(stream);
-  if (key === undefined) clusterDeadLetterKeys.set(stream, (key = sameSlotKey(stream, ':dead')));
-  return key;
-};
-
 export const SERVER_DEFAULTS = {
   group: 'nestjs-streams',
   batchSize: 10,
@@ -310,7 +299,7 @@ export function resolveServerOptions(input: RedisStreamsServerOptions = {}): Res
     serializer: withMethod('serializer', input.serializer, 'serialize', new JsonSerializer()),
     replyTtlMs: positiveInt('replyTtlMs', input.replyTtlMs, SERVER_DEFAULTS.replyTtlMs),
     maxDeliveries: positiveInt('maxDeliveries', input.maxDeliveries, SERVER_DEFAULTS.maxDeliveries),
-    deadLetterStream: deadLetterStream(input.deadLetterStream, isCluster(connection) ? clusterDeadLetterStream : defaultDeadLetterStream),
+    deadLetterStream: deadLetterStream(input.deadLetterStream, (stream) => deadLetterKeyOf(stream, isCluster(connection))),
     deadLetterRetention: validateDeadLetterRetention(input.deadLetterRetention),
     retry: resolveRetry('retry', input.retry),
     maxWaitingRetries: positiveInt('maxWaitingRetries', input.maxWaitingRetries, SERVER_DEFAULTS.maxWaitingRetries),

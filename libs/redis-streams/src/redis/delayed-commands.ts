@@ -1,24 +1,10 @@
-import { sameSlotKey } from '../slots.js';
+import { delayedKeysOf, idempotencyKeyOf, idempotencyKeyPrefixOf, type DelayedKeys } from '../key-names.js';
 import type { RedisConnection } from './connect.js';
 import type { RawCommand } from './replication-wait.js';
 import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './delayed-scripts.js';
 import { encodeRecord } from './delayed-record.js';
-import { idmpKeyOf, idmpKeyPrefixOf, type OnceWrite } from './idempotent-add.js';
+import type { OnceWrite } from './idempotent-add.js';
 import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type DelayedLook, type Promotion } from './replies.js';
-
-/** The keys of a stream's delayed entries (per stream, not per group: an entry becomes visible to every group at once). */
-export interface DelayedKeys {
-  /** Sorted set: id → due time (Unix ms, Redis' clock). */
-  schedule: string;
-  /** Hash: id → the entry's record (delayed-record.ts; the first format, a JSON array of field/value strings, is still read). */
-  entries: string;
-}
-
-/** `orders:delayed` and `orders:delayed:entries` (on a cluster in the stream's slot: `{orders}:delayed` …). */
-export function delayedKeysOf(stream: string, onCluster: boolean): DelayedKeys {
-  const key = (suffix: string) => (onCluster ? sameSlotKey(stream, suffix) : `${stream}${suffix}`);
-  return { schedule: key(':delayed'), entries: key(':delayed:entries') };
-}
 
 /** When a delayed entry is due: `in` ms from now, or `at` a Unix time in ms (both on Redis' clock). */
 export type DueTime = { in: number } | { at: number };
@@ -78,7 +64,7 @@ export class DelayedCommands {
     const k = this.keys(stream);
     const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
     if (!once) return parseScheduleReply(await this.conn.streamsSchedule(2, k.schedule, k.entries, mode, ms, id, encodeRecord(fields)));
-    const idmpKey = idmpKeyOf(stream, once);
+    const idmpKey = idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster);
     const record = encodeRecord(fields, { ...once, idmpKey });
     return parseScheduleReply(
       await this.conn.streamsSchedule(3, k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec),
@@ -90,7 +76,7 @@ export class DelayedCommands {
     const k = this.keys(stream);
     const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
     if (!once) return ['EVAL', SCHEDULE_SCRIPT, 2, k.schedule, k.entries, mode, ms, id, encodeRecord(fields)];
-    const idmpKey = idmpKeyOf(stream, once);
+    const idmpKey = idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster);
     const record = encodeRecord(fields, { ...once, idmpKey });
     return ['EVAL', SCHEDULE_SCRIPT, 3, k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec];
   }
@@ -106,7 +92,7 @@ export class DelayedCommands {
       const k = this.keys(stream);
       return [k.schedule, k.entries, stream];
     });
-    const prefixes = streams.map((stream) => idmpKeyPrefixOf(stream, this.onCluster));
+    const prefixes = streams.map((stream) => idempotencyKeyPrefixOf(stream, this.onCluster));
     return parsePromoteReply(
       await this.conn.streamsPromote(keys.length, ...keys, budget.entries, budget.bytes, ...prefixes),
       streams.length,
@@ -119,8 +105,8 @@ export class DelayedCommands {
    */
   async cancel(stream: string, id: string, producerId = 'nestjs-redis-streams'): Promise<boolean> {
     const k = this.keys(stream);
-    const idmpKey = idmpKeyOf(stream, { producerId, key: id, onCluster: this.onCluster });
-    const prefix = idmpKeyPrefixOf(stream, this.onCluster);
+    const idmpKey = idempotencyKeyOf(stream, producerId, id, this.onCluster);
+    const prefix = idempotencyKeyPrefixOf(stream, this.onCluster);
     return Number(await this.conn.streamsCancel(k.schedule, k.entries, idmpKey, id, prefix)) === 1;
   }
 

@@ -3,7 +3,7 @@
  * the bytes `\0RSD1`, then strings, each its length in bytes in decimal, a `:`, and its bytes. The first
  * string says how the entry is appended once due: '' (a plain XADD), or under an idempotency key, 'n'
  * (`XADD … IDMP`) or 'f' (the keyed-expiry key); with a key four more follow: the producer id, the key, the
- * key's record (idmpKeyOf) and the window in seconds. Then the entry's fields and values. Nothing is
+ * key's record (idempotencyKeyOf, key-names.ts) and the window in seconds. Then the entry's fields and values. Nothing is
  * escaped: a value costs its size plus a few bytes, where the JSON array of the first format doubled
  * every `"` and `\`. That format (a JSON array of field/value strings) is still read (docs/wire-format.md).
  */
@@ -15,7 +15,7 @@ export interface RecordOnce {
   native: boolean;
   producerId: string;
   key: string;
-  /** Where the key's first entry id is kept (idmpKeyOf). */
+  /** Where the key's first entry id is kept (idempotencyKeyOf, key-names.ts). */
   idmpKey: string;
   windowSec: number;
 }

@@ -1,10 +1,11 @@
 import { LUA_RECORD_ITEMS } from './delayed-record.js';
+import { LUA_OWN_IDEMPOTENCY_KEY } from '../key-names.js';
 import { LUA_NOW, LUA_NOW_FN } from './lua-now.js';
 
 /**
  * Schedules an entry: the schedule (a sorted set beside the stream, in its slot) maps its id to its
  * due time, and the entries hash its record (delayed-record.ts). An id already waiting is left as it is.
- * With an idempotency key (KEYS[3], its record: idmpKeyOf), the key is taken as a plain idempotent
+ * With an idempotency key (KEYS[3], its record: idempotencyKeyOf), the key is taken as a plain idempotent
  * write takes it: a key held (written within the window, or waiting) schedules nothing; else the key
  * holds this entry's id while it waits and for the window after its due time, so that a plain write's
  * repeat meanwhile writes nothing (the promotion then sets the entry's stream id). An entry of the first
@@ -55,7 +56,7 @@ return {1, due}
  * Returns per stream {moved, dropped, ms until the next one is due (-1: none waits), how many wait,
  * why the stream refused an XADD ('' when it did not), more (0 done, 1 stopped inside, 2 not looked at), repeats}.
  */
-export const PROMOTE_SCRIPT = `${LUA_NOW_FN}${LUA_RECORD_ITEMS}
+export const PROMOTE_SCRIPT = `${LUA_NOW_FN}${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}
 local function jsonFields(value)
   local ok, fields = pcall(cjson.decode, value)
   -- Past ~8,000 values Lua's unpack fails: such an entry goes in whole, as its data field.
@@ -91,7 +92,7 @@ end
 -- 'moved' or 'repeat', or nil and why the stream refused it.
 local function promote(stream, id, value, prefix)
   local fields, once = readRecord(value)
-  if once and (prefix == '' or string.sub(once.record, 1, #prefix) ~= prefix) then once = nil end
+  if once and not ownIdempotencyKey(prefix, once.record) then once = nil end
   if once then
     local held = redis.pcall('GET', once.record)
     -- Not a string (a forged name of another key): the entry goes in without it; refused (NOPERM): it waits.
@@ -160,14 +161,14 @@ return out
  * idempotency keys' prefix. Returns 1 if it was waiting, else 0. The reads a producer may lack the
  * rights for (a record, a key) are tried, not required.
  */
-export const CANCEL_SCRIPT = `${LUA_RECORD_ITEMS}
+export const CANCEL_SCRIPT = `${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}
 local schedule, entries, prefix = KEYS[1], KEYS[2], ARGV[2]
 local function drop(id)
   local value = redis.pcall('HGET', entries, id)
   if type(value) == 'string' then
     local items = recordItems(value, 4)
     local record = items and (items[1] == 'n' or items[1] == 'f') and items[4]
-    if record and prefix ~= '' and string.sub(record, 1, #prefix) == prefix and redis.pcall('GET', record) == id then
+    if record and ownIdempotencyKey(prefix, record) and redis.pcall('GET', record) == id then
       redis.pcall('DEL', record)
     end
   end

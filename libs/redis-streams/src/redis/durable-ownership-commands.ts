@@ -1,7 +1,7 @@
 import type { ResolvedDurability } from '../options/durability-options.js';
 import type { RedisConnection } from './connect.js';
 import { DurableWrites } from './durable-writes.js';
-import { ownershipKeysOf, type OwnershipKeys } from './ownership-commands.js';
+import { ownershipKeysOf, type OwnershipKeys } from '../key-names.js';
 import { CONFIRM_SETTLED_SCRIPT, FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT } from './ownership-script.js';
 import { parseOwnershipReply, parseStringList, type OwnershipBeat } from './replies.js';
 import type { Confirmation, RawCommand } from './replication-wait.js';

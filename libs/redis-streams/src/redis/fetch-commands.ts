@@ -10,7 +10,7 @@ import {
   type PendingRow,
 } from './replies.js';
 import { compareIds } from './stream-ids.js';
-import { retryKeyOf } from './retry-key.js';
+import { retryKeyOf } from '../key-names.js';
 import type { StreamEntry } from '../stream-entry.js';
 
 /** One stream's XAUTOCLAIM of a reclaim round: from `cursor`. */

@@ -2,7 +2,7 @@ import type { RedisConnection } from './connect.js';
 import { LUA_XINFO } from './lua-xinfo.js';
 import { ReplyShapeError } from './reply-shape-error.js';
 import type { RawCommand } from './replication-wait.js';
-import { hashTagOf, sameSlotKey } from '../slots.js';
+import { idempotencyKeyOf } from '../key-names.js';
 
 /**
  * Idempotent appends: at most one entry per (producer id, key) in a stream's window. On Redis 8.6
@@ -30,7 +30,7 @@ export interface OnceAppended {
 }
 
 /**
- * Servers without IDMP. KEYS: the stream, the key's record (idmpKeyOf). ARGV: the window (s),
+ * Servers without IDMP. KEYS: the stream, the key's record (idempotencyKeyOf, key-names.ts). ARGV: the window (s),
  * then XADD's arguments after the key. Reading, appending and recording in one script: two
  * producers cannot both miss the record. Answers { id, 1 } for a new entry, { first id, 0 } for a repeat.
  */
@@ -95,7 +95,11 @@ export type AppendCommand = { command: 'XADD'; args: (string | number)[] } | { s
 /** The command that appends one entry: `xadd` is XADD's arguments after the key (trimming, id, fields). */
 export function appendCommand(stream: string, xadd: readonly (string | number)[], once: OnceWrite | undefined): AppendCommand {
   if (!once) return { command: 'XADD', args: [stream, ...xadd] };
-  if (!once.native) return { script: SCRIPTS.once, args: [stream, idmpKeyOf(stream, once), once.windowSec, ...xadd] };
+  if (!once.native)
+    return {
+      script: SCRIPTS.once,
+      args: [stream, idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster), once.windowSec, ...xadd],
+    };
   const idmp = [stream, 'IDMP', once.producerId, once.key, ...xadd];
   if (!once.marker) return { command: 'XADD', args: idmp };
   return { script: SCRIPTS.marked, args: [stream, once.marker[0], once.marker[1], ...idmp.slice(1)] };
@@ -119,41 +123,6 @@ export function parseAppended(reply: unknown, once: OnceWrite | undefined): Once
   if (typeof reply === 'string' || Buffer.isBuffer(reply)) return { id: String(reply) };
   if (Array.isArray(reply) && reply.length === 2) return { id: String(reply[0]), repeated: Number(reply[1]) === 0 };
   throw new ReplyShapeError(once ? 'idempotent XADD' : 'XADD', reply);
-}
-
-const clusterBases = new Map<string, string | null>();
-
-/**
- * Where the fallback keeps a key's first entry id: `<stream>:idmp:<producerId>:<key>`; on a
- * cluster in the stream's slot (`{orders}:idmp:…`, or `app:{orders:0}:idmp:…` for a tagged stream).
- */
-export function idmpKeyOf(stream: string, once: Pick<OnceWrite, 'producerId' | 'key' | 'onCluster'>): string {
-  const suffix = `:idmp:${once.producerId}:${once.key}`;
-  if (!once.onCluster) return `${stream}${suffix}`;
-  const base = clusterBaseOf(stream);
-  return base === null ? sameSlotKey(stream, suffix) : `${base}:${once.producerId}:${once.key}`;
-}
-
-/**
- * What every idmpKeyOf(stream, …) begins with: a delayed entry's record names its key's record, and a
- * worker takes only one under its stream's prefix (a forged record cannot make it write another key).
- */
-export function idmpKeyPrefixOf(stream: string, onCluster: boolean): string {
-  const base = onCluster ? clusterBaseOf(stream) : null;
-  return base === null ? `${stream}:idmp:` : `${base}:`;
-}
-
-/** `{orders}:idmp` (a key whose first braces tag it keeps its slot whatever follows), or null for a stream whose braces allow no tag. */
-function clusterBaseOf(stream: string): string | null {
-  let base = clusterBases.get(stream);
-  if (base === undefined) {
-    if (clusterBases.size > 10_000) clusterBases.clear();
-    // A stream whose braces allow no tag (`a}b`) gets a slot search per key (sameSlotKey), the price of such a name.
-    const tagged = sameSlotKey(stream, ':idmp');
-    base = hashTagOf(tagged) === undefined ? null : tagged;
-    clusterBases.set(stream, base);
-  }
-  return base;
 }
 
 /** A stream's IDMP settings as they were before this client set its own, and the ids Redis forgot. */

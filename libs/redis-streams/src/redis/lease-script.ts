@@ -19,3 +19,19 @@ if #owned > 0 then
 end
 return owned
 `;
+
+// Hands back entries read and not started (a pause): those this consumer still owns get the idle
+// time ARGV[3] (minIdleMs: the next reclaim takes them) and the delivery count they had before its
+// read (RETRYCOUNT), so that waiting costs them no delivery. ARGV[4…]: id, count-before pairs (a
+// batch: the caller's COUNT bounds them). Returns the ids it handed back.
+export const PUT_BACK_SCRIPT = `
+local owned = {}
+for i = 4, #ARGV, 2 do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if p[1] and p[1][2] == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'IDLE', ARGV[3], 'RETRYCOUNT', ARGV[i + 1], 'JUSTID')
+    owned[#owned + 1] = ARGV[i]
+  end
+end
+return owned
+`;

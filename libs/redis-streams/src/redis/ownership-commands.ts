@@ -1,24 +1,6 @@
-import { sameSlotKey } from '../slots.js';
+import { ownershipKeysOf, type OwnershipKeys } from '../key-names.js';
 import { parseAutoClaimIds, parseOwnershipReply, type OwnershipBeat } from './replies.js';
 import type { ScriptedConnection } from './scripted-connection.js';
-
-/** The keys of a partition's ownership for one group, in the stream's slot (the fenced ack touches both). */
-export interface OwnershipKeys {
-  /** `<epoch> <token> <consumer>`, expiring: who reads the partition now (the token: which process). */
-  owner: string;
-  /** Live members of the group on this partition (sorted set, score: until when, on Redis' clock). */
-  members: string;
-  /** The epoch counter (never expires: an epoch is never given twice). */
-  epoch: string;
-  /** What the owner says of its durable acks (see DurableOwnershipCommands), expiring with the lease. */
-  durability: string;
-}
-
-/** `orders:owner:<group>`, `orders:members:<group>`, `orders:epoch:<group>` (on a cluster in the stream's slot). */
-export function ownershipKeysOf(stream: string, group: string, onCluster: boolean): OwnershipKeys {
-  const key = (what: string) => (onCluster ? sameSlotKey(stream, `:${what}:${group}`) : `${stream}:${what}:${group}`);
-  return { owner: key('owner'), members: key('members'), epoch: key('epoch'), durability: key('durability') };
-}
 
 /** The commands of ordered partitions' ownership (OWNERSHIP_SCRIPT and its kin); replies parsed in replies.ts. */
 export class OwnershipCommands {

@@ -1,5 +1,6 @@
 /** Classifies errors from Redis and ioredis for the loop's retry decisions. */
 import { describeError } from '../describe-error.js';
+import { UnsupportedServerError } from '../redact.js';
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -124,14 +125,6 @@ export class RedisWriteError extends Error {
 
   get refusal(): string {
     return message(this.cause);
-  }
-}
-
-/** The server is older than what this package is tested on: no retry can fix that. */
-export class UnsupportedServerError extends Error {
-  constructor(detail: string) {
-    super(`nestjs-redis-streams: unsupported server: ${detail}`);
-    this.name = 'UnsupportedServerError';
   }
 }
 

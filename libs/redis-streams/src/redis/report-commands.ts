@@ -11,8 +11,7 @@ import {
   parseTimeMs,
   type PendingRow,
 } from './replies.js';
-import { retryKeyOf } from './retry-key.js';
-import { ownershipKeysOf } from './ownership-commands.js';
+import { ownershipKeysOf, retryKeyOf } from '../key-names.js';
 import { DelayedCommands } from './delayed-commands.js';
 import { PauseCommands } from './pause-commands.js';
 import { parseDurabilityState, type DelayedLook, type DurabilityReport, type PauseState } from './replies.js';
@@ -82,9 +81,9 @@ export class ReportCommands {
     };
   }
 
-  /** Who paused `name` for `group`, and when; null while it runs. */
-  paused(name: string, group: string): Promise<PauseState | null> {
-    return new PauseCommands(this.redis).state(name, group);
+  /** Who paused `stream` for `group`, and when; null while it runs. */
+  paused(stream: string, group: string): Promise<PauseState | null> {
+    return new PauseCommands(this.redis).state(stream, group);
   }
 
   /** Delayed entries waiting in `stream`'s schedule, the ms until the next is due (negative: past due), and values no schedule names. */

@@ -1,8 +1,8 @@
 import { parseAdoptReply } from './replies.js';
-import { retryKeyOf } from './retry-key.js';
+import { retryKeyOf } from '../key-names.js';
 import type { ScriptedConnection } from './scripted-connection.js';
 
-/** The commands on a group's retry sets (`<stream>:retry:<group>`, see retryKeyOf), and the one place their replies are parsed. */
+/** The commands on a group's retry sets (`<stream>:retry:<group>`, see key-names.ts), and the one place their replies are parsed. */
 export class RetryCommands {
   constructor(
     private readonly conn: ScriptedConnection,

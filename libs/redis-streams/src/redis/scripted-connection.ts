@@ -3,7 +3,7 @@ import { AUDIT_SCRIPT } from './audit-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
-import { LEASE_SCRIPT } from './lease-script.js';
+import { LEASE_SCRIPT, PUT_BACK_SCRIPT } from './lease-script.js';
 import { RECLAIM_ROUND_SCRIPT } from './reclaim-round-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT, RELEASE_OWNERSHIP_SCRIPT } from './ownership-script.js';
@@ -20,6 +20,8 @@ export type ScriptedConnection = RedisConnection & {
     ...owed: string[]
   ): Promise<[number, string[]] | number>;
   streamsLease(key: string, group: string, consumer: string, idleMs: number, ...ids: string[]): Promise<string[]>;
+  /** `idsAndCounts`: id, delivery count to put back, … */
+  streamsPutBack(key: string, group: string, consumer: string, idleMs: number, ...idsAndCounts: (string | number)[]): Promise<string[]>;
   streamsDeadLetter(
     source: string,
     dead: string,
@@ -84,6 +86,7 @@ export type ScriptedConnection = RedisConnection & {
 /** Defines every script of the transport on `conn` (ioredis keeps one definition per name). */
 export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
+  conn.defineCommand('streamsPutBack', { numberOfKeys: 1, lua: PUT_BACK_SCRIPT });
   conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
   conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
   conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });

@@ -75,7 +75,7 @@ export class StreamCommands {
   constructor(
     conn: RedisConnection,
     private readonly group: string,
-    /** Keys of a cluster: a stream's retry set must share its slot (see retryKeyOf). */
+    /** Keys of a cluster: a stream's retry set must share its slot (key-names.ts). */
     onCluster = false,
     /** How much of a dead-letter stream each move keeps (the server's `deadLetterRetention`). */
     private readonly deadLetterRetention?: DeadLetterRetention,
@@ -314,6 +314,25 @@ export class StreamCommands {
    * (0 renews the lease; `minIdleMs` hands them to the next peer that beats). Returns the
    * ids it owned.
    */
+  /**
+   * Entries of `stream` read and not started, handed back (PUT_BACK_SCRIPT): idle `idleMs`, each with
+   * the delivery count it had before this consumer's read; only those still pending under `consumer`.
+   * The ids handed back.
+   */
+  async putBack(
+    stream: string,
+    consumer: string,
+    entries: readonly { id: string; deliveryCount: number }[],
+    idleMs: number,
+  ): Promise<string[]> {
+    const owned: string[] = [];
+    for (let i = 0; i < entries.length; i += IDS_PER_SCRIPT_CALL / 2) {
+      const pairs = entries.slice(i, i + IDS_PER_SCRIPT_CALL / 2).flatMap((e) => [e.id, Math.max(0, e.deliveryCount - 1)]);
+      for (const id of await this.conn.streamsPutBack(stream, this.group, consumer, idleMs, ...pairs)) owned.push(String(id));
+    }
+    return owned;
+  }
+
   async setIdle(stream: string, consumer: string, ids: readonly string[], idleMs: number): Promise<string[]> {
     if (ids.length === 0) return [];
     if (ids.length <= IDS_PER_SCRIPT_CALL) return (await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids)).map(String);
