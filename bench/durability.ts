@@ -28,8 +28,9 @@ export const durabilitySizes = (smoke: boolean) => ({
   sequentialFsync: smoke ? 3 : 20,
   concurrent: smoke ? 1_000 : 50_000,
   inFlight: 100,
-  /** Entries per ordered drain, over 1,000 keys. */
+  /** Entries per ordered drain, over 1,000 keys; with fsync fewer (each ack round waits for an fsync: a second with everysec). */
   drain: smoke ? 300 : 10_000,
+  drainFsync: smoke ? 100 : 1_000,
   rounds: smoke ? 1 : 3,
 });
 
@@ -136,13 +137,21 @@ export async function benchDurability(o: { smoke: boolean; log: Log }): Promise<
     // The ordered drain: one worker, the variants taking turns.
     worker = await Worker.spawn({ url: master.url, consumer: 'w0' });
     for (const handlerMs of [0, 1]) {
-      const c: OrderedCase = { keys: 1_000, workers: 1, handlerMs, start: 'warm', entries: sizes.drain, runs: {} };
+      const caseOf = (v: DurableVariant): OrderedCase => ({
+        keys: 1_000,
+        workers: 1,
+        handlerMs,
+        start: 'warm',
+        entries: v === 'replica-fsync' ? sizes.drainFsync : sizes.drain,
+        runs: {},
+      });
       const row = { handlerMs, runs: {} as Partial<Record<DurableVariant, OrderedMeasurement[]>> };
       section.drain.push(row);
       for (let round = 0; round < sizes.rounds; round++) {
         const order = variants.map((_, i) => variants[(i + turn++) % variants.length]!);
         for (const v of order) {
           const acks = ACKS[v];
+          const c = caseOf(v);
           const r = await measure(
             m,
             [worker],
@@ -208,7 +217,7 @@ export function durabilityMarkdown(s: DurabilitySection, smokeNote: string): str
     `| waits the master ran per emit, ${s.sizes.inFlight} in flight | ${s.variants.map((v) => f(s.waitsPerEmit[v] ?? NaN, 3)).join(' | ')} |`,
     ...s.drain.map(
       (r) =>
-        `| ordered drain, 1,000 keys, 4 partitions, 1 worker, ${r.handlerMs ? '1 ms' : 'no-op'} handler (\`durableAcks\`) | ${s.variants.map((v) => drainCell(r, v)).join(' | ')} |`,
+        `| ordered drain, 1,000 keys, 4 partitions, 1 worker, ${r.handlerMs ? '1 ms' : 'no-op'} handler (\`durableAcks\`; ${f(s.sizes.drain)} entries, ${f(s.sizes.drainFsync)} with fsync) | ${s.variants.map((v) => drainCell(r, v)).join(' | ')} |`,
     ),
     '',
     `The produce rows set the client's \`durability\`; the drain rows the ordered pattern's \`durableAcks\` (timeoutMs 500; with fsync 2,500 and leaseRenewMs ${FSYNC_LEASE_RENEW_MS}). Emits begun together share one wait per slot (the waits-per-emit row); one at a time, each emit pays a replica round trip, and with fsync the next fsync of the master's and the replica's AOF: up to a second with \`appendfsync everysec\` (${s.sizes.sequentialFsync} emits one at a time in that column). \`appendfsync always\` answers a WAITAOF at once, and pays an fsync on every write instead.`,
