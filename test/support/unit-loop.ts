@@ -170,7 +170,7 @@ function unitLoop(
         custody,
         batch,
       }),
-    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer }),
+    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, leaseRenewMs: options.leaseRenewMs, offer }),
     selfDrain$: () => selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead }),
   };
 }

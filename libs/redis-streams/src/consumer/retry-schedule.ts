@@ -48,11 +48,12 @@ export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has
 export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): RetryTime | Promise<RetryTime> {
   const delay = chosenDelay(deps, entry, error);
   if (typeof delay === 'string') return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: delay };
-  // Not recorded when the entry is no longer pending here (a peer took it, or the group lost it): its retry is then
-  // the peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same.
+  // Not recorded when a peer took the entry since (one delivery more) or the group lost it: its retry is then the
+  // peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same. Recorded when an
+  // operator's XCLAIM … JUSTID gave it to another consumer meanwhile: nobody else keeps its retry.
   // A handler's RateLimitedException: the delivery is put back, so it never counts toward maxDeliveries.
   const uncounted = rateLimitedDelay(error) !== undefined;
-  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer, uncounted).then(
+  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer, uncounted, entry.deliveryCount).then(
     () => ({ retryInMs: delay, scheduled: true }),
     (err: unknown) => {
       if (isRefusal(err)) {

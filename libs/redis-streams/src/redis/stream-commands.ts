@@ -351,8 +351,8 @@ export class StreamCommands {
   /**
    * Appends `fields` to `deadStream` (with `copy`, plus a `fields` field: the entry's pairs as
    * Redis holds them), trimmed to the dead-letter retention, and acks `id` in `stream` (with
-   * `deletion`, XACKDEL: the entry leaves the stream too), atomically, if `consumer` still owns it.
-   * Returns the dead-letter entry id, or null when the entry was no longer ours.
+   * `deletion`, XACKDEL: the entry leaves the stream too), and drops its retry record, atomically, if
+   * `consumer` still owns it. Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
   async deadLetter(
     stream: string,
@@ -365,7 +365,19 @@ export class StreamCommands {
   ): Promise<string | null> {
     const [trim, trimValue] = deadLetterTrimArgs(this.deadLetterRetention);
     const how = deletion ?? '';
-    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', trim, trimValue, how, ...fields);
+    return this.conn.streamsDeadLetter(
+      stream,
+      deadStream,
+      this.retries.key(stream),
+      this.group,
+      consumer,
+      id,
+      copy ? '1' : '0',
+      trim,
+      trimValue,
+      how,
+      ...fields,
+    );
   }
 
   /**
