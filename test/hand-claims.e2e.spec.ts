@@ -168,6 +168,40 @@ describe(`an entry waiting for its retry, XCLAIMed by hand (JUSTID), then a cons
   });
 });
 
+describe(`entries a killed worker had fetched, XCLAIMed by hand (JUSTID) to a live worker${CLUSTER_MODE ? ', on a Redis Cluster' : ''}`, () => {
+  it('are taken in by it at its next check, so that deleting it then loses none of them: handled, once', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const key = `${prefix}orders`;
+    const r = redis.client();
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) ids.push((await r.xadd(key, '*', 'n', String(n)))!);
+    // x: a worker killed -9 after its read, before it handled any (a read by hand stands for it).
+    await r.xgroup('CREATE', key, 'g', '0');
+    await r.xreadgroup('GROUP', 'g', 'x', 'COUNT', 10, 'STREAMS', key, '>');
+    // minIdleMs 20 s: no reclaim takes them during the test, only what b knows of them can.
+    const b = await start(
+      { connection: redis.connection, group: 'g', consumer: 'b', keyPrefix: prefix, blockMs: 100, minIdleMs: 20_000, leaseRenewMs: 500 },
+      { logger: logs.logger },
+    );
+    for (const id of ids) await xclaimJustId(key, 'b', id);
+    // Taken in at b's next check (every leaseRenewMs / 2); the code before it never did, and the delete came anyway.
+    await waitFor(() => logs.lines.some((l) => l.includes(`are pending under this consumer, which never fetched them`)), {
+      message: 'b to take them in',
+      timeoutMs: 5000,
+    }).catch(() => undefined);
+    expect(await redis.client().xgroup('DELCONSUMER', key, 'g', 'b')).toBe(3);
+    await waitFor(() => ids.every((id) => b.settled.some((e) => e.id === id && e.outcome === 'acked')), {
+      message: `the three handled (${b.recorder.calls.length} calls)`,
+      timeoutMs: 10_000,
+    }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; pending: ${JSON.stringify(await pendingRows(redis, key))}`);
+    });
+    expect(b.recorder.calls.map((c) => c.id).sort()).toEqual([...ids].sort());
+    await waitFor(async () => (await pendingCount(redis, key)) === 0, { message: 'nothing pending' });
+  });
+});
+
 describe('an entry waiting for its retry, dead-lettered by hand', () => {
   it('takes its retry record with it: nothing is left that would take it back for a retry', async () => {
     const prefix = uniquePrefix();

@@ -121,6 +121,7 @@ function unitLoop(
     findings,
     onDeleted: (stream, ids) => void deleted.push([stream, ids]),
     onSettled: (event) => void settled.push(event),
+    handedLookable: () => streams,
   });
   const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
   const inProgress = new Set<BatchProgress>();

@@ -257,6 +257,7 @@ export class Reader {
       findings,
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
       onSettled: (event) => d.report.settled(event),
+      handedLookable: () => (this.keyLanes ? [] : this.pause.readable()),
     });
     const { custody } = this;
     this.acks = new AckPipeline(

@@ -4,6 +4,7 @@ import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
 import { LEASE_SCRIPT, PUT_BACK_SCRIPT } from './lease-script.js';
+import { OWN_PENDING_SCRIPT } from './own-pending-script.js';
 import { RECLAIM_ROUND_SCRIPT } from './reclaim-round-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT, RELEASE_OWNERSHIP_SCRIPT } from './ownership-script.js';
@@ -51,6 +52,7 @@ export type ScriptedConnection = RedisConnection & {
     /** The failed delivery's count: recorded also while another consumer holds it with that count; '' not. */
     deliveryCount: string,
   ): Promise<number>;
+  streamsOwnPending(key: string, retryKey: string, group: string, consumer: string, start: string, count: number): Promise<unknown>;
   streamsRetakeOrphans(
     key: string,
     retryKey: string,
@@ -108,6 +110,7 @@ export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 2, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
   conn.defineCommand('streamsRetakeOrphans', { numberOfKeys: 2, lua: RETAKE_ORPHANS_SCRIPT });
+  conn.defineCommand('streamsOwnPending', { numberOfKeys: 2, lua: OWN_PENDING_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
   conn.defineCommand('streamsOwnership', { numberOfKeys: 4, lua: OWNERSHIP_SCRIPT });
   conn.defineCommand('streamsReleaseOwnership', { numberOfKeys: 2, lua: RELEASE_OWNERSHIP_SCRIPT });
