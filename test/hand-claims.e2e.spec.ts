@@ -168,6 +168,28 @@ describe(`an entry waiting for its retry, XCLAIMed by hand (JUSTID), then a cons
   });
 });
 
+describe(`an entry in hand when its consumer is deleted${CLUSTER_MODE ? ', on a Redis Cluster' : ''}`, () => {
+  it('between its handler failing and its retry being recorded, the consumer stopping at once: recorded and taken back, retried by a peer at its due time', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const a = await failingFirst(prefix, 'a', logs, 1500);
+    const key = a.key();
+    // The operator's delete lands while the handler ends: after the failure, before the record (the handler sends it last).
+    a.recorder.behavior = async (c) => {
+      if (c.deliveryCount > 1) return;
+      expect(await redis.client().xgroup('DELCONSUMER', key, 'g', 'a')).toBe(1);
+      throw new Error('first try fails');
+    };
+    const id = (await redis.client().xadd(key, '*', 'n', '1'))!;
+    await waitFor(() => a.settled.some((e) => e.id === id && e.outcome === 'failed'), { message: 'the failure' });
+    // Stopped (or killed) before any check of a's could take it back: its record is all that is left of its retry.
+    await a.close();
+    const b = await failingFirst(prefix, 'b', logs, 1500);
+    await retriedOnce([b], key, id);
+    expect(b.recorder.calls.filter((c) => c.id === id).map((c) => c.deliveryCount)).toEqual([2]);
+  });
+});
+
 describe(`entries a killed worker had fetched, XCLAIMed by hand (JUSTID) to a live worker${CLUSTER_MODE ? ', on a Redis Cluster' : ''}`, () => {
   it('are taken in by it at its next check, so that deleting it then loses none of them: handled, once', async () => {
     const prefix = uniquePrefix();

@@ -19,16 +19,16 @@ export class RetryCommands {
   /**
    * Records that entry `id` of `stream` is due for its next try in `delayMs` (Redis' clock), if it is
    * pending under `consumer`, or with `deliveryCount` (the failed delivery's) under another consumer
-   * that was not delivered it since (SCHEDULE_RETRY_SCRIPT); `uncounted`: its delivery count put back.
-   * The due time in Redis ms, or -1 (not recorded).
+   * that was not delivered it since; with `reown` (no peer can have taken it since: its lease held it),
+   * one in nobody's pending list is made pending under `consumer` again first (SCHEDULE_RETRY_SCRIPT).
+   * `uncounted`: its delivery count put back. The due time in Redis ms, or -1 (not recorded).
    */
   async schedule(
     stream: string,
     id: string,
     delayMs: number,
     consumer: string,
-    uncounted = false,
-    deliveryCount?: number,
+    { uncounted = false, deliveryCount, reown = false }: { uncounted?: boolean; deliveryCount?: number; reown?: boolean } = {},
   ): Promise<number> {
     return Number(
       await this.conn.streamsScheduleRetry(
@@ -40,6 +40,7 @@ export class RetryCommands {
         consumer,
         uncounted ? '1' : '0',
         deliveryCount === undefined ? '' : String(deliveryCount),
+        reown ? '1' : '0',
       ),
     );
   }

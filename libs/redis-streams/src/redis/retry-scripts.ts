@@ -14,26 +14,38 @@ export const RETRY_RECORD_TTL_MS = 86_400_000;
  * consumer, or under another with the same delivery count (an XCLAIM … JUSTID by hand while it was
  * in hand: that consumer never fetched it, and knows nothing of it; the record is then the only
  * trace of its retry should that consumer be deleted, see RETAKE_ORPHANS_SCRIPT). One a peer took
- * meanwhile (after a lease lapse: one delivery more) is the peer's, and one in nobody's pending
- * list may have been settled by a peer. So whoever tries an entry removes its record first (a claim
- * at its due time, a reclaim's adoption once due): a record still there says nobody tried the
- * entry since (see AUDIT_SCRIPT).
+ * meanwhile (after a lease lapse: one delivery more) is the peer's. One in nobody's pending list
+ * (an XGROUP DELCONSUMER of this consumer, or an XACK by hand, while it was in hand) is made pending
+ * under it again with its count (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT,
+ * the last-delivered id put back) and recorded, when the caller says no peer can have taken and
+ * settled it (its lease held it a moment ago), so that no window is left in which a kill of this
+ * consumer loses it; otherwise it is not recorded. So whoever tries an entry removes its record
+ * first (a claim at its due time, a reclaim's adoption once due): a record still there says nobody
+ * tried the entry since (see AUDIT_SCRIPT).
  * KEYS[1] retry set, KEYS[2] stream; ARGV[1] delay in ms, ARGV[2] the entry's id, ARGV[3] group,
  * ARGV[4] consumer, ARGV[5] '1' when this delivery is not to count (a handler's RateLimitedException:
  * its delivery count is put back, so its retry counts as this delivery did), ARGV[6] the failed
- * delivery's count ('' to record it only under ARGV[4]). Returns the due time (Redis ms), or -1
- * (not recorded).
+ * delivery's count ('' to record it only under ARGV[4]), ARGV[7] '1' to take it back when it is in
+ * nobody's pending list. Returns the due time (Redis ms), or -1 (not recorded).
  */
-export const SCHEDULE_RETRY_SCRIPT = `${LUA_NOW}
+export const SCHEDULE_RETRY_SCRIPT = `${LUA_NOW}${LUA_IDS}${LUA_XINFO}${LUA_REDELIVER}
 local ok, rows = pcall(redis.call, 'XPENDING', KEYS[2], ARGV[3], ARGV[2], ARGV[2], 1)
-if not ok or not rows[1] then return -1 end
-local mine = rows[1][2] == ARGV[4]
-if not mine and (ARGV[6] == '' or tonumber(rows[1][4]) ~= tonumber(ARGV[6])) then return -1 end
+if not ok then return -1 end
+local p = rows[1]
+if not p then
+  if ARGV[7] ~= '1' or ARGV[6] == '' or #redis.call('XRANGE', KEYS[2], ARGV[2], ARGV[2]) == 0 then return -1 end
+  local g = groupOf(KEYS[2], ARGV[3])
+  if g == nil or less(g['last-delivered-id'], ARGV[2]) then return -1 end
+  redeliver(KEYS[2], ARGV[3], ARGV[4], ARGV[2], ARGV[6], 0, g['last-delivered-id'])
+  p = {ARGV[2], ARGV[4], 0, tonumber(ARGV[6])}
+end
+local mine = p[2] == ARGV[4]
+if not mine and (ARGV[6] == '' or tonumber(p[4]) ~= tonumber(ARGV[6])) then return -1 end
 local due = now + tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - ${RETRY_RECORD_TTL_MS}))
 redis.call('ZADD', KEYS[1], due, ARGV[2])
 if mine and ARGV[5] == '1' then
-  redis.call('XCLAIM', KEYS[2], ARGV[3], ARGV[4], 0, ARGV[2], 'RETRYCOUNT', math.max(0, tonumber(rows[1][4]) - 1), 'JUSTID')
+  redis.call('XCLAIM', KEYS[2], ARGV[3], ARGV[4], 0, ARGV[2], 'RETRYCOUNT', math.max(0, tonumber(p[4]) - 1), 'JUSTID')
 end
 return due
 `;

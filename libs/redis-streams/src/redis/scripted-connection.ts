@@ -51,6 +51,8 @@ export type ScriptedConnection = RedisConnection & {
     uncounted: '1' | '0',
     /** The failed delivery's count: recorded also while another consumer holds it with that count; '' not. */
     deliveryCount: string,
+    /** '1': taken back when it is in nobody's pending list. */
+    reown: '1' | '0',
   ): Promise<number>;
   streamsOwnPending(key: string, retryKey: string, group: string, consumer: string, start: string, count: number): Promise<unknown>;
   streamsRetakeOrphans(
