@@ -121,6 +121,7 @@ function unitLoop(
     findings,
     onDeleted: (stream, ids) => void deleted.push([stream, ids]),
     onSettled: (event) => void settled.push(event),
+    handedLookable: () => streams,
   });
   const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
   const inProgress = new Set<BatchProgress>();
@@ -170,7 +171,7 @@ function unitLoop(
         custody,
         batch,
       }),
-    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer }),
+    reclaimer: () => new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, leaseRenewMs: options.leaseRenewMs, offer }),
     selfDrain$: () => selfDrain$({ ...step, ...arrivals, readAhead: options.readAhead }),
   };
 }

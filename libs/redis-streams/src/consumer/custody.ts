@@ -24,6 +24,12 @@ export interface CustodyDeps {
   onDeleted: (stream: string, ids: string[]) => void;
   /** An entry settled for good here (ack confirmed, failure left pending, dead-lettered). */
   onSettled: (event: SettledEvent) => void;
+  /**
+   * The streams whose own pending list is looked at, once drained, for entries handed here by hand
+   * (see HandedEntries): those not paused; none for an ordered reader (its key lanes take such an
+   * entry when a reclaim brings it, blocking its key behind it).
+   */
+  handedLookable: () => readonly string[];
 }
 
 /**
@@ -39,6 +45,8 @@ export class Custody {
   private readonly marks = new DeliveryMarks();
   private readonly audit: PendingAudit;
   private readonly leftLog: LeftToGroupLog;
+  /** Streams whose own pending list the self-drain read to its end since the last (re)start. */
+  private readonly drainedStreams = new Set<string>();
   readonly upkeep$: Observable<never>;
 
   constructor(private readonly d: CustodyDeps) {
@@ -50,7 +58,10 @@ export class Custody {
       consumer: d.consumer,
       minIdleMs: d.minIdleMs,
       leaseRenewMs: d.leaseRenewMs,
+      maxWaitingRetries: d.maxWaitingRetries,
       logger: d.logger,
+      // Not before its self-drain read it (its own entries not yet fetched again would look handed here), nor once stopping.
+      lookable: () => (d.stop.stopped ? [] : d.handedLookable().filter((s) => this.drainedStreams.has(s))),
       onDeleted: d.onDeleted,
       onGroupLost: (stream) => d.findings.groupLost(stream),
       onDue: () => d.findings.wake(),
@@ -65,6 +76,11 @@ export class Custody {
   received(entries: readonly StreamEntry[], held: readonly StreamEntry[] = entries): void {
     this.marks.delivered(entries);
     this.lease.hold(held);
+  }
+
+  /** The self-drain read `stream`'s own pending entries to the end. */
+  drained(stream: string): void {
+    this.drainedStreams.add(stream);
   }
 
   /** Ids held on `stream` (a lookup set, made on each call). */
@@ -154,6 +170,7 @@ export class Custody {
   /** A restart: nothing is held any more (self-drain fetches it again) and the audit pauses; the ids that were held, by stream. */
   restart(): Map<string, string[]> {
     const held = this.lease.heldIds();
+    this.drainedStreams.clear();
     this.audit.pause();
     this.lease.clear();
     return held;

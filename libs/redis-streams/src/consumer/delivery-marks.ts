@@ -74,6 +74,18 @@ export class DeliveryMarks {
     return retryAt;
   }
 
+  /**
+   * Found pending under this consumer though it never fetched it (an operator's XCLAIM gave it to
+   * it), idle `idleMs` as of `at`: owed from now, claimed for its try once idle (see PendingAudit).
+   * False when past what the marks track (not taken).
+   */
+  takeIn(stream: string, id: string, count: number, at: number, idleMs: number): boolean {
+    const ids = this.owing.get(stream);
+    if (ids && ids.size >= MAX_OWED_TRACKED) return false;
+    this.owe(stream, id, { count, confirmedAt: at, idleMs });
+    return true;
+  }
+
   /** Owed entries waiting for a scheduled retry. */
   get waiting(): number {
     return this.waitingCount;

@@ -1,5 +1,6 @@
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
+import { someIds } from '../id-list.js';
 import { isRefusal } from '../redis/redis-errors.js';
 import type { PendingRow } from '../redis/replies.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
@@ -10,7 +11,7 @@ import type { Custody } from './custody.js';
 /** What sorting fetched entries reads: the custody's view of them, and the commands that look them up. */
 export interface ArrivalDeps {
   custody: Pick<Custody, 'deleted' | 'release' | 'waiting' | 'adopt' | 'leftToGroup'>;
-  commands: Pick<StreamCommands, 'ackMany' | 'fetch' | 'retries'>;
+  commands: Pick<StreamCommands, 'ackMany' | 'fetch' | 'retries' | 'audit'>;
   consumer: string;
   maxWaitingRetries: number;
   minIdleMs: number;
@@ -33,9 +34,11 @@ export async function dropDeleted(p: ArrivalDeps, entries: StreamEntry[]): Promi
 
 /**
  * Drained and reclaimed entries were delivered before: their exact counts (`counted`: read
- * with them; the others, or all without it, one XPENDING per entry, one round trip). An entry that is no longer this consumer's (a peer took it, or it was
- * acked meanwhile) is not ours to settle: it is dropped from the batch, never given a made-up
- * count.
+ * with them; the others, or all without it, one XPENDING per entry, one round trip). An entry that
+ * is another consumer's now (an XCLAIM by hand) is not ours to settle: it is dropped from the batch,
+ * never given a made-up count. One in nobody's pending list was dropped from it since this consumer
+ * fetched it a moment ago (an XGROUP DELCONSUMER of it, or an XACK by hand: no peer can have claimed
+ * it, idle 0 since): it is taken back (see takenBack), not skipped as settled.
  */
 export async function withDeliveryCounts(p: ArrivalDeps, entries: StreamEntry[], counted = false): Promise<StreamEntry[]> {
   const { commands, consumer, logger } = p;
@@ -49,20 +52,67 @@ export async function withDeliveryCounts(p: ArrivalDeps, entries: StreamEntry[],
       if (rows[i] === undefined) rows[i] = found[next++];
     });
   }
-  const kept: StreamEntry[] = [];
+  const kept = new Set<StreamEntry>();
+  const dropped: StreamEntry[] = [];
   entries.forEach((e, i) => {
     const row = rows[i];
     if (row && row.consumer === consumer) {
       e.deliveryCount = row.deliveryCount;
-      kept.push(e);
+      kept.add(e);
+      return;
+    }
+    if (!row) {
+      dropped.push(e);
       return;
     }
     p.custody.release(e);
     logger.warn(
-      `entry ${e.id} of "${e.stream}" is no longer pending under this consumer (${row ? `now "${escapeControl(row.consumer)}"'s` : 'acked'}): skipped`,
+      `entry ${e.id} of "${e.stream}" is no longer pending under this consumer (now "${escapeControl(row.consumer)}"'s): skipped`,
     );
   });
-  return kept;
+  if (dropped.length > 0) for (const e of await takenBack(p, dropped)) kept.add(e);
+  return kept.size === entries.length ? entries : entries.filter((e) => kept.has(e));
+}
+
+/**
+ * Entries just fetched and already in nobody's pending list, made pending under this consumer
+ * again with their counts (AUDIT_SCRIPT, as in hand with a re-own allowed); the ones it could not
+ * take back (another's now, gone from the stream, above a group re-created lower) are released.
+ */
+async function takenBack(p: ArrivalDeps, dropped: readonly StreamEntry[]): Promise<StreamEntry[]> {
+  const { commands, consumer, custody, logger } = p;
+  const back: StreamEntry[] = [];
+  for (const stream of new Set(dropped.map((e) => e.stream))) {
+    const mine = dropped.filter((e) => e.stream === stream);
+    // A count not read yet (a reclaim's, whose XPENDING found nothing): at least the delivery this fetch was.
+    const counts = mine.map((e) => Math.max(1, e.deliveryCount));
+    const result = await commands.audit(
+      stream,
+      consumer,
+      undefined,
+      mine.map((e, i) => ({ id: e.id, kind: 'held' as const, reown: true, count: counts[i]! })),
+    );
+    const taken: string[] = [];
+    mine.forEach((e, i) => {
+      const f = result?.findings[i];
+      if (f?.status === 'reowned' || f?.status === 'mine') {
+        e.deliveryCount = counts[i]!;
+        back.push(e);
+        if (f.status === 'reowned') taken.push(e.id);
+        return;
+      }
+      // Gone with the stream or the group (no result), or above a group re-created lower: the loop's own path finds out.
+      custody.release(e);
+      if (f?.status === 'deleted') custody.deleted(stream, [e.id]);
+      else if (f?.status === 'other')
+        logger.warn(`entry ${e.id} of "${stream}" is no longer pending under this consumer (now "${escapeControl(f.owner)}"'s): skipped`);
+    });
+    if (taken.length > 0)
+      logger.warn(
+        `${taken.length === 1 ? 'entry' : 'entries'} ${someIds(taken)} of "${stream}" ${taken.length === 1 ? 'was' : 'were'} in nobody's pending list just after this consumer fetched ${taken.length === 1 ? 'it' : 'them'} (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`,
+      );
+  }
+  return back;
 }
 
 function ownRow(deliveryCount: number, consumer: string): PendingRow | undefined {

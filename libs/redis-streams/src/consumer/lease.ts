@@ -22,6 +22,13 @@ const mark = (entry: StreamEntry, holding: Holding | undefined): void => {
 };
 
 /**
+ * When a lease last knew `entry` pending under its consumer with its idle reset (performance.now());
+ * undefined when none holds it. For a step that has the entry but not the lease (a failure's retry
+ * record: was it still this consumer's a moment ago?).
+ */
+export const leaseConfirmedAt = (entry: StreamEntry): number | undefined => holdingOf(entry)?.confirmedAt;
+
+/**
  * Entries of one stream held together (one fetch): each is marked with its holding, so holding
  * and dropping one costs a store, not a hash-set insert and delete; the holding goes once the
  * last of them is dropped.

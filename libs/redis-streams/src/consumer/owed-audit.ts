@@ -1,3 +1,4 @@
+import { escapeControl } from '../escape-control.js';
 import { someIds } from '../id-list.js';
 import type { AuditResult } from '../redis/replies.js';
 import type { AuditKind, StreamCommands } from '../redis/stream-commands.js';
@@ -87,6 +88,8 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
   const deleted: string[] = [];
   const retry: StreamEntry[] = [];
   const kept: string[] = [];
+  /** Now another consumer's (an XCLAIM by hand, or a peer's claim after a lease lapse), by owner. */
+  const others = new Map<string, string[]>();
   const groupLost = !result.known || lost.has(stream);
   let rejoin = !result.known;
   for (const f of result.findings) {
@@ -109,7 +112,8 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
       continue;
     }
     marks.forgetOwed(stream, f.id);
-    if (f.status === 'claimed') retry.push(f.entry);
+    if (f.status === 'other') others.set(f.owner, [...(others.get(f.owner) ?? []), f.id]);
+    else if (f.status === 'claimed') retry.push(f.entry);
     else if (f.status === 'deleted') deleted.push(f.id);
     else if (f.status === 'dropped')
       logger.warn(
@@ -117,6 +121,10 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
       );
   }
   if (deleted.length > 0) d.onDeleted(stream, deleted);
+  for (const [owner, ids] of others)
+    logger.warn(
+      `failed ${ids.length === 1 ? 'entry' : 'entries'} ${someIds(ids)} of "${stream}" ${ids.length === 1 ? 'is' : 'are'} now "${escapeControl(owner)}"'s (an XCLAIM by hand, or a peer's claim after this consumer was held up past minIdleMs): not retried here`,
+    );
   if (retry.length > 0) {
     d.lease.hold(retry);
     claimed.push(...retry);

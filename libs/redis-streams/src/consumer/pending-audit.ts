@@ -6,8 +6,13 @@ import type { Owed } from './delivery-marks.js';
 import { auditOwed, leftToRejoin, noPeerCouldClaim, type LostGroups, type OwedAuditDeps } from './owed-audit.js';
 import { DueClock, handBackWaiting, touchWaiting, type RetryWaitsDeps } from './retry-waits.js';
 import { counted } from '../readable.js';
+import { HandedEntries } from './handed-entries.js';
 
 export interface PendingAuditDeps extends OwedAuditDeps, RetryWaitsDeps {
+  /** Most entries waiting for a retry here (an entry taken in past it is left to the group). */
+  maxWaitingRetries: number;
+  /** The streams whose own pending list is looked at for entries handed here by hand: drained since the (re)start, not paused. */
+  lookable: () => readonly string[];
   /** The stream or the group is gone, or acks say the group no longer lists this consumer: the loop's lost-group path. */
   onGroupLost: (stream: string) => void;
   /** An owed entry is due for its retry (`claimDue`): wake the loop. */
@@ -69,7 +74,12 @@ export class PendingAudit {
     this.due.due$.pipe(tap(() => this.d.onDue())),
   ).pipe(ignoreElements());
 
-  constructor(private readonly d: PendingAuditDeps) {}
+  /** Entries an operator's XCLAIM handed to this consumer, taken in at each check. */
+  private readonly handed: HandedEntries;
+
+  constructor(private readonly d: PendingAuditDeps) {
+    this.handed = new HandedEntries(d);
+  }
 
   /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */
   private get safeIdleMs(): number {
@@ -245,9 +255,14 @@ export class PendingAudit {
     }
   }
 
-  /** Owed entries checked (none claimed), the idle time of those waiting for a scheduled retry reset when due for it; notes when the first is due. */
+  /**
+   * Entries handed here by hand taken in; owed entries checked (none claimed), the idle time of those
+   * waiting for a scheduled retry reset when due for it; notes when the first is due.
+   */
   private async checkOwed(): Promise<void> {
     await this.inTurn(async () => {
+      const lookable = this.d.lookable();
+      if (lookable.length > 0) await this.handed.look(lookable);
       // Waiting ones are not audited each time (20,000 waiting would cost Redis ~10,000 XPENDING a second):
       // their idle reset says they are still ours, and only those it finds gone are audited.
       if (this.d.marks.unscheduled > 0) await this.eachOwed((o) => o.retryAt === undefined, undefined, []);

@@ -257,6 +257,7 @@ export class Reader {
       findings,
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
       onSettled: (event) => d.report.settled(event),
+      handedLookable: () => (this.keyLanes ? [] : this.pause.readable()),
     });
     const { custody } = this;
     this.acks = new AckPipeline(
@@ -327,7 +328,7 @@ export class Reader {
     };
     this.drainDeps = { ...step, ...arrivals, readAhead: options.readAhead };
     this.selfDrain$ = selfDrain$({ ...this.drainDeps, drainable: () => pause.drainable() });
-    this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, offer });
+    this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, leaseRenewMs: options.leaseRenewMs, offer });
     const limiter = rateLimit && new RateLimiter({ limits: commands.rateLimits, name: rateLimit.name, limit: rateLimit.limit, stop });
     this.parker = new Parker(
       {

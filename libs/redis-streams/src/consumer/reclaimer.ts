@@ -8,6 +8,7 @@ import type { StepResult } from './loop-vitals.js';
 import type { ServerOffer } from './server-offer.js';
 import type { StopSignal } from './stop-signal.js';
 import type { PauseWatch } from './pause-watch.js';
+import { RetryOrphans } from './retry-orphans.js';
 
 /** What the reclaim step claims with, holds and hands its entries to. */
 export interface ReclaimerDeps extends ArrivalDeps {
@@ -17,6 +18,8 @@ export interface ReclaimerDeps extends ArrivalDeps {
   count: number;
   /** A sweep starts at most once per blockMs. */
   blockMs: number;
+  /** How long past its due time a retry left with nobody is taken back (see RetryOrphans). */
+  leaseRenewMs: number;
   custody: ArrivalDeps['custody'] & Pick<Custody, 'anyDue' | 'claimDue' | 'received' | 'heldOn' | 'flushLeft'>;
   settle: SettleFetched;
   /** Whether the park's read claims idle entries itself (XREADGROUP … CLAIM): sweeps are then rarer. */
@@ -48,6 +51,9 @@ export class Reclaimer {
   /** Streams of the sweep under way with more to take (claimed last round, or a cursor to carry): empty scans so far. */
   private readonly sweeping = new Map<string, number>();
   private lastSweepAt = 0;
+  /** Retries left with nobody, looked for once per minIdleMs (see RetryOrphans). */
+  private readonly orphans: RetryOrphans;
+  private lastOrphansAt = 0;
 
   /** Emits what was claimed and settled; nothing when nothing was due (under load: no promise per batch). */
   readonly step$: Observable<StepResult> = defer(() => {
@@ -55,7 +61,9 @@ export class Reclaimer {
     return this.roundDue() ? from(this.round().then((fetched): StepResult => ({ step: 'reclaim', fetched }))) : EMPTY;
   });
 
-  constructor(private readonly d: ReclaimerDeps) {}
+  constructor(private readonly d: ReclaimerDeps) {
+    this.orphans = new RetryOrphans({ retries: d.commands.retries, consumer: d.consumer, graceMs: d.leaseRenewMs, logger: d.logger });
+  }
 
   /** Whether `step$` has anything to do now (it decides again when subscribed): under load, nothing. */
   get due(): boolean {
@@ -111,8 +119,30 @@ export class Reclaimer {
     return entries.length;
   }
 
+  /**
+   * Once per minIdleMs (as a dead peer's entries come back once idle that long), before a round:
+   * retries left with nobody, taken back and settled.
+   */
+  private async retakeOrphans(): Promise<number> {
+    const { d } = this;
+    if (Date.now() - this.lastOrphansAt < d.minIdleMs) return 0;
+    this.lastOrphansAt = Date.now();
+    const taken = await this.orphans.retake(d.pause.readable());
+    // Held here already (fetched, not settled: a batch of ours settles it): not settled twice.
+    const fresh = taken.filter((e) => !d.custody.heldOn(e.stream).has(e.id));
+    if (fresh.length === 0) return 0;
+    d.custody.received(fresh);
+    await d.settle(fresh, 'reclaim');
+    return fresh.length;
+  }
+
   /** One XAUTOCLAIM per stream of the sweep, one round trip; what they claimed, settled as one batch. */
   private async round(): Promise<number> {
+    const retaken = await this.retakeOrphans();
+    return retaken + (await this.claimRound());
+  }
+
+  private async claimRound(): Promise<number> {
     const { d } = this;
     const streams: string[] = [];
     for (const stream of this.sweeping.keys()) {

@@ -6,6 +6,7 @@ import type { StreamCommands } from '../redis/stream-commands.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { retryLaterDelay } from '../retry-later-mark.js';
 import { rateLimitedDelay } from '../rate-limited-mark.js';
+import { leaseConfirmedAt } from './lease.js';
 import type { SettledEvent } from './settled-event.js';
 
 export interface RetryScheduleDeps {
@@ -48,26 +49,33 @@ export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has
 export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: unknown): RetryTime | Promise<RetryTime> {
   const delay = chosenDelay(deps, entry, error);
   if (typeof delay === 'string') return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: delay };
-  // Not recorded when the entry is no longer pending here (a peer took it, or the group lost it): its retry is then
-  // the peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same.
+  // Not recorded when a peer took the entry since (one delivery more) or the group lost it: its retry is then the
+  // peer's, or taken back with the group (see SCHEDULE_RETRY_SCRIPT); it is owed here all the same. Recorded when an
+  // operator's XCLAIM … JUSTID gave it to another consumer meanwhile: nobody else keeps its retry. Taken back and
+  // recorded when an XGROUP DELCONSUMER dropped it while in hand, if its lease knew it this consumer's a moment ago
+  // (no peer can have taken and settled it since): else a kill before the audit takes it back would lose it.
   // A handler's RateLimitedException: the delivery is put back, so it never counts toward maxDeliveries.
   const uncounted = rateLimitedDelay(error) !== undefined;
-  return deps.commands.retries.schedule(entry.stream, entry.id, delay, deps.consumer, uncounted).then(
-    () => ({ retryInMs: delay, scheduled: true }),
-    (err: unknown) => {
-      if (isRefusal(err)) {
-        // NOPERM (an ACL from before retries), OOM: no schedule a peer could keep, so the idle-time default.
-        deps.logger.error(
-          `entry ${entry.id} of "${entry.stream}": Redis refused its retry record (${describeError(err)}; the consumer needs the retry set, see docs/guide/security.md): it comes back once idle ${deps.unscheduledRetryInMs} ms instead`,
+  const confirmedAt = leaseConfirmedAt(entry);
+  const reown = confirmedAt !== undefined && performance.now() - confirmedAt < deps.unscheduledRetryInMs;
+  return deps.commands.retries
+    .schedule(entry.stream, entry.id, delay, deps.consumer, { uncounted, deliveryCount: entry.deliveryCount, reown })
+    .then(
+      () => ({ retryInMs: delay, scheduled: true }),
+      (err: unknown) => {
+        if (isRefusal(err)) {
+          // NOPERM (an ACL from before retries), OOM: no schedule a peer could keep, so the idle-time default.
+          deps.logger.error(
+            `entry ${entry.id} of "${entry.stream}": Redis refused its retry record (${describeError(err)}; the consumer needs the retry set, see docs/guide/security.md): it comes back once idle ${deps.unscheduledRetryInMs} ms instead`,
+          );
+          return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: 'Redis refused the retry record' };
+        }
+        deps.logger.warn(
+          `entry ${entry.id} of "${entry.stream}": its retry in ${delay} ms was not recorded in Redis (${describeError(err)}); it waits here, but a peer that takes it after this consumer stops tries it at once`,
         );
-        return { retryInMs: deps.unscheduledRetryInMs, scheduled: false, why: 'Redis refused the retry record' };
-      }
-      deps.logger.warn(
-        `entry ${entry.id} of "${entry.stream}": its retry in ${delay} ms was not recorded in Redis (${describeError(err)}); it waits here, but a peer that takes it after this consumer stops tries it at once`,
-      );
-      return { retryInMs: delay, scheduled: true };
-    },
-  );
+        return { retryInMs: delay, scheduled: true };
+      },
+    );
 }
 
 /** The delay, or why there is none (the idle-time default then). */

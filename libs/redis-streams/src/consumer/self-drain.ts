@@ -17,7 +17,7 @@ export interface SelfDrainDeps extends ArrivalDeps {
   count: number;
   /** Send the next read while a batch is handled. */
   readAhead: boolean;
-  custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'handBack'>;
+  custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'handBack' | 'drained'>;
   settle: SettleFetched;
 }
 
@@ -60,7 +60,10 @@ class Drain {
     for (const s of [...this.next.keys()]) {
       const last = entries.findLast((e) => e.stream === s);
       if (last) this.next.set(s, last.id);
-      else this.next.delete(s);
+      else {
+        this.next.delete(s);
+        d.custody.drained(s);
+      }
     }
     if (this.next.size > 0 && d.readAhead) {
       const ahead = this.read();

@@ -71,7 +71,7 @@ export class PendingActions {
     const { dueAt } = await this.reports.retryRecords(t.stream, t.group, [t.id]);
     if (dueAt.get(t.id) === null || dueAt.get(t.id) === undefined)
       throw new PendingActionRefused('no-retry', `${t.id} waits for no retry (no record in the group's retry set): release it instead`);
-    const due = await new StreamCommands(this.redis, t.group).retries.schedule(t.stream, t.id, 0, row.consumer);
+    const due = await this.commands(t).retries.schedule(t.stream, t.id, 0, row.consumer);
     if (due < 0) throw this.changedHands(t, row);
     await this.setIdle(t, row, minIdleMs);
     return row;
@@ -92,8 +92,7 @@ export class PendingActions {
         'gone',
         `${t.id} is no longer in the stream (trimmed or deleted): its dead letter would carry no fields; add --force to write it anyway`,
       );
-    const cluster = (this.redis as { isCluster?: boolean }).isCluster === true;
-    const dead = options.to ?? deadLetterKeyOf(t.stream, cluster);
+    const dead = options.to ?? deadLetterKeyOf(t.stream, this.onCluster);
     const head = encodeDeadLetterHead({
       stream: t.stream,
       sourceId: t.id,
@@ -103,9 +102,18 @@ export class PendingActions {
       error: `dead-lettered by hand (${options.by})`,
       deadAt: Date.now(),
     });
-    const id = await new StreamCommands(this.redis, t.group).deadLetter(t.stream, dead, row.consumer, t.id, head, true);
+    const id = await this.commands(t).deadLetter(t.stream, dead, row.consumer, t.id, head, true);
     if (id === null) throw this.changedHands(t, row);
     return { row, deadLetterStream: dead, deadLetterId: id };
+  }
+
+  private get onCluster(): boolean {
+    return (this.redis as { isCluster?: boolean }).isCluster === true;
+  }
+
+  /** The group's commands; on a cluster its retry sets are named in the stream's slot, as the scripts that name both need. */
+  private commands(t: PendingTarget): StreamCommands {
+    return new StreamCommands(this.redis, t.group, this.onCluster);
   }
 
   private async checked(t: PendingTarget, force: boolean): Promise<Row> {
@@ -124,7 +132,7 @@ export class PendingActions {
   }
 
   private async setIdle(t: PendingTarget, row: Row, idleMs: number): Promise<void> {
-    const [done] = await new StreamCommands(this.redis, t.group).setIdle(t.stream, row.consumer, [t.id], idleMs);
+    const [done] = await this.commands(t).setIdle(t.stream, row.consumer, [t.id], idleMs);
     if (!done) throw this.changedHands(t, row);
   }
 

@@ -5,8 +5,10 @@
 // one JSON value holds any number of fields. ARGV[5], ARGV[6]: the dead-letter stream's retention,
 // 'MAXLEN' n (the newest n letters) or 'MINID' ms (letters younger than ms by Redis' TIME), or ''.
 // ARGV[7]: '' acks with XACK; KEEPREF or ACKED acks with XACKDEL, so the entry leaves the source
-// stream in the same step (deleteOnAck).
-// KEYS: source, dead-letter stream; ARGV: group, consumer, id, copy, trim, trim value, deletion, dead-letter fields…
+// stream in the same step (deleteOnAck). KEYS[3], the group's retry set: the entry's retry record
+// goes too (an entry dead-lettered by hand while it waited for its retry must not be taken back for
+// it: see RETAKE_ORPHANS_SCRIPT); a user without +zrem there still moves it, the record left.
+// KEYS: source, dead-letter stream, retry set; ARGV: group, consumer, id, copy, trim, trim value, deletion, dead-letter fields…
 export const DEAD_LETTER_SCRIPT = `
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if not p[1] or p[1][2] ~= ARGV[2] then return false end
@@ -35,5 +37,6 @@ if ARGV[7] == '' then
 else
   redis.call('XACKDEL', KEYS[1], ARGV[1], ARGV[7], 'IDS', 1, ARGV[3])
 end
+redis.pcall('ZREM', KEYS[3], ARGV[3])
 return deadId
 `;

@@ -96,8 +96,15 @@ export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Com
 export const isRefusal = (err: unknown): boolean => err instanceof Error && /^[A-Z]{3,}\b/.test(err.message) && !isRetryable(err);
 
 /** The key holds another type than the command works on. */
-/** Redis refused a command for the user's ACL: `NOPERM …`, and inside a script Redis 7.0's and Valkey's own wordings. */
-export const isNoPermission = (err: unknown): boolean => /^NOPERM\b|can't run this command|has no permissions to run/.test(message(err));
+/**
+ * Redis refused a command for the user's ACL: `NOPERM …`, and inside a script Redis 7.0's and Valkey's
+ * (Redis 7.2+'s) own wordings, for a command (none of the user's selectors grants it) or a key (one grants
+ * the command on other keys: `can't access at least one of the keys`, `No permissions to access a key`).
+ */
+export const isNoPermission = (err: unknown): boolean =>
+  /^NOPERM\b|can't run this command|has no permissions to run|can't access at least one of the keys|No permissions to access a key/.test(
+    message(err),
+  );
 
 export const isWrongType = (err: unknown): boolean => /^WRONGTYPE\b/.test(message(err));
 

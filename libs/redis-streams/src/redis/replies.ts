@@ -119,6 +119,52 @@ export function parseAuditReply(stream: string, ids: readonly string[], reply: u
   return { known: Number(reply[0]) === 1, findings };
 }
 
+/** One row of OWN_PENDING_SCRIPT: an entry pending under the consumer, and its retry's due time when it waits for one. */
+export interface OwnPendingRow {
+  readonly id: string;
+  readonly idleMs: number;
+  readonly deliveryCount: number;
+  /** Ms until its retry is due (negative: due already); undefined without a record. */
+  readonly dueInMs: number | undefined;
+}
+
+/** OWN_PENDING_SCRIPT's answer: null without the stream or the group. */
+export function parseOwnPendingReply(reply: unknown): OwnPendingRow[] | null {
+  if (reply === -1) return null;
+  if (!Array.isArray(reply)) throw new ReplyShapeError('own pending', reply);
+  return reply.map((row: unknown) => {
+    if (!Array.isArray(row) || row.length !== 4) throw new ReplyShapeError('own pending', reply);
+    const [id, idle, count, due] = row as [unknown, unknown, unknown, unknown];
+    const parsed = { id: String(id), idleMs: Number(idle), deliveryCount: Number(count), dueInMs: due === '' ? undefined : Number(due) };
+    if (!Number.isFinite(parsed.idleMs) || !Number.isInteger(parsed.deliveryCount) || Number.isNaN(parsed.dueInMs))
+      throw new ReplyShapeError('own pending', reply);
+    return parsed;
+  });
+}
+
+/** What RETAKE_ORPHANS_SCRIPT found on one stream. */
+export interface RetakeResult {
+  /** Where the next call starts among the due records; 0 once they were all seen. */
+  readonly cursor: number;
+  /** Entries made pending under the consumer again, with their fields and their delivery count. */
+  readonly entries: StreamEntry[];
+  /** Records dropped: their entry is gone from the stream. */
+  readonly dropped: number;
+}
+
+/** RETAKE_ORPHANS_SCRIPT's answer; `deliveryCount`: what the script set on each entry it retook. */
+export function parseRetakeReply(stream: string, reply: unknown, deliveryCount: number): RetakeResult | null {
+  if (reply === -1) return null;
+  if (!Array.isArray(reply) || reply.length !== 3 || !Array.isArray(reply[1])) throw new ReplyShapeError('retry orphans', reply);
+  const [cursor, retaken, dropped] = reply as [unknown, unknown[], unknown];
+  const entries = retaken.map((row) => {
+    if (!Array.isArray(row) || row.length !== 2 || !Array.isArray(row[1])) throw new ReplyShapeError('retry orphans', reply);
+    return parseEntry(stream, row, deliveryCount);
+  });
+  if (!Number.isInteger(Number(cursor)) || !Number.isInteger(Number(dropped))) throw new ReplyShapeError('retry orphans', reply);
+  return { cursor: Number(cursor), entries, dropped: Number(dropped) };
+}
+
 /** ADOPT_RETRY_SCRIPT's answer: per entry, the ms until its retry, or -1 to try it now. */
 export function parseAdoptReply(reply: unknown, count: number): number[] {
   if (!Array.isArray(reply) || reply.length !== count) throw new ReplyShapeError('retry adoption', reply);

@@ -4,10 +4,11 @@ import { CONSUMER_CLEANUP_SCRIPT } from './consumer-cleanup-script.js';
 import { DEAD_LETTER_SCRIPT } from './dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from './entry-bytes-script.js';
 import { LEASE_SCRIPT, PUT_BACK_SCRIPT } from './lease-script.js';
+import { OWN_PENDING_SCRIPT } from './own-pending-script.js';
 import { RECLAIM_ROUND_SCRIPT } from './reclaim-round-script.js';
 import { RECOVER_SCRIPT } from './recover-script.js';
 import { FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT, RELEASE_OWNERSHIP_SCRIPT } from './ownership-script.js';
-import { ADOPT_RETRY_SCRIPT, SCHEDULE_RETRY_SCRIPT } from './retry-scripts.js';
+import { ADOPT_RETRY_SCRIPT, RETAKE_ORPHANS_SCRIPT, SCHEDULE_RETRY_SCRIPT } from './retry-scripts.js';
 
 /** A connection with the transport's Lua scripts defined on it (ioredis sends EVALSHA, EVAL once when unknown). */
 export type ScriptedConnection = RedisConnection & {
@@ -25,6 +26,7 @@ export type ScriptedConnection = RedisConnection & {
   streamsDeadLetter(
     source: string,
     dead: string,
+    retryKey: string,
     group: string,
     consumer: string,
     id: string,
@@ -47,7 +49,22 @@ export type ScriptedConnection = RedisConnection & {
     group: string,
     consumer: string,
     uncounted: '1' | '0',
+    /** The failed delivery's count: recorded also while another consumer holds it with that count; '' not. */
+    deliveryCount: string,
+    /** '1': taken back when it is in nobody's pending list. */
+    reown: '1' | '0',
   ): Promise<number>;
+  streamsOwnPending(key: string, retryKey: string, group: string, consumer: string, start: string, count: number): Promise<unknown>;
+  streamsRetakeOrphans(
+    key: string,
+    retryKey: string,
+    group: string,
+    consumer: string,
+    cursor: number,
+    graceMs: number,
+    count: number,
+    budgetBytes: number,
+  ): Promise<unknown>;
   streamsAdoptRetry(
     key: string,
     retryKey: string,
@@ -87,13 +104,15 @@ export type ScriptedConnection = RedisConnection & {
 export function defineScripts(conn: RedisConnection): ScriptedConnection {
   conn.defineCommand('streamsLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
   conn.defineCommand('streamsPutBack', { numberOfKeys: 1, lua: PUT_BACK_SCRIPT });
-  conn.defineCommand('streamsDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_SCRIPT });
+  conn.defineCommand('streamsDeadLetter', { numberOfKeys: 3, lua: DEAD_LETTER_SCRIPT });
   conn.defineCommand('streamsEntryBytes', { numberOfKeys: 1, lua: ENTRY_BYTES_SCRIPT });
   conn.defineCommand('streamsRecover', { numberOfKeys: 1, lua: RECOVER_SCRIPT });
   conn.defineCommand('streamsReclaimRound', { lua: RECLAIM_ROUND_SCRIPT });
   conn.defineCommand('streamsAudit', { numberOfKeys: 2, lua: AUDIT_SCRIPT });
   conn.defineCommand('streamsScheduleRetry', { numberOfKeys: 2, lua: SCHEDULE_RETRY_SCRIPT });
   conn.defineCommand('streamsAdoptRetry', { numberOfKeys: 2, lua: ADOPT_RETRY_SCRIPT });
+  conn.defineCommand('streamsRetakeOrphans', { numberOfKeys: 2, lua: RETAKE_ORPHANS_SCRIPT });
+  conn.defineCommand('streamsOwnPending', { numberOfKeys: 2, lua: OWN_PENDING_SCRIPT });
   conn.defineCommand('streamsCleanConsumers', { numberOfKeys: 2, lua: CONSUMER_CLEANUP_SCRIPT });
   conn.defineCommand('streamsOwnership', { numberOfKeys: 4, lua: OWNERSHIP_SCRIPT });
   conn.defineCommand('streamsReleaseOwnership', { numberOfKeys: 2, lua: RELEASE_OWNERSHIP_SCRIPT });

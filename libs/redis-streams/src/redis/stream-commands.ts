@@ -3,7 +3,14 @@ import type { Redis } from 'ioredis';
 import type { RedisConnection } from './connect.js';
 import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
 import { parseGroupInfo, parseGroupRows } from './info-replies.js';
-import { parseAckDeleteReply, parseAuditReply, parseLastGeneratedId, type AuditResult } from './replies.js';
+import {
+  parseAckDeleteReply,
+  parseAuditReply,
+  parseLastGeneratedId,
+  parseOwnPendingReply,
+  type AuditResult,
+  type OwnPendingRow,
+} from './replies.js';
 import { groupFigures, type GroupFigures } from './group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
 import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
@@ -148,6 +155,35 @@ export class StreamCommands {
       items.map((i) => i.id),
       reply,
     );
+  }
+
+  /**
+   * A page of `consumer`'s own pending list on each of `streams` (OWN_PENDING_SCRIPT, one pipeline): at
+   * most `count` entries after `after` (from the first when undefined), each with its idle time, its
+   * delivery count and, when it waits for a retry, the ms until it is due; null where the stream or
+   * the group is gone. Rejects with the first error Redis answered.
+   */
+  async ownPending(
+    streams: readonly { stream: string; after: string | undefined }[],
+    consumer: string,
+    count: number,
+  ): Promise<(OwnPendingRow[] | null)[]> {
+    const pipeline = this.conn.pipeline() as ReturnType<ScriptedConnection['pipeline']> & Pick<ScriptedConnection, 'streamsOwnPending'>;
+    for (const { stream, after } of streams)
+      void pipeline.streamsOwnPending(
+        stream,
+        this.retries.key(stream),
+        this.group,
+        consumer,
+        after === undefined ? '-' : `(${after}`,
+        count,
+      );
+    const results = (await pipeline.exec()) ?? [];
+    return streams.map((_, i) => {
+      const [err, reply] = results[i] ?? [new Error('the own pending script got no reply'), null];
+      if (err) throw err;
+      return parseOwnPendingReply(reply);
+    });
   }
 
   /**
@@ -351,8 +387,8 @@ export class StreamCommands {
   /**
    * Appends `fields` to `deadStream` (with `copy`, plus a `fields` field: the entry's pairs as
    * Redis holds them), trimmed to the dead-letter retention, and acks `id` in `stream` (with
-   * `deletion`, XACKDEL: the entry leaves the stream too), atomically, if `consumer` still owns it.
-   * Returns the dead-letter entry id, or null when the entry was no longer ours.
+   * `deletion`, XACKDEL: the entry leaves the stream too), and drops its retry record, atomically, if
+   * `consumer` still owns it. Returns the dead-letter entry id, or null when the entry was no longer ours.
    */
   async deadLetter(
     stream: string,
@@ -365,7 +401,19 @@ export class StreamCommands {
   ): Promise<string | null> {
     const [trim, trimValue] = deadLetterTrimArgs(this.deadLetterRetention);
     const how = deletion ?? '';
-    return this.conn.streamsDeadLetter(stream, deadStream, this.group, consumer, id, copy ? '1' : '0', trim, trimValue, how, ...fields);
+    return this.conn.streamsDeadLetter(
+      stream,
+      deadStream,
+      this.retries.key(stream),
+      this.group,
+      consumer,
+      id,
+      copy ? '1' : '0',
+      trim,
+      trimValue,
+      how,
+      ...fields,
+    );
   }
 
   /**

@@ -1,0 +1,83 @@
+import { someIds } from '../id-list.js';
+import type { Logger } from '../ports.js';
+import type { StreamCommands } from '../redis/stream-commands.js';
+import type { DeliveryMarks } from './delivery-marks.js';
+import type { Lease } from './lease.js';
+
+export interface HandedEntriesDeps {
+  commands: Pick<StreamCommands, 'ownPending'>;
+  lease: Pick<Lease, 'idsOn'>;
+  marks: DeliveryMarks;
+  consumer: string;
+  minIdleMs: number;
+  maxWaitingRetries: number;
+  logger: Logger;
+}
+
+/** Entries of one stream's pending list looked at per check: the script holds every other client meanwhile. */
+const ROWS_PER_LOOK = 100;
+
+/** Streams looked at in one round trip. */
+const STREAMS_PER_ROUND = 200;
+
+/**
+ * Younger than this, an entry this consumer does not know may be one its own read just delivered,
+ * the reply not yet here (the park's lane is another connection): it is looked at again next time.
+ */
+const SETTLED_MS = 50;
+
+/**
+ * Entries handed to this consumer by an operator (an **entry taken in**): an `XCLAIM` by hand puts
+ * an entry in its pending list that it never fetched, so nothing here held or owed it, and an
+ * `XGROUP DELCONSUMER` of it would drop the entry with nobody to take it back. Each check looks at a
+ * page of its own pending list per stream (the next page next time); what it holds and owes none of
+ * is taken in: owed here, as a failed entry of its own is (tried once idle `minIdleMs −
+ * leaseRenewMs`), or, when it waits for a retry (its record says so), kept waiting until its due
+ * time while there is room (`maxWaitingRetries`; past it a reclaim takes it at its due time).
+ * From then on a delete of this consumer loses nothing of it (see PendingAudit).
+ */
+export class HandedEntries {
+  /** Per stream, the last id of the page looked at; none: from the first. */
+  private readonly after = new Map<string, string>();
+
+  constructor(private readonly d: HandedEntriesDeps) {}
+
+  /** Looks at `streams` (drained, not paused); what it takes in is on the marks' schedule. */
+  async look(streams: readonly string[]): Promise<void> {
+    const { d } = this;
+    for (let i = 0; i < streams.length; i += STREAMS_PER_ROUND) {
+      const round = streams.slice(i, i + STREAMS_PER_ROUND);
+      const sentAt = performance.now();
+      const pages = await d.commands.ownPending(
+        round.map((stream) => ({ stream, after: this.after.get(stream) })),
+        d.consumer,
+        ROWS_PER_LOOK,
+      );
+      pages.forEach((rows, j) => {
+        const stream = round[j]!;
+        // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
+        if (rows === null || rows.length < ROWS_PER_LOOK) this.after.delete(stream);
+        else this.after.set(stream, rows.at(-1)!.id);
+        if (rows === null || rows.length === 0) return;
+        // As the answer comes: every settle of ours goes on the connection this look did, so one sent before
+        // it ran first (not listed) and one sent after is still held (the lease keeps an entry until its ack is confirmed).
+        const held = d.lease.idsOn(stream);
+        const taken: string[] = [];
+        for (const r of rows) {
+          // Idle minIdleMs or more: handed back to the group (a stop, a pause's put-back), any reclaim's to take.
+          if (r.idleMs < SETTLED_MS || r.idleMs >= d.minIdleMs || held.has(r.id) || d.marks.owes(stream, r.id)) continue;
+          if (r.dueInMs !== undefined) {
+            // Below maxWaitingRetries, as a reclaim's adoptions stay (this consumer's own failures may fill it; see withoutWaiting).
+            if (d.marks.waiting >= d.maxWaitingRetries - 1) continue;
+            d.marks.adopt(stream, r.id, r.deliveryCount, Math.max(0, r.dueInMs));
+          } else if (!d.marks.takeIn(stream, r.id, r.deliveryCount, sentAt, r.idleMs)) continue;
+          taken.push(r.id);
+        }
+        if (taken.length > 0)
+          d.logger.warn(
+            `${taken.length === 1 ? 'entry' : 'entries'} ${someIds(taken)} of "${stream}" ${taken.length === 1 ? 'is' : 'are'} pending under this consumer, which never fetched ${taken.length === 1 ? 'it' : 'them'} (an XCLAIM by hand): taken in, owed here`,
+          );
+      });
+    }
+  }
+}
