@@ -14,8 +14,13 @@ export interface LocalCluster {
   node(port: number): RedisServerProcess;
   /** One command on node `port` through a polling connection of the spawner's own (rejects at once on a dead node). */
   call(port: number, command: string, ...args: (string | number)[]): Promise<unknown>;
-  /** The last lines of node `port`'s log. */
-  logTail(port: number): Promise<string>;
+  /** The last `lines` (default 15) lines of node `port`'s log. */
+  logTail(port: number, lines?: number): Promise<string>;
+  /**
+   * Starts dead node `port` again as the same node (same port, dir and nodes.conf: it rejoins under its old id, a
+   * master whose slots were taken over as a replica of the node that took them); resolves once it answers PING.
+   */
+  revive(port: number): Promise<void>;
   /** Kills every node (by pid) and removes the temp dir; idempotent. */
   stop(): Promise<void>;
 }

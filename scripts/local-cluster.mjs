@@ -26,6 +26,8 @@ import { waitFor } from './lib/wait-for.mjs';
 const HOST = '127.0.0.1';
 const NODE_COUNT = 6; // the smallest cluster `--cluster-replicas 1` accepts
 export const NODE_TIMEOUT_MS = 2000;
+/** Deadline of one polling command (CLUSTER INFO and the like answer in a ms). */
+const POLL_TIMEOUT_MS = 5000;
 
 /**
  * Starts a 6-node cluster; resolves once every node reports cluster_state:ok with all 16384 slots assigned
@@ -53,7 +55,7 @@ async function launch({ say, detached, signals, ready }) {
   const dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
   const nodes = new Map(); // port → spawned server
   const logOf = (port) => join(dir, `node-${port}.log`);
-  const logTail = async (port) => tail(await readFile(logOf(port), 'utf8').catch(() => '(no log)'));
+  const logTail = async (port, lines) => tail(await readFile(logOf(port), 'utf8').catch(() => '(no log)'), lines);
   const node = (port) => {
     const n = nodes.get(port);
     if (!n) throw new Error(`port ${port} is not a node of this cluster (${ports.join(', ')})`);
@@ -71,7 +73,8 @@ async function launch({ say, detached, signals, ready }) {
     if (node(port).dead) return Promise.reject(new Error(`node ${port} is dead`));
     let admin = admins.get(port);
     if (!admin) {
-      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+      // A deadline of its own: a node frozen (SIGSTOP) or wedged fails the poll instead of holding it for good.
+      admin = new Redis({ host: HOST, port, maxRetriesPerRequest: 0, retryStrategy: () => 20, commandTimeout: POLL_TIMEOUT_MS });
       admin.on('error', () => {});
       admins.set(port, admin);
     }
@@ -114,24 +117,33 @@ async function launch({ say, detached, signals, ready }) {
       removeHandlers();
     })());
 
-  const cluster = { urls: ports.map((port) => `redis://${HOST}:${port}`), ports: [...ports], dir, node, call, logTail, stop };
+  const spawnNode = (port) => {
+    const n = spawnRedisServer(port, nodeArgs(dir, port, logOf(port)), { detached });
+    n.exited.then(() => closeAdmin(port)).catch(() => {});
+    nodes.set(port, n);
+    return n;
+  };
+  const answers = (n) =>
+    Promise.race([
+      n.exited.then(async () => {
+        throw new Error(`${SERVER_BIN} on port ${n.port} exited during start-up:\n${await logTail(n.port)}`);
+      }),
+      waitFor(async () => (await call(n.port, 'PING')) === 'PONG', { timeoutMs: 10_000, message: `${SERVER_BIN} on port ${n.port}` }),
+    ]);
+  // A node killed (kill -9) started again as the same node: same port, dir and nodes.conf, so it rejoins under its
+  // old id (a master whose slots were taken over comes back as a replica of the node that took them).
+  const revive = async (port) => {
+    if (stopping) throw new Error(`node ${port}: the cluster is stopping`);
+    if (!node(port).dead) throw new Error(`node ${port} still runs: only a dead node can be revived`);
+    closeAdmin(port);
+    await answers(spawnNode(port));
+  };
+
+  const cluster = { urls: ports.map((port) => `redis://${HOST}:${port}`), ports: [...ports], dir, node, call, logTail, revive, stop };
   try {
     say(`local cluster: starting ${NODE_COUNT} ${SERVER_BIN} nodes on ${HOST} ports ${ports.join(', ')}`);
-    for (const port of ports) {
-      const n = spawnRedisServer(port, nodeArgs(dir, port, logOf(port)), { detached });
-      n.exited.then(() => closeAdmin(port)).catch(() => {});
-      nodes.set(port, n);
-    }
-    await Promise.all(
-      [...nodes.values()].map((n) =>
-        Promise.race([
-          n.exited.then(async () => {
-            throw new Error(`${SERVER_BIN} on port ${n.port} exited during start-up:\n${await logTail(n.port)}`);
-          }),
-          waitFor(async () => (await call(n.port, 'PING')) === 'PONG', { timeoutMs: 10_000, message: `${SERVER_BIN} on port ${n.port}` }),
-        ]),
-      ),
-    );
+    for (const port of ports) spawnNode(port);
+    await Promise.all([...nodes.values()].map(answers));
     say('local cluster: redis-cli --cluster create (3 masters, 3 replicas)');
     await createCluster(ports);
     await waitFor(

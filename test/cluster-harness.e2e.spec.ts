@@ -85,4 +85,33 @@ describe('local Redis Cluster harness', () => {
     expect(await cluster.node(newMaster).get('{y}:before')).toBe('1');
     expect(await cluster.client().get('{y}:before')).toBe('1');
   });
+
+  it("cuts a master's replication, so its kill -9 loses what it took meanwhile; the killed node revived rejoins as a replica", async () => {
+    const master = cluster.node(await cluster.masterOf('{z}'));
+    await master.set('{z}:before', '1');
+    expect(await master.wait(1, 0)).toBe(1);
+    const { master: cut, replica } = await cluster.cutReplica('{z}');
+    await master.set('{z}:while-cut', '1');
+    // Nothing reaches the replica now: WAIT runs out its timeout with none.
+    expect(await master.wait(1, 100)).toBe(0);
+    await cluster.kill(cut);
+    cluster.thaw(replica);
+    expect(await cluster.takenOver('{z}', cut)).toBe(replica);
+    expect(await cluster.node(replica).get('{z}:before')).toBe('1');
+    expect(await cluster.node(replica).get('{z}:while-cut')).toBeNull();
+
+    const { master: rejoined } = await cluster.revive(cut);
+    expect(rejoined).toBe(replica);
+    expect(cluster.live()).toContain(cut);
+    expect((await role(cut)).slice(0, 3)).toEqual(['slave', '127.0.0.1', replica]);
+    const revived = cluster.node(cut);
+    await revived.readonly(); // a replica serves reads only when asked
+    expect(await revived.get('{z}:before')).toBe('1'); // it took the promoted node's data, not its own
+    expect(await revived.get('{z}:while-cut')).toBeNull();
+    expect(await cluster.masters()).toHaveLength(3);
+    // A replica again: the shard fails over back without loss.
+    await cluster.client().set('{z}:after', '1');
+    expect((await cluster.failover('{z}')).newMaster).toBe(cut);
+    expect(await cluster.client().get('{z}:after')).toBe('1');
+  });
 });

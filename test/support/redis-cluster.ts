@@ -17,7 +17,7 @@ export interface TestCluster {
   client(): Cluster;
   /** A fresh admin connection to one node (closed by stop()). */
   node(port: number): Redis;
-  /** Ports of the nodes whose process still runs (all but the ones killMaster() killed). */
+  /** Ports of the nodes whose process still runs (all but the ones killed), frozen ones included. */
   live(): number[];
   /** Port of the master currently serving the slot of `key` (asks CLUSTER SLOTS of a live node). */
   masterOf(key: string): Promise<number>;
@@ -36,6 +36,34 @@ export interface TestCluster {
    * cluster-node-timeout), all live nodes agree and report cluster_state:ok. `ms` runs from the kill.
    */
   killMaster(key: string): Promise<{ oldMaster: number; newMaster: number; ms: number }>;
+  /** The master serving `key`'s slot and a live replica of it, synced and known to every node (waits for one). */
+  replicaOf(key: string): Promise<{ master: number; replica: number }>;
+  /**
+   * Cuts the replication of the master serving `key`'s slot, and keeps it cut: its replica frozen (SIGSTOP), then
+   * CLIENT KILL TYPE replica on the master, so every write the master takes from then on exists there alone (a frozen
+   * replica alone loses nothing: what the master sent waits in the replica's socket; a link killed alone is back within
+   * a second). `thaw(replica)` ends it.
+   */
+  cutReplica(key: string): Promise<{ master: number; replica: number }>;
+  /** SIGSTOP of node `port`: it holds its connections and answers nothing; the harness stops asking it until thaw(). */
+  freeze(port: number): void;
+  /** SIGCONT of a node freeze() stopped (nothing for one that is not frozen). */
+  thaw(port: number): void;
+  /** kill -9 of node `port`, whatever its role; resolves once its process is gone. */
+  kill(port: number): Promise<void>;
+  /**
+   * Waits for a node other than `oldMaster` to serve `key`'s slot as a master, agreed by every live node with
+   * cluster_state:ok (after a kill(): the automatic failover, cluster-node-timeout). Resolves with its port.
+   */
+  takenOver(key: string, oldMaster: number, timeoutMs?: number): Promise<number>;
+  /**
+   * Starts killed node `port` again as the same node (same port and nodes.conf). Resolves once it is a replica synced
+   * to its master (a former master whose slots were taken over comes back as a replica of the node that took them),
+   * known as such by every live node, with cluster_state:ok everywhere. `ms` runs from the start of the process.
+   */
+  revive(port: number): Promise<{ master: number; ms: number }>;
+  /** Every node's state as it sees it now (CLUSTER NODES, INFO, slots, its log's end), for a failure's message. */
+  describe(): Promise<string>;
   /** Kills every node (by pid) and removes the temp dir; idempotent. */
   stop(): Promise<void>;
 }
@@ -57,22 +85,65 @@ export async function startCluster(): Promise<TestCluster> {
 function harness(spawned: LocalCluster) {
   const { ports } = spawned;
   const node = (port: number) => spawned.node(port);
+  /** Nodes stopped by freeze(): running, answering nothing. */
+  const frozen = new Set<number>();
   const live = () => ports.filter((port) => !node(port).dead);
+  /** The nodes the harness asks: live and not frozen (a frozen node would hold a poll until its deadline). */
+  const reachable = () => live().filter((port) => !frozen.has(port));
   const cmd = <T>(port: number, command: string, ...args: (string | number)[]) => spawned.call(port, command, ...args) as Promise<T>;
-  /** Appends the end of the nodes' logs to a failure: "Manual failover timed out" and the like only show there. */
-  const withLogs = async <T>(about: number[], action: Promise<T>): Promise<T> => {
+  /**
+   * Every node's own view, for a failure's message: its flags, its master, the slots it sees served by whom, its
+   * replication, and its log's end ("Manual failover timed out", "Failover election won" only show there).
+   */
+  const describe = async (): Promise<string> => {
+    const parts: string[] = [];
+    for (const port of ports) {
+      const state = node(port).dead ? 'dead' : frozen.has(port) ? 'frozen' : 'live';
+      parts.push(`--- node ${port} (${state}) ---`);
+      if (state === 'live') {
+        // A node that does not answer one question is not asked the next (each would wait out the poll's deadline).
+        let answering = true;
+        const ask = async (what: string, fn: () => Promise<string>) => {
+          if (!answering) return;
+          const answer = await fn().catch((err: unknown) => {
+            answering = false;
+            return `(failed: ${(err as Error).message})`;
+          });
+          parts.push(`${what}: ${answer}`);
+        };
+        await ask('cluster', async () => {
+          const info = parseInfo(await cmd<string>(port, 'CLUSTER', 'INFO'));
+          return ['cluster_state', 'cluster_current_epoch', 'cluster_my_epoch', 'cluster_known_nodes']
+            .map((k) => `${k}=${info[k]}`)
+            .join(' ');
+        });
+        await ask('replication', async () => {
+          const r = parseInfo(await cmd<string>(port, 'INFO', 'replication'));
+          return Object.entries(r)
+            .filter(([k]) => /^(role|master_port|master_link_status|connected_slaves|slave\d+|master_repl_offset)$/.test(k))
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ');
+        });
+        await ask('slots', async () => (await rangesIn(port)).map(({ start, end, master }) => `${start}-${end}@${master}`).join(' '));
+        await ask('nodes', async () => `\n${(await cmd<string>(port, 'CLUSTER', 'NODES')).trim()}`);
+      }
+      parts.push(`log:\n${await spawned.logTail(port, 25)}`);
+    }
+    return parts.join('\n');
+  };
+  /** Appends every node's view and log to a failure: what the cluster looked like when the wait gave up. */
+  const withLogs = async <T>(action: Promise<T>): Promise<T> => {
     try {
       return await action;
     } catch (err) {
-      const logs = await Promise.all(about.map(async (port) => `--- node ${port} log ---\n${await spawned.logTail(port)}`));
-      throw new Error(`${(err as Error).message}\n${logs.join('\n')}`, { cause: err });
+      throw new Error(`${(err as Error).message}\n${await describe()}`, { cause: err });
     }
   };
   const clusterInfo = async (port: number) => parseInfo(await cmd<string>(port, 'CLUSTER', 'INFO'));
   const replication = async (port: number) => parseInfo(await cmd<string>(port, 'INFO', 'replication'));
   const role = (port: number) => cmd<unknown[]>(port, 'ROLE');
   const anyLive = () => {
-    const port = live()[0];
+    const port = reachable()[0];
     if (port === undefined) throw new Error('no live node left in the cluster');
     return port;
   };
@@ -88,16 +159,22 @@ function harness(spawned: LocalCluster) {
   /** The master serving `slot` in the view of node `port`. */
   const ownerIn = async (port: number, slot: number): Promise<number | undefined> =>
     (await rangesIn(port)).find(({ start, end }) => start <= slot && slot <= end)?.master;
-  /** Every live node reports cluster_state:ok and sees `master` serving `slot`. */
-  const agreed = async (slot: number, master: number) => {
-    for (const port of live()) {
-      if ((await clusterInfo(port)).cluster_state !== 'ok' || (await ownerIn(port, slot)) !== master) return false;
+  /**
+   * `master` is a master serving `slot` in the view of every live node, each with cluster_state:ok; else throws saying
+   * which node sees what (a wait's failure then names the node that disagreed, not only that one did).
+   */
+  const agreed = async (slot: number, master: number): Promise<true> => {
+    if ((await role(master))[0] !== 'master') throw new Error(`${master} is not a master (ROLE)`);
+    for (const port of reachable()) {
+      const [state, owner] = [(await clusterInfo(port)).cluster_state, await ownerIn(port, slot)];
+      if (state !== 'ok' || owner !== master)
+        throw new Error(`node ${port} has cluster_state:${state} and sees slot ${slot} served by ${owner}`);
     }
     return true;
   };
   /** Every live node's CLUSTER NODES shows `replica` as a (non-failed) replica of `master`. */
   const knownAsReplica = async (replica: number, master: number) => {
-    for (const port of live()) {
+    for (const port of reachable()) {
       // <id> <ip:port@cport> <flags> <master id or -> …
       const lines = (await cmd<string>(port, 'CLUSTER', 'NODES'))
         .trim()
@@ -117,7 +194,7 @@ function harness(spawned: LocalCluster) {
   const syncedTo = async (replica: number): Promise<number | undefined> => {
     const r = await replication(replica);
     const master = Number(r.master_port);
-    if (r.role !== 'slave' || r.master_link_status !== 'up' || node(master).dead) return undefined;
+    if (r.role !== 'slave' || r.master_link_status !== 'up' || node(master).dead || frozen.has(master)) return undefined;
     const listed = Object.entries(await replication(master)).some(
       ([k, v]) => /^slave\d+$/.test(k) && v.includes(`,port=${replica},state=online,`),
     );
@@ -133,13 +210,12 @@ function harness(spawned: LocalCluster) {
     const master = await ownerIn(anyLive(), slot);
     if (master === undefined) throw new Error(`no master serves slot ${slot}`);
     const replicas: number[] = [];
-    for (const port of live()) {
+    for (const port of reachable()) {
       const r = await replication(port);
       if (r.role === 'slave' && Number(r.master_port) === master) replicas.push(port);
     }
     if (replicas.length === 0) throw new Error(`master ${master} of slot ${slot} has no live replica to promote`);
     const replica = await withLogs(
-      [master, ...replicas],
       waitFor(
         async () => {
           for (const port of replicas) if ((await syncedTo(port)) === master && (await knownAsReplica(port, master))) return port;
@@ -154,9 +230,13 @@ function harness(spawned: LocalCluster) {
   return {
     ports,
     node,
+    frozen,
     live,
+    reachable,
     cmd,
+    describe,
     withLogs,
+    replication,
     clusterInfo,
     role,
     anyLive,
@@ -190,7 +270,8 @@ async function replicasReady({ ports, syncedTo, knownAsReplica }: ReturnType<typ
 
 function testCluster(spawned: LocalCluster): TestCluster {
   const h = harness(spawned);
-  const { ports, node: byPort, live, cmd, withLogs, role, anyLive, keySlot, rangesIn, ownerIn, agreed, failoverCandidate } = h;
+  const { ports, node: byPort, frozen, live, reachable, cmd, describe, withLogs, replication, anyLive, keySlot } = h;
+  const { clusterInfo, rangesIn, ownerIn, agreed, syncedTo, knownAsReplica, failoverCandidate } = h;
   // The test's own connections, kept apart from the harness' polling ones so a test closing or breaking its
   // clients cannot break the harness.
   const clients: (Redis | Cluster)[] = [];
@@ -203,8 +284,28 @@ function testCluster(spawned: LocalCluster): TestCluster {
   const stop = () =>
     (stopping ??= (async () => {
       for (const c of clients) c.disconnect();
-      await spawned.stop();
+      await spawned.stop(); // SIGKILL reaches a frozen node too
     })());
+
+  const takenOver = async (slot: number, oldMaster: number, timeoutMs = 30_000): Promise<number> =>
+    withLogs(
+      waitFor(
+        async () => {
+          const owner = await ownerIn(anyLive(), slot);
+          if (owner === undefined || owner === oldMaster) throw new Error(`node ${anyLive()} sees slot ${slot} served by ${owner}`);
+          return (await agreed(slot, owner)) && owner;
+        },
+        {
+          timeoutMs,
+          intervalMs: 20,
+          message: `a replica of ${oldMaster} to take slot ${slot} over (cluster-node-timeout ${NODE_TIMEOUT_MS} ms)`,
+        },
+      ),
+    );
+  const kill = async (port: number) => {
+    frozen.delete(port); // SIGKILL ends a stopped process as well
+    await byPort(port).stop('SIGKILL'); // its polling connection goes with it
+  };
 
   return {
     nodes: ports.map((port) => ({ host: HOST, port })),
@@ -229,22 +330,23 @@ function testCluster(spawned: LocalCluster): TestCluster {
     failover: async (key) => {
       const slot = await keySlot(key);
       const { master: oldMaster, replica: newMaster } = await failoverCandidate(slot);
-      const tookOver = async () => (await role(newMaster))[0] === 'master' && (await agreed(slot, newMaster));
+      const tookOver = () => agreed(slot, newMaster);
       // Redis gives a manual failover 5 s, and lets it lapse now and then ("Manual failover timed
       // out", more often right after another failover): the operator's move is to ask again.
       for (let attempt = 1; ; attempt++) {
         const start = performance.now();
         await cmd(newMaster, 'CLUSTER', 'FAILOVER');
-        const done = await waitFor(tookOver, { timeoutMs: 7000, intervalMs: 20, message: 'the takeover' }).then(
-          () => true,
-          () => false,
+        const lapsed = await waitFor(tookOver, { timeoutMs: 7000, intervalMs: 20, message: 'the takeover' }).then(
+          () => undefined,
+          (err: Error) => err,
         );
-        if (done) return { oldMaster, newMaster, ms: performance.now() - start };
+        if (!lapsed) return { oldMaster, newMaster, ms: performance.now() - start };
         if (attempt === 3) {
           await withLogs(
-            [newMaster, oldMaster],
             Promise.reject(
-              new Error(`replica ${newMaster} did not take slot ${slot} over from ${oldMaster} after ${attempt} CLUSTER FAILOVER`),
+              new Error(
+                `replica ${newMaster} did not take slot ${slot} over from ${oldMaster} after ${attempt} CLUSTER FAILOVER: ${lapsed.message}`,
+              ),
             ),
           );
         }
@@ -253,27 +355,58 @@ function testCluster(spawned: LocalCluster): TestCluster {
     killMaster: async (key) => {
       const slot = await keySlot(key);
       // A replica that never synced considers its data too old and does not stand for election.
-      const { master: oldMaster, replica } = await failoverCandidate(slot);
-      const victim = byPort(oldMaster);
+      const { master: oldMaster } = await failoverCandidate(slot);
       const start = performance.now();
-      await victim.stop('SIGKILL'); // its polling connection goes with it
-      const newMaster = await withLogs(
-        [replica],
-        waitFor(
-          async () => {
-            const owner = await ownerIn(anyLive(), slot);
-            if (owner === undefined || owner === oldMaster) return undefined;
-            return (await role(owner))[0] === 'master' && (await agreed(slot, owner)) ? owner : undefined;
-          },
-          {
-            timeoutMs: 30_000,
-            intervalMs: 20,
-            message: `a replica of the killed master ${oldMaster} to take slot ${slot} over (cluster-node-timeout ${NODE_TIMEOUT_MS} ms)`,
-          },
-        ),
-      );
+      await kill(oldMaster);
+      const newMaster = await takenOver(slot, oldMaster);
       return { oldMaster, newMaster, ms: performance.now() - start };
     },
+    replicaOf: async (key) => failoverCandidate(await keySlot(key)),
+    cutReplica: async (key) => {
+      const { master, replica } = await failoverCandidate(await keySlot(key));
+      freeze(replica);
+      // Killed while the replica is frozen, the link stays down: it cannot reconnect until thawed.
+      await cmd(master, 'CLIENT', 'KILL', 'TYPE', 'replica');
+      return { master, replica };
+    },
+    freeze,
+    thaw: (port) => {
+      if (!frozen.delete(port)) return;
+      if (!byPort(port).dead) byPort(port).proc.kill('SIGCONT');
+    },
+    kill,
+    takenOver: async (key, oldMaster, timeoutMs) => takenOver(await keySlot(key), oldMaster, timeoutMs),
+    revive: async (port) => {
+      const start = performance.now();
+      await spawned.revive(port);
+      const master = await withLogs(
+        waitFor(
+          async () => {
+            const m = await syncedTo(port);
+            if (m === undefined) {
+              const r = await replication(port);
+              throw new Error(`${port}: role ${r.role}, master ${r.master_port}, link ${r.master_link_status}`);
+            }
+            if (!(await knownAsReplica(port, m))) throw new Error(`${port} not yet known as a replica of ${m} by every node`);
+            for (const p of reachable()) {
+              const state = (await clusterInfo(p)).cluster_state;
+              if (state !== 'ok') throw new Error(`node ${p} has cluster_state:${state}`);
+            }
+            return m;
+          },
+          { timeoutMs: 30_000, intervalMs: 50, message: `node ${port} revived as a synced replica known to every node` },
+        ),
+      );
+      return { master, ms: performance.now() - start };
+    },
+    describe,
     stop,
   };
+
+  function freeze(port: number): void {
+    if (byPort(port).dead) throw new Error(`node ${port} is dead: nothing to freeze`);
+    if (frozen.has(port)) return;
+    frozen.add(port);
+    byPort(port).proc.kill('SIGSTOP');
+  }
 }
