@@ -69,6 +69,22 @@ describe('partition ownership', () => {
     expect(await redis.client().get(`${stream}:owner:g`)).toBe(second);
   });
 
+  it("this process' own owner value met in standby (a late beat took the partition again after a release) is taken back at the next beat, not waited out", async () => {
+    const stream = `${uniquePrefix()}orders`;
+    const commands = new StreamCommands(redis.client(), 'g', false);
+    const { o, lines } = owner(stream, commands.ownership);
+    expect(await o.beat()).toBe(true);
+    const [epoch, token] = o.fence.split(' ');
+    await o.release(false);
+    // What a renewal sent before the release and answered after it leaves: the partition taken again under this process' token.
+    const ownValue = `${Number(epoch) + 1} ${token} a`;
+    await redis.client().set(`${stream}:owner:g`, ownValue, 'PX', 60_000);
+    await o.beat();
+    expect(await o.beat()).toBe(true);
+    expect(o.fence).toBe(ownValue);
+    expect(lines.join('\n')).not.toMatch(/held by another process under this consumer's name/);
+  });
+
   it('a fenced ack sent with no owner value (the partition lost meanwhile) is refused as FENCED, not a script error', async () => {
     const stream = `${uniquePrefix()}orders`;
     const admin = redis.client();

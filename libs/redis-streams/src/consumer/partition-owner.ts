@@ -145,10 +145,13 @@ export class PartitionOwner {
     this.last = beat;
     const was = this.epoch;
     if (beat.state === 'standby') {
-      if (this.held !== '') this.generation++;
+      // This very process' value (its token): a renewal answered late took the partition again after a release.
+      // Held as the value to renew, the next beat takes it back instead of waiting for its lease to run out.
+      const mine = this.isOwnValue(beat.owner) ? beat.owner : '';
+      if (this.held !== mine) this.generation++;
       this.epoch = 0;
-      this.held = '';
-      this.tellNamesake(beat.owner);
+      this.held = mine;
+      if (!mine) this.tellNamesake(beat.owner);
       if (was > 0) {
         d.logger.warn(
           `lost ownership of "${d.stream}" (epoch ${was}) to ${beat.owner ? `"${escapeControl(beat.owner)}"` : 'nobody'}: its handlings stop at the next settle point`,
@@ -170,6 +173,12 @@ export class PartitionOwner {
     if (was !== beat.epoch)
       d.logger.log(`owns "${d.stream}" (epoch ${beat.epoch}, ${beat.members} member(s) of the group share the partitions)`);
     return true;
+  }
+
+  /** An owner value this process set (its token and consumer name). */
+  private isOwnValue(owner: string): boolean {
+    const value = parseOwnerValue(owner);
+    return value !== undefined && value.token === this.token && value.consumer === this.d.consumer;
   }
 
   /**
