@@ -209,13 +209,23 @@ describe('failover on a Redis Cluster, under load', () => {
   }, 120_000);
 
   it('kill -9 of that master: every acknowledged order the new master holds is handled; the ones lost with the crash are counted', async () => {
-    const figures = await underLoad((key) => cluster.killMaster(key), 'kill -9');
-    expect(figures.lostByTransport).toBe(0);
-    // Asynchronous replication may drop the last acknowledged writes; a handful at most at this load.
-    expect(figures.lostWithMaster).toBeLessThan(figures.acknowledged);
+    let killed: number | undefined;
+    try {
+      const figures = await underLoad(async (key) => {
+        const failed = await cluster.killMaster(key);
+        killed = failed.oldMaster;
+        return failed;
+      }, 'kill -9');
+      expect(figures.lostByTransport).toBe(0);
+      // Asynchronous replication may drop the last acknowledged writes; a handful at most at this load.
+      expect(figures.lostWithMaster).toBeLessThan(figures.acknowledged);
+    } finally {
+      // Every shard with a replica again for the next test (its durable acks hold on a master without one).
+      if (killed !== undefined) await cluster.revive(killed);
+    }
   }, 120_000);
 
-  // Last: it kills a master too (of a shard that still has a replica). Gated until issue 48: it stalled in 3 of 7 full
+  // Last: it kills a master too (the dead node revived as the new master's replica). Gated until issue 48: it stalled in 3 of 7 full
   // runs. The cause was this test: its wait read and parsed the whole order log once per acknowledged entry, on every
   // poll (O(n²): 2–3 s with the event loop blocked, by 1,300 entries), so the workers in this process renewed their 2 s
   // leases late, partitions changed hands every few seconds, and a renewal answered late was taken for the loss of the
@@ -323,7 +333,10 @@ describe('failover on a Redis Cluster, under load', () => {
       throw new Error(`${String(err)}\n${seen.join('\n')}`);
     });
     const { violations } = log.check(mustHandle);
-    expect(violations).toEqual([]);
+    // A violation comes with the workers' log and what the order log says of its key.
+    const about = violations.map((v) => /^key (\S+) (\S+): /.exec(v)).filter((m) => m !== null);
+    const keyLines = log.lines().filter((l) => about.some((m) => l.split(' ')[2] === m[1] && l.endsWith(` ${m[2]}`)));
+    expect(violations, [...lines, '--- order log of the key ---', ...keyLines].join('\n')).toEqual([]);
     expect(acked.length - mustHandle.length).toBeLessThan(acked.length / 10);
   }, 180_000);
 });
