@@ -39,6 +39,7 @@ interface Seen {
   pattern: string;
   partition: number | undefined;
   consumer: string;
+  deliveryCount: number;
   payload: unknown;
 }
 
@@ -53,6 +54,7 @@ class Seen$ {
       pattern: ctx.getPattern(),
       partition: ctx.getPartition(),
       consumer: ctx.getConsumer(),
+      deliveryCount: ctx.getDeliveryCount(),
       payload,
     });
     return this.gate;
@@ -185,8 +187,10 @@ describe('on a Redis Cluster', () => {
     const prefix = uniquePrefix();
     const masters = new Set(await Promise.all(Array.from({ length: 6 }, (_, i) => cluster.masterOf(partitionKey(prefix, 'orders', i)))));
     expect(masters.size).toBe(3);
-    const w1 = await startWorker(SixPartitions, { consumer: 'w1', keyPrefix: prefix, batchSize: 100, blockMs: 200 });
-    const w2 = await startWorker(SixPartitions, { consumer: 'w2', keyPrefix: prefix, batchSize: 100, blockMs: 200 });
+    // What the workers said (warnings and errors), shown with the handlings of any entry handled twice.
+    const logs = captureLogs();
+    const w1 = await startWorker(SixPartitions, { consumer: 'w1', keyPrefix: prefix, batchSize: 100, blockMs: 200 }, logs.logger);
+    const w2 = await startWorker(SixPartitions, { consumer: 'w2', keyPrefix: prefix, batchSize: 100, blockMs: 200 }, logs.logger);
     const producer = client({ keyPrefix: prefix, partitions: { orders: 6 } });
     const total = 20_000;
     const ids = new Array<string>(total);
@@ -204,6 +208,17 @@ describe('on a Redis Cluster', () => {
     await waitFor(() => calls().length >= total, { message: `${total} handled`, timeoutMs: 30_000, progress: () => calls().length });
 
     const all = calls();
+    const byEntry = new Map<string, Seen[]>();
+    for (const c of all) byEntry.set(`${c.stream} ${c.id}`, [...(byEntry.get(`${c.stream} ${c.id}`) ?? []), c]);
+    const twice = [...byEntry].filter(([, cs]) => cs.length > 1);
+    const about = twice
+      .slice(0, 20)
+      .map(([entry, cs]) => `${entry}: ${cs.map((c) => `${c.consumer} delivery ${c.deliveryCount}`).join(', ')}`);
+    const said = logs.lines.filter((l) => !l.startsWith('log ')).slice(0, 60);
+    expect(
+      twice.length,
+      [`${twice.length} entries handled more than once`, ...about, '--- what the workers said ---', ...said].join('\n'),
+    ).toBe(0);
     expect(all).toHaveLength(total);
     expect(new Set(all.map((c) => (c.payload as { i: number }).i)).size).toBe(total);
     expect(new Set(all.map((c) => `${c.stream} ${c.id}`)).size).toBe(total);

@@ -488,4 +488,49 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     const moved = [...firstCount].filter(([, count]) => count > 1);
     expect(moved).toEqual([]);
   }, 120_000);
+  it('an owner that lost its partition takes back nothing the new owner settled meanwhile: neither a failed entry it owed nor entries in its hand (cluster failover flake)', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const { logger, lines } = captureLogs();
+    const record = recording(log);
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    // On "a": k0's first entry fails (owed there, its retry in 2 s); k1's first holds a lane until the test
+    // lets it go (not recorded: "0" runs it meanwhile), so "a" cannot release the partition while the test looks.
+    const onA = async (payload: { fail?: number; block?: number }, ctx: Parameters<typeof record>[1]) => {
+      if (payload.block) return blocked;
+      await record({ fail: payload.fail }, ctx);
+    };
+    const a = consumer(prefix, { consumer: 'a', logger, retry: { backoff: { type: 'fixed', delayMs: 2000 } } });
+    await a.handle('orders', onA, { ordered: true }).start();
+    const produced = await produce(prefix, 2, 5, undefined, (k, n) => (n === 0 ? (k === 0 ? { fail: 1 } : { block: 1 }) : {}));
+    const failing = produced[0]!.split(' ')[1]!;
+    await waitFor(() => log.lines().some((l) => l.startsWith('F ') && l.includes(` ${failing} `)), { message: 'k0 failed on a' });
+    // "0" sorts first: the partition is its share. A ghost takes the owner key (as a peer would once a's
+    // lease ran out while a was frozen): a loses it, and "0" takes it once the ghost's lease runs out.
+    const zero = consumer(prefix, { consumer: '0' });
+    await zero.handle('orders', record, { ordered: true }).start();
+    const owner = `${prefix}orders:owner:g`;
+    await redis.client().set(owner, '999999 t0 ghost', 'PX', 1000);
+    await waitFor(() => lines.some((l) => /lost ownership/.test(l)), { message: 'a lost the partition', timeoutMs: 10_000 });
+    // Every entry is handled by "0", the one that failed on a included (its retry due there).
+    await waitFor(() => log.handled().size >= produced.length, {
+      message: 'every entry handled',
+      timeoutMs: 30_000,
+      progress: () => log.handled().size,
+    });
+    // a renews its lease on what it holds and audits what it owes twice a lease period (400 ms): a few rounds.
+    const roundsBy = performance.now() + 5 * 400;
+    await waitFor(() => performance.now() > roundsBy || lines.some((l) => /taken back/.test(l)), { message: 'a few rounds of a' });
+    unblock();
+    // The partition back to a: whatever is pending under it is run by its self-drain (in order, or the check says so).
+    await zero.close();
+    await waitFor(async () => (await redis.client().get(owner))?.endsWith(' a'), { message: 'a owns it again', timeoutMs: 10_000 });
+    await waitFor(async () => (await redis.client().xpending(`${prefix}orders`, 'g'))[0] === 0, {
+      message: 'nothing pending',
+      timeoutMs: 10_000,
+    });
+    expect(lines.filter((l) => /taken back/.test(l))).toEqual([]);
+    expect(log.check(produced).violations).toEqual([]);
+  }, 120_000);
 });

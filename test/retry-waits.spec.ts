@@ -105,6 +105,7 @@ async function waiting(key: string, n: number) {
     logger: quiet,
     lookable: () => [],
     onDeleted: () => {},
+    mayTakeBack: () => true,
     onGroupLost: () => {},
     onDue: () => {},
   } satisfies PendingAuditDeps;

@@ -122,6 +122,7 @@ function unitLoop(
     onDeleted: (stream, ids) => void deleted.push([stream, ids]),
     onSettled: (event) => void settled.push(event),
     handedLookable: () => streams,
+    mayTakeBack: () => true,
   });
   const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
   const inProgress = new Set<BatchProgress>();

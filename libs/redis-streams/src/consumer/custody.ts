@@ -30,6 +30,11 @@ export interface CustodyDeps {
    * entry when a reclaim brings it, blocking its key behind it).
    */
   handedLookable: () => readonly string[];
+  /**
+   * False while this consumer does not hold `stream`'s partition (an ordered reader that lost it):
+   * what left its pending list is the new owner's (taken over, maybe settled), never taken back here.
+   */
+  mayTakeBack: (stream: string) => boolean;
 }
 
 /**
@@ -63,6 +68,7 @@ export class Custody {
       // Not before its self-drain read it (its own entries not yet fetched again would look handed here), nor once stopping.
       lookable: () => (d.stop.stopped ? [] : d.handedLookable().filter((s) => this.drainedStreams.has(s))),
       onDeleted: d.onDeleted,
+      mayTakeBack: d.mayTakeBack,
       onGroupLost: (stream) => d.findings.groupLost(stream),
       onDue: () => d.findings.wake(),
     });

@@ -16,6 +16,8 @@ export interface OwedAuditDeps {
   minIdleMs: number;
   logger: Logger;
   onDeleted: (stream: string, ids: string[]) => void;
+  /** False: `stream` is not this consumer's now (a partition it lost): nothing in nobody's pending list is taken back, not even by a rejoin. */
+  mayTakeBack: (stream: string) => boolean;
 }
 
 /** Ids per audit call: the script is O(ids) and blocks Redis meanwhile. */
@@ -64,6 +66,7 @@ export async function auditOwed(
     const chunk = todo.slice(i, i + IDS_PER_AUDIT).filter(([id]) => !held.has(id) && d.marks.owes(stream, id));
     if (chunk.length === 0) continue;
     const sentAt = performance.now();
+    const mayTake = d.mayTakeBack(stream);
     const items = chunk.map(([id, o]) => {
       const scheduled = o.retryAt !== undefined;
       // Claiming a scheduled retry that is due: whatever its idle time (the audit checks it is still ours).
@@ -71,7 +74,7 @@ export async function auditOwed(
       return {
         id,
         kind,
-        reown: noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
+        reown: mayTake && noPeerCouldClaim(d, o.confirmedAt, o.idleMs),
         count: o.count,
         // A scheduled retry's wait is its record's, not its idle time: taken back, it waits here again (idle kept low).
         idleMs: scheduled ? 0 : sentAt - o.confirmedAt + o.idleMs,
@@ -90,8 +93,9 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
   const kept: string[] = [];
   /** Now another consumer's (an XCLAIM by hand, or a peer's claim after a lease lapse), by owner. */
   const others = new Map<string, string[]>();
+  const mayTake = d.mayTakeBack(stream);
   const groupLost = !result.known || lost.has(stream);
-  let rejoin = !result.known;
+  let rejoin = !result.known && mayTake;
   for (const f of result.findings) {
     if (f.status === 'mine' || f.status === 'reowned') {
       // Taken back: pending under this consumer again with its count and idle time.
@@ -105,7 +109,7 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
       }
       continue;
     }
-    if (leftToRejoin(f.status, groupLost)) {
+    if (mayTake && leftToRejoin(f.status, groupLost)) {
       // Still owed: the rejoin takes it back (whatever the time, as it does for every entry it owed).
       kept.push(f.id);
       rejoin = true;
@@ -117,7 +121,9 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
     else if (f.status === 'deleted') deleted.push(f.id);
     else if (f.status === 'dropped')
       logger.warn(
-        `failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`,
+        mayTake
+          ? `failed entry ${f.id} of "${stream}" is no longer pending: a peer may have settled it while this consumer was held up past minIdleMs, so it is not retried here`
+          : `failed entry ${f.id} of "${stream}" is no longer pending: the partition's new owner took it over, so it is not retried here`,
       );
   }
   if (deleted.length > 0) d.onDeleted(stream, deleted);

@@ -220,8 +220,9 @@ export class PartitionOwner {
     this.stalledTold = false;
     const epoch = this.epoch;
     try {
-      await this.beat();
-      if (this.failedRenewals > 0)
+      const owned = await this.beat();
+      // Lost meanwhile: the beat said so, and there is nothing renewed to tell.
+      if (this.failedRenewals > 0 && owned)
         d.logger.log(`renewed ownership of "${d.stream}" (epoch ${this.epoch}) again after ${this.failedRenewals} failed renewal(s)`);
       this.failedRenewals = 0;
     } catch (err) {

@@ -173,10 +173,11 @@ export class PendingAudit {
     }
     if (lost.length === 0) return;
     const sentAt = performance.now();
+    const mayTake = this.d.mayTakeBack(stream);
     const items = lost.map(({ entry, confirmedAt }) => ({
       id: entry.id,
       kind: 'held' as const,
-      reown: noPeerCouldClaim(this.d, confirmedAt, 0),
+      reown: mayTake && noPeerCouldClaim(this.d, confirmedAt, 0),
       count: entry.deliveryCount,
     }));
     const result = await this.d.commands.audit(stream, this.d.consumer, undefined, items).catch((err: unknown) => {
@@ -189,6 +190,8 @@ export class PendingAudit {
     if (result === undefined) return;
     if (result === null) return this.lost.add(stream);
     const groupLost = !result.known || this.lost.has(stream);
+    // A partition this consumer lost: nothing leaves for a rejoin; the new owner took (or takes) it all.
+    const rejoinable = (status: string) => mayTake && leftToRejoin(status, groupLost);
     const byId = new Map(lost.map(({ entry }) => [entry.id, entry]));
     const deleted: string[] = [];
     const kept: string[] = [];
@@ -202,7 +205,7 @@ export class PendingAudit {
           );
         continue;
       }
-      if (leftToRejoin(f.status, groupLost)) {
+      if (rejoinable(f.status)) {
         // Still held (a batch or read-ahead not yet handled must not be given up): the rejoin takes it back.
         kept.push(f.id);
         continue;
@@ -225,7 +228,7 @@ export class PendingAudit {
       this.d.logger.warn(
         `entries ${someIds(kept)} of "${stream}" in hand are in nobody's pending list and the group was lost to this consumer (re-created, or the consumer deleted from it): kept, taken back when it rejoins the group`,
       );
-    if (!result.known || kept.length > 0) this.lost.add(stream);
+    if ((!result.known && mayTake) || kept.length > 0) this.lost.add(stream);
   }
 
   /**

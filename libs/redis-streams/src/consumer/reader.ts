@@ -258,6 +258,7 @@ export class Reader {
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
       onSettled: (event) => d.report.settled(event),
       handedLookable: () => (this.keyLanes ? [] : this.pause.readable()),
+      mayTakeBack: () => owner === undefined || owner.holds(),
     });
     const { custody } = this;
     this.acks = new AckPipeline(
