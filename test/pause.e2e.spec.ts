@@ -15,6 +15,7 @@ import { RedisStreamsClient, RedisStreamsRecord, serveDashboard } from 'nestjs-r
 import { lastValueFrom } from 'rxjs';
 import { runCli } from './support/cli.js';
 import { aclUser, PAUSE_ACL } from './support/acl.js';
+import { deadLetterKey } from './support/redis-server.js';
 
 const redis = useRedis();
 
@@ -361,6 +362,53 @@ describe('pause and resume a pattern for the whole group', () => {
     // Held in the lanes while paused and given back uncounted: none ran twice or came back as a failure.
     expect(starts()).toHaveLength(120);
     for (const stream of partitions) expect((await groupOf(stream)).pending).toBe(0);
+  });
+
+  it('an ordered pattern: what its lanes held through a pause starts with the delivery count Redis holds, so maxDeliveries counts each run once (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const runs = new Map<number, number[]>();
+    // A start whose count differs from Redis' (a kill then would make its rerun look like a first delivery).
+    const unlike: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    type Ctx = { getId(): string; getDeliveryCount(): number };
+    const c = consumer(prefix, { maxDeliveries: 2, retry: { backoff: { type: 'fixed', delayMs: 300 } } }).handle(
+      'jobs',
+      async (p: { n: number }, ctx: Ctx) => {
+        const count = ctx.getDeliveryCount();
+        (runs.get(p.n) ?? runs.set(p.n, []).get(p.n)!).push(count);
+        const [row] = (await redis.client().xpending(stream, 'g', ctx.getId(), ctx.getId(), 1)) as [string, string, number, number][];
+        if (Number(row?.[3]) !== count) unlike.push(`entry ${p.n}: the handler sees ${count}, Redis holds ${row?.[3]}`);
+        if (p.n === 0) await gate;
+        throw new Error('always fails');
+      },
+      { ordered: true },
+    );
+    await c.start();
+    // One key, four entries in one read: entry 0 runs, 1–3 wait in its lane.
+    const tx = redis.client().multi();
+    for (let n = 0; n < 4; n++) tx.xadd(stream, '*', 'data', JSON.stringify({ n }), 'partitionKey', 'one');
+    const ids = ((await tx.exec()) ?? []).map(([, id]) => String(id));
+    await waitFor(() => runs.has(0), { message: 'entry 0 in its handler' });
+    expect(await c.pause('jobs')).toBe(true);
+    // What the lane holds waits with its delivery count put back (Redis says 0 for each).
+    const counts = async () =>
+      ((await redis.client().xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][])
+        .filter(([id]) => ids.slice(1).includes(id))
+        .map((row) => Number(row[3]));
+    await waitFor(async () => (await counts()).join() === '0,0,0', { message: 'the held entries put back' });
+    // Entry 0 fails (delivery 1); its retry falls due while paused.
+    release();
+    await beats(3);
+    expect(await c.resume('jobs')).toBe(true);
+    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 4, {
+      message: 'the four dead-lettered',
+      timeoutMs: 20_000,
+    });
+    // Each ran twice, at deliveries 1 and 2 (the code before this ran 1–3 three times: 1, 1, 2).
+    expect(Object.fromEntries(runs)).toEqual({ 0: [1, 2], 1: [1, 2], 2: [1, 2], 3: [1, 2] });
+    expect(unlike).toEqual([]);
   });
 
   it('unordered: the rest of a batch in hand, the read-ahead and what a per-key limit holds start nothing once the worker has seen the pause (review finding)', async () => {

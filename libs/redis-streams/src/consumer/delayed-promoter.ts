@@ -1,5 +1,6 @@
 import { defer, from, type Observable, repeat, timer } from 'rxjs';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
 import { PROMOTE_BUDGET, type DelayedCommands } from '../redis/delayed-commands.js';
 import { isNoPermission, isRetryable } from '../redis/redis-errors.js';
@@ -104,13 +105,14 @@ export class DelayedPromoter {
     return next;
   }
 
-  /** A stream that refused a due entry (another type, out of memory): said once per stream and reason; it waits. */
+  /**
+   * A stream whose due entries cannot go in (it refused one: another type, out of memory; a schedule key of
+   * another type; an idempotency key's record it may not read): said once per stream and reason; they wait.
+   */
   private refusedBy(stream: string, why: string): void {
     if (this.refusals.get(stream) === why) return;
     this.refusals.set(stream, why);
-    this.d.logger.error(
-      `a due delayed entry could not be added to "${stream}": ${why}; it stays in the schedule and is tried again at every look`,
-    );
+    this.d.logger.error(`delayed entries of "${stream}" cannot be moved in: ${escapeControl(why)}; they wait, and are tried again at every look`);
   }
 
   /**

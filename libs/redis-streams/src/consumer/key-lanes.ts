@@ -43,6 +43,8 @@ export interface KeyLanesDeps {
   inProgress: Set<BatchProgress>;
   /** Puts back the delivery counts of read entries that wait (see KeyLanes.holdUncounted). */
   putBack: (entries: readonly StreamEntry[]) => Promise<void>;
+  /** Gives entries put back the count they were read with, as they start, if still this consumer's (StreamCommands.recount): the ids it did. */
+  recount: (entries: readonly StreamEntry[]) => Promise<string[]>;
   logger: Logger;
 }
 
@@ -110,6 +112,10 @@ export class KeyLanes {
   private readonly uncounted = new Set<string>();
   /** Entries to put back in the next round trip. */
   private toPutBack: StreamEntry[] = [];
+  /** The last put-back sent (it never rejects): a recount goes after it, whatever connection carries it. */
+  private puttingBack: Promise<void> = Promise.resolve();
+  /** Uncounted entries starting now, counted again in one round trip (see recount). */
+  private recountBatch: { entries: StreamEntry[]; done: Promise<ReadonlySet<string>> } | undefined;
   /** Ids this owner handled and acked, newest last, at most SETTLED_IDS_KEPT: kept across restarts of the loop, forgotten with the partition. */
   private readonly settledIds = new Set<string>();
   private turnEndedAt = 0;
@@ -265,12 +271,13 @@ export class KeyLanes {
     this.active++;
     this.running++;
     const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
-    this.d.inProgress.add(progress);
     let event: SettledEvent | undefined;
     try {
+      if (this.uncounted.has(entry.id)) await this.recount(entry);
+      this.d.inProgress.add(progress);
       event = await this.d.settle(entry, source);
     } catch (err) {
-      // Redis failed while deciding (a dead-letter move): still pending; the loop restarts and runs it again first.
+      // Redis failed while deciding (a dead-letter move), or before (its recount): still pending; the loop restarts and runs it again first.
       this.failure ??= err;
     }
     this.d.inProgress.delete(progress);
@@ -388,10 +395,11 @@ export class KeyLanes {
   }
 
   /**
-   * Entries read that wait behind their key's rate limit (for as long as the limit takes) get their
-   * delivery count put back, once each, in one round trip for those met meanwhile: a crash of this
-   * worker then leaves them as they were before this read, and the next owner's read counts them once,
-   * as the limit's own wait counts nothing (a failure's wait is the failure's, and keeps its count).
+   * Entries read that wait behind their key's rate limit (for as long as the limit takes), or through a
+   * pause, get their delivery count put back, once each, in one round trip for those met meanwhile: a
+   * crash of this worker then leaves them as they were before this read, and the next owner's read counts
+   * them once, as the wait itself counts nothing (a failure's wait is the failure's, and keeps its count).
+   * Each is counted again as it starts (recount).
    */
   private holdUncounted(entries: readonly StreamEntry[]): void {
     const fresh = entries.filter((e) => !this.uncounted.has(e.id));
@@ -405,13 +413,41 @@ export class KeyLanes {
     const entries = this.toPutBack;
     this.toPutBack = [];
     if (entries.length === 0) return;
-    await this.d
-      .putBack(entries)
-      .catch((err: unknown) =>
-        this.d.logger.warn(
-          `could not put back the delivery counts of ${entries.length} entries waiting behind their key's rate limit: ${err instanceof Error ? err.message : String(err)}`,
-        ),
+    // Set before any await: a recount queued after this put-back finds it.
+    this.puttingBack = this.d.putBack(entries).catch((err: unknown) => {
+      this.d.logger.warn(
+        `could not put back the delivery counts of ${entries.length} entries waiting in their key lanes (a pause, or their key's rate limit): ${err instanceof Error ? err.message : String(err)}`,
       );
+    });
+    await this.puttingBack;
+  }
+
+  /**
+   * An entry whose count was put back (it waited: a pause, its key's limit) is counted again as it starts,
+   * with the count it was read with: otherwise its run costs no delivery, so `maxDeliveries` lets it run once
+   * more, and a kill -9 during it makes its next run look like a first. One round trip for the entries that
+   * start together, after any put-back on its way. Rejects when Redis failed, or the entry is no longer
+   * pending under this consumer (an operator's XCLAIM or XACK): the loop restarts, and self-drain decides.
+   */
+  private async recount(entry: StreamEntry): Promise<void> {
+    let batch = this.recountBatch;
+    if (!batch) {
+      const entries: StreamEntry[] = [];
+      batch = this.recountBatch = {
+        entries,
+        // A microtask later: every entry pump starts in this turn is in the batch.
+        done: Promise.resolve().then(async () => {
+          this.recountBatch = undefined;
+          await this.puttingBack;
+          return new Set(await this.d.recount(entries));
+        }),
+      };
+    }
+    batch.entries.push(entry);
+    const ours = await batch.done;
+    if (!ours.has(entry.id))
+      throw new Error(`entry ${entry.id} of "${entry.stream}" is no longer pending under this consumer: it was not started`);
+    this.uncounted.delete(entry.id);
   }
 
   /** Entries of a lane counted in the tallies: queued, and the one running or being acked. */

@@ -288,6 +288,7 @@ export class Reader {
         inProgress: this.inProgress,
         // Only while the partition is this consumer's: a stale owner's XCLAIM would take a peer's entries.
         putBack: (entries) => (owner.holds() ? owner.giveBack(entries) : Promise.resolve()),
+        recount: (entries) => commands.recount(streams[0]!, options.consumer, entries),
         logger,
       }));
     // Built once: settleBatch runs per fetched batch (the drain's hot path).

@@ -22,8 +22,9 @@ return owned
 
 // Hands back entries read and not started (a pause): those this consumer still owns get the idle
 // time ARGV[3] (minIdleMs: the next reclaim takes them) and the delivery count they had before its
-// read (RETRYCOUNT), so that waiting costs them no delivery. ARGV[4…]: id, count-before pairs (a
-// batch: the caller's COUNT bounds them). Returns the ids it handed back.
+// read (RETRYCOUNT), so that waiting costs them no delivery. The same with idle 0 and the count they
+// were read with counts such an entry again as it starts (StreamCommands.recount). ARGV[4…]: id,
+// count pairs (a batch: the caller's COUNT bounds them). Returns the ids it set.
 export const PUT_BACK_SCRIPT = `
 local owned = {}
 for i = 4, #ARGV, 2 do

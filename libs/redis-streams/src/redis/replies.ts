@@ -353,7 +353,7 @@ export interface Promotion {
   dropped: number;
   nextDueInMs: number | undefined;
   waiting: number;
-  /** The stream refused the entry due next (WRONGTYPE, OOM …): it waits, and the stream's next look tries again. */
+  /** Why its due entries cannot go in (the stream refused one: WRONGTYPE, OOM …; a schedule key of another type; an idempotency record it may not read): they wait, and the next look tries again. */
   refused?: string;
   /** The call's budget ended inside this stream ('stopped': more may be due) or before it ('unlooked': nothing above is known). */
   more?: 'stopped' | 'unlooked';

@@ -369,6 +369,20 @@ export class StreamCommands {
     return owned;
   }
 
+  /**
+   * Entries of `stream` whose delivery count was put back while they waited in this consumer (an ordered
+   * key lane through a pause, or behind its key's limit), about to start: each gets back the count it was
+   * read with, idle 0 (PUT_BACK_SCRIPT), only while still pending under `consumer`. The ids it restored.
+   */
+  async recount(stream: string, consumer: string, entries: readonly { id: string; deliveryCount: number }[]): Promise<string[]> {
+    const owned: string[] = [];
+    for (let i = 0; i < entries.length; i += IDS_PER_SCRIPT_CALL / 2) {
+      const pairs = entries.slice(i, i + IDS_PER_SCRIPT_CALL / 2).flatMap((e) => [e.id, e.deliveryCount]);
+      for (const id of await this.conn.streamsPutBack(stream, this.group, consumer, 0, ...pairs)) owned.push(String(id));
+    }
+    return owned;
+  }
+
   async setIdle(stream: string, consumer: string, ids: readonly string[], idleMs: number): Promise<string[]> {
     if (ids.length === 0) return [];
     if (ids.length <= IDS_PER_SCRIPT_CALL) return (await this.conn.streamsLease(stream, this.group, consumer, idleMs, ...ids)).map(String);
