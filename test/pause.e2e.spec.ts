@@ -318,6 +318,39 @@ describe('pause and resume a pattern for the whole group', () => {
     await redis.client().call('ACL', 'DELUSER', name);
   });
 
+  it("the CLI says what it could not look for, and --force by a partitioned pattern's name pauses its partitions, not a flag nobody reads (review finding)", async () => {
+    const prefix = uniquePrefix();
+    const c = consumer(prefix).handle('parts', () => undefined, { partitions: 2 });
+    await c.start();
+    const partitions = [0, 1].map((p) => `${prefix}{parts:${p}}`);
+    const name = `ops-${prefix.slice(2, 10)}`;
+    const user = await aclUser(redis.client(), redis.port, name, prefix, PAUSE_ACL);
+    const url = `redis://${user.username}:${user.password}@127.0.0.1:${redis.port}`;
+    // A name no stream has, under the documented ACL (no +scan): a usage error that says what to grant, not a NOPERM.
+    const nosuch = await runCli(redis, ['pause', `${prefix}nosuch`, '--group', 'g', '--url', url]);
+    expect(nosuch.code).toBe(2);
+    expect(nosuch.stderr).toMatch(/no stream with a consumer group is named ".*nosuch".*\+scan/s);
+    expect(nosuch.stderr).not.toMatch(/NOPERM/);
+    const resumed = await runCli(redis, ['resume', `${prefix}nosuch`, '--group', 'g', '--url', url]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toMatch(/".*nosuch" was not paused/);
+    expect(resumed.stderr).toMatch(/\+scan/);
+    // --force by the pattern's name, where the CLI may look: each partition, as without --force.
+    const forced = await runCli(redis, ['pause', `${prefix}parts`, '--group', 'g', '--force']);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout.trim().split('\n')).toHaveLength(2);
+    for (const key of partitions) expect(await redis.client().exists(pauseKeyOf(key, 'g'))).toBe(1);
+    expect(await redis.client().exists(pauseKeyOf(`${prefix}parts`, 'g'))).toBe(0);
+    await waitFor(async () => (await c.health()).streams.every((s) => s.paused), { message: 'the partitions paused' });
+    await runCli(redis, ['resume', `${prefix}parts`, '--group', 'g']);
+    // Where it may not look (no +scan): the flag as named, and a word that it pauses no partition.
+    const blind = await runCli(redis, ['pause', `${prefix}parts`, '--group', 'g', '--force', '--url', url]);
+    expect(blind.code).toBe(0);
+    expect(blind.stdout).toMatch(/^paused ".*parts" for group "g"/);
+    expect(blind.stderr).toMatch(/pauses no partition .*\{parts:0\}/);
+    await redis.client().call('ACL', 'DELUSER', name);
+  });
+
   it('an ordered pattern with per-key limits starts nothing once each worker has seen the pause; what its lanes hold runs after the resume, once (review finding)', async () => {
     const prefix = uniquePrefix();
     // One record outside the handlers, in order: each worker's report of the pause (its log line), and each start.
