@@ -112,7 +112,9 @@ export class DelayedPromoter {
   private refusedBy(stream: string, why: string): void {
     if (this.refusals.get(stream) === why) return;
     this.refusals.set(stream, why);
-    this.d.logger.error(`delayed entries of "${stream}" cannot be moved in: ${escapeControl(why)}; they wait, and are tried again at every look`);
+    this.d.logger.error(
+      `delayed entries of "${stream}" cannot be moved in: ${escapeControl(why)}; they wait, and are tried again at every look`,
+    );
   }
 
   /**
