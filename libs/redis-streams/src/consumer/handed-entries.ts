@@ -1,4 +1,5 @@
 import { someIds } from '../id-list.js';
+import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import type { DeliveryMarks } from './delivery-marks.js';
@@ -38,9 +39,9 @@ const SETTLED_MS = 50;
  * Entries handed to this consumer by an operator (an **entry taken in**): an `XCLAIM` by hand puts
  * an entry in its pending list that it never fetched, so nothing here held or owed it, and an
  * `XGROUP DELCONSUMER` of it would drop the entry with nobody to take it back. Each check looks at a
- * page of its own pending list per stream (the next page next time); what it holds and owes none of
- * is taken in: owed here, as a failed entry of its own is (tried once idle `minIdleMs −
- * leaseRenewMs`), or, when it waits for a retry (its record says so), kept waiting until its due
+ * page of its own pending list per stream (the next page next time); what it holds and owes none of,
+ * found so by two looks at it in a row, is taken in: owed here, as a failed entry of its own is (tried
+ * once idle `minIdleMs − leaseRenewMs`), or, when it waits for a retry (its record says so), kept waiting until its due
  * time while there is room (`maxWaitingRetries`; past it a reclaim takes it at its due time).
  * From then on a delete of this consumer loses nothing of it (see PendingAudit). A reader of more than
  * STREAMS_PER_CHECK streams looks at a share of them per check: every stream within CHECKS_PER_ROUND checks.
@@ -48,6 +49,12 @@ const SETTLED_MS = 50;
 export class HandedEntries {
   /** Per stream, the last id of the page looked at; none: from the first. */
   private readonly after = new Map<string, string>();
+  /**
+   * Per stream, entries seen once pending here unknown, with their delivery count: taken in only when the next
+   * look at them finds them so again. One sighting is no proof: a read's reply not yet processed here (a busy
+   * event loop) shows its entries exactly so, and taking them in ran a batch of 100 twice (cluster.e2e under load).
+   */
+  private readonly sighted = new Map<string, Map<string, number>>();
   /** Where the next check starts in the list of streams (a reader of many looks at a share of them each time). */
   private next = 0;
 
@@ -73,10 +80,22 @@ export class HandedEntries {
       );
       pages.forEach((rows, j) => {
         const stream = round[j]!;
+        const from = this.after.get(stream);
         // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
         if (rows === null || rows.length < ROWS_PER_LOOK) this.after.delete(stream);
         else this.after.set(stream, rows.at(-1)!.id);
-        if (rows === null || rows.length === 0) return;
+        // Sightings this page covered and did not confirm are over (settled, taken by a peer, fetched since).
+        const to = rows !== null && rows.length === ROWS_PER_LOOK ? rows.at(-1)!.id : undefined;
+        const before = this.sighted.get(stream);
+        const now = new Map<string, number>();
+        if (before && rows !== null)
+          for (const [id, count] of before)
+            if ((from !== undefined && compareIds(id, from) <= 0) || (to !== undefined && compareIds(id, to) > 0)) now.set(id, count);
+        if (rows === null || rows.length === 0) {
+          if (now.size > 0) this.sighted.set(stream, now);
+          else this.sighted.delete(stream);
+          return;
+        }
         // As the answer comes: every settle of ours goes on the connection this look did, so one sent before
         // it ran first (not listed) and one sent after is still held (the lease keeps an entry until its ack is confirmed).
         const held = d.lease.idsOn(stream);
@@ -84,6 +103,11 @@ export class HandedEntries {
         for (const r of rows) {
           // Idle minIdleMs or more: handed back to the group (a stop, a pause's put-back), any reclaim's to take.
           if (r.idleMs < SETTLED_MS || r.idleMs >= d.minIdleMs || held.has(r.id) || d.marks.owes(stream, r.id)) continue;
+          // First seen so (or delivered again since): looked at again next time.
+          if (before?.get(r.id) !== r.deliveryCount) {
+            now.set(r.id, r.deliveryCount);
+            continue;
+          }
           if (r.dueInMs !== undefined) {
             // Below maxWaitingRetries, as a reclaim's adoptions stay (this consumer's own failures may fill it; see withoutWaiting).
             if (d.marks.waiting >= d.maxWaitingRetries - 1) continue;
@@ -91,6 +115,8 @@ export class HandedEntries {
           } else if (!d.marks.takeIn(stream, r.id, r.deliveryCount, sentAt, r.idleMs)) continue;
           taken.push(r.id);
         }
+        if (now.size > 0) this.sighted.set(stream, now);
+        else this.sighted.delete(stream);
         if (taken.length > 0)
           d.logger.warn(
             `${taken.length === 1 ? 'entry' : 'entries'} ${someIds(taken)} of "${stream}" ${taken.length === 1 ? 'is' : 'are'} pending under this consumer, which never fetched ${taken.length === 1 ? 'it' : 'them'} (an XCLAIM by hand): taken in, owed here`,
