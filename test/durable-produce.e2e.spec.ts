@@ -157,6 +157,26 @@ describe('durable produce', () => {
     },
   );
 
+  it.skipIf(/redis-server$/.test(SERVER_BIN) && process.env.REDIS_SERVER_BIN === undefined)(
+    'fsync by a user who may not run COMMAND, on a server with WAITAOF: the wait decides, not a false "needs WAITAOF" (review finding)',
+    async () => {
+      const admin = pair.master.client();
+      await admin.call('ACL', 'SETUSER', 'nocommand', 'reset', 'on', '>pw', '~*', '&*', '+@all', '-command');
+      try {
+        const client = await producer({
+          connection: `redis://nocommand:pw@127.0.0.1:${pair.master.port}`,
+          durability: { replicas: 1, fsync: true, timeoutMs: 300 },
+        });
+        const err = await emit(client, { n: 1 }).catch((e: unknown) => e);
+        // No AOF on this pair: the server itself refuses the wait, after the entry went in.
+        expect(err).toBeInstanceOf(NotDurableError);
+        expect((err as NotDurableError).confirmed.refused).toMatch(/appendonly/i);
+      } finally {
+        await admin.call('ACL', 'DELUSER', 'nocommand');
+      }
+    },
+  );
+
   it('the waits never hold the client’s other writes: a durable emit waiting on a frozen replica, a plain one resolves meanwhile', async () => {
     const client = await producer({ durability: { replicas: 1, timeoutMs: 3000 } });
     await emit(client, { warm: true });
@@ -178,5 +198,35 @@ describe('durable produce', () => {
     } finally {
       thaw();
     }
+  });
+  it('a durable emit its caller was told failed is never written later: one still waiting behind a frozen master is withdrawn (review finding)', async () => {
+    const client = await producer({ commandTimeoutMs: 1000, durability: { replicas: 1, timeoutMs: 300 } });
+    const key = `${client.options.keyPrefix}orders`;
+    await emit(client, { warm: true });
+    const thaw = await freezeServer(pair.master.client());
+    try {
+      // A is sent (its pipeline waits on the frozen master); B waits behind it, unsent.
+      const a = emit(client, { tag: 'A' });
+      // Emits begun in one turn share a pipeline: B starts once A's has gone (its path to the socket is promises and
+      // one setImmediate, nothing that waits on I/O: the lane is open and the server's features known).
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+      const b = emit(client, { tag: 'B' });
+      await expect(a).rejects.toThrow(/no answer within 1000 ms; the entry may or may not have been written/);
+      await expect(b).rejects.toThrow(/not sent.*nothing was written/);
+    } finally {
+      thaw();
+    }
+    // A's pipeline ends once the master answers; a write after it goes in the next pipeline, where B would have gone.
+    await waitFor(
+      () =>
+        emit(client, { tag: 'C' }).then(
+          () => true,
+          () => false,
+        ),
+      { message: 'a durable emit confirmed again' },
+    );
+    const tags = (await pair.master.client().xrange(key, '-', '+')).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!).tag);
+    expect(tags).toContain('C');
+    expect(tags).not.toContain('B');
   });
 });

@@ -378,18 +378,21 @@ export class RedisStreamsClient extends ClientProxy {
   private async writeDurably(stream: string, durability: ResolvedDurability, commands: RawCommand[]): Promise<DurableResult> {
     if (durability.fsync) {
       const features = await (this.features ?? this.detectFeatures());
-      if (!features.waitAof)
+      // Not looked up (COMMAND refused): the wait itself says whether the server has it (NotDurableError, refused).
+      if (!features.waitAof && !features.lookupError)
         throw new Error(
           `durability.fsync needs WAITAOF (Redis or Valkey 7.2 or later); this server is ${features.server}: nothing was written`,
         );
     }
     const lane = this.openDurableLane();
     await this.laneReady(lane);
-    const limit = this.options.commandTimeoutMs + durability.timeoutMs;
-    const result = await within<DurableResult | undefined>(this.durableWrites!.write(stream, durability, commands), limit, undefined);
-    // Sent, never answered: whenReady says the entry may or may not have been written.
-    if (!result) throw new Error('Command timed out');
-    return result;
+    // Sent, never answered within the bound: whenReady says the entry may or may not have been written; never sent: not written.
+    return this.durableWrites!.write(
+      stream,
+      durability,
+      commands,
+      AbortSignal.timeout(this.options.commandTimeoutMs + durability.timeoutMs),
+    );
   }
 
   private openDurableLane(): CommandLane {

@@ -19,6 +19,10 @@ interface Pending {
   reject: (err: unknown) => void;
   /** Pipelines it was sent in and redirected (MOVED/ASK): not written, sent again after a slot refresh. */
   redirects: number;
+  /** In a pipeline now (from then on its writer's giving up cannot unsend it). */
+  sent: boolean;
+  /** The group it waits in, while it waits. */
+  group?: Group;
 }
 
 /** The writes waiting for one master's next pipeline, and whether one of its pipelines is out. */
@@ -36,6 +40,14 @@ const MAX_BATCH_COMMANDS = 1000;
 const MAX_REDIRECTS = 3;
 /** The longest a slot refresh after a redirection is waited for before the writes go again anyway. */
 const REFRESH_WITHIN_MS = 5000;
+
+/** A durable write withdrawn before it was sent: nothing of it reached Redis. */
+export class DurableWriteNotSent extends Error {
+  constructor() {
+    super('not sent: its master had not answered the writes before it in time, and it was withdrawn: nothing was written');
+    this.name = 'DurableWriteNotSent';
+  }
+}
 
 const isRedirect = (err: Error | null): boolean => err !== null && /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /.test(err.message);
 
@@ -61,14 +73,38 @@ export class DurableWrites {
   ) {}
 
   /** Sends `commands` (one write's, every key in `slotKey`'s slot) in the next pipeline of that slot's master, then the wait. */
-  write(slotKey: string, durability: ResolvedDurability, commands: readonly RawCommand[]): Promise<DurableResult> {
-    return new Promise<DurableResult>((resolve, reject) => this.enqueue({ slotKey, commands, resolve, reject, redirects: 0 }, durability));
+  write(slotKey: string, durability: ResolvedDurability, commands: readonly RawCommand[], signal?: AbortSignal): Promise<DurableResult> {
+    return new Promise<DurableResult>((resolve, reject) => {
+      // Its writer gave up: one not yet in a pipeline is never sent (a write its caller was told failed must not
+      // appear later, when a frozen master's pipeline ends); one sent may or may not have been written.
+      const abandon = () => {
+        const group = w.group;
+        if (!w.sent && group) {
+          group.open.splice(group.open.indexOf(w), 1);
+          group.commands -= w.commands.length;
+          reject(new DurableWriteNotSent());
+        } else reject(new Error('Command timed out'));
+      };
+      const settled = () => signal?.removeEventListener('abort', abandon);
+      const w: Pending = {
+        slotKey,
+        commands,
+        resolve: (result) => (settled(), resolve(result)),
+        reject: (err) => (settled(), reject(err)),
+        redirects: 0,
+        sent: false,
+      };
+      signal?.addEventListener('abort', abandon, { once: true });
+      this.enqueue(w, durability);
+    });
   }
 
   private enqueue(write: Pending, durability: ResolvedDurability): void {
     const key = `${this.masterOf(write.slotKey)} ${durability.replicas} ${durability.fsync ? 1 : 0} ${durability.timeoutMs}`;
     let group = this.groups.get(key);
     if (!group) this.groups.set(key, (group = { durability, open: [], commands: 0, sending: false, scheduled: false }));
+    write.sent = false;
+    write.group = group;
     group.open.push(write);
     group.commands += write.commands.length;
     if (group.sending || group.scheduled) return;
@@ -94,6 +130,8 @@ export class DurableWrites {
     let count = 0;
     while (group.open.length > 0 && (writes.length === 0 || count + group.open[0]!.commands.length <= MAX_BATCH_COMMANDS)) {
       const w = group.open.shift()!;
+      w.sent = true;
+      w.group = undefined;
       writes.push(w);
       count += w.commands.length;
     }
