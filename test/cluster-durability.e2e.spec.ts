@@ -335,6 +335,40 @@ describe('durable acks and durable produce on a Redis Cluster', () => {
       await expectNotDurable(stream, outcomes);
     });
   });
+  it('a master frozen and replaced: emits to its slot reach the promoted replica, plain and durable, with the old one still frozen (review finding: none until the thaw)', async () => {
+    const prefix = uniquePrefix();
+    const plain = await producer(prefix, { commandTimeoutMs: 1000 });
+    const durable = await producer(prefix, { commandTimeoutMs: 1000, durability: { replicas: 1, timeoutMs: 300 } });
+    const stream = partitionKey(prefix, 'orders', 0);
+    const key = keysOf(0, 1)[0]!;
+    const emit = (c: RedisStreamsClient) =>
+      lastValueFrom(c.emit<string>('orders', new RedisStreamsRecord({ at: performance.now() }, {}, { partitionKey: key })));
+    await emit(plain);
+    await emit(durable);
+    const { master } = await cluster.replicaOf(stream);
+    cluster.freeze(master);
+    try {
+      // Both clients meet the silence (each emit times out), before and after the takeover.
+      const tries = [emit(plain), emit(durable)].map((p) => p.catch((err: unknown) => err));
+      await cluster.takenOver(stream, master, 30_000);
+      await Promise.all(tries);
+      // Then each reaches the new master, whose replica (the old master) is frozen: written, and for the durable
+      // client not confirmed (NotDurableError names the entry it wrote there), never "no answer".
+      const reached = (c: RedisStreamsClient) =>
+        waitFor(
+          () =>
+            emit(c).then(
+              () => true,
+              (err: unknown) => err instanceof NotDurableError,
+            ),
+          { message: 'an emit answered by the promoted replica', timeoutMs: 20_000, intervalMs: 200 },
+        );
+      await reached(plain);
+      await reached(durable);
+    } finally {
+      cluster.thaw(master);
+    }
+  }, 120_000);
 });
 
 /** How an emit came out and how long it took. */

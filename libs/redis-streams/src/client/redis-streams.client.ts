@@ -452,8 +452,11 @@ export class RedisStreamsClient extends ClientProxy {
       // Written, not confirmed: its own message says so (and carries no secret).
       if (err instanceof NotDurableError) throw err;
       // Sent, then the connection was cut and never came back in time: Redis may have written it.
-      if (isCommandTimeout(err))
+      if (isCommandTimeout(err)) {
+        // Its master may be frozen or cut off and replaced: the next writes go where a fresh slot map says.
+        (lanes.command as Partial<{ refreshAfterTimeout(): void }>).refreshAfterTimeout?.();
         throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
+      }
       if (isConnectionLoss(err))
         throw fail(
           `the connection was lost before Redis answered (${this.lastLaneError?.message ?? 'closed'}); the entry may or may not have been written`,

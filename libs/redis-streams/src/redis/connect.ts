@@ -24,6 +24,9 @@ export function openCommandConnection(connection: ResolvedConnection, name: stri
     : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
 }
 
+/** How often timed-out commands may ask for a fresh slot map (each asks the nodes in turn, one second each at most). */
+const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
+
 /**
  * An ioredis Cluster whose every command has a deadline, even where the nodes' `commandTimeout`
  * never starts: a command waiting in the Cluster's own offline queue (no slot map yet, a
@@ -31,6 +34,9 @@ export function openCommandConnection(connection: ResolvedConnection, name: stri
  * forever once the Cluster has ended.
  */
 class DeadlineCluster extends Cluster {
+  /** When a timed-out command last asked for a fresh slot map (performance.now()). */
+  private refreshedAt = -Infinity;
+
   constructor(
     nodes: ClusterNode[],
     options: ClusterOptions,
@@ -42,7 +48,22 @@ class DeadlineCluster extends Cluster {
 
   override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
     command.setTimeout(this.deadlineMs);
+    command.promise.catch((err: unknown) => {
+      if (err instanceof Error && err.message.startsWith('Command timed out')) this.refreshAfterTimeout();
+    });
     return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
+  }
+
+  /**
+   * A command that timed out may have gone to a master that froze or was cut off and has been replaced:
+   * ioredis learns a new slot map only from a MOVED, which a silent node never sends, so every command of
+   * its slots would time out until it answers again. A fresh map is asked for, at most once a second.
+   */
+  refreshAfterTimeout(): void {
+    const now = performance.now();
+    if (now - this.refreshedAt < REFRESH_AFTER_TIMEOUT_EVERY_MS || this.status !== 'ready') return;
+    this.refreshedAt = now;
+    this.refreshSlotsCache(() => undefined);
   }
 
   override delayUntilReady(callback: (err?: Error | null) => void): void {

@@ -78,6 +78,8 @@ export class DurableWrites {
       // Its writer gave up: one not yet in a pipeline is never sent (a write its caller was told failed must not
       // appear later, when a frozen master's pipeline ends); one sent may or may not have been written.
       const abandon = () => {
+        // Its master did not answer in time: it may be frozen and replaced, and the next writes go where a fresh map says.
+        if (this.onCluster) (this.conn as Partial<{ refreshAfterTimeout(): void }>).refreshAfterTimeout?.();
         const group = w.group;
         if (!w.sent && group) {
           group.open.splice(group.open.indexOf(w), 1);
