@@ -234,6 +234,39 @@ describe.skipIf(CLUSTER_MODE)('the dashboard module with its Redis unreachable',
       expect.stringMatching(new RegExp(`^log connection to redis://127\\.0\\.0\\.1:${redis.port} restored after \\d+(\\.\\d)? s$`)),
     ]);
   });
+  it('Redis busy in a script answers 503 "Redis unavailable", not 400 (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const base = await dashboardApp(`redis://127.0.0.1:${redis.port}`, prefix, logs.logger);
+    const key = `${prefix}orders`;
+    await redis.client().xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    const stream = `${base}api/stream?key=${encodeURIComponent(key)}`;
+    expect((await fetch(stream)).status).toBe(200);
+    const admin = redis.client();
+    const [threshold] = ((await admin.config('GET', 'busy-reply-threshold')) as string[]).slice(1);
+    await admin.config('SET', 'busy-reply-threshold', '100');
+    // A script that runs 3 to 4 s by Redis' clock (it ends by itself), on a connection of its own.
+    const running = redis
+      .newClient()
+      .eval("local s = tonumber(redis.call('TIME')[1]) while tonumber(redis.call('TIME')[1]) < s + 4 do end return 1", 0);
+    try {
+      const probe = redis.newClient();
+      await waitFor(
+        () =>
+          probe.ping().then(
+            () => false,
+            (err: Error) => /^BUSY /.test(err.message),
+          ),
+        { message: 'Redis busy' },
+      );
+      const res = await fetch(stream);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toMatch(/^Redis unavailable: BUSY /);
+    } finally {
+      await running;
+      await admin.config('SET', 'busy-reply-threshold', threshold ?? '5000');
+    }
+  });
 });
 
 function escape(text: string): string {

@@ -1,6 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError } from '../describe-error.js';
-import { isCommandTimeout, isConnectionLoss, isErrorReply, isHandshakeRefusal, isUnanswered } from '../redis/redis-errors.js';
+import {
+  isCommandTimeout,
+  isConnectionLoss,
+  isErrorReply,
+  isHandshakeRefusal,
+  isServerUnavailable,
+  isUnanswered,
+} from '../redis/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { PendingActions } from '../ops/pending-actions.js';
 import type { RedisConnection } from '../redis/connect.js';
@@ -115,6 +122,8 @@ export function createDashboardHandler(
           if (req.method === 'POST') return send(res, 503, { error: `${error}: ${outcome}; look before trying again`, outcome: 'unknown' });
           return send(res, 503, { error });
         }
+        // Redis serves no one now (BUSY in a script, LOADING, CLUSTERDOWN …): no fault of the request either.
+        if (isServerUnavailable(err)) return send(res, 503, { error: `Redis unavailable: ${describeError(err)}` });
         // Redis refused what the request named (NOGROUP, an id past the last one, NOPERM): said as Redis said it.
         if (isErrorReply(err)) return send(res, 400, { error: `Redis refused: ${describeError(err)}` });
         // describeError masks credentials; the message is all a browser gets.

@@ -35,6 +35,11 @@ export const isUnblocked = (err: unknown): boolean => message(err).startsWith('U
 
 const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
 
+/** Redis cannot serve anyone now (busy in a script, loading its data, a cluster or master down, a slot moving): no fault of the command. */
+export const isServerUnavailable = (err: unknown): boolean =>
+  /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN) /.test(message(err)) ||
+  /^Too many Cluster redirections\. Last error: (?:\w*Error: )?(CLUSTERDOWN|TRYAGAIN) /.test(message(err));
+
 /** A cluster redirection: the key's slot is served by another node (or ioredis gave up following them). */
 export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) |^Too many Cluster redirections/.test(message(err));
 
