@@ -1,5 +1,6 @@
 import { defer, exhaustMap, filter, ignoreElements, interval, merge, tap, type Observable } from 'rxjs';
 import { describeError } from '../describe-error.js';
+import { escapeControl } from '../escape-control.js';
 import { someIds } from '../id-list.js';
 import type { StreamEntry } from '../stream-entry.js';
 import type { Owed } from './delivery-marks.js';
@@ -195,14 +196,15 @@ export class PendingAudit {
     const byId = new Map(lost.map(({ entry }) => [entry.id, entry]));
     const deleted: string[] = [];
     const kept: string[] = [];
+    // Said once per kind and round, not per entry (a partition taken over finds a whole batch so).
+    const reowned: string[] = [];
+    const gone: string[] = [];
+    const others = new Map<string, string[]>();
     for (const f of result.findings) {
       const entry = byId.get(f.id)!;
       if (f.status === 'mine' || f.status === 'reowned') {
         this.d.lease.confirm(entry, sentAt);
-        if (f.status === 'reowned')
-          this.d.logger.warn(
-            `entry ${f.id} of "${stream}" in hand was in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`,
-          );
+        if (f.status === 'reowned') reowned.push(f.id);
         continue;
       }
       if (rejoinable(f.status)) {
@@ -213,15 +215,22 @@ export class PendingAudit {
       this.d.lease.drop(entry);
       this.explain(stream, f.id);
       if (f.status === 'deleted') deleted.push(f.id);
-      else if (f.status === 'other')
-        this.d.logger.warn(
-          `entry ${f.id} of "${stream}" in hand is now "${f.owner}"'s (claimed by hand, or after this consumer's lease lapsed): its result here is not acked for it`,
-        );
-      else
-        this.d.logger.warn(
-          `entry ${f.id} of "${stream}" in hand is no longer pending: a peer took and settled it while this consumer was held up past minIdleMs, an operator acked it or ran XGROUP DELCONSUMER, or an ack of this consumer's that timed out reached Redis after all`,
-        );
+      else if (f.status === 'other') others.set(f.owner, [...(others.get(f.owner) ?? []), f.id]);
+      else gone.push(f.id);
     }
+    const entries = (ids: readonly string[]) => `${ids.length === 1 ? 'entry' : 'entries'} ${someIds(ids)} of "${stream}" in hand`;
+    if (reowned.length > 0)
+      this.d.logger.warn(
+        `${entries(reowned)} ${reowned.length === 1 ? 'was' : 'were'} in nobody's pending list (XGROUP DELCONSUMER of this consumer, or an XACK by hand): taken back`,
+      );
+    for (const [owner, ids] of others)
+      this.d.logger.warn(
+        `${entries(ids)} ${ids.length === 1 ? 'is' : 'are'} now "${escapeControl(owner)}"'s (claimed by hand, or after this consumer's lease lapsed): ${ids.length === 1 ? 'its result' : 'their results'} here not acked for it`,
+      );
+    if (gone.length > 0)
+      this.d.logger.warn(
+        `${entries(gone)} no longer pending: a peer took and settled ${gone.length === 1 ? 'it' : 'them'} (the partition's new owner, or while this consumer was held up past minIdleMs), an operator acked ${gone.length === 1 ? 'it' : 'them'} or ran XGROUP DELCONSUMER, or an ack of this consumer's that timed out reached Redis after all`,
+      );
     if (deleted.length > 0) this.d.onDeleted(stream, deleted);
     // Once per loss: until the rejoin, each renewal finds them so again.
     if (kept.length > 0 && !this.lost.has(stream))
