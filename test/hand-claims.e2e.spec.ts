@@ -132,9 +132,10 @@ describe(`an entry waiting for its retry, XCLAIMed by hand (JUSTID), then a cons
     requireBuilt(TEST_HOST === 'core' ? 'libs/redis-streams/dist/esm/core/index.js' : 'libs/redis-streams/dist/esm/index.js');
     // minIdleMs 1200 there: its idle resets keep the waiting entry's idle below it, so b (4000) has not reclaimed it.
     const x = await startFixture(children, 'retry-worker.mjs', [JSON.stringify(redis.connection), prefix, 'x', '1500', '1200', TEST_HOST]);
-    const b = await failingFirst(prefix, 'b', logs, 1500);
     const id = (await redis.client().xadd(key, '*', 'n', '1'))!;
     await waitFor(() => x.out().includes(`try ${id} 1\n`), { message: 'the first try, on x' });
+    // The peer starts once x has the entry (started before, its park could be served first).
+    const b = await failingFirst(prefix, 'b', logs, 1500);
     await recorded(key, id);
     const exited = new Promise((resolve) => x.child.once('exit', resolve));
     x.child.kill('SIGKILL');
