@@ -15,6 +15,7 @@ function looker() {
     marks: new DeliveryMarks(),
     consumer: 'c',
     minIdleMs: 30_000,
+    leaseRenewMs: 10_000,
     maxWaitingRetries: 100,
     logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
   });
@@ -34,13 +35,13 @@ describe('HandedEntries: what one check costs', () => {
     expect(await check(streams)).toEqual(streams);
   });
 
-  it('a reader of 10,000 streams looks at a tenth of them per check, every one within ten checks (review finding: one script per stream per check)', async () => {
+  it('a reader of 10,000 streams looks at a share of them per check, every one within four checks at the default 1:3 lease (review finding: one script per stream per check)', async () => {
     const streams = Array.from({ length: 10_000 }, (_, i) => `s${i}`);
     const { check } = looker();
     const seen = new Map<string, number>();
-    for (let n = 0; n < 10; n++) {
+    for (let n = 0; n < 4; n++) {
       const asked = await check(streams);
-      expect(asked).toHaveLength(1000);
+      expect(asked).toHaveLength(2500);
       for (const s of asked) seen.set(s, (seen.get(s) ?? 0) + 1);
     }
     expect(seen.size).toBe(10_000);
@@ -51,9 +52,9 @@ describe('HandedEntries: what one check costs', () => {
     const { check } = looker();
     const many = Array.from({ length: 7_000 }, (_, i) => `s${i}`);
     const firsts: string[] = [];
-    for (let n = 0; n < 10; n++) firsts.push((await check(many))[0]!);
-    // 700 a check: the tenth starts at 6,300; the eleventh wraps to 0.
-    expect(firsts.slice(0, 3)).toEqual(['s0', 's700', 's1400']);
+    for (let n = 0; n < 4; n++) firsts.push((await check(many))[0]!);
+    // 1,750 a check: the fifth wraps to 0.
+    expect(firsts).toEqual(['s0', 's1750', 's3500', 's5250']);
     expect((await check(many))[0]).toBe('s0');
     const few = many.slice(0, 400);
     expect(await check(few)).toEqual(few);
@@ -72,6 +73,7 @@ describe('HandedEntries: what it takes in', () => {
       marks,
       consumer: 'c',
       minIdleMs: 30_000,
+      leaseRenewMs: 10_000,
       maxWaitingRetries: 100,
       logger: { log: () => undefined, warn: (m: string) => void said.push(m), error: () => undefined },
     });
@@ -97,5 +99,37 @@ describe('HandedEntries: what it takes in', () => {
     await look();
     expect(marks.owes(stream, '1-1')).toBe(true);
     expect(said).toHaveLength(2);
+  });
+});
+
+describe('HandedEntries: a reader of many streams', () => {
+  it('takes in an entry handed to it before the entry is idle minIdleMs, wherever its stream falls in the share (review finding: never, from 2,000 streams)', async () => {
+    const streams = Array.from({ length: 3_000 }, (_, i) => `s${i}`);
+    // Checks every leaseRenewMs / 2 = 5 s; the entry was XCLAIMed (idle 0) just before check `claimedAt`.
+    for (const target of ['s0', 's1000', 's2999'])
+      for (let claimedAt = 0; claimedAt < 4; claimedAt++) {
+        let check = 0;
+        const marks = new DeliveryMarks();
+        const handed = new HandedEntries({
+          commands: {
+            ownPending: async (pages: readonly { stream: string }[]) =>
+              pages.map(({ stream }) =>
+                stream === target && check >= claimedAt
+                  ? [{ id: '1-0', idleMs: 300 + (check - claimedAt) * 5000, deliveryCount: 1, dueInMs: undefined }]
+                  : [],
+              ),
+          } as never,
+          lease: { idsOn: () => new Set<string>() },
+          marks,
+          consumer: 'c',
+          minIdleMs: 30_000,
+          leaseRenewMs: 10_000,
+          maxWaitingRetries: 100,
+          logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+        });
+        // Until its idle reaches minIdleMs (30 s: six checks after the claim).
+        for (; check < claimedAt + 6 && !marks.owes(target, '1-0'); check++) await handed.look(streams);
+        expect([target, claimedAt, marks.owes(target, '1-0')]).toEqual([target, claimedAt, true]);
+      }
   });
 });

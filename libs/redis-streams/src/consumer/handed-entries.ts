@@ -11,6 +11,8 @@ export interface HandedEntriesDeps {
   marks: DeliveryMarks;
   consumer: string;
   minIdleMs: number;
+  /** Checks come every leaseRenewMs / 2. */
+  leaseRenewMs: number;
   maxWaitingRetries: number;
   logger: Logger;
 }
@@ -22,12 +24,11 @@ const ROWS_PER_LOOK = 100;
 const STREAMS_PER_ROUND = 200;
 
 /**
- * Streams looked at per check, at least: a reader of more looks at a tenth of them each time (every stream
- * within ten checks), so its scripts stay near 200 a second at 10,000 streams (one per stream per check cost
- * about 3,000 a second: review finding).
+ * Streams looked at per check, at least: a reader of more looks at a share of them each time (one per stream
+ * per check cost about 3,000 scripts a second at 10,000 streams: review finding), every stream within as few
+ * checks as let an entry handed here be seen twice before it is idle minIdleMs (see checksPerRound).
  */
 const STREAMS_PER_CHECK = 500;
-const CHECKS_PER_ROUND = 10;
 
 /**
  * Younger than this, an entry this consumer does not know may be one its own read just delivered,
@@ -44,7 +45,7 @@ const SETTLED_MS = 50;
  * once idle `minIdleMs − leaseRenewMs`), or, when it waits for a retry (its record says so), kept waiting until its due
  * time while there is room (`maxWaitingRetries`; past it a reclaim takes it at its due time).
  * From then on a delete of this consumer loses nothing of it (see PendingAudit). A reader of more than
- * STREAMS_PER_CHECK streams looks at a share of them per check: every stream within CHECKS_PER_ROUND checks.
+ * STREAMS_PER_CHECK streams looks at a share of them per check (every stream within checksPerRound checks).
  */
 export class HandedEntries {
   /** Per stream, the last id of the page looked at; none: from the first. */
@@ -60,16 +61,31 @@ export class HandedEntries {
 
   constructor(private readonly d: HandedEntriesDeps) {}
 
+  /**
+   * Checks (every leaseRenewMs / 2) in which every stream is looked at once: an entry handed here (idle 0) is
+   * first seen within a round and again at the next check, both before it is idle minIdleMs, past which it is
+   * the group's: (rounds + 1) × leaseRenewMs / 2 < minIdleMs, with a check to spare (4 at the default 1:3).
+   */
+  private checksPerRound(): number {
+    return Math.max(1, Math.floor((2 * this.d.minIdleMs) / this.d.leaseRenewMs) - 2);
+  }
+
   /** Looks at `streams` (drained, not paused); what it takes in is on the marks' schedule. */
   async look(all: readonly string[]): Promise<void> {
     const { d } = this;
-    const share = Math.max(STREAMS_PER_CHECK, Math.ceil(all.length / CHECKS_PER_ROUND));
+    const share = Math.max(STREAMS_PER_CHECK, Math.ceil(all.length / this.checksPerRound()));
     if (this.next >= all.length) this.next = 0;
-    const streams =
+    let streams =
       all.length <= share
         ? all
         : [...all.slice(this.next, this.next + share), ...all.slice(0, Math.max(0, this.next + share - all.length))];
     this.next = all.length <= share ? 0 : (this.next + share) % all.length;
+    // A stream with an entry seen once is looked at again now, whatever the share: the second sighting must come before minIdleMs.
+    if (streams.length < all.length && this.sighted.size > 0) {
+      const looked = new Set(streams);
+      const again = all.filter((s) => this.sighted.has(s) && !looked.has(s));
+      if (again.length > 0) streams = [...streams, ...again];
+    }
     for (let i = 0; i < streams.length; i += STREAMS_PER_ROUND) {
       const round = streams.slice(i, i + STREAMS_PER_ROUND);
       const sentAt = performance.now();

@@ -36,6 +36,8 @@ const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
 class DeadlineCluster extends Cluster {
   /** When a timed-out command last asked for a fresh slot map (performance.now()). */
   private refreshedAt = -Infinity;
+  /** Commands whose caller was told they timed out: never sent (again) after that. */
+  private readonly timedOut = new WeakSet<Command>();
 
   constructor(
     nodes: ClusterNode[],
@@ -44,13 +46,31 @@ class DeadlineCluster extends Cluster {
   ) {
     // ioredis 6 types the options by reply mapping; ours are the legacy (RESP2) kind.
     super(nodes, options as never);
+    // ioredis re-sends a command whose node connection closed (a node dropped from the pool after a failover, a
+    // reconnect), even once its caller was told it timed out: a write then lands on the new master seconds later,
+    // after the caller's next ones. Each node's sends skip such a command.
+    this.on('+node', (node: Redis) => {
+      const send = node.sendCommand.bind(node) as (command: Command, stream?: unknown) => unknown;
+      node.sendCommand = ((command: Command, stream?: unknown) => {
+        if (this.timedOut.has(command)) return command.promise;
+        this.noteTimeout(command);
+        return send(command, stream);
+      }) as typeof node.sendCommand;
+    });
+  }
+
+  /** Notes the command once it timed out (and asks for a fresh slot map). */
+  private noteTimeout(command: Command): void {
+    command.promise.catch((err: unknown) => {
+      if (!(err instanceof Error) || !err.message.startsWith('Command timed out')) return;
+      this.timedOut.add(command);
+      this.refreshAfterTimeout();
+    });
   }
 
   override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
     command.setTimeout(this.deadlineMs);
-    command.promise.catch((err: unknown) => {
-      if (err instanceof Error && err.message.startsWith('Command timed out')) this.refreshAfterTimeout();
-    });
+    this.noteTimeout(command);
     return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
   }
 

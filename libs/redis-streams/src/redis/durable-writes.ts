@@ -21,6 +21,8 @@ interface Pending {
   redirects: number;
   /** In a pipeline now (from then on its writer's giving up cannot unsend it). */
   sent: boolean;
+  /** Its writer gave up before it was sent: never sent (a redirected one waiting for a slot refresh included). */
+  withdrawn?: boolean;
   /** The group it waits in, while it waits. */
   group?: Group;
 }
@@ -81,9 +83,12 @@ export class DurableWrites {
         // Its master did not answer in time: it may be frozen and replaced, and the next writes go where a fresh map says.
         if (this.onCluster) (this.conn as Partial<{ refreshAfterTimeout(): void }>).refreshAfterTimeout?.();
         const group = w.group;
-        if (!w.sent && group) {
-          group.open.splice(group.open.indexOf(w), 1);
-          group.commands -= w.commands.length;
+        if (!w.sent) {
+          if (group) {
+            group.open.splice(group.open.indexOf(w), 1);
+            group.commands -= w.commands.length;
+          }
+          w.withdrawn = true;
           reject(new DurableWriteNotSent());
         } else reject(new Error('Command timed out'));
       };
@@ -171,8 +176,9 @@ export class DurableWrites {
       const replies = results.slice(at, at + w.commands.length);
       at += w.commands.length;
       if (this.onCluster && replies.some(([err]) => isRedirect(err)) && w.redirects < MAX_REDIRECTS) {
-        // Not written on this node (a redirect is a refusal): sent again once the slot map is fresh.
+        // Not written on this node (a redirect is a refusal): sent again once the slot map is fresh, unless its writer gives up meanwhile.
         w.redirects++;
+        w.sent = false;
         again.push(w);
       } else w.resolve({ replies, confirmed });
     }
@@ -180,6 +186,6 @@ export class DurableWrites {
     // ioredis neither follows nor learns from a redirection in a pipeline whose wait succeeded: refreshed here
     // (bounded: a refresh that never answers must not hold the writes), or they would go to the former master again.
     await within(new Promise<void>((done) => (this.conn as Cluster).refreshSlotsCache(() => done())), REFRESH_WITHIN_MS, undefined);
-    for (const w of again) this.enqueue(w, durability);
+    for (const w of again) if (!w.withdrawn) this.enqueue(w, durability);
   }
 }

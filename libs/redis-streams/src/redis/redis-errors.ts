@@ -35,9 +35,12 @@ export const isUnblocked = (err: unknown): boolean => message(err).startsWith('U
 
 const TRANSIENT_PREFIXES = ['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'NOSCRIPT'];
 
-/** Redis cannot serve anyone now (busy in a script, loading its data, a cluster or master down, a slot moving): no fault of the command. */
+/**
+ * Redis cannot serve anyone now (busy in a script, loading its data, a cluster or master down, a slot moving, a
+ * replica or a master short of replicas refusing writes, out of memory, failing to persist): no fault of the command.
+ */
 export const isServerUnavailable = (err: unknown): boolean =>
-  /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN) /.test(message(err)) ||
+  /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|OOM|MISCONF) /.test(message(err)) ||
   /^Too many Cluster redirections\. Last error: (?:\w*Error: )?(CLUSTERDOWN|TRYAGAIN) /.test(message(err));
 
 /** A cluster redirection: the key's slot is served by another node (or ioredis gave up following them). */
