@@ -158,11 +158,20 @@ describe('durable acks of ordered patterns', () => {
     const log = new OrderLog();
     const record = recording(log);
     const c = consumer(prefix, { durableAcks: { replicas: 1, timeoutMs: 300 } });
+    // The poison entry is in its handler when the replica freezes (a beat meeting the frozen replica first would
+    // hold the partition before it starts: CI saw that), and fails once the test lets it.
+    let poisonStarted = false;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
     await c
       .handle(
         'orders',
         async (payload: { poison?: boolean }, ctx) => {
-          if (payload.poison) throw new DeadLetterError('poison');
+          if (payload.poison) {
+            poisonStarted = true;
+            await gate;
+            throw new DeadLetterError('poison');
+          }
           await record({}, ctx);
         },
         { ordered: true },
@@ -173,13 +182,12 @@ describe('durable acks of ordered patterns', () => {
     await waitFor(() => log.handled().size === 1 && durabilityOf(c, stream).then((d) => d?.state === 'confirmed'), {
       message: 'confirmed',
     });
+    const poison = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({ poison: true }, {}, { partitionKey: 'k' })));
+    const second = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+    await waitFor(() => poisonStarted, { message: 'the poison entry in its handler' });
     const thaw = await freezeServer(pair.replica.client());
-    let second = '';
     try {
-      const poison = await lastValueFrom(
-        client.emit<string>('orders', new RedisStreamsRecord({ poison: true }, {}, { partitionKey: 'k' })),
-      );
-      second = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+      release();
       // The move happened on the master: the letter is there, the key's next entry waits for the replica.
       await waitFor(async () => (await pair.master.client().xlen(`${stream}:dead`)) === 1, { message: 'the letter written' });
       await waitFor(async () => (await durabilityOf(c, stream))?.state === 'held', { message: 'held' });
