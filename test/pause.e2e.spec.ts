@@ -368,13 +368,14 @@ describe('pause and resume a pattern for the whole group', () => {
         'jobs',
         (p: { n: number }, ctx: { getStream(): string; getConsumer(): string }) =>
           void events.push({ kind: 'start', consumer: ctx.getConsumer(), stream: ctx.getStream(), n: p.n }),
-        { ordered: true, partitions: 2, rateLimit: { max: 2, perMs: 200, perKey: true } },
+        { ordered: true, partitions: 2, rateLimit: { max: 1, perMs: 300, perKey: true } },
       ),
     );
     for (const w of workers) await w.start();
     const client = new RedisStreamsClient({ connection: redis.connection, keyPrefix: prefix, partitions: { jobs: 2 } });
     consumers.push({ close: async () => void (await client.close()) });
-    // 6 keys × 20 entries, each key at most 10 a second: the workers read far more than they may start.
+    // 6 keys × 20 entries, each key at most one per 300 ms (6 s for the backlog, so that the pause, seen within a
+    // flowCheckMs, comes well before its end even on a busy machine): the workers read far more than they may start.
     for (let n = 0; n < 120; n++)
       await lastValueFrom(client.emit('jobs', new RedisStreamsRecord({ n }, {}, { partitionKey: `k${n % 6}` })));
     const starts = () => events.filter((e) => e.kind === 'start');
@@ -384,14 +385,18 @@ describe('pause and resume a pattern for the whole group', () => {
     const seen = (consumer: string, stream: string) =>
       events.findIndex((e) => e.kind === 'paused' && e.consumer === consumer && e.stream === stream);
     await waitFor(() => ['a', 'b'].every((c) => partitions.every((s) => seen(c, s) >= 0)), { message: 'each worker to see the pause' });
-    // Long enough for the key limits to have let some 40 more start.
+    // Long enough for the key limits to have let some 20 more start.
     await beats(10);
     // The bound: nothing starts once a worker said it is paused, but an entry whose turn began before (concurrency 1: one per stream and worker).
     expect(lateStarts(events, seen)).toEqual([]);
     const before = starts().length;
     expect(before).toBeLessThan(120);
     await workers[0]!.resume('jobs');
-    await waitFor(() => new Set(starts().map((e) => e.n)).size === 120, { message: 'all 120 handled after the resume' });
+    await waitFor(() => new Set(starts().map((e) => e.n)).size === 120, {
+      message: 'all 120 handled after the resume',
+      timeoutMs: 30_000,
+      progress: () => new Set(starts().map((e) => e.n)).size,
+    });
     // Held in the lanes while paused and given back uncounted: none ran twice or came back as a failure.
     expect(starts()).toHaveLength(120);
     for (const stream of partitions) expect((await groupOf(stream)).pending).toBe(0);

@@ -242,8 +242,13 @@ export class KeyLanes {
         lane.queue.unshift({ entry, source });
       });
     } else {
-      // Already in its lane (a reclaim of an entry held here): it runs once.
-      if (this.inLanes.has(entry.id)) return;
+      // Already in its lane (a reclaim of an entry held here, a re-delivery after the group was set back): it runs
+      // once, as the entry held already. This copy is let go: held on, once the first is acked it would look dropped
+      // from the pending list to the lease, which would take it back (pending again, for nobody to run).
+      if (this.inLanes.has(entry.id)) {
+        this.d.custody.release(entry);
+        return;
+      }
       this.update(lane, () => lane.queue.push({ entry, source }));
       if (lane.limited) this.holdUncounted([entry]);
     }
