@@ -149,9 +149,15 @@ export async function runOperatorChaos(o: OperatorChaosOptions): Promise<Operato
     })();
 
     const chaosEnd = Date.now() + o.chaosMs;
-    while (Date.now() < chaosEnd) {
+    // Each kind in every round, in a random order (drawn independently, one could be drawn too rarely, or only when it
+    // found nothing to act on: CI saw a run without a claim); past chaosEnd, a kind that never acted is tried a while more.
+    let round: OperatorFault[] = [];
+    const acted = () => ({ kill: counts.kills, delconsumer: counts.delconsumers, claim: counts.claims });
+    const missing = () => faults.filter((f) => acted()[f] === 0);
+    while (Date.now() < chaosEnd || (missing().length > 0 && Date.now() < chaosEnd + o.chaosMs)) {
       await sleepMs(150 + Math.floor(random() * 300));
-      const fault = faults[Math.floor(random() * faults.length)]!;
+      if (round.length === 0) round = Date.now() < chaosEnd ? [...faults].sort(() => random() - 0.5) : missing();
+      const fault = round.shift()!;
       const up = live();
       if (up.length === 0) continue;
       const slot = up[Math.floor(random() * up.length)]!;
