@@ -1,24 +1,32 @@
 import { HandedEntries } from '../libs/redis-streams/src/consumer/handed-entries.js';
 import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
 
+/** The settings every test here shares (the default 1:3 lease), with the parts a test chooses. */
+const depsOf = (commands: unknown, marks: DeliveryMarks, warn: (m: string) => void = () => undefined) => ({
+  commands: commands as never,
+  lease: { idsOn: () => new Set<string>() },
+  marks,
+  consumer: 'c',
+  minIdleMs: 30_000,
+  leaseRenewMs: 10_000,
+  maxWaitingRetries: 100,
+  logger: { log: () => undefined, warn, error: () => undefined },
+});
+
 /** Which streams each check asks Redis about (the script's answer: nothing pending). */
 function looker() {
   const asked: string[][] = [];
-  const handed = new HandedEntries({
-    commands: {
-      ownPending: async (pages: readonly { stream: string }[]) => {
-        asked.at(-1)!.push(...pages.map((p) => p.stream));
-        return pages.map(() => []);
+  const handed = new HandedEntries(
+    depsOf(
+      {
+        ownPending: async (pages: readonly { stream: string }[]) => {
+          asked.at(-1)!.push(...pages.map((p) => p.stream));
+          return pages.map(() => []);
+        },
       },
-    } as never,
-    lease: { idsOn: () => new Set<string>() },
-    marks: new DeliveryMarks(),
-    consumer: 'c',
-    minIdleMs: 30_000,
-    leaseRenewMs: 10_000,
-    maxWaitingRetries: 100,
-    logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
-  });
+      new DeliveryMarks(),
+    ),
+  );
   const check = async (streams: readonly string[]) => {
     asked.push([]);
     await handed.look(streams);
@@ -67,16 +75,7 @@ describe('HandedEntries: what it takes in', () => {
   function taker(pages: ReturnType<typeof row>[][]) {
     const marks = new DeliveryMarks();
     const said: string[] = [];
-    const handed = new HandedEntries({
-      commands: { ownPending: async () => [pages.shift() ?? []] } as never,
-      lease: { idsOn: () => new Set<string>() },
-      marks,
-      consumer: 'c',
-      minIdleMs: 30_000,
-      leaseRenewMs: 10_000,
-      maxWaitingRetries: 100,
-      logger: { log: () => undefined, warn: (m: string) => void said.push(m), error: () => undefined },
-    });
+    const handed = new HandedEntries(depsOf({ ownPending: async () => [pages.shift() ?? []] }, marks, (m: string) => void said.push(m)));
     return { look: () => handed.look([stream]), marks, said };
   }
 
@@ -110,23 +109,19 @@ describe('HandedEntries: a reader of many streams', () => {
       for (let claimedAt = 0; claimedAt < 4; claimedAt++) {
         let check = 0;
         const marks = new DeliveryMarks();
-        const handed = new HandedEntries({
-          commands: {
-            ownPending: async (pages: readonly { stream: string }[]) =>
-              pages.map(({ stream }) =>
-                stream === target && check >= claimedAt
-                  ? [{ id: '1-0', idleMs: 300 + (check - claimedAt) * 5000, deliveryCount: 1, dueInMs: undefined }]
-                  : [],
-              ),
-          } as never,
-          lease: { idsOn: () => new Set<string>() },
-          marks,
-          consumer: 'c',
-          minIdleMs: 30_000,
-          leaseRenewMs: 10_000,
-          maxWaitingRetries: 100,
-          logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
-        });
+        const handed = new HandedEntries(
+          depsOf(
+            {
+              ownPending: async (pages: readonly { stream: string }[]) =>
+                pages.map(({ stream }) =>
+                  stream === target && check >= claimedAt
+                    ? [{ id: '1-0', idleMs: 300 + (check - claimedAt) * 5000, deliveryCount: 1, dueInMs: undefined }]
+                    : [],
+                ),
+            },
+            marks,
+          ),
+        );
         // Until its idle reaches minIdleMs (30 s: six checks after the claim).
         for (; check < claimedAt + 6 && !marks.owes(target, '1-0'); check++) await handed.look(streams);
         expect([target, claimedAt, marks.owes(target, '1-0')]).toEqual([target, claimedAt, true]);
