@@ -128,10 +128,12 @@ describe('batch handlers: mixed batches and failure reports', () => {
     app.log.behavior = () => new Promise(() => {});
     const ids = await addOrders(redis, app.key('batched'), 3);
     await waitFor(() => app.settled.filter((e) => e.outcome === 'dead-lettered').length === 3, { message: 'three dead letters' });
-    expect(app.log.calls.map((c) => c.deliveryCounts)).toEqual([
-      [1, 1, 1],
-      [2, 2, 2],
-    ]);
+    // One call of the three on delivery 1 (they fill maxSize), then delivery 2 for each. A beat reclaims
+    // what is idle past minIdleMs, so the three may come back in one call or two (CI saw [2] then [2, 2]).
+    expect(app.log.calls[0]!.deliveryCounts).toEqual([1, 1, 1]);
+    const again = app.log.calls.slice(1);
+    expect(again.flatMap((c) => c.deliveryCounts)).toEqual([2, 2, 2]);
+    expect(again.flatMap((c) => c.ids).sort()).toEqual([...ids].sort());
     expect((await deadIds(app.key('batched'))).sort()).toEqual(ids.sort());
     const t0 = performance.now();
     await app.close();
