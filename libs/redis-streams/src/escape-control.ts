@@ -27,3 +27,9 @@ export function escapeControl(text: string): string {
 export function safeJson(value: unknown): string {
   return JSON.stringify(value).replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** A value quoted for a log line or a dead-letter reason, at most ~200 characters of it (safeJson's escapes). */
+export function quotedPreview(value: string): string {
+  const quoted = safeJson(value.length > 200 ? value.slice(0, 200) : value);
+  return value.length > 200 ? `${quoted}… (${value.length} characters)` : quoted;
+}

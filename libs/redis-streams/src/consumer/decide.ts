@@ -3,8 +3,8 @@ import { decodeEntry, EntryDecodeError, type DecodedEntry } from '../codec/entry
 import { isReplyStream, replyStreamPattern } from '../codec/reply-stream.js';
 import { isDeadLetter } from '../dead-letter-mark.js';
 import { describeError, describeHandlerError, handlerStack } from '../describe-error.js';
-import { safeJson } from '../escape-control.js';
-import { isRefusal, RedisWriteError } from '../redis/redis-errors.js';
+import { quotedPreview as preview } from '../escape-control.js';
+import { RedisWriteError } from '../redis/redis-errors.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
@@ -15,8 +15,7 @@ import { checkedDelay } from '../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
-import { OverKeyRateLimitError, type KeyRateLimits } from './key-rate-limits.js';
-import { FIELD } from '../codec/wire-format.js';
+import { NotYet, type StartGate } from './intake/start-gate.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
@@ -28,7 +27,6 @@ export type Dispatch = (pattern: string, entry: DecodedEntry, args: EntryContext
 
 /** What a stream key is to the app: its handler pattern, and its partition when the stream is partitioned. */
 import type { ResolvedDurableAcks } from '../options/durability-options.js';
-import type { RateLimit } from '../options/rate-limit-options.js';
 
 export interface StreamOrigin {
   pattern: string;
@@ -37,10 +35,6 @@ export interface StreamOrigin {
   retry?: RetryDelay | undefined;
   /** `@StreamPattern(key, { ordered: true })`: one key's entries one at a time, in id order. */
   ordered?: true;
-  /** `@StreamPattern(key, { rateLimit })`: at most `max` started per `perMs`, by the whole group. */
-  rateLimit?: RateLimit;
-  /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group. */
-  keyRateLimit?: RateLimit;
   /** An ordered pattern's durable acks (its own, or the server's `durableAcks`). */
   durableAcks?: ResolvedDurableAcks;
 }
@@ -55,8 +49,8 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
   handlerTimeoutMs: number | undefined;
   /** Set when OpenTelemetry is there to report to. */
   telemetry?: SettleObserver | undefined;
-  /** Limits per key (`rateLimit.perKey`), taken as each entry is about to start. */
-  keyLimits: KeyRateLimits;
+  /** The check an entry of `stream` passes before its handler runs, and what a RateLimitedException slows (the plan's intake). */
+  gateOf: (stream: string) => StartGate | undefined;
 }
 
 /**
@@ -222,7 +216,7 @@ function checked(
       `replyTo ${preview(decoded.request.replyTo)} is not a reply stream (${replyStreamPattern(deps.keyPrefix)}): the request can never be answered`,
     );
   }
-  const { pattern, partition, keyRateLimit } = deps.originOf(entry.stream);
+  const { pattern, partition } = deps.originOf(entry.stream);
   trace?.open(decoded.headers, decoded.request?.correlationId, partition);
   const args = new EntryContextArgs(
     entry.stream,
@@ -236,76 +230,35 @@ function checked(
     partition,
   );
   const ready = new Ready(entry, decoded, args, pattern);
-  return keyRateLimit ? keyLimited(deps, ready, source, keyRateLimit) : ready;
+  const gate = deps.gateOf(entry.stream);
+  return gate ? gated(deps, gate, ready, source) : ready;
 }
 
 /**
- * A pattern limited per key: the entry starts once it has a grant of its key's window; over the
- * limit, it is tried again at its turn, its delivery not counted (as a handler's
- * RateLimitedException, without its log line: waiting for a grant is the limit working). A key
- * function that throws or returns what is not a key fails the entry as its handler would.
+ * The entry starts once its gate lets it; held back, it is tried again at its turn, its delivery
+ * not counted (as a handler's RateLimitedException, without its log line: waiting is the gate
+ * working). A gate that throws fails the entry as its handler would.
  */
-function keyLimited(deps: DecideDeps, ready: Ready, source: DeliverySource, limit: RateLimit): Ready | Promise<Ready | SettledEvent> {
+function gated(deps: DecideDeps, gate: StartGate, ready: Ready, source: DeliverySource): Ready | Promise<Ready | SettledEvent> {
   const { entry } = ready;
-  let key: string | undefined;
+  let passing: NotYet | undefined | Promise<NotYet | undefined>;
   try {
-    key = limitKeyOf(limit, ready);
+    passing = gate.pass(entry, ready.decoded);
   } catch (error) {
     return Promise.resolve(handlerFailed(deps, entry, source, error));
   }
-  if (key === undefined) return ready;
-  const name = deps.keyPrefix + ready.pattern;
-  const waiting = (error: OverKeyRateLimitError): Promise<SettledEvent> => {
+  if (passing === undefined) return ready;
+  const waiting = (notYet: NotYet): Promise<SettledEvent> => {
     const settled = (time: RetryTime): SettledEvent => {
       if (!time.scheduled)
-        deps.logger.warn(`entry ${entry.id} of "${entry.stream}" ${error.message}: ${nextTry(time)}, its delivery counted`);
-      const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
+        deps.logger.warn(`entry ${entry.id} of "${entry.stream}" ${notYet.message}: ${nextTry(time)}, its delivery counted`);
+      const event: SettledEvent = { ...failedEvent(entry, source, notYet), retryInMs: time.retryInMs };
       return time.scheduled ? markScheduled(event) : event;
     };
-    const time = retryTime(deps, entry, error);
+    const time = retryTime(deps, entry, notYet);
     return time instanceof Promise ? time.then(settled) : Promise.resolve(settled(time));
   };
-  return deps.keyLimits.admit(name, entry, key, limit).then<Ready | SettledEvent, SettledEvent>(
-    (waitMs) => (waitMs === 0 ? ready : waiting(new OverKeyRateLimitError(waitMs, limit))),
-    (err: unknown) => {
-      // Redis failing (a lost connection): the loop's way. Redis refusing the script (an ACL without its
-      // rights): every entry would be refused alike, and a restart would count their deliveries; they wait
-      // uncounted instead, a window at a time, and the operator is told once what is missing.
-      if (!isRefusal(err)) throw err;
-      const retryInMs = Math.min(Math.max(limit.perMs, REFUSED_GRANT_RETRY_MIN_MS), REFUSED_GRANT_RETRY_MAX_MS);
-      if (deps.keyLimits.refused(name))
-        deps.logger.error(
-          `could not take a grant of the rate limit of key ${preview(key)} of "${ready.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
-        );
-      return waiting(new OverKeyRateLimitError(retryInMs, limit, "could not take a grant of its key's rate limit"));
-    },
-  );
-}
-
-/** A grants script Redis refused: its entries are tried again in a window, within these bounds. */
-const REFUSED_GRANT_RETRY_MIN_MS = 100;
-const REFUSED_GRANT_RETRY_MAX_MS = 5000;
-
-/** The entry's key under `limit.perKey`: its partition key, or what the key function returns; undefined for none. */
-function limitKeyOf(limit: RateLimit, ready: Ready): string | undefined {
-  if (limit.perKey === true) {
-    const fields = ready.entry.fields!;
-    // The last one wins, as a record of the fields would have it.
-    for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1] || undefined;
-    return undefined;
-  }
-  let key: unknown;
-  try {
-    key = limit.perKey!(ready.payload, ready.decoded.headers);
-  } catch (error) {
-    throw new Error(`rateLimit.perKey threw: ${describeHandlerError(error)} (the handler did not run)`, { cause: error });
-  }
-  if (key === undefined || key === null || key === '') return undefined;
-  if (typeof key === 'string') return key;
-  if (typeof key === 'number' && Number.isFinite(key)) return String(key);
-  throw new TypeError(
-    `rateLimit.perKey returned ${typeof key === 'number' ? String(key) : typeof key}: a key is a string or a finite number (none: undefined, null or ''); the handler did not run`,
-  );
+  return Promise.resolve(passing).then<Ready | SettledEvent>((notYet) => (notYet === undefined ? ready : waiting(notYet)));
 }
 
 /**
@@ -349,31 +302,26 @@ export function handlerFailed(
  * starts nothing meanwhile, in every worker of the group.
  */
 function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent | Promise<SettledEvent> {
-  const { pattern, rateLimit, keyRateLimit } = deps.originOf(entry.stream);
-  // What the exception slows: the pattern's limit, or its key's (a pattern limited per key).
-  const key = keyRateLimit ? deps.keyLimits.keyOf(entry) : undefined;
-  const what = rateLimit ? `"${pattern}"` : key !== undefined ? `key ${preview(key)} of "${pattern}"` : undefined;
-  const settled = (time: RetryTime): SettledEvent => {
+  const settled = (time: RetryTime, slowed?: string): SettledEvent => {
     // Not scheduled (the record refused, or the entry no longer ours): its delivery stays counted.
     const counted = time.scheduled ? 'its delivery not counted' : 'its delivery counted';
     deps.logger.warn(
-      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, ${counted}${what && time.scheduled && time.retryInMs > 0 ? `; ${what} starts nothing for ${time.retryInMs} ms` : ''}`,
+      `handler for stream "${entry.stream}" was rate limited on entry ${entry.id}: ${nextTry(time)}, ${counted}${slowed ? `; ${slowed} starts nothing for ${time.retryInMs} ms` : ''}`,
     );
     const event: SettledEvent = { ...failedEvent(entry, source, error), retryInMs: time.retryInMs };
     return time.scheduled ? markScheduled(event) : event;
   };
   const time = retryTime(deps, entry, error);
-  const timed = time instanceof Promise ? time : Promise.resolve(time);
-  if (!what) return time instanceof Promise ? time.then(settled) : settled(time);
-  const name = deps.keyPrefix + pattern;
-  return timed.then(async (t) => {
-    if (t.scheduled && t.retryInMs > 0)
-      await (
-        key !== undefined && !rateLimit
-          ? deps.keyLimits.block(name, key, t.retryInMs, deps.consumer)
-          : deps.commands.rateLimits.block(name, t.retryInMs, deps.consumer)
-      ).catch((err: unknown) => deps.logger.warn(`could not slow ${what} for ${t.retryInMs} ms: ${describeError(err)}`));
-    return settled(t);
+  // What the exception slows (the pattern's limit, or its key's): the pattern's gate says.
+  const gate = deps.gateOf(entry.stream);
+  if (!gate) return time instanceof Promise ? time.then((t) => settled(t)) : settled(time);
+  return Promise.resolve(time).then(async (t) => {
+    const slowing = t.scheduled && t.retryInMs > 0 ? gate.slow(entry, t.retryInMs) : undefined;
+    if (!slowing) return settled(t);
+    await slowing.slowed.catch((err: unknown) =>
+      deps.logger.warn(`could not slow ${slowing.what} for ${t.retryInMs} ms: ${describeError(err)}`),
+    );
+    return settled(t, slowing.what);
   });
 }
 
@@ -426,13 +374,6 @@ function replyFailed(
 /** The handler succeeded: to be acked (the batch settler sends the XACK). */
 export function acked(entry: StreamEntry, source: DeliverySource): SettledEvent {
   return { stream: entry.stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'acked' };
-}
-
-/** A value quoted for a log line or a dead-letter reason, at most ~200 characters of it. */
-function preview(value: string): string {
-  // safeJson: C1, bidi and line separators escaped too (JSON.stringify leaves them raw).
-  const quoted = safeJson(value.length > 200 ? value.slice(0, 200) : value);
-  return value.length > 200 ? `${quoted}… (${value.length} characters)` : quoted;
 }
 
 /** An upper bound of the entry's bytes: exact unless a value was not UTF-8 (see hasReplacementChar). */

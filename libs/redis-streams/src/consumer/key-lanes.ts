@@ -8,7 +8,7 @@ import type { BatchProgress } from './batch-progress.js';
 import type { Custody } from './custody.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { StopSignal } from './stop-signal.js';
-import { OverKeyRateLimitError } from './key-rate-limits.js';
+import { NotYet } from './intake/start-gate.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
@@ -360,7 +360,7 @@ export class KeyLanes {
       if (event?.outcome === 'failed') {
         lane.blockedBy = entry.id;
         lane.blockedSince = performance.now();
-        lane.limited = event.error instanceof OverKeyRateLimitError;
+        lane.limited = event.error instanceof NotYet;
       }
     });
     if (lane.limited && lane.blockedBy === entry.id) this.holdUncounted(lane.queue.map((q) => q.entry));

@@ -3,7 +3,7 @@ import type { ReaderStreams } from '../consumer/reader.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
-import { resolveRateLimit } from '../options/rate-limit-options.js';
+import { resolveRateLimit, type RateLimit } from '../options/rate-limit-options.js';
 import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import { durableAcksWithin } from '../options/server-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
@@ -40,11 +40,19 @@ export type Registration = (pattern: string, extras?: string) => string;
 /** `@StreamPattern('orders', { partitions: 4 })`: how a Nest app registers a handler. */
 export const nestRegistration: Registration = (pattern, extras) => `@StreamPattern('${pattern}'${extras ? `, ${extras}` : ''})`;
 
+/** A stream key as the plan has it: what it is to the app, and its flow-control policies (its readers' and its gate's). */
+export interface PlannedOrigin extends StreamOrigin {
+  /** `@StreamPattern(key, { rateLimit })`: at most `max` started per `perMs`, by the whole group (its reads take grants). */
+  rateLimit?: RateLimit;
+  /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group (a start gate). */
+  keyRateLimit?: RateLimit;
+}
+
 /** What a server reads: every stream key, what each is to the app, and who reads which. */
 export interface StreamPlan {
   streams: string[];
   /** Stream key → handler pattern (and partition). */
-  origins: ReadonlyMap<string, StreamOrigin>;
+  origins: ReadonlyMap<string, PlannedOrigin>;
   readers: ReaderStreams[];
   /** Keys no handler reads although a producer with another partition count writes there → why they would. */
   strays: ReadonlyMap<string, string>;
@@ -52,7 +60,7 @@ export interface StreamPlan {
 
 /** Handlers and options → the plan; throws, naming the pattern, what can never be read as asked. */
 export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOptions): StreamPlan {
-  const origins = new Map<string, StreamOrigin>();
+  const origins = new Map<string, PlannedOrigin>();
   const batches = new Map<string, ResolvedBatchOptions>();
   const streams: string[] = [];
   for (const handler of handlers) {
@@ -69,7 +77,7 @@ export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOption
  * A handler pattern is a stream key (plus `keyPrefix`); a partitioned one
  * (`@StreamPattern('orders', { partitions: n })`) is n keys.
  */
-function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<string, ResolvedBatchOptions>): [string, StreamOrigin][] {
+function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<string, ResolvedBatchOptions>): [string, PlannedOrigin][] {
   const { pattern } = handler;
   const { keyPrefix } = options;
   const registered = (options.registration ?? nestRegistration)(pattern);
@@ -205,7 +213,7 @@ function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
  */
 function readerStreams(
   streams: string[],
-  origins: ReadonlyMap<string, StreamOrigin>,
+  origins: ReadonlyMap<string, PlannedOrigin>,
   batches: ReadonlyMap<string, ResolvedBatchOptions>,
   options: PlanOptions,
 ): ReaderStreams[] {

@@ -1,7 +1,9 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
 import type { SettlerFor } from '../consumer/reader.js';
 import { decide } from '../consumer/decide.js';
-import { KeyRateLimits } from '../consumer/key-rate-limits.js';
+import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
+import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
+import type { StartGate } from '../consumer/intake/start-gate.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -26,6 +28,7 @@ export function settlerOf(
   },
 ): SettlerFor {
   const { commands, dispatch } = parts;
+  const gates = startGates(options, plan, commands, parts.logger);
   // The host gets reply() alone, not the commands object a cast would open.
   const replies: ReplySender = { reply: (replyTo, fields, ttlMs) => commands.reply(replyTo, fields, ttlMs) };
   const shared: BatchDecideDeps = {
@@ -45,10 +48,27 @@ export function settlerOf(
     handlerTimeoutMs: options.handlerTimeoutMs,
     logger: parts.logger,
     telemetry: parts.telemetry,
-    keyLimits: new KeyRateLimits(commands.rateLimits),
+    gateOf: (stream) => gates.get(stream),
   };
   return (stop, offer) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
     return { one: (entry, source) => decide(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
   };
+}
+
+/** Each rate-limited stream's start gate, one per pattern (its partitions share it): the plan's intake at an entry's start. */
+function startGates(options: ResolvedServerOptions, plan: StreamPlan, commands: StreamCommands, logger: Logger): Map<string, StartGate> {
+  const byPattern = new Map<string, StartGate>();
+  const gates = new Map<string, StartGate>();
+  for (const [stream, { pattern, rateLimit, keyRateLimit }] of plan.origins) {
+    if (!rateLimit && !keyRateLimit) continue;
+    let gate = byPattern.get(pattern);
+    if (!gate) {
+      const common = { pattern, name: options.keyPrefix + pattern, limits: commands.rateLimits, consumer: options.consumer };
+      gate = keyRateLimit ? new KeyRateGate({ ...common, limit: keyRateLimit, logger }) : new PatternThrottle(common);
+      byPattern.set(pattern, gate);
+    }
+    gates.set(stream, gate);
+  }
+  return gates;
 }
