@@ -167,6 +167,8 @@ function unitLoop(
         offer,
         blockMs: options.blockMs,
         readAhead: options.readAhead,
+        // No read gate: these steps' own tests (the gates have theirs).
+        gates: [],
         lanes,
         fetch: commands.fetch,
         custody,

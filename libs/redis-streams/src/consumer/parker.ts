@@ -1,4 +1,4 @@
-import { defer, firstValueFrom, race, timer, type Observable } from 'rxjs';
+import { defer, firstValueFrom, merge, race, timer, type Observable } from 'rxjs';
 import type { FetchCommands } from '../redis/fetch-commands.js';
 import type { Lanes } from '../redis/lanes.js';
 import { ParkLostError } from '../redis/park-watchdog.js';
@@ -11,10 +11,7 @@ import type { Custody } from './custody.js';
 import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
 import type { StopSignal } from './stop-signal.js';
-import type { PauseWatch } from './pause-watch.js';
-import type { RateLimiter } from './rate-limiter.js';
-
-type Limiter = Pick<RateLimiter, 'acquire' | 'refund' | 'takeOne'>;
+import { throughGates, type ReadGate, type ReadNext, type ReadResult } from './intake/read-gate.js';
 
 /** What the park reads on, holds and hands its entries to. */
 export interface ParkerDeps extends ArrivalDeps {
@@ -31,10 +28,8 @@ export interface ParkerDeps extends ArrivalDeps {
   custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
   /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
   offer: Pick<ServerOffer, 'claimsOnRead'>;
-  /** A rate-limited pattern's reader: its reads take grants of the group's limit first (see limitedRead). */
-  limiter?: Limiter | undefined;
-  /** Which streams are paused for the group: the park reads the others, and waits while all are. */
-  pause: Pick<PauseWatch, 'readable' | 'changed$'>;
+  /** The reader's intake: the gates each park's read goes through, in order (a pause, a rate limit). */
+  gates: readonly ReadGate[];
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
   batch?: { maxSize: number; maxWaitMs: number } | undefined;
   settle: SettleFetched;
@@ -76,14 +71,21 @@ export class Parker {
    * would otherwise wait for all of it, where a sweep's rounds let parks in between.)
    */
   private claimedLast = false;
-  /** The last limited park brought an entry whose grant the stop kept from coming (see park). */
-  private ungranted = false;
+  /** The last park brought entries taken past a gate the stop kept from closing (see ReadResult.inHand). */
+  private takenPastGate = false;
+  /** A park's read through the intake's gates. */
+  private readonly gatedRead: ReadNext;
+  /** What ends a gate's wait: the stop, or a gate's own change. */
+  private readonly wake$: Observable<unknown>;
 
   constructor(
     private readonly d: ParkerDeps,
     /** A reclaim sweep is under way: parks between its rounds do not block (see Reclaimer). */
     private readonly sweep: Sweeping = { busy: false },
-  ) {}
+  ) {
+    this.gatedRead = throughGates(d.gates, (ask) => this.read(ask.streams, ask.blockMs, ask.count));
+    this.wake$ = merge(d.stop.stopped$, ...d.gates.flatMap((g) => (g.changed$ ? [g.changed$] : [])));
+  }
 
   /** Something for the loop to do now: a parked read ends rather than wait out blockMs. */
   wakePark(): void {
@@ -148,10 +150,10 @@ export class Parker {
       ? await this.fill(first, batch.maxSize, (this.arrivals.get(first) ?? performance.now()) + batch.maxWaitMs)
       : first;
     // Stopped while a batch handler's batch was filling: that batch is in hand, and is settled.
-    // An entry a limited park read without a grant, whose wait for one the stop ended: in hand, so it runs.
-    const ungranted = this.ungranted;
-    this.ungranted = false;
-    const inHand = (filling || ungranted) && stop.stopped;
+    // Entries a park took past a gate the stop kept from closing (a grant it waited for): in hand, so they run.
+    const pastGate = this.takenPastGate;
+    this.takenPastGate = false;
+    const inHand = (filling || pastGate) && stop.stopped;
     if (d.readAhead && entries.length >= d.count && !stop.stopped) this.readAhead();
     // Delivered before (claimed with the read): a reclaim's. A new entry's count is 1. New ones first:
     // CLAIM serves a dead peer's backlog before them, and that backlog must not hold them back.
@@ -245,34 +247,15 @@ export class Parker {
       }
     }
     if (stop.stopped) return [];
-    const streams = d.pause.readable();
-    if (streams.length === 0) {
-      // Every stream paused: the beat waits, woken by a resume (or the stop).
-      await firstValueFrom(race(timer(blockMs || d.blockMs), stop.stopped$, d.pause.changed$));
-      return [];
-    }
-    return d.limiter ? this.limitedRead(d.limiter, streams, ahead ? 0 : blockMs, count) : this.readOnce(streams, blockMs, count);
+    const { entries, inHand } = await this.gatedRead({ streams: d.streams, count, blockMs, ahead, beatMs: d.blockMs, wake$: this.wake$ });
+    if (inHand) this.takenPastGate = true;
+    return entries;
   }
 
-  /**
-   * A rate-limited pattern's read: grants first (the group's window in Redis), then a read of as many
-   * entries without BLOCK, the unused grants given back; none waiting: a park for one entry, whose
-   * grant is taken when it arrives (waited for, if the window filled meanwhile). No grant: the beat
-   * waits until one may be (at most blockMs), and the entries wait unread in the stream.
-   */
-  private async limitedRead(limiter: Limiter, streams: readonly string[], blockMs: number, count: number): Promise<StreamEntry[]> {
-    const { stop, pause } = this.d;
-    const grant = await limiter.acquire(count);
-    if (grant.grants === 0) {
-      await firstValueFrom(race(timer(Math.min(grant.waitMs, blockMs || this.d.blockMs)), stop.stopped$, pause.changed$));
-      return [];
-    }
-    const entries = await this.readOnce(streams, 0, grant.grants);
-    if (entries.length < grant.grants) await limiter.refund(grant, entries.length);
-    if (entries.length > 0 || blockMs === 0 || stop.stopped) return entries;
-    const arrived = await this.readOnce(streams, blockMs, 1);
-    if (arrived.length > 0 && !(await limiter.takeOne())) this.ungranted = true;
-    return arrived;
+  /** The read behind the gates: a park (BLOCK) is not sent once stopping. */
+  private async read(streams: readonly string[], blockMs: number, count: number): Promise<ReadResult> {
+    if (blockMs > 0 && this.d.stop.stopped) return { entries: [] };
+    return { entries: await this.readOnce(streams, blockMs, count) };
   }
 
   /** One XREADGROUP (`blockMs` 0: no BLOCK) on the blocking lane; what it returns is leased at once. */
@@ -321,7 +304,7 @@ export class Parker {
 
   private readAhead(): void {
     // A park still out (see fill) is the next one already.
-    // A limited read ahead never parks: it would hold an entry without its grant past the batch in hand.
+    // Sent as a read ahead: a gate that grants what it reads never parks with it (see ReadAsk.ahead).
     if (!this.ahead.out) this.ahead.keep(this.parkRead(this.blockMs(), this.d.count, true));
   }
 }

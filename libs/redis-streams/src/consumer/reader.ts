@@ -52,8 +52,7 @@ import { StuckWatch, type Running } from './stuck-watch.js';
 import { KeyLanes, type BlockedKey } from './key-lanes.js';
 import { DelayedPromoter, type DelayedView } from './delayed-promoter.js';
 import { PauseWatch } from './pause-watch.js';
-import { RateLimiter } from './rate-limiter.js';
-import type { RateLimit } from '../options/rate-limit-options.js';
+import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
 import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
 import { AckDurability, type DurabilityView } from './ack-durability.js';
 import type { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
@@ -99,14 +98,12 @@ export interface Settler {
 export type SettlerFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Settler;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
-export interface ReaderStreams {
+export interface ReaderStreams extends IntakePlan {
   streams: readonly string[];
   /** Set for a batch handler's streams: entries go to it up to `maxSize` at a time, a park not yet full waits up to `maxWaitMs`. */
   batch?: ResolvedBatchOptions | undefined;
   /** Set for an ordered pattern's stream (one per reader): it reads only while this consumer owns the partition. */
   ordered?: OrderedStream | undefined;
-  /** Set for a rate-limited pattern's stream (one per reader): its reads take grants of the group's limit first. */
-  rateLimit?: { name: string; limit: RateLimit } | undefined;
 }
 
 /** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */
@@ -202,9 +199,10 @@ export class Reader {
   private readonly pause: PauseWatch;
 
   constructor(
-    { streams, batch, ordered, rateLimit }: ReaderStreams,
+    plan: ReaderStreams,
     private readonly d: ReaderDeps,
   ) {
+    const { streams, batch, ordered } = plan;
     const { options, commands, logger } = d;
     const stop = this.stopSignal;
     const { findings } = this;
@@ -331,7 +329,6 @@ export class Reader {
     this.drainDeps = { ...step, ...arrivals, readAhead: options.readAhead };
     this.selfDrain$ = selfDrain$({ ...this.drainDeps, drainable: () => pause.drainable() });
     this.reclaimer = new Reclaimer({ ...step, ...arrivals, blockMs: options.blockMs, leaseRenewMs: options.leaseRenewMs, offer });
-    const limiter = rateLimit && new RateLimiter({ limits: commands.rateLimits, name: rateLimit.name, limit: rateLimit.limit, stop });
     this.parker = new Parker(
       {
         ...step,
@@ -340,7 +337,7 @@ export class Reader {
         blockMs: options.blockMs,
         // A read ahead takes its grants while this batch runs: starts trail them by up to a batch, the count per window holds.
         readAhead: options.readAhead,
-        limiter,
+        gates: readGatesOf(plan, { pause, limits: commands.rateLimits, stop }),
         lanes: this.lanes,
         fetch: commands.fetch,
         custody,

@@ -1,0 +1,26 @@
+import type { RateLimit } from '../../options/rate-limit-options.js';
+import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
+import type { PauseWatch } from '../pause-watch.js';
+import type { StopSignal } from '../stop-signal.js';
+import { PauseGate } from './pause-gate.js';
+import { RateGate } from './rate-gate.js';
+import { RateLimiter } from './rate-limiter.js';
+import type { ReadGate } from './read-gate.js';
+
+/** A reader's intake as the plan names it: the read gates beyond the operator's pause, which every reader has. */
+export interface IntakePlan {
+  /** A rate-limited pattern's stream (one per reader): its reads take grants of the group's limit first. */
+  rateLimit?: { name: string; limit: RateLimit } | undefined;
+}
+
+/** The read gates of a reader, in order: the pause first (a paused stream takes no grant), then the plan's. */
+export function readGatesOf(
+  plan: IntakePlan,
+  parts: { pause: Pick<PauseWatch, 'readable' | 'changed$'>; limits: RateLimitCommands; stop: StopSignal },
+): ReadGate[] {
+  const gates: ReadGate[] = [new PauseGate(parts.pause)];
+  const { rateLimit } = plan;
+  if (rateLimit)
+    gates.push(new RateGate(new RateLimiter({ limits: parts.limits, name: rateLimit.name, limit: rateLimit.limit, stop: parts.stop })));
+  return gates;
+}
