@@ -3,8 +3,6 @@ import {
   concatMap,
   connect,
   defer,
-  firstValueFrom,
-  race,
   EMPTY,
   endWith,
   finalize,
@@ -13,17 +11,13 @@ import {
   map,
   merge,
   type Observable,
-  of,
-  repeat,
   retry,
-  takeWhile,
   type Subscription,
   takeUntil,
   tap,
   timer,
 } from 'rxjs';
 import { backoffMs } from '../backoff.js';
-import { describeError } from '../describe-error.js';
 import type { ResolvedBatchOptions } from '../options/batch-options.js';
 import { MAX_BATCH_SIZE, type ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
@@ -49,16 +43,13 @@ import { selfDrain$, type SelfDrainDeps } from './self-drain.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { StopSignal } from './stop-signal.js';
 import { StuckWatch, type Running } from './stuck-watch.js';
-import { KeyLanes, type BlockedKey } from './key-lanes.js';
 import { DelayedPromoter, type DelayedView } from './delayed-promoter.js';
 import { PauseWatch } from './pause-watch.js';
 import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
-import { PartitionOwner, type OrderedStream, type OwnershipView } from './partition-owner.js';
-import { AckDurability, type DurabilityView } from './ack-durability.js';
 import type { DurableOwnershipCommands } from '../redis/durable-ownership-commands.js';
-import type { Confirmation } from '../redis/replication-wait.js';
-import type { ShortAck } from '../redis/stream-commands.js';
-import { PARK_GRACE_MS } from '../redis/park-watchdog.js';
+import { tenureOf, type TenurePlan } from './tenure/tenure-of.js';
+import type { Tenure } from './tenure/tenure.js';
+import type { OrderingView } from './tenure/ordering-view.js';
 
 /** Entries by stream, in order. */
 function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
@@ -70,21 +61,9 @@ function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
 /** How long abandoning may wait on Redis to take entries back after a hung handler. */
 const HAND_BACK_WITHIN_MS = 1000;
 
-const NEXT_BEAT = of(0);
 const GROUPS_READY: StepResult = { step: 'groups', fetched: 0 };
-const STANDBY: StepResult = { step: 'standby', fetched: 0 };
 
-/** Waiting retries an ordered reader may hold: all of them (none is left to the group, whose next reader would run later entries of its key first). */
-const ORDERED_WAITING_RETRIES = 1_000_000_000;
-
-/** What health and inspect show of an ordered reader: its partition's ownership, and the keys waiting behind a failed entry. */
-export interface OrderingView extends OwnershipView {
-  blockedKeys: BlockedKey[];
-  /** Entries held in its key lanes (queued, running, or behind a failed entry). */
-  held: number;
-  /** Its durable acks, when it has them (`durableAcks`). */
-  durability?: DurabilityView;
-}
+export type { OrderingView };
 
 /** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
 export interface Settler {
@@ -98,12 +77,10 @@ export interface Settler {
 export type SettlerFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Settler;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
-export interface ReaderStreams extends IntakePlan {
+export interface ReaderStreams extends IntakePlan, TenurePlan {
   streams: readonly string[];
   /** Set for a batch handler's streams: entries go to it up to `maxSize` at a time, a park not yet full waits up to `maxWaitMs`. */
   batch?: ResolvedBatchOptions | undefined;
-  /** Set for an ordered pattern's stream (one per reader): it reads only while this consumer owns the partition. */
-  ordered?: OrderedStream | undefined;
 }
 
 /** Where a reader's lanes come from: the shared command lane, and how its own connections are named and report. */
@@ -186,11 +163,8 @@ export class Reader {
   private readonly selfDrain$: Observable<StepResult>;
   private readonly drainDeps: SelfDrainDeps;
   private readonly subscription: Subscription;
-  /** An ordered reader's ownership of its partition, and its key lanes (the settler of its entries). */
-  private readonly owner: PartitionOwner | undefined;
-  private readonly keyLanes: KeyLanes | undefined;
-  /** An ordered reader's durable acks (`durableAcks`): whether the replicas keep up, and what it may do. */
-  private readonly durability: AckDurability | undefined;
+  /** When it may read and how its acks go (always, or while it owns its partition). */
+  private readonly tenure: Tenure;
   /** performance.now() of the loop's last step that answered (the liveness of an owned partition). */
   private lastStepAt = performance.now();
   /** Moves this reader's streams' delayed entries in when due. */
@@ -202,39 +176,22 @@ export class Reader {
     plan: ReaderStreams,
     private readonly d: ReaderDeps,
   ) {
-    const { streams, batch, ordered } = plan;
+    const { streams, batch } = plan;
     const { options, commands, logger } = d;
     const stop = this.stopSignal;
     const { findings } = this;
     this.streams = streams;
-    // XREADGROUP … CLAIM serves the most idle first: never on an ordered stream.
-    const offer = (this.offer = new ServerOffer(
-      options.newerCommands,
-      options.deleteOnAck,
-      !ordered,
-      ordered?.durableAcks?.fsync === true,
-    ));
-    const durable = ordered?.durableAcks && d.durable;
-    const durability = (this.durability =
-      ordered?.durableAcks && durable
-        ? new AckDurability(ordered.durableAcks, { stream: streams[0]!, logger, onChange: () => findings.wake() })
-        : undefined);
-    const owner = (this.owner =
-      ordered &&
-      new PartitionOwner({
-        ownership: commands.ownership,
-        stream: streams[0]!,
-        ordered,
-        consumer: options.consumer,
-        ttlMs: options.minIdleMs,
-        beatMs: options.leaseRenewMs,
-        logger,
-        onChange: () => findings.wake(),
-        durable: durable && durability ? { commands: durable, durability } : undefined,
-        stalledForMs: () => this.stalledForMs(),
-        // Past the longest a step may take (a park, a command, the backoff after a failure), with a beat to spare.
-        stallMs: options.blockMs + 2 * PARK_GRACE_MS + options.commandTimeoutMs + options.retryMaxDelayMs + options.leaseRenewMs,
-      }));
+    const tenure = (this.tenure = tenureOf(plan, {
+      stream: streams[0]!,
+      options,
+      commands,
+      durable: d.durable,
+      findings,
+      stop,
+      logger,
+      lastStepAt: () => this.lastStepAt,
+    }));
+    const offer = (this.offer = new ServerOffer(options.newerCommands, options.deleteOnAck, tenure.claimsOnRead, tenure.fsync));
     const lanes = d.lanes;
     this.lanes = new Lanes({
       connection: options.connection,
@@ -255,40 +212,12 @@ export class Reader {
       findings,
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
       onSettled: (event) => d.report.settled(event),
-      handedLookable: () => (this.keyLanes ? [] : this.pause.readable()),
-      mayTakeBack: () => owner === undefined || owner.holds(),
+      handedLookable: () => (tenure.looksForHanded ? this.pause.readable() : []),
+      mayTakeBack: () => tenure.mayTakeBack(),
     });
     const { custody } = this;
-    this.acks = new AckPipeline(
-      owner ? (entries) => this.ackOwned(entries) : (entries) => commands.ackMany(entries, offer.ackDelete),
-      custody,
-      findings,
-    );
+    this.acks = new AckPipeline((entries) => tenure.ack(entries), custody, findings);
     const settler = d.settler(stop, offer);
-    const keyLanes = (this.keyLanes =
-      owner &&
-      new KeyLanes({
-        settle: settler.one,
-        custody,
-        acks: this.acks,
-        concurrency: options.concurrency,
-        // Two reads' worth in flight: the next read is out while this one's entries run.
-        room: Math.max(2 * options.batchSize, 2 * options.concurrency),
-        stop,
-        mayStart: () => owner.valid() && (durability?.mayStart() ?? true),
-        ending: () => owner.ending,
-        paused: () => this.pause.anyPaused,
-        confirmSettled: durability && ((entry) => this.confirmSettled(entry)),
-        ackAgain: async (entries) => {
-          await this.ackOwned(entries);
-          for (const entry of entries) custody.release(entry);
-        },
-        inProgress: this.inProgress,
-        // Only while the partition is this consumer's: a stale owner's XCLAIM would take a peer's entries.
-        putBack: (entries) => (owner.holds() ? owner.giveBack(entries) : Promise.resolve()),
-        recount: (entries) => commands.recount(streams[0]!, options.consumer, entries),
-        logger,
-      }));
     // Built once: settleBatch runs per fetched batch (the drain's hot path).
     const batchDeps: BatchSettlerDeps = {
       custody,
@@ -306,9 +235,7 @@ export class Reader {
       },
       logger,
     };
-    const settle: SettleFetched = keyLanes
-      ? (entries, source) => keyLanes.accept(entries, source)
-      : (entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand);
+    const settle: SettleFetched = tenure.settle ?? ((entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand));
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
     const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
@@ -323,8 +250,8 @@ export class Reader {
     const arrivals = {
       commands,
       custody,
-      maxWaitingRetries: keyLanes ? ORDERED_WAITING_RETRIES : options.maxWaitingRetries,
-      onWaiting: keyLanes && ((entry: StreamEntry) => keyLanes.blockFor(entry)),
+      maxWaitingRetries: tenure.maxWaitingRetries(options.maxWaitingRetries),
+      onWaiting: tenure.onWaiting,
     };
     this.drainDeps = { ...step, ...arrivals, readAhead: options.readAhead };
     this.selfDrain$ = selfDrain$({ ...this.drainDeps, drainable: () => pause.drainable() });
@@ -345,6 +272,7 @@ export class Reader {
       },
       this.reclaimer,
     );
+    tenure.bind({ custody, acks: this.acks, settleOne: settler.one, inProgress: this.inProgress, pause, parker: this.parker, offer });
     this.keeper = new GroupKeeper(
       {
         stop,
@@ -390,11 +318,8 @@ export class Reader {
     const fullBeat$ = concat(check$, resumed$, this.reclaimer.step$, this.parker.step$);
     // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
     const beat$ = defer(() => (this.keeper.due || this.reclaimer.due || this.pause.owesDrain ? fullBeat$ : this.parker.step$));
-    const beats$ = beat$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
-    const read$ = this.owner ? this.orderedCycles$(groups$, beat$) : concat(this.selfDrain$, beats$);
-    // An ordered reader's lanes settle before any restart: self-drain must not meet an entry a lane still runs.
-    const start$ = this.keyLanes ? concat(defer(() => this.quiesce()).pipe(ignoreElements()), groups$) : groups$;
-    const steps$ = concat(start$, gate$.pipe(concatMap(() => read$)));
+    const reads$ = this.tenure.reads$({ groups$, selfDrain$: this.selfDrain$, beat$ });
+    const steps$ = concat(this.tenure.restart$, groups$, gate$.pipe(concatMap(() => reads$)));
     const work$ = concat(
       steps$.pipe(
         tap((result) => this.stepped(result)),
@@ -409,20 +334,14 @@ export class Reader {
       // Once the consumer started (its groups exist): nothing of them may queue ahead of XGROUP CREATE.
       defer(() => from(this.d.started ?? Promise.resolve())).pipe(concatMap(() => merge(this.promoter.looks$, this.pause.looks$))),
       // A pause ends the park (the next reads without that stream) and holds the key lanes; a resume ends a paused wait.
-      this.pause.changed$.pipe(
+      merge(this.pause.changed$, this.findings.wake$).pipe(
         tap(() => {
           this.parker.wakePark();
-          this.keyLanes?.nudge();
+          this.tenure.nudge();
         }),
       ),
       this.watch.checks$,
-      this.findings.wake$.pipe(
-        tap(() => {
-          this.parker.wakePark();
-          this.keyLanes?.nudge();
-        }),
-      ),
-      this.owner ? this.owner.renewals$.pipe(tap(() => this.keyLanes!.nudge())) : EMPTY,
+      this.tenure.upkeep$,
     ).pipe(ignoreElements(), takeUntil(stop.abandoned$));
     return work$.pipe(
       connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),
@@ -432,141 +351,6 @@ export class Reader {
         this.custody.end();
       }),
     );
-  }
-
-  /**
-   * An ordered reader, over and over until stopped: standby (one ownership beat every leaseRenewMs
-   * until the share-out gives it the partition), take over the previous owner's pending entries,
-   * self-drain them in id order, then beat while it owns the partition; when it no longer does
-   * (lost, or asked to give it to a member that joined), what is in hand finishes and it releases.
-   */
-  private orderedCycles$(groups$: Observable<StepResult>, beat$: Observable<StepResult>): Observable<StepResult> {
-    const stop = this.stopSignal;
-    const owner = this.owner!;
-    const lanes = this.keyLanes!;
-    const standby$ = defer(() => from(owner.beat())).pipe(
-      repeat({ delay: () => timer(this.d.options.leaseRenewMs).pipe(takeUntil(stop.stopped$)) }),
-      takeWhile((owned) => !owned && !stop.stopped),
-      map(() => STANDBY),
-    );
-    const ownedBeats$ = defer(() => {
-      lanes.rethrow();
-      return beat$;
-    }).pipe(repeat({ delay: () => (stop.stopped || owner.ending || lanes.fenced ? EMPTY : NEXT_BEAT) }));
-    const owned$ = concat(
-      defer(() => owner.takeOver()).pipe(ignoreElements()),
-      groups$,
-      this.selfDrain$,
-      defer(() => (owner.ending ? EMPTY : ownedBeats$)),
-    );
-    const cycle$ = concat(
-      standby$,
-      defer(() => (owner.owned && !stop.stopped ? owned$ : EMPTY)),
-      defer(() => this.release()).pipe(ignoreElements()),
-    );
-    return cycle$.pipe(repeat({ delay: () => (stop.stopped ? EMPTY : NEXT_BEAT) }));
-  }
-
-  /** The lanes' running entries finish (and their acks are confirmed); what they queued is dropped, to be read again. */
-  private async quiesce(): Promise<void> {
-    const lanes = this.keyLanes!;
-    await lanes.settled();
-    lanes.clear();
-  }
-
-  /**
-   * The owned phase is over: nothing of the partition is in hand here any more (running entries
-   * finished and acked, the read-ahead answered, what was queued left pending for the next owner,
-   * who takes over all of it, with the delivery counts they had before this owner read them), then
-   * the owner key goes.
-   */
-  private async release(): Promise<void> {
-    const owner = this.owner!;
-    const lanes = this.keyLanes!;
-    await lanes.settled();
-    const ahead = await this.parker.dropAhead();
-    await this.acks.flush().catch(() => undefined);
-    const fenced = lanes.fenced;
-    const unstarted = [...lanes.clear(), ...ahead.filter((e) => e.fields !== null)];
-    this.custody.restart();
-    this.custody.forget(this.streams[0]!);
-    lanes.forgetSettled();
-    this.durability?.reset();
-    if (!owner.owned) return;
-    // Still the owner (asked to give it up, or stopping): what it read and never started goes back with the
-    // count it had. Not once fenced or lost: those entries may be the new owner's already.
-    if (!fenced && owner.holds() && unstarted.length > 0)
-      await owner
-        .giveBack(unstarted)
-        .catch((err: unknown) =>
-          this.d.logger.warn(
-            `could not put back the delivery counts of ${unstarted.length} entries of "${this.streams[0]}": ${describeError(err)}`,
-          ),
-        );
-    await owner.release(false);
-  }
-
-  /**
-   * An ordered reader's ack: fenced (a stale owner's is refused). With durable acks it waits for the
-   * replicas too; not confirmed, a hold sends it again (an ack is idempotent, and with it the wait
-   * covers it on whichever master answers now) until they confirm, the partition changes hands or
-   * the reader stops; carrying on, it returns (degraded). What the first round trip found short is
-   * what counts.
-   */
-  private async ackOwned(entries: readonly StreamEntry[]): Promise<ShortAck[]> {
-    const owner = this.owner!;
-    const stream = this.streams[0]!;
-    const ids = entries.map((e) => e.id);
-    const { durability } = this;
-    const durable = this.d.durable;
-    if (!durability || !durable) return this.d.commands.ackFenced(stream, ids, owner.fence, this.offer.ackDelete);
-    let first: ShortAck[] | undefined;
-    for (;;) {
-      const wait = durability.waitsOnAcks() ? durability.wanted : undefined;
-      const { short, confirmed } = await durable.ackFenced(stream, ids, owner.fence, this.offer.ackDelete, wait);
-      first ??= short;
-      if (!confirmed || durability.record(confirmed) || !(await this.holdOn(confirmed))) return first;
-    }
-  }
-
-  /** A dead-letter move of a durable ordered reader: settled once the replicas have it (a move lost with a master restarts the loop). */
-  private async confirmSettled(entry: StreamEntry): Promise<void> {
-    const owner = this.owner!;
-    const durability = this.durability!;
-    for (;;) {
-      if (!durability.waitsOnAcks()) return;
-      const { pending, confirmed } = await this.d.durable!.confirmSettled(
-        entry.stream,
-        [entry.id],
-        owner.fence,
-        this.d.options.minIdleMs,
-        durability.wanted,
-      );
-      if (pending.length > 0)
-        throw new Error(
-          `the dead-letter move of entry ${entry.id} of "${entry.stream}" is not on the master that answers now (lost with a master that failed): it is pending again, and is settled again first`,
-        );
-      if (durability.record(confirmed) || !(await this.holdOn(confirmed))) return;
-    }
-  }
-
-  /** A hold's next try: false once the reader stops or the partition is no longer this one's (what was sent stays as it is). */
-  private async holdOn(confirmed: Confirmation): Promise<boolean> {
-    const stop = this.stopSignal;
-    if (stop.stopped || !this.owner!.holds()) return false;
-    // A wait refused at once (WAITAOF on a master without AOF) would spin: the next try after the wait's time.
-    if (confirmed.refused) await firstValueFrom(race(timer(this.durability!.wanted.timeoutMs), stop.stopped$), { defaultValue: 0 });
-    return !stop.stopped && this.owner!.holds();
-  }
-
-  /**
-   * How long an owned partition's loop has gone without progress (a step answered, an entry settled);
-   * 0 while it waits on something it chose: handlers running, a hold of its durable acks.
-   */
-  private stalledForMs(): number {
-    const lanes = this.keyLanes;
-    if (!lanes || lanes.runningCount > 0 || (this.durability && !this.durability.mayStart())) return 0;
-    return performance.now() - Math.max(this.lastStepAt, lanes.lastTurnEndAt);
   }
 
   /** What the server offered at the last (re)start; undefined before the first. */
@@ -585,13 +369,7 @@ export class Reader {
 
   /** An ordered reader's partition: its ownership and the keys waiting behind a failed entry; undefined for any other. */
   ordering(): OrderingView | undefined {
-    if (!this.owner || !this.keyLanes) return undefined;
-    return {
-      ...this.owner.view(),
-      blockedKeys: this.keyLanes.blockedKeys(),
-      held: this.keyLanes.held,
-      ...(this.durability ? { durability: this.durability.view() } : {}),
-    };
+    return this.tenure.ordering();
   }
 
   /** What waits in `stream`'s schedule of delayed entries, by this reader's last look; undefined before one. */
@@ -657,28 +435,8 @@ export class Reader {
     return timer(retryInMs).pipe(takeUntil(this.stopSignal.stopped$));
   }
 
-  /** After the last beat: a read-ahead batch goes back, waiting retries become a peer's, and the last ack is confirmed (and reported). */
-  private async finish(): Promise<void> {
-    const stop = this.stopSignal;
-    const { logger } = this.d;
-    // An ordered reader released its partition at the end of its cycle; it leaves the share-out now.
-    if (this.owner) {
-      // Stopped during a backoff, mid-cycle: what the lanes run finishes and is acked before the owner key goes.
-      await stop.bounded(this.keyLanes!.settled(), () => 'the handlers in hand', logger);
-      await stop.bounded(this.acks.flush(), () => 'the last ack', logger).catch(() => undefined);
-      await stop
-        .bounded(this.owner.release(true), () => 'leaving the partition share-out', logger)
-        .catch((err: unknown) => logger.warn(`could not leave the share-out of "${this.streams[0]}": ${describeError(err)}`));
-      return;
-    }
-    await this.parker.handBackAhead();
-    await stop
-      .bounded(this.custody.handBackWaiting(), () => 'the hand-back of entries waiting for their retry', logger)
-      .catch((err: unknown) =>
-        logger.warn(`hand-back of entries waiting for their retry failed, a peer takes them after minIdleMs: ${describeError(err)}`),
-      );
-    await stop
-      .bounded(this.acks.flush(), () => 'the last ack', logger)
-      .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
+  /** After the last beat: what is in hand ends the tenure's way (handed back or acked, its partition left). */
+  private finish(): Promise<void> {
+    return this.tenure.finish();
   }
 }
