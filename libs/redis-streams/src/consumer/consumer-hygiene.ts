@@ -1,4 +1,6 @@
+import { defer, ignoreElements, lastValueFrom, repeat, takeUntil, timer } from 'rxjs';
 import type { Logger } from '../ports.js';
+import { StopSignal } from './stop-signal.js';
 import { describeError } from '../describe-error.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 
@@ -21,36 +23,34 @@ export interface ConsumerHygieneDeps {
  * loop, never in it: a slow or failing cleanup delays no entry.
  */
 export class ConsumerHygiene {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  /** Its own stop signal: the engine's run stops it with the loops. */
+  private readonly stopSignal = new StopSignal();
+  /** The runs, once at once and then every intervalMs, until stopped: a run in progress ends first. */
+  private readonly done: Promise<void>;
   /** The last failure logged per stream: the same one is logged once, not every interval. */
   private readonly lastFailure = new Map<string, string>();
 
-  constructor(private readonly d: ConsumerHygieneDeps) {}
-
-  start(): void {
-    this.tick();
+  constructor(private readonly d: ConsumerHygieneDeps) {
+    const stop = this.stopSignal;
+    this.done = lastValueFrom(
+      // A run that fails outside its per-stream steps is told, and the next one comes all the same.
+      defer(() => this.runOnce().catch((err: unknown) => d.logger.warn(`consumer cleanup failed: ${describeError(err)}`))).pipe(
+        repeat({ delay: () => timer(d.intervalMs).pipe(takeUntil(stop.stopped$)) }),
+        ignoreElements(),
+      ),
+      { defaultValue: undefined },
+    );
   }
 
   /** No new run; waits for one in progress (bounded by commandTimeoutMs per command). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private tick(): void {
-    if (this.stopped) return;
-    this.running = this.runOnce().finally(() => {
-      this.running = undefined;
-      if (!this.stopped) this.timer = setTimeout(() => this.tick(), this.d.intervalMs);
-    });
+    this.stopSignal.stop('stopping');
+    await this.done;
   }
 
   private async runOnce(): Promise<void> {
     for (const stream of this.d.streams) {
-      if (this.stopped) return;
+      if (this.stopSignal.stopped) return;
       try {
         const deleted = await this.d.commands.deleteIdleConsumers(
           stream,

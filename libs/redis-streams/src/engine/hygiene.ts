@@ -40,6 +40,5 @@ export function startHygiene(
     },
     logger,
   });
-  hygiene.start();
   return hygiene;
 }
