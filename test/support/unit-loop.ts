@@ -13,6 +13,7 @@ import { settleBatch, type SettleFetched } from '../../libs/redis-streams/src/co
 import { Custody } from '../../libs/redis-streams/src/consumer/custody.js';
 import { LoopFindings } from '../../libs/redis-streams/src/consumer/loop-findings.js';
 import type { StepResult } from '../../libs/redis-streams/src/consumer/loop-vitals.js';
+import { ClaimGate } from '../../libs/redis-streams/src/consumer/intake/claim-gate.js';
 import { Parker } from '../../libs/redis-streams/src/consumer/parker.js';
 import { Reclaimer } from '../../libs/redis-streams/src/consumer/reclaimer.js';
 import { selfDrain$ } from '../../libs/redis-streams/src/consumer/self-drain.js';
@@ -164,11 +165,10 @@ function unitLoop(
       new Parker({
         ...step,
         ...arrivals,
-        offer,
         blockMs: options.blockMs,
         readAhead: options.readAhead,
-        // No read gate: these steps' own tests (the gates have theirs).
-        gates: [],
+        // The read's CLAIM alone (when asked for): pausing and rate limits have tests of their own.
+        gates: [new ClaimGate({ offer, minIdleMs, custody })],
         lanes,
         fetch: commands.fetch,
         custody,

@@ -4,14 +4,13 @@ import type { Lanes } from '../redis/lanes.js';
 import { ParkLostError } from '../redis/park-watchdog.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
-import type { ServerOffer } from './server-offer.js';
 import { within } from '../within.js';
 import type { SettleFetched } from './batch-settler.js';
 import type { Custody } from './custody.js';
 import type { StepResult } from './loop-vitals.js';
 import { ReadAhead } from './read-ahead.js';
 import type { StopSignal } from './stop-signal.js';
-import { throughGates, type ReadGate, type ReadNext, type ReadResult } from './intake/read-gate.js';
+import { throughGates, type ReadAsk, type ReadGate, type ReadNext, type ReadResult } from './intake/read-gate.js';
 
 /** What the park reads on, holds and hands its entries to. */
 export interface ParkerDeps extends ArrivalDeps {
@@ -26,8 +25,6 @@ export interface ParkerDeps extends ArrivalDeps {
   lanes: Pick<Lanes, 'unblock' | 'dropBlocking' | 'readyToPark' | 'prepareBlocking' | 'blocking' | 'awaitPark'>;
   fetch: Pick<FetchCommands, 'readGroup'>;
   custody: ArrivalDeps['custody'] & Pick<Custody, 'received' | 'heldOn' | 'msUntilDue' | 'handBack'>;
-  /** Whether the server claims idle entries with the read (XREADGROUP … CLAIM), asked at each read. */
-  offer: Pick<ServerOffer, 'claimsOnRead'>;
   /** The reader's intake: the gates each park's read goes through, in order (a pause, a rate limit). */
   gates: readonly ReadGate[];
   /** A batch handler's reader: a park not yet full waits up to `maxWaitMs` for more, up to `maxSize`. */
@@ -65,12 +62,6 @@ export class Parker {
 
   /** maxWaitingRetries was reached at the last park (logged once until it is left). */
   private overCap = false;
-  /**
-   * The last read claimed entries: the next is a plain one, without BLOCK, so new entries get a
-   * turn. (CLAIM serves idle entries before new ones: behind a dead peer's large PEL a new entry
-   * would otherwise wait for all of it, where a sweep's rounds let parks in between.)
-   */
-  private claimedLast = false;
   /** The last park brought entries taken past a gate the stop kept from closing (see ReadResult.inHand). */
   private takenPastGate = false;
   /** A park's read through the intake's gates. */
@@ -83,7 +74,7 @@ export class Parker {
     /** A reclaim sweep is under way: parks between its rounds do not block (see Reclaimer). */
     private readonly sweep: Sweeping = { busy: false },
   ) {
-    this.gatedRead = throughGates(d.gates, (ask) => this.read(ask.streams, ask.blockMs, ask.count));
+    this.gatedRead = throughGates(d.gates, (ask) => this.read(ask));
     this.wake$ = merge(d.stop.stopped$, ...d.gates.flatMap((g) => (g.changed$ ? [g.changed$] : [])));
   }
 
@@ -188,7 +179,7 @@ export class Parker {
       const leftMs = Math.floor(deadline - performance.now());
       // BLOCK 0 would wait forever.
       if (leftMs < 1) break;
-      const read = this.parkRead(leftMs, maxSize - entries.length);
+      const read = this.parkRead(leftMs, maxSize - entries.length, false, true);
       // Redis ends a BLOCK at its next timer tick (up to 100 ms late at hz 10): the deadline is kept here.
       const more = await within<StreamEntry[] | undefined>(read, deadline - performance.now(), undefined);
       if (more === undefined) {
@@ -204,10 +195,10 @@ export class Parker {
 
   /**
    * blockMs, or less when a scheduled retry falls due sooner (Redis may end a BLOCK up to 100 ms
-   * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds, and after a read that claimed.
+   * late: the due timer wakes it on time); 0 (no BLOCK) between a reclaim sweep's rounds.
    */
   private blockMs(): number {
-    if (this.sweep.busy || this.claimedLast) return 0;
+    if (this.sweep.busy) return 0;
     const { blockMs } = this.d;
     const untilDue = this.d.custody.msUntilDue();
     // At least 5 ms: a due entry the beat could not claim yet (its idle short of the threshold) must not spin the loop.
@@ -227,7 +218,7 @@ export class Parker {
   }
 
   /** One XREADGROUP … BLOCK … > on the blocking lane (`blockMs` 0: no BLOCK); what it returns is leased at once. */
-  private async parkRead(blockMs: number, count = this.d.count, ahead = false): Promise<StreamEntry[]> {
+  private async parkRead(blockMs: number, count = this.d.count, ahead = false, filling = false): Promise<StreamEntry[]> {
     const { d } = this;
     const { stop, lanes } = d;
     // Connected: no promise to wait on. Not within a beat: the park fails (below).
@@ -247,22 +238,35 @@ export class Parker {
       }
     }
     if (stop.stopped) return [];
-    const { entries, inHand } = await this.gatedRead({ streams: d.streams, count, blockMs, ahead, beatMs: d.blockMs, wake$: this.wake$ });
+    const { entries, inHand } = await this.gatedRead({
+      streams: d.streams,
+      count,
+      blockMs,
+      ahead,
+      filling,
+      beatMs: d.blockMs,
+      wake$: this.wake$,
+    });
     if (inHand) this.takenPastGate = true;
     return entries;
   }
 
   /** The read behind the gates: a park (BLOCK) is not sent once stopping. */
-  private async read(streams: readonly string[], blockMs: number, count: number): Promise<ReadResult> {
-    if (blockMs > 0 && this.d.stop.stopped) return { entries: [] };
-    return { entries: await this.readOnce(streams, blockMs, count) };
+  private async read(ask: ReadAsk): Promise<ReadResult> {
+    if (ask.blockMs > 0 && this.d.stop.stopped) return { entries: [] };
+    return { entries: await this.readOnce(ask.streams, ask.blockMs, ask.count, ask.claimMinIdleMs, ask.kept) };
   }
 
   /** One XREADGROUP (`blockMs` 0: no BLOCK) on the blocking lane; what it returns is leased at once. */
-  private async readOnce(streams: readonly string[], blockMs: number, count: number): Promise<StreamEntry[]> {
+  private async readOnce(
+    streams: readonly string[],
+    blockMs: number,
+    count: number,
+    claimMinIdleMs?: number,
+    kept?: (fetched: StreamEntry[]) => StreamEntry[],
+  ): Promise<StreamEntry[]> {
     const { d } = this;
     const { lanes } = d;
-    const claimMinIdleMs = d.offer.claimsOnRead(streams.length) && !this.claimedLast ? d.minIdleMs : undefined;
     const read = d.fetch.readGroup(
       lanes.blocking,
       d.consumer,
@@ -276,8 +280,7 @@ export class Parker {
     try {
       // Redis' answer, however late the event loop gets to it (a busy handler): never dropped.
       const fetched = await lanes.awaitPark(read, blockMs);
-      this.claimedLast = claimMinIdleMs !== undefined && fetched.some((e) => e.deliveryCount > 1);
-      const entries = this.claimedLast ? this.withoutHeld(fetched) : fetched;
+      const entries = kept ? kept(fetched) : fetched;
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
       d.custody.received(entries);
       // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
@@ -286,20 +289,6 @@ export class Parker {
     } finally {
       if (this.parked === read) this.parked = undefined;
     }
-  }
-
-  /**
-   * Claimed with the read though a batch here holds it already (a read-ahead batch whose lease
-   * lapsed while the event loop was held): that batch settles it; settling it here too would run it twice.
-   */
-  private withoutHeld(entries: StreamEntry[]): StreamEntry[] {
-    const held = new Map<string, Set<string>>();
-    return entries.filter((e) => {
-      if (e.deliveryCount === 1) return true;
-      let ids = held.get(e.stream);
-      if (!ids) held.set(e.stream, (ids = this.d.custody.heldOn(e.stream)));
-      return !ids.has(e.id);
-    });
   }
 
   private readAhead(): void {

@@ -260,11 +260,10 @@ export class Reader {
       {
         ...step,
         ...arrivals,
-        offer,
         blockMs: options.blockMs,
         // A read ahead takes its grants while this batch runs: starts trail them by up to a batch, the count per window holds.
         readAhead: options.readAhead,
-        gates: readGatesOf(plan, { pause, limits: commands.rateLimits, stop }),
+        gates: readGatesOf(plan, { pause, limits: commands.rateLimits, stop, offer, minIdleMs: options.minIdleMs, custody }),
         lanes: this.lanes,
         fetch: commands.fetch,
         custody,

@@ -2,6 +2,7 @@ import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
 import type { PauseWatch } from '../pause-watch.js';
 import type { StopSignal } from '../stop-signal.js';
+import { ClaimGate } from './claim-gate.js';
 import { PauseGate } from './pause-gate.js';
 import { RateGate } from './rate-gate.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -13,14 +14,22 @@ export interface IntakePlan {
   rateLimit?: { name: string; limit: RateLimit } | undefined;
 }
 
-/** The read gates of a reader, in order: the pause first (a paused stream takes no grant), then the plan's. */
+/**
+ * The read gates of a reader, in order: the pause first (a paused stream takes no grant), then the
+ * plan's, and the read's CLAIM innermost (where the server offers it, every read may claim).
+ */
 export function readGatesOf(
   plan: IntakePlan,
-  parts: { pause: Pick<PauseWatch, 'readable' | 'changed$'>; limits: RateLimitCommands; stop: StopSignal },
+  parts: {
+    pause: Pick<PauseWatch, 'readable' | 'changed$'>;
+    limits: RateLimitCommands;
+    stop: StopSignal;
+  } & ConstructorParameters<typeof ClaimGate>[0],
 ): ReadGate[] {
   const gates: ReadGate[] = [new PauseGate(parts.pause)];
   const { rateLimit } = plan;
   if (rateLimit)
     gates.push(new RateGate(new RateLimiter({ limits: parts.limits, name: rateLimit.name, limit: rateLimit.limit, stop: parts.stop })));
+  gates.push(new ClaimGate(parts));
   return gates;
 }

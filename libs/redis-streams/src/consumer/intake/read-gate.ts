@@ -11,6 +11,12 @@ export interface ReadAsk {
   ahead: boolean;
   /** The beat's length, for a gate's wait when `blockMs` is 0. */
   beatMs: number;
+  /** A batch handler's read for more (fill): its BLOCK is the batch's deadline, kept as asked. */
+  filling?: boolean;
+  /** XREADGROUP … CLAIM: the read also claims entries idle this long (see ClaimGate); undefined: a plain read. */
+  claimMinIdleMs?: number | undefined;
+  /** What of the read's reply is kept, before it is leased (the rest is another's to settle). Default: all of it. */
+  kept?: ((fetched: StreamEntry[]) => StreamEntry[]) | undefined;
   /** Ends a gate's wait at once: the stop, or a gate's state changing (a pause, a resume). */
   wake$: Observable<unknown>;
 }

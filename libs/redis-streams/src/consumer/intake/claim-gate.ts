@@ -1,0 +1,58 @@
+import type { StreamEntry } from '../../stream-entry.js';
+import type { Custody } from '../custody.js';
+import type { ServerOffer } from '../server-offer.js';
+import type { ReadAsk, ReadGate, ReadNext, ReadResult } from './read-gate.js';
+
+/**
+ * The read's CLAIM (XREADGROUP … CLAIM, Redis 8.4+): where the server offers it, the park also
+ * claims entries idle past `minIdleMs` (a dead peer's) in the same round trip. A read that claimed is
+ * followed by a plain one without BLOCK, so new entries get a turn (CLAIM serves idle entries before
+ * new ones: behind a dead peer's large PEL a new entry would otherwise wait for all of it, where a
+ * sweep's rounds let parks in between). The innermost gate: every read the others send may claim.
+ */
+export class ClaimGate implements ReadGate {
+  /** The last read claimed entries. */
+  private claimedLast = false;
+
+  constructor(
+    private readonly d: {
+      offer: Pick<ServerOffer, 'claimsOnRead'>;
+      minIdleMs: number;
+      custody: Pick<Custody, 'heldOn'>;
+    },
+  ) {}
+
+  async read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
+    const after = this.claimedLast;
+    const claim = this.d.offer.claimsOnRead(ask.streams.length) && !after;
+    let claimed = false;
+    const result = await next({
+      ...ask,
+      blockMs: after && !ask.filling ? 0 : ask.blockMs,
+      ...(claim && {
+        claimMinIdleMs: this.d.minIdleMs,
+        // Before the lease takes them: what a batch here holds already is told apart from what the read claimed.
+        kept: (fetched: StreamEntry[]) => {
+          claimed = fetched.some((e) => e.deliveryCount > 1);
+          return claimed ? this.withoutHeld(fetched) : fetched;
+        },
+      }),
+    });
+    this.claimedLast = claimed;
+    return result;
+  }
+
+  /**
+   * Claimed with the read though a batch here holds it already (a read-ahead batch whose lease
+   * lapsed while the event loop was held): that batch settles it; settling it here too would run it twice.
+   */
+  private withoutHeld(entries: StreamEntry[]): StreamEntry[] {
+    const held = new Map<string, Set<string>>();
+    return entries.filter((e) => {
+      if (e.deliveryCount === 1) return true;
+      let ids = held.get(e.stream);
+      if (!ids) held.set(e.stream, (ids = this.d.custody.heldOn(e.stream)));
+      return !ids.has(e.id);
+    });
+  }
+}
