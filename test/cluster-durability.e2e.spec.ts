@@ -376,6 +376,42 @@ describe('durable acks and durable produce on a Redis Cluster', () => {
       cluster.thaw(master);
     }
   }, 120_000);
+
+  it('a durable emit its caller was told got no answer is never written by the promoted replica later, nor after later entries (review finding: ioredis re-sent it 5 s later)', async () => {
+    const prefix = uniquePrefix();
+    const durable = await producer(prefix, { commandTimeoutMs: 1000, durability: { replicas: 1, timeoutMs: 300 } });
+    const stream = partitionKey(prefix, 'orders', 0);
+    const key = keysOf(0, 1)[0]!;
+    const emit = (tag: string) => lastValueFrom(durable.emit<string>('orders', new RedisStreamsRecord({ tag }, {}, { partitionKey: key })));
+    // Confirmed once: the shard's replica is in sync (a test before may have thawed it a moment ago).
+    await waitFor(
+      () =>
+        emit('before').then(
+          () => true,
+          (err: unknown) => (err instanceof NotDurableError ? false : Promise.reject(err)),
+        ),
+      {
+        message: "a durable emit confirmed by the shard's replica",
+      },
+    );
+    const { master } = await cluster.replicaOf(stream);
+    cluster.freeze(master);
+    try {
+      await expect(emit('timed-out')).rejects.toThrow(/no answer within 1000 ms; the entry may or may not have been written/);
+      await cluster.takenOver(stream, master, 30_000);
+      // The re-send came once the frozen master's connection left the client's pool (2-3 s after the promotion in the
+      // review): the caller goes on writing for 8 s, long past it, and the stream is read after.
+      for (let i = 0; i < 40; i++) {
+        await emit(`later-${i}`).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const tags = (await cluster.client().xrange(stream, '-', '+')).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!).tag);
+      expect(tags.filter((t) => String(t).startsWith('later-')).length).toBeGreaterThan(10);
+      expect(tags).not.toContain('timed-out');
+    } finally {
+      cluster.thaw(master);
+    }
+  }, 120_000);
 });
 
 /** How an emit came out and how long it took. */

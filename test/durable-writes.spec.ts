@@ -12,6 +12,7 @@ describe('DurableWrites: a redirected write whose writer gave up', () => {
         const batch: string[] = [];
         return {
           call: (...args: string[]) => void batch.push(args.join(' ')),
+          sendCommand: (c: { name: string; args: string[] }) => void batch.push([c.name, ...c.args].join(' ')),
           exec: async () => {
             sent.push(batch);
             // The write refused with a redirection, the WAIT after it answered (0 replicas).

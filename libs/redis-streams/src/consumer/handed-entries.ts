@@ -17,8 +17,12 @@ export interface HandedEntriesDeps {
   logger: Logger;
 }
 
-/** Entries of one stream's pending list looked at per check: the script holds every other client meanwhile. */
+/**
+ * Entries of one stream's pending list looked at per check, at least and at most: the script holds every
+ * other client meanwhile. Between, as many as let the whole list be seen within a round (see pageSize).
+ */
 const ROWS_PER_LOOK = 100;
+const MAX_ROWS_PER_LOOK = 1000;
 
 /** Streams looked at in one round trip. */
 const STREAMS_PER_ROUND = 200;
@@ -50,6 +54,8 @@ const SETTLED_MS = 50;
 export class HandedEntries {
   /** Per stream, the last id of the page looked at; none: from the first. */
   private readonly after = new Map<string, string>();
+  /** Per stream, the rows its current pass over its own pending list has seen so far, and its last whole pass's. */
+  private readonly passRows = new Map<string, { now: number; last: number }>();
   /**
    * Per stream, entries seen once pending here unknown, with their delivery count: taken in only when the next
    * look at them finds them so again. One sighting is no proof: a read's reply not yet processed here (a busy
@@ -64,10 +70,35 @@ export class HandedEntries {
   /**
    * Checks (every leaseRenewMs / 2) in which every stream is looked at once: an entry handed here (idle 0) is
    * first seen within a round and again at the next check, both before it is idle minIdleMs, past which it is
-   * the group's: (rounds + 1) × leaseRenewMs / 2 < minIdleMs, with a check to spare (4 at the default 1:3).
+   * the group's: (rounds + 1) × leaseRenewMs / 2 < minIdleMs, with two checks to spare (3 at the default 1:3):
+   * on a busy machine a look of thousands of streams takes most of a check, and the next tick is skipped.
    */
   private checksPerRound(): number {
-    return Math.max(1, Math.floor((2 * this.d.minIdleMs) / this.d.leaseRenewMs) - 2);
+    return Math.max(1, Math.floor((2 * this.d.minIdleMs) / this.d.leaseRenewMs) - 3);
+  }
+
+  /**
+   * Rows of `stream`'s own pending list looked at now: its whole list within the round (within one look when
+   * it is one of a share, looked at once a round), from what its last whole pass saw, between the bounds.
+   * (A list of 500 owed entries read 100 at a time took six checks to reach an entry handed here behind them.)
+   */
+  private pageSize(stream: string, looksPerRound: number): number {
+    const pass = this.passRows.get(stream);
+    // Mid-pass, at least what the pass has seen so far: a list longer than its last pass (or a first pass) doubles the page each look.
+    const wanted = Math.max(Math.ceil((pass?.last ?? 0) / looksPerRound), pass?.now ?? 0);
+    return Math.min(MAX_ROWS_PER_LOOK, Math.max(ROWS_PER_LOOK, wanted));
+  }
+
+  /** Where the look at `stream` starts: at its earliest entry seen once (the second look must find it), else after the last page. */
+  private startOf(stream: string): { start: string; after: string | undefined } {
+    const seen = this.sighted.get(stream);
+    if (seen && seen.size > 0) {
+      let first: string | undefined;
+      for (const id of seen.keys()) if (first === undefined || compareIds(id, first) < 0) first = id;
+      return { start: first!, after: undefined };
+    }
+    const after = this.after.get(stream);
+    return { start: after === undefined ? '-' : `(${after}`, after };
   }
 
   /** Looks at `streams` (drained, not paused); what it takes in is on the marks' schedule. */
@@ -80,28 +111,38 @@ export class HandedEntries {
         ? all
         : [...all.slice(this.next, this.next + share), ...all.slice(0, Math.max(0, this.next + share - all.length))];
     this.next = all.length <= share ? 0 : (this.next + share) % all.length;
-    // A stream with an entry seen once is looked at again now, whatever the share: the second sighting must come before minIdleMs.
+    const looksPerRound = streams.length < all.length ? 1 : this.checksPerRound();
+    // A stream with an entry seen once is looked at again now, first, whatever the share: the second sighting must
+    // come before minIdleMs.
     if (streams.length < all.length && this.sighted.size > 0) {
-      const looked = new Set(streams);
-      const again = all.filter((s) => this.sighted.has(s) && !looked.has(s));
-      if (again.length > 0) streams = [...streams, ...again];
+      const again = all.filter((s) => this.sighted.has(s));
+      const first = new Set(again);
+      streams = [...again, ...streams.filter((s) => !first.has(s))];
     }
     for (let i = 0; i < streams.length; i += STREAMS_PER_ROUND) {
-      const round = streams.slice(i, i + STREAMS_PER_ROUND);
+      const round = streams.slice(i, i + STREAMS_PER_ROUND).map((stream) => ({
+        stream,
+        ...this.startOf(stream),
+        count: this.pageSize(stream, looksPerRound),
+      }));
       const sentAt = performance.now();
-      const pages = await d.commands.ownPending(
-        round.map((stream) => ({ stream, after: this.after.get(stream) })),
-        d.consumer,
-        ROWS_PER_LOOK,
-      );
+      const pages = await d.commands.ownPending(round, d.consumer);
       pages.forEach((rows, j) => {
-        const stream = round[j]!;
-        const from = this.after.get(stream);
+        const { stream, after: from, count } = round[j]!;
+        const full = rows !== null && rows.length === count;
         // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
-        if (rows === null || rows.length < ROWS_PER_LOOK) this.after.delete(stream);
+        if (!full) this.after.delete(stream);
         else this.after.set(stream, rows.at(-1)!.id);
+        const pass = this.passRows.get(stream) ?? { now: 0, last: 0 };
+        pass.now += rows?.length ?? 0;
+        if (!full) {
+          pass.last = pass.now;
+          pass.now = 0;
+        }
+        if (pass.last === 0 && pass.now === 0) this.passRows.delete(stream);
+        else this.passRows.set(stream, pass);
         // Sightings this page covered and did not confirm are over (settled, taken by a peer, fetched since).
-        const to = rows !== null && rows.length === ROWS_PER_LOOK ? rows.at(-1)!.id : undefined;
+        const to = full ? rows.at(-1)!.id : undefined;
         const before = this.sighted.get(stream);
         const now = new Map<string, number>();
         if (before && rows !== null)

@@ -48,15 +48,26 @@ class DeadlineCluster extends Cluster {
     super(nodes, options as never);
     // ioredis re-sends a command whose node connection closed (a node dropped from the pool after a failover, a
     // reconnect), even once its caller was told it timed out: a write then lands on the new master seconds later,
-    // after the caller's next ones. Each node's sends skip such a command.
+    // after the caller's next ones. Each node's sends put a PING in its place.
     this.on('+node', (node: Redis) => {
       const send = node.sendCommand.bind(node) as (command: Command, stream?: unknown) => unknown;
       node.sendCommand = ((command: Command, stream?: unknown) => {
-        if (this.timedOut.has(command)) return command.promise;
+        // A PING, not skipped: in a pipeline every command must reach the socket, or the pipeline's
+        // other commands are never written and the node's replies go to the wrong commands.
+        if (this.timedOut.has(command)) {
+          command.name = 'ping';
+          command.args = [];
+          return send(command, stream);
+        }
         this.noteTimeout(command);
         return send(command, stream);
       }) as typeof node.sendCommand;
     });
+  }
+
+  /** Commands whose caller gave up on them (a durable write past its deadline): never sent again. */
+  forget(commands: readonly Command[]): void {
+    for (const command of commands) this.timedOut.add(command);
   }
 
   /** Notes the command once it timed out (and asks for a fresh slot map). */

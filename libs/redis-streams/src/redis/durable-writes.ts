@@ -1,4 +1,4 @@
-import type { Cluster } from 'ioredis';
+import { Command, type Cluster } from 'ioredis';
 import type { ResolvedDurability } from '../options/durability-options.js';
 import { slotOf } from '../slots.js';
 import { within } from '../within.js';
@@ -25,6 +25,8 @@ interface Pending {
   withdrawn?: boolean;
   /** The group it waits in, while it waits. */
   group?: Group;
+  /** Its commands in the last pipeline it was sent in. */
+  sentCommands?: Command[];
 }
 
 /** The writes waiting for one master's next pipeline, and whether one of its pipelines is out. */
@@ -90,7 +92,12 @@ export class DurableWrites {
           }
           w.withdrawn = true;
           reject(new DurableWriteNotSent());
-        } else reject(new Error('Command timed out'));
+        } else {
+          // Sent, unanswered: ioredis would send it again when its node's connection closes (a frozen master dropped from
+          // the pool after a failover), and the promoted replica would write it seconds after its caller was told.
+          if (w.sentCommands) (this.conn as Partial<{ forget(commands: readonly Command[]): void }>).forget?.(w.sentCommands);
+          reject(new Error('Command timed out'));
+        }
       };
       const settled = () => signal?.removeEventListener('abort', abandon);
       const w: Pending = {
@@ -153,8 +160,12 @@ export class DurableWrites {
   }
 
   private async sendBatch(writes: Pending[], durability: ResolvedDurability): Promise<void> {
-    const pipeline = this.conn.pipeline();
-    for (const w of writes) for (const [name, ...args] of w.commands) pipeline.call(name, ...args);
+    const pipeline = this.conn.pipeline() as ReturnType<RedisConnection['pipeline']> & { sendCommand(command: Command): unknown };
+    for (const w of writes) {
+      // Its own Command objects: what its writer gives up on can be told apart from the rest of the pipeline.
+      w.sentCommands = w.commands.map(([name, ...args]) => new Command(name, args, { replyEncoding: 'utf8' }));
+      for (const command of w.sentCommands) pipeline.sendCommand(command);
+    }
     pipeline.call(...waitCommand(durability));
     let results: [Error | null, unknown][];
     try {

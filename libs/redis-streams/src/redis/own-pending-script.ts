@@ -6,7 +6,7 @@ import { LUA_NOW } from './lua-now.js';
  * count and, when it waits for a retry, the ms until it is due (negative once due; Redis' clock),
  * '' when it has no record.
  * KEYS[1] stream, KEYS[2] its retry set; ARGV[1] group, ARGV[2] consumer, ARGV[3] where the page
- * starts ('-', or '(' and the last id of the page before), ARGV[4] count. Returns -1 without the
+ * starts ('-', '(' and the last id of the page before, or the id of an entry to look at again), ARGV[4] count. Returns -1 without the
  * stream or the group, else the rows, oldest first.
  */
 export const OWN_PENDING_SCRIPT = `${LUA_NOW}

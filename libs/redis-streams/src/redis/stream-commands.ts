@@ -159,25 +159,17 @@ export class StreamCommands {
 
   /**
    * A page of `consumer`'s own pending list on each of `streams` (OWN_PENDING_SCRIPT, one pipeline): at
-   * most `count` entries after `after` (from the first when undefined), each with its idle time, its
-   * delivery count and, when it waits for a retry, the ms until it is due; null where the stream or
-   * the group is gone. Rejects with the first error Redis answered.
+   * most `count` entries from `start` (XPENDING's: '-', '(' and the last id of the page before, or an
+   * id), each with its idle time, its delivery count and, when it waits for a retry, the ms until it
+   * is due; null where the stream or the group is gone. Rejects with the first error Redis answered.
    */
   async ownPending(
-    streams: readonly { stream: string; after: string | undefined }[],
+    streams: readonly { stream: string; start: string; count: number }[],
     consumer: string,
-    count: number,
   ): Promise<(OwnPendingRow[] | null)[]> {
     const pipeline = this.conn.pipeline() as ReturnType<ScriptedConnection['pipeline']> & Pick<ScriptedConnection, 'streamsOwnPending'>;
-    for (const { stream, after } of streams)
-      void pipeline.streamsOwnPending(
-        stream,
-        this.retries.key(stream),
-        this.group,
-        consumer,
-        after === undefined ? '-' : `(${after}`,
-        count,
-      );
+    for (const { stream, start, count } of streams)
+      void pipeline.streamsOwnPending(stream, this.retries.key(stream), this.group, consumer, start, count);
     const results = (await pipeline.exec()) ?? [];
     return streams.map((_, i) => {
       const [err, reply] = results[i] ?? [new Error('the own pending script got no reply'), null];
