@@ -6,7 +6,18 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 
-const HOT = ['reader', 'parker', 'batch-settler', 'decide', 'reclaimer', 'self-drain', 'fetched-entries', 'ack-pipeline', 'group-keeper', 'custody'];
+const HOT = [
+  'reader',
+  'parker',
+  'batch-settler',
+  'decide',
+  'reclaimer',
+  'self-drain',
+  'fetched-entries',
+  'ack-pipeline',
+  'group-keeper',
+  'custody',
+];
 const CAPABILITY =
   /\b(ordered|owner|keyLanes|partition\w*|rateLimit|keyRateLimit|keyLimits|limiter|limited\w*|grants?|ungranted|pause[sd]?|anyPaused|claimsOnRead|claimedLast|claimMinIdleMs|claimAllowed|fenced?)\b/;
 const BRANCH = /\b(if|while|case)\b|\?[^.?]|&&|\|\||\?\?/;
@@ -16,7 +27,9 @@ const read = (file) =>
 let total = 0;
 for (const name of HOT) {
   const lines = read(`libs/redis-streams/src/consumer/${name}.ts`).split('\n');
-  const hits = lines.filter((l) => !/^\s*(\/\/|\*|\/\*)/.test(l) && BRANCH.test(l.replace(/'[^']*'|`[^`]*`/g, '').replace(/\w\?:/g, ':')) && CAPABILITY.test(l));
+  const hits = lines.filter(
+    (l) => !/^\s*(\/\/|\*|\/\*)/.test(l) && BRANCH.test(l.replace(/'[^']*'|`[^`]*`/g, '').replace(/\w\?:/g, ':')) && CAPABILITY.test(l),
+  );
   total += hits.length;
   if (hits.length > 0) console.log(`${name}.ts: ${hits.length}\n${hits.map((l) => `  ${l.trim()}`).join('\n')}`);
 }

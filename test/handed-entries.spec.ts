@@ -149,14 +149,12 @@ describe('HandedEntries: behind its own long pending list', () => {
               const list = [...rows, ...(check >= claimedAt.at ? [handedId] : [])];
               const from =
                 start === '-' ? 0 : start.startsWith('(') ? list.indexOf(start.slice(1)) + 1 : list.findIndex((id) => id >= start);
-              return list
-                .slice(from, from + count)
-                .map((id) => ({
-                  id,
-                  idleMs: id === handedId ? 300 + (check - claimedAt.at) * 5000 : 60_000,
-                  deliveryCount: 1,
-                  dueInMs: undefined,
-                }));
+              return list.slice(from, from + count).map((id) => ({
+                id,
+                idleMs: id === handedId ? 300 + (check - claimedAt.at) * 5000 : 60_000,
+                deliveryCount: 1,
+                dueInMs: undefined,
+              }));
             }),
         },
         marks,
