@@ -1,11 +1,11 @@
 /**
- * KeyRateGate (consumer/intake): the start gate of a pattern limited per key, against its interface
+ * KeyRateGate (consumer/intake): the admission of a pattern limited per key, against its interface
  * (pass, slow) on a real Redis: the grants, the turns of a waiting backlog, a key function's mistakes,
  * a RateLimitedException's slowing, and a Redis that refuses the grants script.
  */
 import { randomUUID } from 'node:crypto';
 import { KeyRateGate, OverKeyRateLimitError } from '../libs/redis-streams/src/consumer/intake/key-rate-gate.js';
-import { NotYet } from '../libs/redis-streams/src/consumer/intake/start-gate.js';
+import { NotYet } from '../libs/redis-streams/src/consumer/intake/admission.js';
 import type { DecodedEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import type { RateLimit } from '../libs/redis-streams/src/options/rate-limit-options.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';
@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 /** A gate of its own pattern (a fresh name in Redis), on `connection` (default: the server's URL). */
-function gateOf(limit: RateLimit, connection: unknown = redis.url, errors: string[] = []) {
+function admissionOf(limit: RateLimit, connection: unknown = redis.url, errors: string[] = []) {
   const options = resolveServerOptions({ connection: connection as never, group: 'g', consumer: 'c', telemetry: false });
   const lanes = new Lanes({ connection: options.connection, name: `gate:${randomUUID().slice(0, 8)}`, onError: () => {} });
   opened.push(lanes);
@@ -49,7 +49,7 @@ const passOf = (gate: KeyRateGate, [e, d]: [StreamEntry, DecodedEntry]) => gate.
 
 describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
   it("the key's grants, then a NotYet (uncounted, named for the metrics) until its window frees one; other keys are not held", async () => {
-    const gate = gateOf({ max: 2, perMs: 60_000, perKey: true });
+    const gate = admissionOf({ max: 2, perMs: 60_000, perKey: true });
     expect(await passOf(gate, entry('a'))).toBeUndefined();
     expect(await passOf(gate, entry('a'))).toBeUndefined();
     const held = await passOf(gate, entry('a'));
@@ -64,7 +64,7 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
   });
 
   it('a backlog of one key waits a window per max of those ahead; one back from its wait goes first', async () => {
-    const gate = gateOf({ max: 1, perMs: 10_000, perKey: true });
+    const gate = admissionOf({ max: 1, perMs: 10_000, perKey: true });
     expect(await passOf(gate, entry('k'))).toBeUndefined();
     const waiting = [entry('k'), entry('k'), entry('k')];
     const waits = [];
@@ -77,10 +77,10 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
   });
 
   it('an entry without a key passes at once, with no command; a key function that throws or returns what is no key throws', async () => {
-    const byPartition = gateOf({ max: 1, perMs: 60_000, perKey: true });
+    const byPartition = admissionOf({ max: 1, perMs: 60_000, perKey: true });
     expect(passOf(byPartition, entry())).toBeUndefined();
     expect(passOf(byPartition, entry())).toBeUndefined();
-    const byTenant = gateOf({ max: 1, perMs: 60_000, perKey: (p) => (p as { tenant?: unknown }).tenant as string });
+    const byTenant = admissionOf({ max: 1, perMs: 60_000, perKey: (p) => (p as { tenant?: unknown }).tenant as string });
     expect(passOf(byTenant, entry(undefined, { tenant: null }))).toBeUndefined();
     expect(await passOf(byTenant, entry(undefined, { tenant: 7 }))).toBeUndefined();
     expect(await passOf(byTenant, entry(undefined, { tenant: '7' }))).toBeInstanceOf(NotYet);
@@ -88,7 +88,7 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
       /rateLimit.perKey returned object: a key is a string or a finite number/,
     );
     expect(() => passOf(byTenant, entry(undefined, { tenant: Number.NaN }))).toThrow(/rateLimit.perKey returned NaN/);
-    const throwing = gateOf({
+    const throwing = admissionOf({
       max: 1,
       perMs: 60_000,
       perKey: () => {
@@ -100,7 +100,7 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
 
   it("slow() names the entry's key and slows it in every worker of the group; an entry it never saw slows nothing", async () => {
     const limit = { max: 100, perMs: 60_000, perKey: true as const };
-    const gate = gateOf(limit);
+    const gate = admissionOf(limit);
     const seen = entry('hot');
     expect(await passOf(gate, seen)).toBeUndefined();
     expect(gate.slow(entry('hot')[0], 5_000)).toBeUndefined();
@@ -119,7 +119,7 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
     const name = `gate-${randomUUID().slice(0, 8)}`;
     const user = await aclUser(redis.client(), redis.port, name, '', ['on', '>pw', '~*', '&*', '+@all', '-zcard']);
     const errors: string[] = [];
-    const gate = gateOf({ max: 5, perMs: 50, perKey: true }, user, errors);
+    const gate = admissionOf({ max: 5, perMs: 50, perKey: true }, user, errors);
     for (let i = 0; i < 3; i++) {
       const held = await passOf(gate, entry(`k${i}`));
       expect(held).toBeInstanceOf(NotYet);

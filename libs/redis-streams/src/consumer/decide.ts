@@ -15,7 +15,7 @@ import { checkedDelay } from '../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
-import { NotYet, type StartGate } from './intake/start-gate.js';
+import { NotYet, type Admission } from './intake/admission.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the
@@ -50,7 +50,7 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
   /** Set when OpenTelemetry is there to report to. */
   telemetry?: SettleObserver | undefined;
   /** The check an entry of `stream` passes before its handler runs, and what a RateLimitedException slows (the plan's intake). */
-  gateOf: (stream: string) => StartGate | undefined;
+  admissionOf: (stream: string) => Admission | undefined;
 }
 
 /**
@@ -230,7 +230,7 @@ function checked(
     partition,
   );
   const ready = new Ready(entry, decoded, args, pattern);
-  const gate = deps.gateOf(entry.stream);
+  const gate = deps.admissionOf(entry.stream);
   return gate ? gated(deps, gate, ready, source) : ready;
 }
 
@@ -239,7 +239,7 @@ function checked(
  * not counted (as a handler's RateLimitedException, without its log line: waiting is the gate
  * working). A gate that throws fails the entry as its handler would.
  */
-function gated(deps: DecideDeps, gate: StartGate, ready: Ready, source: DeliverySource): Ready | Promise<Ready | SettledEvent> {
+function gated(deps: DecideDeps, gate: Admission, ready: Ready, source: DeliverySource): Ready | Promise<Ready | SettledEvent> {
   const { entry } = ready;
   let passing: NotYet | undefined | Promise<NotYet | undefined>;
   try {
@@ -313,7 +313,7 @@ function rateLimited(deps: DecideDeps, entry: StreamEntry, source: DeliverySourc
   };
   const time = retryTime(deps, entry, error);
   // What the exception slows (the pattern's limit, or its key's): the pattern's gate says.
-  const gate = deps.gateOf(entry.stream);
+  const gate = deps.admissionOf(entry.stream);
   if (!gate) return time instanceof Promise ? time.then((t) => settled(t)) : settled(time);
   return Promise.resolve(time).then(async (t) => {
     const slowing = t.scheduled && t.retryInMs > 0 ? gate.slow(entry, t.retryInMs) : undefined;

@@ -8,7 +8,7 @@ import type { BatchProgress } from './batch-progress.js';
 import type { Custody } from './custody.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { StopSignal } from './stop-signal.js';
-import { NotYet } from './intake/start-gate.js';
+import { NotYet } from './intake/admission.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;

@@ -44,7 +44,7 @@ export const nestRegistration: Registration = (pattern, extras) => `@StreamPatte
 export interface PlannedOrigin extends StreamOrigin {
   /** `@StreamPattern(key, { rateLimit })`: at most `max` started per `perMs`, by the whole group (its reads take grants). */
   rateLimit?: RateLimit;
-  /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group (a start gate). */
+  /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group (an admission). */
   keyRateLimit?: RateLimit;
 }
 

@@ -3,7 +3,7 @@ import type { SettlerFor } from '../consumer/reader.js';
 import { decide } from '../consumer/decide.js';
 import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
 import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
-import type { StartGate } from '../consumer/intake/start-gate.js';
+import type { Admission } from '../consumer/intake/admission.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -28,7 +28,7 @@ export function settlerOf(
   },
 ): SettlerFor {
   const { commands, dispatch } = parts;
-  const gates = startGates(options, plan, commands, parts.logger);
+  const gates = admissions(options, plan, commands, parts.logger);
   // The host gets reply() alone, not the commands object a cast would open.
   const replies: ReplySender = { reply: (replyTo, fields, ttlMs) => commands.reply(replyTo, fields, ttlMs) };
   const shared: BatchDecideDeps = {
@@ -48,7 +48,7 @@ export function settlerOf(
     handlerTimeoutMs: options.handlerTimeoutMs,
     logger: parts.logger,
     telemetry: parts.telemetry,
-    gateOf: (stream) => gates.get(stream),
+    admissionOf: (stream) => gates.get(stream),
   };
   return (stop, offer) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
@@ -56,10 +56,10 @@ export function settlerOf(
   };
 }
 
-/** Each rate-limited stream's start gate, one per pattern (its partitions share it): the plan's intake at an entry's start. */
-function startGates(options: ResolvedServerOptions, plan: StreamPlan, commands: StreamCommands, logger: Logger): Map<string, StartGate> {
-  const byPattern = new Map<string, StartGate>();
-  const gates = new Map<string, StartGate>();
+/** Each rate-limited stream's admission, one per pattern (its partitions share it): the plan's intake at an entry's start. */
+function admissions(options: ResolvedServerOptions, plan: StreamPlan, commands: StreamCommands, logger: Logger): Map<string, Admission> {
+  const byPattern = new Map<string, Admission>();
+  const gates = new Map<string, Admission>();
   for (const [stream, { pattern, rateLimit, keyRateLimit }] of plan.origins) {
     if (!rateLimit && !keyRateLimit) continue;
     let gate = byPattern.get(pattern);

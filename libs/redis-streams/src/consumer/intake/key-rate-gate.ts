@@ -8,7 +8,7 @@ import type { Logger } from '../../ports.js';
 import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
 import { isRefusal } from '../../redis/redis-errors.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import { NotYet, type StartGate } from './start-gate.js';
+import { NotYet, type Admission } from './admission.js';
 
 /** Longest wait a refused entry is given: the retry schedule's bound (a day). */
 const MAX_WAIT_MS = 86_400_000;
@@ -37,7 +37,7 @@ type KeyQueue = Map<string, number>;
  * the grant meanwhile) goes first at the next free grant. A key function that throws or returns what
  * is not a key fails the entry as its handler would.
  */
-export class KeyRateGate implements StartGate {
+export class KeyRateGate implements Admission {
   private readonly token = randomUUID().slice(0, 8);
   private calls = 0;
   private readonly queues = new Map<string, KeyQueue>();

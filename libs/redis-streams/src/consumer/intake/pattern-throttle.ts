@@ -1,12 +1,12 @@
 import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
-import type { StartGate } from './start-gate.js';
+import type { Admission } from './admission.js';
 
 /**
  * A pattern's own limit (`rateLimit` without `perKey`) at the start of an entry: nothing to check
  * (its grants are taken before its reads, see RateLimiter); a handler's RateLimitedException slows
  * the whole pattern in every worker of the group.
  */
-export class PatternThrottle implements StartGate {
+export class PatternThrottle implements Admission {
   constructor(
     private readonly d: {
       pattern: string;

@@ -22,7 +22,7 @@ export class NotYet extends Error {
  * A check an entry passes after the settle step's own (deliveries, size, decoding) and before its
  * handler runs: the settle step knows this interface only, never which flow control is behind it.
  */
-export interface StartGate {
+export interface Admission {
   /**
    * undefined: the entry starts now. A NotYet: it waits its turn, its delivery not counted. Throws
    * when the entry can never pass as it is (a key function that threw): it fails as its handler's
