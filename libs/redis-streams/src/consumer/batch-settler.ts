@@ -24,8 +24,8 @@ export interface BatchSettlerDeps {
   stop: StopSignal;
   /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
   inProgress: Set<BatchProgress>;
-  /** Whether a stream is paused for the group now (PauseWatch): its entries not started yet are put back, not started. */
-  paused?: (stream: string) => boolean;
+  /** Whether the reader's intake holds a stream back now (the operator's pause): its entries not started yet are put back, not started. */
+  heldBack?: (stream: string) => boolean;
   /** Hands back entries read and not started, with the delivery counts they had before the read (idle `handBackIdleMs`). */
   putBack?: (entries: readonly StreamEntry[], idleMs: number) => Promise<void>;
   logger: Logger;
@@ -46,8 +46,8 @@ export const idList = (entries: readonly StreamEntry[]): string =>
  * take them. When the loop stops, entries not yet started are handed back and the ones in
  * hand finish and are acked; the first `inHand` entries count as in hand (a batch handler's
  * batch that was still filling, an entry a limited park read before its grant came).
- * An entry whose stream is paused when its turn comes is not started: it goes back to the group
- * with its delivery count put back (a pause costs no delivery), to be read again after the resume.
+ * An entry whose stream is held back when its turn comes (paused) is not started: it goes back to the
+ * group with its delivery count put back (a pause costs no delivery), to be read again after the resume.
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
   if (entries.length === 0) return;
@@ -56,10 +56,10 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   const events: SettledEvent[] = [];
   const progress: BatchProgress = { entries, next: 0, startedAt: new Array<number>(entries.length).fill(NaN) };
   d.inProgress.add(progress);
-  // Not started: paused when their turn came (a pause seen meanwhile stops what the batch has not started).
+  // Not started: held back when their turn came (a pause seen meanwhile stops what the batch has not started).
   const held: StreamEntry[] = [];
-  const paused = (entry: StreamEntry, at: number): boolean => {
-    if (at < inHand || !d.paused?.(entry.stream)) return false;
+  const holdBack = (entry: StreamEntry, at: number): boolean => {
+    if (at < inHand || !d.heldBack?.(entry.stream)) return false;
     held.push(entry);
     return true;
   };
@@ -82,7 +82,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           let chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
-          if (d.paused) chunk = chunk.filter((entry, i) => !paused(entry, from + i));
+          if (d.heldBack) chunk = chunk.filter((entry, i) => !holdBack(entry, from + i));
           if (chunk.length === 0) continue;
           handlerStarted(progress, from, progress.next);
           const decided = await batchHandler.decide(chunk, source);
@@ -95,7 +95,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
           const at = progress.next++;
           const entry = entries[at]!;
-          if (d.paused && paused(entry, at)) continue;
+          if (d.heldBack && holdBack(entry, at)) continue;
           handlerStarted(progress, at, at + 1);
           const event = await d.settle(entry, source);
           handlerEnded(progress, at, at + 1);
@@ -115,9 +115,11 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   if (held.length > 0 && d.putBack) {
     for (const entry of held) d.custody.release(entry);
     await stop
-      .bounded(d.putBack(held, d.handBackIdleMs), () => `the put-back of ${idList(held)} (paused)`, logger)
+      .bounded(d.putBack(held, d.handBackIdleMs), () => `the put-back of ${idList(held)} (held back)`, logger)
       .catch((err: unknown) =>
-        logger.warn(`could not put back ${idList(held)} (paused): ${describeError(err)}; they come back once idle ${d.handBackIdleMs} ms`),
+        logger.warn(
+          `could not put back ${idList(held)} (held back): ${describeError(err)}; they come back once idle ${d.handBackIdleMs} ms`,
+        ),
       );
   }
   if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);

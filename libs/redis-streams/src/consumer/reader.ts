@@ -229,7 +229,7 @@ export class Reader {
       stop,
       inProgress: this.inProgress,
       // A pause seen mid-batch: what the batch has not started goes back, uncounted.
-      paused: (stream) => this.pause.has(stream),
+      heldBack: (stream) => this.pause.has(stream),
       putBack: async (entries, idleMs) => {
         for (const [stream, list] of byStream(entries)) await commands.putBack(stream, options.consumer, list, idleMs);
       },
