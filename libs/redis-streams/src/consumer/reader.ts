@@ -263,7 +263,7 @@ export class Reader {
         blockMs: options.blockMs,
         // A read ahead takes its grants while this batch runs: starts trail them by up to a batch, the count per window holds.
         readAhead: options.readAhead,
-        gates: readGatesOf(plan, { pause, limits: commands.rateLimits, stop, offer, minIdleMs: options.minIdleMs, custody }),
+        gates: readGatesOf(plan, { pause, commands, stop, offer, minIdleMs: options.minIdleMs, custody }),
         lanes: this.lanes,
         fetch: commands.fetch,
         custody,

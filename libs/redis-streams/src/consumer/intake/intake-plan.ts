@@ -22,14 +22,16 @@ export function readGatesOf(
   plan: IntakePlan,
   parts: {
     pause: Pick<PauseWatch, 'readable' | 'changed$'>;
-    limits: RateLimitCommands;
+    commands: { rateLimits: RateLimitCommands };
     stop: StopSignal;
   } & ConstructorParameters<typeof ClaimGate>[0],
 ): ReadGate[] {
   const gates: ReadGate[] = [new PauseGate(parts.pause)];
   const { rateLimit } = plan;
   if (rateLimit)
-    gates.push(new RateGate(new RateLimiter({ limits: parts.limits, name: rateLimit.name, limit: rateLimit.limit, stop: parts.stop })));
+    gates.push(
+      new RateGate(new RateLimiter({ limits: parts.commands.rateLimits, name: rateLimit.name, limit: rateLimit.limit, stop: parts.stop })),
+    );
   gates.push(new ClaimGate(parts));
   return gates;
 }
