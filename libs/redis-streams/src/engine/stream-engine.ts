@@ -72,8 +72,9 @@ export class StreamEngine {
     const api = options.telemetry ? await loadOtelApi() : undefined;
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const name = consumerConnectionName(options.group, options.consumer);
-    // What the parts call back (a reader, the gate's deadline, a connection's error) comes once Redis answers, or
-    // fails to: after `readers` and `run` below exist.
+    // Filled below, once the settler exists: what the parts call back (the gate's deadline, the probe, a
+    // connection's error) comes once Redis answers, or fails to, after every reader is in it.
+    const readers: Reader[] = [];
     const gate: StartupGate = new StartupGate({
       startupTimeoutMs: options.startupTimeoutMs,
       where: watch.where,
@@ -124,30 +125,32 @@ export class StreamEngine {
     };
     const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
     const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
-    const readers: Reader[] = plan.readers.map(
-      (set) =>
-        new Reader(set, {
-          options,
-          commands,
-          settler,
-          logger: this.logger,
-          lanes: { command, name, readers: plan.readers.length, onError: laneFailed, onRetry: watch.laneRetry },
-          report: {
-            settled: (event) => {
-              telemetry?.settled(event);
-              this.events.settled(event);
+    readers.push(
+      ...plan.readers.map(
+        (set) =>
+          new Reader(set, {
+            options,
+            commands,
+            settler,
+            logger: this.logger,
+            lanes: { command, name, readers: plan.readers.length, onError: laneFailed, onRetry: watch.laneRetry },
+            report: {
+              settled: (event) => {
+                telemetry?.settled(event);
+                this.events.settled(event);
+              },
+              deleted: this.events.deleted,
+              failed: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
+              ready: (reader) => gate.readerReady(reader) && this.started(plan, this.run!, commands),
+              stepped: watch.answered,
             },
-            deleted: this.events.deleted,
-            failed: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
-            ready: (reader) => gate.readerReady(reader) && this.started(plan, run, commands),
-            stepped: watch.answered,
-          },
-          onCluster: watch.onCluster,
-          started: gate.opened,
-          durable,
-        }),
+            onCluster: watch.onCluster,
+            started: gate.opened,
+            durable,
+          }),
+      ),
     );
-    const run = (this.run = new EngineRun(command, gate, readers, probe, telemetry, durableLane));
+    this.run = new EngineRun(command, gate, readers, probe, telemetry, durableLane);
     watch.follow(
       readers.map((r) => r.lanes.state$),
       probe,
