@@ -76,7 +76,12 @@ describe('HandedEntries: what it takes in', () => {
   function taker(pages: ReturnType<typeof row>[][]) {
     const marks = new DeliveryMarks();
     const said: string[] = [];
-    const handed = new HandedEntries(depsOf({ ownPending: async () => [pages.shift() ?? []] }, marks, (m: string) => void said.push(m)));
+    // Each check's looks (the pass, and a look at a sighting's page) find the check's page.
+    const ownPending = async (looks: readonly unknown[]) => {
+      const page = pages.shift() ?? [];
+      return looks.map(() => page);
+    };
+    const handed = new HandedEntries(depsOf({ ownPending }, marks, (m: string) => void said.push(m)));
     return { look: () => handed.look([stream]), marks, said };
   }
 
@@ -132,13 +137,14 @@ describe('HandedEntries: a reader of many streams', () => {
 
 describe('HandedEntries: behind its own long pending list', () => {
   /** A pending list of `owed` entries this consumer owes (failed, waiting), then one handed to it (XCLAIM) at `claimedAt`, paged as XPENDING pages. */
-  function ownList(owed: number) {
+  function ownList(owed: number, handedIds: string[] = ['2-0']) {
     const marks = new DeliveryMarks();
     const rows = Array.from({ length: owed }, (_, i) => `1-${i}`);
     for (const id of rows) marks.takeIn('s', id, 1, performance.now(), 0);
     let check = 0;
-    const handedId = `2-0`;
+    const handedId = handedIds[0]!;
     const claimedAt = { at: Number.POSITIVE_INFINITY };
+    const claims = new Map<string, number>();
     const counts: number[] = [];
     const handed = new HandedEntries(
       depsOf(
@@ -146,12 +152,13 @@ describe('HandedEntries: behind its own long pending list', () => {
           ownPending: async (pages: readonly { stream: string; start: string; count: number }[]) =>
             pages.map(({ start, count }) => {
               counts.push(count);
-              const list = [...rows, ...(check >= claimedAt.at ? [handedId] : [])];
+              if (!claims.has(handedId) && check >= claimedAt.at) claims.set(handedId, claimedAt.at);
+              const list = [...rows, ...handedIds.filter((id) => check >= (claims.get(id) ?? Infinity))];
               const from =
                 start === '-' ? 0 : start.startsWith('(') ? list.indexOf(start.slice(1)) + 1 : list.findIndex((id) => id >= start);
               return list.slice(from, from + count).map((id) => ({
                 id,
-                idleMs: id === handedId ? 300 + (check - claimedAt.at) * 5000 : 60_000,
+                idleMs: claims.has(id) ? 300 + (check - claims.get(id)!) * 5000 : 60_000,
                 deliveryCount: 1,
                 dueInMs: undefined,
               }));
@@ -165,6 +172,7 @@ describe('HandedEntries: behind its own long pending list', () => {
       counts,
       handedId,
       claimAt: (n: number) => (claimedAt.at = n),
+      hand: (id: string, at: number) => claims.set(id, at),
       look: async () => {
         await handed.look(['s']);
         check++;
@@ -185,5 +193,18 @@ describe('HandedEntries: behind its own long pending list', () => {
       // Pages grow to see the whole list within a round, and stay bounded.
       expect(Math.max(...list.counts)).toBeLessThanOrEqual(1000);
     }
+  });
+
+  it('a second entry handed to it after the first was taken in, behind 2,500 owed entries, is taken in before minIdleMs too (review finding: the look at a sighting restarted the pass, and the next one took six checks)', async () => {
+    const list = ownList(2500, ['2-0', '3-0']);
+    list.claimAt(1);
+    while (list.check < 7 && !list.marks.owes('s', '2-0')) await list.look();
+    expect(list.marks.owes('s', '2-0')).toBe(true);
+    const second = list.check + 1;
+    list.hand('3-0', second);
+    // Within a round and one check (four at the default 1:3), two to spare before it is idle minIdleMs (six).
+    while (list.check < second + 6 && !list.marks.owes('s', '3-0')) await list.look();
+    expect(list.marks.owes('s', '3-0')).toBe(true);
+    expect(list.check - second).toBeLessThanOrEqual(4);
   });
 });

@@ -2,6 +2,7 @@ import { someIds } from '../id-list.js';
 import { compareIds } from '../redis/stream-ids.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
+import type { OwnPendingRow } from '../redis/replies.js';
 import type { DeliveryMarks } from './delivery-marks.js';
 import type { Lease } from './lease.js';
 
@@ -89,18 +90,6 @@ export class HandedEntries {
     return Math.min(MAX_ROWS_PER_LOOK, Math.max(ROWS_PER_LOOK, wanted));
   }
 
-  /** Where the look at `stream` starts: at its earliest entry seen once (the second look must find it), else after the last page. */
-  private startOf(stream: string): { start: string; after: string | undefined } {
-    const seen = this.sighted.get(stream);
-    if (seen && seen.size > 0) {
-      let first: string | undefined;
-      for (const id of seen.keys()) if (first === undefined || compareIds(id, first) < 0) first = id;
-      return { start: first!, after: undefined };
-    }
-    const after = this.after.get(stream);
-    return { start: after === undefined ? '-' : `(${after}`, after };
-  }
-
   /** Looks at `streams` (drained, not paused); what it takes in is on the marks' schedule. */
   async look(all: readonly string[]): Promise<void> {
     const { d } = this;
@@ -119,66 +108,91 @@ export class HandedEntries {
       const first = new Set(again);
       streams = [...again, ...streams.filter((s) => !first.has(s))];
     }
-    for (let i = 0; i < streams.length; i += STREAMS_PER_ROUND) {
-      const round = streams.slice(i, i + STREAMS_PER_ROUND).map((stream) => ({
-        stream,
-        ...this.startOf(stream),
-        count: this.pageSize(stream, looksPerRound),
-      }));
+    // Per stream, the pass's page; for a stream with an entry seen once, first a look at that entry's page, which
+    // leaves the pass where it was (the pass goes on the same check: new work seen there must not hold it back).
+    const looks = streams.flatMap((stream) => {
+      const count = this.pageSize(stream, looksPerRound);
+      const after = this.after.get(stream);
+      const pass = { stream, start: after === undefined ? '-' : `(${after}`, after, count, again: false };
+      const first = this.firstSighting(stream);
+      return first === undefined ? [pass] : [{ stream, start: first, after: undefined, count, again: true }, pass];
+    });
+    // What earlier checks saw: a second sighting must come from a later look than the first, never the same check.
+    const prior = new Map(this.sighted);
+    for (let i = 0; i < looks.length; i += STREAMS_PER_ROUND) {
+      const round = looks.slice(i, i + STREAMS_PER_ROUND);
       const sentAt = performance.now();
       const pages = await d.commands.ownPending(round, d.consumer);
-      pages.forEach((rows, j) => {
-        const { stream, after: from, count } = round[j]!;
-        const full = rows !== null && rows.length === count;
-        // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
-        if (!full) this.after.delete(stream);
-        else this.after.set(stream, rows.at(-1)!.id);
-        const pass = this.passRows.get(stream) ?? { now: 0, last: 0 };
-        pass.now += rows?.length ?? 0;
-        if (!full) {
-          pass.last = pass.now;
-          pass.now = 0;
-        }
-        if (pass.last === 0 && pass.now === 0) this.passRows.delete(stream);
-        else this.passRows.set(stream, pass);
-        // Sightings this page covered and did not confirm are over (settled, taken by a peer, fetched since).
-        const to = full ? rows.at(-1)!.id : undefined;
-        const before = this.sighted.get(stream);
-        const now = new Map<string, number>();
-        if (before && rows !== null)
-          for (const [id, count] of before)
-            if ((from !== undefined && compareIds(id, from) <= 0) || (to !== undefined && compareIds(id, to) > 0)) now.set(id, count);
-        if (rows === null || rows.length === 0) {
-          if (now.size > 0) this.sighted.set(stream, now);
-          else this.sighted.delete(stream);
-          return;
-        }
-        // As the answer comes: every settle of ours goes on the connection this look did, so one sent before
-        // it ran first (not listed) and one sent after is still held (the lease keeps an entry until its ack is confirmed).
-        const held = d.lease.idsOn(stream);
-        const taken: string[] = [];
-        for (const r of rows) {
-          // Idle minIdleMs or more: handed back to the group (a stop, a pause's put-back), any reclaim's to take.
-          if (r.idleMs < SETTLED_MS || r.idleMs >= d.minIdleMs || held.has(r.id) || d.marks.owes(stream, r.id)) continue;
-          // First seen so (or delivered again since): looked at again next time.
-          if (before?.get(r.id) !== r.deliveryCount) {
-            now.set(r.id, r.deliveryCount);
-            continue;
-          }
-          if (r.dueInMs !== undefined) {
-            // Below maxWaitingRetries, as a reclaim's adoptions stay (this consumer's own failures may fill it; see withoutWaiting).
-            if (d.marks.waiting >= d.maxWaitingRetries - 1) continue;
-            d.marks.adopt(stream, r.id, r.deliveryCount, Math.max(0, r.dueInMs));
-          } else if (!d.marks.takeIn(stream, r.id, r.deliveryCount, sentAt, r.idleMs)) continue;
-          taken.push(r.id);
-        }
-        if (now.size > 0) this.sighted.set(stream, now);
-        else this.sighted.delete(stream);
-        if (taken.length > 0)
-          d.logger.warn(
-            `${taken.length === 1 ? 'entry' : 'entries'} ${someIds(taken)} of "${stream}" ${taken.length === 1 ? 'is' : 'are'} pending under this consumer, which never fetched ${taken.length === 1 ? 'it' : 'them'} (an XCLAIM by hand): taken in, owed here`,
-          );
-      });
+      pages.forEach((rows, j) => this.found(round[j]!, rows, prior.get(round[j]!.stream), sentAt));
     }
+  }
+
+  /** The earliest entry of `stream` seen once, if any. */
+  private firstSighting(stream: string): string | undefined {
+    let first: string | undefined;
+    for (const id of this.sighted.get(stream)?.keys() ?? []) if (first === undefined || compareIds(id, first) < 0) first = id;
+    return first;
+  }
+
+  /** What one look found: the pass moves on (not for a look at a sighting), sightings are kept, confirmed or over. */
+  private found(
+    look: { stream: string; after: string | undefined; count: number; again: boolean },
+    rows: OwnPendingRow[] | null,
+    prior: ReadonlyMap<string, number> | undefined,
+    sentAt: number,
+  ): void {
+    const { d } = this;
+    const { stream, after: from, count } = look;
+    const full = rows !== null && rows.length === count;
+    if (!look.again) {
+      // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
+      if (!full) this.after.delete(stream);
+      else this.after.set(stream, rows.at(-1)!.id);
+      const pass = this.passRows.get(stream) ?? { now: 0, last: 0 };
+      pass.now += rows?.length ?? 0;
+      if (!full) {
+        pass.last = pass.now;
+        pass.now = 0;
+      }
+      if (pass.last === 0 && pass.now === 0) this.passRows.delete(stream);
+      else this.passRows.set(stream, pass);
+    }
+    // Sightings this page covered and did not confirm are over (settled, taken by a peer, fetched since).
+    const to = full ? rows.at(-1)!.id : undefined;
+    const before = this.sighted.get(stream);
+    const now = new Map<string, number>();
+    if (before && rows !== null)
+      for (const [id, n] of before)
+        if ((from !== undefined && compareIds(id, from) <= 0) || (to !== undefined && compareIds(id, to) > 0)) now.set(id, n);
+    if (rows === null || rows.length === 0) {
+      if (now.size > 0) this.sighted.set(stream, now);
+      else this.sighted.delete(stream);
+      return;
+    }
+    // As the answer comes: every settle of ours goes on the connection this look did, so one sent before
+    // it ran first (not listed) and one sent after is still held (the lease keeps an entry until its ack is confirmed).
+    const held = d.lease.idsOn(stream);
+    const taken: string[] = [];
+    for (const r of rows) {
+      // Idle minIdleMs or more: handed back to the group (a stop, a pause's put-back), any reclaim's to take.
+      if (r.idleMs < SETTLED_MS || r.idleMs >= d.minIdleMs || held.has(r.id) || d.marks.owes(stream, r.id)) continue;
+      // First seen so (or delivered again since): looked at again next time.
+      if (prior?.get(r.id) !== r.deliveryCount) {
+        now.set(r.id, r.deliveryCount);
+        continue;
+      }
+      if (r.dueInMs !== undefined) {
+        // Below maxWaitingRetries, as a reclaim's adoptions stay (this consumer's own failures may fill it; see withoutWaiting).
+        if (d.marks.waiting >= d.maxWaitingRetries - 1) continue;
+        d.marks.adopt(stream, r.id, r.deliveryCount, Math.max(0, r.dueInMs));
+      } else if (!d.marks.takeIn(stream, r.id, r.deliveryCount, sentAt, r.idleMs)) continue;
+      taken.push(r.id);
+    }
+    if (now.size > 0) this.sighted.set(stream, now);
+    else this.sighted.delete(stream);
+    if (taken.length > 0)
+      d.logger.warn(
+        `${taken.length === 1 ? 'entry' : 'entries'} ${someIds(taken)} of "${stream}" ${taken.length === 1 ? 'is' : 'are'} pending under this consumer, which never fetched ${taken.length === 1 ? 'it' : 'them'} (an XCLAIM by hand): taken in, owed here`,
+      );
   }
 }
