@@ -1,4 +1,4 @@
-import { PartitionOwner } from '../libs/redis-streams/src/consumer/partition-owner.js';
+import { PartitionOwner } from '../libs/redis-streams/src/consumer/tenure/partition-owner.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { OwnershipCommands } from '../libs/redis-streams/src/redis/ownership-commands.js';
 import { captureLogs } from './support/logs.js';

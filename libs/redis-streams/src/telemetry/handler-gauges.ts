@@ -1,7 +1,7 @@
 import type { BatchObservableCallback, Meter } from '@opentelemetry/api';
 import type { StreamHandlers } from '../consumer/stuck-watch.js';
 import { ATTR, METRIC, SYSTEM } from './semconv.js';
-import type { DurabilityState } from '../consumer/ack-durability.js';
+import type { DurabilityState } from '../consumer/tenure/ack-durability.js';
 
 /** Per stream with a handler running: the oldest and the count past `stuckEntryMs` (every reader's). */
 export type HandlersSource = () => Map<string, StreamHandlers>;

@@ -1,6 +1,6 @@
-import type { DurabilityView } from '../ack-durability.js';
-import type { BlockedKey } from '../key-lanes.js';
-import type { OwnershipView } from '../partition-owner.js';
+import type { DurabilityView } from './ack-durability.js';
+import type { BlockedKey } from './key-lanes.js';
+import type { OwnershipView } from './partition-owner.js';
 
 /** What health and inspect show of an ordered reader: its partition's ownership, and the keys waiting behind a failed entry. */
 export interface OrderingView extends OwnershipView {

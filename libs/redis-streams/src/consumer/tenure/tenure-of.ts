@@ -1,4 +1,4 @@
-import type { OrderedStream } from '../partition-owner.js';
+import type { OrderedStream } from './partition-owner.js';
 import { AlwaysTenure } from './always.js';
 import { PartitionTenure, type PartitionTenureDeps } from './partition-tenure.js';
 import type { Tenure } from './tenure.js';

@@ -1,14 +1,14 @@
 import { performance } from 'node:perf_hooks';
-import { orderingKeyOf } from '../codec/ordering-key.js';
-import { isFenced } from '../redis/redis-errors.js';
-import type { Logger } from '../ports.js';
-import type { StreamEntry } from '../stream-entry.js';
-import type { AckPipeline } from './ack-pipeline.js';
-import type { BatchProgress } from './batch-progress.js';
-import type { Custody } from './custody.js';
-import type { DeliverySource, SettledEvent } from './settled-event.js';
-import type { StopSignal } from './stop-signal.js';
-import { NotYet } from './intake/admission.js';
+import { orderingKeyOf } from '../../codec/ordering-key.js';
+import { isFenced } from '../../redis/redis-errors.js';
+import type { Logger } from '../../ports.js';
+import type { StreamEntry } from '../../stream-entry.js';
+import type { AckPipeline } from '../ack-pipeline.js';
+import type { BatchProgress } from '../batch-progress.js';
+import type { Custody } from '../custody.js';
+import type { DeliverySource, SettledEvent } from '../settled-event.js';
+import type { StopSignal } from '../stop-signal.js';
+import { NotYet } from '../intake/admission.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
