@@ -125,6 +125,12 @@ export async function runOperatorChaos(o: OperatorChaosOptions): Promise<Operato
     return slot;
   };
   const live = () => slots.filter((s) => s.ready && s.proc.exitCode === null && s.proc.signalCode === null);
+  // When entries were last XCLAIMed to each consumer name. A consumer takes such an entry in at the second of its checks
+  // (every leaseRenewMs / 2) that finds it; a DELCONSUMER before then drops an entry nobody knew, as the docs say
+  // (failure-semantics.md: "a delete of it before then loses those that wait for no retry"). The operator here leaves
+  // that window alone: two lease periods, twice the bound (CI saw an XCLAIM to w2 and its DELCONSUMER 219 ms apart).
+  const claimedTo = new Map<string, number>();
+  const takeInMs = 2 * (o.leaseRenewMs ?? 250);
 
   const counts = { kills: 0, renamed: 0, delconsumers: 0, dropped: 0, claims: 0, claimedEntries: 0 };
   const produced: string[] = [];
@@ -171,6 +177,10 @@ export async function runOperatorChaos(o: OperatorChaosOptions): Promise<Operato
         if (renamed) counts.renamed++;
         slots[slots.indexOf(slot)] = spawnWorker(slot.base, name);
       } else if (fault === 'delconsumer') {
+        if (Date.now() - (claimedTo.get(slot.name) ?? -Infinity) < takeInMs) {
+          round.unshift(fault);
+          continue;
+        }
         const dropped = Number(await admin.xgroup('DELCONSUMER', stream, GROUP, slot.name));
         note(`XGROUP DELCONSUMER ${slot.name} (${dropped} pending dropped)`);
         counts.delconsumers++;
@@ -185,6 +195,7 @@ export async function runOperatorChaos(o: OperatorChaosOptions): Promise<Operato
         if (ids.length === 0) continue;
         const moved = (await admin.xclaim(stream, GROUP, slot.name, 0, ...ids, 'JUSTID')) as string[];
         note(`XCLAIM ${source} → ${slot.name} JUSTID ${moved.join(' ')}`);
+        claimedTo.set(slot.name, Date.now());
         counts.claims++;
         counts.claimedEntries += moved.length;
       }
