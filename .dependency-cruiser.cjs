@@ -59,7 +59,7 @@ const WHY = {
   options: 'options are pure: plain helpers and the codec (the default serializers), never Redis',
   redis: 'redis/ speaks to Redis for everyone: it knows options and the codec, nothing that uses it',
   consumer:
-    "the loop's steps use redis/, options and the codec; they report through their own observer interfaces (consumer/settle-observer.ts), never telemetry/ or engine/",
+    "the loop's steps use redis/, options and the codec; they report through their own observer interfaces (consumer/settle/settle-observer.ts), never telemetry/ or engine/",
   health: 'health reads the loop and Redis, never telemetry/, engine/ or a host',
   telemetry: 'telemetry implements the observer interfaces of consumer/ and reads health; never engine/ or a host',
   engine: 'the engine (plan, readers, lifecycle) sits under the hosts: it never imports a host, a tool or Nest',

@@ -30,7 +30,7 @@ const NEWER_BIN = 'redis8-server';
 const STALL_MS = 180_000;
 /** The harness' one command in a CPU window (its edges), left out of the consumer's commands per beat. */
 const HARNESS_COMMANDS = new Set(['info']);
-/** The most streams a reader's park claims for (MAX_CLAIM_STREAMS in consumer/server-offer.ts): past it, the sweep. */
+/** The most streams a reader's park claims for (MAX_CLAIM_STREAMS in consumer/read/server-offer.ts): past it, the sweep. */
 const CLAIM_STREAMS_BOUND = 32;
 
 export const reclaimPathSizes = (smoke: boolean) => ({

@@ -23,10 +23,22 @@ const CAPABILITY =
 const BRANCH = /\b(if|while|case)\b|\?[^.?]|&&|\|\||\?\?/;
 const ref = process.argv[2];
 const read = (file) =>
-  ref ? execFileSync('git', ['show', `${ref}:${file}`], { encoding: 'utf8' }) : existsSync(file) ? readFileSync(file, 'utf8') : '';
+  !file
+    ? ''
+    : ref
+      ? execFileSync('git', ['show', `${ref}:${file}`], { encoding: 'utf8' })
+      : existsSync(file)
+        ? readFileSync(file, 'utf8')
+        : '';
+// Each file where it is (the consumer's folders, or the flat folder of older refs).
+const DIR = 'libs/redis-streams/src/consumer';
+const files = ref
+  ? execFileSync('git', ['ls-tree', '-r', '--name-only', ref, DIR], { encoding: 'utf8' }).split('\n')
+  : execFileSync('git', ['ls-files', DIR], { encoding: 'utf8' }).split('\n');
+const fileOf = (name) => files.find((f) => f.endsWith(`/${name}.ts`)) ?? '';
 let total = 0;
 for (const name of HOT) {
-  const lines = read(`libs/redis-streams/src/consumer/${name}.ts`).split('\n');
+  const lines = read(fileOf(name)).split('\n');
   const hits = lines.filter(
     (l) => !/^\s*(\/\/|\*|\/\*)/.test(l) && BRANCH.test(l.replace(/'[^']*'|`[^`]*`/g, '').replace(/\w\?:/g, ':')) && CAPABILITY.test(l),
   );

@@ -1,7 +1,7 @@
 /** The ack pipeline against a real Redis: one XACK in flight at most, the lease kept until it is confirmed, failures reported by the next step. */
-import { AckPipeline } from '../libs/redis-streams/src/consumer/ack-pipeline.js';
-import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
-import type { SettledEvent } from '../libs/redis-streams/src/consumer/settled-event.js';
+import { AckPipeline } from '../libs/redis-streams/src/consumer/settle/ack-pipeline.js';
+import { Lease } from '../libs/redis-streams/src/consumer/custody/lease.js';
+import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { StreamCommands, type ShortAck } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';

@@ -17,7 +17,7 @@ import { redisNow } from './support/redis-clock.js';
 import { delayedKeysOf, idempotencyKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { encodeRecord } from '../libs/redis-streams/src/redis/delayed-record.js';
 import { DelayedCommands } from '../libs/redis-streams/src/redis/delayed-commands.js';
-import { DelayedPromoter } from '../libs/redis-streams/src/consumer/delayed-promoter.js';
+import { DelayedPromoter } from '../libs/redis-streams/src/consumer/upkeep/delayed-promoter.js';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
 import { attention } from '../libs/redis-streams/src/ops/attention.js';

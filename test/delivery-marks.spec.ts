@@ -1,7 +1,7 @@
 /** What a consumer knows of its place in each stream (highest delivered, entries owed, scheduled retries), without Redis. */
-import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
-import { markScheduled } from '../libs/redis-streams/src/consumer/retry-schedule.js';
-import type { SettledEvent, SettleOutcome } from '../libs/redis-streams/src/consumer/settled-event.js';
+import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delivery-marks.js';
+import { markScheduled } from '../libs/redis-streams/src/consumer/settle/retry-schedule.js';
+import type { SettledEvent, SettleOutcome } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 
 const entry = (id: string, stream = 's'): StreamEntry => ({ stream, id, fields: ['k', 'v'], deliveryCount: 1 });

@@ -1,5 +1,5 @@
 /** The scheduled retries' min-heap, without Redis. */
-import { DueHeap, type DueItem } from '../libs/redis-streams/src/consumer/due-heap.js';
+import { DueHeap, type DueItem } from '../libs/redis-streams/src/consumer/custody/due-heap.js';
 
 const item = (at: number, id = `${at}-0`, stream = 's'): DueItem => ({ at, stream, id });
 

@@ -1,5 +1,5 @@
-/** Sorting what a fetch brought (consumer/fetched-entries.ts) against a real Redis: counts, and entries gone from the PEL meanwhile. */
-import { withDeliveryCounts } from '../libs/redis-streams/src/consumer/fetched-entries.js';
+/** Sorting what a fetch brought (consumer/read/fetched-entries.ts) against a real Redis: counts, and entries gone from the PEL meanwhile. */
+import { withDeliveryCounts } from '../libs/redis-streams/src/consumer/read/fetched-entries.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';

@@ -1,4 +1,4 @@
-import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
+import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delivery-marks.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';

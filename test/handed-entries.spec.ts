@@ -1,5 +1,5 @@
-import { HandedEntries } from '../libs/redis-streams/src/consumer/handed-entries.js';
-import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
+import { HandedEntries } from '../libs/redis-streams/src/consumer/custody/handed-entries.js';
+import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delivery-marks.js';
 
 /** The settings every test here shares (the default 1:3 lease), with the parts a test chooses. */
 const depsOf = (commands: unknown, marks: DeliveryMarks, warn: (m: string) => void = () => undefined) => ({

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
+import { Lease } from '../libs/redis-streams/src/consumer/custody/lease.js';
 import type { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 

@@ -1,6 +1,6 @@
 /** The lease against a real Redis: renewal, what it calls lost, and hand-backs (bookkeeping alone: lease-counts.spec.ts). */
-import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
-import { markSettleSent } from '../libs/redis-streams/src/consumer/settle-sent.js';
+import { Lease } from '../libs/redis-streams/src/consumer/custody/lease.js';
+import { markSettleSent } from '../libs/redis-streams/src/consumer/settle/settle-sent.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { createGroup } from './support/backlog.js';

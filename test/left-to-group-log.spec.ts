@@ -1,4 +1,4 @@
-import { LEFT_TO_GROUP_LOG_EVERY_MS, LeftToGroupLog } from '../libs/redis-streams/src/consumer/left-to-group-log.js';
+import { LEFT_TO_GROUP_LOG_EVERY_MS, LeftToGroupLog } from '../libs/redis-streams/src/consumer/custody/left-to-group-log.js';
 
 const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${from + i}-0`);
 

@@ -10,7 +10,7 @@ import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 import { PauseCommands } from '../libs/redis-streams/src/redis/pause-commands.js';
 import { pauseKeyOf } from '../libs/redis-streams/src/key-names.js';
-import { PauseWatch } from '../libs/redis-streams/src/consumer/pause-watch.js';
+import { PauseWatch } from '../libs/redis-streams/src/consumer/intake/pause-watch.js';
 import { RedisStreamsClient, RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { runCli } from './support/cli.js';

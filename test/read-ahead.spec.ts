@@ -5,7 +5,7 @@
  * hands an unstarted read-ahead batch back to the group at once; abandoning leaves it to abandon().
  */
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
-import { ReadAhead } from '../libs/redis-streams/src/consumer/read-ahead.js';
+import { ReadAhead } from '../libs/redis-streams/src/consumer/read/read-ahead.js';
 import { StopSignal } from '../libs/redis-streams/src/consumer/stop-signal.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { within } from '../libs/redis-streams/src/within.js';

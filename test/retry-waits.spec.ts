@@ -1,10 +1,10 @@
 /** Entries waiting for a scheduled retry: the due clock (fake timers), their idle resets and their hand-back at a stop (a real Redis). */
-import { DeliveryMarks } from '../libs/redis-streams/src/consumer/delivery-marks.js';
-import { Lease } from '../libs/redis-streams/src/consumer/lease.js';
-import type { PendingAuditDeps } from '../libs/redis-streams/src/consumer/pending-audit.js';
-import { markScheduled } from '../libs/redis-streams/src/consumer/retry-schedule.js';
-import { DueClock, handBackWaiting, touchWaiting } from '../libs/redis-streams/src/consumer/retry-waits.js';
-import type { SettledEvent } from '../libs/redis-streams/src/consumer/settled-event.js';
+import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delivery-marks.js';
+import { Lease } from '../libs/redis-streams/src/consumer/custody/lease.js';
+import type { PendingAuditDeps } from '../libs/redis-streams/src/consumer/custody/pending-audit.js';
+import { markScheduled } from '../libs/redis-streams/src/consumer/settle/retry-schedule.js';
+import { DueClock, handBackWaiting, touchWaiting } from '../libs/redis-streams/src/consumer/custody/retry-waits.js';
+import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import { createGroup } from './support/backlog.js';
 import { pendingRows } from './support/pending.js';

@@ -3,8 +3,8 @@
  * logger, against a real Redis. No Nest module is imported here.
  */
 import type { DecodedEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
-import type { EntryContextArgs } from '../libs/redis-streams/src/consumer/entry-context.js';
-import type { SettledEvent } from '../libs/redis-streams/src/consumer/settled-event.js';
+import type { EntryContextArgs } from '../libs/redis-streams/src/consumer/settle/entry-context.js';
+import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import type { DispatchPort } from '../libs/redis-streams/src/engine/dispatch-port.js';
 import { planStreams, type HandlerInfo } from '../libs/redis-streams/src/engine/plan.js';
 import { StreamEngine } from '../libs/redis-streams/src/engine/stream-engine.js';

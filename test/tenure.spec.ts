@@ -7,7 +7,7 @@ import { defer, EMPTY, map, of, timer, type Observable, type Subscription } from
 import { AlwaysTenure } from '../libs/redis-streams/src/consumer/tenure/always.js';
 import { PartitionTenure } from '../libs/redis-streams/src/consumer/tenure/partition-tenure.js';
 import type { Tenure } from '../libs/redis-streams/src/consumer/tenure/tenure.js';
-import type { StepResult } from '../libs/redis-streams/src/consumer/loop-vitals.js';
+import type { StepResult } from '../libs/redis-streams/src/consumer/watch/loop-vitals.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import { useRedis } from './support/use-redis.js';

@@ -7,17 +7,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { NEVER, type Observable } from 'rxjs';
-import { AckPipeline } from '../../libs/redis-streams/src/consumer/ack-pipeline.js';
-import type { BatchProgress } from '../../libs/redis-streams/src/consumer/batch-progress.js';
-import { settleBatch, type SettleFetched } from '../../libs/redis-streams/src/consumer/batch-settler.js';
-import { Custody } from '../../libs/redis-streams/src/consumer/custody.js';
-import { LoopFindings } from '../../libs/redis-streams/src/consumer/loop-findings.js';
-import type { StepResult } from '../../libs/redis-streams/src/consumer/loop-vitals.js';
+import { AckPipeline } from '../../libs/redis-streams/src/consumer/settle/ack-pipeline.js';
+import type { BatchProgress } from '../../libs/redis-streams/src/consumer/settle/batch-progress.js';
+import { settleBatch, type SettleFetched } from '../../libs/redis-streams/src/consumer/settle/batch-settler.js';
+import { Custody } from '../../libs/redis-streams/src/consumer/custody/custody.js';
+import { LoopFindings } from '../../libs/redis-streams/src/consumer/watch/loop-findings.js';
+import type { StepResult } from '../../libs/redis-streams/src/consumer/watch/loop-vitals.js';
 import { ClaimGate } from '../../libs/redis-streams/src/consumer/intake/claim-gate.js';
-import { Parker } from '../../libs/redis-streams/src/consumer/parker.js';
-import { Reclaimer } from '../../libs/redis-streams/src/consumer/reclaimer.js';
-import { selfDrain$ } from '../../libs/redis-streams/src/consumer/self-drain.js';
-import type { DeliverySource, SettledEvent, SettleOutcome } from '../../libs/redis-streams/src/consumer/settled-event.js';
+import { Parker } from '../../libs/redis-streams/src/consumer/read/parker.js';
+import { Reclaimer } from '../../libs/redis-streams/src/consumer/read/reclaimer.js';
+import { selfDrain$ } from '../../libs/redis-streams/src/consumer/read/self-drain.js';
+import type { DeliverySource, SettledEvent, SettleOutcome } from '../../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { StopSignal } from '../../libs/redis-streams/src/consumer/stop-signal.js';
 import {
   MAX_BATCH_SIZE,

@@ -1,7 +1,7 @@
 import { BaseRpcContext, RpcException } from '@nestjs/microservices';
 import { brand } from './brand.js';
 import type { RedisStreamsContext } from './context.js';
-import type { RedisStreamsBatchContextArgs } from './consumer/entry-context.js';
+import type { RedisStreamsBatchContextArgs } from './consumer/settle/entry-context.js';
 import type { EntryFailure } from './batch-failure-mark.js';
 import { counted } from './readable.js';
 

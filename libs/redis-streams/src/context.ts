@@ -1,6 +1,6 @@
 import { brand } from './brand.js';
 import { BaseRpcContext } from '@nestjs/microservices';
-import type { RedisStreamsContextArgs } from './consumer/entry-context.js';
+import type { RedisStreamsContextArgs } from './consumer/settle/entry-context.js';
 import type { StreamEntryContext } from './core/stream-context.js';
 
 export type { RedisStreamsContextArgs };

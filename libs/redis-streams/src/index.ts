@@ -1,6 +1,6 @@
 export { RedisStreamsServer } from './server/redis-streams.server.js';
 export type { RedisStreamsEvents } from './server/events.js';
-export type { DeliverySource, SettledEvent, SettleOutcome } from './consumer/settled-event.js';
+export type { DeliverySource, SettledEvent, SettleOutcome } from './consumer/settle/settled-event.js';
 export { RedisStreamsStatus } from './status.js';
 export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
 export { RedisStreamsRecord, type RecordOptions } from './client/record.js';

@@ -1,8 +1,8 @@
 import { batchOutcome } from '../batch-failure-mark.js';
 import type { DecodedEntry } from '../codec/entry-codec.js';
 import { encodeReply } from '../codec/reply-codec.js';
-import type { BatchItem } from '../consumer/decide-batch.js';
-import type { EntryContextArgs, RedisStreamsBatchContextArgs } from '../consumer/entry-context.js';
+import type { BatchItem } from '../consumer/settle/decide-batch.js';
+import type { EntryContextArgs, RedisStreamsBatchContextArgs } from '../consumer/settle/entry-context.js';
 import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { HandlerInfo } from '../engine/plan.js';
 import { STREAM_PATTERN_EXTRAS, type StreamPatternExtras } from '../options/pattern-options.js';

@@ -1,5 +1,5 @@
 import { brand } from '../brand.js';
-import type { RedisStreamsBatchContextArgs, RedisStreamsContextArgs } from '../consumer/entry-context.js';
+import type { RedisStreamsBatchContextArgs, RedisStreamsContextArgs } from '../consumer/settle/entry-context.js';
 
 /**
  * What a handler learns of its entry, whichever host called it: `StreamContext` (core) and

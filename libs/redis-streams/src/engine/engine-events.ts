@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { SettledEvent } from '../consumer/settled-event.js';
+import type { SettledEvent } from '../consumer/settle/settled-event.js';
 import { describeError } from '../describe-error.js';
 import type { Logger } from '../ports.js';
 import { counted } from '../readable.js';

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
-import type { Running } from '../consumer/stuck-watch.js';
+import type { ConsumerHygiene } from '../consumer/upkeep/consumer-hygiene.js';
+import type { Running } from '../consumer/watch/stuck-watch.js';
 import type { HealthProbe } from '../health/health-probe.js';
 import type { Logger } from '../ports.js';
 import { closeCommandLane, type CommandLane } from '../redis/command-lane.js';

@@ -1,4 +1,4 @@
-import type { SettledEvent } from '../consumer/settled-event.js';
+import type { SettledEvent } from '../consumer/settle/settled-event.js';
 
 /** Events of `server.on(...)`; statuses travel through `server.status`. */
 export interface RedisStreamsEvents {

@@ -1,4 +1,4 @@
-import { ConsumerHygiene } from '../consumer/consumer-hygiene.js';
+import { ConsumerHygiene } from '../consumer/upkeep/consumer-hygiene.js';
 import { escapeControl } from '../escape-control.js';
 import { isCluster } from '../options/connection.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';

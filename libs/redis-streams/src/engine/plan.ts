@@ -1,4 +1,4 @@
-import type { StreamOrigin } from '../consumer/decide.js';
+import type { StreamOrigin } from '../consumer/settle/decide.js';
 import type { ReaderStreams } from '../consumer/reader.js';
 import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch-options.js';
 import { checkPatternExtras } from '../options/pattern-options.js';

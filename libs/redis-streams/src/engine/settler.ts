@@ -1,6 +1,6 @@
-import { decideBatch, type BatchDecideDeps } from '../consumer/decide-batch.js';
+import { decideBatch, type BatchDecideDeps } from '../consumer/settle/decide-batch.js';
 import type { SettlerFor } from '../consumer/reader.js';
-import { decide } from '../consumer/decide.js';
+import { decide } from '../consumer/settle/decide.js';
 import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
 import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
 import type { Admission } from '../consumer/intake/admission.js';

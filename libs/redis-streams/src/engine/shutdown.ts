@@ -1,4 +1,4 @@
-import type { Running } from '../consumer/stuck-watch.js';
+import type { Running } from '../consumer/watch/stuck-watch.js';
 import { someIds } from '../id-list.js';
 import type { Logger } from '../ports.js';
 import { within } from '../within.js';

@@ -1,8 +1,8 @@
 import type { OrderingView } from '../consumer/reader.js';
-import type { DelayedView } from '../consumer/delayed-promoter.js';
+import type { DelayedView } from '../consumer/upkeep/delayed-promoter.js';
 import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';
-import type { LoopVitals } from '../consumer/loop-vitals.js';
+import type { LoopVitals } from '../consumer/watch/loop-vitals.js';
 import { describeError } from '../describe-error.js';
 import { isUnanswered } from '../redis/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';

@@ -1,6 +1,6 @@
 import type { Link, Span } from '@opentelemetry/api';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
-import type { CallTrace, ProcessTrace } from '../consumer/settle-observer.js';
+import type { CallTrace, ProcessTrace } from '../consumer/settle/settle-observer.js';
 import { EntryTrace } from './entry-trace.js';
 import type { TraceScope } from './trace-scope.js';
 import { safely } from './safely.js';

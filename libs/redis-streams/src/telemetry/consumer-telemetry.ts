@@ -1,6 +1,6 @@
 import type { Attributes, Meter, SpanOptions, Tracer } from '@opentelemetry/api';
-import type { ProcessTrace, SettleObserver } from '../consumer/settle-observer.js';
-import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
+import type { ProcessTrace, SettleObserver } from '../consumer/settle/settle-observer.js';
+import type { DeliverySource, SettledEvent } from '../consumer/settle/settled-event.js';
 import type { GroupStats } from '../health/group-stats.js';
 import type { StreamEntry } from '../stream-entry.js';
 import { EntryTrace } from './entry-trace.js';

@@ -2,10 +2,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Context, Span, SpanContext } from '@opentelemetry/api';
 import { headersOf } from '../codec/entry-codec.js';
-import type { DeliverySource, SettledEvent } from '../consumer/settled-event.js';
+import type { DeliverySource, SettledEvent } from '../consumer/settle/settled-event.js';
 import { handlerMessage, handlerStack, printableClassOf } from '../describe-error.js';
 import type { StreamEntry } from '../stream-entry.js';
-import type { ProcessTrace } from '../consumer/settle-observer.js';
+import type { ProcessTrace } from '../consumer/settle/settle-observer.js';
 import type { Instruments, TraceScope } from './trace-scope.js';
 import { safely, stepFailed } from './safely.js';
 import { ATTR, SYSTEM } from './semconv.js';

@@ -1,5 +1,5 @@
 import type { BatchObservableCallback, Meter } from '@opentelemetry/api';
-import type { StreamHandlers } from '../consumer/stuck-watch.js';
+import type { StreamHandlers } from '../consumer/watch/stuck-watch.js';
 import { ATTR, METRIC, SYSTEM } from './semconv.js';
 import type { DurabilityState } from '../consumer/tenure/ack-durability.js';
 

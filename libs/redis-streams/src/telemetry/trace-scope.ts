@@ -1,5 +1,5 @@
 import type { Counter, Histogram, MeterProvider, SpanOptions, Tracer } from '@opentelemetry/api';
-import type { SettledEvent } from '../consumer/settled-event.js';
+import type { SettledEvent } from '../consumer/settle/settled-event.js';
 import type { OtelApi } from './otel-api.js';
 
 /** What one entry's or one call's trace reads from, and reports to, the consumer's telemetry (ConsumerTelemetry is it). */

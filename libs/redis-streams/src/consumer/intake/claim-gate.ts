@@ -1,6 +1,6 @@
 import type { StreamEntry } from '../../stream-entry.js';
-import type { Custody } from '../custody.js';
-import type { ServerOffer } from '../server-offer.js';
+import type { Custody } from '../custody/custody.js';
+import type { ServerOffer } from '../read/server-offer.js';
 import type { ReadAsk, ReadGate, ReadNext, ReadResult } from './read-gate.js';
 
 /**

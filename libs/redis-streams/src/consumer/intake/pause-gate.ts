@@ -1,5 +1,5 @@
 import { firstValueFrom, race, timer } from 'rxjs';
-import type { PauseWatch } from '../pause-watch.js';
+import type { PauseWatch } from './pause-watch.js';
 import type { ReadAsk, ReadGate, ReadNext, ReadResult } from './read-gate.js';
 
 /** The operator's pause (`redis-streams pause`): the park reads the streams not paused, and waits while all are. */

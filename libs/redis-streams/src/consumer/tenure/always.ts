@@ -3,7 +3,7 @@ import { describeError } from '../../describe-error.js';
 import type { Logger } from '../../ports.js';
 import type { ShortAck, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import type { StepResult } from '../loop-vitals.js';
+import type { StepResult } from '../watch/loop-vitals.js';
 import type { StopSignal } from '../stop-signal.js';
 import type { Tenure, TenureParts, TenureSteps } from './tenure.js';
 

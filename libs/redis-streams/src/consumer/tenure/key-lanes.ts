@@ -3,10 +3,10 @@ import { orderingKeyOf } from '../../codec/ordering-key.js';
 import { isFenced } from '../../redis/redis-errors.js';
 import type { Logger } from '../../ports.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import type { AckPipeline } from '../ack-pipeline.js';
-import type { BatchProgress } from '../batch-progress.js';
-import type { Custody } from '../custody.js';
-import type { DeliverySource, SettledEvent } from '../settled-event.js';
+import type { AckPipeline } from '../settle/ack-pipeline.js';
+import type { BatchProgress } from '../settle/batch-progress.js';
+import type { Custody } from '../custody/custody.js';
+import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
 import type { StopSignal } from '../stop-signal.js';
 import { NotYet } from '../intake/admission.js';
 

@@ -1,15 +1,15 @@
 import type { Observable } from 'rxjs';
 import type { ShortAck } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import type { AckPipeline } from '../ack-pipeline.js';
-import type { BatchProgress } from '../batch-progress.js';
-import type { SettleFetched } from '../batch-settler.js';
-import type { Custody } from '../custody.js';
-import type { StepResult } from '../loop-vitals.js';
-import type { Parker } from '../parker.js';
-import type { PauseWatch } from '../pause-watch.js';
-import type { DeliverySource, SettledEvent } from '../settled-event.js';
-import type { ServerOffer } from '../server-offer.js';
+import type { AckPipeline } from '../settle/ack-pipeline.js';
+import type { BatchProgress } from '../settle/batch-progress.js';
+import type { SettleFetched } from '../settle/batch-settler.js';
+import type { Custody } from '../custody/custody.js';
+import type { StepResult } from '../watch/loop-vitals.js';
+import type { Parker } from '../read/parker.js';
+import type { PauseWatch } from '../intake/pause-watch.js';
+import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
+import type { ServerOffer } from '../read/server-offer.js';
 import type { OrderingView } from './ordering-view.js';
 
 /** The reader's steps as a tenure runs them: the groups, self-drain, and one beat (check, reclaim, park). */
