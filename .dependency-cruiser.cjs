@@ -129,6 +129,14 @@ module.exports = {
       from: { path: SRC, pathNot: LAYER.redis },
       to: { path: '(^|node_modules/)ioredis/', dependencyTypesNot: ['type-only'] },
     },
+    {
+      name: 'settle-knows-no-flow-control',
+      comment:
+        'Settling an entry (consumer/settle/) knows no flow control, tenure or reading: the gates reach it through its Admission port (settle/admission.ts), the tenure wraps it from above.',
+      severity: 'error',
+      from: { path: `${SRC}consumer/settle/` },
+      to: { path: `${SRC}consumer/(intake|tenure|read|upkeep)/` },
+    },
     ...layerRules,
   ],
   options: {

@@ -19,7 +19,7 @@ const HOT = [
   'custody',
 ];
 const CAPABILITY =
-  /\b(ordered|owner|keyLanes|partition\w*|rateLimit|keyRateLimit|keyLimits|limiter|limited\w*|grants?|ungranted|pause[sd]?|anyPaused|claimsOnRead|claimedLast|claimMinIdleMs|claimAllowed|fenced?)\b/;
+  /\b(ordered|owner|keyQueues|partition\w*|rateLimit|keyRateLimit|keyLimits|limiter|limited\w*|grants?|ungranted|pause[sd]?|anyPaused|claimsOnRead|claimedLast|claimMinIdleMs|claimAllowed|fenced?)\b/;
 const BRANCH = /\b(if|while|case)\b|\?[^.?]|&&|\|\||\?\?/;
 const ref = process.argv[2];
 const read = (file) =>

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KeyRateGate, OverKeyRateLimitError } from '../libs/redis-streams/src/consumer/intake/key-rate-gate.js';
-import { NotYet } from '../libs/redis-streams/src/consumer/intake/admission.js';
+import { NotYet } from '../libs/redis-streams/src/consumer/settle/admission.js';
 import type { DecodedEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import type { RateLimit } from '../libs/redis-streams/src/options/rate-limit-options.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';

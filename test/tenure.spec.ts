@@ -52,7 +52,7 @@ function tenureOf(kind: 'always' | 'partition', stream: string, consumer: string
   tenure.bind({
     custody: loop.custody,
     acks: loop.acks,
-    settleOne: async (entry, source) => ({
+    decideOne: async (entry, source) => ({
       stream: entry.stream,
       id: entry.id,
       deliveryCount: entry.deliveryCount,

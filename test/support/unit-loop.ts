@@ -132,7 +132,7 @@ function unitLoop(
       {
         custody,
         acks,
-        settle: decide,
+        decide: decide,
         batchHandler: batch && { maxSize: batch.maxSize, decide: (chunk, from) => Promise.all(chunk.map((e) => decide(e, from))) },
         concurrency: options.concurrency,
         handBackIdleMs: minIdleMs,

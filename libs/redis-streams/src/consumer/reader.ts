@@ -66,15 +66,15 @@ const GROUPS_READY: StepResult = { step: 'groups', fetched: 0 };
 export type { OrderingView };
 
 /** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
-export interface Settler {
+export interface Decider {
   /** Decides one entry (`'acked'`: succeeded, to be acked); rejects only when Redis failed (the entry is then still pending). */
   one(entry: StreamEntry, source: DeliverySource): Promise<SettledEvent>;
   /** A batch handler's call: one event per entry. */
   batch(entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]>;
 }
 
-/** The settler the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping) and its server offer (a move deletes the entry with deleteOnAck). */
-export type SettlerFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Settler;
+/** The decider the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping) and its server offer (a move deletes the entry with deleteOnAck). */
+export type DeciderFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Decider;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
 export interface ReaderStreams extends IntakePlan, TenurePlan {
@@ -113,7 +113,7 @@ export interface ReaderReport {
 export interface ReaderDeps {
   options: ResolvedServerOptions;
   commands: StreamCommands;
-  settler: SettlerFor;
+  decider: DeciderFor;
   logger: Logger;
   lanes: ReaderLanes;
   report: ReaderReport;
@@ -217,19 +217,19 @@ export class Reader {
     });
     const { custody } = this;
     this.acks = new AckPipeline((entries) => tenure.ack(entries), custody, findings);
-    const settler = d.settler(stop, offer);
+    const decider = d.decider(stop, offer);
     // Built once: settleBatch runs per fetched batch (the drain's hot path).
     const batchDeps: BatchSettlerDeps = {
       custody,
       acks: this.acks,
-      settle: settler.one,
-      batchHandler: batch && { maxSize: batch.maxSize, decide: settler.batch },
+      decide: decider.one,
+      batchHandler: batch && { maxSize: batch.maxSize, decide: decider.batch },
       concurrency: options.concurrency,
       handBackIdleMs: options.minIdleMs,
       stop,
       inProgress: this.inProgress,
       // A pause seen mid-batch: what the batch has not started goes back, uncounted.
-      heldBack: (stream) => this.pause.has(stream),
+      barred: (stream) => this.pause.has(stream),
       putBack: async (entries, idleMs) => {
         for (const [stream, list] of byStream(entries)) await commands.putBack(stream, options.consumer, list, idleMs);
       },
@@ -271,7 +271,7 @@ export class Reader {
       },
       this.reclaimer,
     );
-    tenure.bind({ custody, acks: this.acks, settleOne: settler.one, inProgress: this.inProgress, pause, parker: this.parker, offer });
+    tenure.bind({ custody, acks: this.acks, decideOne: decider.one, inProgress: this.inProgress, pause, parker: this.parker, offer });
     this.keeper = new GroupKeeper(
       {
         stop,
@@ -332,7 +332,7 @@ export class Reader {
       this.custody.upkeep$,
       // Once the consumer started (its groups exist): nothing of them may queue ahead of XGROUP CREATE.
       defer(() => from(this.d.started ?? Promise.resolve())).pipe(concatMap(() => merge(this.promoter.looks$, this.pause.looks$))),
-      // A pause ends the park (the next reads without that stream) and holds the key lanes; a resume ends a paused wait.
+      // A pause ends the park (the next reads without that stream) and holds the key queues; a resume ends a paused wait.
       merge(this.pause.changed$, this.findings.wake$).pipe(
         tap(() => {
           this.parker.wakePark();

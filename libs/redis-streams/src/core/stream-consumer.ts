@@ -165,7 +165,7 @@ export class StreamConsumer {
     return this;
   }
 
-  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot lane…]`. */
+  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot reader…]`. */
   unwrap<T = [Redis | Cluster, ...Redis[]]>(): T {
     const connections = this.engine.connections();
     if (!connections) throw new Error('nestjs-redis-streams: not started: call start() before unwrap()');

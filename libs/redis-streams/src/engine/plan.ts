@@ -10,7 +10,7 @@ import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, slotOf } from '../slots.js';
 import { deadLetterKeyOf } from '../key-names.js';
 
-/** Most slot lanes (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
+/** Most slot readers (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
 
 /** One handler pattern as the plan sees it: plain data, whatever framework registered it. */

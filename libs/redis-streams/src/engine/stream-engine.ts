@@ -20,7 +20,7 @@ import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
 import type { StreamPlan } from './plan.js';
 import { Reader } from '../consumer/reader.js';
-import { settlerOf } from './settler.js';
+import { deciderOf } from './decider.js';
 import { logStopping, untilInterrupted, type CloseInterrupt } from './shutdown.js';
 import { StartupGate } from './startup-gate.js';
 import { PauseCommands } from '../redis/pause-commands.js';
@@ -67,12 +67,12 @@ export class StreamEngine {
     this.startCalled = true;
     for (const [stream, { pattern }] of plan.origins) this.streamsOf.set(pattern, [...(this.streamsOf.get(pattern) ?? []), stream]);
     const { options, watch } = this;
-    // OpenTelemetry found (or found missing) before anything opens: the settler is made once, before any
+    // OpenTelemetry found (or found missing) before anything opens: the decider is made once, before any
     // reader, and every entry is reported alike. Closed meanwhile: nothing was opened.
     const api = options.telemetry ? await loadOtelApi() : undefined;
     if (this.closing) throw new Error(CLOSED_BEFORE_START);
     const name = consumerConnectionName(options.group, options.consumer);
-    // Filled below, once the settler exists: what the parts call back (the gate's deadline, the probe, a
+    // Filled below, once the decider exists: what the parts call back (the gate's deadline, the probe, a
     // connection's error) comes once Redis answers, or fails to, after every reader is in it.
     const readers: Reader[] = [];
     const gate: StartupGate = new StartupGate({
@@ -124,14 +124,14 @@ export class StreamEngine {
         ),
     };
     const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
-    const settler = settlerOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
+    const decider = deciderOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
     readers.push(
       ...plan.readers.map(
         (set) =>
           new Reader(set, {
             options,
             commands,
-            settler,
+            decider,
             logger: this.logger,
             lanes: { command, name, readers: plan.readers.length, onError: laneFailed, onRetry: watch.laneRetry },
             report: {
@@ -161,7 +161,7 @@ export class StreamEngine {
   /** Every reader has its groups: the start succeeded. */
   private started(plan: StreamPlan, run: EngineRun, commands: StreamCommands): void {
     const { options } = this;
-    const lanesNote = plan.readers.length > 1 ? ` (${plan.readers.length} slot lanes)` : '';
+    const lanesNote = plan.readers.length > 1 ? ` (${plan.readers.length} slot readers)` : '';
     this.logger.log(
       `consumer "${options.consumer}" of group "${options.group}" reading ${plan.streams.map((s) => `"${s}"`).join(', ')}${lanesNote}`,
     );

@@ -68,7 +68,7 @@ export interface StreamOrdering {
   /** Keys whose later entries wait here behind a failed one (at most 20, longest first), and how many in all. */
   blockedKeys: { key: string; id: string; waiting: number; forMs: number }[];
   blockedKeyCount: number;
-  /** Entries held in the key lanes: queued, running, or behind a failed entry. */
+  /** Entries held in the key queues: queued, running, or behind a failed entry. */
   held: number;
   /**
    * Its durable acks (`durableAcks`), while this consumer owns it: `confirmed`, `held` (the replicas did

@@ -7,7 +7,7 @@ export type RedisConnection = Redis | Cluster;
 
 /**
  * The command lane: every non-blocking command. `commandTimeoutMs` is each command's deadline
- * (see Lanes). On a cluster, one ioredis Cluster serves every slot lane of a consumer.
+ * (see Lanes). On a cluster, one ioredis Cluster serves every slot reader of a consumer.
  */
 export function openCommandConnection(connection: ResolvedConnection, name: string, commandTimeoutMs?: number): RedisConnection {
   const lane = (node: RedisOptions): RedisOptions => ({

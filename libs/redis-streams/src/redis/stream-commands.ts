@@ -363,7 +363,7 @@ export class StreamCommands {
 
   /**
    * Entries of `stream` whose delivery count was put back while they waited in this consumer (an ordered
-   * key lane through a pause, or behind its key's limit), about to start: each gets back the count it was
+   * key queue through a pause, or behind its key's limit), about to start: each gets back the count it was
    * read with, idle 0 (PUT_BACK_SCRIPT), only while still pending under `consumer`. The ids it restored.
    */
   async recount(stream: string, consumer: string, entries: readonly { id: string; deliveryCount: number }[]): Promise<string[]> {

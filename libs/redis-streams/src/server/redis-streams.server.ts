@@ -113,7 +113,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     return this;
   }
 
-  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot lane…]`. */
+  /** `[command, blocking]` ioredis connections; on a cluster `[Cluster, blocking of each slot reader…]`. */
   unwrap<T = [Redis | Cluster, ...Redis[]]>(): T {
     const connections = this.engine.connections();
     if (!connections) {

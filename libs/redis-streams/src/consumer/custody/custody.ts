@@ -26,7 +26,7 @@ export interface CustodyDeps {
   onSettled: (event: SettledEvent) => void;
   /**
    * The streams whose own pending list is looked at, once drained, for entries handed here by hand
-   * (see HandedEntries): those not paused; none for an ordered reader (its key lanes take such an
+   * (see HandedEntries): those not paused; none for an ordered reader (its key queues take such an
    * entry when a reclaim brings it, blocking its key behind it).
    */
   handedLookable: () => readonly string[];
@@ -173,11 +173,11 @@ export class Custody {
 
   // ── What the group keeper needs at a (re)start and a rejoin ──
 
-  /** A restart: nothing is held any more (self-drain fetches it again) and the audit pauses; the ids that were held, by stream. */
+  /** A restart: nothing is held any more (self-drain fetches it again) and the audit is suspended; the ids that were held, by stream. */
   restart(): Map<string, string[]> {
     const held = this.lease.heldIds();
     this.drainedStreams.clear();
-    this.audit.pause();
+    this.audit.suspend();
     this.lease.clear();
     return held;
   }
@@ -221,7 +221,7 @@ export class Custody {
 
   /** At a graceful stop, after the last beat: entries waiting for a retry become a peer's at their due time. */
   handBackWaiting(): Promise<void> {
-    this.audit.pause();
+    this.audit.suspend();
     return this.audit.handBackWaiting();
   }
 
@@ -231,14 +231,14 @@ export class Custody {
    */
   abandon(begun: readonly StreamEntry[], idleMs: number): Promise<boolean> {
     const unstarted = this.lease.heldIds(begun);
-    this.audit.pause();
+    this.audit.suspend();
     this.lease.clear();
     return this.lease.handBackIds(unstarted, idleMs);
   }
 
   /** The reader's work is over (its last ack confirmed, or torn down): what is still out may fail quietly. */
   end(): void {
-    this.audit.pause();
+    this.audit.suspend();
     this.lease.clear();
   }
 

@@ -100,7 +100,7 @@ export class PendingAudit {
   }
 
   /** A restart, a stop or an abandon: no check runs and nothing wakes the loop until `resume`. */
-  pause(): void {
+  suspend(): void {
     this.active = false;
     this.due.clear();
   }

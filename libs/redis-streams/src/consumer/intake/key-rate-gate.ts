@@ -8,7 +8,7 @@ import type { Logger } from '../../ports.js';
 import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
 import { isRefusal } from '../../redis/redis-errors.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import { NotYet, type Admission } from './admission.js';
+import { NotYet, type Admission } from '../settle/admission.js';
 
 /** Longest wait a refused entry is given: the retry schedule's bound (a day). */
 const MAX_WAIT_MS = 86_400_000;

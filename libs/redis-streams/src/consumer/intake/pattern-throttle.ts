@@ -1,5 +1,5 @@
 import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
-import type { Admission } from './admission.js';
+import type { Admission } from '../settle/admission.js';
 
 /**
  * A pattern's own limit (`rateLimit` without `perKey`) at the start of an entry: nothing to check

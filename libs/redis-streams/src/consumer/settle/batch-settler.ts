@@ -13,7 +13,7 @@ export interface BatchSettlerDeps {
   custody: Pick<Custody, 'confirmedAt' | 'release' | 'handBack' | 'settled'>;
   acks: Pick<AckPipeline, 'send'>;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
-  settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
   batchHandler?:
     { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
@@ -25,7 +25,7 @@ export interface BatchSettlerDeps {
   /** Batches being settled, and how far each got: what `close()` hands back after a hung handler. */
   inProgress: Set<BatchProgress>;
   /** Whether the reader's intake holds a stream back now (the operator's pause): its entries not started yet are put back, not started. */
-  heldBack?: (stream: string) => boolean;
+  barred?: (stream: string) => boolean;
   /** Hands back entries read and not started, with the delivery counts they had before the read (idle `handBackIdleMs`). */
   putBack?: (entries: readonly StreamEntry[], idleMs: number) => Promise<void>;
   logger: Logger;
@@ -59,7 +59,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   // Not started: held back when their turn came (a pause seen meanwhile stops what the batch has not started).
   const held: StreamEntry[] = [];
   const holdBack = (entry: StreamEntry, at: number): boolean => {
-    if (at < inHand || !d.heldBack?.(entry.stream)) return false;
+    if (at < inHand || !d.barred?.(entry.stream)) return false;
     held.push(entry);
     return true;
   };
@@ -82,7 +82,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           progress.next = Math.min(entries.length, from + batchHandler.maxSize);
           // The common case, a batch that is one call: no copy.
           let chunk = from === 0 && progress.next === entries.length ? entries : entries.slice(from, progress.next);
-          if (d.heldBack) chunk = chunk.filter((entry, i) => !holdBack(entry, from + i));
+          if (d.barred) chunk = chunk.filter((entry, i) => !holdBack(entry, from + i));
           if (chunk.length === 0) continue;
           handlerStarted(progress, from, progress.next);
           const decided = await batchHandler.decide(chunk, source);
@@ -95,9 +95,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
           const at = progress.next++;
           const entry = entries[at]!;
-          if (d.heldBack && holdBack(entry, at)) continue;
+          if (d.barred && holdBack(entry, at)) continue;
           handlerStarted(progress, at, at + 1);
-          const event = await d.settle(entry, source);
+          const event = await d.decide(entry, source);
           handlerEnded(progress, at, at + 1);
           if (d.stop.abandoned) return;
           settled(entry, event);

@@ -15,7 +15,7 @@ import { checkedDelay } from '../../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../../options/retry-options.js';
 import type { ProcessTrace, SettleObserver } from './settle-observer.js';
-import { NotYet, type Admission } from '../intake/admission.js';
+import { NotYet, type Admission } from './admission.js';
 
 /**
  * Runs the handler for `pattern` (and, for a request, writes its replies); resolves when the

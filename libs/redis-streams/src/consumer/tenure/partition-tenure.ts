@@ -25,7 +25,7 @@ import type { ShortAck, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { AckDurability } from './ack-durability.js';
 import type { SettleFetched } from '../settle/batch-settler.js';
-import { KeyLanes } from './key-lanes.js';
+import { KeyQueues } from './key-queues.js';
 import type { LoopFindings } from '../watch/loop-findings.js';
 import type { StepResult } from '../watch/loop-vitals.js';
 import { PartitionOwner, type OrderedStream } from './partition-owner.js';
@@ -59,7 +59,7 @@ export interface PartitionTenureDeps {
  * ownership beat every leaseRenewMs until the share-out gives it the partition), take over the
  * previous owner's pending entries, self-drain them in id order, then beat while it owns it; when it
  * no longer does (lost, or asked to give it to a member that joined), what is in hand finishes and it
- * releases. Its entries go through key lanes (one key's at a time, in id order), its acks are fenced
+ * releases. Its entries go through key queues (one key's at a time, in id order), its acks are fenced
  * (a stale owner's are refused) and, with `durableAcks`, confirmed on the replicas.
  */
 export class PartitionTenure implements Tenure {
@@ -69,13 +69,13 @@ export class PartitionTenure implements Tenure {
   readonly restart$: Observable<never>;
   readonly upkeep$: Observable<unknown>;
   readonly onWaiting: (entry: StreamEntry) => void;
-  /** Its entries go through the key lanes: one key's at a time, in id order. */
+  /** Its entries go through the key queues: one key's at a time, in id order. */
   readonly settle: SettleFetched;
   private readonly owner: PartitionOwner;
   /** Its durable acks (`durableAcks`): whether the replicas keep up, and what it may do. */
   private readonly durability: AckDurability | undefined;
   private parts!: TenureParts;
-  private keyLanes!: KeyLanes;
+  private keyQueues!: KeyQueues;
 
   constructor(private readonly d: PartitionTenureDeps) {
     const { ordered, options, logger, findings, stream } = d;
@@ -101,9 +101,9 @@ export class PartitionTenure implements Tenure {
     });
     // The lanes settle before any restart: self-drain must not meet an entry a lane still runs.
     this.restart$ = defer(() => this.quiesce()).pipe(ignoreElements());
-    this.upkeep$ = this.owner.renewals$.pipe(tap(() => this.keyLanes.nudge()));
-    this.onWaiting = (entry) => this.keyLanes.blockFor(entry);
-    this.settle = (entries, source) => this.keyLanes.accept(entries, source);
+    this.upkeep$ = this.owner.renewals$.pipe(tap(() => this.keyQueues.nudge()));
+    this.onWaiting = (entry) => this.keyQueues.blockFor(entry);
+    this.settle = (entries, source) => this.keyQueues.accept(entries, source);
   }
 
   bind(parts: TenureParts): void {
@@ -111,8 +111,8 @@ export class PartitionTenure implements Tenure {
     const { options, commands, stop, logger, stream } = this.d;
     const { owner, durability } = this;
     const { custody } = parts;
-    this.keyLanes = new KeyLanes({
-      settle: parts.settleOne,
+    this.keyQueues = new KeyQueues({
+      decide: parts.decideOne,
       custody,
       acks: parts.acks,
       concurrency: options.concurrency,
@@ -146,7 +146,7 @@ export class PartitionTenure implements Tenure {
 
   reads$({ groups$, selfDrain$, beat$ }: TenureSteps): Observable<StepResult> {
     const { stop, options } = this.d;
-    const { owner, keyLanes: lanes } = this;
+    const { owner, keyQueues: lanes } = this;
     const standby$ = defer(() => from(owner.beat())).pipe(
       repeat({ delay: () => timer(options.leaseRenewMs).pipe(takeUntil(stop.stopped$)) }),
       takeWhile((owned) => !owned && !stop.stopped),
@@ -171,13 +171,13 @@ export class PartitionTenure implements Tenure {
   }
 
   nudge(): void {
-    this.keyLanes.nudge();
+    this.keyQueues.nudge();
   }
 
   /** Stopped during a backoff, mid-cycle: what the lanes run finishes and is acked before the owner key goes; then it leaves the share-out. */
   async finish(): Promise<void> {
     const { stop, logger, stream } = this.d;
-    await stop.bounded(this.keyLanes.settled(), () => 'the handlers in hand', logger);
+    await stop.bounded(this.keyQueues.settled(), () => 'the handlers in hand', logger);
     await stop.bounded(this.parts.acks.flush(), () => 'the last ack', logger).catch(() => undefined);
     await stop
       .bounded(this.owner.release(true), () => 'leaving the partition share-out', logger)
@@ -187,16 +187,16 @@ export class PartitionTenure implements Tenure {
   ordering(): OrderingView {
     return {
       ...this.owner.view(),
-      blockedKeys: this.keyLanes.blockedKeys(),
-      held: this.keyLanes.held,
+      blockedKeys: this.keyQueues.blockedKeys(),
+      held: this.keyQueues.held,
       ...(this.durability ? { durability: this.durability.view() } : {}),
     };
   }
 
   /** The lanes' running entries finish (and their acks are confirmed); what they queued is dropped, to be read again. */
   private async quiesce(): Promise<void> {
-    await this.keyLanes.settled();
-    this.keyLanes.clear();
+    await this.keyQueues.settled();
+    this.keyQueues.clear();
   }
 
   /**
@@ -206,7 +206,7 @@ export class PartitionTenure implements Tenure {
    * the owner key goes.
    */
   private async release(): Promise<void> {
-    const { owner, keyLanes: lanes } = this;
+    const { owner, keyQueues: lanes } = this;
     const { parker, acks, custody } = this.parts;
     await lanes.settled();
     const ahead = await parker.dropAhead();
@@ -286,7 +286,7 @@ export class PartitionTenure implements Tenure {
    * 0 while it waits on something it chose: handlers running, a hold of its durable acks.
    */
   private stalledForMs(): number {
-    const lanes = this.keyLanes;
+    const lanes = this.keyQueues;
     if (!lanes || lanes.runningCount > 0 || (this.durability && !this.durability.mayStart())) return 0;
     return performance.now() - Math.max(this.d.lastStepAt(), lanes.lastTurnEndAt);
   }

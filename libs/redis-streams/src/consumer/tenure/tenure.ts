@@ -23,8 +23,8 @@ export interface TenureSteps {
 export interface TenureParts {
   custody: Custody;
   acks: AckPipeline;
-  /** Decides one entry (the reader's settler). */
-  settleOne: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  /** Decides one entry (the reader's decider). */
+  decideOne: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   inProgress: Set<BatchProgress>;
   pause: PauseWatch;
   parker: Parker;

@@ -19,8 +19,8 @@ export class NotYet extends Error {
 }
 
 /**
- * A check an entry passes after the settle step's own (deliveries, size, decoding) and before its
- * handler runs: the settle step knows this interface only, never which flow control is behind it.
+ * The port a settle step consults after its own checks (deliveries, size, decoding) and before the
+ * handler runs; intake/ implements it (the key rate gate, the pattern throttle): deciding knows no flow control.
  */
 export interface Admission {
   /**

@@ -8,7 +8,7 @@ import type { BatchProgress } from '../settle/batch-progress.js';
 import type { Custody } from '../custody/custody.js';
 import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
 import type { StopSignal } from '../stop-signal.js';
-import { NotYet } from '../intake/admission.js';
+import { NotYet } from '../settle/admission.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
@@ -20,9 +20,9 @@ export const MAX_BLOCKED_ENTRIES = 10_000;
  */
 export const SETTLED_IDS_KEPT = 100_000;
 
-export interface KeyLanesDeps {
+export interface KeyQueuesDeps {
   /** Decides one entry (checks, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
-  settle: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
   acks: Pick<AckPipeline, 'send' | 'flush'>;
   concurrency: number;
@@ -31,7 +31,7 @@ export interface KeyLanesDeps {
   stop: StopSignal;
   /** Whether a handling may start now (this consumer owns the partition, within its lease, and its durable acks allow). */
   mayStart: () => boolean;
-  /** The stream is paused for the group (PauseWatch): nothing starts; what the lanes hold waits, uncounted. */
+  /** The stream is paused for the group (PauseWatch): nothing starts; what the queues hold waits, uncounted. */
   paused: () => boolean;
   /** The owned phase is ending (lost, asked to release, lease run out): a fetch must not wait for room. */
   ending: () => boolean;
@@ -41,22 +41,22 @@ export interface KeyLanesDeps {
   ackAgain: (entries: readonly StreamEntry[]) => Promise<void>;
   /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
   inProgress: Set<BatchProgress>;
-  /** Puts back the delivery counts of read entries that wait (see KeyLanes.holdUncounted). */
+  /** Puts back the delivery counts of read entries that wait (see KeyQueues.holdUncounted). */
   putBack: (entries: readonly StreamEntry[]) => Promise<void>;
   /** Gives entries put back the count they were read with, as they start, if still this consumer's (StreamCommands.recount): the ids it did. */
   recount: (entries: readonly StreamEntry[]) => Promise<string[]>;
   logger: Logger;
 }
 
-/** One key's lane: its entries in id order, the one running, and the failed one it waits for. */
+/** One key's queue: its entries in id order, the one running, and the failed one it waits for. */
 interface Queued {
   entry: StreamEntry;
   source: DeliverySource;
 }
 
-interface Lane {
+interface KeyQueue {
   readonly key: string;
-  queue: Queued[];
+  entries: Queued[];
   /** An entry of this key is in a handler or its ack is unconfirmed. */
   busy: boolean;
   /** The id of the key's failed entry, waiting for its retry: nothing later of the key runs before it settles. */
@@ -78,35 +78,35 @@ export interface BlockedKey {
 }
 
 /**
- * An ordered reader's settler: entries run in lanes by key (the `partitionKey` field), each lane
- * one entry at a time in id order, up to `concurrency` lanes at once. A key's next entry starts
+ * An ordered reader's way to settle: entries run in queues by key (the `partitionKey` field), each queue
+ * one entry at a time in id order, up to `concurrency` queues at once. A key's next entry starts
  * only once the previous one's ack is confirmed (or it was dead-lettered): an ack lost with the
  * connection is run again before anything later of its key. A failure blocks its key alone: its
  * later entries wait here while it waits for its retry (the schedule, the same id), and run once
  * it settles (acked, or dead-lettered). Fetch steps hand entries over with `accept`, which returns
- * once there is room, so other keys keep flowing while a lane runs or waits.
+ * once there is room, so other keys keep flowing while a queue runs or waits.
  */
-export class KeyLanes {
-  private readonly lanes = new Map<string, Lane>();
-  /** Lanes with an entry that may run now, in the order they became ready. */
-  private readonly ready: Lane[] = [];
-  /** Ids of every entry in a lane (queued or running; one stream a reader): a re-delivery of one is not run twice. */
-  private readonly inLanes = new Set<string>();
+export class KeyQueues {
+  private readonly queues = new Map<string, KeyQueue>();
+  /** Queues with an entry that may run now, in the order they became ready. */
+  private readonly ready: KeyQueue[] = [];
+  /** Ids of every entry in a queue (queued or running; one stream a reader): a re-delivery of one is not run twice. */
+  private readonly queuedIds = new Set<string>();
   /** Handlers running (what `concurrency` bounds). */
   private running = 0;
-  /** Entries between their start and the end of their lane's turn (the ack confirmed included). */
+  /** Entries between their start and the end of their queue's turn (the ack confirmed included). */
   private active = 0;
-  /** Entries in lanes not blocked (queued or running). */
+  /** Entries in queues not blocked (queued or running). */
   private flowing = 0;
   private blocked = 0;
   private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
-  /** Acks to send together: one round trip for every lane that finished meanwhile. */
-  private ackQueue: { lane: Lane; entry: StreamEntry; event: SettledEvent }[] = [];
+  /** Acks to send together: one round trip for every queue that finished meanwhile. */
+  private ackQueue: { queue: KeyQueue; entry: StreamEntry; event: SettledEvent }[] = [];
   private acking = false;
-  /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then no lane starts. */
+  /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then no queue starts. */
   private failure: unknown;
-  /** An ack was refused (FENCED): another consumer owns the partition now; no lane starts, the owned phase ends. */
+  /** An ack was refused (FENCED): another consumer owns the partition now; no queue starts, the owned phase ends. */
   private fencedOut = false;
   /** Entries whose delivery count was put back while they wait behind their key's limit (their ids). */
   private readonly uncounted = new Set<string>();
@@ -122,9 +122,9 @@ export class KeyLanes {
   /** Re-deliveries of settled entries, acked again in the next round trip. */
   private againQueue: StreamEntry[] = [];
 
-  constructor(private readonly d: KeyLanesDeps) {}
+  constructor(private readonly d: KeyQueuesDeps) {}
 
-  /** Hands fetched entries to their lanes; resolves once there is room for more (or the loop must restart: it rejects). */
+  /** Hands fetched entries to their queues; resolves once there is room for more (or the loop must restart: it rejects). */
   async accept(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
     this.rethrow();
     for (const entry of entries) this.enqueue(entry, source);
@@ -135,7 +135,7 @@ export class KeyLanes {
     }
   }
 
-  /** A failure a lane met (Redis: an ack, a dead-letter move) ends the loop's current run: it restarts, and self-drain takes over. */
+  /** A failure a queue met (Redis: an ack, a dead-letter move) ends the loop's current run: it restarts, and self-drain takes over. */
   rethrow(): void {
     if (this.failure !== undefined) throw this.failure;
   }
@@ -147,11 +147,11 @@ export class KeyLanes {
 
   /** A failed entry (adopted after a restart or a takeover) waits for its retry: its key waits with it. */
   blockFor(entry: StreamEntry): void {
-    const lane = this.laneOf(orderingKeyOf(entry));
-    if (lane.blockedBy !== undefined) return;
-    this.update(lane, () => {
-      lane.blockedBy = entry.id;
-      lane.blockedSince = performance.now();
+    const queue = this.queueOf(orderingKeyOf(entry));
+    if (queue.blockedBy !== undefined) return;
+    this.update(queue, () => {
+      queue.blockedBy = entry.id;
+      queue.blockedSince = performance.now();
     });
   }
 
@@ -160,13 +160,13 @@ export class KeyLanes {
     while (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** After `settled()`: every lane forgotten (a restart: self-drain reads the pending entries again, in id order); the entries dropped, by lane. */
+  /** After `settled()`: every queue forgotten (a restart: self-drain reads the pending entries again, in id order); the entries dropped, by queue. */
   clear(): StreamEntry[] {
     const dropped: StreamEntry[] = [];
-    for (const lane of this.lanes.values()) for (const { entry } of lane.queue) dropped.push(entry);
-    this.lanes.clear();
+    for (const queue of this.queues.values()) for (const { entry } of queue.entries) dropped.push(entry);
+    this.queues.clear();
     this.ready.length = 0;
-    this.inLanes.clear();
+    this.queuedIds.clear();
     this.flowing = this.blocked = 0;
     this.uncounted.clear();
     this.toPutBack = [];
@@ -181,34 +181,34 @@ export class KeyLanes {
     this.settledIds.clear();
   }
 
-  /** Ownership changed or was renewed, or a pause began or ended: lanes held back start if they may (paused: what they hold waits uncounted), and a fetch waiting for room looks again. */
+  /** Ownership changed or was renewed, or a pause began or ended: queues held back start if they may (paused: what they hold waits uncounted), and a fetch waiting for room looks again. */
   nudge(): void {
-    if (this.d.paused()) for (const lane of this.lanes.values()) this.holdUncounted(lane.queue.map((q) => q.entry));
+    if (this.d.paused()) for (const queue of this.queues.values()) this.holdUncounted(queue.entries.map((q) => q.entry));
     this.pump();
     this.wakeRoom();
   }
 
-  /** Starts ready lanes while slots are free and a handling may start. */
+  /** Starts ready queues while slots are free and a handling may start. */
   pump(): void {
     while (this.running < this.d.concurrency && this.ready.length > 0) {
       if (this.failure !== undefined || this.fencedOut || this.d.stop.stopped || !this.d.mayStart() || this.d.paused()) return;
-      const lane = this.ready.shift()!;
-      if (lane.busy || lane.blockedBy !== undefined || lane.queue.length === 0) continue;
+      const queue = this.ready.shift()!;
+      if (queue.busy || queue.blockedBy !== undefined || queue.entries.length === 0) continue;
       let next!: Queued;
-      this.update(lane, () => {
-        next = lane.queue.shift()!;
-        lane.busy = true;
+      this.update(queue, () => {
+        next = queue.entries.shift()!;
+        queue.busy = true;
       });
-      void this.run(lane, next.entry, next.source);
+      void this.run(queue, next.entry, next.source);
     }
   }
 
   /** Keys waiting behind a failed entry, longest first. */
   blockedKeys(): BlockedKey[] {
     const now = performance.now();
-    return [...this.lanes.values()]
+    return [...this.queues.values()]
       .filter((l) => l.blockedBy !== undefined)
-      .map((l) => ({ key: l.key, id: l.blockedBy!, waiting: l.queue.length, forMs: Math.round(now - l.blockedSince) }))
+      .map((l) => ({ key: l.key, id: l.blockedBy!, waiting: l.entries.length, forMs: Math.round(now - l.blockedSince) }))
       .sort((a, b) => b.forMs - a.forMs);
   }
 
@@ -222,57 +222,57 @@ export class KeyLanes {
     return this.turnEndedAt;
   }
 
-  /** Entries held in lanes (queued or running), blocked ones included. */
+  /** Entries held in queues (queued or running), blocked ones included. */
   get held(): number {
     return this.flowing + this.blocked;
   }
 
   private enqueue(entry: StreamEntry, source: DeliverySource): void {
-    if (this.settledIds.has(entry.id) && !this.inLanes.has(entry.id)) {
+    if (this.settledIds.has(entry.id) && !this.queuedIds.has(entry.id)) {
       // Settled here already (its ack or move lost with a master, or the group set back): never run again.
       this.ackAgainSoon(entry);
       return;
     }
-    const lane = this.laneOf(orderingKeyOf(entry));
-    if (lane.blockedBy === entry.id) {
+    const queue = this.queueOf(orderingKeyOf(entry));
+    if (queue.blockedBy === entry.id) {
       // The failed entry's retry (claimed back when due): it runs first, then what waited behind it.
-      this.update(lane, () => {
-        lane.blockedBy = undefined;
-        lane.limited = false;
-        lane.queue.unshift({ entry, source });
+      this.update(queue, () => {
+        queue.blockedBy = undefined;
+        queue.limited = false;
+        queue.entries.unshift({ entry, source });
       });
     } else {
-      // Already in its lane (a reclaim of an entry held here, a re-delivery after the group was set back): it runs
+      // Already in its queue (a reclaim of an entry held here, a re-delivery after the group was set back): it runs
       // once, as the entry held already. This copy is let go: held on, once the first is acked it would look dropped
       // from the pending list to the lease, which would take it back (pending again, for nobody to run).
-      if (this.inLanes.has(entry.id)) {
+      if (this.queuedIds.has(entry.id)) {
         this.d.custody.release(entry);
         return;
       }
-      this.update(lane, () => lane.queue.push({ entry, source }));
-      if (lane.limited) this.holdUncounted([entry]);
+      this.update(queue, () => queue.entries.push({ entry, source }));
+      if (queue.limited) this.holdUncounted([entry]);
     }
     // Read while paused (a retry falling due): it waits with the rest, uncounted.
     if (this.d.paused()) this.holdUncounted([entry]);
-    this.inLanes.add(entry.id);
-    this.makeReady(lane);
+    this.queuedIds.add(entry.id);
+    this.makeReady(queue);
   }
 
-  private laneOf(key: string): Lane {
-    let lane = this.lanes.get(key);
-    if (!lane) {
-      lane = { key, queue: [], busy: false, blockedBy: undefined, blockedSince: 0, limited: false };
-      this.lanes.set(key, lane);
+  private queueOf(key: string): KeyQueue {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = { key, entries: [], busy: false, blockedBy: undefined, blockedSince: 0, limited: false };
+      this.queues.set(key, queue);
     }
-    return lane;
+    return queue;
   }
 
-  private makeReady(lane: Lane): void {
-    if (!lane.busy && lane.blockedBy === undefined && lane.queue.length > 0 && !this.ready.includes(lane)) this.ready.push(lane);
+  private makeReady(queue: KeyQueue): void {
+    if (!queue.busy && queue.blockedBy === undefined && queue.entries.length > 0 && !this.ready.includes(queue)) this.ready.push(queue);
   }
 
-  /** One entry of a lane (marked busy by pump): settled, acked, and the lane goes on, waits for a retry, or stops until a restart. */
-  private async run(lane: Lane, entry: StreamEntry, source: DeliverySource): Promise<void> {
+  /** One entry of a queue (marked busy by pump): settled, acked, and the queue goes on, waits for a retry, or stops until a restart. */
+  private async run(queue: KeyQueue, entry: StreamEntry, source: DeliverySource): Promise<void> {
     this.active++;
     this.running++;
     const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
@@ -280,7 +280,7 @@ export class KeyLanes {
     try {
       if (this.uncounted.has(entry.id)) await this.recount(entry);
       this.d.inProgress.add(progress);
-      event = await this.d.settle(entry, source);
+      event = await this.d.decide(entry, source);
     } catch (err) {
       // Redis failed while deciding (a dead-letter move), or before (its recount): still pending; the loop restarts and runs it again first.
       this.failure ??= err;
@@ -294,8 +294,8 @@ export class KeyLanes {
     // Another key may run in this slot while this one's ack travels.
     this.pump();
     if (event?.outcome === 'acked' && this.failure === undefined && !this.fencedOut) {
-      // The lane goes on once the ack is confirmed (sendAcks ends its turn): one ack for whatever finished meanwhile.
-      this.ackQueue.push({ lane, entry, event });
+      // The queue goes on once the ack is confirmed (sendAcks ends its turn): one ack for whatever finished meanwhile.
+      this.ackQueue.push({ queue, entry, event });
       if (!this.acking) void this.sendAcks();
       return;
     }
@@ -313,7 +313,7 @@ export class KeyLanes {
       this.d.custody.release(entry);
       this.d.custody.settled(event, confirmedAt);
     }
-    this.endTurn(lane, entry, event);
+    this.endTurn(queue, entry, event);
   }
 
   /**
@@ -347,32 +347,32 @@ export class KeyLanes {
   }
 
   /**
-   * The end of an entry's turn in its lane: the lane goes on with its next entry, or waits behind
+   * The end of an entry's turn in its queue: the queue goes on with its next entry, or waits behind
    * it (failed: until its retry settles), or, after a Redis failure (no event, or its ack's), stops:
    * nothing more starts (pump checks) until the loop restarts and clears.
    */
-  private endTurn(lane: Lane, entry: StreamEntry, event: SettledEvent | undefined): void {
+  private endTurn(queue: KeyQueue, entry: StreamEntry, event: SettledEvent | undefined): void {
     this.turnEndedAt = performance.now();
-    this.inLanes.delete(entry.id);
+    this.queuedIds.delete(entry.id);
     this.uncounted.delete(entry.id);
-    this.update(lane, () => {
-      lane.busy = false;
+    this.update(queue, () => {
+      queue.busy = false;
       if (event?.outcome === 'failed') {
-        lane.blockedBy = entry.id;
-        lane.blockedSince = performance.now();
-        lane.limited = event.error instanceof NotYet;
+        queue.blockedBy = entry.id;
+        queue.blockedSince = performance.now();
+        queue.limited = event.error instanceof NotYet;
       }
     });
-    if (lane.limited && lane.blockedBy === entry.id) this.holdUncounted(lane.queue.map((q) => q.entry));
-    if (lane.queue.length === 0 && lane.blockedBy === undefined) this.lanes.delete(lane.key);
-    else this.makeReady(lane);
+    if (queue.limited && queue.blockedBy === entry.id) this.holdUncounted(queue.entries.map((q) => q.entry));
+    if (queue.entries.length === 0 && queue.blockedBy === undefined) this.queues.delete(queue.key);
+    else this.makeReady(queue);
     this.active--;
     this.pump();
     this.wakeRoom();
     this.wakeIdle();
   }
 
-  /** Sends the acks of entries that finished (one round trip for all that finished meanwhile); each lane's turn ends once Redis answered. */
+  /** Sends the acks of entries that finished (one round trip for all that finished meanwhile); each queue's turn ends once Redis answered. */
   private async sendAcks(): Promise<void> {
     this.acking = true;
     while (this.ackQueue.length > 0) {
@@ -393,7 +393,7 @@ export class KeyLanes {
       }
       for (const a of batch) {
         if (this.failure === undefined && !this.fencedOut) this.remember(a.entry.id);
-        this.endTurn(a.lane, a.entry, a.event);
+        this.endTurn(a.queue, a.entry, a.event);
       }
     }
     this.acking = false;
@@ -421,7 +421,7 @@ export class KeyLanes {
     // Set before any await: a recount queued after this put-back finds it.
     this.puttingBack = this.d.putBack(entries).catch((err: unknown) => {
       this.d.logger.warn(
-        `could not put back the delivery counts of ${entries.length} entries waiting in their key lanes (a pause, or their key's rate limit): ${err instanceof Error ? err.message : String(err)}`,
+        `could not put back the delivery counts of ${entries.length} entries waiting in their key queues (a pause, or their key's rate limit): ${err instanceof Error ? err.message : String(err)}`,
       );
     });
     await this.puttingBack;
@@ -455,18 +455,18 @@ export class KeyLanes {
     this.uncounted.delete(entry.id);
   }
 
-  /** Entries of a lane counted in the tallies: queued, and the one running or being acked. */
-  private static weight(lane: Lane): number {
-    return lane.queue.length + (lane.busy ? 1 : 0);
+  /** Entries of a queue counted in the tallies: queued, and the one running or being acked. */
+  private static weight(queue: KeyQueue): number {
+    return queue.entries.length + (queue.busy ? 1 : 0);
   }
 
-  /** Every change of a lane goes through here: its entries move between the flowing and blocked tallies. */
-  private update(lane: Lane, change: () => void): void {
-    if (lane.blockedBy === undefined) this.flowing -= KeyLanes.weight(lane);
-    else this.blocked -= KeyLanes.weight(lane);
+  /** Every change of a queue goes through here: its entries move between the flowing and blocked tallies. */
+  private update(queue: KeyQueue, change: () => void): void {
+    if (queue.blockedBy === undefined) this.flowing -= KeyQueues.weight(queue);
+    else this.blocked -= KeyQueues.weight(queue);
     change();
-    if (lane.blockedBy === undefined) this.flowing += KeyLanes.weight(lane);
-    else this.blocked += KeyLanes.weight(lane);
+    if (queue.blockedBy === undefined) this.flowing += KeyQueues.weight(queue);
+    else this.blocked += KeyQueues.weight(queue);
   }
 
   private hasRoom(): boolean {

@@ -1,9 +1,9 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/settle/decide-batch.js';
-import type { SettlerFor } from '../consumer/reader.js';
+import type { DeciderFor } from '../consumer/reader.js';
 import { decide } from '../consumer/settle/decide.js';
 import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
 import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
-import type { Admission } from '../consumer/intake/admission.js';
+import type { Admission } from '../consumer/settle/admission.js';
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
@@ -12,12 +12,12 @@ import type { DispatchPort, ReplySender } from './dispatch-port.js';
 import type { StreamPlan } from './plan.js';
 
 /**
- * The settler (checks, dispatch through the host's port, the outcome), built once the telemetry is
+ * The decider (checks, dispatch through the host's port, the outcome), built once the telemetry is
  * known and before any reader (it is never changed after); each reader binds it to its own stop
  * signal, which bounds a dead-letter move begun while stopping, and to its server offer (whether a
  * move deletes the entry from its stream).
  */
-export function settlerOf(
+export function deciderOf(
   options: ResolvedServerOptions,
   plan: StreamPlan,
   parts: {
@@ -26,7 +26,7 @@ export function settlerOf(
     logger: Logger;
     telemetry: ConsumerTelemetry | undefined;
   },
-): SettlerFor {
+): DeciderFor {
   const { commands, dispatch } = parts;
   const gates = admissions(options, plan, commands, parts.logger);
   // The host gets reply() alone, not the commands object a cast would open.
