@@ -99,4 +99,18 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // One way to register a Lua script: a LuaScript given to defineLuaScripts (redis/lua/lua-script.ts).
+    files: ['libs/redis-streams/src/**/*.ts'],
+    ignores: ['libs/redis-streams/src/redis/lua/lua-script.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='defineCommand']",
+          message: 'Register scripts with defineLuaScripts (redis/lua/lua-script.ts): one way for every script.',
+        },
+      ],
+    },
+  },
 );

@@ -1,4 +1,4 @@
-import { DurableWrites, DurableWriteNotSent } from '../libs/redis-streams/src/redis/durable-writes.js';
+import { DurableWrites, DurableWriteNotSent } from '../libs/redis-streams/src/redis/produce/durable-writes.js';
 
 // What DurableWrites sends when, against a connection whose answers the test chooses: a cluster node that
 // answers MOVED for the write (a slot moving in a failover), and a slot refresh the test lets finish.

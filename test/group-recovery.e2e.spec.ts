@@ -7,7 +7,7 @@ import { pendingCount, quiesced } from './support/pending.js';
 import { captureLogs } from './support/logs.js';
 import { redisProxy } from './support/redis-proxy.js';
 import { gate as newGate } from './support/unit-loop.js';
-import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/recover-script.js';
+import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/read/recover-script.js';
 import { createHash } from 'node:crypto';
 
 const redis = useRedis();

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
+import { parseGroupInfo } from '../libs/redis-streams/src/redis/replies/info-replies.js';
 import { isQuiesced } from './support/pending.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';

@@ -3,7 +3,7 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import { checkLiveness, checkReadiness, RedisStreamsStatus, type RedisStreamsServer } from 'nestjs-redis-streams';
 import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
-import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
+import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/tools/group-lag.js';
 import { freezeServer } from './support/freeze.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { uniquePrefix, useApps } from './support/test-app.js';

@@ -9,7 +9,7 @@ import { NotYet } from '../libs/redis-streams/src/consumer/settle/admission.js';
 import type { DecodedEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import type { RateLimit } from '../libs/redis-streams/src/options/rate-limit-options.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';
-import { Lanes } from '../libs/redis-streams/src/redis/lanes.js';
+import { Lanes } from '../libs/redis-streams/src/redis/connection/lanes.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { aclUser } from './support/acl.js';

@@ -1,6 +1,6 @@
 import { PartitionOwner } from '../libs/redis-streams/src/consumer/tenure/partition-owner.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
-import type { OwnershipCommands } from '../libs/redis-streams/src/redis/ownership-commands.js';
+import type { OwnershipCommands } from '../libs/redis-streams/src/redis/tenure/ownership-commands.js';
 import { captureLogs } from './support/logs.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';

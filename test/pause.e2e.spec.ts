@@ -8,7 +8,7 @@ import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
-import { PauseCommands } from '../libs/redis-streams/src/redis/pause-commands.js';
+import { PauseCommands } from '../libs/redis-streams/src/redis/intake/pause-commands.js';
 import { pauseKeyOf } from '../libs/redis-streams/src/key-names.js';
 import { PauseWatch } from '../libs/redis-streams/src/consumer/intake/pause-watch.js';
 import { RedisStreamsClient, RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';

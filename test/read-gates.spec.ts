@@ -11,7 +11,7 @@ import { RateLimiter } from '../libs/redis-streams/src/consumer/intake/rate-limi
 import { throughGates, type ReadAsk, type ReadGate } from '../libs/redis-streams/src/consumer/intake/read-gate.js';
 import { StopSignal } from '../libs/redis-streams/src/consumer/stop-signal.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';
-import { Lanes } from '../libs/redis-streams/src/redis/lanes.js';
+import { Lanes } from '../libs/redis-streams/src/redis/connection/lanes.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { useRedis } from './support/use-redis.js';

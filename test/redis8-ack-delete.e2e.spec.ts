@@ -8,7 +8,7 @@ import { lastValueFrom } from 'rxjs';
 import { RedisStreamsError, UnsupportedServerError } from 'nestjs-redis-streams';
 import { UnsupportedServerError as CoreUnsupportedServerError } from 'nestjs-redis-streams/core';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
-import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
+import { parseGroupInfo } from '../libs/redis-streams/src/redis/replies/info-replies.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { createGroup } from './support/backlog.js';

@@ -21,7 +21,7 @@ import { useProducers } from './support/producer.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
-import { parseInfoRecord } from '../libs/redis-streams/src/redis/info-replies.js';
+import { parseInfoRecord } from '../libs/redis-streams/src/redis/replies/info-replies.js';
 import type { StreamReport } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { runCli } from './support/cli.js';
 

@@ -1,5 +1,5 @@
-import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/group-lag.js';
-import { parseGroupInfo } from '../libs/redis-streams/src/redis/info-replies.js';
+import { groupLag, LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/tools/group-lag.js';
+import { parseGroupInfo } from '../libs/redis-streams/src/redis/replies/info-replies.js';
 import {
   parseAckDeleteReply,
   parseAutoClaimReply,
@@ -7,11 +7,11 @@ import {
   parsePendingRow,
   parseReadReply,
   parseServerVersion,
-} from '../libs/redis-streams/src/redis/replies.js';
+} from '../libs/redis-streams/src/redis/replies/replies.js';
 import { compareIds } from '../libs/redis-streams/src/redis/stream-ids.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
-import { isBusyGroup } from '../libs/redis-streams/src/redis/redis-errors.js';
+import { isBusyGroup } from '../libs/redis-streams/src/redis/replies/redis-errors.js';
 
 // Pure reply parsing: the shapes below are what Redis 7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {

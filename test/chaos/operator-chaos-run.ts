@@ -5,8 +5,8 @@ import { setTimeout as sleepMs } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { seededRandom } from '../../apps/orders-worker/src/worker-config.js';
 import { decodeDeadLetter } from '../../libs/redis-streams/src/codec/dead-letter-codec.js';
-import { groupFigures, LAG_COUNT_LIMIT } from '../../libs/redis-streams/src/redis/group-lag.js';
-import { parseGroupInfo } from '../../libs/redis-streams/src/redis/info-replies.js';
+import { groupFigures, LAG_COUNT_LIMIT } from '../../libs/redis-streams/src/redis/tools/group-lag.js';
+import { parseGroupInfo } from '../../libs/redis-streams/src/redis/replies/info-replies.js';
 import { repoRoot } from '../support/built.js';
 import { waitFor } from '../support/wait-for.js';
 

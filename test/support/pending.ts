@@ -1,4 +1,4 @@
-import { parseGroupInfo } from '../../libs/redis-streams/src/redis/info-replies.js';
+import { parseGroupInfo } from '../../libs/redis-streams/src/redis/replies/info-replies.js';
 import type { TestRedis } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 

@@ -24,7 +24,7 @@ import {
   resolveServerOptions,
   type RedisStreamsServerOptions,
 } from '../../libs/redis-streams/src/options/server-options.js';
-import { Lanes } from '../../libs/redis-streams/src/redis/lanes.js';
+import { Lanes } from '../../libs/redis-streams/src/redis/connection/lanes.js';
 import { StreamCommands } from '../../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../../libs/redis-streams/src/stream-entry.js';
 import type { TestRedis } from './redis-server.js';

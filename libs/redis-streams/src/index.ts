@@ -24,9 +24,9 @@ export { MAX_RETRY_DELAY_MS, type RetryBackoff, type RetryPolicy } from './optio
 export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
 // Flow control for tools and producers of their own (docs/guide/flow-control.md): a stream's schedule of delayed entries, a pattern's pause flag.
-export { DelayedCommands, type DueTime } from './redis/delayed-commands.js';
+export { DelayedCommands, type DueTime } from './redis/upkeep/delayed-commands.js';
 export { delayedKeysOf, pauseKeyOf, type DelayedKeys } from './key-names.js';
-export { PauseCommands } from './redis/pause-commands.js';
+export { PauseCommands } from './redis/intake/pause-commands.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';
 export type { ClusterConnection, ConnectionOption } from './options/connection.js';
 export {
@@ -39,8 +39,8 @@ export {
   type StreamHealth,
 } from './health/health.js';
 export { maskUrl, redactError, RedisStreamsError, UnsupportedServerError } from './redact.js';
-export { NotDurableError } from './redis/not-durable-error.js';
-export type { Confirmation } from './redis/replication-wait.js';
+export { NotDurableError } from './redis/produce/not-durable-error.js';
+export type { Confirmation } from './redis/produce/replication-wait.js';
 export type { Durability, DurableAcks, WhenUnconfirmed } from './options/durability-options.js';
 export { escapeControl, safeJson } from './escape-control.js';
 export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';

@@ -1,7 +1,7 @@
 import { describeConnection, resolveConnection } from '../options/connection.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { isCommandTimeout } from '../redis/redis-errors.js';
-import { openToolConnection } from '../redis/tool-connection.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { isCommandTimeout } from '../redis/replies/redis-errors.js';
+import { openToolConnection } from '../redis/connection/tool-connection.js';
 import { SERVER_DEFAULTS } from '../options/server-options.js';
 
 /** The longest delay a Node timer takes (a longer one fires after 1 ms). */
@@ -37,7 +37,7 @@ const timeoutOf = (values: ConnectionFlags) =>
 
 /**
  * Connects as `--cluster`, `--url` or the environment say, and names the server (password masked)
- * and the cause when it cannot (redis/tool-connection.ts).
+ * and the cause when it cannot (redis/connection/tool-connection.ts).
  */
 export async function connect(values: ConnectionFlags, { keepAlive = false } = {}): Promise<RedisConnection> {
   const timeoutMs = timeoutOf(values);

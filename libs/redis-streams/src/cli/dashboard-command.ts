@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../redis/connect.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
 import { resolveDashboardOptions } from '../dashboard/dashboard-options.js';
 import { serveDashboard, type DashboardServerOptions } from '../dashboard/dashboard-server.js';
 import { InvalidOptionError } from '../options/validate.js';

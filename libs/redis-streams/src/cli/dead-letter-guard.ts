@@ -2,8 +2,8 @@ import { fieldsToRecord } from '../codec/entry-codec.js';
 import { deadLetterSourcesOf } from '../key-names.js';
 import type { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { ReportCommands } from '../redis/report-commands.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
 import { UsageError } from './cli-connection.js';
 
 /** Fields every letter the library writes carries (codec/dead-letter-codec.ts). */

@@ -1,7 +1,7 @@
 import type { DeadLetters, RedriveResult } from '../dlq/dead-letters.js';
 import { escapeControl as e, safeJson } from '../escape-control.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { isWrongType } from '../redis/redis-errors.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { isWrongType } from '../redis/replies/redis-errors.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { requireDeadLetterStream, requireEntryId } from './dead-letter-guard.js';

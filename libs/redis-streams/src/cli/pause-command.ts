@@ -1,9 +1,9 @@
 import { hostname, userInfo } from 'node:os';
 import { escapeControl as e, safeJson } from '../escape-control.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { PauseCommands } from '../redis/pause-commands.js';
-import { isNoPermission, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
-import { ReportCommands } from '../redis/report-commands.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { PauseCommands } from '../redis/intake/pause-commands.js';
+import { isNoPermission, isNoSuchKey, isWrongType } from '../redis/replies/redis-errors.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
 import { UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 

@@ -1,7 +1,7 @@
 import { escapeControl as e, safeJson } from '../escape-control.js';
 import { PendingActions } from '../ops/pending-actions.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { ReportCommands } from '../redis/report-commands.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
 import { positiveFlag, UsageError } from './cli-connection.js';
 import type { CliIo } from './cli-io.js';
 import { requireDeadLetterTarget, requireEntryId } from './dead-letter-guard.js';

@@ -7,7 +7,7 @@ import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { HandlerInfo } from '../engine/plan.js';
 import { STREAM_PATTERN_EXTRAS, type StreamPatternExtras } from '../options/pattern-options.js';
 import type { Serializer } from '../ports.js';
-import { RedisWriteError } from '../redis/redis-errors.js';
+import { RedisWriteError } from '../redis/replies/redis-errors.js';
 import type { BatchEntry } from './batch-failure-error.js';
 import { StreamBatchContext, StreamContext } from './stream-context.js';
 

@@ -1,20 +1,20 @@
 import { delayedReport, type GroupReport, type StreamReport } from '../ops/stream-reports.js';
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { DashboardCommands } from '../redis/dashboard-commands.js';
-import type { GroupSummary, RangePreviewEntry, StreamSummary } from '../redis/dashboard-replies.js';
-import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { DashboardCommands } from '../redis/tools/dashboard-commands.js';
+import type { GroupSummary, RangePreviewEntry, StreamSummary } from '../redis/tools/dashboard-replies.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/replies/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { describeFeatures } from '../redis/server-features.js';
 import { escapeControl } from '../escape-control.js';
-import { ReportCommands } from '../redis/report-commands.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterNamesOf, deadLetterScansOf, deadLetterSourcesOf } from '../key-names.js';
 import { globToRegExp } from './key-scope.js';
 import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
-import { PauseCommands } from '../redis/pause-commands.js';
+import { PauseCommands } from '../redis/intake/pause-commands.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */

@@ -7,10 +7,10 @@ import {
   isHandshakeRefusal,
   isServerUnavailable,
   isUnanswered,
-} from '../redis/redis-errors.js';
+} from '../redis/replies/redis-errors.js';
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { PendingActions } from '../ops/pending-actions.js';
-import type { RedisConnection } from '../redis/connect.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
 import { runAction, ActionRefused } from './dashboard-actions.js';
 import { BadRequest, count, deadStream, isStreamId, need, streamId, workStream, type DashboardContext } from './dashboard-keys.js';
 import { deadLetterSourcesOf } from '../key-names.js';

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RedisConnection } from '../redis/connect.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
 import { InvalidOptionError } from '../options/validate.js';
 import { createDashboardHandler, type DashboardHandler } from './dashboard-http.js';
 import type { DashboardOptions } from './dashboard-options.js';

@@ -1,7 +1,7 @@
 import { attention } from '../ops/attention.js';
 import { escapeControl } from '../escape-control.js';
 import type { StreamReport } from '../ops/stream-reports.js';
-import type { StreamSummary } from '../redis/dashboard-replies.js';
+import type { StreamSummary } from '../redis/tools/dashboard-replies.js';
 import { counted } from '../readable.js';
 
 export interface DeadLetterFigure {

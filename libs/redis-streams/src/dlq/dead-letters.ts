@@ -1,6 +1,6 @@
 import { deadLetterNamesOf, deadLetterSourcesOf } from '../key-names.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { DeadLetterCommands } from '../redis/dead-letter-commands.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { DeadLetterCommands } from '../redis/tools/dead-letter-commands.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 
 export interface RedriveResult {

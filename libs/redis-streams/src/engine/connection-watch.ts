@@ -6,11 +6,11 @@ import { describeConnection, isCluster, secretsOf } from '../options/connection.
 import type { ResolvedServerOptions } from '../options/server-options.js';
 import type { Logger } from '../ports.js';
 import { redactError } from '../redact.js';
-import type { CommandLane } from '../redis/command-lane.js';
-import { ConnectionReport } from '../redis/connection-report.js';
-import { foldLaneStates, type LaneState } from '../redis/lane-state.js';
-import { STATUS_OF_LANES } from '../redis/lane-status.js';
-import { clusterNodeError, isRedirection, isRetryable } from '../redis/redis-errors.js';
+import type { CommandLane } from '../redis/connection/command-lane.js';
+import { ConnectionReport } from '../redis/connection/connection-report.js';
+import { foldLaneStates, type LaneState } from '../redis/connection/lane-state.js';
+import { STATUS_OF_LANES } from '../redis/connection/lane-status.js';
+import { clusterNodeError, isRedirection, isRetryable } from '../redis/replies/redis-errors.js';
 import { RedisStreamsStatus } from '../status.js';
 import type { EngineEvents } from './engine-events.js';
 import type { StartupGate } from './startup-gate.js';

@@ -3,7 +3,7 @@ import type { ConsumerHygiene } from '../consumer/upkeep/consumer-hygiene.js';
 import type { Running } from '../consumer/watch/stuck-watch.js';
 import type { HealthProbe } from '../health/health-probe.js';
 import type { Logger } from '../ports.js';
-import { closeCommandLane, type CommandLane } from '../redis/command-lane.js';
+import { closeCommandLane, type CommandLane } from '../redis/connection/command-lane.js';
 import type { ConsumerTelemetry } from '../telemetry/consumer-telemetry.js';
 import type { Reader } from '../consumer/reader.js';
 import { settleInHand } from './shutdown.js';

@@ -1,4 +1,4 @@
-import type { GroupFigures } from '../redis/group-lag.js';
+import type { GroupFigures } from '../redis/tools/group-lag.js';
 
 /** One stream's figures for the group, as last read (`XINFO GROUPS` and a bounded count: see group-lag.ts). */
 export interface StreamGroupStats {

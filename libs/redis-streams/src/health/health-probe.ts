@@ -4,7 +4,7 @@ import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';
 import type { LoopVitals } from '../consumer/watch/loop-vitals.js';
 import { describeError } from '../describe-error.js';
-import { isUnanswered } from '../redis/redis-errors.js';
+import { isUnanswered } from '../redis/replies/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { within } from '../within.js';
 import { GroupStats } from './group-stats.js';

@@ -2,9 +2,9 @@ import { encodeDeadLetterHead } from '../codec/dead-letter-codec.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl as e } from '../escape-control.js';
 import { deadLetterKeyOf } from '../key-names.js';
-import type { RedisConnection } from '../redis/connect.js';
-import type { PendingRow } from '../redis/replies.js';
-import { ReportCommands } from '../redis/report-commands.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import type { PendingRow } from '../redis/replies/replies.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
 import { StreamCommands } from '../redis/stream-commands.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describeError } from '../describe-error.js';
-import type { ReportCommands, RetryRecords } from '../redis/report-commands.js';
+import type { ReportCommands, RetryRecords } from '../redis/tools/report-commands.js';
 
 /**
  * What a pending entry waits for: its retry (a record in the retry set, due later or already due),

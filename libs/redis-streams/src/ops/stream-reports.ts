@@ -1,10 +1,10 @@
 import { DeadLetters } from '../dlq/dead-letters.js';
 import { escapeControl as e } from '../escape-control.js';
-import type { RedisConnection } from '../redis/connect.js';
-import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/redis-errors.js';
-import { ReportCommands } from '../redis/report-commands.js';
-import type { DurabilityReport, PauseState } from '../redis/replies.js';
-import { parseIdempotency, type IdempotencyFigures } from '../redis/info-replies.js';
+import type { RedisConnection } from '../redis/connection/connect.js';
+import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/replies/redis-errors.js';
+import { ReportCommands } from '../redis/tools/report-commands.js';
+import type { DurabilityReport, PauseState } from '../redis/replies/replies.js';
+import { parseIdempotency, type IdempotencyFigures } from '../redis/replies/info-replies.js';
 import { describeFeatures, detectServerFeatures } from '../redis/server-features.js';
 import { describeError } from '../describe-error.js';
 import { idAge } from '../redis/stream-ids.js';

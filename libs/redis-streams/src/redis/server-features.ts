@@ -1,5 +1,5 @@
-import type { RedisConnection } from './connect.js';
-import { parseServerVersion } from './replies.js';
+import type { RedisConnection } from './connection/connect.js';
+import { parseServerVersion } from './replies/replies.js';
 import { describeError } from '../describe-error.js';
 
 /**

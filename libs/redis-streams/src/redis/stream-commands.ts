@@ -1,8 +1,8 @@
 import { detectServerFeatures, type ServerFeatures } from './server-features.js';
 import type { Redis } from 'ioredis';
-import type { RedisConnection } from './connect.js';
-import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './redis-errors.js';
-import { parseGroupInfo, parseGroupRows } from './info-replies.js';
+import type { RedisConnection } from './connection/connect.js';
+import { isBusyGroup, isErrorReply, isNoSuchKey, isOutOfMemory } from './replies/redis-errors.js';
+import { parseGroupInfo, parseGroupRows } from './replies/info-replies.js';
 import {
   parseAckDeleteReply,
   parseAuditReply,
@@ -10,19 +10,19 @@ import {
   parseOwnPendingReply,
   type AuditResult,
   type OwnPendingRow,
-} from './replies.js';
-import { groupFigures, type GroupFigures } from './group-lag.js';
+} from './replies/replies.js';
+import { groupFigures, type GroupFigures } from './tools/group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
-import { defineScripts, type ScriptedConnection } from './scripted-connection.js';
-import { connectedConsumers } from './connected-consumers.js';
-import { RetryCommands } from './retry-commands.js';
-import { OwnershipCommands } from './ownership-commands.js';
-import { FetchCommands } from './fetch-commands.js';
-import { DelayedCommands } from './delayed-commands.js';
-import { PauseCommands } from './pause-commands.js';
-import { RateLimitCommands } from './rate-limit-commands.js';
+import { defineScripts, type ScriptedConnection } from './connection/scripted-connection.js';
+import { connectedConsumers } from './tools/connected-consumers.js';
+import { RetryCommands } from './custody/retry-commands.js';
+import { OwnershipCommands } from './tenure/ownership-commands.js';
+import { FetchCommands } from './read/fetch-commands.js';
+import { DelayedCommands } from './upkeep/delayed-commands.js';
+import { PauseCommands } from './intake/pause-commands.js';
+import { RateLimitCommands } from './intake/rate-limit-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
-import { deadLetterTrimArgs } from './retention.js';
+import { deadLetterTrimArgs } from './produce/retention.js';
 
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from './connect.js';
-import { parseScanReply } from './replies.js';
+import type { RedisConnection } from './connection/connect.js';
+import { parseScanReply } from './replies/replies.js';
 
 /** Every master of a cluster, or the one node. */
 export function mastersOf(redis: RedisConnection): Redis[] {

@@ -9,7 +9,7 @@ import type { EntryContextArgs, RedisStreamsBatchContextArgs } from '../consumer
 import { RedisStreamsContext } from '../context.js';
 import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { Logger, Serializer, WritePacket } from '../ports.js';
-import { RedisWriteError } from '../redis/redis-errors.js';
+import { RedisWriteError } from '../redis/replies/redis-errors.js';
 import { keepNestLogFor, originalError, rememberOriginalErrors } from './original-errors.js';
 import { writeReplies } from './reply-writer.js';
 

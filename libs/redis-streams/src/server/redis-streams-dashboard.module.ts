@@ -17,7 +17,7 @@ import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { resolveConnection, type ConnectionOption } from '../options/connection.js';
 import { InvalidOptionError } from '../options/validate.js';
-import { ReportedConnection } from '../redis/reported-connection.js';
+import { ReportedConnection } from '../redis/connection/reported-connection.js';
 
 /** A Nest guard, or a function of the request: true lets it through. */
 export type DashboardGuard = CanActivate | ((req: IncomingMessage) => boolean | Promise<boolean>);

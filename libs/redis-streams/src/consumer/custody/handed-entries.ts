@@ -2,7 +2,7 @@ import { someIds } from '../../id-list.js';
 import { compareIds } from '../../redis/stream-ids.js';
 import type { Logger } from '../../ports.js';
 import type { StreamCommands } from '../../redis/stream-commands.js';
-import type { OwnPendingRow } from '../../redis/replies.js';
+import type { OwnPendingRow } from '../../redis/replies/replies.js';
 import type { DeliveryMarks } from './delivery-marks.js';
 import type { Lease } from './lease.js';
 

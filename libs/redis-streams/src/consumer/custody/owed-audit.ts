@@ -1,6 +1,6 @@
 import { escapeControl } from '../../escape-control.js';
 import { someIds } from '../../id-list.js';
-import type { AuditResult } from '../../redis/replies.js';
+import type { AuditResult } from '../../redis/replies/replies.js';
 import type { AuditKind, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import type { Logger } from '../../ports.js';

@@ -1,5 +1,5 @@
 import type { RateLimit } from '../../options/rate-limit-options.js';
-import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
+import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
 import type { PauseWatch } from './pause-watch.js';
 import type { StopSignal } from '../stop-signal.js';
 import { ClaimGate } from './claim-gate.js';

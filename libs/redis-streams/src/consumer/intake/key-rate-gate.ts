@@ -5,8 +5,8 @@ import { describeError, describeHandlerError } from '../../describe-error.js';
 import { quotedPreview as preview } from '../../escape-control.js';
 import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { Logger } from '../../ports.js';
-import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
-import { isRefusal } from '../../redis/redis-errors.js';
+import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { NotYet, type Admission } from '../settle/admission.js';
 

@@ -1,4 +1,4 @@
-import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
+import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
 import type { Admission } from '../settle/admission.js';
 
 /**

@@ -2,8 +2,8 @@ import { concatMap, from, type Observable, repeat, Subject, timer } from 'rxjs';
 import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
 import type { Logger } from '../../ports.js';
-import type { PauseCommands } from '../../redis/pause-commands.js';
-import { isRefusal, isRetryable } from '../../redis/redis-errors.js';
+import type { PauseCommands } from '../../redis/intake/pause-commands.js';
+import { isRefusal, isRetryable } from '../../redis/replies/redis-errors.js';
 
 export interface PauseWatchDeps {
   pauses: Pick<PauseCommands, 'paused'>;

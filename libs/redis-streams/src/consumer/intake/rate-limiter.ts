@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { firstValueFrom, race, timer } from 'rxjs';
 import type { RateLimit } from '../../options/rate-limit-options.js';
-import type { RateLimitCommands } from '../../redis/rate-limit-commands.js';
+import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
 import type { StopSignal } from '../stop-signal.js';
 
 /** Grants one acquire took (members `prefix`1…`grants`), or none and how long until one may be. */

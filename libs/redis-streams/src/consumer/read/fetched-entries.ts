@@ -1,8 +1,8 @@
 import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
 import { someIds } from '../../id-list.js';
-import { isRefusal } from '../../redis/redis-errors.js';
-import type { PendingRow } from '../../redis/replies.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
+import type { PendingRow } from '../../redis/replies/replies.js';
 import { groupIds, type StreamEntry } from '../../stream-entry.js';
 import type { Logger } from '../../ports.js';
 import type { StreamCommands } from '../../redis/stream-commands.js';

@@ -1,6 +1,6 @@
 import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
-import { isConnectionLoss, isRefusal } from '../../redis/redis-errors.js';
+import { isConnectionLoss, isRefusal } from '../../redis/replies/redis-errors.js';
 import { UnsupportedServerError } from '../../redact.js';
 import { compareIds } from '../../redis/stream-ids.js';
 import type { Logger } from '../../ports.js';

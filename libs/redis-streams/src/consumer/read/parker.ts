@@ -1,7 +1,7 @@
 import { defer, firstValueFrom, merge, race, timer, type Observable } from 'rxjs';
-import type { FetchCommands } from '../../redis/fetch-commands.js';
-import type { Lanes } from '../../redis/lanes.js';
-import { ParkLostError } from '../../redis/park-watchdog.js';
+import type { FetchCommands } from '../../redis/read/fetch-commands.js';
+import type { Lanes } from '../../redis/connection/lanes.js';
+import { ParkLostError } from '../../redis/connection/park-watchdog.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';
 import { within } from '../../within.js';

@@ -1,5 +1,5 @@
 import { defer, EMPTY, from, type Observable } from 'rxjs';
-import type { ClaimRequest } from '../../redis/fetch-commands.js';
+import type { ClaimRequest } from '../../redis/read/fetch-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import type { SettleFetched } from '../settle/batch-settler.js';
 import type { Custody } from '../custody/custody.js';

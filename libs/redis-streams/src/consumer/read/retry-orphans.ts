@@ -1,8 +1,8 @@
 import { describeError } from '../../describe-error.js';
 import { someIds } from '../../id-list.js';
 import type { Logger } from '../../ports.js';
-import { isRefusal } from '../../redis/redis-errors.js';
-import type { RetryCommands } from '../../redis/retry-commands.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
+import type { RetryCommands } from '../../redis/custody/retry-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 
 export interface RetryOrphansDeps {

@@ -1,5 +1,5 @@
 import { defer, EMPTY, expand, type Observable } from 'rxjs';
-import type { DrainRead } from '../../redis/fetch-commands.js';
+import type { DrainRead } from '../../redis/read/fetch-commands.js';
 import type { SettleFetched } from '../settle/batch-settler.js';
 import type { Custody } from '../custody/custody.js';
 import { dropDeleted, withDeliveryCounts, withoutWaiting, type ArrivalDeps } from './fetched-entries.js';

@@ -1,7 +1,7 @@
 import type { Logger } from '../../ports.js';
 import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
-import { isRefusal } from '../../redis/redis-errors.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';

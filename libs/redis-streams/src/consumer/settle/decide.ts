@@ -4,7 +4,7 @@ import { isReplyStream, replyStreamPattern } from '../../codec/reply-stream.js';
 import { isDeadLetter } from '../../dead-letter-mark.js';
 import { describeError, describeHandlerError, handlerStack } from '../../describe-error.js';
 import { quotedPreview as preview } from '../../escape-control.js';
-import { RedisWriteError } from '../../redis/redis-errors.js';
+import { RedisWriteError } from '../../redis/replies/redis-errors.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';

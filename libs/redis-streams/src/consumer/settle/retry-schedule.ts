@@ -1,7 +1,7 @@
 import type { Logger } from '../../ports.js';
 import { describeError } from '../../describe-error.js';
 import { checkedDelay, type RetryDelay } from '../../options/retry-options.js';
-import { isRefusal } from '../../redis/redis-errors.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
 import type { StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { retryLaterDelay } from '../../retry-later-mark.js';

@@ -1,7 +1,7 @@
 import { describeDurability, type ResolvedDurableAcks } from '../../options/durability-options.js';
 import type { Logger } from '../../ports.js';
 import { escapeControl } from '../../escape-control.js';
-import { confirms, type Confirmation } from '../../redis/replication-wait.js';
+import { confirms, type Confirmation } from '../../redis/produce/replication-wait.js';
 
 /**
  * Where an ordered partition's durable acks stand: `confirmed` (the replicas confirmed the last

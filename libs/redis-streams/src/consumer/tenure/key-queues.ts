@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { orderingKeyOf } from '../../codec/ordering-key.js';
-import { isFenced } from '../../redis/redis-errors.js';
+import { isFenced } from '../../redis/replies/redis-errors.js';
 import type { Logger } from '../../ports.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import type { AckPipeline } from '../settle/ack-pipeline.js';

@@ -4,12 +4,12 @@ import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
 import type { Logger } from '../../ports.js';
 import type { ResolvedDurableAcks } from '../../options/durability-options.js';
-import type { OwnershipCommands } from '../../redis/ownership-commands.js';
-import { parseOwnerValue, type OwnershipBeat } from '../../redis/replies.js';
+import type { OwnershipCommands } from '../../redis/tenure/ownership-commands.js';
+import { parseOwnerValue, type OwnershipBeat } from '../../redis/replies/replies.js';
 import type { StreamEntry } from '../../stream-entry.js';
-import type { DurableOwnershipCommands } from '../../redis/durable-ownership-commands.js';
+import type { DurableOwnershipCommands } from '../../redis/tenure/durable-ownership-commands.js';
 import type { AckDurability } from './ack-durability.js';
-import type { Confirmation } from '../../redis/replication-wait.js';
+import type { Confirmation } from '../../redis/produce/replication-wait.js';
 
 /** An ordered pattern's partition, as its reader sees it. */
 export interface OrderedStream {

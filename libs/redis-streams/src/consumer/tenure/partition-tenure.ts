@@ -18,9 +18,9 @@ import {
 import { describeError } from '../../describe-error.js';
 import type { ResolvedServerOptions } from '../../options/server-options.js';
 import type { Logger } from '../../ports.js';
-import type { DurableOwnershipCommands } from '../../redis/durable-ownership-commands.js';
-import { PARK_GRACE_MS } from '../../redis/park-watchdog.js';
-import type { Confirmation } from '../../redis/replication-wait.js';
+import type { DurableOwnershipCommands } from '../../redis/tenure/durable-ownership-commands.js';
+import { PARK_GRACE_MS } from '../../redis/connection/park-watchdog.js';
+import type { Confirmation } from '../../redis/produce/replication-wait.js';
 import type { ShortAck, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { AckDurability } from './ack-durability.js';

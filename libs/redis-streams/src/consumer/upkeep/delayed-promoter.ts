@@ -2,9 +2,9 @@ import { defer, from, type Observable, repeat, timer } from 'rxjs';
 import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
 import type { Logger } from '../../ports.js';
-import { PROMOTE_BUDGET, type DelayedCommands } from '../../redis/delayed-commands.js';
-import { isNoPermission, isRetryable } from '../../redis/redis-errors.js';
-import type { Promotion } from '../../redis/replies.js';
+import { PROMOTE_BUDGET, type DelayedCommands } from '../../redis/upkeep/delayed-commands.js';
+import { isNoPermission, isRetryable } from '../../redis/replies/redis-errors.js';
+import type { Promotion } from '../../redis/replies/replies.js';
 
 /** Promotion scripts in one look; past it the next look comes at once (on a timer: the reader's other work goes between). */
 const ROUNDS_PER_LOOK = 20;

@@ -1,5 +1,5 @@
 import { describeError } from '../../describe-error.js';
-import { isErrorReply, isRetryable } from '../../redis/redis-errors.js';
+import { isErrorReply, isRetryable } from '../../redis/replies/redis-errors.js';
 import type { StreamHandlers } from './stuck-watch.js';
 
 /** What each step of the loop emits once it succeeded: the groups checked, or entries fetched (and settled) by one of the fetchers. */

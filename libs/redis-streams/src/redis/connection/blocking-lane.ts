@@ -1,0 +1,103 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { BehaviorSubject, of, switchAll, type Observable } from 'rxjs';
+import { within } from '../../within.js';
+import { closeConnection, openBlockingConnection } from './connect.js';
+import type { RetryListener } from './command-lane.js';
+import { untilReady, watchState, type LaneState } from './lane-state.js';
+import { PARK_GRACE_MS } from './park-watchdog.js';
+import { explainConnectionError } from '../replies/redis-errors.js';
+
+/**
+ * A reader's private connection for its park, to one node at a time, and the client id that
+ * CLIENT UNBLOCK needs to wake it. Pointed elsewhere (`retarget`), it opens a new connection
+ * there and drops the old one.
+ */
+export class BlockingLane {
+  /** The current connection's state (`connecting` before the first). */
+  readonly state$: Observable<LaneState>;
+  private conn: Redis | undefined;
+  private target: string | undefined;
+  private clientId: number | undefined;
+  private readonly states = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
+
+  constructor(
+    private readonly name: string,
+    private readonly onError: (lane: string, err: Error) => void,
+    private readonly onRetry?: RetryListener,
+  ) {
+    this.state$ = this.states.pipe(switchAll());
+  }
+
+  get connection(): Redis | undefined {
+    return this.conn;
+  }
+
+  /** `host:port` of the node it connects to. */
+  get node(): string | undefined {
+    return this.target;
+  }
+
+  /** The id CLIENT UNBLOCK needs; undefined until learnt on this connection. */
+  get id(): number | undefined {
+    return this.clientId;
+  }
+
+  /** Points the lane at `target` (`host:port`, reached with `options`): a new connection there, the old one dropped. */
+  retarget(options: RedisOptions, target: string): void {
+    const old = this.conn;
+    const conn = openBlockingConnection(options, this.name);
+    this.conn = conn;
+    this.target = target;
+    this.clientId = undefined;
+    conn.on('error', (err: Error) => this.onError('blocking', explainConnectionError(err)));
+    conn.on('reconnecting', (delayMs?: number) => this.onRetry?.('blocking', delayMs));
+    // A reconnect gets a new client id; fetch it again before the next park.
+    conn.on('close', () => {
+      if (this.conn === conn) this.clientId = undefined;
+    });
+    this.states.next(watchState(conn));
+    old?.disconnect();
+  }
+
+  /**
+   * Waits until connected, at most `timeoutMs` or until `cancel$` emits, then learns the client
+   * id (once per connection). False: not connected in time (no park should be sent).
+   */
+  async prepare(timeoutMs: number, cancel$: Observable<unknown>): Promise<boolean> {
+    const conn = this.conn!;
+    if (!(await untilReady(conn, this.state$, timeoutMs, cancel$)) || conn !== this.conn) return false;
+    if (this.clientId !== undefined) return true;
+    // Bounded like a park: a lane that goes silent right after connecting is dropped, not waited on.
+    const id = await within(
+      conn.client('ID').catch(() => undefined),
+      timeoutMs + PARK_GRACE_MS,
+      undefined,
+    );
+    if (id === undefined) {
+      conn.disconnect(true);
+      return false;
+    }
+    this.clientId = Number(id);
+    return true;
+  }
+
+  /** Ends a park at once through `waker` (a connection to the same node). False when nothing was parked. */
+  async unblock(waker: Redis | undefined): Promise<boolean> {
+    if (this.clientId === undefined || !waker) return false;
+    const woken = await waker.client('UNBLOCK', this.clientId).catch(() => 0);
+    return Number(woken) === 1;
+  }
+
+  /** Cuts the connection (a park on it fails at once); it reconnects for the next park. */
+  drop(): void {
+    this.conn?.disconnect(true);
+  }
+
+  close(): Promise<void> {
+    if (!this.conn) {
+      this.states.next(of('closed'));
+      return Promise.resolve();
+    }
+    return closeConnection(this.conn);
+  }
+}

@@ -1,0 +1,178 @@
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
+import { isCluster, type ResolvedConnection } from '../../options/connection.js';
+import { within } from '../../within.js';
+
+/** What the command lane talks through: one node, or ioredis' Cluster (which follows MOVED/ASK itself). */
+export type RedisConnection = Redis | Cluster;
+
+/**
+ * The command lane: every non-blocking command. `commandTimeoutMs` is each command's deadline
+ * (see Lanes). On a cluster, one ioredis Cluster serves every slot reader of a consumer.
+ */
+export function openCommandConnection(connection: ResolvedConnection, name: string, commandTimeoutMs?: number): RedisConnection {
+  const lane = (node: RedisOptions): RedisOptions => ({
+    ...node,
+    connectionName: name,
+    // The loop retries with its own backoff; commands must not wait in ioredis forever.
+    maxRetriesPerRequest: node.maxRetriesPerRequest ?? 1,
+    ...(commandTimeoutMs !== undefined ? { commandTimeout: node.commandTimeout ?? commandTimeoutMs } : {}),
+  });
+  if (!isCluster(connection)) return new Redis(lane(connection));
+  const options = { ...connection.options, redisOptions: lane(connection.options.redisOptions ?? {}) };
+  return commandTimeoutMs === undefined
+    ? new Cluster(connection.cluster, options)
+    : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
+}
+
+/** How often timed-out commands may ask for a fresh slot map (each asks the nodes in turn, one second each at most). */
+const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
+
+/**
+ * An ioredis Cluster whose every command has a deadline, even where the nodes' `commandTimeout`
+ * never starts: a command waiting in the Cluster's own offline queue (no slot map yet, a
+ * failover), and a pipeline or MULTI, which waits for the slot map with no deadline at all,
+ * forever once the Cluster has ended.
+ */
+class DeadlineCluster extends Cluster {
+  /** When a timed-out command last asked for a fresh slot map (performance.now()). */
+  private refreshedAt = -Infinity;
+  /** Commands whose caller was told they timed out: never sent (again) after that. */
+  private readonly timedOut = new WeakSet<Command>();
+
+  constructor(
+    nodes: ClusterNode[],
+    options: ClusterOptions,
+    private readonly deadlineMs: number,
+  ) {
+    // ioredis 6 types the options by reply mapping; ours are the legacy (RESP2) kind.
+    super(nodes, options as never);
+    // ioredis re-sends a command whose node connection closed (a node dropped from the pool after a failover, a
+    // reconnect), even once its caller was told it timed out: a write then lands on the new master seconds later,
+    // after the caller's next ones. Each node's sends put a PING in its place.
+    this.on('+node', (node: Redis) => {
+      const send = node.sendCommand.bind(node) as (command: Command, stream?: unknown) => unknown;
+      node.sendCommand = ((command: Command, stream?: unknown) => {
+        // A PING, not skipped: in a pipeline every command must reach the socket, or the pipeline's
+        // other commands are never written and the node's replies go to the wrong commands.
+        if (this.timedOut.has(command)) {
+          command.name = 'ping';
+          command.args = [];
+          return send(command, stream);
+        }
+        this.noteTimeout(command);
+        return send(command, stream);
+      }) as typeof node.sendCommand;
+    });
+  }
+
+  /** Commands whose caller gave up on them (a durable write past its deadline): never sent again. */
+  forget(commands: readonly Command[]): void {
+    for (const command of commands) this.timedOut.add(command);
+  }
+
+  /** Notes the command once it timed out (and asks for a fresh slot map). */
+  private noteTimeout(command: Command): void {
+    command.promise.catch((err: unknown) => {
+      if (!(err instanceof Error) || !err.message.startsWith('Command timed out')) return;
+      this.timedOut.add(command);
+      this.refreshAfterTimeout();
+    });
+  }
+
+  override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
+    command.setTimeout(this.deadlineMs);
+    this.noteTimeout(command);
+    return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
+  }
+
+  /**
+   * A command that timed out may have gone to a master that froze or was cut off and has been replaced:
+   * ioredis learns a new slot map only from a MOVED, which a silent node never sends, so every command of
+   * its slots would time out until it answers again. A fresh map is asked for, at most once a second.
+   */
+  refreshAfterTimeout(): void {
+    const now = performance.now();
+    if (now - this.refreshedAt < REFRESH_AFTER_TIMEOUT_EVERY_MS || this.status !== 'ready') return;
+    this.refreshedAt = now;
+    this.refreshSlotsCache(() => undefined);
+  }
+
+  override delayUntilReady(callback: (err?: Error | null) => void): void {
+    // Ended or being closed by us: it will never be ready.
+    if (this.status === 'end' || this.status === 'disconnecting') return callback(new Error('Connection is closed.'));
+    let answered = false;
+    const answer = (err?: Error | null) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      callback(err);
+    };
+    const timer = setTimeout(
+      () => answer(new Error(`Command timed out (the cluster was not ready within ${this.deadlineMs} ms)`)),
+      this.deadlineMs,
+    );
+    super.delayUntilReady(answer);
+  }
+}
+
+/**
+ * A blocking lane: one node, whatever the deployment (a park names keys of one slot, so it is
+ * served by one master). Never sends a park later than asked: ioredis would send one queued
+ * while disconnected (offline queue), or re-send one cut by a disconnect, after the reconnect,
+ * and that XREADGROUP … > would deliver entries to a reply nobody reads. Parks wait for the
+ * lane to be ready instead (Lanes.prepareBlocking). No client-side deadline either (ioredis'
+ * blockingTimeout): it would drop a reply that arrived while the event loop was busy.
+ */
+export function openBlockingConnection(node: RedisOptions, name: string): Redis {
+  return new Redis({
+    ...node,
+    connectionName: name,
+    maxRetriesPerRequest: node.maxRetriesPerRequest ?? 1,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    blockingTimeout: 0,
+    commandTimeout: undefined,
+  });
+}
+
+/** One node's options on a cluster: the shared node options, at `host:port`. */
+export function nodeOptions(connection: ResolvedConnection, host: string, port: number): RedisOptions {
+  return isCluster(connection) ? { ...connection.options.redisOptions, host, port } : connection;
+}
+
+/** How long `close()` waits for Redis to answer QUIT before it just drops the connection. */
+const QUIT_WAIT_MS = 1000;
+
+/** QUIT, or a plain disconnect when the connection is down or Redis does not answer within a second (a paused server). */
+export async function closeConnection(conn: RedisConnection): Promise<void> {
+  if (conn.status === 'end') return;
+  if (conn.status !== 'ready') return disconnectNow(conn);
+  const said = await within(
+    conn.quit().then(
+      () => true,
+      () => false,
+    ),
+    QUIT_WAIT_MS,
+    false,
+  );
+  if (!said) conn.disconnect();
+}
+
+/** ioredis' own close, done now: what it does when a socket's close event finds the connection closed by hand. */
+interface ClosableInternals {
+  setStatus?(status: 'end'): void;
+  flushQueue?(error: Error): void;
+}
+
+/**
+ * Disconnects, and ends at once a one-node connection that ioredis left between two reconnect
+ * attempts: it has no socket whose close would end it, so it would stay `reconnecting` with its
+ * queued commands (each holding a `commandTimeout` timer, the process with it) until they time out.
+ */
+function disconnectNow(conn: RedisConnection): void {
+  conn.disconnect();
+  if ((conn as { isCluster?: boolean }).isCluster || conn.status !== 'reconnecting') return;
+  const internals = conn as unknown as ClosableInternals;
+  internals.setStatus?.('end');
+  internals.flushQueue?.(new Error('Connection is closed.'));
+}

@@ -1,0 +1,62 @@
+import { keyRateLimitKeysOf, rateLimitKeysOf, type RateLimitKeys } from '../../key-names.js';
+import type { RedisConnection } from '../connection/connect.js';
+import { parseAcquireReply, type Acquired } from '../replies/replies.js';
+import { ACQUIRE_SCRIPT, BLOCK_SCRIPT } from './rate-limit-scripts.js';
+import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
+
+const RATE_LIMIT_SCRIPTS: readonly LuaScript[] = [
+  luaScript('streamsAcquire', 2, ACQUIRE_SCRIPT),
+  luaScript('streamsBlock', 1, BLOCK_SCRIPT),
+];
+
+type RateConnection = RedisConnection & {
+  streamsAcquire(window: string, block: string, max: number, perMs: number, want: number, prefix: string): Promise<unknown>;
+  streamsBlock(block: string, ms: number, by: string): Promise<unknown>;
+};
+
+/** Rate limits' commands (rate-limit-scripts.ts); replies parsed in replies.ts. */
+export class RateLimitCommands {
+  private readonly conn: RateConnection;
+
+  constructor(
+    conn: RedisConnection,
+    private readonly group: string,
+    private readonly onCluster: boolean,
+  ) {
+    defineLuaScripts(conn, RATE_LIMIT_SCRIPTS);
+    this.conn = conn as RateConnection;
+  }
+
+  keys(name: string): RateLimitKeys {
+    return rateLimitKeysOf(name, this.group, this.onCluster);
+  }
+
+  /** Up to `want` grants of `name`'s limit (members `prefix`1…n), or none and how long until one may be. */
+  async acquire(name: string, max: number, perMs: number, want: number, prefix: string): Promise<Acquired> {
+    const k = this.keys(name);
+    return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, want, prefix));
+  }
+
+  /** One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be. */
+  async acquireKey(name: string, key: string, max: number, perMs: number, member: string): Promise<Acquired> {
+    const k = keyRateLimitKeysOf(name, this.group, key, this.onCluster);
+    return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, 1, member));
+  }
+
+  /** No grant of `key`'s limit of `name` for `ms` (or longer, if a block already lasts longer). */
+  async blockKey(name: string, key: string, ms: number, by: string): Promise<void> {
+    await this.conn.streamsBlock(keyRateLimitKeysOf(name, this.group, key, this.onCluster).block, ms, by);
+  }
+
+  /** Gives back grants that read nothing (members `prefix`(from+1)…`prefix`n). */
+  async refund(name: string, prefix: string, from: number, n: number): Promise<void> {
+    if (from >= n) return;
+    const members = Array.from({ length: n - from }, (_, i) => `${prefix}${from + i + 1}`);
+    await this.conn.zrem(this.keys(name).window, ...members);
+  }
+
+  /** No grant of `name` for `ms` (or longer, if a block already lasts longer). */
+  async block(name: string, ms: number, by: string): Promise<void> {
+    await this.conn.streamsBlock(this.keys(name).block, ms, by);
+  }
+}
