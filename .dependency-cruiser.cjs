@@ -23,7 +23,9 @@ const LAYER = {
   coreEntry: `${SRC}core/index\\.ts$`,
   dlq: `${SRC}dlq/`,
   ops: `${SRC}ops/`,
-  dashboard: `${SRC}dashboard/`,
+  dashboard: `${SRC}dashboard/(?!browser/)`,
+  // The dashboard page's browser code: bundled into dashboard/app-script.ts (a string), never imported by the library.
+  browser: `${SRC}dashboard/browser/`,
   // The Nest adapter: transport, client, health indicator, contexts and exceptions.
   nest: `${SRC}(server/|client/|terminus/|${NEST_FILES})`,
   cli: `${SRC}cli/`,
@@ -48,9 +50,10 @@ const MAY_IMPORT = {
   dlq: ['base', 'codec', 'options', 'redis', 'dlq'],
   ops: ['base', 'codec', 'options', 'redis', 'dlq', 'ops'],
   dashboard: ['base', 'codec', 'options', 'redis', 'health', 'dlq', 'ops', 'dashboard'],
+  browser: ['browser'],
   nest: ['base', 'codec', 'options', 'redis', 'consumer', 'health', 'telemetry', 'engine', 'core', 'dlq', 'ops', 'dashboard', 'nest'],
   cli: ['base', 'codec', 'options', 'redis', 'dlq', 'ops', 'dashboard', 'cli'],
-  entry: Object.keys(LAYER).filter((n) => n !== 'cli' && n !== 'coreEntry'),
+  entry: Object.keys(LAYER).filter((n) => n !== 'cli' && n !== 'coreEntry' && n !== 'browser'),
 };
 
 const WHY = {
@@ -68,6 +71,8 @@ const WHY = {
   dlq: 'DeadLetters uses redis/, options and the codec only',
   ops: 'the read model (inspect, attention, pending states) uses redis/ and dlq/ only, never a host or the CLI',
   dashboard: 'the dashboard uses the read model (ops/), dlq/, health and redis/, never the CLI (the CLI imports it)',
+  browser:
+    "the page's browser code runs in the browser: it imports only itself (the server's replies are declared in browser/api-replies.ts)",
   nest: 'the Nest adapter may use everything below it, never the CLI',
   cli: 'the CLI is a tool on top: it uses dashboard/, ops/, dlq/, redis/, never the engine or a Nest host',
   entry: 'index.ts is the public API: it never loads the CLI',

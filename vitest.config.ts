@@ -192,6 +192,8 @@ export default defineConfig({
     // (OpenTelemetry) it unsets in afterAll, and the setup file unsets it again before every file.
     isolate: false,
     setupFiles: ['./test/support/reset-globals.ts'],
+    // The page's script, bundled from its sources (the library's source imports it: see the file).
+    globalSetup: ['./test/support/bundle-dashboard.ts'],
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content): CI's
     // later passes (chaos, npm test) and every worker after the first load them instead of transforming again.
     // Transform-time inputs outside the file (import.meta.env) are not in its key: nothing here uses them.

@@ -17,7 +17,8 @@ import { deadLetterSourcesOf } from '../key-names.js';
 import { within } from '../within.js';
 import { DashboardData } from './dashboard-data.js';
 import { resolveDashboardOptions, type DashboardAuthorize, type DashboardOptions } from './dashboard-options.js';
-import { APP_CSS, appScript, FAVICON_SVG, pageHtml } from './dashboard-page.js';
+import { APP_SCRIPT } from './app-script.js';
+import { APP_CSS, FAVICON_SVG, pageHtml } from './dashboard-page.js';
 
 /** A Node request handler, Connect-style (Express and Fastify middleware both take it): `next` for paths that are not the dashboard's. */
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
@@ -180,7 +181,7 @@ function pageOf(path: string): ((res: ServerResponse, ctx: DashboardContext) => 
     case '/':
       return (res) => sendText(res, 'text/html; charset=utf-8', pageHtml());
     case '/app.js':
-      return (res) => sendText(res, 'text/javascript; charset=utf-8', appScript());
+      return (res) => sendText(res, 'text/javascript; charset=utf-8', APP_SCRIPT);
     case '/app.css':
       return (res) => sendText(res, 'text/css; charset=utf-8', APP_CSS);
     case '/favicon.svg':

@@ -1,5 +1,3 @@
-export { appScript } from './app-script.js';
-
 /** The mark: a stream's three lanes, in the header and as the favicon (served as favicon.svg, CSP 'self'). */
 const MARK = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32" width="22" height="22" aria-hidden="true"><rect width="32" height="32" rx="7" fill="#d6336c"/><path d="M7 10h13M7 16h18M7 22h9" stroke="#fff" stroke-width="3" stroke-linecap="round"/><circle cx="24" cy="10" r="2.5" fill="#fff"/><circle cx="20" cy="22" r="2.5" fill="#fff"/></svg>`;
 

@@ -1,0 +1,34 @@
+// The dashboard page declares what it reads of the JSON API in its own folder (browser/api-replies.ts: the
+// browser code cannot import the server's types, which bring Node's). These checks hold those declarations
+// to what the server sends: a field renamed or retyped on the server fails `npm run typecheck` here.
+import type {
+  ConsumerHealth,
+  DeadLetterStreamsReply,
+  EntriesReply,
+  EntryReply,
+  LetterRow,
+  OverviewReply,
+  PendingReply,
+  StreamRow,
+} from '../libs/redis-streams/src/dashboard/browser/api-replies.js';
+import type { DashboardData, DeadLetterRow } from '../libs/redis-streams/src/dashboard/dashboard-data.js';
+import type { RedisStreamsHealth } from '../libs/redis-streams/src/health/health.js';
+
+/** What a read of DashboardData answers (null is the API's 404). */
+type Answer<M extends 'overview' | 'stream' | 'pending' | 'entries' | 'entry' | 'deadLetterStreams'> = NonNullable<
+  Awaited<ReturnType<DashboardData[M]>>
+>;
+
+describe("the page's view of the dashboard API", () => {
+  it('is what the server answers, call by call', () => {
+    expectTypeOf<Answer<'overview'>>().toExtend<OverviewReply>();
+    expectTypeOf<Answer<'stream'>>().toExtend<StreamRow>();
+    expectTypeOf<Answer<'pending'>>().toExtend<PendingReply>();
+    expectTypeOf<Answer<'entries'>>().toExtend<EntriesReply>();
+    expectTypeOf<Answer<'entry'>>().toExtend<EntryReply>();
+    expectTypeOf<Answer<'deadLetterStreams'>>().toExtend<DeadLetterStreamsReply>();
+    // A letter read from its dead-letter stream always has its id there (the type allows none for one not yet written).
+    expectTypeOf<DeadLetterRow & { id: string }>().toExtend<LetterRow>();
+    expectTypeOf<RedisStreamsHealth>().toExtend<ConsumerHealth>();
+  });
+});
