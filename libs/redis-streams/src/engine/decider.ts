@@ -1,6 +1,9 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/settle/decide-batch.js';
 import type { DeciderFor } from '../consumer/reader.js';
 import { decide } from '../consumer/settle/decide.js';
+import type { DeliverySource } from '../consumer/settle/settled-event.js';
+import type { StreamEntry } from '../stream-entry.js';
+import { tracedDecide } from '../telemetry/traced-decide.js';
 import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
 import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
 import type { Admission } from '../consumer/settle/admission.js';
@@ -52,7 +55,11 @@ export function deciderOf(
   };
   return (stop, offer) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
-    return { one: (entry, source) => decide(deps, entry, source), batch: (entries, source) => decideBatch(deps, entries, source) };
+    // With telemetry, each entry's decide is traced from above (telemetry/traced-decide.ts); without, decide alone.
+    const one = parts.telemetry
+      ? tracedDecide(parts.telemetry, deps)
+      : (entry: StreamEntry, source: DeliverySource) => decide(deps, entry, source);
+    return { one, batch: (entries, source) => decideBatch(deps, entries, source) };
   };
 }
 

@@ -4,9 +4,9 @@ import type { StreamEntry } from '../../stream-entry.js';
 import type { EntryContextArgs, RedisStreamsBatchContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
 import { isScheduled } from './retry-schedule.js';
-import { acked, handlerFailed, nextTry, prepare, Ready, decide, type DecideDeps } from './decide.js';
+import { acked, admit, handlerFailed, nextTry, prepare, Ready, runHandler, type DecideDeps } from './decide.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
-import type { ProcessTrace } from './settle-observer.js';
+import type { ProcessTrace, SettleObserver } from './settle-observer.js';
 
 /** One entry of a batch call: its payload and what its context says (a {@link Ready} entry is one). */
 export interface BatchItem {
@@ -27,6 +27,8 @@ export type DispatchBatch = (
 
 export interface BatchDecideDeps extends DecideDeps {
   dispatchBatch: DispatchBatch;
+  /** Set when OpenTelemetry is there to report to (a single entry's decide is traced from above: telemetry/traced-decide.ts). */
+  telemetry?: SettleObserver | undefined;
 }
 
 /**
@@ -47,11 +49,16 @@ export async function decideBatch(deps: BatchDecideDeps, entries: readonly Strea
     let call: { index: number[]; ready: Ready[] } | undefined;
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
-      const preparing = prepare(deps, entry, source, traces?.[i]);
-      const ready = preparing instanceof Promise ? await preparing : preparing;
+      const preparing = prepare(deps, entry, source);
+      let ready = preparing instanceof Promise ? await preparing : preparing;
+      if (ready instanceof Ready) {
+        traces?.[i]?.open(ready.decoded.headers, ready.decoded.request?.correlationId, ready.args.partition);
+        const admitted = admit(deps, ready, source);
+        ready = admitted instanceof Ready ? admitted : await admitted;
+      }
       if (!(ready instanceof Ready)) events[i] = ready;
       // Requests only: the single-entry path answers them (an event handler answers none).
-      else if (ready.decoded.request) events[i] = await decide({ ...deps, telemetry: undefined }, entry, source);
+      else if (ready.decoded.request) events[i] = await runHandler(deps, ready, source);
       else {
         // One reader's entries share one pattern: look it up once per run, not per entry.
         if (ready.pattern !== lastPattern) {

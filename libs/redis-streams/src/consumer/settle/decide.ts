@@ -14,7 +14,6 @@ import { rateLimitedDelay } from '../../rate-limited-mark.js';
 import { checkedDelay } from '../../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import type { RetryDelay } from '../../options/retry-options.js';
-import type { ProcessTrace, SettleObserver } from './settle-observer.js';
 import { NotYet, type Admission } from './admission.js';
 
 /**
@@ -47,8 +46,6 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
   maxDeliveries: number;
   maxEntryBytes: number | undefined;
   handlerTimeoutMs: number | undefined;
-  /** Set when OpenTelemetry is there to report to. */
-  telemetry?: SettleObserver | undefined;
   /** The check an entry of `stream` passes before its handler runs, and what a RateLimitedException slows (the plan's intake). */
   admissionOf: (stream: string) => Admission | undefined;
 }
@@ -62,67 +59,46 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
  * nothing is lost.
  */
 export function decide(deps: DecideDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
-  const trace = deps.telemetry?.start(entry, source);
-  let preparing: Ready | Promise<Ready | SettledEvent>;
+  let preparing: Ready | SettledEvent | Promise<Ready | SettledEvent>;
   try {
-    preparing = prepare(deps, entry, source, trace);
+    preparing = prepare(deps, entry, source);
   } catch (error) {
-    trace?.fail(error);
     return Promise.reject(error);
   }
   // The hot path (checked at once: no Redis, a synchronous deserializer): the handler's promise and one more.
-  if (preparing instanceof Ready) return runHandler(deps, preparing, source, trace);
-  return preparing.then(
-    (ready) => (ready instanceof Ready ? runHandler(deps, ready, source, trace) : traceEnded(trace, ready)),
-    (error: unknown) => {
-      trace?.fail(error);
-      throw error;
-    },
-  );
+  if (preparing instanceof Ready) return admitAndRun(deps, preparing, source);
+  return Promise.resolve(preparing).then((ready) => (ready instanceof Ready ? admitAndRun(deps, ready, source) : ready));
 }
 
-/** Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no async frame. */
-function runHandler(deps: DecideDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace | undefined): Promise<SettledEvent> {
+function admitAndRun(deps: DecideDeps, ready: Ready, source: DeliverySource): Promise<SettledEvent> {
+  const admitted = admit(deps, ready, source);
+  if (admitted instanceof Ready) return runHandler(deps, admitted, source);
+  return admitted.then((r) => (r instanceof Ready ? runHandler(deps, r, source) : r));
+}
+
+/**
+ * Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no
+ * async frame. `within` runs the dispatch (telemetry runs it in the entry's span; undefined: as it is).
+ */
+export function runHandler(
+  deps: DecideDeps,
+  ready: Ready,
+  source: DeliverySource,
+  within?: <T>(work: () => Promise<T>) => Promise<T>,
+): Promise<SettledEvent> {
   const { entry, decoded, args, pattern } = ready;
   let work: Promise<unknown>;
   try {
-    work = trace ? trace.run(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
+    work = within ? within(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
     if (deps.handlerTimeoutMs !== undefined) work = withTimeout(work, deps.handlerTimeoutMs);
   } catch (error) {
     // Thrown before the handler's promise (a dispatch that throws): the handler failed, as with a rejection.
     work = Promise.reject(error);
   }
   return work.then(
-    () => traceEnded(trace, acked(entry, source)),
-    (error: unknown) => {
-      let outcome: SettledEvent | Promise<SettledEvent>;
-      try {
-        outcome = error instanceof RedisWriteError ? replyFailed(deps, entry, source, error) : handlerFailed(deps, entry, source, error);
-      } catch (err) {
-        trace?.fail(err);
-        throw err;
-      }
-      return traceEnded(trace, outcome);
-    },
-  );
-}
-
-/** The trace ended with the outcome (failed when deciding it failed: Redis, dead-lettering). */
-function traceEnded(trace: ProcessTrace | undefined, outcome: SettledEvent | Promise<SettledEvent>): SettledEvent | Promise<SettledEvent> {
-  if (!trace) return outcome;
-  if (!(outcome instanceof Promise)) {
-    trace.end(outcome);
-    return outcome;
-  }
-  return outcome.then(
-    (event) => {
-      trace.end(event);
-      return event;
-    },
-    (error: unknown) => {
-      trace.fail(error);
-      throw error;
-    },
+    () => acked(entry, source),
+    (error: unknown) =>
+      error instanceof RedisWriteError ? replyFailed(deps, entry, source, error) : handlerFailed(deps, entry, source, error),
   );
 }
 
@@ -149,8 +125,7 @@ export function prepare(
   deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
-  trace: ProcessTrace | undefined,
-): Ready | Promise<Ready | SettledEvent> {
+): Ready | SettledEvent | Promise<Ready | SettledEvent> {
   // Delivered again and again without ever being settled: its consumers died, or Redis kept failing its settle step.
   if (entry.deliveryCount > deps.maxDeliveries) {
     return deadLetter(
@@ -171,27 +146,26 @@ export function prepare(
       if (!hasReplacementChar(entry)) return tooLarge(bytes);
       return deps.commands
         .entryBytes(entry.stream, entry.id)
-        .then((exact) => (exact !== null && exact <= max ? decodeAndCheck(deps, entry, source, trace) : tooLarge(exact ?? bytes)));
+        .then((exact) => (exact !== null && exact <= max ? decodeAndCheck(deps, entry, source) : tooLarge(exact ?? bytes)));
     }
   }
-  return decodeAndCheck(deps, entry, source, trace);
+  return decodeAndCheck(deps, entry, source);
 }
 
 function decodeAndCheck(
   deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
-  trace: ProcessTrace | undefined,
-): Ready | Promise<Ready | SettledEvent> {
+): Ready | SettledEvent | Promise<Ready | SettledEvent> {
   let decoding: DecodedEntry | Promise<DecodedEntry>;
   try {
     decoding = decodeEntry(entry, deps.deserializer);
   } catch (error) {
     return deadLetter(deps, entry, source, undecodable(error), error);
   }
-  if (!(decoding instanceof Promise)) return checked(deps, entry, source, trace, decoding);
+  if (!(decoding instanceof Promise)) return checked(deps, entry, source, decoding);
   return decoding.then<Ready | SettledEvent, Ready | SettledEvent>(
-    (decoded) => checked(deps, entry, source, trace, decoded),
+    (decoded) => checked(deps, entry, source, decoded),
     (error: unknown) => deadLetter(deps, entry, source, undecodable(error), error),
   );
 }
@@ -204,9 +178,8 @@ function checked(
   deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
-  trace: ProcessTrace | undefined,
   decoded: DecodedEntry,
-): Ready | Promise<Ready | SettledEvent> {
+): Ready | SettledEvent | Promise<Ready | SettledEvent> {
   // Refused before the handler runs and before any command touches the key: it can never be answered.
   if (decoded.request && !isReplyStream(deps.keyPrefix, decoded.request.replyTo)) {
     return deadLetter(
@@ -217,7 +190,6 @@ function checked(
     );
   }
   const { pattern, partition } = deps.originOf(entry.stream);
-  trace?.open(decoded.headers, decoded.request?.correlationId, partition);
   const args = new EntryContextArgs(
     entry.stream,
     pattern,
@@ -229,8 +201,12 @@ function checked(
     entry.fields!,
     partition,
   );
-  const ready = new Ready(entry, decoded, args, pattern);
-  const gate = deps.admissionOf(entry.stream);
+  return new Ready(entry, decoded, args, pattern);
+}
+
+/** The entry's admission (the plan's, for its stream): the entry as it is when none holds it back, else its gate's answer. */
+export function admit(deps: DecideDeps, ready: Ready, source: DeliverySource): Ready | Promise<Ready | SettledEvent> {
+  const gate = deps.admissionOf(ready.entry.stream);
   return gate ? gated(deps, gate, ready, source) : ready;
 }
 
