@@ -83,7 +83,7 @@ describe('AlwaysTenure', () => {
     await waitFor(() => t.ran.filter((s) => s === 'beat').length >= 3, { message: 'beats after the drain' });
     expect(t.ran[0]).toBe('drain');
     expect(t.ran).not.toContain('groups');
-    expect([t.tenure.claimsOnRead, t.tenure.looksForHanded, t.tenure.mayTakeBack(), t.tenure.settle, t.tenure.ordering()]).toEqual([
+    expect([t.tenure.claimsOnRead, t.tenure.looksForHanded, t.tenure.mayTakeBack(), t.tenure.settle, t.tenure.view()]).toEqual([
       true,
       true,
       true,
@@ -108,10 +108,10 @@ describe('PartitionTenure (the ownership on a real Redis)', () => {
     await waitFor(() => a.ran.includes('beat'), { message: 'the first member owns the partition' });
     b.run();
     // A member that joined asks for a share: with one partition, the owner keeps it while it beats.
-    await waitFor(() => (b.tenure.ordering()?.members ?? 0) >= 2, { message: 'the second member seen by its own beat' });
+    await waitFor(() => (b.tenure.view()?.members ?? 0) >= 2, { message: 'the second member seen by its own beat' });
     expect(b.ran).toEqual([]);
     expect(a.ran.slice(0, 2)).toEqual(['groups', 'drain']);
-    expect(a.tenure.ordering()).toMatchObject({ owned: true, stream, pattern: 'p', partition: 0 });
+    expect(a.tenure.view()).toMatchObject({ owned: true, stream, pattern: 'p', partition: 0 });
     expect([a.tenure.claimsOnRead, a.tenure.looksForHanded, a.tenure.mayTakeBack()]).toEqual([false, false, true]);
     // As the reader does: the reads end (the owner key goes), then it finishes (it leaves the share-out), long
     // before its lease and membership (minIdleMs, a minute) would run out.
@@ -119,8 +119,8 @@ describe('PartitionTenure (the ownership on a real Redis)', () => {
     await waitFor(() => a.state.ended, { message: 'the reads ended' });
     await a.tenure.finish();
     await waitFor(() => b.ran.includes('beat'), { message: 'the standby takes over once the owner released' });
-    expect(b.tenure.ordering()).toMatchObject({ owned: true });
-    expect(a.tenure.ordering()).toMatchObject({ owned: false });
+    expect(b.tenure.view()).toMatchObject({ owned: true });
+    expect(a.tenure.view()).toMatchObject({ owned: false });
     // A former owner takes nothing back.
     expect(a.tenure.mayTakeBack()).toBe(false);
   });
@@ -138,7 +138,7 @@ describe('PartitionTenure (the ownership on a real Redis)', () => {
     a.loop.stop.stop('stopping');
     await waitFor(() => a.state.ended, { message: 'the reads ended' });
     await a.tenure.finish();
-    expect(a.tenure.ordering()?.owned).toBe(false);
+    expect(a.tenure.view()?.owned).toBe(false);
     await expect(a.tenure.ack([entry])).rejects.toThrow(/FENCED/);
     expect(Number((await r.xpending(stream, 'g'))[0])).toBe(1);
     const b = tenureOf('partition', stream, 'b');

@@ -46,10 +46,9 @@ import { StuckWatch, type Running } from './watch/stuck-watch.js';
 import { DelayedPromoter, type DelayedView } from './upkeep/delayed-promoter.js';
 import { PauseWatch } from './intake/pause-watch.js';
 import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
-import type { DurableOwnershipCommands } from '../redis/tenure/durable-ownership-commands.js';
-import { tenureOf, type TenurePlan } from './tenure/tenure-of.js';
+import { tenureOf, type TenureDeps, type TenurePlan } from './tenure/tenure-of.js';
 import type { Tenure } from './tenure/tenure.js';
-import type { OrderingView } from './tenure/ordering-view.js';
+import type { TenureView } from './tenure/tenure.js';
 
 /** Entries by stream, in order. */
 function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
@@ -62,8 +61,6 @@ function byStream(entries: readonly StreamEntry[]): Map<string, StreamEntry[]> {
 const HAND_BACK_WITHIN_MS = 1000;
 
 const GROUPS_READY: StepResult = { step: 'groups', fetched: 0 };
-
-export type { OrderingView };
 
 /** Decides entries (checks, the handler through the host's dispatch, the outcome); one per reader, bound to its stop signal. */
 export interface Decider {
@@ -124,8 +121,8 @@ export interface ReaderDeps {
    * before, as with one reader. Default: at once.
    */
   started?: Promise<void>;
-  /** The durable acks' commands, on their own connection: set when an ordered pattern has `durableAcks`. */
-  durable?: DurableOwnershipCommands | undefined;
+  /** The tenure's durable commands, on their own connection (set when its plan asks for durable acks). */
+  durable?: TenureDeps['durable'];
 }
 
 /**
@@ -366,9 +363,9 @@ export class Reader {
     return this.watch.running();
   }
 
-  /** An ordered reader's partition: its ownership and the keys waiting behind a failed entry; undefined for any other. */
-  ordering(): OrderingView | undefined {
-    return this.tenure.ordering();
+  /** What the tenure shows health and inspect (a partition's ownership and blocked keys); undefined for the always tenure. */
+  tenureView(): TenureView | undefined {
+    return this.tenure.view();
   }
 
   /** What waits in `stream`'s schedule of delayed entries, by this reader's last look; undefined before one. */

@@ -106,7 +106,7 @@ export class StreamEngine {
           streams: r.streams,
           vitals: r.vitals(),
           features: r.features,
-          ordering: r.ordering(),
+          ordering: r.tenureView(),
           delayed: (s: string) => r.delayed(s),
           paused: (s: string) => r.paused(s),
         })),
@@ -118,7 +118,7 @@ export class StreamEngine {
       durability: () =>
         new Map(
           readers.flatMap((r) => {
-            const o = r.ordering();
+            const o = r.tenureView();
             return o?.owned && o.durability ? [[r.streams[0]!, o.durability.state] as const] : [];
           }),
         ),

@@ -1,4 +1,4 @@
-import type { OrderingView } from '../consumer/reader.js';
+import type { OrderingView } from '../consumer/tenure/ordering-view.js';
 import type { DelayedView } from '../consumer/upkeep/delayed-promoter.js';
 import type { StreamOrdering } from './health.js';
 import { featureList, type ServerFeatures } from '../redis/server-features.js';

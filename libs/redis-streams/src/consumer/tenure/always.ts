@@ -66,7 +66,7 @@ export class AlwaysTenure implements Tenure {
       .catch((err: unknown) => logger.warn(`last ack failed, its entries stay pending: ${describeError(err)}`));
   }
 
-  ordering(): undefined {
+  view(): undefined {
     return undefined;
   }
 }

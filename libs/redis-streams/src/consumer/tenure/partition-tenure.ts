@@ -184,7 +184,7 @@ export class PartitionTenure implements Tenure {
       .catch((err: unknown) => logger.warn(`could not leave the share-out of "${stream}": ${describeError(err)}`));
   }
 
-  ordering(): OrderingView {
+  view(): OrderingView {
     return {
       ...this.owner.view(),
       blockedKeys: this.keyQueues.blockedKeys(),

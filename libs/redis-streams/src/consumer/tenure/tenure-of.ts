@@ -9,12 +9,12 @@ export interface TenurePlan {
   ordered?: OrderedStream | undefined;
 }
 
+/** What any tenure may need of the reader (each takes its part). */
+export type TenureDeps = Omit<PartitionTenureDeps, 'ordered' | 'commands'> & {
+  commands: PartitionTenureDeps['commands'] & ConstructorParameters<typeof AlwaysTenure>[0]['commands'];
+};
+
 /** The plan's tenure for a reader: partition ownership for an ordered stream, otherwise always. */
-export function tenureOf(
-  plan: TenurePlan,
-  deps: Omit<PartitionTenureDeps, 'ordered' | 'commands'> & {
-    commands: PartitionTenureDeps['commands'] & ConstructorParameters<typeof AlwaysTenure>[0]['commands'];
-  },
-): Tenure {
+export function tenureOf(plan: TenurePlan, deps: TenureDeps): Tenure {
   return plan.ordered ? new PartitionTenure({ ...deps, ordered: plan.ordered }) : new AlwaysTenure(deps);
 }

@@ -12,6 +12,9 @@ import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
 import type { ServerOffer } from '../read/server-offer.js';
 import type { OrderingView } from './ordering-view.js';
 
+/** What a tenure shows health, inspect and the dashboard (today only the partition tenure has a view). */
+export type TenureView = OrderingView;
+
 /** The reader's steps as a tenure runs them: the groups, self-drain, and one beat (check, reclaim, park). */
 export interface TenureSteps {
   groups$: Observable<StepResult>;
@@ -67,5 +70,5 @@ export interface Tenure {
   /** After the last beat: what is in hand ends its way (handed back, acked, the partition left). */
   finish(): Promise<void>;
   /** What health and inspect show of its partition; undefined for a reader that owns none. */
-  ordering(): OrderingView | undefined;
+  view(): TenureView | undefined;
 }
