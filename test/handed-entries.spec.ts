@@ -208,3 +208,55 @@ describe('HandedEntries: behind its own long pending list', () => {
     expect(list.check - second).toBeLessThanOrEqual(4);
   });
 });
+
+describe('HandedEntries: a pending list that just grew', () => {
+  const pad = (n: number) => `1-${String(n).padStart(6, '0')}`;
+
+  it('an entry handed among 2,500 entries it owes, before any whole pass of the list, is taken in within a round and one check (review finding: the first pass paged from 100 up and took six checks; 7 of 10 lost to a DELCONSUMER at +4.5 s)', async () => {
+    for (const position of [100, 1250, 2400])
+      for (let claimedAt = 0; claimedAt < 6; claimedAt++) {
+        const marks = new DeliveryMarks();
+        // Owed: the even ids; the handed one stands among them at `position`.
+        const owed = Array.from({ length: 2500 }, (_, i) => pad(2 * i));
+        for (const id of owed) marks.takeIn('s', id, 1, performance.now(), 0);
+        const handedId = pad(2 * position + 1);
+        let check = 0;
+        const handed = new HandedEntries(
+          depsOf(
+            {
+              ownPending: async (pages: readonly { stream: string; start: string; count: number }[]) =>
+                pages.map(({ start, count }) => {
+                  const list = check >= claimedAt ? [...owed, handedId].sort() : owed;
+                  const from =
+                    start === '-'
+                      ? 0
+                      : start.startsWith('(')
+                        ? list.findIndex((id) => id > start.slice(1))
+                        : list.findIndex((id) => id >= start);
+                  return (from < 0 ? [] : list.slice(from, from + count)).map((id) => ({
+                    id,
+                    idleMs: id === handedId ? 300 + (check - claimedAt) * 5000 : 60_000,
+                    deliveryCount: 1,
+                    dueInMs: undefined,
+                  }));
+                }),
+            },
+            marks,
+          ),
+        );
+        // Until its idle reaches minIdleMs (30 s: six checks after the claim).
+        while (check < claimedAt + 6 && !marks.owes('s', handedId)) {
+          await handed.look(['s']);
+          check++;
+        }
+        // Taken in by the check after the one that confirmed it: within a round (three checks at 1:3) and one more.
+        expect({ position, claimedAt, checks: check - claimedAt, takenIn: marks.owes('s', handedId) }).toEqual({
+          position,
+          claimedAt,
+          checks: expect.any(Number) as number,
+          takenIn: true,
+        });
+        expect(check - claimedAt).toBeLessThanOrEqual(4);
+      }
+  });
+});

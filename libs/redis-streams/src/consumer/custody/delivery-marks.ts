@@ -86,6 +86,11 @@ export class DeliveryMarks {
     return true;
   }
 
+  /** How many entries of `stream` are owed here. */
+  owedOn(stream: string): number {
+    return this.owing.get(stream)?.size ?? 0;
+  }
+
   /** Owed entries waiting for a scheduled retry. */
   get waiting(): number {
     return this.waitingCount;

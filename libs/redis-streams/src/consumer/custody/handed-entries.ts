@@ -55,8 +55,8 @@ const SETTLED_MS = 50;
 export class HandedEntries {
   /** Per stream, the last id of the page looked at; none: from the first. */
   private readonly after = new Map<string, string>();
-  /** Per stream, the rows its current pass over its own pending list has seen so far, and its last whole pass's. */
-  private readonly passRows = new Map<string, { now: number; last: number }>();
+  /** Per stream, the rows its current pass over its own pending list has seen so far (in how many looks), and its last whole pass's. */
+  private readonly passRows = new Map<string, { now: number; last: number; looks: number }>();
   /**
    * Per stream, entries seen once pending here unknown, with their delivery count: taken in only when the next
    * look at them finds them so again. One sighting is no proof: a read's reply not yet processed here (a busy
@@ -80,13 +80,19 @@ export class HandedEntries {
 
   /**
    * Rows of `stream`'s own pending list looked at now: its whole list within the round (within one look when
-   * it is one of a share, looked at once a round), from what its last whole pass saw, between the bounds.
+   * it is one of a share, looked at once a round), from what its last whole pass saw or what this consumer
+   * holds and owes there, whichever is more, between the bounds.
    * (A list of 500 owed entries read 100 at a time took six checks to reach an entry handed here behind them.)
    */
   private pageSize(stream: string, looksPerRound: number): number {
     const pass = this.passRows.get(stream);
-    // Mid-pass, at least what the pass has seen so far: a list longer than its last pass (or a first pass) doubles the page each look.
-    const wanted = Math.max(Math.ceil((pass?.last ?? 0) / looksPerRound), pass?.now ?? 0);
+    // The list is at least what this consumer holds and owes there: known at once, before any whole pass (a list
+    // that just grew to 2,500 paged from 100 up took six checks to see its end: review finding).
+    const known = this.d.marks.owedOn(stream) + this.d.lease.idsOn(stream).size;
+    // What is left of it over the looks left of the round, so that a pass begun on a shorter list still ends within
+    // the round; mid-pass, at least what the pass has seen so far: a list longer than both doubles the page each look.
+    const left = Math.max(pass?.last ?? 0, known) - (pass?.now ?? 0);
+    const wanted = Math.max(Math.ceil(left / Math.max(1, looksPerRound - (pass?.looks ?? 0))), pass?.now ?? 0);
     return Math.min(MAX_ROWS_PER_LOOK, Math.max(ROWS_PER_LOOK, wanted));
   }
 
@@ -148,11 +154,13 @@ export class HandedEntries {
       // Gone (NOGROUP, the stream deleted): the loop's own path finds out.
       if (!full) this.after.delete(stream);
       else this.after.set(stream, rows.at(-1)!.id);
-      const pass = this.passRows.get(stream) ?? { now: 0, last: 0 };
+      const pass = this.passRows.get(stream) ?? { now: 0, last: 0, looks: 0 };
       pass.now += rows?.length ?? 0;
+      pass.looks++;
       if (!full) {
         pass.last = pass.now;
         pass.now = 0;
+        pass.looks = 0;
       }
       if (pass.last === 0 && pass.now === 0) this.passRows.delete(stream);
       else this.passRows.set(stream, pass);
