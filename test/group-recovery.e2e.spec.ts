@@ -6,7 +6,7 @@ import { createGroup } from './support/backlog.js';
 import { pendingCount, quiesced } from './support/pending.js';
 import { captureLogs } from './support/logs.js';
 import { redisProxy } from './support/redis-proxy.js';
-import { gate as newGate } from './support/unit-loop.js';
+import { gate as newGate } from './support/gate.js';
 import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/recover-script.js';
 import { createHash } from 'node:crypto';
 
