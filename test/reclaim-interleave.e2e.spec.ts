@@ -6,7 +6,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { parseInfo } from './support/redis-info.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
@@ -65,10 +65,8 @@ async function counters(info: () => Promise<string>): Promise<{ autoClaims: numb
 
 describe('reclaim keeps its cost per beat', () => {
   it('takes over a dead peer’s large PEL with parks in between: an entry written meanwhile is handled long before the PEL is done', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     const DEAD = 20_000;
     const pipeline = r.pipeline();
     for (let i = 0; i < DEAD; i++) pipeline.xadd(key, '*', 'n', String(i));

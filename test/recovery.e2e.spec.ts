@@ -3,7 +3,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingIds, pendingRows } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { createGroup, groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -159,10 +159,8 @@ describe('recovery of own and peer work', () => {
 
   it('does not steal live work: a handler running past 3x minIdleMs is not re-run by a beating peer', async (ctx) => {
     if (!redis.owned) ctx.skip(); // counts reclaim calls server-wide
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     // Ten renewals per minIdleMs: only a lease not renewed at all lets the peer take the entries, not a
     // renewal a busy machine delayed (with 300 ms and renewals every 100 ms, a 200 ms delay would have).
     const minIdleMs = 1_000;
