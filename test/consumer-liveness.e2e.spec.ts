@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { runCli } from './support/cli.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { waitParked } from './support/parked.js';
@@ -70,22 +71,22 @@ describe('consumer liveness on Redis 7.0 and Valkey 8', () => {
   }, 30_000);
 
   it.each([
-    { live: 'live', what: 'never the live parked one' },
-    { live: 'wörker 1', what: 'keeps a live worker named "wörker 1" (a name Redis refuses as a connection name)' },
+    ['never the live parked one', 'live'],
+    ['keeps a live worker named "wörker 1" (a name Redis refuses as a connection name)', 'wörker 1'],
   ])(
-    'consumerCleanup deletes the dead consumer and $what',
-    async ({ live }) => {
+    'consumerCleanup deletes the dead consumer and %s',
+    async (_what, live) => {
       const { prefix, key } = await liveAndDead({ group: 'g', live, dead: 'dead' });
       const deleted: string[] = [];
-      const cleaner = await start({
-        connection: redis.connection,
-        group: 'g',
-        consumer: 'cleaner',
-        keyPrefix: prefix,
-        blockMs: 1000,
-        minIdleMs: 60_000,
-        consumerCleanup: { idleMs: 1000, intervalMs: 60_000 },
-      });
+      const cleaner = await start(
+        consumerOptions(redis, {
+          consumer: 'cleaner',
+          keyPrefix: prefix,
+          blockMs: 1000,
+          minIdleMs: 60_000,
+          consumerCleanup: { idleMs: 1000, intervalMs: 60_000 },
+        }),
+      );
       cleaner.server.on('consumersDeleted', (stream: string, names: string[]) => stream === key && deleted.push(...names));
       await waitFor(() => deleted.length > 0, { message: 'the cleanup to delete a consumer' });
       expect(deleted).toEqual(['dead']);

@@ -7,7 +7,8 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { startRedis, type TestRedis } from './support/redis-server.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { consumerOptions } from './support/consumer-options.js';
+import { useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -30,7 +31,7 @@ const start = useApps();
 
 describe("telemetry of a handler's own error", () => {
   it("the span's exception event has the message and stack masked and escaped", async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 1 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxDeliveries: 1 }));
     app.recorder.behavior = () => {
       throw new Error('cannot reach redis://app:s3cretPW@127.0.0.1:1 \x1b[2J');
     };
@@ -46,7 +47,7 @@ describe("telemetry of a handler's own error", () => {
   });
 
   it('error.type on the metrics is the class name, escaped, with a bounded number of distinct values', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 1 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxDeliveries: 1 }));
     app.recorder.behavior = (call) => {
       const n = Number(call.fields.n);
       throw Object.assign(new Error('declined'), { name: n === 0 ? 'Card\x1b[2JDeclined' : `Declined${n}` });

@@ -2,6 +2,7 @@ import { Controller } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { checkReadiness, partitionKeys, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -27,10 +28,9 @@ describe('server.health() of a partitioned stream', () => {
     for (const key of keys) for (let n = 0; n < 6; n++) await admin.xadd(key, '*', 'n', String(n));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false },
-      { controllers: [ThreePartitions] },
-    );
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }), {
+      controllers: [ThreePartitions],
+    });
     app.recorder.behavior = (call) => (call.pattern === 'jobs' ? released : undefined);
     try {
       // Every partition's first batch of 2 in hand (on a cluster, three readers fetch on their own).

@@ -1,5 +1,6 @@
 import { retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -158,15 +159,15 @@ describe('retries under operator actions and peers', () => {
 
   it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
     const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 100,
-      minIdleMs: 600,
-      leaseRenewMs: 150,
-      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
-    });
+    const app = await start(
+      consumerOptions(redis, {
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 600,
+        leaseRenewMs: 150,
+        retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+      }),
+    );
     app.recorder.behavior = () => {
       throw new Error('downstream down');
     };
@@ -185,9 +186,7 @@ describe('retries under operator actions and peers', () => {
     const prefix = uniquePrefix();
     const log = capture();
     const app = await start(
-      {
-        connection: redis.connection,
-        group: 'g',
+      consumerOptions(redis, {
         keyPrefix: prefix,
         blockMs: 100,
         minIdleMs: 600,
@@ -197,7 +196,7 @@ describe('retries under operator actions and peers', () => {
             throw new Error('policy bug');
           },
         },
-      },
+      }),
       { logger: log.logger },
     );
     app.recorder.behavior = (call) => {

@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
@@ -67,14 +68,7 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
       JSON.stringify({ 'uber-trace-id': '%E0%A4%A' }),
     )) as string;
     const good = (await admin.xadd(`${prefix}orders`, '*', 'data', '{"n":2}')) as string;
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 50,
-      maxDeliveries: 3,
-      retryMaxDelayMs: 200,
-    });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxDeliveries: 3, retryMaxDelayMs: 200 }));
     const errors: unknown[] = [];
     app.server.on('error', (err) => errors.push(err));
     await waitFor(() => app.settled.length === 2, { message: 'both settled' });
@@ -97,7 +91,7 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
     } as unknown as ApiMeterProvider;
     metrics.setGlobalMeterProvider(broken);
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the entry settled' });
     expect(app.settled[0]!.outcome).toBe('acked');
@@ -116,10 +110,7 @@ describe('OpenTelemetry context and figures', () => {
     };
     onTestFinished(() => void (Redis.prototype.sendCommand = original));
     const prefix = uniquePrefix();
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 },
-      { controllers: [RequestsController] },
-    );
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }), { controllers: [RequestsController] });
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100 });
     const request = await trace.getTracer('app').startActiveSpan('checkout', async (span) => {
@@ -140,7 +131,7 @@ describe('OpenTelemetry context and figures', () => {
     const reader = new PullReader();
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, shutdownTimeoutMs: 100 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, shutdownTimeoutMs: 100 }));
     let release!: () => void;
     app.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     const admin = redis.client();
