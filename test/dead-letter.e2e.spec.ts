@@ -18,8 +18,7 @@ const deadLetters = async (key: string): Promise<DeadLetter[]> =>
 
 describe('poison entries and the dead-letter stream', () => {
   it('dead-letters an entry whose handler fails on its last allowed delivery, with its origin, fields and last error', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { consumer: 'c', keyPrefix: prefix, blockMs: 50, minIdleMs: 200, maxDeliveries: 3 }));
+    const app = await start(consumerOptions(redis, { consumer: 'c', blockMs: 50, minIdleMs: 200, maxDeliveries: 3 }));
     app.recorder.behavior = (call) => {
       // The letter names the class and the message of what the handler threw (handler-errors.e2e covers the other kinds).
       throw CORE_HOST ? new TypeError(`boom ${call.deliveryCount}`) : new RpcException(`boom ${call.deliveryCount}`);
@@ -98,8 +97,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('dead-letters undecodable, empty-headed and oversized entries at once, without reaching a handler or stopping the loop', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxEntryBytes: 1024 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxEntryBytes: 1024 }));
     const r = redis.client();
     const badJson = await r.xadd(app.key(), '*', 'data', '{not json');
     const badHeaders = await r.xadd(app.key(), '*', 'data', '{}', 'headers', '[1,2]');
@@ -121,8 +119,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('dead-letters at once when the handler throws DeadLetterException', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     app.recorder.behavior = () => {
       throw deadLetter('unknown customer');
     };
@@ -133,8 +130,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('keeps poison entries pending when dead-lettering is disabled, and goes on with the rest', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, deadLetterStream: false }));
+    const app = await start(consumerOptions(redis, { blockMs: 50, deadLetterStream: false }));
     const r = redis.client();
     const bad = await r.xadd(app.key(), '*', 'data', 'nope');
     const good = await r.xadd(app.key(), '*', 'data', '1');
@@ -148,8 +144,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('does not dead-letter an entry this consumer no longer owns', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { consumer: 'slow', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 }));
+    const app = await start(consumerOptions(redis, { consumer: 'slow', blockMs: 50, minIdleMs: 60_000 }));
     const r = redis.client();
     let fail!: () => void;
     app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(deadLetter('late'))));

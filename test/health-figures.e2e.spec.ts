@@ -4,6 +4,7 @@ import { checkReadiness, partitionKeys, RedisStreamsContext, StreamPattern } fro
 import { useRedis } from './support/use-redis.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
@@ -26,8 +27,7 @@ describe('server.health() of a partitioned stream', () => {
     const keys = partitionKeys(prefix, 'jobs', 3);
     const admin = redis.client();
     for (const key of keys) for (let n = 0; n < 6; n++) await admin.xadd(key, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }), {
       controllers: [ThreePartitions],
     });

@@ -8,6 +8,7 @@ import { freezeServer } from './support/freeze.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
@@ -70,8 +71,7 @@ describe('server.health()', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     for (let n = 0; n < 8; n++) await admin.xadd(`${prefix}orders`, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
     const app = await start(consumerOptions(redis, { consumer: 'c1', keyPrefix: prefix, blockMs: 50, batchSize: 3, readAhead: false }));
     app.recorder.behavior = () => released;
@@ -119,8 +119,7 @@ describe('server.health()', () => {
     const admin = redis.client();
     const ids: string[] = [];
     for (let n = 0; n < 30; n++) ids.push((await admin.xadd(`${prefix}orders`, '*', 'n', String(n))) as string);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }));
     app.recorder.behavior = () => released;
     const lagOf = (h: Awaited<ReturnType<typeof app.server.health>>) => h.streams.find((s) => s.stream === app.key())!.lag;
@@ -260,10 +259,8 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
   });
 
   it('readiness: down while a stream’s lag is above maxLag, up once drained; liveness stays up', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false }));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const app = await start(consumerOptions(redis, { blockMs: 50, batchSize: 5, readAhead: false }));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
     app.recorder.behavior = () => released;
     const probe = await probeApp(app.server, { maxLag: 20 });

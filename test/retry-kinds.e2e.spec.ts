@@ -30,10 +30,8 @@ const lines = () => {
 
 describe('retry policies per pattern, for batch handlers, and their bound', () => {
   it("a @StreamPattern's own retry wins over the server's; a pattern without one keeps the server's", async () => {
-    const prefix = uniquePrefix();
     const app = await start(
       consumerOptions(redis, {
-        keyPrefix: prefix,
         blockMs: 5000,
         minIdleMs: 60_000,
         retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
@@ -59,13 +57,12 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
   });
 
   it('a batch handler: the entries a BatchFailure lists follow the policy each (a RetryLaterException its own delay), the rest are acked; one line for the call says when', async () => {
-    const prefix = uniquePrefix();
     const log = lines();
     const Ctl = batchController('batched', {
       batch: { maxSize: 5, maxWaitMs: 2000 },
       retry: { backoff: { type: 'exponential', delayMs: 100 } },
     });
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 5000, minIdleMs: 60_000 }), {
+    const app = await start(consumerOptions(redis, { blockMs: 5000, minIdleMs: 60_000 }), {
       controllers: [Ctl],
       providers: [BatchLog],
       logger: log.logger,
@@ -173,10 +170,8 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
   }, 600_000);
 
   it('2,000 entries failing at once are each retried once when due, same id, count 2, nothing left pending or recorded', async () => {
-    const prefix = uniquePrefix();
     const app = await start(
       consumerOptions(redis, {
-        keyPrefix: prefix,
         blockMs: 500,
         minIdleMs: 60_000,
         batchSize: 500,

@@ -158,10 +158,8 @@ describe('retries under operator actions and peers', () => {
   });
 
   it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
-    const prefix = uniquePrefix();
     const app = await start(
       consumerOptions(redis, {
-        keyPrefix: prefix,
         blockMs: 100,
         minIdleMs: 600,
         leaseRenewMs: 150,
@@ -183,11 +181,9 @@ describe('retries under operator actions and peers', () => {
   });
 
   it('a policy that gives no usable delay: the log says so (not "no retry policy"), and the entry comes back once idle', async () => {
-    const prefix = uniquePrefix();
     const log = capture();
     const app = await start(
       consumerOptions(redis, {
-        keyPrefix: prefix,
         blockMs: 100,
         minIdleMs: 600,
         leaseRenewMs: 150,

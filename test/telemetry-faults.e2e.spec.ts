@@ -90,8 +90,7 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
       },
     } as unknown as ApiMeterProvider;
     metrics.setGlobalMeterProvider(broken);
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the entry settled' });
     expect(app.settled[0]!.outcome).toBe('acked');
@@ -130,8 +129,7 @@ describe('OpenTelemetry context and figures', () => {
   it('consumed messages count an outcome only once it is final: an entry whose handler close() abandoned is not an "acked"', async () => {
     const reader = new PullReader();
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, shutdownTimeoutMs: 100 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50, shutdownTimeoutMs: 100 }));
     let release!: () => void;
     app.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     const admin = redis.client();

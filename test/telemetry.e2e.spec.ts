@@ -11,6 +11,7 @@ import { startRedis, type TestRedis } from './support/redis-server.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 import { BatchLog, batchController } from './support/batch-app.js';
 
@@ -198,8 +199,7 @@ describe('OpenTelemetry traces', () => {
   });
 
   it('an undecodable entry gets a process span saying it was dead-lettered, with the error', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     await redis.client().xadd(app.key(), '*', 'data', '{not json');
     await waitFor(() => spanNamed(`process ${app.key()}`).length === 1, { message: 'the span' });
     const [span] = spanNamed(`process ${app.key()}`);
@@ -261,10 +261,7 @@ describe('OpenTelemetry metrics', () => {
   });
 
   it('a failed entry: its span and messaging.redis_streams.retry.delay_seconds say when it is tried again', async () => {
-    const prefix = uniquePrefix();
-    const app = await start(
-      consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }),
-    );
+    const app = await start(consumerOptions(redis, { blockMs: 50, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }));
     app.recorder.behavior = () => {
       throw new Error('downstream down');
     };
@@ -281,11 +278,9 @@ describe('OpenTelemetry metrics', () => {
   });
 
   it('stuck-entry gauges: an entry in hand past stuckEntryMs counts in messaging.redis_streams.stuck, with the oldest handler’s age; 0 once it settles', async () => {
-    const prefix = uniquePrefix();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
-    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, stuckEntryMs: 200 }));
+    const app = await start(consumerOptions(redis, { blockMs: 50, stuckEntryMs: 200 }));
     app.recorder.behavior = () => released;
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the entry in hand' });
@@ -314,8 +309,7 @@ describe('OpenTelemetry metrics', () => {
     const admin = redis.client();
     // Written before the consumer starts: its first read takes a full batch of 5, 7 are left.
     for (let n = 0; n < 12; n++) await admin.xadd(`${prefix}payments`, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
     const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false }));
     app.recorder.behavior = () => released;
