@@ -4,18 +4,15 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
+const redis = useRedis();
+// No other file inherits the OpenTelemetry globals this one sets.
+afterAll(() => disableOtelGlobals());
 
 const start = useApps();
 const producer = useProducers();
