@@ -2,30 +2,15 @@
  * Issue 22 item 3 (review): a handler's own error reaches spans and metrics masked, escaped and of
  * bounded cardinality; the exception event must not export a password its message quotes.
  */
-import { context, metrics, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { useApps } from './support/test-app.js';
-import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { PullReader, useTracing } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
-const spans = new InMemorySpanExporter();
+const redis = useRedis({ standalone: true });
 const reader = new PullReader();
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis({ standalone: true });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-});
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
-beforeEach(() => spans.reset());
+const spans = useTracing({ reader });
 
 const start = useApps();
 

@@ -1,5 +1,4 @@
 import {
-  context,
   metrics,
   propagation,
   trace,
@@ -8,17 +7,15 @@ import {
   type TextMapGetter,
   type TextMapPropagator,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
 import { consumerOptions } from './support/consumer-options.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
-import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { PullReader, useTracing } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
 /** Like Jaeger's propagator: decodeURIComponent on a header, so a malformed one throws URIError. */
@@ -34,19 +31,9 @@ class DecodingPropagator implements TextMapPropagator {
   }
 }
 
-const spans = new InMemorySpanExporter();
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis({ standalone: true });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
-});
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
+const redis = useRedis({ standalone: true });
+const spans = useTracing();
 beforeEach(() => {
-  spans.reset();
   propagation.disable();
   metrics.disable();
 });
