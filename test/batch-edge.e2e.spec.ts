@@ -10,10 +10,11 @@ import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { useProducers } from './support/producer.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -29,10 +30,10 @@ class RefuseGuard implements CanActivate {
 
 async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}, guard = false) {
   const Ctl = batchController('batched', { batch }, guard ? (p, k, d) => UseGuards(RefuseGuard)(p, k, d) : undefined);
-  const app = await start(
-    { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 100, ...options },
-    { controllers: [Ctl], providers: [BatchLog, RefuseGuard] },
-  );
+  const app = await start(consumerOptions(redis, { consumer: 'c1', blockMs: 100, ...options }), {
+    controllers: [Ctl],
+    providers: [BatchLog, RefuseGuard],
+  });
   return Object.assign(app, { log: app.app.get(BatchLog) });
 }
 
@@ -41,10 +42,8 @@ const deadIds = async (key: string) =>
 
 describe('batch handlers: mixed batches and failure reports', () => {
   it('self-drain batch with undecodable, oversized and over-delivered entries: only the good ones reach the call, the rest dead-lettered, none pending', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}batched`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r, 'batched');
     const good1 = (await r.xadd(key, '*', 'order_id', '1'))!;
     const badJson = (await r.xadd(key, '*', 'data', '{not json'))!;
     const huge = (await r.xadd(key, '*', 'data', JSON.stringify({ blob: 'x'.repeat(4096) })))!;
@@ -192,10 +191,7 @@ describe('batch handlers: mixed batches and failure reports', () => {
         this.seen.sizes.push(entries.length);
       }
     }
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100 },
-      { controllers: [Ev], providers: [Seen] },
-    );
+    const app = await start(consumerOptions(redis, { blockMs: 100 }), { controllers: [Ev], providers: [Seen] });
     await addOrders(redis, app.key('evs'), 4);
     await waitFor(() => app.settled.length === 4, { message: 'four acked' });
     expect(app.app.get(Seen).sizes.every((s) => s <= 2)).toBe(true);

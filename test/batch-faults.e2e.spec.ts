@@ -4,6 +4,7 @@
  */
 import { addOrders, BatchLog, batchController, deliveredOf } from './support/batch-app.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
@@ -16,16 +17,7 @@ const start = useApps();
 
 async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}) {
   const app = await start(
-    {
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'c1',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      retryInitialDelayMs: 20,
-      retryMaxDelayMs: 200,
-      ...options,
-    },
+    consumerOptions(redis, { consumer: 'c1', blockMs: 100, retryInitialDelayMs: 20, retryMaxDelayMs: 200, ...options }),
     { controllers: [batchController('batched', { batch })], providers: [BatchLog] },
   );
   return Object.assign(app, { log: app.app.get(BatchLog) });

@@ -5,6 +5,7 @@
 import { MAX_BLOCK_MS } from '../libs/redis-streams/src/options/server-options.js';
 import { addOrders, BatchLog, batchController, deliveredOf } from './support/batch-app.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
@@ -14,10 +15,10 @@ const redis = useRedis();
 const start = useApps();
 
 async function startBatch(batch: Record<string, unknown>, options: Record<string, unknown> = {}) {
-  const app = await start(
-    { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 20_000, ...options },
-    { controllers: [batchController('batched', { batch })], providers: [BatchLog] },
-  );
+  const app = await start(consumerOptions(redis, { consumer: 'c1', blockMs: 20_000, ...options }), {
+    controllers: [batchController('batched', { batch })],
+    providers: [BatchLog],
+  });
   return Object.assign(app, { log: app.app.get(BatchLog) });
 }
 

@@ -7,7 +7,7 @@ import { batchFailure, deadLetter, registered, uniquePrefix, useApps, type TestA
 import { waitFor } from './support/wait-for.js';
 import { addOrders as addEntries, deliveredOf } from './support/batch-app.js';
 import { pendingCount } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -159,10 +159,8 @@ describe(`batch handlers: ${registered('key')} with { batch }`, () => {
   });
 
   it('self-drained and reclaimed entries come through the same batch handler, with their delivery counts', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}batched`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r, 'batched');
     const mine = await addOrders(key, 3);
     await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 3, 'STREAMS', key, '>');
     const theirs = await addOrders(key, 4, 3);

@@ -1,6 +1,6 @@
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { captureLogs } from './support/logs.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream, preloadOrders } from './support/backlog.js';
 import { freezeServer } from './support/freeze.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -10,30 +10,25 @@ import { waitFor } from './support/wait-for.js';
 const redis = useRedis();
 const start = useApps();
 
+/**
+ * Consumer `c` of group `g` on `prefix`, on this file's own server (the one SIGSTOP freezes), blockMs 100,
+ * `options` over those; commandTimeoutMs far past the test's timeout: only close()'s own bounds can end it while frozen.
+ */
+const startFreezable = (prefix: string, options: Partial<Parameters<typeof start>[0]>, extras: Parameters<typeof start>[1]) =>
+  start(
+    { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, commandTimeoutMs: 600_000, ...options },
+    extras,
+  );
+
 describe('close() while Redis is frozen (SIGSTOP)', () => {
   it('resolves while the server is still frozen once the handler ends; what Redis did not confirm stays pending and the log says so', async (ctx) => {
     if (!redis.owned || redis.cluster) ctx.skip(); // freezes the whole server
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const admin = redis.client();
-    await createGroup(admin, key);
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await admin.xadd(key, '*', 'n', String(i)))!);
+    const ids = await preloadOrders(admin, prefix, 4);
     const logs = captureLogs();
-    // commandTimeoutMs far past the test's timeout: only close()'s own bounds can end it while frozen.
-    const app = await start(
-      {
-        connection: redis.url,
-        group: 'g',
-        consumer: 'c',
-        keyPrefix: prefix,
-        blockMs: 100,
-        batchSize: 4,
-        readAhead: false,
-        commandTimeoutMs: 600_000,
-      },
-      { logger: logs.logger },
-    );
+    const app = await startFreezable(prefix, { batchSize: 4, readAhead: false }, { logger: logs.logger });
     let release!: () => void;
     app.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     await waitFor(() => app.recorder.calls.length === 1, { message: 'one in hand, three waiting behind it' });
@@ -77,10 +72,7 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
     const prefix = uniquePrefix();
     const logs = captureLogs();
     const Ctl = batchController('bulk', { batch: { maxSize: 5 } });
-    const app = await start(
-      { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, concurrency: 2, commandTimeoutMs: 600_000 },
-      { controllers: [Ctl], providers: [BatchLog], logger: logs.logger },
-    );
+    const app = await startFreezable(prefix, { concurrency: 2 }, { controllers: [Ctl], providers: [BatchLog], logger: logs.logger });
     const log = app.app.get(BatchLog);
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -103,25 +95,11 @@ describe('close() while Redis is frozen (SIGSTOP)', () => {
 
   it('a handler failing its last delivery while stopping: the dead-letter move is bounded, logged as not confirmed, the entry pending or dead', async (ctx) => {
     if (!redis.owned || redis.cluster) ctx.skip();
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const admin = redis.client();
-    await createGroup(admin, key);
+    const { prefix, key } = await groupOnNewStream(admin);
     const id = (await admin.xadd(key, '*', 'n', '1'))!;
     const logs = captureLogs();
-    const app = await start(
-      {
-        connection: redis.url,
-        group: 'g',
-        consumer: 'c',
-        keyPrefix: prefix,
-        blockMs: 100,
-        maxDeliveries: 1,
-        readAhead: false,
-        commandTimeoutMs: 600_000,
-      },
-      { logger: logs.logger },
-    );
+    const app = await startFreezable(prefix, { maxDeliveries: 1, readAhead: false }, { logger: logs.logger });
     let fail!: () => void;
     app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new Error('boom: card declined'))));
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the handler in hand' });

@@ -8,6 +8,7 @@ import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { uniquePrefix } from './support/test-app.js';
+import { durableAcksConsumer } from './support/durable-acks-consumer.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -24,22 +25,8 @@ const startProducer = useProducers();
 const { consumers } = useLeftoversAfterEach();
 const PARTITIONS = 4;
 
-function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
-  const c = new StreamConsumer({
-    connection: cluster.urls,
-    group: 'g',
-    consumer: 'a',
-    blockMs: 100,
-    minIdleMs: 3000,
-    leaseRenewMs: 500,
-    keyPrefix: prefix,
-    concurrency: 4,
-    logger: false,
-    ...options,
-  });
-  consumers.push(c);
-  return c;
-}
+const consumer = (prefix: string, options?: StreamConsumerOptions): StreamConsumer =>
+  durableAcksConsumer(consumers, cluster.urls, prefix, options);
 
 async function producer(prefix: string, options: object = {}): Promise<RedisStreamsClient> {
   const { client } = await startProducer({

@@ -5,9 +5,10 @@ import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
-import { createGroup } from './support/backlog.js';
+import { createGroup, groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -46,15 +47,15 @@ describe('consumer hygiene (consumerCleanup)', () => {
       message: 'every consumer idle past 300 ms',
     });
     const pruned: string[] = [];
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'live',
-      keyPrefix: prefix,
-      blockMs: 100,
-      minIdleMs: 60_000,
-      consumerCleanup: { idleMs: 300, intervalMs: 60_000 },
-    });
+    const app = await start(
+      consumerOptions(redis, {
+        consumer: 'live',
+        keyPrefix: prefix,
+        blockMs: 100,
+        minIdleMs: 60_000,
+        consumerCleanup: { idleMs: 300, intervalMs: 60_000 },
+      }),
+    );
     app.server.on('consumersDeleted', (_stream: string, names: string[]) => pruned.push(...names));
     await waitFor(() => pruned.length === 50, { message: '50 consumers deleted' });
     expect(pruned.sort()).toEqual([...gone].sort());
@@ -105,15 +106,15 @@ describe('consumer hygiene (consumerCleanup)', () => {
     for (let i = 0; i < 300; i++) await r.xadd(key, '*', 'n', String(i));
     // The worker cleans every 20 ms with a 1 ms idle threshold: it keeps deleting the consumers a
     // second reader delivers entries to, and that reader keeps re-creating them.
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'janitor',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs: 60_000,
-      consumerCleanup: { idleMs: 1, intervalMs: 20 },
-    });
+    const app = await start(
+      consumerOptions(redis, {
+        consumer: 'janitor',
+        keyPrefix: prefix,
+        blockMs: 50,
+        minIdleMs: 60_000,
+        consumerCleanup: { idleMs: 1, intervalMs: 20 },
+      }),
+    );
     let runs = 0;
     app.server.on('consumersDeleted', () => runs++);
     let delivered = 0;
@@ -132,10 +133,8 @@ describe('consumer hygiene (consumerCleanup)', () => {
   });
 
   it('cleans each group of a stream on its own schedule (one lock per group)', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key, 'ga');
+    const { prefix, key } = await groupOnNewStream(r, 'orders', 'ga');
     await r.xgroup('CREATE', key, 'gb', '0');
     for (let i = 0; i < 3; i++) {
       await r.call('XGROUP', 'CREATECONSUMER', key, 'ga', `gone-${i}`);
@@ -161,14 +160,7 @@ describe('consumer hygiene (consumerCleanup)', () => {
     await redis.client().set(lock, 'a user value');
     const logs = captureLogs();
     await start(
-      {
-        connection: redis.connection,
-        group: 'g',
-        consumer: 'c',
-        keyPrefix: prefix,
-        blockMs: 100,
-        consumerCleanup: { idleMs: 1000, intervalMs: 50 },
-      },
+      consumerOptions(redis, { consumer: 'c', keyPrefix: prefix, blockMs: 100, consumerCleanup: { idleMs: 1000, intervalMs: 50 } }),
       { logger: logs.logger },
     );
     const about = () => logs.lines.filter((l) => l.includes(`lock key "${lock}" exists without an expiry`));

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { runCli } from './support/cli.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { waitParked } from './support/parked.js';
@@ -69,23 +70,30 @@ describe('consumer liveness on Redis 7.0 and Valkey 8', () => {
     expect(await consumerRow(key, 'live')).toBeDefined();
   }, 30_000);
 
-  it('consumerCleanup deletes the dead consumer and never the live parked one', async () => {
-    const { prefix, key } = await liveAndDead();
-    const deleted: string[] = [];
-    const cleaner = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'cleaner',
-      keyPrefix: prefix,
-      blockMs: 1000,
-      minIdleMs: 60_000,
-      consumerCleanup: { idleMs: 1000, intervalMs: 60_000 },
-    });
-    cleaner.server.on('consumersDeleted', (stream: string, names: string[]) => stream === key && deleted.push(...names));
-    await waitFor(() => deleted.length > 0, { message: 'the cleanup to delete a consumer' });
-    expect(deleted).toEqual(['dead']);
-    expect(await consumerRow(key, 'live')).toBeDefined();
-  }, 30_000);
+  it.each([
+    ['never the live parked one', 'live'],
+    ['keeps a live worker named "wörker 1" (a name Redis refuses as a connection name)', 'wörker 1'],
+  ])(
+    'consumerCleanup deletes the dead consumer and %s',
+    async (_what, live) => {
+      const { prefix, key } = await liveAndDead({ group: 'g', live, dead: 'dead' });
+      const deleted: string[] = [];
+      const cleaner = await start(
+        consumerOptions(redis, {
+          consumer: 'cleaner',
+          keyPrefix: prefix,
+          blockMs: 1000,
+          minIdleMs: 60_000,
+          consumerCleanup: { idleMs: 1000, intervalMs: 60_000 },
+        }),
+      );
+      cleaner.server.on('consumersDeleted', (stream: string, names: string[]) => stream === key && deleted.push(...names));
+      await waitFor(() => deleted.length > 0, { message: 'the cleanup to delete a consumer' });
+      expect(deleted).toEqual(['dead']);
+      expect(await consumerRow(key, live)).toBeDefined();
+    },
+    30_000,
+  );
 
   it('inspect says which figure its idle time is, and which consumers have a connection', async () => {
     const { key } = await liveAndDead();
@@ -112,25 +120,6 @@ describe('consumer liveness on Redis 7.0 and Valkey 8', () => {
     },
     30_000,
   );
-
-  it('consumerCleanup keeps a live worker named "wörker 1" (a name Redis refuses as a connection name)', async () => {
-    const names = { group: 'g', live: 'wörker 1', dead: 'dead' };
-    const { prefix, key } = await liveAndDead(names);
-    const deleted: string[] = [];
-    const cleaner = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'cleaner',
-      keyPrefix: prefix,
-      blockMs: 1000,
-      minIdleMs: 60_000,
-      consumerCleanup: { idleMs: 1000, intervalMs: 60_000 },
-    });
-    cleaner.server.on('consumersDeleted', (stream: string, gone: string[]) => stream === key && deleted.push(...gone));
-    await waitFor(() => deleted.length > 0, { message: 'the cleanup to delete a consumer' });
-    expect(deleted).toEqual(['dead']);
-    expect(await consumerRow(key, names.live)).toBeDefined();
-  }, 30_000);
 
   it('names that read two ways do not collide: a live "b:c" of group "a" does not keep a dead "c" of group "a:b"', async () => {
     const { key } = await liveAndDead({ group: 'a', live: 'b:c', deadGroup: 'a:b', dead: 'c' });

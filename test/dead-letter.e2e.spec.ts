@@ -3,10 +3,11 @@ import type { DeadLetter } from 'nestjs-redis-streams';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { CORE_HOST, deadLetter, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -17,16 +18,7 @@ const deadLetters = async (key: string): Promise<DeadLetter[]> =>
 
 describe('poison entries and the dead-letter stream', () => {
   it('dead-letters an entry whose handler fails on its last allowed delivery, with its origin, fields and last error', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs: 200,
-      maxDeliveries: 3,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'c', blockMs: 50, minIdleMs: 200, maxDeliveries: 3 }));
     app.recorder.behavior = (call) => {
       // The letter names the class and the message of what the handler threw (handler-errors.e2e covers the other kinds).
       throw CORE_HOST ? new TypeError(`boom ${call.deliveryCount}`) : new RpcException(`boom ${call.deliveryCount}`);
@@ -55,14 +47,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it("keeps a handler's stack bounded, its control characters escaped, and none for a letter no handler failed", async () => {
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: uniquePrefix(),
-      blockMs: 50,
-      maxDeliveries: 1,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'c', blockMs: 50, maxDeliveries: 1 }));
     // A message of 20,000 characters with an escape sequence and a bell, thrown from 300 frames deep.
     const deep = (n: number): never => {
       if (n === 0) throw new Error(`\u001b[31mred\u0007 ${'x'.repeat(20_000)}`);
@@ -98,15 +83,13 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('dead-letters an entry delivered past maxDeliveries without running its handler (its consumers kept dying)', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     const id = (await r.xadd(key, '*', 'n', '1'))!;
     // Three deliveries already, each to a consumer that died; now pending under C, whose self-drain makes it the 4th.
     await r.xreadgroup('GROUP', 'g', 'd1', 'STREAMS', key, '>');
     await r.xclaim(key, 'g', 'C', 0, id, 'RETRYCOUNT', 3);
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, maxDeliveries: 3 });
+    const app = await start(consumerOptions(redis, { consumer: 'C', keyPrefix: prefix, blockMs: 50, maxDeliveries: 3 }));
     await waitFor(() => app.settled.length === 1, { message: 'the entry to be settled' });
     expect(app.settled[0]).toMatchObject({ outcome: 'dead-lettered', source: 'drain' });
     expect(app.recorder.calls).toEqual([]);
@@ -114,8 +97,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('dead-letters undecodable, empty-headed and oversized entries at once, without reaching a handler or stopping the loop', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 1024 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxEntryBytes: 1024 }));
     const r = redis.client();
     const badJson = await r.xadd(app.key(), '*', 'data', '{not json');
     const badHeaders = await r.xadd(app.key(), '*', 'data', '{}', 'headers', '[1,2]');
@@ -137,8 +119,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('dead-letters at once when the handler throws DeadLetterException', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     app.recorder.behavior = () => {
       throw deadLetter('unknown customer');
     };
@@ -149,8 +130,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('keeps poison entries pending when dead-lettering is disabled, and goes on with the rest', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, deadLetterStream: false });
+    const app = await start(consumerOptions(redis, { blockMs: 50, deadLetterStream: false }));
     const r = redis.client();
     const bad = await r.xadd(app.key(), '*', 'data', 'nope');
     const good = await r.xadd(app.key(), '*', 'data', '1');
@@ -164,15 +144,7 @@ describe('poison entries and the dead-letter stream', () => {
   });
 
   it('does not dead-letter an entry this consumer no longer owns', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'slow',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs: 60_000,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'slow', blockMs: 50, minIdleMs: 60_000 }));
     const r = redis.client();
     let fail!: () => void;
     app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(deadLetter('late'))));
@@ -192,15 +164,9 @@ describe('poison entries and the dead-letter stream', () => {
     const prefix = uniquePrefix();
     const r = redis.client();
     await r.xadd(deadLetterKey(`${prefix}orders`), '18446744073709551615-18446744073709551615', 'x', 'y');
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs: 60_000,
-      retryInitialDelayMs: 50,
-      retryMaxDelayMs: 200,
-    });
+    const app = await start(
+      consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 }),
+    );
     const poison = await r.xadd(`${prefix}orders`, '*', 'data', '{not json');
     const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
     await waitFor(() => app.settled.some((e) => e.stream === `${prefix}payments` && e.id === innocent && e.outcome === 'acked'), {
@@ -216,7 +182,7 @@ describe('poison entries and the dead-letter stream', () => {
 
   it('counts maxEntryBytes in bytes as Redis holds them: a binary value by its bytes, multibyte characters by theirs', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 20 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxEntryBytes: 20 }));
     const r = redis.client();
     // 3 + 10 bytes; decoded as UTF-8 it would be 27 (each invalid byte a three-byte U+FFFD).
     const binary = await r.xadd(`${prefix}orders`, '*', 'bin', Buffer.from('82a26964cdfffea176c3', 'hex'));
@@ -238,15 +204,9 @@ describe('poison entries and the dead-letter stream', () => {
       const [, limit] = (await r.config('GET', 'proto-max-bulk-len')) as [string, string];
       await r.config('SET', 'proto-max-bulk-len', String(1024 * 1024));
       onTestFinished(async () => void (await redis.client().config('SET', 'proto-max-bulk-len', limit)));
-      const app = await start({
-        connection: redis.connection,
-        group: 'g',
-        keyPrefix: prefix,
-        blockMs: 50,
-        minIdleMs: 60_000,
-        retryInitialDelayMs: 50,
-        retryMaxDelayMs: 200,
-      });
+      const app = await start(
+        consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000, retryInitialDelayMs: 50, retryMaxDelayMs: 200 }),
+      );
       // Not JSON, so it is dead-lettered; its JSON-escaped copy (6 bytes per \u0001) is over 1 MB, which no client could send.
       const poison = await r.xadd(`${prefix}orders`, '*', 'data', '\u0001'.repeat(200_000));
       const innocent = await r.xadd(`${prefix}payments`, '*', 'data', '{"ok":true}');
@@ -266,14 +226,9 @@ describe('poison entries and the dead-letter stream', () => {
 
   it('deadLetterRetention trims the dead-letter stream as each letter is added: to maxLen letters, or to letters younger than maxAgeMs (Redis clock)', async () => {
     const prefix = uniquePrefix();
-    const byCount = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: `${prefix}count:`,
-      blockMs: 50,
-      maxDeliveries: 1,
-      deadLetterRetention: { maxLen: 3 },
-    });
+    const byCount = await start(
+      consumerOptions(redis, { keyPrefix: `${prefix}count:`, blockMs: 50, maxDeliveries: 1, deadLetterRetention: { maxLen: 3 } }),
+    );
     byCount.recorder.behavior = () => {
       throw deadLetter('poison');
     };
@@ -283,14 +238,9 @@ describe('poison entries and the dead-letter stream', () => {
     // The newest three: exactly maxLen.
     expect((await deadLetters(byCount.key())).map((l) => l.fields)).toEqual([5, 6, 7].map((n) => ['n', String(n)]));
 
-    const byAge = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: `${prefix}age:`,
-      blockMs: 50,
-      maxDeliveries: 1,
-      deadLetterRetention: { maxAgeMs: 3_600_000 },
-    });
+    const byAge = await start(
+      consumerOptions(redis, { keyPrefix: `${prefix}age:`, blockMs: 50, maxDeliveries: 1, deadLetterRetention: { maxAgeMs: 3_600_000 } }),
+    );
     byAge.recorder.behavior = byCount.recorder.behavior;
     // A letter from 1970, and one from ten minutes ago (ids are Redis' time in ms): only the first is past an hour.
     const [seconds] = (await admin.time()) as unknown as [string, string];

@@ -17,7 +17,7 @@ import { useRedis } from './support/use-redis.js';
 import { CORE_HOST, Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { preloadOrders } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -154,9 +154,7 @@ describe('delivery and settle', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
-    const ids: string[] = [];
-    for (let i = 0; i < 40; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+    const ids = await preloadOrders(r, prefix, 40);
     await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 40, 'STREAMS', key, '>');
     // Two entries in the middle belong to a dead peer: delivered 3 times, idle for long.
     const [a, b] = [ids[5]!, ids[15]!];

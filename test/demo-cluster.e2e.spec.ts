@@ -1,19 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { partitionKeys } from 'nestjs-redis-streams';
-import { repoRoot, requireBuilt } from './support/built.js';
+import { requireBuilt } from './support/built.js';
+import { spawnNode, type NodeProcess } from './support/node-process.js';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { waitFor } from './support/wait-for.js';
 
 /** The demo apps and `npm run demo` on a Redis Cluster (REDIS_CLUSTER_URLS, STREAMS_PARTITIONS, --cluster). */
-
-interface Running {
-  proc: ChildProcess;
-  output: () => string;
-  exit: Promise<number | null>;
-}
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -21,19 +16,11 @@ afterEach(() => {
 });
 
 /** Spawns a built script with the test's environment minus any Redis location or partitioning of the caller's. */
-function run(script: string, args: string[], env: Record<string, string>): Running {
+function run(script: string, args: string[], env: Record<string, string>): NodeProcess {
   const { REDIS_URL: _url, REDIS_CLUSTER_URLS: _cluster, STREAMS_PARTITIONS: _partitions, ...inherited } = process.env;
-  const proc = spawn(process.execPath, [script, ...args], {
-    cwd: repoRoot,
-    env: { ...inherited, NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(proc);
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, output: () => out, exit };
+  const running = spawnNode(script, args, { ...inherited, NO_COLOR: '1', ...env });
+  children.push(running.proc);
+  return running;
 }
 
 /** True when nothing listens on 127.0.0.1:`port` any more. */

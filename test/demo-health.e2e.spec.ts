@@ -1,10 +1,10 @@
 import { connect } from 'node:net';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { requireBuilt, repoRoot } from './support/built.js';
+import { requireBuilt } from './support/built.js';
 import { freezeServer } from './support/freeze.js';
+import { spawnNode, type NodeProcess } from './support/node-process.js';
 import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -18,11 +18,7 @@ let redis: TestRedis;
 beforeAll(async () => (redis = await startRedis({ standalone: true })));
 afterAll(async () => redis?.stop());
 
-interface Worker {
-  proc: ChildProcess;
-  output: () => string;
-  exit: Promise<number | null>;
-}
+type Worker = NodeProcess;
 
 const workers: Worker[] = [];
 afterEach(async () => {
@@ -36,16 +32,7 @@ function startWorker(env: Record<string, string>): Worker {
   const main = requireBuilt('dist/apps/orders-worker/main.js');
   // Only this test's settings: no HEALTH_* or Redis location of the caller's.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(HEALTH_|REDIS_|STREAMS_|DEMO_)/.test(name)));
-  const proc = spawn(process.execPath, [main], {
-    cwd: repoRoot,
-    env: { ...inherited, NO_COLOR: '1', DEMO_QUIET: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const worker = { proc, output: () => out, exit };
+  const worker = spawnNode(main, [], { ...inherited, NO_COLOR: '1', DEMO_QUIET: '1', ...env });
   workers.push(worker);
   return worker;
 }

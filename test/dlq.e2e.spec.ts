@@ -6,6 +6,7 @@ import { aclUser } from './support/acl.js';
 import { runCli } from './support/cli.js';
 import { repoRoot, requireBuilt } from './support/built.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
@@ -42,28 +43,7 @@ const letterFields = (stream: string, n: string) =>
 
 /** A dead letter as a producer could write it by hand, naming `stream` and carrying `fields` (a JSON text). */
 const forge = (dead: string, stream: string, fields: string) =>
-  redis
-    .client()
-    .xadd(
-      dead,
-      '*',
-      'stream',
-      stream,
-      'sourceId',
-      '1-1',
-      'group',
-      'g',
-      'consumer',
-      'c',
-      'deliveryCount',
-      '9',
-      'error',
-      'x',
-      'fields',
-      fields,
-      'deadAt',
-      '0',
-    ) as Promise<string>;
+  forgeDeadLetter(redis.client(), dead, stream, { deliveryCount: '9', error: 'x', deadAt: '0', fields });
 
 const fieldsOf = async (key: string, id: string) => (await redis.client().xrange(key, id, id))[0]?.[1];
 

@@ -14,6 +14,7 @@ import { useProducers } from './support/producer.js';
 import { startReplicated, type ReplicatedRedis } from './support/redis-replica.js';
 import { uniquePrefix } from './support/test-app.js';
 import { detectServerFeatures } from '../libs/redis-streams/src/redis/server-features.js';
+import { durableAcksConsumer } from './support/durable-acks-consumer.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -47,22 +48,8 @@ async function gaugedState(stream: string): Promise<string | undefined> {
 const startProducer = useProducers();
 const { consumers } = useLeftoversAfterEach();
 
-function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
-  const c = new StreamConsumer({
-    connection: pair.master.url,
-    group: 'g',
-    consumer: 'a',
-    blockMs: 100,
-    minIdleMs: 3000,
-    leaseRenewMs: 500,
-    keyPrefix: prefix,
-    concurrency: 4,
-    logger: false,
-    ...options,
-  });
-  consumers.push(c);
-  return c;
-}
+const consumer = (prefix: string, options?: StreamConsumerOptions): StreamConsumer =>
+  durableAcksConsumer(consumers, pair.master.url, prefix, options);
 
 /** Emits `perKey` entries for each of `keys` keys; returns `stream id` of each. */
 async function produce(prefix: string, keys: number, perKey: number): Promise<string[]> {

@@ -1,12 +1,12 @@
 import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delivery-marks.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { uniquePrefix, useApps, type AppExtras, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
 import { pendingCount, quiesced } from './support/pending.js';
 import { captureLogs } from './support/logs.js';
 import { redisProxy } from './support/redis-proxy.js';
-import { gate as newGate } from './support/unit-loop.js';
+import { gate as newGate } from './support/gate.js';
 import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/read/recover-script.js';
 import { createHash } from 'node:crypto';
 
@@ -28,6 +28,43 @@ async function fourEntriesAndGate(key: string) {
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) ids.push((await r.xadd(key, '*', 'tag', `x${i}`))!);
   return { ids, ...newGate() };
+}
+
+/**
+ * Consumer `consumer` on `prefix` (batches of 2, leaseRenewMs 100, minIdleMs a minute), `options` over those,
+ * whose handler waits on `gate` at x0 (of fourEntriesAndGate).
+ */
+async function startHeldAtX0(
+  connection: string,
+  consumer: string,
+  prefix: string,
+  gate: Promise<void>,
+  extras: AppExtras,
+  options: Partial<Parameters<typeof start>[0]> = {},
+): Promise<TestApp> {
+  const app = await start(
+    { connection, group: 'g', consumer, keyPrefix: prefix, blockMs: 100, minIdleMs: 60_000, leaseRenewMs: 100, batchSize: 2, ...options },
+    extras,
+  );
+  app.recorder.behavior = async (c) => {
+    if (tagOf(c) === 'x0') await gate;
+  };
+  return app;
+}
+
+/** Waits until x0 is in hand, x1 waits its turn and x2 and x3 are read ahead: all four pending (under `app`). */
+const oneInHandThreeFetched = (app: TestApp, key: string) =>
+  waitFor(async () => app.recorder.calls.length === 1 && (await pendingCount(redis, key)) === 4, {
+    message: 'a batch in hand and one read ahead',
+  });
+
+/** Each of x0…x3 handled once by `app`, the read-ahead batch too, and nothing left to deliver or settle. */
+async function eachHandledOnce(app: TestApp, key: string): Promise<void> {
+  await waitFor(() => ['x0', 'x1', 'x2', 'x3'].every((tag) => app.recorder.calls.some((c) => tagOf(c) === tag)), {
+    message: 'every fetched entry handled',
+  }).catch(() => undefined);
+  expect(counts([app])).toEqual({ x0: 1, x1: 1, x2: 1, x3: 1 });
+  await quiesced(redis, key);
 }
 
 const add = async (app: TestApp, tag: string): Promise<string> => (await redis.client().xadd(app.key(), '*', 'tag', tag))!;
@@ -206,27 +243,9 @@ describe('a group lost again while a consumer rejoins it', () => {
     const key = `${prefix}orders`;
     const { ids, wait: gate, open } = await fourEntriesAndGate(key);
     try {
-      const a = await start(
-        {
-          connection: `redis://127.0.0.1:${proxy.port}`,
-          group: 'g',
-          consumer: 'a',
-          keyPrefix: prefix,
-          blockMs: 100,
-          minIdleMs: 60_000,
-          leaseRenewMs: 100,
-          batchSize: 2,
-          retryInitialDelayMs: 10,
-        },
-        { logger },
-      );
-      a.recorder.behavior = async (c) => {
-        if (tagOf(c) === 'x0') await gate;
-      };
+      const a = await startHeldAtX0(`redis://127.0.0.1:${proxy.port}`, 'a', prefix, gate, { logger }, { retryInitialDelayMs: 10 });
       // x0 in hand, x1 waiting its turn, x2 and x3 read ahead (fetched, not started): all four pending under "a".
-      await waitFor(async () => a.recorder.calls.length === 1 && (await pendingCount(redis, key)) === 4, {
-        message: 'a batch in hand and one read ahead',
-      });
+      await oneInHandThreeFetched(a, key);
       // A peer re-creates the lost group lower: a's lease renewal finds its four entries above it, the loss is seen.
       await r.xgroup('DESTROY', key, 'g');
       await r.xgroup('CREATE', key, 'g', '0');
@@ -250,11 +269,7 @@ describe('a group lost again while a consumer rejoins it', () => {
       proxy.release();
       // Before, the second rejoin had forgotten the read-ahead batch (the first had cleared the lease): x2 and x3
       // were never handed to the handler, and the group, re-created above them, never delivered them again.
-      await waitFor(() => ['x0', 'x1', 'x2', 'x3'].every((tag) => a.recorder.calls.some((c) => tagOf(c) === tag)), {
-        message: 'every fetched entry handled',
-      }).catch(() => undefined);
-      expect(counts([a])).toEqual({ x0: 1, x1: 1, x2: 1, x3: 1 });
-      await quiesced(redis, key);
+      await eachHandledOnce(a, key);
     } finally {
       open();
       await proxy.close();
@@ -269,27 +284,10 @@ describe('a group re-created below what a consumer fetched', () => {
     const r = redis.client();
     const key = `${prefix}orders`;
     const { ids, wait: gate, open } = await fourEntriesAndGate(key);
-    const b = await start(
-      {
-        connection: redis.url,
-        group: 'g',
-        consumer: 'b',
-        keyPrefix: prefix,
-        blockMs: 100,
-        minIdleMs: 60_000,
-        leaseRenewMs: 100,
-        batchSize: 2,
-      },
-      { logger },
-    );
-    b.recorder.behavior = async (c) => {
-      if (tagOf(c) === 'x0') await gate;
-    };
+    const b = await startHeldAtX0(redis.url, 'b', prefix, gate, { logger });
     try {
       // x0 in hand, x1 waiting its turn, x2 and x3 read ahead: all four pending under "b".
-      await waitFor(async () => b.recorder.calls.length === 1 && (await pendingCount(redis, key)) === 4, {
-        message: 'a batch in hand and one read ahead',
-      });
+      await oneInHandThreeFetched(b, key);
       // A peer that had read less re-creates the lost group lower (here at 0): nothing of b's is pending, and the
       // group's last-delivered id is below all four.
       await r.xgroup('DESTROY', key, 'g');
@@ -304,11 +302,7 @@ describe('a group re-created below what a consumer fetched', () => {
       open();
     }
     // Handled once each, the read-ahead batch too (before, b moved the group forward past x2 and x3 and nobody ran them).
-    await waitFor(() => ['x0', 'x1', 'x2', 'x3'].every((tag) => b.recorder.calls.some((c) => tagOf(c) === tag)), {
-      message: 'every fetched entry handled',
-    }).catch(() => undefined);
-    expect(counts([b])).toEqual({ x0: 1, x1: 1, x2: 1, x3: 1 });
-    await quiesced(redis, key);
+    await eachHandledOnce(b, key);
   });
 });
 

@@ -94,33 +94,33 @@ async function retriedOnce(apps: TestApp[], key: string, id: string): Promise<vo
   await waitFor(async () => (await pendingCount(redis, key)) === 0, { message: 'nothing pending' });
 }
 
+/**
+ * Consumers `a` and `b` (failing first tries, 8 s retry delay): an entry `a` failed, its retry recorded, XCLAIMed
+ * by hand (JUSTID) to the live peer `b`, which took it in; `a` has given it up (seen it become b's).
+ */
+async function handedToLivePeer() {
+  const prefix = uniquePrefix();
+  const logs = captureLogs();
+  const a = await failingFirst(prefix, 'a', logs, 8000);
+  const key = a.key();
+  const id = (await redis.client().xadd(key, '*', 'n', '1'))!;
+  await recorded(key, id);
+  const b = await failingFirst(prefix, 'b', logs, 8000);
+  await xclaimJustId(key, 'b', id);
+  await takenIn(logs, id);
+  await givenUp(logs, id, 'b');
+  return { a, b, key, id };
+}
+
 describe(`an entry waiting for its retry, XCLAIMed by hand (JUSTID), then a consumer deleted${CLUSTER_MODE ? ', on a Redis Cluster' : ''}`, () => {
   it('to a live peer, which takes it in; deleted once the consumer that failed it has given it up: retried, not lost', async () => {
-    const prefix = uniquePrefix();
-    const logs = captureLogs();
-    const a = await failingFirst(prefix, 'a', logs, 8000);
-    const key = a.key();
-    const id = (await redis.client().xadd(key, '*', 'n', '1'))!;
-    await recorded(key, id);
-    const b = await failingFirst(prefix, 'b', logs, 8000);
-    await xclaimJustId(key, 'b', id);
-    await takenIn(logs, id);
-    await givenUp(logs, id, 'b');
+    const { a, b, key, id } = await handedToLivePeer();
     expect(await redis.client().xgroup('DELCONSUMER', key, 'g', 'b')).toBe(1);
     await retriedOnce([a, b], key, id);
   });
 
   it('to a live peer, then back to the consumer that failed it once it had given it up, which is deleted at once (the case traced in issue 48): retried, not lost', async () => {
-    const prefix = uniquePrefix();
-    const logs = captureLogs();
-    const a = await failingFirst(prefix, 'a', logs, 8000);
-    const key = a.key();
-    const id = (await redis.client().xadd(key, '*', 'n', '1'))!;
-    await recorded(key, id);
-    const b = await failingFirst(prefix, 'b', logs, 8000);
-    await xclaimJustId(key, 'b', id);
-    await takenIn(logs, id);
-    await givenUp(logs, id, 'b');
+    const { a, b, key, id } = await handedToLivePeer();
     await claimThenDelete(key, 'a', id);
     await retriedOnce([a, b], key, id);
   });

@@ -2,35 +2,21 @@
  * Issue 22 item 3 (review): a handler's own error reaches spans and metrics masked, escaped and of
  * bounded cardinality; the exception event must not export a password its message quotes.
  */
-import { context, metrics, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { startRedis, type TestRedis } from './support/redis-server.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
-import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
+import { useApps } from './support/test-app.js';
+import { PullReader, useTracing } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
-const spans = new InMemorySpanExporter();
+const redis = useRedis({ standalone: true });
 const reader = new PullReader();
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis({ standalone: true });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
-  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-});
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
-beforeEach(() => spans.reset());
+const spans = useTracing({ reader });
 
 const start = useApps();
 
 describe("telemetry of a handler's own error", () => {
   it("the span's exception event has the message and stack masked and escaped", async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 1 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxDeliveries: 1 }));
     app.recorder.behavior = () => {
       throw new Error('cannot reach redis://app:s3cretPW@127.0.0.1:1 \x1b[2J');
     };
@@ -46,7 +32,7 @@ describe("telemetry of a handler's own error", () => {
   });
 
   it('error.type on the metrics is the class name, escaped, with a bounded number of distinct values', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, maxDeliveries: 1 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, maxDeliveries: 1 }));
     app.recorder.behavior = (call) => {
       const n = Number(call.fields.n);
       throw Object.assign(new Error('declined'), { name: n === 0 ? 'Card\x1b[2JDeclined' : `Declined${n}` });

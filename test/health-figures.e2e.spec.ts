@@ -1,22 +1,13 @@
-import { Controller } from '@nestjs/common';
-import { Ctx, Payload } from '@nestjs/microservices';
-import { checkReadiness, partitionKeys, RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
+import { checkReadiness, partitionKeys } from 'nestjs-redis-streams';
 import { useRedis } from './support/use-redis.js';
-import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
+import { consumerOptions } from './support/consumer-options.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 
 const start = useApps();
-
-@Controller()
-class ThreePartitions {
-  constructor(private readonly recorder: Recorder) {}
-  @StreamPattern('jobs', { partitions: 3 })
-  jobs(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-}
 
 // Runs on one node and on a cluster, where the three partitions are three slots, each its own reader.
 describe('server.health() of a partitioned stream', () => {
@@ -25,12 +16,10 @@ describe('server.health() of a partitioned stream', () => {
     const keys = partitionKeys(prefix, 'jobs', 3);
     const admin = redis.client();
     for (const key of keys) for (let n = 0; n < 6; n++) await admin.xadd(key, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false },
-      { controllers: [ThreePartitions] },
-    );
+    const { wait: released, open: release } = gate();
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }), {
+      handlers: [{ pattern: 'jobs', extras: { partitions: 3 } }],
+    });
     app.recorder.behavior = (call) => (call.pattern === 'jobs' ? released : undefined);
     try {
       // Every partition's first batch of 2 in hand (on a cluster, three readers fetch on their own).

@@ -6,7 +6,9 @@ import { RedisStreamsHealthIndicator } from 'nestjs-redis-streams/terminus';
 import { LAG_COUNT_LIMIT } from '../libs/redis-streams/src/redis/tools/group-lag.js';
 import { freezeServer } from './support/freeze.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 
 let redis: TestRedis;
@@ -69,18 +71,9 @@ describe('server.health()', () => {
     const prefix = uniquePrefix();
     const admin = redis.client();
     for (let n = 0; n < 8; n++) await admin.xadd(`${prefix}orders`, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'c1',
-      keyPrefix: prefix,
-      blockMs: 50,
-      batchSize: 3,
-      readAhead: false,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'c1', keyPrefix: prefix, blockMs: 50, batchSize: 3, readAhead: false }));
     app.recorder.behavior = () => released;
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
 
@@ -104,7 +97,7 @@ describe('server.health()', () => {
   });
 
   it('a key Redis refuses (WRONGTYPE) is not "Redis unreachable": liveness stays up, readiness is down naming the refusal', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, retryMaxDelayMs: 100 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, retryMaxDelayMs: 100 }));
     const admin = redis.client();
     await admin.del(app.key());
     await admin.set(app.key(), 'not a stream');
@@ -126,9 +119,8 @@ describe('server.health()', () => {
     const admin = redis.client();
     const ids: string[] = [];
     for (let n = 0; n < 30; n++) ids.push((await admin.xadd(`${prefix}orders`, '*', 'n', String(n))) as string);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false });
+    const { wait: released, open: release } = gate();
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 2, readAhead: false }));
     app.recorder.behavior = () => released;
     const lagOf = (h: Awaited<ReturnType<typeof app.server.health>>) => h.streams.find((s) => s.stream === app.key())!.lag;
     try {
@@ -153,7 +145,7 @@ describe('server.health()', () => {
   it('a figures read Redis leaves unanswered is the outage, judged by redisDownMs: not "lag and pending unknown" at once (issue 48)', async (ctx) => {
     if (!redis.owned) return ctx.skip(); // REDIS_URL: a server the test may not freeze
     // blockMs 50: the loop beat a moment ago when Redis froze, so the health check sends no PING of its own first.
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50 });
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     const thresholds = { redisDownMs: 4000, maxLag: 100, maxPending: 100 };
     expect(checkReadiness(await app.server.health({ maxStatsAgeMs: 0 }), thresholds)).toEqual({ up: true, reasons: [] });
     const thaw = await freezeServer(redis.client());
@@ -180,7 +172,7 @@ describe('server.health()', () => {
   });
 
   it('says stopped once closed', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50 });
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     await app.close();
     const health = await app.server.health();
     expect(health.state).toBe('stopped');
@@ -190,7 +182,7 @@ describe('server.health()', () => {
 
 describe('RedisStreamsHealthIndicator (Terminus)', () => {
   it('Redis killed: readiness down within redisDownMs and up again when it is back; liveness (defaults) stays up throughout', async () => {
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 50, retryMaxDelayMs: 200 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, retryMaxDelayMs: 200 }));
     const probe = await probeApp(app.server, { redisDownMs: 500 });
     // listen() resolves once the groups exist; the blocking connection's handshake may end a few ms
     // later, and until then the connections count as down.
@@ -231,7 +223,7 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
 
   it('a frozen Redis (connection open, no answers): the probes down while it is frozen, before the loop notices; they answer meanwhile', async () => {
     // blockMs 5000: the loop itself notices a silent server only when its park times out (5 s + 2 s).
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 5000 });
+    const app = await start(consumerOptions(redis, { blockMs: 5000 }));
     const loopErrors: unknown[] = [];
     app.server.on('error', (err) => void loopErrors.push(err));
     const probe = await probeApp(app.server, { redisDownMs: 500, maxLag: 100 }, { redisDownMs: 500 });
@@ -267,10 +259,8 @@ describe('RedisStreamsHealthIndicator (Terminus)', () => {
   });
 
   it('readiness: down while a stream’s lag is above maxLag, up once drained; liveness stays up', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const app = await start(consumerOptions(redis, { blockMs: 50, batchSize: 5, readAhead: false }));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
     app.recorder.behavior = () => released;
     const probe = await probeApp(app.server, { maxLag: 20 });

@@ -8,7 +8,7 @@ import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
-import { createGroup } from './support/backlog.js';
+import { createGroup, groupOnNewStream, preloadOrders } from './support/backlog.js';
 import type { StreamReport } from '../libs/redis-streams/src/ops/stream-reports.js';
 
 const redis = useRedis();
@@ -23,9 +23,7 @@ async function scene() {
   const prefix = uniquePrefix();
   const key = `${prefix}orders`;
   const r = redis.client();
-  await createGroup(r, key);
-  const ids: string[] = [];
-  for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+  const ids = await preloadOrders(r, prefix, 5);
   await r.xreadgroup('GROUP', 'g', 'busy', 'COUNT', 3, 'STREAMS', key, '>');
   await r.xack(key, 'g', ids[0]!);
   await r.call('XGROUP', 'CREATECONSUMER', key, 'g', 'gone');
@@ -136,10 +134,8 @@ describe('redis-streams, what the review broke', () => {
   });
 
   it('gives the oldest pending age from its idle time when the id is not a time (explicit ids)', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { key } = await groupOnNewStream(r);
     await r.xadd(key, '1-1', 'n', '1');
     await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 1, 'STREAMS', key, '>');
     const [report] = JSON.parse((await cli('inspect', key, '--json')).stdout) as any[];
@@ -214,10 +210,8 @@ describe('redis-streams, what the review broke', () => {
   });
 
   it('never hides a stream whose dead-letter key holds another type: the stream is shown and the key flagged', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}payments`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r, 'payments');
     for (let i = 0; i < 2; i++) await r.xadd(key, '*', 'n', String(i));
     await r.xreadgroup('GROUP', 'g', 'stuck', 'COUNT', 2, 'STREAMS', key, '>');
     await r.hset(deadLetterKey(key), 'oops', '1');

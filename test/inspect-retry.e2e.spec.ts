@@ -1,5 +1,5 @@
 import { aclUser } from './support/acl.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { runCli } from './support/cli.js';
 import { CLUSTER_MODE, retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
@@ -34,10 +34,8 @@ async function serverNow(): Promise<number> {
 const DEAD = `dead-${uniquePrefix().replace(/\W/g, '')}`;
 
 async function scene() {
-  const prefix = uniquePrefix();
-  const key = `${prefix}orders`;
   const r = redis.client();
-  await createGroup(r, key);
+  const { prefix, key } = await groupOnNewStream(r);
   // Read by a raw client as `dead` before the worker starts: a consumer that never had a connection of this transport.
   const deadId = (await r.xadd(key, '*', 'data', '{"n":"dead"}'))!;
   const dueId = (await r.xadd(key, '*', 'data', '{"n":"due"}'))!;

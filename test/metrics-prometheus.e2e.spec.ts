@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { deadLetterKey } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
@@ -57,14 +58,9 @@ const familyOf = (name: string) => name.replace(/_(bucket|sum|count)$/, '');
 describe('metrics as Prometheus scrapes them', () => {
   it('one prefix, _seconds on durations, _total on counters; the dead-letter backlog per stream; the producer sent, failed and its duration', async () => {
     const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 50,
-      maxDeliveries: 2,
-      retry: { backoff: { type: 'fixed', delayMs: 20 } },
-    });
+    const app = await start(
+      consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxDeliveries: 2, retry: { backoff: { type: 'fixed', delayMs: 20 } } }),
+    );
     // Every fourth entry fails twice: one retry (a retry delay), then a dead letter.
     app.recorder.behavior = (call) => {
       if ((call.payload as { n: number }).n % 4 === 0) throw new Error('poison');

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
+import { gate } from './support/gate.js';
+import { holdEventLoop } from './support/hold-event-loop.js';
 import { captureLogs } from './support/logs.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { uniquePrefix, useApps, type AppExtras, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingCount, pendingRows } from './support/pending.js';
 import { retrySetKey } from './support/redis-server.js';
@@ -11,6 +13,20 @@ import { retrySetKey } from './support/redis-server.js';
 const redis = useRedis();
 
 const start = useApps();
+
+/** Consumer `a` of group `g` on a prefix of its own (blockMs 100), `options` over those. */
+const startA = (options: Omit<Parameters<typeof start>[0], 'connection'>, extras?: AppExtras) =>
+  start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, ...options }, extras);
+
+/**
+ * A peer in another process (this one is about to be held): once the entries are idle past `minIdleMs`
+ * it XCLAIMs them to consumer `b` (as XAUTOCLAIM would) and XACKs them.
+ */
+function peerClaimsAndAcks(key: string, minIdleMs: number, ids: string[]): void {
+  const cli = `redis-cli -c -p ${redis.port}`;
+  const peer = `sleep ${(minIdleMs + 400) / 1000}; ${cli} XCLAIM ${key} g b ${minIdleMs} ${ids.join(' ')} JUSTID; ${cli} XACK ${key} g ${ids.join(' ')}`;
+  spawn('sh', ['-c', peer], { stdio: 'ignore' });
+}
 
 const tagOf = (c: { payload: unknown }) => (c.payload as { tag: string }).tag;
 const callsOf = (apps: TestApp[], tag: string) => apps.flatMap((a) => a.recorder.calls.filter((c) => tagOf(c) === tag));
@@ -24,10 +40,7 @@ async function settled(apps: TestApp[], id: string, outcome = 'acked', timeoutMs
 describe('XGROUP DELCONSUMER of a live consumer', () => {
   it('does not lose the entry it had failed: the consumer knows what it owes and takes it back', async () => {
     const { logger, text } = captureLogs();
-    const a = await start(
-      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 1500 },
-      { logger },
-    );
+    const a = await startA({ minIdleMs: 1500 }, { logger });
     a.recorder.behavior = (c) => {
       if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
     };
@@ -42,19 +55,11 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   });
 
   it('does not lose the entry in hand when it fails after the delete', async () => {
-    const a = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'a',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      minIdleMs: 1500,
-    });
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
+    const a = await startA({ minIdleMs: 1500 });
+    const { wait, open } = gate();
     a.recorder.behavior = async (c) => {
       if (c.deliveryCount === 1) {
-        await gate;
+        await wait;
         throw new Error('fails after the delete');
       }
     };
@@ -73,21 +78,11 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
 
   it('does not lose a failed entry deleted with its consumer while the loop is busy in a long handler', async () => {
     const minIdleMs = 3000;
-    const a = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'a',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      minIdleMs,
-      leaseRenewMs: 1000,
-      batchSize: 1,
-    });
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
+    const a = await startA({ minIdleMs, leaseRenewMs: 1000, batchSize: 1 });
+    const { wait, open } = gate();
     a.recorder.behavior = async (c) => {
       if (tagOf(c) === 'bad' && c.deliveryCount === 1) throw new Error('first try fails');
-      if (tagOf(c) === 'slow') await gate;
+      if (tagOf(c) === 'slow') await wait;
     };
     const r = redis.client();
     const bad = (await r.xadd(a.key(), '*', 'tag', 'bad'))!;
@@ -110,15 +105,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
 
   it('does not lose entries waiting for their retry when the check that finds them deleted comes late: their retry records say nobody tried them since', async () => {
     const minIdleMs = 1500;
-    const a = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'a',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      minIdleMs,
-      retry: { backoff: { type: 'fixed', delayMs: 3000 } },
-    });
+    const a = await startA({ minIdleMs, retry: { backoff: { type: 'fixed', delayMs: 3000 } } });
     a.recorder.behavior = (c) => {
       if (tagOf(c) !== 'ok' && c.deliveryCount === 1) throw new Error('first try fails');
     };
@@ -132,10 +119,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     expect(((await r.xinfo('CONSUMERS', a.key(), 'g')) as unknown[][]).some((c) => c[1] === 'a')).toBe(true);
     // Then its event loop is held past minIdleMs (a busy machine): by the time its check finds them gone, a peer's
     // reclaim could have taken them as far as its clock can tell.
-    const until = Date.now() + minIdleMs + 200;
-    while (Date.now() < until) {
-      /* held: no timer of this process runs */
-    }
+    holdEventLoop(minIdleMs + 200);
     // No peer exists: each is retried here, once, at its due time.
     for (const id of ids) await settled([a], id, 'acked', 15_000);
     for (const tag of ['w0', 'w1', 'w2']) expect(callsOf([a], tag).map((c) => c.deliveryCount)).toEqual([1, 2]);
@@ -143,14 +127,7 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   });
 
   it('reports an owed entry deleted by hand once, whichever path finds it first', async () => {
-    const a = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'a',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      minIdleMs: 3000,
-    });
+    const a = await startA({ minIdleMs: 3000 });
     a.recorder.behavior = (c) => {
       if (tagOf(c) === 'gone' || (tagOf(c) === 'retried' && c.deliveryCount === 1)) throw new Error('fails');
     };
@@ -211,27 +188,18 @@ describe('acks that find entries no longer pending', () => {
   it('after a lease lapse during which a peer took and settled both entries of the batch, runs neither again and does not call it a lost group', async () => {
     const { logger, text } = captureLogs();
     const minIdleMs = 1000;
-    const a = await start(
-      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs, batchSize: 2 },
-      { logger },
-    );
+    const a = await startA({ minIdleMs, batchSize: 2 }, { logger });
     const key = a.key();
     const r = redis.client();
     // The batch [E1, E2] in one read: added while a is busy with a first entry.
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { wait, open } = gate();
     a.recorder.behavior = async (c) => {
-      if (tagOf(c) === 'first') await gate;
+      if (tagOf(c) === 'first') await wait;
       if (tagOf(c) === 'e1') throw new Error('E1 fails here');
       if (tagOf(c) === 'e2') {
-        // A peer, in another process (this one is held), takes both once idle past minIdleMs (as
-        // XAUTOCLAIM would) and settles them. Then E2 holds the event loop past minIdleMs: the lease lapses.
-        const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -c -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${e1} ${e2} JUSTID; redis-cli -c -p ${redis.port} XACK ${key} g ${e1} ${e2}`;
-        spawn('sh', ['-c', peer], { stdio: 'ignore' });
-        const until = Date.now() + minIdleMs + 2000;
-        while (Date.now() < until) {
-          /* held: no timer of this process runs */
-        }
+        // A peer takes both and settles them. Then E2 holds the event loop past minIdleMs: the lease lapses.
+        peerClaimsAndAcks(key, minIdleMs, [e1, e2]);
+        holdEventLoop(minIdleMs + 2000);
       }
     };
     await r.xadd(key, '*', 'tag', 'first');
@@ -255,31 +223,14 @@ describe('acks that find entries no longer pending', () => {
   it('a handler that fails after a lease lapse during which a peer took and settled its entry: no retry is recorded, and the entry is not taken back', async () => {
     const { logger, text } = captureLogs();
     const minIdleMs = 1000;
-    const a = await start(
-      {
-        connection: redis.connection,
-        group: 'g',
-        consumer: 'a',
-        keyPrefix: uniquePrefix(),
-        blockMs: 100,
-        minIdleMs,
-        batchSize: 1,
-        retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
-      },
-      { logger },
-    );
+    const a = await startA({ minIdleMs, batchSize: 1, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }, { logger });
     const key = a.key();
     const r = redis.client();
     let id = '';
     a.recorder.behavior = () => {
-      // A peer, in another process (this one is held), takes it once idle past minIdleMs (as XAUTOCLAIM would) and
-      // settles it. Then the handler, which held the event loop past minIdleMs, fails.
-      const peer = `sleep ${(minIdleMs + 400) / 1000}; redis-cli -c -p ${redis.port} XCLAIM ${key} g b ${minIdleMs} ${id} JUSTID; redis-cli -c -p ${redis.port} XACK ${key} g ${id}`;
-      spawn('sh', ['-c', peer], { stdio: 'ignore' });
-      const until = Date.now() + minIdleMs + 2000;
-      while (Date.now() < until) {
-        /* held: no timer of this process runs */
-      }
+      // A peer takes it and settles it. Then the handler, which held the event loop past minIdleMs, fails.
+      peerClaimsAndAcks(key, minIdleMs, [id]);
+      holdEventLoop(minIdleMs + 2000);
       throw new Error('fails after the lapse');
     };
     id = (await r.xadd(key, '*', 'tag', 'e'))!;
@@ -296,13 +247,9 @@ describe('acks that find entries no longer pending', () => {
 
   it("reports an entry in hand that was trimmed from the stream as deleted, not as a peer's or a lost group", async () => {
     const { logger, text } = captureLogs();
-    const a = await start(
-      { connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: uniquePrefix(), blockMs: 100, minIdleMs: 900 },
-      { logger },
-    );
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    a.recorder.behavior = () => gate;
+    const a = await startA({ minIdleMs: 900 }, { logger });
+    const { wait, open } = gate();
+    a.recorder.behavior = () => wait;
     const id = (await redis.client().xadd(a.key(), '*', 'tag', 'trimmed'))!;
     try {
       await waitFor(() => a.recorder.calls.length === 1, { message: 'the entry in hand' });

@@ -1,6 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { requireBuilt, repoRoot } from './support/built.js';
+import { requireBuilt } from './support/built.js';
+import { spawnNode, type NodeProcess } from './support/node-process.js';
+import { pendingCount, pendingIds } from './support/pending.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -14,87 +16,78 @@ afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
 });
 
-function startWorker(env: Record<string, string>): { proc: ChildProcess; output: () => string; exit: Promise<number | null> } {
-  const main = requireBuilt('dist/apps/orders-worker/main.js');
-  const proc = spawn(process.execPath, [main], {
-    cwd: repoRoot,
-    env: { ...process.env, NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(proc);
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, output: () => out, exit };
+function startWorker(env: Record<string, string>): NodeProcess {
+  const worker = spawnNode(requireBuilt('dist/apps/orders-worker/main.js'), [], { ...process.env, NO_COLOR: '1', ...env });
+  children.push(worker.proc);
+  return worker;
 }
+
+/** A group and key prefix of the test's own (`demo-<id>`, `demo-<id>:`) and its orders stream. */
+function demoNames(): { group: string; prefix: string; stream: string } {
+  const group = `demo-${randomUUID().slice(0, 8)}`;
+  return { group, prefix: `${group}:`, stream: `${group}:orders` };
+}
+
+/** The demo worker `worker-1` on the test's server and `names`, `env` over that, once its consumer has started. */
+async function startDemoWorker(names: { group: string; prefix: string }, env: Record<string, string>): Promise<NodeProcess> {
+  const worker = startWorker({
+    REDIS_URL: redis.url,
+    STREAMS_KEY_PREFIX: names.prefix,
+    STREAMS_GROUP: names.group,
+    STREAMS_CONSUMER: 'worker-1',
+    ...env,
+  });
+  // The start is mostly CPU and has its own bound; what the test waits for next starts once it is up.
+  await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
+    message: 'the worker to start',
+    timeoutMs: WORKER_START_MS,
+  });
+  return worker;
+}
+
+/** `n` entries in `stream`, entry `i` of fields `fieldsOf(i)`, in one round trip: their ids. */
+async function addEntries(stream: string, n: number, fieldsOf: (i: number) => string[]): Promise<string[]> {
+  const pipeline = redis.client().pipeline();
+  for (let i = 0; i < n; i++) pipeline.xadd(stream, '*', ...fieldsOf(i));
+  return (await pipeline.exec())!.map(([, id]) => id as string);
+}
+
+/** Waits until `worker` logged every one of `ids` as handled and the group holds nothing pending. */
+const allHandledAndAcked = (worker: NodeProcess, stream: string, group: string, ids: string[]) =>
+  waitFor(async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && (await pendingCount(redis, stream, group)) === 0, {
+    message: 'every order handled and acked',
+  });
 
 describe('the demo worker (apps/orders-worker)', () => {
   it('handles redis-cli orders, and on SIGTERM finishes the order in hand, acks it and exits 0', async () => {
-    const group = `demo-${randomUUID().slice(0, 8)}`;
-    const prefix = `${group}:`;
-    const stream = `${prefix}orders`;
+    const names = demoNames();
+    const { group, stream } = names;
     const r = redis.client();
-    const worker = startWorker({
-      REDIS_URL: redis.url,
-      STREAMS_KEY_PREFIX: prefix,
-      STREAMS_GROUP: group,
-      STREAMS_CONSUMER: 'worker-1',
-      STREAMS_BLOCK_MS: '30000',
-      DEMO_WORK_MS: '300',
-    });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
-      message: 'the worker to start',
-      timeoutMs: WORKER_START_MS,
-    });
+    const worker = await startDemoWorker(names, { STREAMS_BLOCK_MS: '30000', DEMO_WORK_MS: '300' });
     const first = await r.xadd(stream, '*', 'order_id', '1001', 'status', 'pending');
     await waitFor(() => worker.output().includes(`entry ${first}`), { message: 'the first order to be logged' });
     const second = await r.xadd(stream, '*', 'order_id', '1002', 'status', 'paid');
     // SIGTERM once the second order is in hand (its 300 ms of work has begun).
-    await waitFor(
-      async () => {
-        const pending = (await r.xpending(stream, group, '-', '+', 10)) as [string][];
-        return pending.length === 1 && pending[0]![0] === second;
-      },
-      { message: 'the second order in hand' },
-    );
+    await waitFor(async () => (await pendingIds(redis, stream, { group })).join() === second, { message: 'the second order in hand' });
     worker.proc.kill('SIGTERM');
     expect(await worker.exit).toBe(0);
     expect(worker.output()).toContain(`entry ${second}`);
-    expect(((await r.xpending(stream, group)) as [number])[0]).toBe(0);
+    expect(await pendingCount(redis, stream, group)).toBe(0);
   });
 
   it('DEMO_BATCH_MAX=n: orders go to a batch handler of at most n, the same log line per order; a simulated failure fails only its order', async () => {
-    const group = `demo-${randomUUID().slice(0, 8)}`;
-    const prefix = `${group}:`;
-    const stream = `${prefix}orders`;
-    const r = redis.client();
-    const pipeline = r.pipeline();
-    for (let i = 0; i < 25; i++) pipeline.xadd(stream, '*', 'order_id', String(2000 + i), 'status', 'pending');
-    const ids = (await pipeline.exec())!.map(([, id]) => id as string);
-    const worker = startWorker({
-      REDIS_URL: redis.url,
-      STREAMS_KEY_PREFIX: prefix,
-      STREAMS_GROUP: group,
-      STREAMS_CONSUMER: 'worker-1',
+    const names = demoNames();
+    const { group, stream } = names;
+    const ids = await addEntries(stream, 25, (i) => ['order_id', String(2000 + i), 'status', 'pending']);
+    const worker = await startDemoWorker(names, {
       STREAMS_BLOCK_MS: '100',
       STREAMS_MIN_IDLE_MS: '300',
       DEMO_BATCH_MAX: '10',
       DEMO_FAIL_RATE: '0.2',
       DEMO_SEED: '7',
     });
-    // The start is mostly CPU and has its own bound; the orders' own wait starts once it is up.
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
-      message: 'the worker to start',
-      timeoutMs: WORKER_START_MS,
-    });
     // Every order logged once it succeeded (failed ones come back through reclaim until they do).
-    await waitFor(
-      async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0,
-      {
-        message: 'every order handled and acked',
-      },
-    );
+    await allHandledAndAcked(worker, stream, group, ids);
     expect(worker.output()).toMatch(/batch handler for "orders" failed on \d+ of \d+ entries/);
     expect(worker.output()).toMatch(/simulated failure of order \d+/);
     worker.proc.kill('SIGTERM');
@@ -102,43 +95,23 @@ describe('the demo worker (apps/orders-worker)', () => {
   });
 
   it("DEMO_ORDERED=1: each customer's orders handled one at a time, in order, the handled line naming customer and entry", async () => {
-    const group = `demo-${randomUUID().slice(0, 8)}`;
-    const prefix = `${group}:`;
-    const stream = `${prefix}orders`;
-    const r = redis.client();
+    const names = demoNames();
+    const { group, stream } = names;
     // What apps/orders-api writes: the customer is the entry's partitionKey field.
-    const pipeline = r.pipeline();
-    for (let i = 0; i < 60; i++)
-      pipeline.xadd(
-        stream,
-        '*',
-        'data',
-        JSON.stringify({ order_id: String(3000 + i), status: 'pending', customer_id: `c${i % 3}` }),
-        'partitionKey',
-        `c${i % 3}`,
-      );
-    const ids = (await pipeline.exec())!.map(([, id]) => id as string);
-    const worker = startWorker({
-      REDIS_URL: redis.url,
-      STREAMS_KEY_PREFIX: prefix,
-      STREAMS_GROUP: group,
-      STREAMS_CONSUMER: 'worker-1',
+    const ids = await addEntries(stream, 60, (i) => [
+      'data',
+      JSON.stringify({ order_id: String(3000 + i), status: 'pending', customer_id: `c${i % 3}` }),
+      'partitionKey',
+      `c${i % 3}`,
+    ]);
+    const worker = await startDemoWorker(names, {
       STREAMS_BLOCK_MS: '100',
       STREAMS_CONCURRENCY: '8',
       DEMO_ORDERED: '1',
       DEMO_WORK_MS: '2',
       DEMO_WORK_JITTER_MS: '5',
     });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
-      message: 'the worker to start',
-      timeoutMs: WORKER_START_MS,
-    });
-    await waitFor(
-      async () => ids.every((id) => worker.output().includes(`entry ${id} `)) && ((await r.xpending(stream, group)) as [number])[0] === 0,
-      {
-        message: 'every order handled and acked',
-      },
-    );
+    await allHandledAndAcked(worker, stream, group, ids);
     // Per customer, the handled lines come in entry order.
     for (const customer of ['c0', 'c1', 'c2']) {
       const seen = [...worker.output().matchAll(new RegExp(`customer ${customer} entry (\\d+-\\d+) `, 'g'))].map((m) => m[1]);
@@ -149,23 +122,10 @@ describe('the demo worker (apps/orders-worker)', () => {
   });
 
   it('STREAMS_RETRY=exponential:200, DEMO_FAIL_FIRST=2: an XADDed order fails on deliveries 1 and 2, next tries 200 then 400 ms away, handled on delivery 3', async () => {
-    const group = `demo-${randomUUID().slice(0, 8)}`;
-    const prefix = `${group}:`;
-    const stream = `${prefix}orders`;
+    const names = demoNames();
+    const { group, stream } = names;
     const r = redis.client();
-    const worker = startWorker({
-      REDIS_URL: redis.url,
-      STREAMS_KEY_PREFIX: prefix,
-      STREAMS_GROUP: group,
-      STREAMS_CONSUMER: 'worker-1',
-      STREAMS_BLOCK_MS: '30000',
-      STREAMS_RETRY: 'exponential:200',
-      DEMO_FAIL_FIRST: '2',
-    });
-    await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
-      message: 'the worker to start',
-      timeoutMs: WORKER_START_MS,
-    });
+    const worker = await startDemoWorker(names, { STREAMS_BLOCK_MS: '30000', STREAMS_RETRY: 'exponential:200', DEMO_FAIL_FIRST: '2' });
     const id = await r.xadd(stream, '*', 'order_id', '3001', 'status', 'pending');
     await waitFor(() => worker.output().includes(`entry ${id} delivery 3`), { message: 'the order handled on its third delivery' });
     // The library's failure lines (delivery n of maxDeliveries, the handler's error, the next try), then the order's own line.
@@ -182,7 +142,7 @@ describe('the demo worker (apps/orders-worker)', () => {
     expect(lines.indexOf(failures[1]!)).toBeLessThan(handled);
     expect(lines.filter((line) => line.includes(`entry ${id} delivery`))).toHaveLength(1);
     // Same entry throughout: acked (the ack follows the handler's line), nothing waits for a retry, no copy was added.
-    await waitFor(async () => ((await r.xpending(stream, group)) as [number])[0] === 0, { message: 'the ack of its third delivery' });
+    await waitFor(async () => (await pendingCount(redis, stream, group)) === 0, { message: 'the ack of its third delivery' });
     expect(await r.xlen(stream)).toBe(1);
     worker.proc.kill('SIGTERM');
     expect(await worker.exit).toBe(0);

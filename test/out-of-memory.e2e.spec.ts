@@ -2,6 +2,7 @@ import { DeadLetterException } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { CLUSTER_MODE, deadLetterKey, startRedis, type TestRedis } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { startApp, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { createGroup } from './support/backlog.js';
@@ -28,7 +29,7 @@ describe.skipIf(CLUSTER_MODE)('Redis out of memory (maxmemory, noeviction)', () 
 
   it('a producer fails at once naming the stream and OOM, writing nothing; consumers go on with what is there, acking it', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     await lastValueFrom(client.emit('orders', { n: 1 }));
     await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
@@ -58,7 +59,7 @@ describe.skipIf(CLUSTER_MODE)('Redis out of memory (maxmemory, noeviction)', () 
     for (const pattern of ['orders', 'payments']) await createGroup(redis.client(), `${prefix}${pattern}`);
     const id = (await redis.client().xadd(`${prefix}orders`, '*', 'n', 'poison'))!;
     await full();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, minIdleMs: 300 }));
     app.recorder.behavior = () => {
       throw new DeadLetterException('poison');
     };
@@ -77,19 +78,12 @@ describe.skipIf(CLUSTER_MODE)('Redis out of memory (maxmemory, noeviction)', () 
 
   it('a worker (re)started while Redis is full starts on a group that exists, and consumes; one whose group must be created fails at once, naming OOM', async () => {
     const prefix = uniquePrefix();
-    const first = await start({ connection: redis.connection, group: 'g', consumer: 'a', keyPrefix: prefix, blockMs: 50 });
+    const first = await start(consumerOptions(redis, { consumer: 'a', keyPrefix: prefix, blockMs: 50 }));
     await first.close();
     await redis.client().xadd(first.key(), '*', 'n', '1');
     await full();
     // XGROUP CREATE is refused even for a group that exists (Redis checks memory before the command).
-    const again = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'a',
-      keyPrefix: prefix,
-      blockMs: 50,
-      startupTimeoutMs: 600_000,
-    });
+    const again = await start(consumerOptions(redis, { consumer: 'a', keyPrefix: prefix, blockMs: 50, startupTimeoutMs: 600_000 }));
     await waitFor(() => again.settled.length === 1, { message: 'the entry handled by the restarted worker' });
     const failure = await startApp({
       connection: redis.connection,

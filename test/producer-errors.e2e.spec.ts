@@ -1,9 +1,9 @@
 import { RedisStreamsClient } from 'nestjs-redis-streams';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import { lastValueFrom } from 'rxjs';
-import { repoRoot, requireBuilt } from './support/built.js';
+import { requireBuilt } from './support/built.js';
+import { runFixtureToExit } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
 import { CLUSTER_MODE, freePort } from './support/redis-server.js';
@@ -97,21 +97,9 @@ describe.skipIf(CLUSTER_MODE)('close() is terminal for the client (review of iss
   it('an emit in flight at close() is written on the open connection, an emit after close() fails with "client closed", and the process exits by itself', async () => {
     requireBuilt('libs/redis-streams/dist/esm/index.js');
     const prefix = uniquePrefix();
-    const child = spawn(process.execPath, [`${repoRoot}test/fixtures/emit-at-close.mjs`, redis.url, prefix], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    try {
-      // A connection opened again after close() would keep the child alive.
-      await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
-    } finally {
-      child.kill('SIGKILL');
-    }
-    expect(await exited, out).toBe(0);
+    // A connection opened again after close() would keep the child alive.
+    const { code, out } = await runFixtureToExit('emit-at-close.mjs', [redis.url, prefix]);
+    expect(code, out).toBe(0);
     const report = JSON.parse(out.trim().split('\n').at(-1)!) as {
       inFlight: { id?: string; error?: string } | 'pending';
       afterClose: { id?: string; error?: string; name?: string };

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { aclUser, CONSUMER_ACL } from './support/acl.js';
 import { preloadOrders } from './support/backlog.js';
+import { holdEventLoop } from './support/hold-event-loop.js';
 import { waitParked } from './support/parked.js';
 import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
@@ -25,21 +26,23 @@ function gate() {
   };
 }
 
+/** Consumer `c` of group `g` on `prefix` (batches of 5, blockMs 100, minIdleMs a minute), `options` over those. */
+const startC = (prefix: string, options: Partial<Parameters<typeof start>[0]> = {}) =>
+  start({ connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, batchSize: 5, blockMs: 100, minIdleMs: 60_000, ...options });
+
+/** startC, its handler held by a gate() until the test releases it. */
+async function startHeld(prefix: string, options: Partial<Parameters<typeof start>[0]> = {}) {
+  const app = await startC(prefix, options);
+  const handler = gate();
+  app.recorder.behavior = handler.behavior;
+  return { app, handler };
+}
+
 describe('read-ahead', () => {
   it('reads the next batch while a full one is handled, and on close hands both unstarted parts back', async () => {
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: prefix,
-      batchSize: 5,
-      blockMs: 100,
-      minIdleMs: 60_000,
-    });
-    const handler = gate();
-    app.recorder.behavior = handler.behavior;
+    const { app, handler } = await startHeld(prefix);
 
     // The first entry is in hand and the second batch is already delivered to this consumer.
     await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'both batches pending under "c"' });
@@ -55,15 +58,7 @@ describe('read-ahead', () => {
     expect(pending.every(([, , idle, count]) => idle >= 60_000 && count === 1)).toBe(true);
 
     // A peer's first reclaim takes them at once; each is handled exactly once overall.
-    const peer = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'd',
-      keyPrefix: prefix,
-      batchSize: 10,
-      blockMs: 100,
-      minIdleMs: 60_000,
-    });
+    const peer = await startC(prefix, { consumer: 'd', batchSize: 10 });
     await waitFor(() => peer.settled.length === 9, { message: 'the peer settles the nine handed back' });
     expect(peer.settled.every((e) => e.outcome === 'acked' && e.source === 'reclaim')).toBe(true);
     expect([...app.recorder.idsOf(), ...peer.recorder.idsOf()].sort()).toEqual(ids);
@@ -115,18 +110,7 @@ describe('read-ahead', () => {
   it('with readAhead: false, reads nothing more until the batch in hand is settled', async () => {
     const prefix = uniquePrefix();
     const ids = await preload(prefix, 10);
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: prefix,
-      batchSize: 5,
-      blockMs: 100,
-      minIdleMs: 60_000,
-      readAhead: false,
-    });
-    const handler = gate();
-    app.recorder.behavior = handler.behavior;
+    const { app, handler } = await startHeld(prefix, { readAhead: false });
     await waitFor(() => handler.entered === 1, { message: 'the first entry in hand' });
     const closing = app.close();
     handler.releaseAll();
@@ -144,19 +128,7 @@ describe('read-ahead', () => {
     const user = `ra-${prefix.slice(2, 10)}`;
     const connection = await aclUser(admin, redis.port, user, prefix, CONSUMER_ACL);
     try {
-      const app = await start({
-        connection,
-        group: 'g',
-        consumer: 'c',
-        keyPrefix: prefix,
-        batchSize: 5,
-        blockMs: 100,
-        minIdleMs: 60_000,
-        retryInitialDelayMs: 50,
-        retryMaxDelayMs: 500,
-      });
-      const handler = gate();
-      app.recorder.behavior = handler.behavior;
+      const { app, handler } = await startHeld(prefix, { connection, retryInitialDelayMs: 50, retryMaxDelayMs: 500 });
       await waitFor(async () => (await pendingRows(redis, app.key())).length === 10, { message: 'first batch in hand, second read ahead' });
 
       // Acks now fail: the first batch's ack fails while the second batch is handled (and the
@@ -193,23 +165,14 @@ describe('read-ahead', () => {
     const prefix = uniquePrefix();
     const [first] = await preload(prefix, 1);
     const blockMs = 1000;
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: prefix,
-      batchSize: 1,
-      blockMs,
-      minIdleMs: 600_000,
-    });
+    const app = await startC(prefix, { batchSize: 1, blockMs, minIdleMs: 600_000 });
     app.recorder.behavior = async (call) => {
       if (call.id !== first) return;
       // Once the read-ahead is parked, another process writes the next entry while this handler
       // holds the event loop well past BLOCK: Redis answers the park during the block.
       await waitParked(redis.client(), 'g:c:blocking', 'the read-ahead parked');
       spawn('redis-cli', ['-p', String(redis.port), 'XADD', app.key(), '*', 'n', 'during-the-block'], { stdio: 'ignore' });
-      const until = Date.now() + blockMs + 3500;
-      while (Date.now() < until); // a synchronous handler: nothing else runs meanwhile
+      holdEventLoop(blockMs + 3500); // a synchronous handler: nothing else runs meanwhile
     };
     // minIdleMs is ten minutes: only the read-ahead itself can deliver the second entry in time.
     await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 2, {
@@ -229,21 +192,11 @@ describe('read-ahead and its own reclaim', () => {
     const prefix = uniquePrefix();
     await preload(prefix, 4);
     let first = true;
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'solo',
-      keyPrefix: prefix,
-      batchSize: 2,
-      blockMs: 200,
-      minIdleMs: 1000,
-      leaseRenewMs: 300,
-    });
+    const app = await startC(prefix, { consumer: 'solo', batchSize: 2, blockMs: 200, minIdleMs: 1000, leaseRenewMs: 300 });
     app.recorder.behavior = () => {
       if (!first) return;
       first = false;
-      const until = Date.now() + 1500;
-      while (Date.now() < until); // holds the event loop: no lease renewal meanwhile
+      holdEventLoop(1500); // no lease renewal meanwhile
     };
     await waitFor(() => new Set(app.settled.filter((e) => e.outcome === 'acked').map((e) => e.id)).size === 4, {
       message: 'four entries acked',

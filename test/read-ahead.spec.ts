@@ -12,7 +12,8 @@ import { within } from '../libs/redis-streams/src/within.js';
 import { createGroup } from './support/backlog.js';
 import { pendingIds, pendingRows } from './support/pending.js';
 import { uniquePrefix } from './support/test-app.js';
-import { addEntries, gate, useUnitLoops, type UnitLoop } from './support/unit-loop.js';
+import { gate } from './support/gate.js';
+import { addEntries, useUnitLoops, type UnitLoop } from './support/unit-loop.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 

@@ -3,12 +3,9 @@
  * batch per beat, with parks in between (new entries never wait for the whole PEL), and one
  * reader's idle reclaim of N streams is one pipelined round trip, not N.
  */
-import { Controller } from '@nestjs/common';
-import { Ctx, Payload } from '@nestjs/microservices';
-import { RedisStreamsContext, StreamPattern } from 'nestjs-redis-streams';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { parseInfo } from './support/redis-info.js';
-import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -19,41 +16,11 @@ const FANNED = 40;
 /** The fan's partitions, and StreamsController's orders and payments. */
 const STREAMS = FANNED + 2;
 
-@Controller()
-class FanController {
-  constructor(private readonly recorder: Recorder) {}
-
-  @StreamPattern('fan', { partitions: FANNED })
-  fan(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-}
+/** The fan's handler: `fan` in FANNED partitions, recording into the app's Recorder. */
+const FAN_HANDLERS = [{ pattern: 'fan', extras: { partitions: FANNED } }];
 
 /** 4 × 64 partitions, and StreamsController's two: more streams than one reclaim round takes (200). */
-@Controller()
-class WideController {
-  constructor(private readonly recorder: Recorder) {}
-
-  @StreamPattern('wa', { partitions: 64 })
-  a(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-
-  @StreamPattern('wb', { partitions: 64 })
-  b(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-
-  @StreamPattern('wc', { partitions: 64 })
-  c(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-
-  @StreamPattern('wd', { partitions: 64 })
-  d(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
-    return this.recorder.handle(payload, ctx);
-  }
-}
+const WIDE_HANDLERS = ['wa', 'wb', 'wc', 'wd'].map((pattern) => ({ pattern, extras: { partitions: 64 } }));
 const WIDE = 4 * 64 + 2;
 
 /** Server-side counters: XAUTOCLAIM and XREADGROUP calls, and read events (one per pipeline a client sends, however many commands it holds). */
@@ -65,10 +32,8 @@ async function counters(info: () => Promise<string>): Promise<{ autoClaims: numb
 
 describe('reclaim keeps its cost per beat', () => {
   it('takes over a dead peer’s large PEL with parks in between: an entry written meanwhile is handled long before the PEL is done', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     const DEAD = 20_000;
     const pipeline = r.pipeline();
     for (let i = 0; i < DEAD; i++) pipeline.xadd(key, '*', 'n', String(i));
@@ -100,7 +65,7 @@ describe('reclaim keeps its cost per beat', () => {
     // The sweep's own cost (where the read claims, see redis8-claim-on-read, sweeps are rarer): the path every server takes.
     const app = await start(
       { connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000, newerCommands: false },
-      { controllers: [FanController] },
+      { handlers: FAN_HANDLERS },
     );
     // Only this test's server is counted: CONFIG RESETSTAT zeroes both counters.
     await admin.config('RESETSTAT');
@@ -130,7 +95,7 @@ describe('reclaim keeps its cost per beat', () => {
     const admin = redis.client();
     await start(
       { connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: 1000 },
-      { controllers: [WideController] },
+      { handlers: WIDE_HANDLERS },
     );
     await admin.config('RESETSTAT');
     const info = () => admin.call('INFO', 'commandstats', 'stats') as Promise<string>;

@@ -5,9 +5,9 @@
 import type { Redis } from 'ioredis';
 import { addOrders } from './support/batch-app.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
-import { createGroup } from './support/backlog.js';
+import { groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 const start = useApps();
@@ -30,10 +30,8 @@ function load(r: Redis, key: string, settledCount: () => number) {
 
 describe('under constant load', () => {
   it('reclaims a dead peer’s entries while the load goes on (every park returns at once)', async () => {
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     const dead = await addOrders(redis, key, 5);
     await r.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 5, 'STREAMS', key, '>');
     const app = await start({

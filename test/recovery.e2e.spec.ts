@@ -3,7 +3,7 @@ import { useRedis } from './support/use-redis.js';
 import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 import { pendingIds, pendingRows } from './support/pending.js';
-import { createGroup } from './support/backlog.js';
+import { createGroup, groupOnNewStream } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -18,6 +18,16 @@ async function leavePending(key: string, consumer: string, n: number, group = 'g
   return reply[0]![1].map(([id]) => id);
 }
 
+/** `consumer` of group `g` on `prefix` (blockMs 100), `options` over those. */
+const startAs = (prefix: string, consumer: string, options: Partial<Parameters<typeof start>[0]> = {}) =>
+  start({ connection: redis.connection, group: 'g', consumer, keyPrefix: prefix, blockMs: 100, ...options });
+
+/** Waits until the first batch (10) and the read-ahead batch (10) of a self-drain are delivered again (count 2). */
+const firstBatchAndReadAhead = (key: string) =>
+  waitFor(async () => (await pendingRows(redis, key)).filter(([, , , n]) => n === 2).length === 20, {
+    message: 'the first batch and the read-ahead batch delivered',
+  });
+
 /** `app`'s handler holds on entry `id` until the returned function is called (the others return at once). */
 function holdOn(app: TestApp, id: string): () => void {
   let release!: () => void;
@@ -31,15 +41,7 @@ describe('recovery of own and peer work', () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 25);
     // minIdleMs of ten minutes: only self-drain can deliver these within the test's deadline.
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'C',
-      keyPrefix: prefix,
-      batchSize: 4,
-      blockMs: 100,
-      minIdleMs: 600_000,
-    });
+    const app = await startAs(prefix, 'C', { batchSize: 4, minIdleMs: 600_000 });
     await waitFor(() => app.settled.length === 25, { message: '25 drained entries settled' });
     expect(app.recorder.idsOf()).toEqual(ids);
     expect(new Set(app.settled.map((e) => e.source))).toEqual(new Set(['drain']));
@@ -51,21 +53,11 @@ describe('recovery of own and peer work', () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 50);
     const minIdleMs = 600_000;
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'C',
-      keyPrefix: prefix,
-      batchSize: 10,
-      blockMs: 100,
-      minIdleMs,
-    });
+    const app = await startAs(prefix, 'C', { batchSize: 10, minIdleMs });
     const release = holdOn(app, ids[0]!);
     // The first batch in hand, and the next read (ids 11–20) already back: both under C.
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
-    await waitFor(async () => (await pendingRows(redis, app.key())).filter(([, , , n]) => n === 2).length === 20, {
-      message: 'the first batch and the read-ahead batch delivered',
-    });
+    await firstBatchAndReadAhead(app.key());
     const closing = app.close();
     release();
     await closing;
@@ -82,29 +74,11 @@ describe('recovery of own and peer work', () => {
     const key = `${prefix}orders`;
     const ids = await leavePending(key, 'C', 40);
     const minIdleMs = 800;
-    const c = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'C',
-      keyPrefix: prefix,
-      batchSize: 10,
-      blockMs: 100,
-      minIdleMs,
-    });
+    const c = await startAs(prefix, 'C', { batchSize: 10, minIdleMs });
     const release = holdOn(c, ids[0]!);
     await waitFor(() => c.recorder.calls.length === 1, { message: 'the first drained entry in hand' });
-    await waitFor(async () => (await pendingRows(redis, key)).filter(([, , , n]) => n === 2).length === 20, {
-      message: 'the first batch and the read-ahead batch delivered',
-    });
-    const b = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'B',
-      keyPrefix: prefix,
-      batchSize: 10,
-      blockMs: 100,
-      minIdleMs,
-    });
+    await firstBatchAndReadAhead(key);
+    const b = await startAs(prefix, 'B', { batchSize: 10, minIdleMs });
     // Past minIdleMs B has swept C's PEL: it takes the 20 C never read, and must leave the leased read-ahead batch.
     await waitFor(() => ids.slice(20).every((id) => b.recorder.idsOf().includes(id)), { message: 'B took what C never read' });
     release();
@@ -135,15 +109,7 @@ describe('recovery of own and peer work', () => {
   it('self-drain moves past entries whose handler fails instead of re-reading them forever', async () => {
     const prefix = uniquePrefix();
     const ids = await leavePending(`${prefix}orders`, 'C', 5);
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'C',
-      keyPrefix: prefix,
-      batchSize: 2,
-      blockMs: 100,
-      minIdleMs: 600_000,
-    });
+    const app = await startAs(prefix, 'C', { batchSize: 2, minIdleMs: 600_000 });
     app.recorder.behavior = (call) => {
       if (call.id === ids[1]) throw new Error('poison');
     };
@@ -157,7 +123,7 @@ describe('recovery of own and peer work', () => {
     const minIdleMs = 1000;
     const deliveredBefore = Date.now();
     const ids = await leavePending(`${prefix}orders`, 'dead', 6);
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const app = await startAs(prefix, 'live', { blockMs: 50, minIdleMs });
     const handledAt: number[] = [];
     app.recorder.behavior = () => void handledAt.push(Date.now());
     await waitFor(() => app.settled.length === 6, { message: 'six reclaimed entries settled' });
@@ -183,15 +149,7 @@ describe('recovery of own and peer work', () => {
     const keeper = setInterval(() => void refresh().catch(() => {}), 50);
     try {
       // COUNT 2 scans ~20 PEL entries per call: restarting at 0-0 each time would never pass the wall.
-      const app = await start({
-        connection: redis.connection,
-        group: 'g',
-        consumer: 'sweeper',
-        keyPrefix: prefix,
-        batchSize: 2,
-        blockMs: 20,
-        minIdleMs: 1000,
-      });
+      const app = await startAs(prefix, 'sweeper', { batchSize: 2, blockMs: 20, minIdleMs: 1000 });
       await waitFor(() => behind.every((id) => app.recorder.idsOf().includes(id)), { message: 'the entries behind the wall' });
       expect(await pendingIds(redis, key, { consumer: 'dead' })).toEqual([]);
     } finally {
@@ -201,23 +159,13 @@ describe('recovery of own and peer work', () => {
 
   it('does not steal live work: a handler running past 3x minIdleMs is not re-run by a beating peer', async (ctx) => {
     if (!redis.owned) ctx.skip(); // counts reclaim calls server-wide
-    const prefix = uniquePrefix();
-    const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
+    const { prefix, key } = await groupOnNewStream(r);
     // Ten renewals per minIdleMs: only a lease not renewed at all lets the peer take the entries, not a
     // renewal a busy machine delayed (with 300 ms and renewals every 100 ms, a 200 ms delay would have).
     const minIdleMs = 1_000;
     const leaseRenewMs = 100;
-    const slow = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'slow',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs,
-      leaseRenewMs,
-    });
+    const slow = await startAs(prefix, 'slow', { blockMs: 50, minIdleMs, leaseRenewMs });
     let release!: () => void;
     // Set before the entries exist (CI saw the first handled, and acked, before a later assignment).
     slow.recorder.behavior = (call) =>
@@ -231,7 +179,7 @@ describe('recovery of own and peer work', () => {
     const [command, perBeat] = claimOnRead ? ['xreadgroup', 1] : ['xautoclaim', 2];
     const reclaims = async () => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await r.info('commandstats'))?.[1] ?? 0);
     const before = await reclaims();
-    const peer = await start({ connection: redis.connection, group: 'g', consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs });
+    const peer = await startAs(prefix, 'peer', { blockMs: 50, minIdleMs });
     const peerUp = Date.now();
     // The first entry is in hand and the second waits behind it in the same batch. The slow
     // consumer does not beat while its batch is in hand, so every reclaim now is the peer's:
@@ -274,7 +222,7 @@ describe('entries trimmed while pending', () => {
     await r.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', key, '>');
     // Trim one of our own pending entries and the dead peer's one out of the stream.
     await r.xdel(key, own[1]!, peerId);
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'C', keyPrefix: prefix, blockMs: 50, minIdleMs: 300 });
+    const app = await startAs(prefix, 'C', { blockMs: 50, minIdleMs: 300 });
     await waitFor(() => app.deleted.length === 2 && app.settled.length === 2, {
       message: 'two deletions reported and two entries settled',
     });

@@ -17,6 +17,10 @@ const start = useApps();
 /** Long enough that no sweep falls within a test, however slow the machine: only the read can claim. */
 const MIN_IDLE_MS = 120_000;
 
+/** The live consumer on `prefix` (blockMs 100, minIdleMs MIN_IDLE_MS: only the read claims), `options` over those. */
+const startLive = (prefix: string, options: Partial<Parameters<typeof start>[0]> = {}) =>
+  start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: MIN_IDLE_MS, ...options });
+
 /** `n` entries in `key` delivered to a dead consumer, made idle for ten minutes with `deliveries` deliveries each (XCLAIM IDLE … RETRYCOUNT). */
 async function deadPeerEntries(key: string, n: number, deliveries: number, { groupExists = false } = {}): Promise<string[]> {
   const r = redis.client();
@@ -45,15 +49,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
       const prefix = uniquePrefix();
       const key = `${prefix}orders`;
       const started = await calls();
-      const app = await start({
-        connection: redis.url,
-        group: 'g',
-        consumer: 'live',
-        keyPrefix: prefix,
-        blockMs: 100,
-        minIdleMs: MIN_IDLE_MS,
-        newerCommands,
-      });
+      const app = await startLive(prefix, { newerCommands });
       // The sweep a start runs at once is over: what idles from now on is the read's to claim, or the next sweep's.
       await waitFor(async () => (await calls()).autoClaims > started.autoClaims, { message: 'the first sweep' });
       const before = await calls();
@@ -77,15 +73,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const [id] = await deadPeerEntries(key, 1, 3);
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'live',
-      keyPrefix: prefix,
-      blockMs: 100,
-      minIdleMs: MIN_IDLE_MS,
-      maxDeliveries: 3,
-    });
+    const app = await startLive(prefix, { maxDeliveries: 3 });
     await waitFor(async () => (await redis.client().xlen(`${key}:dead`)) === 1, { message: 'the entry dead-lettered' });
     const [letterEntry] = await redis.client().xrange(`${key}:dead`, '-', '+');
     const fields = letterEntry![1];
@@ -101,7 +89,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
     const [gone, kept] = await deadPeerEntries(key, 2, 1);
     await redis.client().xdel(key, gone!);
     // A short minIdleMs: the sweep that finds deleted entries runs once per minIdleMs where the read claims.
-    const app = await start({ connection: redis.url, group: 'g', consumer: 'live', keyPrefix: prefix, blockMs: 100, minIdleMs: 300 });
+    const app = await startLive(prefix, { minIdleMs: 300 });
     await waitFor(() => app.deleted.includes(gone!), { message: 'the deleted entry reported' });
     await waitFor(() => app.recorder.idsOf('orders').includes(kept!), { message: 'the live entry handled' });
     await waitFor(async () => ((await redis.client().xpending(key, 'g')) as [number])[0] === 0, { message: 'the PEL empty' });
@@ -111,15 +99,7 @@ describe('reclaim on the read (XREADGROUP … CLAIM) or by XAUTOCLAIM, whichever
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     await deadPeerEntries(key, 200, 1);
-    const app = await start({
-      connection: redis.url,
-      group: 'g',
-      consumer: 'live',
-      keyPrefix: prefix,
-      blockMs: 100,
-      minIdleMs: MIN_IDLE_MS,
-      batchSize: 10,
-    });
+    const app = await startLive(prefix, { batchSize: 10 });
     const r = redis.client();
     let fresh: Promise<string | null> | undefined;
     // On the same stream: COUNT is per stream, so one on another stream would come with the claimed ones anyway.

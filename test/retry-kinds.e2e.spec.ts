@@ -4,6 +4,7 @@ import { BatchFailure, RedisStreamsContext, RetryLaterException, StreamPattern }
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { Recorder, uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -29,16 +30,12 @@ const lines = () => {
 
 describe('retry policies per pattern, for batch handlers, and their bound', () => {
   it("a @StreamPattern's own retry wins over the server's; a pattern without one keeps the server's", async () => {
-    const prefix = uniquePrefix();
     const app = await start(
-      {
-        connection: redis.connection,
-        group: 'g',
-        keyPrefix: prefix,
+      consumerOptions(redis, {
         blockMs: 5000,
         minIdleMs: 60_000,
         retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
-      },
+      }),
       { controllers: [FlakyController] },
     );
     app.recorder.behavior = (call) => {
@@ -60,16 +57,16 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
   });
 
   it('a batch handler: the entries a BatchFailure lists follow the policy each (a RetryLaterException its own delay), the rest are acked; one line for the call says when', async () => {
-    const prefix = uniquePrefix();
     const log = lines();
     const Ctl = batchController('batched', {
       batch: { maxSize: 5, maxWaitMs: 2000 },
       retry: { backoff: { type: 'exponential', delayMs: 100 } },
     });
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 5000, minIdleMs: 60_000 },
-      { controllers: [Ctl], providers: [BatchLog], logger: log.logger },
-    );
+    const app = await start(consumerOptions(redis, { blockMs: 5000, minIdleMs: 60_000 }), {
+      controllers: [Ctl],
+      providers: [BatchLog],
+      logger: log.logger,
+    });
     const batches = app.app.get(BatchLog);
     batches.behavior = (entries) => {
       const failed = entries.flatMap((e) => {
@@ -173,16 +170,14 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
   }, 600_000);
 
   it('2,000 entries failing at once are each retried once when due, same id, count 2, nothing left pending or recorded', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 500,
-      minIdleMs: 60_000,
-      batchSize: 500,
-      retry: { backoff: { type: 'fixed', delayMs: 500 } },
-    });
+    const app = await start(
+      consumerOptions(redis, {
+        blockMs: 500,
+        minIdleMs: 60_000,
+        batchSize: 500,
+        retry: { backoff: { type: 'fixed', delayMs: 500 } },
+      }),
+    );
     app.recorder.behavior = (call) => {
       if (call.deliveryCount === 1) throw new Error('downstream down');
     };

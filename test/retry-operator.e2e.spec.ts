@@ -1,5 +1,6 @@
 import { retrySetKey } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -62,6 +63,15 @@ async function waitListBehindBacklog(options: { minIdleMs: number } & Record<str
   });
 }
 
+/** waitListBehindBacklog() of `backlog` entries on a prefix of its own, then consumer `b` (maxWaitingRetries 1), its log captured. */
+async function bBehindBacklog(backlog: number, timing: { minIdleMs: number; leaseRenewMs: number }) {
+  const options = { connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, ...timing };
+  await waitListBehindBacklog(options, backlog);
+  const log = capture();
+  const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
+  return { b, log };
+}
+
 describe('retries under operator actions and peers', () => {
   it('entries adopted from a stopped peer count against maxWaitingRetries: past it they are left to the group with their count, and intake goes on', async () => {
     const prefix = uniquePrefix();
@@ -105,12 +115,8 @@ describe('retries under operator actions and peers', () => {
   });
 
   it("entries left to the group ahead of a dead peer's large backlog: warned within minIdleMs, not once the backlog is done", async () => {
-    const prefix = uniquePrefix();
-    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 500, leaseRenewMs: 100 };
     const backlog = 2000;
-    await waitListBehindBacklog(options, backlog);
-    const log = capture();
-    const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
+    const { b, log } = await bBehindBacklog(backlog, { minIdleMs: 500, leaseRenewMs: 100 });
     // Each entry takes 2 ms of I/O: a floor under the backlog's time (4 s, past minIdleMs), not a wait for
     // a condition. A handler held until the warning would hold the sweep that is to write it.
     b.recorder.behavior = () => new Promise((resolve) => setTimeout(resolve, 2));
@@ -130,13 +136,9 @@ describe('retries under operator actions and peers', () => {
   }, 600_000);
 
   it('a consumer stopped in the middle of its sweep says what it left to the group', async () => {
-    const prefix = uniquePrefix();
-    // minIdleMs 3 s: the stop comes well before a "so far" line would.
-    const options = { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 100, minIdleMs: 3000, leaseRenewMs: 500 };
     const backlog = 2000;
-    await waitListBehindBacklog(options, backlog);
-    const log = capture();
-    const b = await start({ ...options, consumer: 'b', maxWaitingRetries: 1 }, { logger: log.logger });
+    // minIdleMs 3 s: the stop comes well before a "so far" line would.
+    const { b, log } = await bBehindBacklog(backlog, { minIdleMs: 3000, leaseRenewMs: 500 });
     // Past its 50th entry the handler holds until b is closing: b is stopped mid-sweep, whatever the machine's pace.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -157,16 +159,14 @@ describe('retries under operator actions and peers', () => {
   });
 
   it('XDEL of an entry waiting for its retry: reported deleted once, never run again, and its retry record goes', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 100,
-      minIdleMs: 600,
-      leaseRenewMs: 150,
-      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
-    });
+    const app = await start(
+      consumerOptions(redis, {
+        blockMs: 100,
+        minIdleMs: 600,
+        leaseRenewMs: 150,
+        retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
+      }),
+    );
     app.recorder.behavior = () => {
       throw new Error('downstream down');
     };
@@ -182,13 +182,9 @@ describe('retries under operator actions and peers', () => {
   });
 
   it('a policy that gives no usable delay: the log says so (not "no retry policy"), and the entry comes back once idle', async () => {
-    const prefix = uniquePrefix();
     const log = capture();
     const app = await start(
-      {
-        connection: redis.connection,
-        group: 'g',
-        keyPrefix: prefix,
+      consumerOptions(redis, {
         blockMs: 100,
         minIdleMs: 600,
         leaseRenewMs: 150,
@@ -197,7 +193,7 @@ describe('retries under operator actions and peers', () => {
             throw new Error('policy bug');
           },
         },
-      },
+      }),
       { logger: log.logger },
     );
     app.recorder.behavior = (call) => {

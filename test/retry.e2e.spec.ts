@@ -57,6 +57,24 @@ function watchDue(key: string, group: string, tries: Try[]): () => void {
  * ignores the due time, a mutant of parker.ts: 19.8 s late). A quarter of it is the bound on
  * lateness: ten times what a busy machine was seen to need (CI once saw 368 ms), a fourth of the defect.
  */
+/**
+ * Runs `test` on a prefix of its own as `<label>-<id>`, an ACL user with README's minimal consumer rules over
+ * that prefix (`connection`: its login), deleted afterwards.
+ */
+async function underMinimalAcl(
+  label: string,
+  test: (prefix: string, connection: Awaited<ReturnType<typeof aclUser>>) => Promise<void>,
+): Promise<void> {
+  const prefix = uniquePrefix();
+  const name = `${label}-${prefix.slice(2, 10)}`;
+  const connection = await aclUser(redis.client(), redis.port, name, prefix, CONSUMER_ACL);
+  try {
+    await test(prefix, connection);
+  } finally {
+    await redis.client().call('ACL', 'DELUSER', name);
+  }
+}
+
 const BLOCK_MS = 20_000;
 
 const base = (prefix: string): RedisStreamsServerOptions => ({
@@ -187,12 +205,9 @@ describe('retries with backoff', () => {
 
   it.skipIf(CLUSTER_MODE)(
     "under README's minimal ACL: a retry is recorded, claimed at its due time, and a restart adopts the one still waiting",
-    async () => {
-      const prefix = uniquePrefix();
-      const admin = redis.client();
-      const name = `retry-${prefix.slice(2, 10)}`;
-      const connection = await aclUser(admin, redis.port, name, prefix, CONSUMER_ACL);
-      try {
+    () =>
+      underMinimalAcl('retry', async (prefix, connection) => {
+        const admin = redis.client();
         const options = { ...base(prefix), connection, consumer: 'a', retry: { backoff: { type: 'fixed', delayMs: 200 } } } as const;
         const app = await start(options);
         app.recorder.behavior = (call) => {
@@ -217,20 +232,14 @@ describe('retries with backoff', () => {
         expect((await admin.xpending(key, 'g', slow, slow, 1))[0]).toEqual([slow, 'a', expect.any(Number), 1]);
         expect(await admin.zscore(retrySetKey(key, 'g'), slow)).not.toBeNull();
         expect(again.settled).toEqual([]);
-      } finally {
-        await admin.call('ACL', 'DELUSER', name);
-      }
-    },
+      }),
   );
 
   it.skipIf(CLUSTER_MODE)(
     "under README's minimal ACL, without a policy: a failed entry comes back once idle, and the loop never fails on the audit",
-    async () => {
-      const prefix = uniquePrefix();
-      const admin = redis.client();
-      const name = `owed-${prefix.slice(2, 10)}`;
-      const connection = await aclUser(admin, redis.port, name, prefix, CONSUMER_ACL);
-      try {
+    () =>
+      underMinimalAcl('owed', async (prefix, connection) => {
+        const admin = redis.client();
         const lines: string[] = [];
         const keep = (m: unknown) => lines.push(String(m));
         const app = await start(
@@ -247,9 +256,6 @@ describe('retries with backoff', () => {
           ['acked', 2],
         ]);
         expect(lines.filter((l) => /consumer loop|check of owed entries failed|NOPERM|can't run this command/.test(l))).toEqual([]);
-      } finally {
-        await admin.call('ACL', 'DELUSER', name);
-      }
-    },
+      }),
   );
 });

@@ -1,12 +1,13 @@
-import { spawn } from 'node:child_process';
-import { requireBuilt, repoRoot } from './support/built.js';
+import { requireBuilt } from './support/built.js';
+import { runFixtureToExit } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
 import { waitParked } from './support/parked.js';
 import { CLUSTER_MODE } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { timed, waitFor } from './support/wait-for.js';
-import { createGroup } from './support/backlog.js';
+import { createGroup, preloadOrders } from './support/backlog.js';
 
 const redis = useRedis();
 
@@ -14,14 +15,7 @@ const start = useApps();
 
 describe('shutdown at settle points', () => {
   it('app.close() during a slow handler waits for that entry to finish and be acked, and takes no new entry', async () => {
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'c',
-      keyPrefix: uniquePrefix(),
-      blockMs: 100,
-      minIdleMs: 60_000,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'c', blockMs: 100, minIdleMs: 60_000 }));
     const r = redis.client();
     let release!: () => void;
     let finished = false;
@@ -50,7 +44,7 @@ describe('shutdown at settle points', () => {
 
   it('app.close() while parked on BLOCK 30000 wakes the park rather than wait it out', async () => {
     const blockMs = 30_000;
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: uniquePrefix(), blockMs, minIdleMs: 60_000 });
+    const app = await start(consumerOptions(redis, { blockMs, minIdleMs: 60_000 }));
     // Make sure the loop is parked: one entry round-trips, then the consumer blocks again.
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the first entry' });
@@ -65,19 +59,11 @@ describe('shutdown at settle points', () => {
     const prefix = uniquePrefix();
     const key = `${prefix}orders`;
     const r = redis.client();
-    await createGroup(r, key);
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await r.xadd(key, '*', 'n', String(i)))!);
+    const ids = await preloadOrders(r, prefix, 5);
     // One read fetches all five: the first is in hand, four wait behind it in the batch.
-    const leaving = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'leaving',
-      keyPrefix: prefix,
-      batchSize: 10,
-      blockMs: 50,
-      minIdleMs: 60_000,
-    });
+    const leaving = await start(
+      consumerOptions(redis, { consumer: 'leaving', keyPrefix: prefix, batchSize: 10, blockMs: 50, minIdleMs: 60_000 }),
+    );
     let release!: () => void;
     leaving.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     await waitFor(() => leaving.recorder.calls.length === 1, { message: 'the first handler' });
@@ -87,14 +73,7 @@ describe('shutdown at settle points', () => {
     expect(leaving.recorder.idsOf()).toEqual([ids[0]]);
 
     // minIdleMs is a minute: only the hand-back (idle set to minIdleMs) lets the peer reclaim them now.
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      consumer: 'peer',
-      keyPrefix: prefix,
-      blockMs: 50,
-      minIdleMs: 60_000,
-    });
+    const app = await start(consumerOptions(redis, { consumer: 'peer', keyPrefix: prefix, blockMs: 50, minIdleMs: 60_000 }));
     const peer = app;
     await waitFor(() => peer.settled.length === 4, { message: 'the peer to settle the four handed-back entries' });
     expect(peer.recorder.idsOf()).toEqual(ids.slice(1));
@@ -109,19 +88,9 @@ describe('shutdown at settle points', () => {
     'after shutdownTimeoutMs, close() is terminal: no timer or connection of the transport is left and the process exits by itself',
     async () => {
       requireBuilt('libs/redis-streams/dist/esm/index.js');
-      const script = `${repoRoot}test/fixtures/hung-handler-close.mjs`;
-      const child = spawn(process.execPath, [script, redis.url, uniquePrefix()], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout!.on('data', (d) => (out += d));
-      child.stderr!.on('data', (d) => (out += d));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      try {
-        // The lease renews every 300 ms here: a lease timer left running would keep the child alive.
-        await waitFor(() => child.exitCode !== null, { message: 'the child to exit by itself after close()', timeoutMs: 15_000 });
-      } finally {
-        child.kill('SIGKILL');
-      }
-      expect(await exited, out).toBe(0);
+      // The lease renews every 300 ms here: a lease timer left running would keep the child alive.
+      const { code, out } = await runFixtureToExit('hung-handler-close.mjs', [redis.url, uniquePrefix()]);
+      expect(code, out).toBe(0);
       const report = JSON.parse(out.trim().split('\n').at(-1)!) as { closed: boolean; timersBefore: number; timersAfter: number };
       expect(report.closed).toBe(true);
       // No timer of the transport (lease, retry, wake) outlives close().
@@ -138,9 +107,7 @@ describe('shutdown at settle points', () => {
     const logs = captureLogs();
     const minIdleMs = 60_000;
     const app = await start(
-      {
-        connection: redis.connection,
-        group: 'g',
+      consumerOptions(redis, {
         consumer: 'c',
         keyPrefix: prefix,
         batchSize: 4,
@@ -148,7 +115,7 @@ describe('shutdown at settle points', () => {
         blockMs: 100,
         minIdleMs,
         shutdownTimeoutMs: 300,
-      },
+      }),
       { logger: logs.logger },
     );
     let release!: () => void;

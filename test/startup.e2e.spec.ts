@@ -9,6 +9,21 @@ const redis = useRedis();
 
 const start = useApps();
 
+/** A Nest microservice of the test app's handlers on `server`, not listening yet (the test starts it, and closes both). */
+async function appOn(server: RedisStreamsServer) {
+  const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
+  return moduleRef.createNestMicroservice({ strategy: server, logger: false });
+}
+
+/** A server whose Redis never answers (nothing listens on its port): its start goes on connecting until startupTimeoutMs. */
+const unreachableServer = async (commandTimeoutMs: number) =>
+  new RedisStreamsServer({
+    connection: `redis://127.0.0.1:${await freePort()}`,
+    keyPrefix: uniquePrefix(),
+    startupTimeoutMs: 60_000,
+    commandTimeoutMs,
+  });
+
 describe('start-up', () => {
   it('fails listen() after startupTimeoutMs when Redis is unreachable, naming the URL (password masked) and the cause', async () => {
     const port = await freePort(); // nothing listens on it
@@ -43,16 +58,9 @@ describe('start-up, unlucky', () => {
   });
 
   it('rejects listen() when close() is called before the consumer started, and close() waits on none of its commands', async () => {
-    const port = await freePort(); // nothing listens on it
-    const server = new RedisStreamsServer({
-      connection: `redis://127.0.0.1:${port}`,
-      keyPrefix: uniquePrefix(),
-      startupTimeoutMs: 60_000,
-      // Past the test's own timeout (30 s): a close() that waited out the start's commands fails the test.
-      commandTimeoutMs: 120_000,
-    });
-    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
-    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    // commandTimeoutMs past the test's own timeout (30 s): a close() that waited out the start's commands fails the test.
+    const server = await unreachableServer(120_000);
+    const app = await appOn(server);
     const listening = app.listen().then(
       () => 'resolved',
       (err: Error) => err.message,
@@ -77,15 +85,8 @@ describe('start-up, unlucky', () => {
   });
 
   it('close() during a failing start, between two reconnect attempts, ends the connection and fails the commands it queued', async () => {
-    const port = await freePort(); // nothing listens on it
-    const server = new RedisStreamsServer({
-      connection: `redis://127.0.0.1:${port}`,
-      keyPrefix: uniquePrefix(),
-      startupTimeoutMs: 60_000,
-      commandTimeoutMs: 20_000,
-    });
-    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
-    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    const server = await unreachableServer(20_000);
+    const app = await appOn(server);
     const listening = app.listen().catch(() => undefined);
     const command = () => {
       try {
@@ -114,8 +115,7 @@ describe('start-up, unlucky', () => {
       keyPrefix: uniquePrefix(),
       blockMs: 500,
     });
-    const moduleRef = await Test.createTestingModule({ controllers: [StreamsController], providers: [Recorder] }).compile();
-    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    const app = await appOn(server);
     // Writes paused: XGROUP CREATE waits in Redis until close() was called.
     await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
     onTestFinished(async () => void (await redis.client().call('CLIENT', 'UNPAUSE')));

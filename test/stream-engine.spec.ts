@@ -13,7 +13,7 @@ import { RedisStreamsStatus } from '../libs/redis-streams/src/status.js';
 import { pendingIds } from './support/pending.js';
 import { freePort } from './support/redis-server.js';
 import { uniquePrefix } from './support/test-app.js';
-import { gate } from './support/unit-loop.js';
+import { gate } from './support/gate.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 

@@ -3,26 +3,21 @@ import { metrics, trace } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
+import { useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
+const redis = useRedis();
+// No other file inherits the OpenTelemetry globals this one sets.
+afterAll(() => disableOtelGlobals());
 const start = useApps();
 
 describe('telemetry: a late SDK with a batch handler', () => {
   it('no spans before; process spans for every entry of calls made about a second after registration', async () => {
     const Ctl = batchController('batched', { batch: { maxSize: 10, maxWaitMs: 20 } });
-    const app = await start(
-      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: uniquePrefix(), blockMs: 50 },
-      { controllers: [Ctl], providers: [BatchLog] },
-    );
+    const app = await start(consumerOptions(redis, { consumer: 'c1', blockMs: 50 }), { controllers: [Ctl], providers: [BatchLog] });
     await addOrders(redis, app.key('batched'), 5);
     await waitFor(() => app.settled.length === 5, { message: 'first five' });
     const spans = new InMemorySpanExporter();

@@ -1,5 +1,4 @@
 import {
-  context,
   metrics,
   propagation,
   trace,
@@ -8,16 +7,15 @@ import {
   type TextMapGetter,
   type TextMapPropagator,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
-import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { PullReader, useTracing } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
 /** Like Jaeger's propagator: decodeURIComponent on a header, so a malformed one throws URIError. */
@@ -33,19 +31,9 @@ class DecodingPropagator implements TextMapPropagator {
   }
 }
 
-const spans = new InMemorySpanExporter();
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis({ standalone: true });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
-});
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
+const redis = useRedis({ standalone: true });
+const spans = useTracing();
 beforeEach(() => {
-  spans.reset();
   propagation.disable();
   metrics.disable();
 });
@@ -67,14 +55,7 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
       JSON.stringify({ 'uber-trace-id': '%E0%A4%A' }),
     )) as string;
     const good = (await admin.xadd(`${prefix}orders`, '*', 'data', '{"n":2}')) as string;
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 50,
-      maxDeliveries: 3,
-      retryMaxDelayMs: 200,
-    });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxDeliveries: 3, retryMaxDelayMs: 200 }));
     const errors: unknown[] = [];
     app.server.on('error', (err) => errors.push(err));
     await waitFor(() => app.settled.length === 2, { message: 'both settled' });
@@ -96,8 +77,7 @@ describe('OpenTelemetry never changes what happens to an entry', () => {
       },
     } as unknown as ApiMeterProvider;
     metrics.setGlobalMeterProvider(broken);
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.settled.length === 1, { message: 'the entry settled' });
     expect(app.settled[0]!.outcome).toBe('acked');
@@ -116,10 +96,7 @@ describe('OpenTelemetry context and figures', () => {
     };
     onTestFinished(() => void (Redis.prototype.sendCommand = original));
     const prefix = uniquePrefix();
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 },
-      { controllers: [RequestsController] },
-    );
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }), { controllers: [RequestsController] });
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, replyBlockMs: 100 });
     const request = await trace.getTracer('app').startActiveSpan('checkout', async (span) => {
@@ -139,8 +116,7 @@ describe('OpenTelemetry context and figures', () => {
   it('consumed messages count an outcome only once it is final: an entry whose handler close() abandoned is not an "acked"', async () => {
     const reader = new PullReader();
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, shutdownTimeoutMs: 100 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, shutdownTimeoutMs: 100 }));
     let release!: () => void;
     app.recorder.behavior = () => new Promise<void>((resolve) => (release = resolve));
     const admin = redis.client();

@@ -4,17 +4,15 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
-import { startRedis, type TestRedis } from './support/redis-server.js';
+import { useRedis } from './support/use-redis.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
 import { waitFor } from './support/wait-for.js';
 
-let redis: TestRedis;
-beforeAll(async () => (redis = await startRedis()));
-afterAll(async () => {
-  disableOtelGlobals();
-  await redis?.stop();
-});
+const redis = useRedis();
+// No other file inherits the OpenTelemetry globals this one sets.
+afterAll(() => disableOtelGlobals());
 
 const start = useApps();
 const producer = useProducers();
@@ -22,7 +20,7 @@ const producer = useProducers();
 describe('OpenTelemetry registered after the transport started', () => {
   it('reports nothing (no headers written) without an SDK, then spans and metrics once the app registers one', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }));
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     await lastValueFrom(client.emit('orders', { n: 1 }));
     await waitFor(() => app.settled.length === 1, { message: 'the first entry settled' });

@@ -8,8 +8,10 @@ import { RedisStreamsRecord } from 'nestjs-redis-streams';
 import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { startRedis, type TestRedis } from './support/redis-server.js';
+import { consumerOptions } from './support/consumer-options.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
 import { disableOtelGlobals, PullReader } from './support/otel.js';
+import { gate } from './support/gate.js';
 import { waitFor } from './support/wait-for.js';
 import { BatchLog, batchController } from './support/batch-app.js';
 
@@ -54,7 +56,7 @@ function pointsOf(metric: MetricData | undefined, stream: string) {
 describe('OpenTelemetry traces', () => {
   it('a client emit in one app and the handler in another share one trace: send is the parent of process, process of the handler’s spans', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: prefix, blockMs: 100 });
+    const app = await start(consumerOptions(redis, { consumer: 'c1', keyPrefix: prefix, blockMs: 100 }));
     app.recorder.behavior = () => tracer.startActiveSpan('handler work', (span) => span.end());
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
 
@@ -105,10 +107,10 @@ describe('OpenTelemetry traces', () => {
   it('a batch handler’s call has one process span linking each entry’s send span; the handler’s own spans are its children', async () => {
     const prefix = uniquePrefix();
     const Ctl = batchController('batched', { batch: { maxSize: 5, maxWaitMs: 2000 } });
-    const app = await start(
-      { connection: redis.connection, group: 'g', consumer: 'c1', keyPrefix: prefix, blockMs: 100 },
-      { controllers: [Ctl], providers: [BatchLog] },
-    );
+    const app = await start(consumerOptions(redis, { consumer: 'c1', keyPrefix: prefix, blockMs: 100 }), {
+      controllers: [Ctl],
+      providers: [BatchLog],
+    });
     app.app.get(BatchLog).behavior = () => tracer.startActiveSpan('batch work', (span) => span.end());
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     for (let n = 1; n <= 5; n++) await lastValueFrom(client.emit('batched', { n }));
@@ -137,7 +139,7 @@ describe('OpenTelemetry traces', () => {
 
   it('a failed then retried entry shows two process spans, delivery counts 1 and 2, the failure recorded, both children of the one send', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, minIdleMs: 200 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, minIdleMs: 200 }));
     app.recorder.behavior = (call) => {
       if (call.deliveryCount === 1) throw new RpcException('payment service down');
     };
@@ -172,10 +174,7 @@ describe('OpenTelemetry traces', () => {
 
   it('a request carries its correlation id as conversation id; an entry another producer wrote (no headers) starts a trace of its own', async () => {
     const prefix = uniquePrefix();
-    const app = await start(
-      { connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 },
-      { controllers: [RequestsController] },
-    );
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50 }), { controllers: [RequestsController] });
     app.recorder.behavior = () => 'ok';
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     expect(await lastValueFrom(client.send('quote', { n: 1 }))).toBe('ok');
@@ -200,8 +199,7 @@ describe('OpenTelemetry traces', () => {
   });
 
   it('an undecodable entry gets a process span saying it was dead-lettered, with the error', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50 });
+    const app = await start(consumerOptions(redis, { blockMs: 50 }));
     await redis.client().xadd(app.key(), '*', 'data', '{not json');
     await waitFor(() => spanNamed(`process ${app.key()}`).length === 1, { message: 'the span' });
     const [span] = spanNamed(`process ${app.key()}`);
@@ -212,7 +210,7 @@ describe('OpenTelemetry traces', () => {
 
   it('an entry refused before decoding (too large) still has the producer’s send span as parent', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxEntryBytes: 200 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxEntryBytes: 200 }));
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
     await lastValueFrom(client.emit('orders', { blob: 'x'.repeat(500) }));
     await waitFor(() => spanNamed(`process ${app.key()}`).length === 1, { message: 'the span' });
@@ -224,7 +222,7 @@ describe('OpenTelemetry traces', () => {
 
   it('telemetry: false reports nothing, on either side', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, telemetry: false });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, telemetry: false }));
     const { client } = await producer({ connection: redis.connection, keyPrefix: prefix, telemetry: false });
     await lastValueFrom(client.emit('orders', { n: 1 }));
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the entry handled' });
@@ -237,7 +235,7 @@ describe('OpenTelemetry traces', () => {
 describe('OpenTelemetry metrics', () => {
   it('consumed messages by outcome and process durations match the work done', async () => {
     const prefix = uniquePrefix();
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, maxDeliveries: 1 });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, maxDeliveries: 1 }));
     app.recorder.behavior = (call) => {
       if ((call.payload as { n: number }).n % 4 === 0) throw new Error('poison');
     };
@@ -263,14 +261,7 @@ describe('OpenTelemetry metrics', () => {
   });
 
   it('a failed entry: its span and messaging.redis_streams.retry.delay_seconds say when it is tried again', async () => {
-    const prefix = uniquePrefix();
-    const app = await start({
-      connection: redis.connection,
-      group: 'g',
-      keyPrefix: prefix,
-      blockMs: 50,
-      retry: { backoff: { type: 'fixed', delayMs: 60_000 } },
-    });
+    const app = await start(consumerOptions(redis, { blockMs: 50, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }));
     app.recorder.behavior = () => {
       throw new Error('downstream down');
     };
@@ -287,11 +278,9 @@ describe('OpenTelemetry metrics', () => {
   });
 
   it('stuck-entry gauges: an entry in hand past stuckEntryMs counts in messaging.redis_streams.stuck, with the oldest handler’s age; 0 once it settles', async () => {
-    const prefix = uniquePrefix();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, stuckEntryMs: 200 });
+    const app = await start(consumerOptions(redis, { blockMs: 50, stuckEntryMs: 200 }));
     app.recorder.behavior = () => released;
     await redis.client().xadd(app.key(), '*', 'n', '1');
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the entry in hand' });
@@ -320,10 +309,9 @@ describe('OpenTelemetry metrics', () => {
     const admin = redis.client();
     // Written before the consumer starts: its first read takes a full batch of 5, 7 are left.
     for (let n = 0; n < 12; n++) await admin.xadd(`${prefix}payments`, '*', 'n', String(n));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { wait: released, open: release } = gate();
     onTestFinished(() => release());
-    const app = await start({ connection: redis.connection, group: 'g', keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false });
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, batchSize: 5, readAhead: false }));
     app.recorder.behavior = () => released;
     await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry in hand' });
 

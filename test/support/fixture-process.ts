@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { repoRoot } from './built.js';
+import { spawnNode } from './node-process.js';
 import { waitFor } from './wait-for.js';
 
 /**
@@ -11,15 +12,24 @@ export async function startFixture(
   script: string,
   args: readonly string[],
 ): Promise<{ child: ChildProcess; out: () => string }> {
-  const child = spawn(process.execPath, [`${repoRoot}test/fixtures/${script}`, ...args], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { proc: child, output: out } = spawnNode(`${repoRoot}test/fixtures/${script}`, args);
   children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  await waitFor(() => out.includes('ready\n') || child.exitCode !== null, { message: `${script} to start`, timeoutMs: 20_000 });
-  if (child.exitCode !== null) throw new Error(`${script} exited: ${out}`);
-  return { child, out: () => out };
+  await waitFor(() => out().includes('ready\n') || child.exitCode !== null, { message: `${script} to start`, timeoutMs: 20_000 });
+  if (child.exitCode !== null) throw new Error(`${script} exited: ${out()}`);
+  return { child, out };
+}
+
+/**
+ * Runs `test/fixtures/<script>` with `args` and waits (up to 15 s) for it to exit by itself: a timer or
+ * connection left open would keep it alive. Killed if it has not by then (or the wait fails). Resolves
+ * with its exit code and output.
+ */
+export async function runFixtureToExit(script: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
+  const { proc: child, output, exit } = spawnNode(`${repoRoot}test/fixtures/${script}`, args);
+  try {
+    await waitFor(() => child.exitCode !== null, { message: `${script} to exit by itself`, timeoutMs: 15_000 });
+  } finally {
+    child.kill('SIGKILL');
+  }
+  return { code: await exit, out: output() };
 }

@@ -61,13 +61,6 @@ export interface UnitLoopOptions {
   claimOnRead?: boolean;
 }
 
-/** A promise the test opens itself: `gate.wait` until `gate.open()`. */
-export function gate() {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
-}
-
 /**
  * `const loops = useUnitLoops(redis)` at the top of a file; `await loops.open({ streams, … })` in a
  * test. Group `g`, consumer `c` unless the options say otherwise. Everything opened is stopped and

@@ -1,0 +1,22 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { repoRoot } from './built.js';
+
+/** A Node process a test started: the process, its stdout and stderr as one text so far, and its exit code to come. */
+export interface NodeProcess {
+  proc: ChildProcess;
+  output: () => string;
+  exit: Promise<number | null>;
+}
+
+/**
+ * `node <script> <args>` from the repo root, with `env` (default: the test's own environment), its
+ * stdout and stderr gathered as one text. Killing it is the caller's (an afterEach or a `finally`).
+ */
+export function spawnNode(script: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): NodeProcess {
+  const proc = spawn(process.execPath, [script, ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exit };
+}
