@@ -121,8 +121,6 @@ export class StreamsController {
 
 export interface TestApp {
   host: 'nest' | 'core';
-  /** The options the app was started with. */
-  options: RedisStreamsServerOptions;
   /** Nest's app and server: reading them under TEST_HOST=core throws (the test is Nest-only: skip it there). */
   app: INestMicroservice;
   server: RedisStreamsServer;
@@ -142,6 +140,9 @@ export interface TestApp {
 /** A unique key prefix, so tests sharing one Redis never see each other's streams. */
 export const uniquePrefix = (): string => `t-${randomUUID().slice(0, 8)}:`;
 
+/** A listener of a host's event. */
+type Listener = [event: keyof RedisStreamsEvents, callback: (...args: any[]) => void];
+
 /** What `startApp` adds to the app: `handlers` on both hosts; Nest's own controllers and providers (Nest only). */
 export interface AppExtras {
   handlers?: TestHandler[];
@@ -154,8 +155,8 @@ export interface AppExtras {
    * lines also go to this app's logger alone: two apps of one test, each with its logger, keep theirs apart.
    */
   logger?: LoggerService;
-  /** Listeners of the host's events, registered before it starts (as `settled` and `deleted` are). */
-  on?: Partial<RedisStreamsEvents>;
+  /** Listeners of the host's events (`[event, callback]`), registered before it starts (as `settled` and `deleted` are). */
+  on?: Listener[];
 }
 
 /** Builds a microservice from the Nest testing module with our transport (or a StreamConsumer, TEST_HOST=core), and starts it. */
@@ -195,8 +196,8 @@ function handlerController(pattern: string, extras: Record<string, unknown>, han
 }
 
 /** The listeners of `extra.on`, on the host, before it starts. */
-function listen(host: RedisStreamsServer | StreamConsumer, on: AppExtras['on'] = {}): void {
-  for (const [event, callback] of Object.entries(on)) if (callback) (host as StreamConsumer).on(event, callback);
+function listen(host: RedisStreamsServer | StreamConsumer, on: Listener[] = []): void {
+  for (const [event, callback] of on) (host as StreamConsumer).on(event, callback);
 }
 
 async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): Promise<TestApp> {
@@ -229,7 +230,6 @@ async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): 
   let closing: Promise<void> | undefined;
   return {
     host: 'nest',
-    options,
     app,
     server,
     consumer: server,
@@ -280,7 +280,6 @@ async function startCore(options: RedisStreamsServerOptions, extra: AppExtras): 
   return Object.defineProperties(
     {
       host: 'core',
-      options,
       consumer,
       recorder,
       batches,
@@ -315,7 +314,7 @@ export function useApps(): typeof startApp {
  */
 export class TestWorker {
   private readonly handlers: TestHandler[] = [];
-  private readonly listeners: Partial<RedisStreamsEvents> = {};
+  private readonly listeners: Listener[] = [];
   /** The started app (after `start()`). */
   app: TestApp | undefined;
   private closing: Promise<void> | undefined;
@@ -329,7 +328,7 @@ export class TestWorker {
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
     if (this.app) this.app.consumer.on(event, callback);
-    else this.listeners[event] = callback;
+    else this.listeners.push([event, callback]);
     return this;
   }
 
