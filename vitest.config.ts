@@ -104,8 +104,9 @@ const ON_VALKEY8 = [
  * actions among them) and the server-reply files run there, with the files of those paths
  * (test/redis8-*). Not the core suites whose commands are the same on every server (SAME_ON_EVERY_SERVER: with
  * newerCommands the producer's IDMP and the dashboard's counters have redis8-* files), nor the retry schedule's scale
- * and operator files (retry-kinds, retry-operator): their scripts are the same on every server. ON_CORE_HOST's files run there on the plain-Node host only (TEST_HOST=core: the same
- * loop, the Nest host has them on Redis 7.0 in npm test); the chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
+ * and operator files (retry-kinds, retry-operator): their scripts are the same on every server. Nor ON_CORE_HOST's files:
+ * they run on Redis 8.6 on both hosts (TEST_HOST=core, and TEST_SET=conformance on the Nest host), in CI's conformance
+ * lane. The chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
  */
 /** Core suites whose commands are the same on every server: the producer, the operator's reads and tools, telemetry. */
 const SAME_ON_EVERY_SERVER = [
@@ -133,9 +134,12 @@ const ON_NEWER = [
 ];
 
 /**
- * One suite, two hosts: the core suites CI runs once more with TEST_HOST=core, where `startApp`
- * (test/support/test-app.ts) builds a plain StreamConsumer instead of a Nest app. Their Nest-only
- * tests (injection, Observables, interceptors) skip themselves there. Not here: group-storm (it passes
+ * One suite, two hosts, each on Redis 7.0 and 8.6: the core suites CI runs once more with TEST_HOST=core, where
+ * `startApp` (test/support/test-app.ts; TestWorker for a worker built as a StreamConsumer is) builds a plain
+ * StreamConsumer instead of a Nest app. Their Nest-only tests (injection, Observables, interceptors) skip themselves
+ * there, as do the ones with no host in them (a PauseWatch or a DelayedPromoter alone: the Nest pass has them). npm test
+ * runs them on the Nest host on Redis 7.0; CI's conformance lane on the plain-Node host on Redis 7.0 and 8.6
+ * (TEST_HOST=core) and on the Nest host on Redis 8.6 (TEST_SET=conformance). Not here: group-storm (it passes
  * on core, but its 37 s of mostly waiting doubled this pass, about 20 s to 40 s with 4 workers, for a
  * stress of the engine's group rejoin with nothing of the host in it but the handlers); lease.e2e
  * (no host: it drives the Lease alone).
@@ -151,6 +155,11 @@ const ON_CORE_HOST = [
   'test/retry-crash.e2e.spec.ts',
   'test/reclaim-round.e2e.spec.ts',
   'test/read-ahead.e2e.spec.ts',
+  // Ordering and flow control: ordered patterns, pause, delayed delivery, rate limits.
+  'test/ordered.e2e.spec.ts',
+  'test/pause.e2e.spec.ts',
+  'test/delayed.e2e.spec.ts',
+  'test/rate-limit.e2e.spec.ts',
 ];
 
 /** TEST_SET: which of the lists above the `node` project runs (unset: every file). */
@@ -158,6 +167,8 @@ const SETS: Record<string, string[]> = {
   valkey: ON_VALKEY,
   valkey8: ON_VALKEY8,
   newer: ON_NEWER.filter((f) => !ON_CORE_HOST.includes(f)),
+  // ON_CORE_HOST on the Nest host, for a server npm test does not run (Redis 8.6: REDIS_SERVER_BIN=redis8-server).
+  conformance: ON_CORE_HOST,
   replies: ON_SERVER_REPLIES,
 };
 const testSet = process.env.TEST_SET;

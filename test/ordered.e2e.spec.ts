@@ -1,12 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { lastValueFrom } from 'rxjs';
 import { partitionKey, partitionOf, RedisStreamsRecord } from 'nestjs-redis-streams';
-import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
+import type { StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
 import { OrderLog, recording } from './support/order-checker.js';
 import { useProducers } from './support/producer.js';
-import { CORE_HOST, uniquePrefix } from './support/test-app.js';
+import { CORE_HOST, TestWorker, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
@@ -23,8 +23,9 @@ const startProducer = useProducers();
 
 const { consumers, children } = useLeftoversAfterEach();
 
-function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
-  const c = new StreamConsumer({
+/** A worker on the test's host (TEST_HOST: a Nest app or a StreamConsumer), closed after the test. */
+function consumer(prefix: string, options: StreamConsumerOptions = {}): TestWorker {
+  const c = new TestWorker({
     connection: redis.connection,
     group: 'g',
     blockMs: 100,
@@ -127,69 +128,64 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
     expect(health.streams[0]!.ordering).toMatchObject({ owned: true, blockedKeyCount: 0 });
   });
 
-  // Worker processes (a Nest boot each): on the floor and Valkey 8 in CI; the Redis 8.6 pass, CI's longest lane,
-  // runs this file's in-process tests, whose commands are the same (run this one there by hand: REDIS_SERVER_BIN).
-  it.skipIf(process.env.TEST_SET === 'newer')(
-    'several workers: kill -9 mid-handling (restarted under the same and a new name), one joining and one leaving, under load',
-    async () => {
-      const prefix = uniquePrefix();
-      const log = new OrderLog();
-      const start = (name: string) =>
-        startFixture(children, 'ordered-worker.mjs', [
-          JSON.stringify(redis.connection),
-          prefix,
-          name,
-          log.path,
-          '4',
-          '{"concurrency":4}',
-          CORE_HOST ? 'core' : 'nest',
-        ]);
-      const kill = async (w: { child: ChildProcess }) => {
-        w.child.kill('SIGKILL');
-        await new Promise((resolve) => w.child.once('exit', resolve));
-        log.killed(w.child.pid!);
-      };
-      const handled = () => log.handled().size;
-      const workers: { out: () => string }[] = [];
-      const started = async (name: string) => {
-        const w = await start(name);
-        workers.push(w);
-        return w;
-      };
-      const b = await started('b');
-      const produced = await produce(prefix, 100, 30, 4, (k, n) => ({ ms: 10, ...(k % 17 === 0 && n === 5 ? { fail: 1 } : {}) }));
-      // On a stall, what the workers logged (TEST_LOGS=1 makes them log) says where.
-      const reach = (n: number, message: string) =>
-        waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled }).catch((err: unknown) => {
-          throw new Error(`${(err as Error).message}\n${workers.map((w) => w.out().slice(-3000)).join('\n---\n')}`);
-        });
-      const a = await started('a');
-      await reach(400, '400 handled');
-      await kill(a);
-      await started('a');
-      await reach(1000, '1,000 handled');
-      const c = await started('c');
-      await reach(1600, '1,600 handled');
-      await kill(b);
-      await started('d');
-      await reach(2200, '2,200 handled');
-      c.child.kill('SIGTERM');
-      await new Promise((resolve) => c.child.once('exit', resolve));
-      await reach(produced.length, 'every entry handled');
-      const { violations, maxParallel } = log.check(produced);
-      expect(violations).toEqual([]);
-      expect(maxParallel).toBeGreaterThan(1);
-      // The partitions end shared evenly by the live workers (the killed one's lease runs out).
-      const owners = () => Promise.all([0, 1, 2, 3].map((i) => redis.client().get(`${partitionKey(prefix, 'orders', i)}:owner:g`)));
-      const names = async () =>
-        (await owners())
-          .map((o) => o?.split(' ').slice(2).join(' '))
-          .sort()
-          .join(',');
-      await waitFor(async () => (await names()) === 'a,a,d,d', { message: 'partitions shared by a and d', timeoutMs: 30_000 });
-    },
-    120_000,
-  );
+  // Worker processes on the test's host (ordered-worker.mjs: a Nest boot each, or a StreamConsumer).
+  it('several workers: kill -9 mid-handling (restarted under the same and a new name), one joining and one leaving, under load', async () => {
+    const prefix = uniquePrefix();
+    const log = new OrderLog();
+    const start = (name: string) =>
+      startFixture(children, 'ordered-worker.mjs', [
+        JSON.stringify(redis.connection),
+        prefix,
+        name,
+        log.path,
+        '4',
+        '{"concurrency":4}',
+        CORE_HOST ? 'core' : 'nest',
+      ]);
+    const kill = async (w: { child: ChildProcess }) => {
+      w.child.kill('SIGKILL');
+      await new Promise((resolve) => w.child.once('exit', resolve));
+      log.killed(w.child.pid!);
+    };
+    const handled = () => log.handled().size;
+    const workers: { out: () => string }[] = [];
+    const started = async (name: string) => {
+      const w = await start(name);
+      workers.push(w);
+      return w;
+    };
+    const b = await started('b');
+    const produced = await produce(prefix, 100, 30, 4, (k, n) => ({ ms: 10, ...(k % 17 === 0 && n === 5 ? { fail: 1 } : {}) }));
+    // On a stall, what the workers logged (TEST_LOGS=1 makes them log) says where.
+    const reach = (n: number, message: string) =>
+      waitFor(() => handled() >= n, { message, timeoutMs: 60_000, progress: handled }).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${workers.map((w) => w.out().slice(-3000)).join('\n---\n')}`);
+      });
+    const a = await started('a');
+    await reach(400, '400 handled');
+    await kill(a);
+    await started('a');
+    await reach(1000, '1,000 handled');
+    const c = await started('c');
+    await reach(1600, '1,600 handled');
+    await kill(b);
+    await started('d');
+    await reach(2200, '2,200 handled');
+    c.child.kill('SIGTERM');
+    await new Promise((resolve) => c.child.once('exit', resolve));
+    await reach(produced.length, 'every entry handled');
+    const { violations, maxParallel } = log.check(produced);
+    expect(violations).toEqual([]);
+    expect(maxParallel).toBeGreaterThan(1);
+    // The partitions end shared evenly by the live workers (the killed one's lease runs out).
+    const owners = () => Promise.all([0, 1, 2, 3].map((i) => redis.client().get(`${partitionKey(prefix, 'orders', i)}:owner:g`)));
+    const names = async () =>
+      (await owners())
+        .map((o) => o?.split(' ').slice(2).join(' '))
+        .sort()
+        .join(',');
+    await waitFor(async () => (await names()) === 'a,a,d,d', { message: 'partitions shared by a and d', timeoutMs: 30_000 });
+  }, 120_000);
 
   it("an operator's XGROUP DELCONSUMER on the owner mid-run: order kept, nothing lost (failed entries waiting included)", async () => {
     const prefix = uniquePrefix();
@@ -356,7 +352,7 @@ describe('ordered patterns: one key at a time, in id order, keys in parallel', (
       await lastValueFrom(producer.client.emit('orders', new RedisStreamsRecord(data, {}, { partitionKey: 'k-blocked' })));
     const blockedStream = partitionKey(prefix, 'orders', partitionOf('k-blocked', 2));
     const holder = (await ownerOf(blockedStream)) === 'a' ? a : b;
-    const orderingOf = async (c: StreamConsumer) => (await c.health()).streams.find((s) => s.stream === blockedStream)?.ordering;
+    const orderingOf = async (c: TestWorker) => (await c.health()).streams.find((s) => s.stream === blockedStream)?.ordering;
     const seen = await waitFor(
       async () => {
         const o = await orderingOf(holder);

@@ -1,10 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
+import type { StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
-import { uniquePrefix } from './support/test-app.js';
+import { CORE_HOST, TestWorker, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
@@ -21,8 +21,9 @@ const redis = useRedis();
 
 const { consumers, children, dirs } = useLeftoversAfterEach();
 
-function consumer(prefix: string, options: StreamConsumerOptions = {}): StreamConsumer {
-  const c = new StreamConsumer({
+/** A worker on the test's host (TEST_HOST: a Nest app or a StreamConsumer), closed after the test. */
+function consumer(prefix: string, options: StreamConsumerOptions = {}): TestWorker {
+  const c = new TestWorker({
     connection: redis.connection,
     group: 'g',
     blockMs: 200,
@@ -501,21 +502,25 @@ describe('pause and resume a pattern for the whole group', () => {
     }
   });
 
-  it('a stream drained at a (re)start after its resume is owed no second drain (its entries may be in hand by then)', async () => {
-    const stream = `${uniquePrefix()}orders`;
-    const pauses = new PauseCommands(redis.client());
-    const watch = new PauseWatch({ pauses, group: 'g', streams: [stream], checkMs: 1000, logger: captureLogs().logger });
-    await pauses.pause(stream, 'g', 'test');
-    await watch.look();
-    // A start while paused: not drained, owed.
-    expect(watch.drainable()).toEqual([]);
-    expect(watch.owesDrain).toBe(false);
-    await pauses.resume(stream, 'g');
-    await watch.look();
-    expect(watch.owesDrain).toBe(true);
-    // A restart (an ordered reader's next ownership) drains it before the beat would: nothing owed after.
-    expect(watch.drainable()).toEqual([stream]);
-    expect(watch.owesDrain).toBe(false);
-    expect(watch.takeResumed()).toEqual([]);
-  });
+  // No host in it (the PauseWatch alone): the Nest pass runs it.
+  it.skipIf(CORE_HOST)(
+    'a stream drained at a (re)start after its resume is owed no second drain (its entries may be in hand by then)',
+    async () => {
+      const stream = `${uniquePrefix()}orders`;
+      const pauses = new PauseCommands(redis.client());
+      const watch = new PauseWatch({ pauses, group: 'g', streams: [stream], checkMs: 1000, logger: captureLogs().logger });
+      await pauses.pause(stream, 'g', 'test');
+      await watch.look();
+      // A start while paused: not drained, owed.
+      expect(watch.drainable()).toEqual([]);
+      expect(watch.owesDrain).toBe(false);
+      await pauses.resume(stream, 'g');
+      await watch.look();
+      expect(watch.owesDrain).toBe(true);
+      // A restart (an ordered reader's next ownership) drains it before the beat would: nothing owed after.
+      expect(watch.drainable()).toEqual([stream]);
+      expect(watch.owesDrain).toBe(false);
+      expect(watch.takeResumed()).toEqual([]);
+    },
+  );
 });

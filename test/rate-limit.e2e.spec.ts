@@ -1,7 +1,7 @@
 import { RateLimitedException } from 'nestjs-redis-streams';
-import { RateLimitedError, StreamConsumer } from 'nestjs-redis-streams/core';
+import { RateLimitedError } from 'nestjs-redis-streams/core';
 import { captureLogs } from './support/logs.js';
-import { CORE_HOST, startApp, uniquePrefix, type TestApp } from './support/test-app.js';
+import { CORE_HOST, registered, startApp, TestWorker, uniquePrefix, type TestApp } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { aclUser } from './support/acl.js';
@@ -106,7 +106,7 @@ describe('rate limits: at most max entries started per perMs, by the whole group
       const stream = `${prefix}mail`;
       const calls: number[] = [];
       // A park of 30 s: it is still parked when the entry comes.
-      const c = new StreamConsumer({
+      const c = new TestWorker({
         connection: redis.connection,
         group: 'g',
         consumer: 'w1',
@@ -376,10 +376,11 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     const extras =
       (rateLimit: unknown, more: object = {}) =>
       () =>
-        new StreamConsumer({ logger: false }).handle('mail', () => undefined, { rateLimit, ...more } as never).start();
+        new TestWorker({ connection: redis.connection, logger: false }).handle('mail', () => undefined, { rateLimit, ...more }).start();
+    const named = registered('mail').replace(/[()]/g, '\\$&');
     return Promise.all([
       expect(extras({ max: 0, perMs: 1000 })()).rejects.toThrow(
-        /"handle\('mail'\) rateLimit.max": must be a whole number from 1 to 100000, got 0/,
+        new RegExp(`"${named} rateLimit.max": must be a whole number from 1 to 100000, got 0`),
       ),
       expect(extras({ max: 5, perMs: 1.5 })()).rejects.toThrow(/rateLimit.perMs": must be a whole number/),
       expect(extras({ max: 5, per: 1000 })()).rejects.toThrow(/rateLimit.per": unknown option/),

@@ -18,7 +18,9 @@ import {
   DeadLetterError,
   RetryLaterError,
   StreamConsumer,
+  type RedisStreamsEvents,
   type StreamBatchExtras,
+  type StreamConsumerOptions,
   type StreamEntryContext,
   type StreamPatternExtras,
 } from 'nestjs-redis-streams/core';
@@ -51,12 +53,14 @@ export const retryLater = (ms: number): Error => (CORE_HOST ? new RetryLaterErro
 
 /**
  * A handler `startApp` registers beside 'orders' and 'payments', with `@StreamPattern(pattern, extras)`
- * (Nest) or `handle(pattern, handler, extras)` (core): with `extras.batch` a batch handler recording
- * into `TestApp.batches`, else a single-entry one recording into `TestApp.recorder`.
+ * (Nest) or `handle(pattern, handler, extras)` (core): `handle` when given (the test's own function, called
+ * with the payload and the host's context), else with `extras.batch` a batch handler recording into
+ * `TestApp.batches`, else a single-entry one recording into `TestApp.recorder`.
  */
 export interface TestHandler {
   pattern: string;
   extras?: Record<string, unknown>;
+  handle?: (payload: any, ctx: any) => unknown;
 }
 
 export interface Call {
@@ -136,12 +140,23 @@ export interface TestApp {
 /** A unique key prefix, so tests sharing one Redis never see each other's streams. */
 export const uniquePrefix = (): string => `t-${randomUUID().slice(0, 8)}:`;
 
+/** A listener of a host's event. */
+type Listener = [event: keyof RedisStreamsEvents, callback: (...args: any[]) => void];
+
 /** What `startApp` adds to the app: `handlers` on both hosts; Nest's own controllers and providers (Nest only). */
 export interface AppExtras {
   handlers?: TestHandler[];
+  /** false: without the Recorder's 'orders' and 'payments' (StreamsController), so `handlers` may take those patterns. */
+  defaults?: boolean;
   controllers?: any[];
   providers?: any[];
+  /**
+   * Where the host logs. Nest's logger is global (the last app's wins), so under Nest the server's own
+   * lines also go to this app's logger alone: two apps of one test, each with its logger, keep theirs apart.
+   */
   logger?: LoggerService;
+  /** Listeners of the host's events (`[event, callback]`), registered before it starts (as `settled` and `deleted` are). */
+  on?: Listener[];
 }
 
 /** Builds a microservice from the Nest testing module with our transport (or a StreamConsumer, TEST_HOST=core), and starts it. */
@@ -165,21 +180,51 @@ function recordingController(pattern: string, extras: Record<string, unknown>) {
   return C;
 }
 
+/** A controller whose one method is `@StreamPattern(pattern, extras)` and calls the test's `handle(payload, ctx)`. */
+function handlerController(pattern: string, extras: Record<string, unknown>, handle: (payload: any, ctx: any) => unknown) {
+  @Controller()
+  class H {
+    handle(payload: unknown, ctx: RedisStreamsContext) {
+      return handle(payload, ctx);
+    }
+  }
+  const descriptor = Object.getOwnPropertyDescriptor(H.prototype, 'handle')!;
+  StreamPattern(pattern, extras)(H.prototype, 'handle', descriptor);
+  Payload()(H.prototype, 'handle', 0);
+  Ctx()(H.prototype, 'handle', 1);
+  return H;
+}
+
+/** The listeners of `extra.on`, on the host, before it starts. */
+function listen(host: RedisStreamsServer | StreamConsumer, on: Listener[] = []): void {
+  for (const [event, callback] of on) (host as StreamConsumer).on(event, callback);
+}
+
 async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): Promise<TestApp> {
-  const handlers = (extra.handlers ?? []).map(({ pattern, extras = {} }) =>
-    extras.batch ? batchController(pattern, extras) : recordingController(pattern, extras),
+  const handlers = (extra.handlers ?? []).map(({ pattern, extras = {}, handle }) =>
+    handle
+      ? handlerController(pattern, extras, handle)
+      : extras.batch
+        ? batchController(pattern, extras)
+        : recordingController(pattern, extras),
   );
   const providers = extra.providers ?? [];
   const moduleRef = await Test.createTestingModule({
-    controllers: [StreamsController, ...handlers, ...(extra.controllers ?? [])],
+    controllers: [...(extra.defaults === false ? [] : [StreamsController]), ...handlers, ...(extra.controllers ?? [])],
     providers: [Recorder, ...(providers.includes(BatchLog) ? [] : [BatchLog]), ...providers],
   }).compile();
   const server = new RedisStreamsServer(options);
+  if (extra.logger) {
+    // The server's Nest Logger answers to this app's logger, whatever another app made Nest's global one.
+    const logger = extra.logger;
+    Object.defineProperty((server as unknown as { logger: object }).logger, 'localInstance', { get: () => logger });
+  }
   const settled: SettledEvent[] = [];
   const deleted: string[] = [];
   // Registered before listen(): the first self-drain may report right away.
   server.on('settled', (e) => settled.push(e));
   server.on('deleted', (_stream, ids) => deleted.push(...ids));
+  listen(server, extra.on);
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: extra.logger ?? (process.env.TEST_LOGS ? undefined : false) });
   await app.listen();
   let closing: Promise<void> | undefined;
@@ -205,11 +250,14 @@ async function startCore(options: RedisStreamsServerOptions, extra: AppExtras): 
   const batches = new BatchLog();
   const logger = extra.logger ?? (process.env.TEST_LOGS ? undefined : false);
   const consumer = new StreamConsumer({ ...options, logger });
-  consumer.handle('orders', (payload, ctx) => recorder.handle(payload, ctx));
-  consumer.handle('payments', (payload, ctx) => recorder.handle(payload, ctx));
-  for (const { pattern, extras = {} } of extra.handlers ?? []) {
+  if (extra.defaults !== false) {
+    consumer.handle('orders', (payload, ctx) => recorder.handle(payload, ctx));
+    consumer.handle('payments', (payload, ctx) => recorder.handle(payload, ctx));
+  }
+  for (const { pattern, extras = {}, handle } of extra.handlers ?? []) {
     // Core's entries and batch context answer what BatchLog reads of Nest's (getId, getPattern, getSize…).
-    if (extras.batch)
+    if (handle) consumer.handle(pattern, handle, extras as StreamPatternExtras & { batch?: undefined });
+    else if (extras.batch)
       consumer.handle(pattern, (entries, ctx) => batches.handle(entries as never, ctx as never), extras as unknown as StreamBatchExtras);
     else consumer.handle(pattern, (payload, ctx) => recorder.handle(payload, ctx), extras as StreamPatternExtras & { batch?: undefined });
   }
@@ -217,6 +265,7 @@ async function startCore(options: RedisStreamsServerOptions, extra: AppExtras): 
   const deleted: string[] = [];
   consumer.on('settled', (e) => settled.push(e));
   consumer.on('deleted', (_stream, ids) => deleted.push(...ids));
+  listen(consumer, extra.on);
   try {
     await consumer.start();
   } catch (err) {
@@ -254,6 +303,68 @@ export function useApps(): typeof startApp {
     apps.push(app);
     return app;
   };
+}
+
+/**
+ * A worker on either host (TEST_HOST), built as a StreamConsumer is: `handle(pattern, handler, extras)` for
+ * each pattern, then `start()`, which starts an app of those handlers alone (startApp, no Recorder handlers).
+ * Its pause, resume, health, on and close are the host's: RedisStreamsServer's under Nest, StreamConsumer's
+ * under core. `options.logger` is the app's logger (AppExtras.logger); listeners given to `on` before
+ * `start()` are registered before the host starts.
+ */
+export class TestWorker {
+  private readonly handlers: TestHandler[] = [];
+  private readonly listeners: Listener[] = [];
+  /** The started app (after `start()`). */
+  app: TestApp | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(readonly options: StreamConsumerOptions) {}
+
+  handle(pattern: string, handle: (payload: any, ctx: any) => unknown, extras: Record<string, unknown> = {}): this {
+    this.handlers.push({ pattern, extras, handle });
+    return this;
+  }
+
+  on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): this {
+    if (this.app) this.app.consumer.on(event, callback);
+    else this.listeners.push([event, callback]);
+    return this;
+  }
+
+  async start(): Promise<this> {
+    const { logger, ...options } = this.options;
+    this.app = await startApp(options, {
+      handlers: this.handlers,
+      defaults: false,
+      on: this.listeners,
+      ...(logger ? { logger: logger as LoggerService } : {}),
+    });
+    return this;
+  }
+
+  /** The running host; before `start()` one built and never started (what its pause says then is the host's own answer). */
+  private get host(): RedisStreamsServer | StreamConsumer {
+    if (this.app) return this.app.consumer;
+    const { logger: _, ...options } = this.options;
+    return CORE_HOST ? new StreamConsumer({ ...options, logger: false }) : new RedisStreamsServer(options);
+  }
+
+  pause(pattern: string): Promise<boolean> {
+    return this.host.pause(pattern);
+  }
+
+  resume(pattern: string): Promise<boolean> {
+    return this.host.resume(pattern);
+  }
+
+  health(): ReturnType<StreamConsumer['health']> {
+    return this.host.health();
+  }
+
+  close(): Promise<void> {
+    return (this.closing ??= this.app ? this.app.close() : Promise.resolve());
+  }
 }
 
 /** Request handlers for `client.send` tests; `Recorder.behavior` decides what `quote` answers. */
