@@ -46,6 +46,16 @@ describe('ServerOffer', () => {
     expect([plain.ackDelete, plain.unmet()]).toEqual([undefined, undefined]);
   });
 
+  it("offered CLAIM (as Redis 8.4+ is): not past MAX_CLAIM_STREAMS, never for an ordered stream (CLAIM serves the most idle first, out of their keys' order)", async () => {
+    const claiming: ServerFeatures = { ...(await serverFeatures(redis)), claimOnRead: true };
+    const offer = new ServerOffer(true);
+    offer.record(claiming);
+    expect([offer.claimsOnRead(MAX_CLAIM_STREAMS), offer.claimsOnRead(MAX_CLAIM_STREAMS + 1)]).toEqual([true, false]);
+    const ordered = new ServerOffer(true, false, false);
+    ordered.record(claiming);
+    expect(ordered.claimsOnRead(1)).toBe(false);
+  });
+
   it("says what the options need that the file's server lacks: XACKDEL for deleteOnAck, WAITAOF for fsync", async () => {
     const found = await serverFeatures(redis);
     const want = expected(found.server);
