@@ -13,9 +13,10 @@ import { isScheduled } from '../libs/redis-streams/src/consumer/settle/retry-sch
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../libs/redis-streams/src/options/server-options.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { captureLogs } from './support/logs.js';
+import { pendingRows } from './support/pending.js';
 import { deadLetterKey, retrySetKey } from './support/redis-server.js';
-import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 
 const redis = useRedis();
@@ -48,9 +49,8 @@ function decider(handler: (payload: unknown) => unknown = () => undefined, o: Re
 
 /** An entry added to a fresh stream and read by consumer `c` (pending under it, delivery 1), with `fields`. */
 async function pendingEntry(fields: string[] = ['data', '{"n":1}']): Promise<StreamEntry> {
-  const stream = `${uniquePrefix()}s`;
   const r = redis.client();
-  await r.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+  const { key: stream } = await groupOnNewStream(r, 's');
   const id = (await r.xadd(stream, '*', ...fields))!;
   await r.xreadgroup('GROUP', 'g', 'c', 'STREAMS', stream, '>');
   return { stream, id, fields, deliveryCount: 1 };
@@ -59,7 +59,7 @@ async function pendingEntry(fields: string[] = ['data', '{"n":1}']): Promise<Str
 /** What Redis holds of the entry now: its delivery count if pending (else null), and the ids of its dead letters. */
 async function inRedis(entry: StreamEntry) {
   const r = redis.client();
-  const row = ((await r.xpending(entry.stream, 'g', entry.id, entry.id, 1)) as [string, string, number, number][])[0];
+  const row = (await pendingRows(redis, entry.stream)).find(([id]) => id === entry.id);
   const dead = await r.xrange(deadLetterKey(entry.stream), '-', '+');
   return { pending: row ? row[3] : null, dead: dead.length, inStream: (await r.xrange(entry.stream, entry.id, entry.id)).length };
 }

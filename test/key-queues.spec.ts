@@ -8,9 +8,11 @@ import { KeyQueues, type KeyQueuesDeps } from '../libs/redis-streams/src/consume
 import type { SettledEvent, SettleOutcome } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { captureLogs } from './support/logs.js';
-import { uniquePrefix } from './support/test-app.js';
-import { gate, useUnitLoops } from './support/unit-loop.js';
+import { gate } from './support/gate.js';
+import { pendingRows } from './support/pending.js';
+import { useUnitLoops } from './support/unit-loop.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -22,9 +24,8 @@ type Handler = (entry: StreamEntry) => Promise<SettleOutcome>;
 
 /** `keys[i]` is the partition key of entry i, added to a fresh stream and read by consumer `c` (delivery 1). */
 async function pendingOfKeys(...keys: string[]): Promise<StreamEntry[]> {
-  const stream = `${uniquePrefix()}s`;
   const r = redis.client();
-  await r.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+  const { key: stream } = await groupOnNewStream(r, 's');
   for (const [i, key] of keys.entries()) await r.xadd(stream, '*', 'n', String(i), 'partitionKey', key);
   const reply = (await r.xreadgroup('GROUP', 'g', 'c', 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
   return reply[0]![1].map(([id, fields]) => ({ stream, id, fields, deliveryCount: 1 }));
@@ -32,8 +33,7 @@ async function pendingOfKeys(...keys: string[]): Promise<StreamEntry[]> {
 
 /** Delivery counts of the stream's pending entries, by id. */
 async function countsOf(stream: string): Promise<Map<string, number>> {
-  const rows = (await redis.client().xpending(stream, 'g', '-', '+', 100)) as [string, string, number, number][];
-  return new Map(rows.map(([id, , , count]) => [id, count]));
+  return new Map((await pendingRows(redis, stream)).map(([id, , , count]) => [id, count]));
 }
 
 const keyOf = (e: StreamEntry) => e.fields![3]!;

@@ -7,7 +7,9 @@
 import type { Subscription } from 'rxjs';
 import { PartitionOwner } from '../libs/redis-streams/src/consumer/tenure/partition-owner.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import { groupOnNewStream } from './support/backlog.js';
 import { captureLogs } from './support/logs.js';
+import { pendingRows } from './support/pending.js';
 import { uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
@@ -110,15 +112,14 @@ describe('PartitionOwner', () => {
   });
 
   it("takeOver makes every pending entry of the group this consumer's, its delivery not counted; giveBack puts back the count its read added", async () => {
-    const stream = `${uniquePrefix()}s`;
     const r = redis.client();
-    await r.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    const { key: stream } = await groupOnNewStream(r, 's');
     for (let i = 0; i < 3; i++) await r.xadd(stream, '*', 'n', String(i));
     await r.xreadgroup('GROUP', 'g', 'old', 'STREAMS', stream, '>');
     const a = memberOf(stream, 'a');
     await a.o.beat();
     expect(await a.o.takeOver()).toBe(3);
-    const rows = (await r.xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][];
+    const rows = await pendingRows(redis, stream);
     expect(rows.map(([, consumer, , count]) => [consumer, count])).toEqual([
       ['a', 1],
       ['a', 1],
@@ -127,7 +128,7 @@ describe('PartitionOwner', () => {
     // Read again here (self-drain: a delivery counted), then given back unstarted: the count before that read.
     await r.xreadgroup('GROUP', 'g', 'a', 'STREAMS', stream, '0');
     await a.o.giveBack(rows.map(([id]) => ({ stream, id, fields: null, deliveryCount: 2 })));
-    const after = (await r.xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][];
+    const after = await pendingRows(redis, stream);
     expect(after.map(([, , , count]) => count)).toEqual([1, 1, 1]);
   });
 });
