@@ -72,6 +72,8 @@ const CORE = ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator|redis8-)/.te
  */
 const ON_VALKEY = [
   ...ON_SERVER_REPLIES,
+  // What the server offers, by version: Valkey 9's answers.
+  'test/server-offer.spec.ts',
   // The plain-Node worker (nestjs-redis-streams/core) as a process of its own: asked for on Redis and on Valkey.
   'test/plain-node.e2e.spec.ts',
   'test/core-no-nest.e2e.spec.ts',
@@ -128,6 +130,8 @@ const ON_NEWER = [
   // Ordered patterns never take the read's CLAIM: their takeovers and retries go the floor's way there too.
   'test/ordered.e2e.spec.ts',
   'test/redis8-*.e2e.spec.ts',
+  // What the server offers, by version: its answers on Redis 8.6 (npm test pins Redis 7.0's).
+  'test/server-offer.spec.ts',
   // Durable produce and acks: WAITAOF where the server has it (fsync), the waits' replies.
   'test/durable-produce.e2e.spec.ts',
   'test/durable-acks.e2e.spec.ts',
