@@ -140,6 +140,7 @@ const rows = new Map<SystemName, Row>([
   ['expert-readahead', { system: 'expert ioredis loop: next XREADGROUP in flight while handling' }],
   ['nestjs-redis-streams', { system: 'nestjs-redis-streams' }],
   ['nestjs-redis-streams-batch', { system: 'nestjs-redis-streams, batch handler (one call per batch)' }],
+  ['stream-consumer', { system: 'nestjs-redis-streams/core StreamConsumer (plain Node, no Nest)' }],
   ['bullmq', { system: 'BullMQ Worker' }],
   ['nest-redis-pubsub', { system: 'Nest Transport.REDIS (pub/sub, fire-and-forget)' }],
   ['naive-ioredis', { system: 'naive ioredis loop: awaits each XACK (the old yardstick)' }],
@@ -242,6 +243,7 @@ const DRAIN_SYSTEMS: SystemName[] = [
   'expert-readahead',
   'nestjs-redis-streams',
   'nestjs-redis-streams-batch',
+  'stream-consumer',
   // `--only drain` compares this transport with the expert loops: BullMQ's drain alone would take most of its time.
   ...(flags.only === 'drain' ? [] : (['bullmq', 'naive-ioredis'] as const)),
 ];

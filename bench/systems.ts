@@ -5,6 +5,7 @@ import { EventPattern, Transport, type MicroserviceOptions } from '@nestjs/micro
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisStreamsServer, StreamPattern, type RedisStreamsServerOptions } from 'nestjs-redis-streams';
+import { StreamConsumer } from 'nestjs-redis-streams/core';
 
 /** What every system under test hands the handler: the producer's timestamp, for latency. */
 export type Handler = (message: { t?: string | number }) => unknown;
@@ -39,6 +40,7 @@ export type SystemName =
   | 'naive-ioredis'
   | 'nestjs-redis-streams'
   | 'nestjs-redis-streams-batch'
+  | 'stream-consumer'
   | 'bullmq'
   | 'nest-redis-pubsub';
 
@@ -80,6 +82,22 @@ export async function startConsumer(
         },
         beforeListen,
       );
+    case 'stream-consumer': {
+      // The plain-Node host (nestjs-redis-streams/core): the same engine without Nest's dispatch.
+      const consumer = new StreamConsumer({
+        connection: o.cluster ?? o.url,
+        group: o.group,
+        consumer: o.consumer,
+        concurrency: o.concurrency,
+        blockMs: o.blockMs ?? 1000,
+        minIdleMs: o.minIdleMs ?? 30_000,
+        batchSize: o.batchSize,
+        logger: false,
+      }).handle(o.key, (payload) => handler(payload as { t?: string | number }));
+      await beforeListen?.();
+      await consumer.start();
+      return { stop: () => consumer.close() };
+    }
     case 'nest-redis-pubsub': {
       const { hostname, port } = new URL(o.url);
       return nestApp(
