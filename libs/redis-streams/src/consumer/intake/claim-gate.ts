@@ -5,10 +5,11 @@ import type { ReadAsk, ReadGate, ReadNext, ReadResult } from './read-gate.js';
 
 /**
  * The read's CLAIM (XREADGROUP … CLAIM, Redis 8.4+): where the server offers it, the park also
- * claims entries idle past `minIdleMs` (a dead peer's) in the same round trip. A read that claimed is
- * followed by a plain one without BLOCK, so new entries get a turn (CLAIM serves idle entries before
- * new ones: behind a dead peer's large PEL a new entry would otherwise wait for all of it, where a
- * sweep's rounds let parks in between). The innermost gate: every read the others send may claim.
+ * claims entries idle past `minIdleMs` (a dead peer's) in the same round trip. A park after a read that
+ * claimed reads new entries only, without BLOCK (its shape: every gate sees the park so, and none parks
+ * for more), so new entries get a turn (CLAIM serves idle entries before new ones: behind a dead peer's
+ * large PEL a new entry would otherwise wait for all of it, where a sweep's rounds let parks in between).
+ * The innermost gate: every read the others send may claim.
  */
 export class ClaimGate implements ReadGate {
   /** The last read claimed entries. */
@@ -22,13 +23,15 @@ export class ClaimGate implements ReadGate {
     },
   ) {}
 
+  shape(ask: ReadAsk): ReadAsk {
+    return this.claimedLast && !ask.filling && ask.blockMs !== 0 ? { ...ask, blockMs: 0 } : ask;
+  }
+
   async read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
-    const after = this.claimedLast;
-    const claim = this.d.offer.claimsOnRead(ask.streams.length) && !after;
+    const claim = this.d.offer.claimsOnRead(ask.streams.length) && !this.claimedLast;
     let claimed = false;
     const result = await next({
       ...ask,
-      blockMs: after && !ask.filling ? 0 : ask.blockMs,
       ...(claim && {
         claimMinIdleMs: this.d.minIdleMs,
         // Before the lease takes them: what a batch here holds already is told apart from what the read claimed.

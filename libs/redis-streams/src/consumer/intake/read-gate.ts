@@ -36,11 +36,19 @@ export type ReadNext = (ask: ReadAsk) => Promise<ReadResult>;
  * order, the first outermost; the park's code knows this interface only.
  */
 export interface ReadGate {
+  /**
+   * Shapes the park's whole ask before any gate reads, so that every gate decides on it (the claim gate's
+   * "no BLOCK after a read that claimed": an outer gate must not park for more on its own).
+   */
+  shape?(ask: ReadAsk): ReadAsk;
   read(ask: ReadAsk, next: ReadNext): Promise<ReadResult>;
   /** Something that changed the gate's answer (a pause, a resume): a wait of the park ends on it. */
   readonly changed$?: Observable<unknown>;
 }
 
-/** The gates in order around the read: the first gate's read is the park's. */
-export const throughGates = (gates: readonly ReadGate[], read: ReadNext): ReadNext =>
-  gates.reduceRight<ReadNext>((next, gate) => (ask) => gate.read(ask, next), read);
+/** The gates in order around the read: each gate's shape of the park's ask, in order, then the first gate's read is the park's. */
+export function throughGates(gates: readonly ReadGate[], read: ReadNext): ReadNext {
+  const chain = gates.reduceRight<ReadNext>((next, gate) => (ask) => gate.read(ask, next), read);
+  const shaping = gates.filter((gate) => gate.shape !== undefined);
+  return shaping.length === 0 ? chain : (ask) => chain(shaping.reduce((shaped, gate) => gate.shape!(shaped), ask));
+}

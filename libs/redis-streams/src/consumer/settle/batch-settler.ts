@@ -46,7 +46,7 @@ export const idList = (entries: readonly StreamEntry[]): string =>
  * take them. When the loop stops, entries not yet started are handed back and the ones in
  * hand finish and are acked; the first `inHand` entries count as in hand (a batch handler's
  * batch that was still filling, an entry a limited park read before its grant came).
- * An entry whose stream is held back when its turn comes (paused) is not started: it goes back to the
+ * An entry whose stream is barred when its turn comes (paused) is not started: it goes back to the
  * group with its delivery count put back (a pause costs no delivery), to be read again after the resume.
  */
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
@@ -115,11 +115,9 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
   if (held.length > 0 && d.putBack) {
     for (const entry of held) d.custody.release(entry);
     await stop
-      .bounded(d.putBack(held, d.handBackIdleMs), () => `the put-back of ${idList(held)} (held back)`, logger)
+      .bounded(d.putBack(held, d.handBackIdleMs), () => `the put-back of ${idList(held)} (paused)`, logger)
       .catch((err: unknown) =>
-        logger.warn(
-          `could not put back ${idList(held)} (held back): ${describeError(err)}; they come back once idle ${d.handBackIdleMs} ms`,
-        ),
+        logger.warn(`could not put back ${idList(held)} (paused): ${describeError(err)}; they come back once idle ${d.handBackIdleMs} ms`),
       );
   }
   if (succeeded.length > 0) await stop.bounded(d.acks.send(succeeded, events), () => `an earlier ack before ${idList(succeeded)}`, logger);
