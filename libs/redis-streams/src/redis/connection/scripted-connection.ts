@@ -8,7 +8,7 @@ import { LEASE_SCRIPT, PUT_BACK_SCRIPT } from '../custody/lease-script.js';
 import { OWN_PENDING_SCRIPT } from '../custody/own-pending-script.js';
 import { RECLAIM_ROUND_SCRIPT } from '../read/reclaim-round-script.js';
 import { RECOVER_SCRIPT } from '../read/recover-script.js';
-import { FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT, RELEASE_OWNERSHIP_SCRIPT } from '../tenure/ownership-script.js';
+import { FENCED_ACK, OWNERSHIP, RELEASE_OWNERSHIP } from '../tenure/ownership-script.js';
 import { ADOPT_RETRY_SCRIPT, RETAKE_ORPHANS_SCRIPT, SCHEDULE_RETRY_SCRIPT } from '../custody/retry-scripts.js';
 
 /** A connection with the transport's Lua scripts defined on it (ioredis sends EVALSHA, EVAL once when unknown). */
@@ -115,9 +115,9 @@ const LOOP_SCRIPTS: readonly LuaScript[] = [
   luaScript('streamsRetakeOrphans', 2, RETAKE_ORPHANS_SCRIPT),
   luaScript('streamsOwnPending', 2, OWN_PENDING_SCRIPT),
   luaScript('streamsCleanConsumers', 2, CONSUMER_CLEANUP_SCRIPT),
-  luaScript('streamsOwnership', 4, OWNERSHIP_SCRIPT),
-  luaScript('streamsReleaseOwnership', 2, RELEASE_OWNERSHIP_SCRIPT),
-  luaScript('streamsFencedAck', 2, FENCED_ACK_SCRIPT),
+  OWNERSHIP,
+  RELEASE_OWNERSHIP,
+  FENCED_ACK,
 ];
 
 /** Defines every script of the loop on `conn` (ioredis keeps one definition per name). */

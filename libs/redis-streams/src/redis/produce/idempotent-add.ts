@@ -1,5 +1,5 @@
 import type { RedisConnection } from '../connection/connect.js';
-import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
+import { defineLuaScripts, luaScript, rawEval, type LuaScript } from '../lua/lua-script.js';
 import { LUA_XINFO } from '../lua/lua-xinfo.js';
 import { ReplyShapeError } from '../replies/reply-shape-error.js';
 import type { RawCommand } from './replication-wait.js';
@@ -108,7 +108,7 @@ export function appendCommand(stream: string, xadd: readonly (string | number)[]
 /** `cmd` as sent raw: a script as EVAL of its source (a durable write's pipeline must never re-send one after NOSCRIPT). */
 export function rawAppend(cmd: AppendCommand): RawCommand {
   if ('command' in cmd) return [cmd.command, ...cmd.args];
-  return ['EVAL', cmd.script.lua, cmd.script.keys ?? 0, ...cmd.args];
+  return rawEval(cmd.script, cmd.args);
 }
 
 /** Sends `cmd` on a connection (its reply) or queues it on a pipeline. */

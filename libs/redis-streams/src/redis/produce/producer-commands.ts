@@ -16,7 +16,7 @@ import {
 } from './idempotent-add.js';
 import type { RawCommand } from './replication-wait.js';
 import { detectServerFeatures, type ServerFeatures } from '../server-features.js';
-import { defineLuaScripts, luaScript } from '../lua/lua-script.js';
+import { defineLuaScripts, luaScript, rawEval } from '../lua/lua-script.js';
 
 const TRIM = luaScript('streamsTrim', 1, TRIM_SCRIPT);
 
@@ -93,17 +93,7 @@ export class ProducerCommands {
     if (trims) {
       const acked = policy.safe && features?.ackDelete === true;
       const ageBound = ageBoundId(policy.maxAgeMs, now) ?? '';
-      commands.push([
-        'EVAL',
-        TRIM.lua,
-        TRIM.keys!,
-        stream,
-        policy.maxLen ?? 0,
-        ageBound,
-        policy.safe ? '1' : '0',
-        TRIM_SCAN_LIMIT,
-        acked ? '1' : '0',
-      ]);
+      commands.push(rawEval(TRIM, [stream, policy.maxLen ?? 0, ageBound, policy.safe ? '1' : '0', TRIM_SCAN_LIMIT, acked ? '1' : '0']));
     }
     return {
       commands,

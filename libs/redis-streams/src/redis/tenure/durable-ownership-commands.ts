@@ -1,17 +1,12 @@
 import type { ResolvedDurability } from '../../options/durability-options.js';
 import type { RedisConnection } from '../connection/connect.js';
 import { DurableWrites } from '../produce/durable-writes.js';
-import { luaScript, type LuaScript } from '../lua/lua-script.js';
+import { rawEval, type LuaScript } from '../lua/lua-script.js';
 import { ownershipKeysOf, type OwnershipKeys } from '../../key-names.js';
-import { CONFIRM_SETTLED_SCRIPT, FENCED_ACK_SCRIPT, OWNERSHIP_SCRIPT } from './ownership-script.js';
+import { CONFIRM_SETTLED, FENCED_ACK, OWNERSHIP } from './ownership-script.js';
 import { parseOwnershipReply, parseStringList, type OwnershipBeat } from '../replies/replies.js';
-import type { Confirmation, RawCommand } from '../produce/replication-wait.js';
+import type { Confirmation } from '../produce/replication-wait.js';
 import { shortAck, type AckDeletePolicy, type ShortAck } from '../stream-commands.js';
-
-// Sent raw (EVAL, see DurableWrites), never registered: the same definitions all the same.
-const OWNERSHIP = luaScript('streamsOwnership', 4, OWNERSHIP_SCRIPT);
-const FENCED_ACK = luaScript('streamsFencedAck', 2, FENCED_ACK_SCRIPT);
-const CONFIRM_SETTLED = luaScript('streamsConfirmSettled', 2, CONFIRM_SETTLED_SCRIPT);
 
 /**
  * An ordered partition's writes whose replication its owner waits for (durable acks): the ownership
@@ -88,7 +83,7 @@ export class DurableOwnershipCommands {
     args: readonly (string | number)[],
     durability: ResolvedDurability | undefined,
   ): Promise<{ reply: unknown; confirmed?: Confirmation }> {
-    const command: RawCommand = ['EVAL', s.lua, s.keys ?? 0, ...args];
+    const command = rawEval(s, args);
     if (!durability) return { reply: await this.conn.call(...(command as [string, ...(string | number)[]])) };
     const { replies, confirmed } = await this.writes.write(String(args[0]), durability, [command]);
     const [err, reply] = replies[0] ?? [new Error('a script got no reply'), null];

@@ -1,4 +1,5 @@
 import { LUA_NOW } from '../lua/lua-now.js';
+import { luaScript } from '../lua/lua-script.js';
 /**
  * One beat of a partition's ownership (KEYS: owner, members, epoch counter, durability state; all in
  * the stream's slot). ARGV: consumer, the owner value it holds ('' for none), ttl ms, partition index,
@@ -71,3 +72,9 @@ for i = 4, #ARGV do
 end
 return pending
 `;
+
+/** The partition's scripts as every caller registers or sends them (the loop's connection, the durable lane's EVAL). */
+export const OWNERSHIP = luaScript('streamsOwnership', 4, OWNERSHIP_SCRIPT);
+export const RELEASE_OWNERSHIP = luaScript('streamsReleaseOwnership', 2, RELEASE_OWNERSHIP_SCRIPT);
+export const FENCED_ACK = luaScript('streamsFencedAck', 2, FENCED_ACK_SCRIPT);
+export const CONFIRM_SETTLED = luaScript('streamsConfirmSettled', 2, CONFIRM_SETTLED_SCRIPT);

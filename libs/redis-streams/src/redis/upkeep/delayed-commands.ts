@@ -5,11 +5,12 @@ import { CANCEL_SCRIPT, LOOK_SCRIPT, PROMOTE_SCRIPT, SCHEDULE_SCRIPT } from './d
 import { encodeRecord } from './delayed-record.js';
 import type { OnceWrite } from '../produce/idempotent-add.js';
 import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type DelayedLook, type Promotion } from '../replies/replies.js';
-import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
+import { defineLuaScripts, luaScript, rawEval, type LuaScript } from '../lua/lua-script.js';
 
-// Schedule and promote take their keys from the call (a key count of their own).
+// Schedule and promote take their key count from the call.
+const SCHEDULE = luaScript('streamsSchedule', undefined, SCHEDULE_SCRIPT);
 const DELAYED_SCRIPTS: readonly LuaScript[] = [
-  luaScript('streamsSchedule', undefined, SCHEDULE_SCRIPT),
+  SCHEDULE,
   luaScript('streamsPromote', undefined, PROMOTE_SCRIPT),
   luaScript('streamsCancel', 3, CANCEL_SCRIPT),
   luaScript('streamsDelayedLook', 2, LOOK_SCRIPT),
@@ -81,10 +82,10 @@ export class DelayedCommands {
   scheduleCommand(stream: string, id: string, fields: readonly string[], due: DueTime, once?: OnceWrite): RawCommand {
     const k = this.keys(stream);
     const [mode, ms] = 'in' in due ? (['in', due.in] as const) : (['at', due.at] as const);
-    if (!once) return ['EVAL', SCHEDULE_SCRIPT, 2, k.schedule, k.entries, mode, ms, id, encodeRecord(fields)];
+    if (!once) return rawEval(SCHEDULE, [k.schedule, k.entries, mode, ms, id, encodeRecord(fields)], 2);
     const idmpKey = idempotencyKeyOf(stream, once.producerId, once.key, once.onCluster);
     const record = encodeRecord(fields, { ...once, idmpKey });
-    return ['EVAL', SCHEDULE_SCRIPT, 3, k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec];
+    return rawEval(SCHEDULE, [k.schedule, k.entries, idmpKey, mode, ms, id, record, once.key, once.windowSec], 3);
   }
 
   /**
