@@ -2,7 +2,11 @@
 // browser code cannot import the server's types, which bring Node's). These checks hold those declarations
 // to what the server sends: a field renamed or retyped on the server fails `npm run typecheck` here.
 import type {
+  ConfigReply,
   ConsumerHealth,
+  DeleteReply,
+  PendingMoveReply,
+  RedriveReply,
   DeadLetterStreamsReply,
   EntriesReply,
   EntryReply,
@@ -11,7 +15,9 @@ import type {
   PendingReply,
   StreamRow,
 } from '../libs/redis-streams/src/dashboard/browser/api-replies.js';
+import type { LettersDeleted, LettersRedriven, PendingMoved } from '../libs/redis-streams/src/dashboard/dashboard-actions.js';
 import type { DashboardData, DeadLetterRow } from '../libs/redis-streams/src/dashboard/dashboard-data.js';
+import type { DashboardConfig } from '../libs/redis-streams/src/dashboard/dashboard-http.js';
 import type { RedisStreamsHealth } from '../libs/redis-streams/src/health/health.js';
 
 /** What a read of DashboardData answers (null is the API's 404). */
@@ -30,5 +36,13 @@ describe("the page's view of the dashboard API", () => {
     // A letter read from its dead-letter stream always has its id there (the type allows none for one not yet written).
     expectTypeOf<DeadLetterRow & { id: string }>().toExtend<LetterRow>();
     expectTypeOf<RedisStreamsHealth>().toExtend<ConsumerHealth>();
+  });
+
+  it('is what the server answers to /api/config and to the actions (review finding: these four were never checked)', () => {
+    // /api/config sends the config with `actions` filled in for the visitor.
+    expectTypeOf<DashboardConfig & { actions: boolean }>().toExtend<ConfigReply>();
+    expectTypeOf<PendingMoved>().toExtend<PendingMoveReply>();
+    expectTypeOf<LettersRedriven>().toExtend<RedriveReply>();
+    expectTypeOf<LettersDeleted>().toExtend<DeleteReply>();
   });
 });

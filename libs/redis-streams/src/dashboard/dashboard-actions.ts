@@ -4,6 +4,7 @@ import { BadRequest, deadStream, isStreamId, workStream, type DashboardContext }
 
 import { counted } from '../readable.js';
 import { PendingActionRefused } from '../ops/pending-actions.js';
+import type { RedriveResult } from '../dlq/dead-letters.js';
 
 const PENDING_ACTIONS = ['/api/pending/release', '/api/pending/dead-letter', '/api/pending/retry-now'];
 const ACTIONS = ['/api/dead-letters/redrive', '/api/dead-letters/delete', '/api/pause', '/api/resume', ...PENDING_ACTIONS];
@@ -23,6 +24,27 @@ export class ActionRefused extends Error {
 export const ACTION_HEADER = 'x-requested-by';
 export const ACTION_HEADER_VALUE = 'redis-streams-dashboard';
 
+/** What the actions answer (the page's declarations, browser/api-replies.ts, are held to these by test/dashboard-replies.spec.ts). */
+export interface LettersRedriven {
+  results: RedriveResult[];
+  /** Letters left, after a redrive of all. */
+  remaining: number | undefined;
+}
+export interface LettersDeleted {
+  deleted: string[];
+}
+export interface PauseChanged {
+  changed: boolean;
+}
+/** A pending entry's move: its owner before it, and where a dead-lettered one went. */
+export interface PendingMoved {
+  owner: string;
+  idleMs?: number;
+  deadLetterStream?: string;
+  deadLetterId?: string;
+}
+export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved;
+
 /** Most ids one action names, and the largest body read. */
 const MAX_IDS = 1000;
 const MAX_BODY_BYTES = 256 * 1024;
@@ -34,7 +56,7 @@ export async function runAction(
   ctx: DashboardContext,
   // What the action waits for now: said if it is late (only once at 'redis' may it be carried out after a late answer).
   waiting: (what: 'the action guard' | "the request's body" | 'redis') => void = () => {},
-): Promise<unknown> {
+): Promise<ActionAnswer> {
   const { options, dlq } = ctx;
   if (!ACTIONS.includes(path)) throw new ActionRefused(404, 'no such action');
   if (!options.authorize) throw new ActionRefused(403, 'read-only: actions are off (the dashboard was started without actions)');
@@ -68,7 +90,7 @@ export async function runAction(
 }
 
 /** Pause or resume a stream's pattern for one of its groups. */
-async function pauseAction(pause: boolean, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<unknown> {
+async function pauseAction(pause: boolean, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<PauseChanged> {
   const key = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
   const group = body.group;
   if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
@@ -84,7 +106,7 @@ async function pauseAction(pause: boolean, body: Record<string, unknown>, who: s
  * Release, dead-letter or retry-now of one pending entry (ops/pending-actions.ts): refused (409, with
  * its reason) while its owner is connected unless `force`, or when it changed hands meanwhile.
  */
-async function pendingAction(what: string, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<unknown> {
+async function pendingAction(what: string, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<PendingMoved> {
   const stream = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
   const { group, id } = body;
   if (typeof group !== 'string' || group === '') throw new BadRequest('"group" must be the name of one of its groups');
@@ -97,7 +119,7 @@ async function pendingAction(what: string, body: Record<string, unknown>, who: s
   const target = { stream, group, id };
   const actions = ctx.pending;
   const { minIdleMs, logger } = ctx.options;
-  const done = await (async () => {
+  const done = await (async (): Promise<PendingMoved> => {
     if (what === 'release') return { owner: (await actions.release(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
     if (what === 'retry-now') return { owner: (await actions.retryNow(target, minIdleMs, force)).consumer, idleMs: minIdleMs };
     const moved = await actions.deadLetter(target, { force, forceGone: empty, by: `dashboard ${who}` });

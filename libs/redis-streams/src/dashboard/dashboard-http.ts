@@ -251,7 +251,15 @@ function idBound(q: URLSearchParams, name: string): string | undefined {
   throw new BadRequest(`"${name}" must be a stream id such as 1700000000000-0, or a time in ms`);
 }
 
-function config(options: DashboardContext['options']) {
+/** What /api/config answers (with `actions`: whether this visitor may act). */
+export interface DashboardConfig {
+  minIdleMs: number;
+  pageSize: number;
+  consumer: boolean;
+  actions?: boolean;
+}
+
+function config(options: DashboardContext['options']): DashboardConfig {
   return { minIdleMs: options.minIdleMs, pageSize: options.pageSize, consumer: options.consumer !== undefined };
 }
 
