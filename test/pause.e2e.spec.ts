@@ -115,6 +115,8 @@ describe('pause and resume a pattern for the whole group', () => {
     // Resumed from elsewhere (an operator): every worker within a look.
     expect(await new PauseCommands(redis.client()).resume(stream, 'g')).toBe(true);
     await waitFor(() => handled.length === 21, { message: 'the 20 entries handled after the resume' });
+    // Handled is not acked yet: the acks follow their handlers (under load the last batch's came after this look).
+    await waitFor(async () => (await groupOf(stream)).pending === 0, { message: 'the 20 entries acked' });
     expect(await groupOf(stream)).toEqual({ lag: 0, pending: 0 });
   });
 
