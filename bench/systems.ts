@@ -84,16 +84,9 @@ export async function startConsumer(
       );
     case 'stream-consumer': {
       // The plain-Node host (nestjs-redis-streams/core): the same engine without Nest's dispatch.
-      const consumer = new StreamConsumer({
-        connection: o.cluster ?? o.url,
-        group: o.group,
-        consumer: o.consumer,
-        concurrency: o.concurrency,
-        blockMs: o.blockMs ?? 1000,
-        minIdleMs: o.minIdleMs ?? 30_000,
-        batchSize: o.batchSize,
-        logger: false,
-      }).handle(o.key, (payload) => handler(payload as { t?: string | number }));
+      const consumer = new StreamConsumer({ ...engineOptions(o), batchSize: o.batchSize, logger: false }).handle(o.key, (payload) =>
+        handler(payload as { t?: string | number }),
+      );
       await beforeListen?.();
       await consumer.start();
       return { stop: () => consumer.close() };
@@ -119,18 +112,20 @@ export async function startConsumer(
   }
 }
 
+/** The bench's options as either host takes them. */
+const engineOptions = (o: ConsumerOptions) => ({
+  connection: o.cluster ?? o.url,
+  group: o.group,
+  consumer: o.consumer,
+  concurrency: o.concurrency,
+  blockMs: o.blockMs ?? 1000,
+  minIdleMs: o.minIdleMs ?? 30_000,
+  ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
+});
+
 /** This transport's server with the bench's options, plus `extra`. */
 function streamsServer(o: ConsumerOptions, extra: RedisStreamsServerOptions = {}): RedisStreamsServer {
-  return new RedisStreamsServer({
-    connection: o.cluster ?? o.url,
-    group: o.group,
-    consumer: o.consumer,
-    concurrency: o.concurrency,
-    blockMs: o.blockMs ?? 1000,
-    minIdleMs: o.minIdleMs ?? 30_000,
-    ...(o.telemetry === undefined ? {} : { telemetry: o.telemetry }),
-    ...extra,
-  });
+  return new RedisStreamsServer({ ...engineOptions(o), ...extra });
 }
 
 type ReadReply = [string, [string, string[]][]][] | null;
