@@ -94,10 +94,11 @@ const ON_VALKEY8 = [
   'test/group-recovery.e2e.spec.ts',
   // Ordered patterns: ownership scripts, fenced acks and takeovers on Valkey's replies.
   'test/ordered.e2e.spec.ts',
-  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey.
+  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey; fair groups' slots.
   'test/delayed.e2e.spec.ts',
   'test/pause.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  'test/fair.e2e.spec.ts',
 ];
 
 /**
@@ -159,11 +160,12 @@ const ON_CORE_HOST = [
   'test/retry-crash.e2e.spec.ts',
   'test/reclaim-round.e2e.spec.ts',
   'test/read-ahead.e2e.spec.ts',
-  // Ordering and flow control: ordered patterns, pause, delayed delivery, rate limits.
+  // Ordering and flow control: ordered patterns, pause, delayed delivery, rate limits, fair groups.
   'test/ordered.e2e.spec.ts',
   'test/pause.e2e.spec.ts',
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  'test/fair.e2e.spec.ts',
 ];
 
 /** TEST_SET: which of the lists above the `node` project runs (unset: every file). */

@@ -32,6 +32,8 @@ export interface OrderedRun {
   handlerMs: number;
   /** The durability section's runs: the ordered pattern's durable acks. */
   durableAcks?: DurableAcks;
+  /** The fair section's runs (bench/fair.ts): `fair: { inHand }` on the pattern (not with `ordered`). */
+  fairInHand?: number;
 }
 
 export interface OrderedChildReport {
@@ -99,6 +101,7 @@ async function start(run: OrderedRun): Promise<void> {
     partitions: run.partitions,
     ordered: run.ordered,
     ...(run.durableAcks ? { durableAcks: run.durableAcks } : {}),
+    ...(run.fairInHand ? { fair: { inHand: run.fairInHand } } : {}),
   });
   await consumer.start();
 }

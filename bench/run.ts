@@ -37,6 +37,7 @@ import { benchScale, scaleMarkdown, type ScaleSection } from './scale.js';
 import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from './reclaim-path.js';
 import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js';
 import { benchFlow, flowMarkdown, type FlowSection } from './flow.js';
+import { benchFair, fairMarkdown, type FairSection } from './fair.js';
 import { benchDurability, durabilityMarkdown, type DurabilitySection } from './durability.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
@@ -47,10 +48,10 @@ const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', defau
 const smoke = flags.smoke;
 if (
   flags.only !== undefined &&
-  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'durability'].includes(flags.only)
+  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'fair', 'durability'].includes(flags.only)
 )
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow" or "durability", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow", "fair" or "durability", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -186,6 +187,14 @@ if (flags.only === 'retries') {
 }
 if (flags.only === 'scale') {
   const { problems } = writeScale(await benchScale({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'fair') {
+  const { problems } = writeFair(await benchFair({ smoke, url: redis.url, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -372,6 +381,7 @@ const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }))
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
 const flow = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+const fair = writeFair(await benchFair({ smoke, url: redis.url, log }));
 const durability = writeDurability(await benchDurability({ smoke, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
@@ -414,6 +424,7 @@ const result = {
   scale,
   ordered,
   flow,
+  fair,
   reclaimPath,
   cluster,
 };
@@ -481,6 +492,7 @@ function incomplete(): string[] {
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
   problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
   problems.push(...flow.problems.map((p) => `flow: ${p}`));
+  problems.push(...fair.problems.map((p) => `fair: ${p}`));
   problems.push(...durability.problems.map((p) => `durability: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
@@ -617,6 +629,11 @@ function writeDurability(section: DurabilitySection): DurabilitySection {
 
 function writeFlow(section: FlowSection): FlowSection {
   return writeSection('flow', 'flow', flowMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The fair-groups section written to results/fair.md (a smoke run: fair-smoke.md); `--only fair` prints it too. */
+function writeFair(section: FairSection): FairSection {
+  return writeSection('fair', 'fair', fairMarkdown(section, SMOKE_NOTE), section);
 }
 
 /** The reclaim-path section written to results/reclaim-path.md (a smoke run: reclaim-path-smoke.md); `--only reclaim` prints it too. */
@@ -1072,6 +1089,8 @@ function toMarkdown(r: typeof result): string {
     orderedMarkdown(r.ordered, SMOKE_NOTE),
     '',
     flowMarkdown(r.flow, SMOKE_NOTE),
+    '',
+    fairMarkdown(r.fair, SMOKE_NOTE),
     '',
     reclaimPathMarkdown(r.reclaimPath, SMOKE_NOTE),
     '',

@@ -63,6 +63,53 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(() => planStreams([event('o', { ordered: true }, { ordered: false })], ONE_NODE)).toThrow(/disagree on ordered/);
   });
 
+  it('a fair pattern: each partition a reader of its own (its fair queues read ahead), with its pattern limit if it has one', () => {
+    const keyOf = (p: { tenant: string }) => p.tenant;
+    const plan = planStreams(
+      [
+        event('a'),
+        event('jobs', { fair: { inHand: 2 }, partitions: 2 }),
+        event('mail', { fair: { inHand: 1, perKey: keyOf }, rateLimit: { max: 5, perMs: 1000 } }),
+      ],
+      ONE_NODE,
+    );
+    const jobs = { name: 'p:jobs', pattern: 'jobs', groups: { inHand: 2, perKey: true } };
+    expect(plan.readers).toEqual([
+      { streams: ['p:a'] },
+      { streams: ['p:{jobs:0}'], fair: jobs },
+      { streams: ['p:{jobs:1}'], fair: jobs },
+      {
+        streams: ['p:mail'],
+        rateLimit: { name: 'p:mail', limit: { max: 5, perMs: 1000 } },
+        fair: { name: 'p:mail', pattern: 'mail', groups: { inHand: 1, perKey: keyOf } },
+      },
+    ]);
+    expect(plan.origins.get('p:{jobs:1}')).toMatchObject({ pattern: 'jobs', partition: 1, fair: { inHand: 2, perKey: true } });
+  });
+
+  it('refuses a fair option it cannot take, naming the option or the clash', () => {
+    const fair =
+      (value: unknown, more: Record<string, unknown> = {}) =>
+      () =>
+        planStreams([event('f', { fair: value, ...more })], ONE_NODE);
+    for (const [value, message] of [
+      [{}, /invalid option "@StreamPattern\('f'\) fair\.inHand": must be a whole number from 1 to 1000, got undefined/],
+      [{ inHand: 0 }, /"@StreamPattern\('f'\) fair\.inHand": must be a whole number from 1 to 1000, got 0/],
+      [{ inHand: 1.5 }, /fair\.inHand": must be a whole number from 1 to 1000, got 1\.5/],
+      [{ inHand: 1001 }, /fair\.inHand": must be a whole number from 1 to 1000, got 1001/],
+      [{ inHand: '2' }, /fair\.inHand": must be a whole number from 1 to 1000, got "2"/],
+      [{ inHand: 2, perKey: 'tenant' }, /fair\.perKey": must be true \(the partition key\) or a function/],
+      [{ inHand: 2, perkey: true }, /perkey/],
+      [3, /invalid option "@StreamPattern\('f'\) fair": must be \{ inHand, perKey\? \}, got 3/],
+    ] as const)
+      expect(fair(value), JSON.stringify(value)).toThrow(message);
+    expect(fair({ inHand: 0 })).toThrow(InvalidOptionError);
+    expect(fair({ inHand: 1 }, { ordered: true })).toThrow(/fair and ordered together are not supported/);
+    expect(fair({ inHand: 1 }, { batch: { maxSize: 5 } })).toThrow(/fair with batch is not supported/);
+    expect(() => planStreams([request('f', { fair: { inHand: 1 } })], ONE_NODE)).toThrow(/fair is for event handlers/);
+    expect(() => planStreams([event('f', {}, { fair: { inHand: 1 } })], ONE_NODE)).toThrow(/fair on one that is not the first/);
+  });
+
   it('a batch handler gets a reader of its own, with its options resolved', () => {
     const plan = planStreams([event('a'), event('b', { batch: { maxSize: 5 } })], ONE_NODE);
     expect(plan.readers).toEqual([{ streams: ['p:a'] }, { streams: ['p:b'], batch: { maxSize: 5, maxWaitMs: 0 } }]);

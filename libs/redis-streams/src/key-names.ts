@@ -37,6 +37,8 @@ export const KEY_KINDS = {
   /** One key's rate limit (group, key). */
   keyrate: { words: ['keyrate'], parts: 2 },
   keyratelimited: { words: ['keyratelimited'], parts: 2 },
+  /** One key's slots of a fair group (group, key): its entries in hand, with their leases (a rare word: a group or key named so is escaped). */
+  inhand: { words: ['inhand'], parts: 2 },
   /** The idempotent-write fallback's record (producer id, idempotency key). */
   idmp: { words: ['idmp'], parts: 2 },
 } as const satisfies Record<string, { words: readonly string[]; parts: number }>;
@@ -253,6 +255,15 @@ export function keyRateLimitKeysOf(name: string, group: string, key: string, onC
     window: keyWithTail('keyrate', name, tailOf('keyrate', parts), onCluster),
     block: keyWithTail('keyratelimited', name, tailOf('keyratelimited', parts), onCluster),
   };
+}
+
+/**
+ * One key's slots of a fair pattern for a group (`fair`): `<name>:inhand:<group>:<key>`, a sorted set of the
+ * entries of that key in hand (score: until when, on Redis' clock). On a cluster in the name's slot (`{name}:inhand:…`),
+ * so one script takes the slots of many keys. A key is named as a rate limit's is (escaped, or hashed when long).
+ */
+export function fairSlotKeyOf(name: string, group: string, key: string, onCluster: boolean): string {
+  return keyWithTail('inhand', name, tailOf('inhand', [escapePart(group), limitKeyPart(key)]), onCluster);
 }
 
 /** Where the idempotent-write fallback keeps a key's first entry id: `<stream>:idmp:<producerId>:<key>`, in the stream's slot. */

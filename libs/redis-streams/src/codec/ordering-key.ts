@@ -7,10 +7,12 @@ import type { StreamEntry } from '../stream-entry.js';
  * any key a producer writes (Redis values are binary-safe, but no client writes one with NUL).
  */
 export function orderingKeyOf(entry: StreamEntry): string {
+  return partitionKeyFieldOf(entry) ?? `\0${entry.stream}\0${entry.id}`;
+}
+
+/** The entry's `partitionKey` field as it is (maybe ''); undefined when it has none. The last one wins, as a record of the fields would have it. */
+export function partitionKeyFieldOf(entry: StreamEntry): string | undefined {
   const fields = entry.fields;
-  if (fields) {
-    // The last one wins, as a record of the fields would have it.
-    for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1]!;
-  }
-  return `\0${entry.stream}\0${entry.id}`;
+  if (fields) for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1]!;
+  return undefined;
 }

@@ -47,6 +47,9 @@ import { DelayedPromoter, type DelayedView } from './upkeep/delayed-promoter.js'
 import { PauseWatch } from './intake/pause-watch.js';
 import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
 import { tenureOf, type TenureDeps, type TenurePlan } from './tenure/tenure-of.js';
+import { FAIR_READ_COUNT } from './settle/fair-queues.js';
+import { settlePolicyOf } from './settle/settle-policy-of.js';
+import type { SettlePlan, SettlePolicy } from './settle/settle-policy.js';
 import type { Tenure } from './tenure/tenure.js';
 import type { TenureView } from './tenure/tenure.js';
 
@@ -74,7 +77,7 @@ export interface Decider {
 export type DeciderFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Decider;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
-export interface ReaderStreams extends IntakePlan, TenurePlan {
+export interface ReaderStreams extends IntakePlan, TenurePlan, SettlePlan {
   streams: readonly string[];
   /** Set for a batch handler's streams: entries go to it up to `maxSize` at a time, a park not yet full waits up to `maxWaitMs`. */
   batch?: ResolvedBatchOptions | undefined;
@@ -162,6 +165,8 @@ export class Reader {
   private readonly subscription: Subscription;
   /** When it may read and how its acks go (always, or while it owns its partition). */
   private readonly tenure: Tenure;
+  /** How fetched entries settle, beyond the batch settler (fair groups). */
+  private readonly policy: SettlePolicy;
   /** performance.now() of the loop's last step that answered (the liveness of an owned partition). */
   private lastStepAt = performance.now();
   /** Moves this reader's streams' delayed entries in when due. */
@@ -232,10 +237,31 @@ export class Reader {
       },
       logger,
     };
-    const settle: SettleFetched = tenure.settle ?? ((entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand));
+    const policy = (this.policy = settlePolicyOf(plan, {
+      decide: decider.one,
+      custody,
+      acks: this.acks,
+      concurrency: options.concurrency,
+      minIdleMs: options.minIdleMs,
+      leaseRenewMs: options.leaseRenewMs,
+      deserializer: options.deserializer,
+      slots: commands.keySlots,
+      stop,
+      inProgress: this.inProgress,
+      barred: () => this.pause.has(streams[0]!),
+      putBack: batchDeps.putBack!,
+      logger,
+    }));
+    const settle: SettleFetched =
+      tenure.settle ?? policy.settle ?? ((entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand));
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
-    const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
+    // A fair pattern's reads go past a key's backlog to the other keys' entries: a read's worth is FAIR_READ_COUNT at least.
+    const count = batch
+      ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE))
+      : plan.fair
+        ? Math.max(options.batchSize, FAIR_READ_COUNT)
+        : options.batchSize;
     const pause = (this.pause = new PauseWatch({
       pauses: commands.pauses,
       group: options.group,
@@ -315,7 +341,7 @@ export class Reader {
     // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
     const beat$ = defer(() => (this.keeper.due || this.reclaimer.due || this.pause.owesDrain ? fullBeat$ : this.parker.step$));
     const reads$ = this.tenure.reads$({ groups$, selfDrain$: this.selfDrain$, beat$ });
-    const steps$ = concat(this.tenure.restart$, groups$, gate$.pipe(concatMap(() => reads$)));
+    const steps$ = concat(this.tenure.restart$, this.policy.restart$, groups$, gate$.pipe(concatMap(() => reads$)));
     const work$ = concat(
       steps$.pipe(
         tap((result) => this.stepped(result)),
@@ -334,10 +360,12 @@ export class Reader {
         tap(() => {
           this.parker.wakePark();
           this.tenure.nudge();
+          this.policy.nudge();
         }),
       ),
       this.watch.checks$,
       this.tenure.upkeep$,
+      this.policy.upkeep$,
     ).pipe(ignoreElements(), takeUntil(stop.abandoned$));
     return work$.pipe(
       connect((steps) => merge(steps, upkeep$.pipe(takeUntil(steps.pipe(ignoreElements(), endWith(0)))))),
@@ -432,7 +460,8 @@ export class Reader {
   }
 
   /** After the last beat: what is in hand ends the tenure's way (handed back or acked, its partition left). */
-  private finish(): Promise<void> {
-    return this.tenure.finish();
+  private async finish(): Promise<void> {
+    await this.policy.finish();
+    await this.tenure.finish();
   }
 }

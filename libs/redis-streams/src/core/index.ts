@@ -13,6 +13,7 @@ export type { RedisStreamsEvents } from '../engine/events.js';
 export type { DeliverySource, SettledEvent, SettleOutcome } from '../consumer/settle/settled-event.js';
 export type { Logger, Serializer, Deserializer } from '../ports.js';
 export type { RateLimit, RateLimitKeyOf } from '../options/rate-limit-options.js';
+export type { FairGroups, FairKeyOf } from '../options/fair-options.js';
 export { RedisStreamsStatus } from '../status.js';
 export type { StreamBatchOptions } from '../options/batch-options.js';
 export type { StreamPatternExtras } from '../options/pattern-options.js';

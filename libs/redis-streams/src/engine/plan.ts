@@ -4,6 +4,7 @@ import { resolveBatchOptions, type ResolvedBatchOptions } from '../options/batch
 import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
 import { resolveRateLimit, type RateLimit } from '../options/rate-limit-options.js';
+import { resolveFair, type FairGroups } from '../options/fair-options.js';
 import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import { durableAcksWithin } from '../options/server-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
@@ -46,6 +47,8 @@ export interface PlannedOrigin extends StreamOrigin {
   rateLimit?: RateLimit;
   /** `rateLimit` with `perKey`: at most `max` of each key started per `perMs`, by the whole group (an admission). */
   keyRateLimit?: RateLimit;
+  /** `@StreamPattern(key, { fair })`: at most `inHand` of each key in hand, keys served round-robin (its reader's settle). */
+  fair?: Required<FairGroups>;
 }
 
 /** What a server reads: every stream key, what each is to the app, and who reads which. */
@@ -93,6 +96,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     ordered,
     rateLimit: limit,
     durableAcks: ownDurableAcks,
+    fair: fairOption,
   } = (handler.chain[0] ?? {}) as {
     partitions?: unknown;
     batch?: unknown;
@@ -100,6 +104,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     ordered?: unknown;
     rateLimit?: unknown;
     durableAcks?: unknown;
+    fair?: unknown;
   };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
@@ -137,6 +142,19 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     throw new Error(
       `nestjs-redis-streams: ${registered}: durableAcks is for ordered patterns (ordered: true); an unordered pattern's acks lost with a master only run entries again, which at-least-once allows`,
     );
+  const fair = resolveFair(`${registered} fair`, fairOption);
+  if (fair && ordered === true)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: fair and ordered together are not supported: ordered is already fair with one entry of a key in hand, in stream order; use one of them`,
+    );
+  if (fair && batch !== undefined)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: fair with batch is not supported: a batch call would hold entries of many keys at once; use a single-entry handler with concurrency`,
+    );
+  if (fair && !handler.isEventHandler)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: fair is for event handlers; a request's caller waits for its answer, not its turn`,
+    );
   const durableAcks =
     ordered !== true
       ? undefined
@@ -145,7 +163,12 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
         : durableAcksWithin(`${registered} durableAcks`, ownDurableAcks, options.leaseRenewMs ?? Number.MAX_SAFE_INTEGER);
   // A pattern's limit is taken before its reads (a reader of its own); a key's, as each entry starts.
   const limits = rateLimit ? (rateLimit.perKey ? { keyRateLimit: rateLimit } : { rateLimit }) : {};
-  const order = { ...(ordered === true ? { ordered: true as const } : {}), ...(durableAcks ? { durableAcks } : {}), ...limits };
+  const order = {
+    ...(ordered === true ? { ordered: true as const } : {}),
+    ...(durableAcks ? { durableAcks } : {}),
+    ...limits,
+    ...(fair ? { fair } : {}),
+  };
   if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
@@ -172,6 +195,7 @@ function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
     ordered?: unknown;
     rateLimit?: unknown;
     durableAcks?: unknown;
+    fair?: unknown;
   }[];
   if (extras.slice(1).some((e) => e.durableAcks !== undefined)) {
     throw new Error(
@@ -181,6 +205,11 @@ function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
   if (extras.slice(1).some((e) => e.rateLimit !== undefined)) {
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a rateLimit on one that is not the first: one stream is read one way, so give the limit to the first handler only`,
+    );
+  }
+  if (extras.slice(1).some((e) => e.fair !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and fair on one that is not the first: one stream is settled one way, so give fair to the first handler only`,
     );
   }
   if (extras.slice(1).some((e) => e.ordered !== undefined && e.ordered !== extras[0]!.ordered)) {
@@ -217,7 +246,9 @@ function readerStreams(
   batches: ReadonlyMap<string, ResolvedBatchOptions>,
   options: PlanOptions,
 ): ReaderStreams[] {
-  const single = streams.filter((s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered && !origins.get(s)!.rateLimit);
+  const single = streams.filter(
+    (s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered && !origins.get(s)!.rateLimit && !origins.get(s)!.fair,
+  );
   const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
   // An ordered stream (each partition) is read by a reader of its own: it reads only while this consumer owns it.
   for (const stream of streams) {
@@ -229,10 +260,17 @@ function readerStreams(
       ordered: { pattern: origin.pattern, partition: origin.partition ?? 0, partitions, durableAcks: origin.durableAcks },
     });
   }
-  // A rate-limited stream (each partition) too: its reads take grants first, each read its own COUNT.
+  // A rate-limited stream (each partition) too: its reads take grants first, each read its own COUNT. A fair
+  // one (each partition): its entries wait in its fair queues, read ahead of what runs (and its limit, if any).
   for (const stream of streams) {
-    const { rateLimit, pattern } = origins.get(stream)!;
-    if (rateLimit) sets.push({ streams: [stream], rateLimit: { name: options.keyPrefix + pattern, limit: rateLimit } });
+    const { rateLimit, pattern, fair } = origins.get(stream)!;
+    const name = options.keyPrefix + pattern;
+    if (rateLimit || fair)
+      sets.push({
+        streams: [stream],
+        ...(rateLimit ? { rateLimit: { name, limit: rateLimit } } : {}),
+        ...(fair ? { fair: { name, pattern, groups: fair } } : {}),
+      });
   }
   for (const [pattern, batch] of batches) sets.push({ streams: streams.filter((s) => origins.get(s)!.pattern === pattern), batch });
   if (!options.onCluster) return sets;

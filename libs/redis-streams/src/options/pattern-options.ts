@@ -2,6 +2,7 @@ import type { StreamBatchOptions } from './batch-options.js';
 import type { RetryPolicy } from './retry-options.js';
 import type { RateLimit } from './rate-limit-options.js';
 import type { DurableAcks } from './durability-options.js';
+import type { FairGroups } from './fair-options.js';
 import { rejectUnknown } from './validate.js';
 
 /** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
@@ -30,6 +31,13 @@ export interface StreamPatternExtras {
    * RedisStreamsServerOptions.durableAcks. Only with `ordered`. Default: the server's.
    */
   durableAcks?: DurableAcks | false;
+  /**
+   * Fair groups: at most `inHand` entries of one key (the record's `partitionKey`, or a function's)
+   * in hand at once, by every worker of the group together, and keys served round-robin, so a key
+   * with a deep backlog cannot starve the others. Not with `ordered` (the in-order `inHand: 1`
+   * case) or `batch`. See docs/guide/fair-groups.md. Default: none.
+   */
+  fair?: FairGroups;
 }
 
 /**
@@ -38,7 +46,15 @@ export interface StreamPatternExtras {
  */
 export const STREAM_PATTERN_EXTRAS: unique symbol = Symbol.for('nestjs-redis-streams.stream-pattern');
 
-const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = ['partitions', 'batch', 'retry', 'ordered', 'rateLimit', 'durableAcks'];
+const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = [
+  'partitions',
+  'batch',
+  'retry',
+  'ordered',
+  'rateLimit',
+  'durableAcks',
+  'fair',
+];
 
 /**
  * A typo in `@StreamPattern`'s (or `handle`'s) extras would otherwise silently keep the default (a

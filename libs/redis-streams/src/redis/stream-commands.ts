@@ -21,6 +21,7 @@ import { FetchCommands } from './read/fetch-commands.js';
 import { DelayedCommands } from './upkeep/delayed-commands.js';
 import { PauseCommands } from './intake/pause-commands.js';
 import { RateLimitCommands } from './intake/rate-limit-commands.js';
+import { KeySlotCommands } from './settle/key-slot-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './produce/retention.js';
 
@@ -78,6 +79,8 @@ export class StreamCommands {
   readonly pauses: PauseCommands;
   /** Patterns' rate limits (see RateLimitCommands). */
   readonly rateLimits: RateLimitCommands;
+  /** Fair groups' slots of each key in hand (see KeySlotCommands). */
+  readonly keySlots: KeySlotCommands;
 
   constructor(
     conn: RedisConnection,
@@ -94,6 +97,7 @@ export class StreamCommands {
     this.delayed = new DelayedCommands(this.conn, onCluster);
     this.pauses = new PauseCommands(this.conn);
     this.rateLimits = new RateLimitCommands(this.conn, group, onCluster);
+    this.keySlots = new KeySlotCommands(this.conn, group, onCluster);
   }
 
   /**

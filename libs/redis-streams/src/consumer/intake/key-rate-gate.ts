@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DecodedEntry } from '../../codec/entry-codec.js';
-import { FIELD } from '../../codec/wire-format.js';
-import { describeError, describeHandlerError } from '../../describe-error.js';
+import { keyFromFunction } from '../../codec/key-function.js';
+import { partitionKeyFieldOf } from '../../codec/ordering-key.js';
+import { describeError } from '../../describe-error.js';
 import { quotedPreview as preview } from '../../escape-control.js';
 import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { Logger } from '../../ports.js';
@@ -124,22 +125,6 @@ export class KeyRateGate implements Admission {
 
 /** The entry's key under `limit.perKey`: its partition key, or what the key function returns; undefined for none. */
 function limitKeyOf(limit: RateLimit, entry: StreamEntry, decoded: DecodedEntry): string | undefined {
-  if (limit.perKey === true) {
-    const fields = entry.fields!;
-    // The last one wins, as a record of the fields would have it.
-    for (let i = fields.length - 2; i >= 0; i -= 2) if (fields[i] === FIELD.partitionKey) return fields[i + 1] || undefined;
-    return undefined;
-  }
-  let key: unknown;
-  try {
-    key = limit.perKey!(decoded.payload, decoded.headers);
-  } catch (error) {
-    throw new Error(`rateLimit.perKey threw: ${describeHandlerError(error)} (the handler did not run)`, { cause: error });
-  }
-  if (key === undefined || key === null || key === '') return undefined;
-  if (typeof key === 'string') return key;
-  if (typeof key === 'number' && Number.isFinite(key)) return String(key);
-  throw new TypeError(
-    `rateLimit.perKey returned ${typeof key === 'number' ? String(key) : typeof key}: a key is a string or a finite number (none: undefined, null or ''); the handler did not run`,
-  );
+  if (limit.perKey === true) return partitionKeyFieldOf(entry) || undefined;
+  return keyFromFunction('rateLimit.perKey', limit.perKey!, decoded);
 }

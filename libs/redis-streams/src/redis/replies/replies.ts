@@ -476,3 +476,10 @@ export function parseDurabilityState(value: unknown): DurabilityReport | null {
     ...(typeof v.refused === 'string' ? { refused: v.refused.slice(0, 200) } : {}),
   };
 }
+
+/** The key slots scripts' answer: one 0/1 per member asked for (taken or kept: 1). */
+export function parseSlotsReply(what: string, reply: unknown, length: number): boolean[] {
+  const flags = integers(what, reply, length);
+  if (flags.some((f) => f !== 0 && f !== 1)) throw new ReplyShapeError(what, reply);
+  return flags.map((f) => f === 1);
+}

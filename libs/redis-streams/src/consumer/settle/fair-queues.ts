@@ -1,0 +1,461 @@
+import { performance } from 'node:perf_hooks';
+import { describeError } from '../../describe-error.js';
+import { quotedPreview as preview } from '../../escape-control.js';
+import type { Logger } from '../../ports.js';
+import { isRefusal } from '../../redis/replies/redis-errors.js';
+import type { KeySlot } from '../../redis/settle/key-slot-commands.js';
+import type { StreamEntry } from '../../stream-entry.js';
+import type { Custody } from '../custody/custody.js';
+import type { StopSignal } from '../stop-signal.js';
+import type { AckPipeline } from './ack-pipeline.js';
+import type { BatchProgress } from './batch-progress.js';
+import { idList } from './batch-settler.js';
+import type { DeliverySource, SettledEvent } from './settled-event.js';
+
+/** Entries a reader's fair queues hold read and not started before the fetch waits: memory stays bounded whatever one key's backlog. */
+export const MAX_FAIR_HELD = 10_000;
+
+/** Entries a fair pattern's read asks for at least (its `batchSize` if more): reading past a backlog of 10,000 takes 50 reads, not 1,000. */
+export const FAIR_READ_COUNT = 200;
+
+/** A key whose slot Redis refused (its `inHand` taken by other workers) is asked again after this, doubling up to the most. */
+const SLOT_RETRY_MIN_MS = 25;
+const SLOT_RETRY_MAX_MS = 500;
+
+/** The group's slots of each key in hand, in Redis (KeySlotCommands with the pattern's name bound). */
+export interface FairSlots {
+  /** The Redis key of a key's slots (kept per key here: it is escaped, or hashed, once). */
+  slotKeyOf(key: string): string;
+  /** `give` handed back, then a slot taken for each of `take` (one round trip): one flag per slot taken. */
+  exchange(give: readonly KeySlot[], take: readonly KeySlot[]): Promise<boolean[]>;
+  keep(slots: readonly KeySlot[]): Promise<boolean[]>;
+}
+
+export interface FairQueuesDeps {
+  /** The pattern, as log lines name it. */
+  pattern: string;
+  /** Its slots' name in Redis (keyPrefix + pattern), as the ACL line names it. */
+  slotsName: string;
+  /** Decides one entry (checks, admission, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
+  decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
+  acks: Pick<AckPipeline, 'send' | 'flush'>;
+  /** Handlers running at once, every key together. */
+  concurrency: number;
+  /** Most entries of one key in hand at once, by the whole group. */
+  inHand: number;
+  /** The keys of fetched entries (undefined: keyless), in their order; may read their payload. */
+  keysOf: (entries: readonly StreamEntry[]) => Promise<(string | undefined)[]> | (string | undefined)[];
+  slots: FairSlots;
+  stop: StopSignal;
+  /** Handlers running, for the stuck watch and an abandon (see BatchProgress). */
+  inProgress: Set<BatchProgress>;
+  /** Whether the stream is paused for the group now: nothing of it starts, and what waits goes back. */
+  barred: () => boolean;
+  /** Hands back entries read and not started, with the delivery counts they had before the read (idle `handBackIdleMs`). */
+  putBack: (entries: readonly StreamEntry[], idleMs: number) => Promise<void>;
+  handBackIdleMs: number;
+  logger: Logger;
+}
+
+interface Queued {
+  entry: StreamEntry;
+  source: DeliverySource;
+}
+
+/** One key's queue: its entries waiting (read, not started), and how many of it run here. */
+interface FairKey {
+  /** The user's key; undefined for the keyless group (entries without a key: no slot, never more than `concurrency`). */
+  readonly key: string | undefined;
+  /** Its slots' Redis key; undefined for the keyless group. */
+  readonly slotKey: string | undefined;
+  entries: Queued[];
+  /** Index of the first waiting entry in `entries` (a deque without shifting a long backlog). */
+  head: number;
+  /** Its entries running here (slot taken, or taking one). */
+  running: number;
+  /** In the ring of keys that may start an entry now. */
+  inRing: boolean;
+  /** Redis refused its slot: asked again once this timer fires. */
+  retry: ReturnType<typeof setTimeout> | undefined;
+  refusals: number;
+}
+
+const waiting = (k: FairKey): number => k.entries.length - k.head;
+
+/**
+ * A fair pattern's way to settle (`fair`): fetched entries wait in a queue per key, and the keys with
+ * an entry that may start are served round-robin, one entry a turn, `concurrency` handlers at once,
+ * at most `inHand` of one key, counted by the whole group in Redis (one slot per entry in hand, leased
+ * on Redis' clock, renewed while its handler runs). The fetch steps hand entries over with `accept`,
+ * which returns while the handlers are not kept busy for two rounds by what could start, so the reads go
+ * on past a deep backlog of one key to the others' entries (up to MAX_FAIR_HELD held). A failed entry leaves its
+ * queue for its retry (custody's), and holds no slot while it waits; its key's later entries go on.
+ */
+export class FairQueues {
+  private readonly keys = new Map<string | undefined, FairKey>();
+  /** Keys that may start an entry now, in turn order (a deque: `ringHead` is the next turn). */
+  private ring: FairKey[] = [];
+  private ringHead = 0;
+  /** Ids held here (waiting or running): a re-delivery of one (a reclaim of an entry held here) is not run twice. */
+  private readonly heldIds = new Set<string>();
+  private waitingCount = 0;
+  private running = 0;
+  /** Slots taken and not given back (member → slot): renewed while their handlers run. */
+  private readonly slotsHeld = new Map<string, KeySlot>();
+  private toGive: KeySlot[] = [];
+  private giveQueued = false;
+  private ackQueue: { entry: StreamEntry; event: SettledEvent }[] = [];
+  private acking = false;
+  /** A Redis failure (an ack, a dead-letter move): the loop restarts; until then nothing starts. */
+  private failure: unknown;
+  private roomWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] = [];
+  /** Put back while paused: told once per pause. */
+  private pausedTold = false;
+  /** Redis refused the slots script since the last slot taken: told once. */
+  private refusedTold = false;
+
+  constructor(private readonly d: FairQueuesDeps) {}
+
+  /** Hands fetched entries to their keys' queues; resolves once more may be read (or the loop must restart: it rejects). */
+  async accept(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
+    this.rethrow();
+    const keys = await this.d.keysOf(entries);
+    for (let i = 0; i < entries.length; i++) this.enqueue(entries[i]!, source, keys[i]);
+    this.pump();
+    this.putBackIfBarred();
+    while (!this.hasRoom()) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      this.rethrow();
+    }
+  }
+
+  /** A failure met while settling (Redis: an ack, a dead-letter move) ends the loop's run: it restarts, and self-drain reads the rest again. */
+  rethrow(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Resolves once no handler runs and no ack is in flight. */
+  async settled(): Promise<void> {
+    while (this.running > 0 || this.acking) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** After `settled()`: every queue forgotten (a restart: self-drain reads the pending entries again); the entries dropped. */
+  clear(): StreamEntry[] {
+    const dropped: StreamEntry[] = [];
+    for (const k of this.keys.values()) {
+      for (let i = k.head; i < k.entries.length; i++) dropped.push(k.entries[i]!.entry);
+      if (k.retry) clearTimeout(k.retry);
+    }
+    this.keys.clear();
+    this.ring = [];
+    this.ringHead = 0;
+    this.heldIds.clear();
+    this.waitingCount = 0;
+    this.failure = undefined;
+    this.wakeRoom();
+    return dropped;
+  }
+
+  /** A pause began or ended: what waits of a paused stream goes back to the group, uncounted; a resume starts what may start. */
+  nudge(): void {
+    this.putBackIfBarred();
+    if (!this.d.barred()) this.pausedTold = false;
+    this.pump();
+    this.wakeRoom();
+  }
+
+  /** Renews the slots of entries in hand (every lease renewal): a slot found run out is told (the key may run more than `inHand` meanwhile). */
+  async keepSlots(): Promise<void> {
+    const slots = [...this.slotsHeld.values()];
+    if (slots.length === 0) return;
+    const kept = await this.d.slots.keep(slots);
+    const lost = slots.filter((s, i) => !kept[i] && this.slotsHeld.has(s.member));
+    if (lost.length > 0)
+      this.d.logger.warn(
+        `the slots of ${lost.length} entries in hand of "${this.d.pattern}" (key ${preview(lost[0]!.key)}${lost.length > 1 ? ' …' : ''}) ran out before their handlers ended (this worker could not renew them within minIdleMs): other workers may have run more than fair.inHand of those keys meanwhile`,
+      );
+  }
+
+  /** Entries read and waiting here (not started), every key. */
+  get held(): number {
+    return this.waitingCount;
+  }
+
+  /** Keys with entries waiting or running here. */
+  get keyCount(): number {
+    return this.keys.size;
+  }
+
+  /** At a stop, once what runs finished: what waits goes back to the group (idle `handBackIdleMs`), with the delivery count it had before the read. */
+  async handBackWaiting(): Promise<void> {
+    const rest = this.clear();
+    if (rest.length === 0) return;
+    for (const entry of rest) this.d.custody.release(entry);
+    await this.d.putBack(rest, this.d.handBackIdleMs);
+  }
+
+  private enqueue(entry: StreamEntry, source: DeliverySource, key: string | undefined): void {
+    if (this.heldIds.has(entry.id)) {
+      // Held here already (a reclaim of an entry that waits, self-drain meeting one): it runs once, as the copy held.
+      this.d.custody.release(entry);
+      return;
+    }
+    let k = this.keys.get(key);
+    if (!k) {
+      const slotKey = key === undefined ? undefined : this.d.slots.slotKeyOf(key);
+      k = { key, slotKey, entries: [], head: 0, running: 0, inRing: false, retry: undefined, refusals: 0 };
+      this.keys.set(key, k);
+    }
+    k.entries.push({ entry, source });
+    this.heldIds.add(entry.id);
+    this.waitingCount++;
+    this.toRing(k);
+  }
+
+  /** Most of a key's entries running at once here: `inHand` (the group's bound), the keyless group `concurrency`. */
+  private capOf(k: FairKey): number {
+    return k.key === undefined ? this.d.concurrency : this.d.inHand;
+  }
+
+  private mayStart(k: FairKey): boolean {
+    return waiting(k) > 0 && k.running < this.capOf(k) && k.retry === undefined;
+  }
+
+  private toRing(k: FairKey): void {
+    if (k.inRing || !this.mayStart(k)) return;
+    k.inRing = true;
+    this.ring.push(k);
+  }
+
+  private nextTurn(): FairKey | undefined {
+    while (this.ringHead < this.ring.length) {
+      const k = this.ring[this.ringHead++]!;
+      k.inRing = false;
+      if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) {
+        this.ring = this.ring.slice(this.ringHead);
+        this.ringHead = 0;
+      }
+      if (this.mayStart(k)) return k;
+    }
+    return undefined;
+  }
+
+  private take(k: FairKey): Queued {
+    const q = k.entries[k.head]!;
+    k.entries[k.head++] = undefined as unknown as Queued;
+    if (k.head > 1024 && k.head * 2 > k.entries.length) {
+      k.entries = k.entries.slice(k.head);
+      k.head = 0;
+    }
+    this.waitingCount--;
+    return q;
+  }
+
+  /** Starts entries while handlers are free: one entry a key's turn, round-robin; a key's slots asked for in one round trip. */
+  private pump(): void {
+    if (this.failure !== undefined || this.d.stop.stopped || this.d.barred()) return;
+    const keyed: { k: FairKey; q: Queued; slot: KeySlot }[] = [];
+    while (this.running < this.d.concurrency) {
+      const k = this.nextTurn();
+      if (!k) break;
+      const q = this.take(k);
+      k.running++;
+      this.running++;
+      // Its next turn after every other key's with an entry waiting.
+      this.toRing(k);
+      if (k.key === undefined) void this.run(k, q, undefined);
+      else keyed.push({ k, q, slot: { key: k.key, slotKey: k.slotKey!, member: `${q.entry.stream}\n${q.entry.id}` } });
+    }
+    if (keyed.length > 0) void this.takeSlots(keyed);
+  }
+
+  private async takeSlots(starting: { k: FairKey; q: Queued; slot: KeySlot }[]): Promise<void> {
+    let taken: boolean[];
+    let refused = false;
+    try {
+      // The slots of handlers that ended meanwhile go back in the same round trip.
+      taken = await this.d.slots.exchange(
+        this.toGive.splice(0),
+        starting.map((s) => s.slot),
+      );
+      this.refusedTold = false;
+    } catch (err) {
+      taken = starting.map(() => false);
+      if (isRefusal(err)) {
+        // Redis refusing the script (an ACL without its rights): a restart would only count the entries' deliveries
+        // again. They wait here, asked again at the longest interval, and the operator is told once what is missing.
+        refused = true;
+        if (!this.refusedTold) {
+          this.refusedTold = true;
+          this.d.logger.error(
+            `could not take a slot of the fair groups of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zscore +zremrangebyscore +pexpire +pttl on ~${this.d.slotsName}:inhand* (docs/guide/security.md). Its entries wait, asked again every ${SLOT_RETRY_MAX_MS} ms`,
+          );
+        }
+      } else {
+        // Redis failing: the loop restarts (these go back to waiting, self-drain reads them again).
+        this.failure ??= err;
+      }
+    }
+    for (let i = 0; i < starting.length; i++) {
+      const { k, q, slot } = starting[i]!;
+      if (taken[i] && this.failure === undefined && !this.d.stop.stopped) {
+        k.refusals = 0;
+        this.slotsHeld.set(slot.member, slot);
+        void this.run(k, q, slot);
+        continue;
+      }
+      if (taken[i]) this.toGive.push(slot);
+      // Refused (other workers hold the key's inHand), or no longer to start: it waits again, first of its key.
+      k.entries[--k.head] = q;
+      this.waitingCount++;
+      k.running--;
+      this.running--;
+      if (!taken[i] && this.failure === undefined && k.retry === undefined) {
+        const ms = refused ? SLOT_RETRY_MAX_MS : Math.min(SLOT_RETRY_MAX_MS, SLOT_RETRY_MIN_MS * 2 ** Math.min(k.refusals++, 10));
+        k.retry = setTimeout(() => {
+          k.retry = undefined;
+          this.toRing(k);
+          this.pump();
+        }, ms);
+      }
+    }
+    this.giveSoon();
+    this.ended();
+  }
+
+  /** One entry: decided, its slot given back, its ack sent with what else finished meanwhile. */
+  private async run(k: FairKey, q: Queued, slot: KeySlot | undefined): Promise<void> {
+    const { entry, source } = q;
+    const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
+    this.d.inProgress.add(progress);
+    let event: SettledEvent | undefined;
+    try {
+      event = await this.d.decide(entry, source);
+    } catch (err) {
+      // Redis failed while deciding (a dead-letter move): still pending; the loop restarts and self-drain runs it again.
+      this.failure ??= err;
+    }
+    this.d.inProgress.delete(progress);
+    if (this.d.stop.abandoned) return;
+    if (slot) {
+      this.slotsHeld.delete(slot.member);
+      this.toGive.push(slot);
+      this.giveSoon();
+    }
+    k.running--;
+    this.running--;
+    this.heldIds.delete(entry.id);
+    if (event?.outcome === 'acked') {
+      this.ackQueue.push({ entry, event });
+      if (!this.acking) void this.sendAcks();
+    } else if (event) {
+      const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
+      this.d.custody.release(entry);
+      this.d.custody.settled(event, confirmedAt);
+    }
+    if (waiting(k) === 0 && k.running === 0 && k.retry === undefined) this.keys.delete(k.key);
+    else this.toRing(k);
+    this.pump();
+    this.ended();
+  }
+
+  /**
+   * The slots of handlers that ended, given back with the next slots taken (pump runs right after an end), or alone
+   * a microtask later when nothing started meanwhile. A failure only keeps a key's slot from the others until its lease runs out.
+   */
+  private giveSoon(): void {
+    if (this.giveQueued || this.toGive.length === 0) return;
+    this.giveQueued = true;
+    queueMicrotask(() => {
+      this.giveQueued = false;
+      const slots = this.toGive.splice(0);
+      if (slots.length === 0) return;
+      this.d.slots.exchange(slots, []).catch((err: unknown) => {
+        this.d.logger.warn(
+          `could not give back ${slots.length} slots of "${this.d.pattern}": ${describeError(err)}; their keys take no other entry of the group until minIdleMs ran out`,
+        );
+      });
+    });
+  }
+
+  /** Acks of entries that succeeded: one round trip for what finished meanwhile (the pipeline keeps one in flight). */
+  private async sendAcks(): Promise<void> {
+    this.acking = true;
+    while (this.ackQueue.length > 0) {
+      const batch = this.ackQueue.splice(0);
+      try {
+        await this.d.acks.send(
+          batch.map((a) => a.entry),
+          batch.map((a) => a.event),
+        );
+      } catch (err) {
+        // An earlier ack failed: its entries are still pending; the loop restarts and self-drain runs them again.
+        this.failure ??= err;
+      }
+    }
+    this.acking = false;
+    this.ended();
+  }
+
+  /** What waits goes back to the group while the stream is paused (a pause costs no delivery), in one round trip. */
+  private putBackIfBarred(): void {
+    if (!this.d.barred() || this.waitingCount === 0) return;
+    const rest: StreamEntry[] = [];
+    for (const [key, k] of this.keys) {
+      for (let i = k.head; i < k.entries.length; i++) {
+        const { entry } = k.entries[i]!;
+        rest.push(entry);
+        this.heldIds.delete(entry.id);
+        this.d.custody.release(entry);
+      }
+      k.entries = [];
+      k.head = 0;
+      if (k.running === 0) {
+        if (k.retry) clearTimeout(k.retry);
+        this.keys.delete(key);
+      }
+    }
+    this.waitingCount = 0;
+    const { logger, stop, handBackIdleMs } = this.d;
+    if (!this.pausedTold) {
+      this.pausedTold = true;
+      logger.log(`${idList(rest)} put back to the group (paused): they are read again after the resume`);
+    }
+    void stop
+      .bounded(this.d.putBack(rest, handBackIdleMs), () => `the put-back of ${idList(rest)} (paused)`, logger)
+      .catch((err: unknown) =>
+        logger.warn(`could not put back ${idList(rest)} (paused): ${describeError(err)}; they come back once idle ${handBackIdleMs} ms`),
+      );
+    this.wakeRoom();
+  }
+
+  /**
+   * More may be read while the handlers running and the waiting entries that could start now (keys below their
+   * `inHand`, not refused a slot) are fewer than two rounds of `concurrency`: entries behind a key at its `inHand`
+   * do not count, so the reads go on past a key's backlog to the other keys' entries (up to MAX_FAIR_HELD held;
+   * holding them costs no peer anything: the key's slots are this worker's). At once when the loop must end its run
+   * (a failure, a stop) or the stream is paused.
+   */
+  private hasRoom(): boolean {
+    if (this.failure !== undefined || this.d.stop.stopped || this.d.barred()) return true;
+    if (this.waitingCount >= MAX_FAIR_HELD) return false;
+    const enough = 2 * this.d.concurrency;
+    let ready = this.running;
+    for (let i = this.ringHead; i < this.ring.length && ready < enough; i++) {
+      const k = this.ring[i]!;
+      if (k.inRing) ready += Math.min(waiting(k), this.capOf(k) - k.running);
+    }
+    return ready < enough;
+  }
+
+  private ended(): void {
+    if (this.hasRoom()) for (const wake of this.roomWaiters.splice(0)) wake();
+    if (this.running === 0 && !this.acking) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  private wakeRoom(): void {
+    if (this.hasRoom()) for (const wake of this.roomWaiters.splice(0)) wake();
+  }
+}

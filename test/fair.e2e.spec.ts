@@ -1,0 +1,340 @@
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { startFixture } from './support/fixture-process.js';
+import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
+import { registered, retryLater, TestWorker, uniquePrefix, useApps, type Call } from './support/test-app.js';
+import { aclUser } from './support/acl.js';
+import { captureLogs } from './support/logs.js';
+import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
+import { PauseCommands } from '../libs/redis-streams/src/redis/intake/pause-commands.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+
+// Fair groups (`fair: { inHand }`): at most inHand entries of one key in hand, by every worker together, and keys served
+// round-robin. Counted outside the handler processes: each appends `S`/`E` lines to a log file (see fair-worker.mjs).
+
+const redis = useRedis();
+const { children, dirs } = useLeftoversAfterEach();
+const start = useApps();
+
+/** A worker in this process (Nest, or a StreamConsumer under TEST_HOST=core) of pattern `jobs` with `extras`. */
+async function inProcess(
+  prefix: string,
+  consumer: string,
+  extras: Record<string, unknown>,
+  options: object = {},
+  logger?: ReturnType<typeof captureLogs>['logger'],
+) {
+  return start(
+    {
+      connection: redis.connection,
+      group: 'g',
+      consumer,
+      keyPrefix: prefix,
+      blockMs: 100,
+      minIdleMs: 3000,
+      leaseRenewMs: 500,
+      flowCheckMs: 100,
+      concurrency: 4,
+      ...options,
+    },
+    { handlers: [{ pattern: 'jobs', extras }], ...(logger ? { logger } : {}) },
+  );
+}
+
+const keyOf = (c: Call): string => (c.payload as { k: string }).k;
+
+interface Line {
+  kind: 'S' | 'E' | 'K';
+  pid: string;
+  key: string;
+  id: string;
+}
+
+function logFile(): { path: string; lines: () => Line[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'fair-'));
+  dirs.push(dir);
+  const path = join(dir, 'log');
+  return {
+    path,
+    lines: () =>
+      existsSync(path)
+        ? readFileSync(path, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => {
+              const [kind, pid, key, id] = l.split(' ');
+              return { kind, pid, key, id } as Line;
+            })
+        : [],
+  };
+}
+
+/**
+ * The most entries of each key in hand at once, by the log's order: a start opens, its end closes; a start of a
+ * process killed (a `K <pid>` line, written once it exited) without its end closes at the kill.
+ */
+function mostInHand(lines: readonly Line[]): Map<string, number> {
+  const open = new Map<string, Set<string>>();
+  const most = new Map<string, number>();
+  for (const l of lines) {
+    if (l.kind === 'K') {
+      for (const set of open.values()) for (const m of [...set]) if (m.startsWith(`${l.pid} `)) set.delete(m);
+      continue;
+    }
+    const set = open.get(l.key) ?? open.set(l.key, new Set()).get(l.key)!;
+    const member = `${l.pid} ${l.id}`;
+    if (l.kind === 'S') {
+      set.add(member);
+      most.set(l.key, Math.max(most.get(l.key) ?? 0, set.size));
+    } else set.delete(member);
+  }
+  return most;
+}
+
+/** One XADD at a time: each wakes a worker parked on the stream, so that every worker reads entries of every key. */
+async function produceOneByOne(stream: string, entries: { k: string; ms?: number }[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const e of entries) ids.push((await redis.client().xadd(stream, '*', 'data', JSON.stringify(e), 'partitionKey', e.k))!);
+  return ids;
+}
+
+async function produce(stream: string, entries: { k: string; ms?: number }[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (let from = 0; from < entries.length; from += 1000) {
+    const tx = redis.client().multi();
+    for (const e of entries.slice(from, from + 1000)) tx.xadd(stream, '*', 'data', JSON.stringify(e), 'partitionKey', e.k);
+    const replies = (await tx.exec())!;
+    for (const [err, id] of replies) {
+      if (err) throw err;
+      ids.push(id as string);
+    }
+  }
+  return ids;
+}
+
+async function worker(log: string, prefix: string, consumer: string, options: object, extras: object): Promise<ChildProcess> {
+  const { child } = await startFixture(children, 'fair-worker.mjs', [
+    JSON.stringify(redis.connection),
+    prefix,
+    consumer,
+    log,
+    JSON.stringify(options),
+    JSON.stringify(extras),
+  ]);
+  return child;
+}
+
+const handledIds = (lines: readonly Line[]): Set<string> => new Set(lines.filter((l) => l.kind === 'E').map((l) => l.id));
+
+describe('fair groups: at most inHand of one key in hand, keys served round-robin', () => {
+  for (const workers of [1, 3]) {
+    it(`never more than inHand (2) of one key in hand with ${workers} worker process(es)${workers > 1 ? ', one killed -9 mid-run' : ''}; every entry handled`, async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}jobs`;
+      const log = logFile();
+      // 4 keys × 40 entries, each 15 ms: 6 handlers a worker would run 6 of a key at once without the bound.
+      const entries = Array.from({ length: 160 }, (_, n) => ({ k: `t${n % 4}`, ms: 15 }));
+      const procs: ChildProcess[] = [];
+      // Every worker parked before the entries come: each reads its share, of every key.
+      for (let w = 0; w < workers; w++) procs.push(await worker(log.path, prefix, `w${w}`, {}, { fair: { inHand: 2 } }));
+      const ids = await produceOneByOne(stream, entries);
+      if (workers > 1) {
+        // The worker that started 4 entries first, killed while its handlers run: its slots stay taken until their lease
+        // (minIdleMs) runs out, and its entries are taken over by the others then.
+        const startsOf = (p: ChildProcess) => log.lines().filter((l) => l.kind === 'S' && l.pid === String(p.pid)).length;
+        await waitFor(() => procs.some((p) => startsOf(p) >= 4), { message: 'a worker to have started 4 entries' });
+        const victim = procs.find((p) => startsOf(p) >= 4)!;
+        victim.kill('SIGKILL');
+        await waitFor(() => victim.exitCode !== null || victim.signalCode !== null, { message: 'the killed worker to be gone' });
+        appendFileSync(log.path, `K ${victim.pid} - -\n`);
+      }
+      await waitFor(() => handledIds(log.lines()).size === ids.length, { message: `${ids.length} entries handled`, timeoutMs: 60_000 });
+      const most = mostInHand(log.lines());
+      expect([...most.keys()].sort()).toEqual(['t0', 't1', 't2', 't3']);
+      expect(Math.max(...most.values())).toBeLessThanOrEqual(2);
+      // The bound was reached (the check can fail): some key had 2 in hand at once.
+      expect(Math.max(...most.values())).toBe(2);
+      if (workers > 1) {
+        // Every worker held entries of the same keys: the bound is the group's, not each worker's.
+        const handlersOf = (key: string) =>
+          new Set(
+            log
+              .lines()
+              .filter((l) => l.kind === 'S' && l.key === key)
+              .map((l) => l.pid),
+          );
+        expect(['t0', 't1', 't2', 't3'].every((key) => handlersOf(key).size > 1)).toBe(true);
+      }
+    }, 90_000);
+  }
+
+  it('a key with a backlog of 10,000 and nine keys of 10 entries after it: every entry of the nine starts before a tenth of the backlog is handled', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const log = logFile();
+    await produce(stream, [
+      ...Array.from({ length: 10_000 }, () => ({ k: 'big' })),
+      ...Array.from({ length: 90 }, (_, n) => ({ k: `small${n % 9}` })),
+    ]);
+    await worker(log.path, prefix, 'w0', { concurrency: 4 }, { fair: { inHand: 1 } });
+    const smallStarts = () => log.lines().filter((l) => l.kind === 'S' && l.key !== 'big').length;
+    await waitFor(() => smallStarts() === 90, { message: 'the 90 entries of the nine keys to start', timeoutMs: 60_000 });
+    const lines = log.lines();
+    const lastSmall = lines.findLastIndex((l) => l.kind === 'S' && l.key !== 'big');
+    const bigBefore = lines.slice(0, lastSmall).filter((l) => l.kind === 'E' && l.key === 'big').length;
+    expect(bigBefore).toBeLessThan(1000);
+    // Never more than one of the backlog's key in hand.
+    expect(mostInHand(lines).get('big')).toBe(1);
+  }, 90_000);
+
+  it("a failed entry waits for its retry without its key's slot: the key's later entries run meanwhile, and the retry once", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const app = await inProcess(prefix, 'w1', { fair: { inHand: 1 } });
+    app.recorder.behavior = (call) => {
+      if ((call.payload as { n: number }).n === 0 && call.deliveryCount === 1) throw retryLater(1500);
+    };
+    const ids = await produce(
+      stream,
+      Array.from({ length: 20 }, (_, n) => ({ k: 'a', n })),
+    );
+    await waitFor(() => new Set(app.recorder.calls.map((c) => c.id)).size === 20 && app.recorder.calls.length === 21, {
+      message: '20 entries handled, the first twice',
+    });
+    const calls = app.recorder.calls;
+    // The failed first entry's retry came last: the 19 others of its key did not wait for it.
+    expect(calls.at(-1)).toMatchObject({ id: ids[0], deliveryCount: 2 });
+    expect(
+      calls
+        .slice(1, 20)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual(ids.slice(1).sort());
+    await waitFor(async () => (await redis.client().xpending(stream, 'g'))[0] === 0, { message: 'every entry acked' });
+  }, 30_000);
+
+  it('close() with a backlog waiting in the fair queues: what runs finishes and is acked, what waits goes back uncounted, and a next worker handles each once', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const first = await inProcess(prefix, 'w1', { fair: { inHand: 1 } });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    first.recorder.behavior = () => held;
+    const ids = await produce(
+      stream,
+      Array.from({ length: 300 }, (_, n) => ({ k: `k${n % 3}`, n })),
+    );
+    // 3 keys, one in hand each: 3 handlers run, the rest waits here (read ahead).
+    await waitFor(() => first.recorder.calls.length === 3, { message: '3 handlers running' });
+    await waitFor(async () => Number((await redis.client().xpending(stream, 'g'))[0]) === 300, { message: 'all 300 read' });
+    const closing = first.close();
+    release();
+    await closing;
+    expect(first.recorder.calls).toHaveLength(3);
+    // The 3 that ran were acked; the 297 others are pending, handed back with the delivery count they had before (0).
+    const pending = (await redis.client().xpending(stream, 'g', '-', '+', 1000)) as [string, string, number, number][];
+    expect(pending).toHaveLength(297);
+    expect(pending.every(([, , , count]) => count === 0)).toBe(true);
+    const next = await inProcess(prefix, 'w2', { fair: { inHand: 1 } });
+    await waitFor(() => next.recorder.calls.length >= 297, { message: 'the rest handled by the next worker' });
+    const all = [...first.recorder.calls, ...next.recorder.calls].map((c) => c.id);
+    expect(all.sort()).toEqual([...ids].sort());
+    expect(next.recorder.calls.every((c) => c.deliveryCount === 1)).toBe(true);
+  }, 30_000);
+
+  it('a pause holds a fair pattern: nothing starts, what waits goes back uncounted; after the resume every entry is handled once', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const app = await inProcess(prefix, 'w1', { fair: { inHand: 1 } });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    app.recorder.behavior = (call) => (call.deliveryCount === 1 && app.recorder.calls.length <= 2 ? held : undefined);
+    const ids = await produce(
+      stream,
+      Array.from({ length: 100 }, (_, n) => ({ k: `k${n % 2}`, n })),
+    );
+    await waitFor(() => app.recorder.calls.length === 2, { message: '2 handlers running' });
+    await new PauseCommands(redis.client()).pause(stream, 'g', 'test');
+    await waitFor(
+      async () => {
+        const pending = (await redis.client().xpending(stream, 'g', '-', '+', 1000)) as [string, string, number, number][];
+        return pending.filter(([, , , count]) => count === 0).length === 98;
+      },
+      { message: 'the 98 waiting entries put back uncounted' },
+    );
+    release();
+    expect(app.recorder.calls).toHaveLength(2);
+    await new PauseCommands(redis.client()).resume(stream, 'g');
+    await waitFor(() => new Set(app.recorder.calls.map((c) => c.id)).size === 100, { message: 'all 100 handled after the resume' });
+    expect(app.recorder.calls).toHaveLength(100);
+    expect(new Set(app.recorder.calls.map((c) => c.id))).toEqual(new Set(ids));
+  }, 30_000);
+
+  it('with a per-key rate limit: each key takes its turns within its limit and its inHand; every entry handled once', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const app = await inProcess(prefix, 'w1', { fair: { inHand: 2 }, rateLimit: { max: 5, perMs: 300, perKey: true } });
+    const ids = await produce(
+      stream,
+      Array.from({ length: 40 }, (_, n) => ({ k: `k${n % 4}`, n })),
+    );
+    await waitFor(() => new Set(app.recorder.calls.map((c) => c.id)).size === 40, { message: 'all 40 handled', timeoutMs: 20_000 });
+    expect(app.recorder.calls.map((c) => c.id).sort()).toEqual([...ids].sort());
+    // Each key's 10 entries needed at least two windows after its first five.
+    for (const k of ['k0', 'k1', 'k2', 'k3']) expect(app.recorder.calls.filter((c) => keyOf(c) === k)).toHaveLength(10);
+    expect(app.recorder.calls.every((c) => c.deliveryCount === 1)).toBe(true);
+  }, 30_000);
+
+  // An ACL on one node.
+  it.skipIf(CLUSTER_MODE)(
+    'a Redis that refuses the slots script: the entries wait (no restart counts them again, no dead letter on maxDeliveries 1), one error names the rights, and they run once granted',
+    async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}jobs`;
+      const logs = captureLogs();
+      const name = `fair-${prefix.slice(2, 10)}`;
+      const user = await aclUser(redis.client(), redis.port, name, prefix, ['on', '>pw', '~*', '&*', '+@all', '-zcard']);
+      const app = await inProcess(prefix, 'w1', { fair: { inHand: 1 } }, { connection: user, maxDeliveries: 1 }, logs.logger);
+      await produce(
+        stream,
+        Array.from({ length: 3 }, (_, n) => ({ k: `k${n}`, n })),
+      );
+      await waitFor(
+        () =>
+          logs.lines.some((l) =>
+            /could not take a slot of the fair groups of "jobs": .*NOPERM|could not take a slot of the fair groups of "jobs": ERR/.test(l),
+          ),
+        {
+          message: 'the refusal logged, naming the pattern',
+        },
+      );
+      // Read once, waiting here: their delivery count stays 1 however long the refusal lasts.
+      await waitFor(
+        async () => {
+          const pending = (await redis.client().xpending(stream, 'g', '-', '+', 10)) as [string, string, number, number][];
+          return pending.length === 3 && pending.every(([, , , count]) => count === 1);
+        },
+        { message: 'all three waiting, read once' },
+      );
+      expect(logs.lines.filter((l) => /could not take a slot/.test(l))).toHaveLength(1);
+      expect(logs.lines.find((l) => /could not take a slot/.test(l))).toMatch(/\+zadd .*~.*jobs:inhand\*/);
+      expect(app.recorder.calls).toHaveLength(0);
+      await redis.client().call('ACL', 'SETUSER', name, '+zcard');
+      await waitFor(() => app.recorder.calls.length === 3, { message: 'all three handled once granted' });
+      expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 1, 1]);
+      expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
+    },
+  );
+
+  it('refuses a wrong fair option at start, naming it', async () => {
+    const begin = (fair: unknown, more: object = {}) =>
+      new TestWorker({ connection: redis.connection, logger: false }).handle('jobs', () => undefined, { fair, ...more }).start();
+    const named = registered('jobs').replace(/[()]/g, '\\$&');
+    await expect(begin({ inHand: 0 })).rejects.toThrow(new RegExp(`"${named} fair.inHand": must be a whole number from 1 to 1000, got 0`));
+    await expect(begin({ inHand: 2, perKey: 'tenant' })).rejects.toThrow(/fair.perKey": must be true \(the partition key\) or a function/);
+    await expect(begin({ inHand: 1 }, { ordered: true })).rejects.toThrow(/fair and ordered together are not supported/);
+  });
+});
