@@ -1,0 +1,136 @@
+/**
+ * FairQueues (consumer/settle/fair-queues.ts), a fair pattern's way to settle, against its interface (accept,
+ * settled, nudge, held) with a unit loop's custody and acks and the key slots' commands on a real Redis: the
+ * entries are pending there, and Redis decides the slots. The handler is the test's (`decide`).
+ */
+import { FairQueues, type FairQueuesDeps } from '../libs/redis-streams/src/consumer/settle/fair-queues.js';
+import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
+import { KeySlotCommands } from '../libs/redis-streams/src/redis/settle/key-slot-commands.js';
+import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
+import { groupOnNewStream } from './support/backlog.js';
+import { captureLogs } from './support/logs.js';
+import { pendingRows } from './support/pending.js';
+import { useUnitLoops } from './support/unit-loop.js';
+import { useRedis } from './support/use-redis.js';
+import { waitFor } from './support/wait-for.js';
+
+const redis = useRedis();
+const loops = useUnitLoops(redis);
+
+/** `keys[i]` is the partition key of entry i ('' for none), added to a fresh stream and read by consumer `c`. */
+async function pendingOfKeys(keys: readonly string[]): Promise<StreamEntry[]> {
+  const r = redis.client();
+  const { key: stream } = await groupOnNewStream(r, 's');
+  const tx = r.multi();
+  for (const [i, key] of keys.entries()) tx.xadd(stream, '*', 'n', String(i), ...(key ? ['partitionKey', key] : []));
+  await tx.exec();
+  const reply = (await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', keys.length, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+  return reply[0]![1].map(([id, fields]) => ({ stream, id, fields, deliveryCount: 1 }));
+}
+
+const keyOf = (e: StreamEntry): string => e.fields![3] ?? '';
+
+/** Fair queues over a unit loop's parts; `log` is each start (`<key> <n>`), `most` the most of one key running at once. */
+function queuesOf(stream: string, o: Partial<FairQueuesDeps> & { hold?: (entry: StreamEntry) => Promise<void> } = {}) {
+  const loop = loops.open({ streams: [stream] });
+  const commands = new StreamCommands(loop.lanes.command, 'g');
+  const slots = new KeySlotCommands(loop.lanes.command, 'g', false);
+  const name = `${stream}:fair`;
+  const { logger, lines } = captureLogs();
+  const seen = { log: [] as string[], running: new Map<string, number>(), most: new Map<string, number>() };
+  const decide = async (entry: StreamEntry, source: SettledEvent['source']): Promise<SettledEvent> => {
+    const key = keyOf(entry);
+    seen.log.push(`${key} ${entry.fields![1]}`);
+    seen.running.set(key, (seen.running.get(key) ?? 0) + 1);
+    seen.most.set(key, Math.max(seen.most.get(key) ?? 0, seen.running.get(key)!));
+    try {
+      await o.hold?.(entry);
+      return { stream, id: entry.id, deliveryCount: entry.deliveryCount, source, outcome: 'acked' };
+    } finally {
+      seen.running.set(key, seen.running.get(key)! - 1);
+    }
+  };
+  const queues = new FairQueues({
+    ...{ pattern: 's', slotsName: name, decide, custody: loop.custody, acks: loop.acks, concurrency: 1, inHand: 1, stop: loop.stop },
+    keysOf: (entries) => entries.map((e) => keyOf(e) || undefined),
+    slots: {
+      slotKeyOf: (key) => slots.slotKeyOf(name, key),
+      exchange: (give, take) => slots.exchange(give, take, o.inHand ?? 1, 10_000),
+      keep: (s) => slots.keep(s, 10_000),
+    },
+    ...{ inProgress: new Set(), barred: () => false, handBackIdleMs: 10_000, logger },
+    putBack: (entries, idleMs) => commands.putBack(stream, 'c', entries, idleMs),
+    ...o,
+  });
+  return { queues, seen, lines, slots, name };
+}
+
+const allAcked = (stream: string) => waitFor(async () => (await pendingRows(redis, stream)).length === 0, { message: 'every entry acked' });
+
+describe('FairQueues', () => {
+  it('serves the keys round-robin, one entry a turn: a key with a backlog takes its turn like the others', async () => {
+    const entries = await pendingOfKeys(['a', 'a', 'a', 'a', 'a', 'b', 'b', 'c', 'c']);
+    const { stream } = entries[0]!;
+    const { queues, seen } = queuesOf(stream);
+    await queues.accept(entries, 'new');
+    await allAcked(stream);
+    await queues.settled();
+    expect(seen.log).toEqual(['a 0', 'b 5', 'c 7', 'a 1', 'b 6', 'c 8', 'a 2', 'a 3', 'a 4']);
+    expect(queues.held).toBe(0);
+  });
+
+  it('never runs more than inHand of one key, however many handlers are free; other keys fill them', async () => {
+    const entries = await pendingOfKeys([...Array.from({ length: 20 }, () => 'a'), ...Array.from({ length: 6 }, () => 'b')]);
+    const { stream } = entries[0]!;
+    const { queues, seen } = queuesOf(stream, {
+      concurrency: 8,
+      inHand: 2,
+      hold: () => new Promise((resolve) => setTimeout(resolve, 5)),
+    });
+    await queues.accept(entries, 'new');
+    await allAcked(stream);
+    await queues.settled();
+    expect(seen.most.get('a')).toBe(2);
+    expect(seen.most.get('b')).toBe(2);
+    expect(seen.log).toHaveLength(26);
+  });
+
+  it('a key whose inHand another worker holds waits (Redis refused its slot) while the other keys run; it runs once they are given back', async () => {
+    const entries = await pendingOfKeys(['a', 'b', 'a', 'b']);
+    const { stream } = entries[0]!;
+    const { queues, seen, slots, name } = queuesOf(stream, { concurrency: 2 });
+    // Another worker holds key a's one slot.
+    const other = { key: 'a', slotKey: slots.slotKeyOf(name, 'a'), member: 'other\n1-0' };
+    expect(await slots.exchange([], [other], 1, 10_000)).toEqual([true]);
+    await queues.accept(entries, 'new');
+    await waitFor(() => seen.log.length === 2, { message: "b's two entries run" });
+    expect(seen.log).toEqual(['b 1', 'b 3']);
+    await slots.exchange([other], [], 1, 10_000);
+    await allAcked(stream);
+    expect(seen.log.slice(2)).toEqual(['a 0', 'a 2']);
+  });
+
+  it('keyless entries share one group, taking its turn like a key, not bound by inHand', async () => {
+    const entries = await pendingOfKeys(['', '', '', 'a', 'a']);
+    const { stream } = entries[0]!;
+    const { queues, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
+    await queues.accept(entries, 'new');
+    await allAcked(stream);
+    expect(seen.most.get('')).toBe(2);
+    expect(seen.most.get('a')).toBe(1);
+  });
+
+  it('accept returns while what could start does not fill two rounds of handlers: a key at its inHand does not hold the reads back', async () => {
+    const entries = await pendingOfKeys(Array.from({ length: 50 }, () => 'a'));
+    const { stream } = entries[0]!;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { queues } = queuesOf(stream, { concurrency: 4, hold: () => held });
+    // One of key a runs, 49 wait behind its inHand: the fetch may read on to find other keys.
+    await queues.accept(entries, 'new');
+    expect(queues.held).toBe(49);
+    release();
+    await allAcked(stream);
+  });
+});
