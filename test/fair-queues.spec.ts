@@ -60,7 +60,7 @@ function queuesOf(stream: string, o: Partial<FairQueuesDeps> & { hold?: (entry: 
       keep: (s) => slots.keep(s, 10_000),
     },
     ...{ inProgress: new Set(), barred: () => false, handBackIdleMs: 10_000, logger },
-    putBack: (entries, idleMs) => commands.putBack(stream, 'c', entries, idleMs),
+    putBack: async (entries, idleMs) => void (await commands.putBack(stream, 'c', entries, idleMs)),
     ...o,
   });
   return { queues, seen, lines, slots, name };
