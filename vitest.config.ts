@@ -32,6 +32,8 @@ const ON_CLUSTER = [
   // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each); a rate limit's keys one slot.
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  // A pattern's priority levels share their key's slot (one read takes them all).
+  'test/priorities.e2e.spec.ts',
 ];
 
 /**
@@ -99,6 +101,7 @@ const ON_VALKEY8 = [
   'test/pause.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
   'test/fair.e2e.spec.ts',
+  'test/priorities.e2e.spec.ts',
 ];
 
 /**
@@ -166,6 +169,7 @@ const ON_CORE_HOST = [
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
   'test/fair.e2e.spec.ts',
+  'test/priorities.e2e.spec.ts',
 ];
 
 /** TEST_SET: which of the lists above the `node` project runs (unset: every file). */

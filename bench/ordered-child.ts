@@ -34,6 +34,9 @@ export interface OrderedRun {
   durableAcks?: DurableAcks;
   /** The fair section's runs (bench/fair.ts): `fair: { inHand }` on the pattern (not with `ordered`). */
   fairInHand?: number;
+  /** The priorities rows (bench/fair.ts): `priorities: { levels }` on the pattern; `spreadLevels`: the backlog over every level. */
+  priorityLevels?: number;
+  spreadLevels?: boolean;
 }
 
 export interface OrderedChildReport {
@@ -102,6 +105,7 @@ async function start(run: OrderedRun): Promise<void> {
     ordered: run.ordered,
     ...(run.durableAcks ? { durableAcks: run.durableAcks } : {}),
     ...(run.fairInHand ? { fair: { inHand: run.fairInHand } } : {}),
+    ...(run.priorityLevels ? { priorities: { levels: run.priorityLevels } } : {}),
   });
   await consumer.start();
 }

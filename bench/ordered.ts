@@ -19,6 +19,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { partitionKey, partitionOf } from 'nestjs-redis-streams';
+import { priorityStreamOf } from '../libs/redis-streams/src/key-names.js';
 import { waitFor } from '../test/support/wait-for.js';
 import type { OrderedChildArgs, OrderedChildReport, OrderedRun } from './ordered-child.js';
 
@@ -197,7 +198,10 @@ export async function measure(
   extra: Partial<OrderedRun> = {},
 ): Promise<OrderedMeasurement> {
   const keyPrefix = `ordered${++uniq}:`;
-  const streams = Array.from({ length: PARTITIONS }, (_, i) => partitionKey(keyPrefix, PATTERN, i));
+  const bases = Array.from({ length: PARTITIONS }, (_, i) => partitionKey(keyPrefix, PATTERN, i));
+  // With priorities (the fair section's rows), each partition's levels, level 0 the partition itself.
+  const levels = extra.priorityLevels ?? 1;
+  const streams = bases.flatMap((base) => Array.from({ length: levels }, (_, level) => priorityStreamOf(base, level, false)));
   for (const stream of streams) await admin.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM');
   const run: OrderedRun = {
     keyPrefix,
@@ -214,13 +218,13 @@ export async function measure(
     ...extra,
   };
   // Entry j: key k(j mod K), its s-th of that key; on the partition the producer would pick for the key.
-  const expected = new Array<number>(PARTITIONS).fill(0);
+  const expected = new Array<number>(streams.length).fill(0);
   const backlog = admin.multi();
   for (let j = 0; j < c.entries; j++) {
     const key = `k${j % c.keys}`;
-    const partition = partitionOf(key, PARTITIONS);
-    expected[partition]!++;
-    backlog.xadd(streams[partition]!, '*', 'data', JSON.stringify({ s: Math.floor(j / c.keys) }), 'partitionKey', key);
+    const at = partitionOf(key, PARTITIONS) * levels + (extra.spreadLevels ? j % levels : 0);
+    expected[at]!++;
+    backlog.xadd(streams[at]!, '*', 'data', JSON.stringify({ s: Math.floor(j / c.keys) }), 'partitionKey', key);
   }
   const startAll = () => Promise.all(workers.map((w) => w.call({ cmd: 'start', ...run })));
   const markAll = async () => {

@@ -13,7 +13,7 @@ import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
 // Fair groups (`fair: { inHand }`): at most inHand entries of one key in hand, by every worker together, and keys served
-// round-robin. Counted outside the handler processes: each appends `S`/`E` lines to a log file (see fair-worker.mjs).
+// round-robin. Counted outside the handler processes: each appends `S`/`E` lines to a log file (see logging-worker.mjs).
 
 const redis = useRedis();
 const { children, dirs } = useLeftoversAfterEach();
@@ -116,7 +116,7 @@ async function produce(stream: string, entries: { k: string; ms?: number }[]): P
 }
 
 async function worker(log: string, prefix: string, consumer: string, options: object, extras: object): Promise<ChildProcess> {
-  const { child } = await startFixture(children, 'fair-worker.mjs', [
+  const { child } = await startFixture(children, 'logging-worker.mjs', [
     JSON.stringify(redis.connection),
     prefix,
     consumer,

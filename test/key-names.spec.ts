@@ -39,6 +39,7 @@ const KINDS: Record<string, { arity: number; key: (name: string, args: string[],
   keyrate: { arity: 2, key: (n, [g, k], c) => keyRateLimitKeysOf(n, g!, k!, c).window },
   keyratelimited: { arity: 2, key: (n, [g, k], c) => keyRateLimitKeysOf(n, g!, k!, c).block },
   idmp: { arity: 2, key: (s, [p, k], c) => idempotencyKeyOf(s, p!, k!, c) },
+  prio: { arity: 1, key: (s, [l], c) => derivedKey('prio', s, [l!], c) },
   inhand: { arity: 2, key: (n, [g, k], c) => fairSlotKeyOf(n, g!, k!, c) },
 };
 
@@ -88,6 +89,7 @@ const PARTS = [
   'entries',
   'keyrate',
   'inhand',
+  'prio',
   '{g}',
   '}',
   '%',
@@ -186,7 +188,7 @@ describe('the names deployments already have', () => {
     expect(keyRateLimitKeysOf('m', 'g', 'x'.repeat(201), false).window).toMatch(/^m:keyrate:g:%#[0-9a-f]{32}$/);
     expect(keyRateLimitKeysOf('m', 'g', '\uD800', false).window).not.toBe(keyRateLimitKeysOf('m', 'g', '\uFFFD', false).window);
     expect(() => derivedKey('retry', 'orders', [], false)).toThrow(/takes 1 parts/);
-    expect(Object.keys(KEY_KINDS)).toHaveLength(17);
+    expect(Object.keys(KEY_KINDS)).toHaveLength(18);
   });
 
   it('a dead-letter stream names its source from its key alone, on one node and on a cluster', () => {

@@ -110,6 +110,54 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(() => planStreams([event('f', {}, { fair: { inHand: 1 } })], ONE_NODE)).toThrow(/fair on one that is not the first/);
   });
 
+  it('a pattern with priorities: its levels are streams (level 0 the key itself), one reader for them all, the highest first', () => {
+    const plan = planStreams(
+      [event('a'), event('jobs', { priorities: { levels: 3 } }), event('p', { priorities: { levels: 2, lowerEvery: 4 }, partitions: 2 })],
+      ONE_NODE,
+    );
+    expect(plan.streams).toEqual([
+      'p:a',
+      'p:jobs',
+      'p:jobs:prio:1',
+      'p:jobs:prio:2',
+      'p:{p:0}',
+      'p:{p:0}:prio:1',
+      'p:{p:1}',
+      'p:{p:1}:prio:1',
+    ]);
+    expect(plan.readers).toEqual([
+      { streams: ['p:a'] },
+      {
+        streams: ['p:jobs:prio:2', 'p:jobs:prio:1', 'p:jobs'],
+        priorities: { highestFirst: ['p:jobs:prio:2', 'p:jobs:prio:1', 'p:jobs'], lowerEvery: 10 },
+      },
+      { streams: ['p:{p:0}:prio:1', 'p:{p:0}'], priorities: { highestFirst: ['p:{p:0}:prio:1', 'p:{p:0}'], lowerEvery: 4 } },
+      { streams: ['p:{p:1}:prio:1', 'p:{p:1}'], priorities: { highestFirst: ['p:{p:1}:prio:1', 'p:{p:1}'], lowerEvery: 4 } },
+    ]);
+    expect(plan.origins.get('p:jobs:prio:2')).toMatchObject({ pattern: 'jobs', priorities: { levels: 3, level: 2, base: 'p:jobs' } });
+    // A cluster: every level in its key's slot.
+    const cluster = planStreams([event('jobs', { priorities: { levels: 3 } })], CLUSTER);
+    expect(cluster.streams).toEqual(['p:jobs', '{p:jobs}:prio:1', '{p:jobs}:prio:2']);
+    expect(new Set(cluster.streams.map(slotOf)).size).toBe(1);
+    expect(cluster.readers).toHaveLength(1);
+  });
+
+  it('refuses a priorities option it cannot take, naming the option or the clash', () => {
+    const prio =
+      (value: unknown, more: Record<string, unknown> = {}) =>
+      () =>
+        planStreams([event('q', { priorities: value, ...more })], ONE_NODE);
+    expect(prio({ levels: 1 })).toThrow(/"@StreamPattern\('q'\) priorities\.levels": must be a whole number from 2 to 10, got 1/);
+    expect(prio({ levels: 11 })).toThrow(/priorities\.levels": must be a whole number from 2 to 10, got 11/);
+    expect(prio({ levels: 3, lowerEvery: 1 })).toThrow(/priorities\.lowerEvery": must be a whole number from 2 to 1000, got 1/);
+    expect(prio({ levels: 3, weights: [1] })).toThrow(/weights/);
+    expect(prio(3)).toThrow(/"@StreamPattern\('q'\) priorities": must be \{ levels, lowerEvery\? \}, got 3/);
+    expect(prio({ levels: 2 }, { ordered: true })).toThrow(/priorities with ordered is not supported/);
+    expect(prio({ levels: 2 }, { fair: { inHand: 1 } })).toThrow(/priorities with fair is not supported yet/);
+    expect(prio({ levels: 2 }, { batch: { maxSize: 5 } })).toThrow(/priorities with batch is not supported yet/);
+    expect(() => planStreams([request('q', { priorities: { levels: 2 } })], ONE_NODE)).toThrow(/priorities are for event handlers/);
+  });
+
   it('a batch handler gets a reader of its own, with its options resolved', () => {
     const plan = planStreams([event('a'), event('b', { batch: { maxSize: 5 } })], ONE_NODE);
     expect(plan.readers).toEqual([{ streams: ['p:a'] }, { streams: ['p:b'], batch: { maxSize: 5, maxWaitMs: 0 } }]);

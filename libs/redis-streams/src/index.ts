@@ -21,6 +21,7 @@ export { RetryLaterException } from './retry-later.exception.js';
 export { RateLimitedException } from './rate-limited.exception.js';
 export type { RateLimit, RateLimitKeyOf } from './options/rate-limit-options.js';
 export type { FairGroups, FairKeyOf } from './options/fair-options.js';
+export type { Priorities } from './options/priority-options.js';
 export { MAX_RETRY_DELAY_MS, type RetryBackoff, type RetryPolicy } from './options/retry-options.js';
 export type { DeadLetter } from './codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';

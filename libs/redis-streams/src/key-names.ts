@@ -37,6 +37,8 @@ export const KEY_KINDS = {
   /** One key's rate limit (group, key). */
   keyrate: { words: ['keyrate'], parts: 2 },
   keyratelimited: { words: ['keyratelimited'], parts: 2 },
+  /** A priority level's stream of a stream (the level, 1 to 9; level 0 is the stream itself). */
+  prio: { words: ['prio'], parts: 1 },
   /** One key's slots of a fair group (group, key): its entries in hand, with their leases (a rare word: a group or key named so is escaped). */
   inhand: { words: ['inhand'], parts: 2 },
   /** The idempotent-write fallback's record (producer id, idempotency key). */
@@ -255,6 +257,14 @@ export function keyRateLimitKeysOf(name: string, group: string, key: string, onC
     window: keyWithTail('keyrate', name, tailOf('keyrate', parts), onCluster),
     block: keyWithTail('keyratelimited', name, tailOf('keyratelimited', parts), onCluster),
   };
+}
+
+/**
+ * The stream of priority `level` of `stream` (`priorities`): the stream itself for level 0, else `<stream>:prio:<level>`,
+ * on a cluster in the stream's slot (`{orders}:prio:2`), so that one read takes every level.
+ */
+export function priorityStreamOf(stream: string, level: number, onCluster: boolean): string {
+  return level === 0 ? stream : derivedKey('prio', stream, [String(level)], onCluster);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { brand } from '../brand.js';
 import { resolveDurability, type Durability } from '../options/durability-options.js';
+import { checkPriority } from '../options/priority-options.js';
 
 /** A record's options: where it goes on a partitioned stream, and whether a repeat of it is written. */
 export interface RecordOptions {
@@ -29,6 +30,12 @@ export interface RecordOptions {
    * `NotDurableError` carrying its id. See docs/guide/producing.md.
    */
   durability?: Durability | false;
+  /**
+   * The record's priority level, 0 (the default) to 9: level k > 0 is written to the stream's level stream
+   * (`<stream>:prio:<k>`), which a pattern with `priorities: { levels }` above k reads before the lower ones
+   * (docs/guide/priorities.md). A pattern without levels (or fewer) never reads it: give the pattern its levels first.
+   */
+  priority?: number;
 }
 
 /** Longest delay a record may ask for: 10 years (a typo of units, not a schedule). */
@@ -70,6 +77,7 @@ export class RedisStreamsRecord<T = unknown> {
     readonly headers: Record<string, string> = {},
     readonly options: RecordOptions = {},
   ) {
+    if (options.priority !== undefined) checkPriority(options.priority);
     if (options.partitionKey !== undefined && typeof options.partitionKey !== 'string') {
       throw new TypeError(`partitionKey must be a string, got ${typeof options.partitionKey}`);
     }

@@ -31,6 +31,7 @@ import { confirms, type RawCommand } from '../redis/produce/replication-wait.js'
 import { parseScheduleReply } from '../redis/replies/replies.js';
 import { MAX_DURABILITY_TIMEOUT_MS, resolveDurability, type ResolvedDurability } from '../options/durability-options.js';
 import { partitionKey, partitionKeys, partitionOf } from '../partitions.js';
+import { priorityStreamOf } from '../key-names.js';
 import { ReplyReader } from './reply-reader.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
@@ -260,6 +261,10 @@ export class RedisStreamsClient extends ClientProxy {
     const due = dueTimeOf(record.options);
     const durability =
       record.options.durability === undefined ? this.options.durability : resolveDurability('durability', record.options.durability);
+    if (record.options.priority && correlationId !== undefined)
+      throw new Error(
+        `nestjs-redis-streams: send to "${pattern}": a request cannot carry a priority (priorities are for event handlers); emit an event instead`,
+      );
     if (due && correlationId !== undefined)
       throw new Error(
         `nestjs-redis-streams: send to stream "${stream}": a request cannot be delayed (its caller waits for the reply); emit a delayed event instead`,
@@ -512,6 +517,13 @@ export class RedisStreamsClient extends ClientProxy {
 
   /** The stream key of an entry: `keyPrefix + pattern`, or on a partitioned stream the partition its key routes to. */
   private streamOf(pattern: string, record: RedisStreamsRecord): string {
+    const base = this.baseStreamOf(pattern, record);
+    const { priority } = record.options;
+    return priority ? priorityStreamOf(base, priority, isCluster(this.options.connection)) : base;
+  }
+
+  /** The stream key of an entry's level 0: `keyPrefix + pattern`, or on a partitioned stream the partition its key routes to. */
+  private baseStreamOf(pattern: string, record: RedisStreamsRecord): string {
     const partitions = this.options.partitions[pattern];
     if (partitions === undefined) return this.options.keyPrefix + pattern;
     // An idempotency key routes a record that names no partition key: its repeats meet in one partition's window.

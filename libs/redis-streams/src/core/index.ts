@@ -14,6 +14,7 @@ export type { DeliverySource, SettledEvent, SettleOutcome } from '../consumer/se
 export type { Logger, Serializer, Deserializer } from '../ports.js';
 export type { RateLimit, RateLimitKeyOf } from '../options/rate-limit-options.js';
 export type { FairGroups, FairKeyOf } from '../options/fair-options.js';
+export type { Priorities } from '../options/priority-options.js';
 export { RedisStreamsStatus } from '../status.js';
 export type { StreamBatchOptions } from '../options/batch-options.js';
 export type { StreamPatternExtras } from '../options/pattern-options.js';

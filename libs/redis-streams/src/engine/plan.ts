@@ -5,11 +5,12 @@ import { checkPatternExtras } from '../options/pattern-options.js';
 import { resolveRetry } from '../options/retry-options.js';
 import { resolveRateLimit, type RateLimit } from '../options/rate-limit-options.js';
 import { resolveFair, type FairGroups } from '../options/fair-options.js';
+import { resolvePriorities, type Priorities } from '../options/priority-options.js';
 import type { ResolvedDurableAcks } from '../options/durability-options.js';
 import { durableAcksWithin } from '../options/server-options.js';
 import { checkPartitions, partitionKey, partitionKeys } from '../partitions.js';
 import { groupBySlot, hashTagOf, slotOf } from '../slots.js';
-import { deadLetterKeyOf } from '../key-names.js';
+import { deadLetterKeyOf, priorityStreamOf } from '../key-names.js';
 
 /** Most slot readers (each a blocking connection) one server opens on a cluster: two fully partitioned streams. */
 export const MAX_SLOT_LANES = 128;
@@ -49,6 +50,8 @@ export interface PlannedOrigin extends StreamOrigin {
   keyRateLimit?: RateLimit;
   /** `@StreamPattern(key, { fair })`: at most `inHand` of each key in hand, keys served round-robin (its reader's settle). */
   fair?: Required<FairGroups>;
+  /** `@StreamPattern(key, { priorities })`: this stream is level `level` of its base key's levels (a reader for them all). */
+  priorities?: Required<Priorities> & { level: number; base: string };
 }
 
 /** What a server reads: every stream key, what each is to the app, and who reads which. */
@@ -97,6 +100,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     rateLimit: limit,
     durableAcks: ownDurableAcks,
     fair: fairOption,
+    priorities: prioritiesOption,
   } = (handler.chain[0] ?? {}) as {
     partitions?: unknown;
     batch?: unknown;
@@ -105,6 +109,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     rateLimit?: unknown;
     durableAcks?: unknown;
     fair?: unknown;
+    priorities?: unknown;
   };
   if (retryPolicy !== undefined && !handler.isEventHandler)
     throw new Error(
@@ -155,6 +160,19 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     throw new Error(
       `nestjs-redis-streams: ${registered}: fair is for event handlers; a request's caller waits for its answer, not its turn`,
     );
+  const priorities = resolvePriorities(`${registered} priorities`, prioritiesOption);
+  if (priorities && ordered === true)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: priorities with ordered is not supported: a key's later entry at a higher level would run before its earlier ones; order within a level by giving each level a pattern of its own`,
+    );
+  if (priorities && fair)
+    throw new Error(`nestjs-redis-streams: ${registered}: priorities with fair is not supported yet: use one of them`);
+  if (priorities && batch !== undefined)
+    throw new Error(
+      `nestjs-redis-streams: ${registered}: priorities with batch is not supported yet; a single-entry handler with concurrency takes them`,
+    );
+  if (priorities && !handler.isEventHandler)
+    throw new Error(`nestjs-redis-streams: ${registered}: priorities are for event handlers; a request is answered in the order it comes`);
   const durableAcks =
     ordered !== true
       ? undefined
@@ -169,7 +187,15 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
     ...limits,
     ...(fair ? { fair } : {}),
   };
-  if (partitions === undefined) return [[keyPrefix + pattern, { pattern, retry, ...order }]];
+  // A pattern with priorities reads each base key's levels (level 0 the key itself) in one reader.
+  const levelsOf = (base: string, origin: PlannedOrigin): [string, PlannedOrigin][] =>
+    priorities
+      ? Array.from({ length: priorities.levels }, (_, level) => [
+          priorityStreamOf(base, level, options.onCluster),
+          { ...origin, priorities: { ...priorities, level, base } },
+        ])
+      : [[base, origin]];
+  if (partitions === undefined) return levelsOf(keyPrefix + pattern, { pattern, retry, ...order });
   checkPartitions(`nestjs-redis-streams: ${registered}`, partitions);
   const keys = partitionKeys(keyPrefix, pattern, partitions as number);
   // Spread over a cluster only while each key's hash tag is its own `pattern:index`.
@@ -179,7 +205,7 @@ function streamsOf(handler: HandlerInfo, options: PlanOptions, batches: Map<stri
       `nestjs-redis-streams: ${why}: the ${partitions} partitions of "${pattern}" would all share one slot (${keys[0]}, …); use a keyPrefix and pattern without braces`,
     );
   }
-  return keys.map((key, partition) => [key, { pattern, partition, retry, ...order }]);
+  return keys.flatMap((key, partition) => levelsOf(key, { pattern, partition, retry, ...order }));
 }
 
 /**
@@ -196,6 +222,7 @@ function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
     rateLimit?: unknown;
     durableAcks?: unknown;
     fair?: unknown;
+    priorities?: unknown;
   }[];
   if (extras.slice(1).some((e) => e.durableAcks !== undefined)) {
     throw new Error(
@@ -205,6 +232,11 @@ function checkChain(pattern: string, chain: HandlerInfo['chain']): void {
   if (extras.slice(1).some((e) => e.rateLimit !== undefined)) {
     throw new Error(
       `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and a rateLimit on one that is not the first: one stream is read one way, so give the limit to the first handler only`,
+    );
+  }
+  if (extras.slice(1).some((e) => e.priorities !== undefined)) {
+    throw new Error(
+      `nestjs-redis-streams: pattern "${pattern}" has ${extras.length} handlers and priorities on one that is not the first: one stream is read one way, so give priorities to the first handler only`,
     );
   }
   if (extras.slice(1).some((e) => e.fair !== undefined)) {
@@ -246,9 +278,11 @@ function readerStreams(
   batches: ReadonlyMap<string, ResolvedBatchOptions>,
   options: PlanOptions,
 ): ReaderStreams[] {
-  const single = streams.filter(
-    (s) => !batches.has(origins.get(s)!.pattern) && !origins.get(s)!.ordered && !origins.get(s)!.rateLimit && !origins.get(s)!.fair,
-  );
+  const levelOf = (s: string) => origins.get(s)!.priorities?.level ?? 0;
+  const single = streams.filter((s) => {
+    const o = origins.get(s)!;
+    return !batches.has(o.pattern) && !o.ordered && !o.rateLimit && !o.fair && !o.priorities;
+  });
   const sets: ReaderStreams[] = single.length > 0 ? [{ streams: single }] : [];
   // An ordered stream (each partition) is read by a reader of its own: it reads only while this consumer owns it.
   for (const stream of streams) {
@@ -262,14 +296,20 @@ function readerStreams(
   }
   // A rate-limited stream (each partition) too: its reads take grants first, each read its own COUNT. A fair
   // one (each partition): its entries wait in its fair queues, read ahead of what runs (and its limit, if any).
+  // A pattern with priorities: each base key's levels one reader, read highest first (and its limit, if any).
   for (const stream of streams) {
-    const { rateLimit, pattern, fair } = origins.get(stream)!;
+    const { rateLimit, pattern, fair, priorities } = origins.get(stream)!;
     const name = options.keyPrefix + pattern;
-    if (rateLimit || fair)
+    if (priorities && priorities.level > 0) continue;
+    const levels = priorities
+      ? streams.filter((s) => origins.get(s)!.priorities?.base === priorities.base).sort((a, b) => levelOf(b) - levelOf(a))
+      : [stream];
+    if (rateLimit || fair || priorities)
       sets.push({
-        streams: [stream],
+        streams: levels,
         ...(rateLimit ? { rateLimit: { name, limit: rateLimit } } : {}),
         ...(fair ? { fair: { name, pattern, groups: fair } } : {}),
+        ...(priorities ? { priorities: { highestFirst: levels, lowerEvery: priorities.lowerEvery } } : {}),
       });
   }
   for (const [pattern, batch] of batches) sets.push({ streams: streams.filter((s) => origins.get(s)!.pattern === pattern), batch });

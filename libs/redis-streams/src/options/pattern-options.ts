@@ -3,6 +3,7 @@ import type { RetryPolicy } from './retry-options.js';
 import type { RateLimit } from './rate-limit-options.js';
 import type { DurableAcks } from './durability-options.js';
 import type { FairGroups } from './fair-options.js';
+import type { Priorities } from './priority-options.js';
 import { rejectUnknown } from './validate.js';
 
 /** What `@StreamPattern(stream, extras)` takes. No index signature: a typo (`bach`) does not compile. */
@@ -38,6 +39,12 @@ export interface StreamPatternExtras {
    * case) or `batch`. See docs/guide/fair-groups.md. Default: none.
    */
   fair?: FairGroups;
+  /**
+   * Priority levels: a record's `priority` (0 to `levels - 1`) picks the stream it is written to, and higher
+   * levels are read first, with a guard against starvation (`lowerEvery`). Not with `ordered`, `fair` or
+   * `batch`. See docs/guide/priorities.md. Default: none (one level).
+   */
+  priorities?: Priorities;
 }
 
 /**
@@ -54,6 +61,7 @@ const KNOWN_EXTRAS: readonly (keyof StreamPatternExtras)[] = [
   'rateLimit',
   'durableAcks',
   'fair',
+  'priorities',
 ];
 
 /**

@@ -4,6 +4,7 @@ import type { PauseWatch } from './pause-watch.js';
 import type { StopSignal } from '../stop-signal.js';
 import { ClaimGate } from './claim-gate.js';
 import { PauseGate } from './pause-gate.js';
+import { PriorityGate } from './priority-gate.js';
 import { RateGate } from './rate-gate.js';
 import { RateLimiter } from './rate-limiter.js';
 import type { ReadGate } from './read-gate.js';
@@ -12,6 +13,8 @@ import type { ReadGate } from './read-gate.js';
 export interface IntakePlan {
   /** A rate-limited pattern's stream (one per reader): its reads take grants of the group's limit first. */
   rateLimit?: { name: string; limit: RateLimit } | undefined;
+  /** A pattern with priorities: its reader's streams, one per level, the highest first (see PriorityGate). */
+  priorities?: { highestFirst: readonly string[]; lowerEvery: number } | undefined;
 }
 
 /**
@@ -32,6 +35,7 @@ export function readGatesOf(
     gates.push(
       new RateGate(new RateLimiter({ limits: parts.commands.rateLimits, name: rateLimit.name, limit: rateLimit.limit, stop: parts.stop })),
     );
+  if (plan.priorities) gates.push(new PriorityGate(plan.priorities));
   gates.push(new ClaimGate(parts));
   return gates;
 }
