@@ -1,3 +1,4 @@
+import { FIELD } from '../../codec/wire-format.js';
 import { LUA_NOW, LUA_NOW_FN } from '../lua/lua-now.js';
 
 /**
@@ -106,9 +107,9 @@ for i = 1, #ARGV, 5 do
           if not redis.call('ZSCORE', delayed, fid) then
             local parts = {'\\0RSD1', '0:'}
             for _, f in ipairs(r.fields) do parts[#parts + 1] = item(f) end
-            parts[#parts + 1] = item('scheduleId')
+            parts[#parts + 1] = item('${FIELD.scheduleId}')
             parts[#parts + 1] = item(id)
-            parts[#parts + 1] = item('fireTime')
+            parts[#parts + 1] = item('${FIELD.fireTime}')
             parts[#parts + 1] = item(at)
             redis.call('HSET', entries, fid, table.concat(parts))
             redis.call('ZADD', delayed, at, fid)
