@@ -32,6 +32,9 @@ const ON_CLUSTER = [
   // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each); a rate limit's keys one slot.
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  // Repeatable schedules: their keys share the stream's slot with its delayed keys (one script fires into both).
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /**
@@ -98,6 +101,9 @@ const ON_VALKEY8 = [
   'test/delayed.e2e.spec.ts',
   'test/pause.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  // Repeatable schedules' scripts (cjson, ZRANGE … BYSCORE LIMIT, HSCAN) on Valkey.
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /**
@@ -164,6 +170,8 @@ const ON_CORE_HOST = [
   'test/pause.e2e.spec.ts',
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /** TEST_SET: which of the lists above the `node` project runs (unset: every file). */
