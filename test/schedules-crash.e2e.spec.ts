@@ -69,7 +69,7 @@ describe('repeatable schedules across worker crashes', () => {
     const downFrom = await now();
     await waitFor(async () => (await now()) - downFrom >= 2_200, { message: 'two fires of every schedule to pass', intervalMs: 100 });
     const restarting = await now();
-    workers = [await worker('w5'), await worker('w6'), await worker('w7')];
+    for (const name of ['w5', 'w6', 'w7']) await worker(name);
     down.push([downFrom, restarting]);
     await grown(40);
     // Removes while they fire: nothing of a removed schedule goes in afterwards.

@@ -7,6 +7,7 @@ import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
 import { delayedKeysOf, scheduleKeysOf } from '../libs/redis-streams/src/key-names.js';
+import { runCli } from './support/cli.js';
 
 // Repeatable schedules against a real server, workers in this process (test/schedules-crash.e2e.spec.ts kills
 // worker processes). Counting is done on the stream itself (XRANGE): a second fire of one time would show twice.
@@ -177,5 +178,26 @@ describe('repeatable schedules', () => {
     await refused({ every: 1000, payload: 1n }, 'payload');
     const err = await s.set('jobs', '', { every: 1000 }).catch((e: unknown) => e);
     expect((err as InvalidOptionError).option).toBe('id');
+  });
+
+  it('the CLI sets, lists and removes a schedule, and names a bad option', async () => {
+    const stream = `${uniquePrefix()}jobs`;
+    const cli = (...args: string[]) => runCli(redis, ['schedules', ...args]);
+    const set = await cli('set', stream, 'nightly', '--cron', '0 2 * * *', '--tz', 'Europe/Berlin', '--payload', '{"report":"daily"}');
+    expect(set.stderr).toBe('');
+    expect(set.stdout).toMatch(/^created schedule "nightly" of ".*jobs": next fire \d{4}-\d\d-\d\dT0[01]:00:00.000Z\n$/);
+    expect((await cli('set', stream, 'tick', '--every', '60000', '--catch-up', 'skip')).code).toBe(0);
+    const list = await cli('list', stream);
+    expect(list.stdout).toMatch(/^nightly {2}cron "0 2 \* \* \*" Europe\/Berlin {2}next \S+ {2}last - {2}catch-up once\ntick {2}every 60000 ms {2}next \S+ {2}last - {2}catch-up skip\n$/);
+    const listed = JSON.parse((await cli('list', stream, '--json')).stdout) as { id: string; fields: string[] }[];
+    expect(listed.find((s) => s.id === 'nightly')!.fields).toEqual(['data', '{"report":"daily"}']);
+    const bad = await cli('set', stream, 'x', '--cron', '0 2 * * *', '--tz', 'Nowhere/Land');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/invalid option "tz": must be an IANA time zone/);
+    expect((await cli('set', stream, 'x')).stderr).toMatch(/needs --every MS or --cron EXPR/);
+    expect((await cli('remove', stream, 'tick')).stdout).toMatch(/^removed schedule "tick"/);
+    const again = await cli('remove', stream, 'tick');
+    expect(again.code).toBe(1);
+    expect((await cli('list', stream)).stdout).toMatch(/^nightly /);
   });
 });
