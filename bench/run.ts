@@ -38,6 +38,7 @@ import { benchReclaimPath, reclaimPathMarkdown, type ReclaimPathSection } from '
 import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js';
 import { benchFlow, flowMarkdown, type FlowSection } from './flow.js';
 import { benchDurability, durabilityMarkdown, type DurabilitySection } from './durability.js';
+import { benchSchedules, schedulesMarkdown, type SchedulesSection } from './schedules.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -47,10 +48,12 @@ const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', defau
 const smoke = flags.smoke;
 if (
   flags.only !== undefined &&
-  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'durability'].includes(flags.only)
+  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'durability', 'schedules'].includes(
+    flags.only,
+  )
 )
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow" or "durability", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow", "durability" or "schedules", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -194,6 +197,14 @@ if (flags.only === 'scale') {
 }
 if (flags.only === 'flow') {
   const { problems } = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'schedules') {
+  const { problems } = writeSchedules(await benchSchedules({ smoke, url: redis.url, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -372,6 +383,7 @@ const retries = writeRetries(await benchRetries({ smoke, url: redis.url, log }))
 const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
 const flow = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+const schedules = writeSchedules(await benchSchedules({ smoke, url: redis.url, log }));
 const durability = writeDurability(await benchDurability({ smoke, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
@@ -414,6 +426,7 @@ const result = {
   scale,
   ordered,
   flow,
+  schedules,
   reclaimPath,
   cluster,
 };
@@ -481,6 +494,7 @@ function incomplete(): string[] {
   problems.push(...scale.problems.map((p) => `scale: ${p}`));
   problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
   problems.push(...flow.problems.map((p) => `flow: ${p}`));
+  problems.push(...schedules.problems.map((p) => `schedules: ${p}`));
   problems.push(...durability.problems.map((p) => `durability: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
@@ -613,6 +627,11 @@ function writeOrdered(section: OrderedSection): OrderedSection {
 /** The flow-control section written to results/flow.md (a smoke run: flow-smoke.md); `--only flow` prints it too. */
 function writeDurability(section: DurabilitySection): DurabilitySection {
   return writeSection('durability', 'durability', durabilityMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The schedules section written to results/schedules.md (a smoke run: schedules-smoke.md); `--only schedules` prints it too. */
+function writeSchedules(section: SchedulesSection): SchedulesSection {
+  return writeSection('schedules', 'schedules', schedulesMarkdown(section, SMOKE_NOTE), section);
 }
 
 function writeFlow(section: FlowSection): FlowSection {
@@ -1072,6 +1091,7 @@ function toMarkdown(r: typeof result): string {
     orderedMarkdown(r.ordered, SMOKE_NOTE),
     '',
     flowMarkdown(r.flow, SMOKE_NOTE),
+    schedulesMarkdown(r.schedules, SMOKE_NOTE),
     '',
     reclaimPathMarkdown(r.reclaimPath, SMOKE_NOTE),
     '',

@@ -123,7 +123,13 @@ describe('schedule options', () => {
   });
 
   it('takes the defaults: catch up once, no headers', () => {
-    expect(resolveSchedule({ every: 1000 })).toEqual({ timing: { every: 1000 }, catchUp: 'once', payload: undefined, headers: {}, partitionKey: undefined });
+    expect(resolveSchedule({ every: 1000 })).toEqual({
+      timing: { every: 1000 },
+      catchUp: 'once',
+      payload: undefined,
+      headers: {},
+      partitionKey: undefined,
+    });
     expect(resolveSchedule({ cron: '0 3 * * *', tz: 'Europe/Berlin', startAt: new Date(5) })).toMatchObject({
       timing: { cron: '0 3 * * *', tz: 'Europe/Berlin' },
       startAt: 5,

@@ -80,10 +80,15 @@ describe('repeatable schedules across worker crashes', () => {
     const allRemovedAt = await now();
     expect(await client.hlen(scheduleKeysOf(stream, redis.cluster).records)).toBe(0);
     // Everything handed over went in (the delayed schedule empty) and was handled (the log has every entry).
-    await waitFor(async () => (await client.zcard(delayedKeysOf(stream, redis.cluster).schedule)) === 0, { message: 'the delayed schedule empty' });
+    await waitFor(async () => (await client.zcard(delayedKeysOf(stream, redis.cluster).schedule)) === 0, {
+      message: 'the delayed schedule empty',
+    });
     const rows = (await client.xrange(stream, '-', '+')) as [string, string[]][];
     const lines = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []);
-    await waitFor(() => new Set(lines().map((l) => l.split(' ')[2])).size >= rows.length, { message: 'every entry handled', timeoutMs: 30_000 });
+    await waitFor(() => new Set(lines().map((l) => l.split(' ')[2])).size >= rows.length, {
+      message: 'every entry handled',
+      timeoutMs: 30_000,
+    });
 
     const entries = rows.map(([id, f]) => ({
       id,
@@ -105,7 +110,8 @@ describe('repeatable schedules across worker crashes', () => {
       for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!, `${id} after ${times[i - 1]}`).toBe(period);
     }
     // Removed schedules: nothing due after the remove went in.
-    for (let i = 0; i < 20; i += 2) expect(entries.filter((e) => e.schedule === `s${i}` && msOf(e.id) > removedAt + LATE_BOUND_MS)).toEqual([]);
+    for (let i = 0; i < 20; i += 2)
+      expect(entries.filter((e) => e.schedule === `s${i}` && msOf(e.id) > removedAt + LATE_BOUND_MS)).toEqual([]);
     expect(entries.filter((e) => e.at > allRemovedAt)).toEqual([]);
     // The update: v1 fires, then v2 fires, never a v1 after a v2.
     const fast = entries.filter((e) => e.schedule === 'fast').sort((a, b) => a.at - b.at);

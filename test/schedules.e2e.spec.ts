@@ -80,7 +80,10 @@ describe('repeatable schedules', () => {
   it('an update takes effect at the next fire and never fires one time twice; a remove stops it at once', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}ticks`;
-    for (let w = 0; w < 3; w++) await consumer(prefix, { consumer: `w${w}` }).handle('ticks', () => undefined).start();
+    for (let w = 0; w < 3; w++)
+      await consumer(prefix, { consumer: `w${w}` })
+        .handle('ticks', () => undefined)
+        .start();
     const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
     const s = producer.client.schedules;
     await s.set('ticks', 'a', { every: 200, payload: { v: 1 } });
@@ -118,7 +121,9 @@ describe('repeatable schedules', () => {
     const missed = (await redisNow(redis.client())) - 30_000;
     const keys = scheduleKeysOf(stream, redis.cluster);
     await redis.client().zadd(keys.next, missed, 'once', missed, 'skip');
-    await consumer(prefix).handle('jobs', () => undefined).start();
+    await consumer(prefix)
+      .handle('jobs', () => undefined)
+      .start();
     await waitFor(async () => (await fires(stream)).length >= 1, { message: 'the missed fire' });
     await waitFor(async () => Number(await redis.client().zscore(keys.next, 'skip')) > missed, { message: 'skip moved on' });
     const now = await redisNow(redis.client());
@@ -136,7 +141,9 @@ describe('repeatable schedules', () => {
   it('ends after endAt, fires a cron schedule in its time zone, and lists and gets what is stored', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}jobs`;
-    await consumer(prefix).handle('jobs', () => undefined).start();
+    await consumer(prefix)
+      .handle('jobs', () => undefined)
+      .start();
     const schedules = new Schedules(redis.client());
     const now = await redisNow(redis.client());
     await schedules.set(stream, 'short', { every: 100, startAt: now + 200, endAt: now + 200 + 4 * 100, payload: 1 });
@@ -188,7 +195,9 @@ describe('repeatable schedules', () => {
     expect(set.stdout).toMatch(/^created schedule "nightly" of ".*jobs": next fire \d{4}-\d\d-\d\dT0[01]:00:00.000Z\n$/);
     expect((await cli('set', stream, 'tick', '--every', '60000', '--catch-up', 'skip')).code).toBe(0);
     const list = await cli('list', stream);
-    expect(list.stdout).toMatch(/^nightly {2}cron "0 2 \* \* \*" Europe\/Berlin {2}next \S+ {2}last - {2}catch-up once\ntick {2}every 60000 ms {2}next \S+ {2}last - {2}catch-up skip\n$/);
+    expect(list.stdout).toMatch(
+      /^nightly {2}cron "0 2 \* \* \*" Europe\/Berlin {2}next \S+ {2}last - {2}catch-up once\ntick {2}every 60000 ms {2}next \S+ {2}last - {2}catch-up skip\n$/,
+    );
     const listed = JSON.parse((await cli('list', stream, '--json')).stdout) as { id: string; fields: string[] }[];
     expect(listed.find((s) => s.id === 'nightly')!.fields).toEqual(['data', '{"report":"daily"}']);
     const bad = await cli('set', stream, 'x', '--cron', '0 2 * * *', '--tz', 'Nowhere/Land');

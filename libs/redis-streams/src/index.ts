@@ -28,7 +28,13 @@ export { DelayedCommands, type DueTime } from './redis/upkeep/delayed-commands.j
 export { delayedKeysOf, pauseKeyOf, type DelayedKeys } from './key-names.js';
 export { PauseCommands } from './redis/intake/pause-commands.js';
 // Repeatable schedules (docs/guide/schedules.md): on a connection of your own; the client's `schedules` is the same with its key prefix.
-export { Schedules, isReadableSchedule, type ScheduleInfo, type SetScheduleResult, type UnreadableSchedule } from './redis/upkeep/schedules.js';
+export {
+  Schedules,
+  isReadableSchedule,
+  type ScheduleInfo,
+  type SetScheduleResult,
+  type UnreadableSchedule,
+} from './redis/upkeep/schedules.js';
 export type { ScheduleSpec } from './options/schedule-options.js';
 export type { CatchUp } from './schedule-times.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';

@@ -156,7 +156,8 @@ async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
     const [sub, stream, id, ...extra] = rest;
     if (!sub || !['list', 'set', 'remove'].includes(sub) || !stream) return fail('schedules needs one of list, set, remove and a stream');
     if (sub !== 'list' && !id) return fail(`schedules ${sub} needs a stream and a schedule id`);
-    if (extra.length > 0 || (sub === 'list' && id !== undefined)) return fail(`schedules ${sub} takes ${sub === 'list' ? 'one stream' : 'a stream and one id'}`);
+    if (extra.length > 0 || (sub === 'list' && id !== undefined))
+      return fail(`schedules ${sub} takes ${sub === 'list' ? 'one stream' : 'a stream and one id'}`);
     // The spec's flags and JSON checked before connecting.
     const spec = sub === 'set' ? scheduleSpecOf(values) : undefined;
     return withConnection(values, (redis) => runSchedules(redis, sub, stream, id, spec, values, io));

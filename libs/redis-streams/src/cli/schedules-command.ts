@@ -65,7 +65,8 @@ function time(flag: string, value: string | undefined): number | undefined {
 /** The spec a `set` names, checked before connecting (flags and JSON; the options' own checks come at set). */
 export function scheduleSpecOf(values: SchedulesFlags): Record<string, unknown> {
   if (values.every === undefined && values.cron === undefined) fail('schedules set needs --every MS or --cron EXPR');
-  const every = values.every === undefined ? undefined : /^\d+$/.test(values.every) ? Number(values.every) : fail('--every must be whole ms');
+  const every =
+    values.every === undefined ? undefined : /^\d+$/.test(values.every) ? Number(values.every) : fail('--every must be whole ms');
   const spec: Record<string, unknown> = {
     ...(every === undefined ? {} : { every }),
     ...(values.cron === undefined ? {} : { cron: values.cron }),

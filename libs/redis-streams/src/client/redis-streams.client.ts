@@ -84,10 +84,12 @@ export class RedisStreamsClient extends ClientProxy {
   /** `client.schedules`: a pattern's repeatable schedules. */
   readonly schedules: ClientSchedules = {
     set: (pattern, id, spec) => this.setSchedule(pattern, id, spec),
-    remove: (pattern, id) => this.onSchedules(pattern, id, 'removing a schedule of', (s, stream) => s.remove(stream, id)).then((r) => r.some(Boolean)),
+    remove: (pattern, id) =>
+      this.onSchedules(pattern, id, 'removing a schedule of', (s, stream) => s.remove(stream, id)).then((r) => r.some(Boolean)),
     get: (pattern, id) =>
       this.onSchedules(pattern, id, 'reading a schedule of', (s, stream) => s.get(stream, id)).then((r) => r.find((x) => x !== undefined)),
-    list: (pattern) => this.onSchedules(pattern, undefined, 'listing the schedules of', (s, stream) => s.list(stream)).then((r) => r.flat()),
+    list: (pattern) =>
+      this.onSchedules(pattern, undefined, 'listing the schedules of', (s, stream) => s.list(stream)).then((r) => r.flat()),
   };
   private replies: ReplyReader | undefined;
   private laneStatus: Subscription | undefined;
@@ -164,7 +166,10 @@ export class RedisStreamsClient extends ClientProxy {
         .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.delayed = new DelayedCommands(lanes.command, isCluster(this.options.connection));
-      this.scheduleStore = new Schedules(lanes.command, { onCluster: isCluster(this.options.connection), serializer: this.options.serializer });
+      this.scheduleStore = new Schedules(lanes.command, {
+        onCluster: isCluster(this.options.connection),
+        serializer: this.options.serializer,
+      });
       this.idmpWindows = new IdmpWindows(lanes.command, this.options.idempotency, (b) => {
         if (b.forgotten > 0)
           this.logger.warn(
@@ -265,7 +270,12 @@ export class RedisStreamsClient extends ClientProxy {
     return done;
   }
 
-  private async onSchedules<T>(pattern: string, id: string | undefined, doing: string, each: (s: Schedules, stream: string) => Promise<T>): Promise<T[]> {
+  private async onSchedules<T>(
+    pattern: string,
+    id: string | undefined,
+    doing: string,
+    each: (s: Schedules, stream: string) => Promise<T>,
+  ): Promise<T[]> {
     if (typeof pattern !== 'string' || pattern === '') throw new TypeError('schedules: pattern must be a non-empty string');
     if (id !== undefined) checkScheduleId(id);
     await this.connect();

@@ -42,7 +42,8 @@ const KNOWN = ['every', 'cron', 'tz', 'startAt', 'endAt', 'payload', 'headers', 
 /** A schedule's id, validated: a non-empty string of at most MAX_SCHEDULE_ID_CHARS characters, without control characters. */
 export function checkScheduleId(id: unknown): string {
   if (typeof id !== 'string' || id === '') throw new InvalidOptionError('id', `must be a non-empty string, got ${shown(id)}`);
-  if (id.length > MAX_SCHEDULE_ID_CHARS) throw new InvalidOptionError('id', `must be at most ${MAX_SCHEDULE_ID_CHARS} characters, got ${id.length}`);
+  if (id.length > MAX_SCHEDULE_ID_CHARS)
+    throw new InvalidOptionError('id', `must be at most ${MAX_SCHEDULE_ID_CHARS} characters, got ${id.length}`);
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(id)) throw new InvalidOptionError('id', 'must hold no control characters');
   return id;
@@ -51,14 +52,20 @@ export function checkScheduleId(id: unknown): string {
 /** `spec` validated, each option named in its error (`every`, `cron`, `tz`, `startAt` …). */
 export function resolveSchedule(spec: unknown): ResolvedSchedule {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec))
-    throw new InvalidOptionError('schedule', `must be an object such as { every: 60000 } or { cron: '0 9 * * *', tz: 'Europe/Berlin' }, got ${shown(spec)}`);
+    throw new InvalidOptionError(
+      'schedule',
+      `must be an object such as { every: 60000 } or { cron: '0 9 * * *', tz: 'Europe/Berlin' }, got ${shown(spec)}`,
+    );
   rejectUnknown(spec, KNOWN);
   const s = spec as Record<string, unknown>;
   const timing = timingOf(s);
   const startAt = instant('startAt', s.startAt);
   const endAt = instant('endAt', s.endAt);
   if (startAt !== undefined && endAt !== undefined && endAt < startAt)
-    throw new InvalidOptionError('endAt', `must not be before startAt (${new Date(startAt).toISOString()}), got ${new Date(endAt).toISOString()}`);
+    throw new InvalidOptionError(
+      'endAt',
+      `must not be before startAt (${new Date(startAt).toISOString()}), got ${new Date(endAt).toISOString()}`,
+    );
   const catchUp = s.catchUp ?? 'once';
   if (catchUp !== 'once' && catchUp !== 'skip') throw new InvalidOptionError('catchUp', `must be 'once' or 'skip', got ${shown(catchUp)}`);
   const headers = s.headers ?? {};
@@ -85,14 +92,18 @@ function timingOf(s: Record<string, unknown>): ScheduleTiming {
   if (every !== undefined) {
     if (tz !== undefined) throw new InvalidOptionError('tz', 'applies to cron only (every counts real ms)');
     if (typeof every !== 'number' || !Number.isSafeInteger(every) || every < MIN_EVERY_MS || every > MAX_EVERY_MS)
-      throw new InvalidOptionError('every', `must be a whole number of ms from ${MIN_EVERY_MS} to ${MAX_EVERY_MS} (10 years), got ${shown(every)}`);
+      throw new InvalidOptionError(
+        'every',
+        `must be a whole number of ms from ${MIN_EVERY_MS} to ${MAX_EVERY_MS} (10 years), got ${shown(every)}`,
+      );
     return { every };
   }
   if (cron === undefined) throw new InvalidOptionError('every', 'a schedule needs every (ms) or cron (an expression)');
   if (typeof cron !== 'string' || cron.trim() === '') throw new InvalidOptionError('cron', `must be a cron expression, got ${shown(cron)}`);
   if (cron.length > 200) throw new InvalidOptionError('cron', `must be at most 200 characters, got ${cron.length}`);
   if (tz !== undefined) {
-    if (typeof tz !== 'string' || tz === '') throw new InvalidOptionError('tz', `must be an IANA time zone such as 'Europe/Berlin', got ${shown(tz)}`);
+    if (typeof tz !== 'string' || tz === '')
+      throw new InvalidOptionError('tz', `must be an IANA time zone such as 'Europe/Berlin', got ${shown(tz)}`);
     try {
       new Intl.DateTimeFormat('en-US', { timeZone: tz });
     } catch {
@@ -104,7 +115,10 @@ function timingOf(s: Record<string, unknown>): ScheduleTiming {
     // An expression that can never fire (February 30th) says so now, not by never firing.
     if (parsed.nextRun(new Date(0)) === null) throw new Error('it never fires');
   } catch (err) {
-    throw new InvalidOptionError('cron', `${shown(cron)} is not a cron expression of 5 or 6 fields: ${err instanceof Error ? err.message : String(err)}`);
+    throw new InvalidOptionError(
+      'cron',
+      `${shown(cron)} is not a cron expression of 5 or 6 fields: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   return tz === undefined ? { cron } : { cron, tz: tz as string };
 }
@@ -113,6 +127,9 @@ function instant(option: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const ms = value instanceof Date ? value.getTime() : value;
   if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0)
-    throw new InvalidOptionError(option, `must be a Date or whole Unix ms, got ${value instanceof Date ? 'an invalid Date' : shown(value)}`);
+    throw new InvalidOptionError(
+      option,
+      `must be a Date or whole Unix ms, got ${value instanceof Date ? 'an invalid Date' : shown(value)}`,
+    );
   return ms;
 }

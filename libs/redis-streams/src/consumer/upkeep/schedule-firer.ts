@@ -86,7 +86,10 @@ export class ScheduleFirer {
       }
       const r = decodeScheduleRecord(s.record);
       if (!r) {
-        this.tell(`${stream}\n${s.id}`, `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}" has a record this version cannot read: it does not fire`);
+        this.tell(
+          `${stream}\n${s.id}`,
+          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}" has a record this version cannot read: it does not fire`,
+        );
         continue;
       }
       const times: ScheduleTimes = {
@@ -98,7 +101,10 @@ export class ScheduleFirer {
       try {
         decision = fireDecision(times, r.catchUp, s.at, now);
       } catch (err) {
-        this.tell(`${stream}\n${s.id}`, `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}": its next fire cannot be computed (${describeError(err)})`);
+        this.tell(
+          `${stream}\n${s.id}`,
+          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}": its next fire cannot be computed (${describeError(err)})`,
+        );
         continue;
       }
       orders.push({ id: s.id, at: s.at, rev: r.rev, action: decision.fire ? 'fire' : 'skip', next: decision.next });
@@ -148,7 +154,9 @@ export class ScheduleFirer {
     const streams = this.d.streams;
     const told = `could not fire the schedules of "${streams[0]}"${streams.length > 1 ? ` and ${streams.length - 1} more streams` : ''}: ${said}`;
     if (isNoPermission(err))
-      this.d.logger.error(`${told}; the consumer needs rights on the streams' schedule keys (docs/guide/security.md); tried again at every look`);
+      this.d.logger.error(
+        `${told}; the consumer needs rights on the streams' schedule keys (docs/guide/security.md); tried again at every look`,
+      );
     else this.d.logger.error(`${told}; tried again at the next look`);
   }
 }

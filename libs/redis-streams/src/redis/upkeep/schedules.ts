@@ -82,7 +82,11 @@ export class Schedules {
     const fields = [FIELD.data, data];
     if (Object.keys(s.headers).length > 0) fields.push(FIELD.headers, JSON.stringify(s.headers));
     if (s.partitionKey !== undefined) fields.push(FIELD.partitionKey, s.partitionKey);
-    const times: ScheduleTimes = { timing: s.timing, ...(s.startAt === undefined ? {} : { startAt: s.startAt }), ...(s.endAt === undefined ? {} : { endAt: s.endAt }) };
+    const times: ScheduleTimes = {
+      timing: s.timing,
+      ...(s.startAt === undefined ? {} : { startAt: s.startAt }),
+      ...(s.endAt === undefined ? {} : { endAt: s.endAt }),
+    };
     for (let attempt = 0; attempt < SET_ATTEMPTS; attempt++) {
       const state = await this.commands.state(stream, id);
       const old = state.record === '' ? undefined : decodeScheduleRecord(state.record);
@@ -90,7 +94,9 @@ export class Schedules {
         v: SCHEDULE_RECORD_VERSION,
         id,
         rev: rev(),
-        ...('every' in s.timing ? { every: s.timing.every } : { cron: s.timing.cron, ...(s.timing.tz === undefined ? {} : { tz: s.timing.tz }) }),
+        ...('every' in s.timing
+          ? { every: s.timing.every }
+          : { cron: s.timing.cron, ...(s.timing.tz === undefined ? {} : { tz: s.timing.tz }) }),
         ...(s.startAt === undefined ? {} : { startAt: s.startAt }),
         ...(s.endAt === undefined ? {} : { endAt: s.endAt }),
         catchUp: s.catchUp,
@@ -101,7 +107,10 @@ export class Schedules {
       const encoded = encodeScheduleRecord(record);
       const bytes = Buffer.byteLength(encoded);
       if (bytes > MAX_SCHEDULE_RECORD_BYTES)
-        throw new InvalidOptionError('payload', `the schedule's record takes ${bytes} bytes, more than ${MAX_SCHEDULE_RECORD_BYTES}: keep large data in a key the entry names`);
+        throw new InvalidOptionError(
+          'payload',
+          `the schedule's record takes ${bytes} bytes, more than ${MAX_SCHEDULE_RECORD_BYTES}: keep large data in a key the entry names`,
+        );
       // Strictly after now (Redis' clock); without a fire taken back, after the last fire handed over too.
       const last = state.lastFire === '' ? undefined : Number(state.lastFire);
       const ifCancelled = nextFireAfter(times, state.now - 1);
@@ -110,10 +119,13 @@ export class Schedules {
         throw new InvalidOptionError('endAt', `the schedule has no fire left after now (${new Date(state.now).toISOString()})`);
       const reply = await this.commands.set(stream, id, encoded, state.lastFire, ifCancelled, otherwise);
       if (!reply.applied) continue;
-      if (reply.next === undefined) throw new InvalidOptionError('endAt', 'the schedule has no fire left after its last one: it was removed');
+      if (reply.next === undefined)
+        throw new InvalidOptionError('endAt', 'the schedule has no fire left after its last one: it was removed');
       return { created: !reply.existed, nextFireAt: reply.next };
     }
-    throw new Error(`nestjs-redis-streams: schedule "${id}" of stream "${stream}" kept firing while it was set (${SET_ATTEMPTS} tries): try again`);
+    throw new Error(
+      `nestjs-redis-streams: schedule "${id}" of stream "${stream}" kept firing while it was set (${SET_ATTEMPTS} tries): try again`,
+    );
   }
 
   /** Removes schedule `id` of `stream`, and its fire if one waits in the delayed schedule: true if it existed. */
@@ -142,7 +154,11 @@ export class Schedules {
   }
 
   /** How many schedules `stream` has, a page of them (from `cursor`, about `count`) and Redis' now: for tools (the dashboard). */
-  async page(stream: string, cursor = '0', count = 100): Promise<{ now: number; total: number; cursor: string; schedules: (ScheduleInfo | UnreadableSchedule)[] }> {
+  async page(
+    stream: string,
+    cursor = '0',
+    count = 100,
+  ): Promise<{ now: number; total: number; cursor: string; schedules: (ScheduleInfo | UnreadableSchedule)[] }> {
     const page = await this.commands.page(stream, cursor, count);
     return { now: page.now, total: page.total, cursor: page.cursor, schedules: page.schedules.map((s) => infoOf(stream, s)) };
   }
