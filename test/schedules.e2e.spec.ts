@@ -1,4 +1,4 @@
-import { InvalidOptionError, isReadableSchedule, Schedules } from 'nestjs-redis-streams';
+import { InvalidOptionError, isReadableSchedule, Schedules, serveDashboard } from 'nestjs-redis-streams';
 import type { StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { useProducers } from './support/producer.js';
 import { TestWorker, uniquePrefix } from './support/test-app.js';
@@ -208,5 +208,41 @@ describe('repeatable schedules', () => {
     const again = await cli('remove', stream, 'tick');
     expect(again.code).toBe(1);
     expect((await cli('list', stream)).stdout).toMatch(/^nightly /);
+  });
+
+  it("the dashboard lists a stream's schedules with their next fire, and removes one (an action)", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    // A group, so that the dashboard shows the stream.
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const schedules = new Schedules(redis.client());
+    await schedules.set(stream, 'nightly', { cron: '30 2 * * *', tz: 'Europe/Berlin', payload: 1 });
+    await schedules.set(stream, '<img src=x>', { every: 60_000, payload: 2 });
+    const { server, url } = await serveDashboard(redis.client(), { port: 0, match: `${prefix}*`, actionsPassword: 'act10n' });
+    try {
+      const auth = { authorization: `Basic ${Buffer.from('ops:act10n').toString('base64')}` };
+      const page = (await (await fetch(`${url}api/schedules?key=${encodeURIComponent(stream)}`, { headers: auth })).json()) as {
+        total: number;
+        schedules: { id: string; timing: string; nextFireAt: number }[];
+      };
+      expect(page.total).toBe(2);
+      const nightly = page.schedules.find((x) => x.id === 'nightly')!;
+      expect(nightly.timing).toBe('cron 30 2 * * * Europe/Berlin');
+      expect(nightly.nextFireAt).toBeGreaterThan(Date.now() - 60_000);
+      const remove = (id: string, headers: Record<string, string>) =>
+        fetch(`${url}api/schedules/remove`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ key: stream, id }),
+        });
+      // Without the page's header (a cross-site form), refused.
+      expect((await remove('nightly', auth)).status).toBe(403);
+      const done = await remove('nightly', { ...auth, 'x-requested-by': 'redis-streams-dashboard' });
+      expect(await done.json()).toEqual({ removed: true });
+      expect(await schedules.get(stream, 'nightly')).toBeUndefined();
+      expect((await schedules.list(stream)).map((x) => x.id)).toEqual(['<img src=x>']);
+    } finally {
+      server.close();
+    }
   });
 });
