@@ -34,6 +34,9 @@ const ON_CLUSTER = [
   'test/rate-limit.e2e.spec.ts',
   // A pattern's priority levels share their key's slot (one read takes them all).
   'test/priorities.e2e.spec.ts',
+  // Repeatable schedules: their keys share the stream's slot with its delayed keys (one script fires into both).
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /**
@@ -102,6 +105,9 @@ const ON_VALKEY8 = [
   'test/rate-limit.e2e.spec.ts',
   'test/fair.e2e.spec.ts',
   'test/priorities.e2e.spec.ts',
+  // Repeatable schedules' scripts (cjson, ZRANGE … BYSCORE LIMIT, HSCAN) on Valkey.
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /**
@@ -170,6 +176,8 @@ const ON_CORE_HOST = [
   'test/rate-limit.e2e.spec.ts',
   'test/fair.e2e.spec.ts',
   'test/priorities.e2e.spec.ts',
+  'test/schedules.e2e.spec.ts',
+  'test/schedules-crash.e2e.spec.ts',
 ];
 
 /** TEST_SET: which of the lists above the `node` project runs (unset: every file). */

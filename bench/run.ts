@@ -39,6 +39,7 @@ import { benchOrdered, orderedMarkdown, type OrderedSection } from './ordered.js
 import { benchFlow, flowMarkdown, type FlowSection } from './flow.js';
 import { benchFair, fairMarkdown, type FairSection } from './fair.js';
 import { benchDurability, durabilityMarkdown, type DurabilitySection } from './durability.js';
+import { benchSchedules, schedulesMarkdown, type SchedulesSection } from './schedules.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
 
@@ -48,10 +49,23 @@ const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', defau
 const smoke = flags.smoke;
 if (
   flags.only !== undefined &&
-  !['cluster', 'telemetry', 'drain', 'retries', 'scale', 'bullmq', 'reclaim', 'ordered', 'flow', 'fair', 'durability'].includes(flags.only)
+  ![
+    'cluster',
+    'telemetry',
+    'drain',
+    'retries',
+    'scale',
+    'bullmq',
+    'reclaim',
+    'ordered',
+    'flow',
+    'fair',
+    'durability',
+    'schedules',
+  ].includes(flags.only)
 )
   throw new Error(
-    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow", "fair" or "durability", got ${JSON.stringify(flags.only)}`,
+    `bench: --only takes "cluster", "telemetry", "drain", "retries", "scale", "bullmq", "reclaim", "ordered", "flow", "fair", "durability" or "schedules", got ${JSON.stringify(flags.only)}`,
   );
 const SIZE = {
   drain: smoke ? 500 : 100_000,
@@ -203,6 +217,14 @@ if (flags.only === 'fair') {
 }
 if (flags.only === 'flow') {
   const { problems } = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
+  admin.disconnect();
+  await redis.stop();
+  redisStopped = true;
+  if (problems.length > 0) log(`FAILED: ${problems.join('; ')}`);
+  process.exit(problems.length > 0 ? 1 : 0);
+}
+if (flags.only === 'schedules') {
+  const { problems } = writeSchedules(await benchSchedules({ smoke, url: redis.url, log }));
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -382,6 +404,7 @@ const scale = writeScale(await benchScale({ smoke, url: redis.url, log }));
 const ordered = writeOrdered(await benchOrdered({ smoke, url: redis.url, log }));
 const flow = writeFlow(await benchFlow({ smoke, url: redis.url, log }));
 const fair = writeFair(await benchFair({ smoke, url: redis.url, log }));
+const schedules = writeSchedules(await benchSchedules({ smoke, url: redis.url, log }));
 const durability = writeDurability(await benchDurability({ smoke, log }));
 const reclaimPath = writeReclaimPath(await benchReclaimPath({ smoke, log }));
 
@@ -425,6 +448,7 @@ const result = {
   ordered,
   flow,
   fair,
+  schedules,
   reclaimPath,
   cluster,
 };
@@ -493,6 +517,7 @@ function incomplete(): string[] {
   problems.push(...ordered.problems.map((p) => `ordered: ${p}`));
   problems.push(...flow.problems.map((p) => `flow: ${p}`));
   problems.push(...fair.problems.map((p) => `fair: ${p}`));
+  problems.push(...schedules.problems.map((p) => `schedules: ${p}`));
   problems.push(...durability.problems.map((p) => `durability: ${p}`));
   problems.push(...reclaimPath.problems.map((p) => `reclaim path: ${p}`));
   for (const file of [written.md, written.json]) {
@@ -625,6 +650,11 @@ function writeOrdered(section: OrderedSection): OrderedSection {
 /** The flow-control section written to results/flow.md (a smoke run: flow-smoke.md); `--only flow` prints it too. */
 function writeDurability(section: DurabilitySection): DurabilitySection {
   return writeSection('durability', 'durability', durabilityMarkdown(section, SMOKE_NOTE), section);
+}
+
+/** The schedules section written to results/schedules.md (a smoke run: schedules-smoke.md); `--only schedules` prints it too. */
+function writeSchedules(section: SchedulesSection): SchedulesSection {
+  return writeSection('schedules', 'schedules', schedulesMarkdown(section, SMOKE_NOTE), section);
 }
 
 function writeFlow(section: FlowSection): FlowSection {
@@ -1089,6 +1119,8 @@ function toMarkdown(r: typeof result): string {
     orderedMarkdown(r.ordered, SMOKE_NOTE),
     '',
     flowMarkdown(r.flow, SMOKE_NOTE),
+    '',
+    schedulesMarkdown(r.schedules, SMOKE_NOTE),
     '',
     fairMarkdown(r.fair, SMOKE_NOTE),
     '',

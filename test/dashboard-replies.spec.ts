@@ -14,14 +14,21 @@ import type {
   OverviewReply,
   PendingReply,
   StreamRow,
+  SchedulesReply,
+  ScheduleRemoveReply,
 } from '../libs/redis-streams/src/dashboard/browser/api-replies.js';
-import type { LettersDeleted, LettersRedriven, PendingMoved } from '../libs/redis-streams/src/dashboard/dashboard-actions.js';
+import type {
+  LettersDeleted,
+  LettersRedriven,
+  PendingMoved,
+  ScheduleRemoved,
+} from '../libs/redis-streams/src/dashboard/dashboard-actions.js';
 import type { DashboardData, DeadLetterRow } from '../libs/redis-streams/src/dashboard/dashboard-data.js';
 import type { DashboardConfig } from '../libs/redis-streams/src/dashboard/dashboard-http.js';
 import type { RedisStreamsHealth } from '../libs/redis-streams/src/health/health.js';
 
 /** What a read of DashboardData answers (null is the API's 404). */
-type Answer<M extends 'overview' | 'stream' | 'pending' | 'entries' | 'entry' | 'deadLetterStreams'> = NonNullable<
+type Answer<M extends 'overview' | 'stream' | 'pending' | 'entries' | 'entry' | 'deadLetterStreams' | 'schedules'> = NonNullable<
   Awaited<ReturnType<DashboardData[M]>>
 >;
 
@@ -33,6 +40,7 @@ describe("the page's view of the dashboard API", () => {
     expectTypeOf<Answer<'entries'>>().toExtend<EntriesReply>();
     expectTypeOf<Answer<'entry'>>().toExtend<EntryReply>();
     expectTypeOf<Answer<'deadLetterStreams'>>().toExtend<DeadLetterStreamsReply>();
+    expectTypeOf<Answer<'schedules'>>().toExtend<SchedulesReply>();
     // A letter read from its dead-letter stream always has its id there (the type allows none for one not yet written).
     expectTypeOf<DeadLetterRow & { id: string }>().toExtend<LetterRow>();
     expectTypeOf<RedisStreamsHealth>().toExtend<ConsumerHealth>();
@@ -44,5 +52,6 @@ describe("the page's view of the dashboard API", () => {
     expectTypeOf<PendingMoved>().toExtend<PendingMoveReply>();
     expectTypeOf<LettersRedriven>().toExtend<RedriveReply>();
     expectTypeOf<LettersDeleted>().toExtend<DeleteReply>();
+    expectTypeOf<ScheduleRemoved>().toExtend<ScheduleRemoveReply>();
   });
 });

@@ -18,6 +18,7 @@ import {
   pruneLockOf,
   rateLimitKeysOf,
   retryKeyOf,
+  scheduleKeysOf,
 } from '../libs/redis-streams/src/key-names.js';
 import { slotOf } from '../libs/redis-streams/src/slots.js';
 
@@ -26,6 +27,9 @@ const KINDS: Record<string, { arity: number; key: (name: string, args: string[],
   dead: { arity: 0, key: (s, _, c) => deadLetterKeyOf(s, c) },
   delayed: { arity: 0, key: (s, _, c) => delayedKeysOf(s, c).schedule },
   'delayed:entries': { arity: 0, key: (s, _, c) => delayedKeysOf(s, c).entries },
+  'delayed:schedules': { arity: 0, key: (s, _, c) => scheduleKeysOf(s, c).records },
+  'delayed:schedules:next': { arity: 0, key: (s, _, c) => scheduleKeysOf(s, c).next },
+  'delayed:schedules:fired': { arity: 0, key: (s, _, c) => scheduleKeysOf(s, c).fired },
   retry: { arity: 1, key: (s, [g], c) => retryKeyOf(s, g!, c) },
   owner: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).owner },
   members: { arity: 1, key: (s, [g], c) => ownershipKeysOf(s, g!, c).members },
@@ -48,6 +52,8 @@ const NAMES = [
   'orders',
   'orders:retry',
   'orders:delayed',
+  'orders:delayed:schedules',
+  'orders:delayed:schedules:next',
   'orders:dead',
   // Its idempotency keys begin with `orders`' prefix `orders:idmp:`: a record of `orders` must not take them.
   'orders:idmp:p',
@@ -188,7 +194,7 @@ describe('the names deployments already have', () => {
     expect(keyRateLimitKeysOf('m', 'g', 'x'.repeat(201), false).window).toMatch(/^m:keyrate:g:%#[0-9a-f]{32}$/);
     expect(keyRateLimitKeysOf('m', 'g', '\uD800', false).window).not.toBe(keyRateLimitKeysOf('m', 'g', '\uFFFD', false).window);
     expect(() => derivedKey('retry', 'orders', [], false)).toThrow(/takes 1 parts/);
-    expect(Object.keys(KEY_KINDS)).toHaveLength(18);
+    expect(Object.keys(KEY_KINDS)).toHaveLength(21);
   });
 
   it('a dead-letter stream names its source from its key alone, on one node and on a cluster', () => {

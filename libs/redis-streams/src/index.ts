@@ -2,7 +2,7 @@ export { RedisStreamsServer } from './server/redis-streams.server.js';
 export type { RedisStreamsEvents } from './server/events.js';
 export type { DeliverySource, SettledEvent, SettleOutcome } from './consumer/settle/settled-event.js';
 export { RedisStreamsStatus } from './status.js';
-export { RedisStreamsClient, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
+export { RedisStreamsClient, type ClientSchedules, type RedisStreamsClientEvents } from './client/redis-streams.client.js';
 export { RedisStreamsRecord, type RecordOptions } from './client/record.js';
 export { CLIENT_DEFAULTS, type RedisStreamsClientOptions } from './options/client-options.js';
 export type { DeadLetterRetention, RetentionPolicy } from './options/retention-options.js';
@@ -29,6 +29,16 @@ export { DeadLetters, type RedriveResult } from './dlq/dead-letters.js';
 export { DelayedCommands, type DueTime } from './redis/upkeep/delayed-commands.js';
 export { delayedKeysOf, pauseKeyOf, type DelayedKeys } from './key-names.js';
 export { PauseCommands } from './redis/intake/pause-commands.js';
+// Repeatable schedules (docs/guide/schedules.md): on a connection of your own; the client's `schedules` is the same with its key prefix.
+export {
+  Schedules,
+  isReadableSchedule,
+  type ScheduleInfo,
+  type SetScheduleResult,
+  type UnreadableSchedule,
+} from './redis/upkeep/schedules.js';
+export type { ScheduleSpec } from './options/schedule-options.js';
+export type { CatchUp } from './schedule-times.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from './partitions.js';
 export type { ClusterConnection, ConnectionOption } from './options/connection.js';
 export {

@@ -18,6 +18,14 @@ export const KEY_KINDS = {
   /** A stream's schedule of delayed entries (sorted set) and their fields (hash). */
   delayed: { words: ['delayed'], parts: 0 },
   delayedEntries: { words: ['delayed', 'entries'], parts: 0 },
+  /**
+   * A stream's repeatable schedules: their records (hash: id → record), their next fire times (sorted set: id →
+   * Unix ms) and each one's last fire handed to the delayed schedule (hash: id → Unix ms). Under the word
+   * `delayed` (the path they feed): no new first word, so no part that was written as it is changes its escape.
+   */
+  schedules: { words: ['delayed', 'schedules'], parts: 0 },
+  schedulesNext: { words: ['delayed', 'schedules', 'next'], parts: 0 },
+  schedulesFired: { words: ['delayed', 'schedules', 'fired'], parts: 0 },
   /** A group's retry schedule on a stream. */
   retry: { words: ['retry'], parts: 1 },
   /** An ordered partition's ownership for a group. */
@@ -187,6 +195,25 @@ export interface DelayedKeys {
 /** `orders:delayed` and `orders:delayed:entries` (on a cluster in the stream's slot: `{orders}:delayed` …). */
 export function delayedKeysOf(stream: string, onCluster: boolean): DelayedKeys {
   return { schedule: derivedKey('delayed', stream, [], onCluster), entries: derivedKey('delayedEntries', stream, [], onCluster) };
+}
+
+/** The keys of a stream's repeatable schedules (schedule-commands.ts), in the stream's slot: one script fires into its delayed keys. */
+export interface ScheduleKeys {
+  /** Hash: schedule id → its record (JSON, schedule-record.ts). */
+  records: string;
+  /** Sorted set: schedule id → its next fire time (Unix ms, Redis' clock). */
+  next: string;
+  /** Hash: schedule id → its last fire handed to the delayed schedule (Unix ms): an update never fires it again. */
+  fired: string;
+}
+
+/** `orders:delayed:schedules`, `orders:delayed:schedules:next`, `orders:delayed:schedules:fired` (on a cluster `{orders}:delayed:schedules` …). */
+export function scheduleKeysOf(stream: string, onCluster: boolean): ScheduleKeys {
+  return {
+    records: derivedKey('schedules', stream, [], onCluster),
+    next: derivedKey('schedulesNext', stream, [], onCluster),
+    fired: derivedKey('schedulesFired', stream, [], onCluster),
+  };
 }
 
 /** The keys of a partition's ownership for one group, in the stream's slot (the fenced ack touches both). */

@@ -16,6 +16,7 @@ import { findStreams, inspectStreams, serverLine, type StreamReport } from '../o
 import { rates, renderReports } from './inspect.js';
 import { counted } from '../readable.js';
 import { PAUSE_HELP, PAUSE_USAGE, runPause } from './pause-command.js';
+import { runSchedules, scheduleSpecOf, SCHEDULES_FLAGS, SCHEDULES_HELP, SCHEDULES_USAGE } from './schedules-command.js';
 
 const INSPECT_HELP = `inspect: the server and which newer stream commands it offers; per stream its length, dead letters,
 its idempotent writes' counters and window (Redis 8.6) and, per group, lag, pending and last delivered id;
@@ -47,6 +48,7 @@ const COMMANDS: Record<string, { usage: string; help: string }> = {
   pending: { usage: `redis-streams pending ${PENDING_USAGE.replaceAll('\n  ', '\n  redis-streams pending ')}`, help: PENDING_HELP },
   dashboard: { usage: `redis-streams ${DASHBOARD_USAGE}`, help: DASHBOARD_HELP },
   pause: { usage: `redis-streams ${PAUSE_USAGE.replaceAll('\n  ', '\n  redis-streams ')}`, help: PAUSE_HELP },
+  schedules: { usage: `redis-streams ${SCHEDULES_USAGE.replaceAll('\n  ', '\n  redis-streams ')}`, help: SCHEDULES_HELP },
 };
 
 const WHERE = '(each with [--url redis://…] or [--cluster redis://…,…])';
@@ -84,6 +86,7 @@ const parseFlagsOptions = {
   ...CONNECTION_FLAGS,
   ...DLQ_FLAGS,
   ...DASHBOARD_FLAGS,
+  ...SCHEDULES_FLAGS,
   match: { type: 'string', default: '*' },
   group: { type: 'string' },
   watch: { type: 'boolean', default: false },
@@ -148,6 +151,16 @@ async function runRedisStreams(argv: string[], io: CliIo): Promise<number> {
     if (extra.length > 0) return fail(`${command} takes one name`);
     if (!values.group) return fail(`${command} needs --group G (a pause is one group's)`);
     return withConnection(values, (redis) => runPause(redis, command, name, values, io));
+  }
+  if (command === 'schedules') {
+    const [sub, stream, id, ...extra] = rest;
+    if (!sub || !['list', 'set', 'remove'].includes(sub) || !stream) return fail('schedules needs one of list, set, remove and a stream');
+    if (sub !== 'list' && !id) return fail(`schedules ${sub} needs a stream and a schedule id`);
+    if (extra.length > 0 || (sub === 'list' && id !== undefined))
+      return fail(`schedules ${sub} takes ${sub === 'list' ? 'one stream' : 'a stream and one id'}`);
+    // The spec's flags and JSON checked before connecting.
+    const spec = sub === 'set' ? scheduleSpecOf(values) : undefined;
+    return withConnection(values, (redis) => runSchedules(redis, sub, stream, id, spec, values, io));
   }
   if (command === 'inspect') return inspect(rest, values, io);
   if (command === 'dashboard') {

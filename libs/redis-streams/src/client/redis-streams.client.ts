@@ -33,6 +33,9 @@ import { MAX_DURABILITY_TIMEOUT_MS, resolveDurability, type ResolvedDurability }
 import { partitionKey, partitionKeys, partitionOf } from '../partitions.js';
 import { priorityStreamOf } from '../key-names.js';
 import { ReplyReader } from './reply-reader.js';
+import { Schedules, type ScheduleInfo, type SetScheduleResult, type UnreadableSchedule } from '../redis/upkeep/schedules.js';
+import { checkScheduleId, resolveSchedule, type ScheduleSpec } from '../options/schedule-options.js';
+import { InvalidOptionError } from '../options/validate.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
@@ -43,6 +46,17 @@ const REFUSED = 'refused';
 /** What an emit or send after close() fails with. */
 function clientClosed(): RedisStreamsError {
   return redactError(new Error('nestjs-redis-streams: client closed: close() was called; emit and send need a new client'));
+}
+
+/** A pattern's repeatable schedules, through the client (docs/guide/schedules.md). */
+export interface ClientSchedules {
+  /** Creates or updates schedule `id` of `pattern`; resolves with its next fire (Unix ms, Redis' clock). */
+  set<T = unknown>(pattern: string, id: string, spec: ScheduleSpec<T>): Promise<SetScheduleResult>;
+  /** Removes it (and a fire of it still waiting): true if it existed. */
+  remove(pattern: string, id: string): Promise<boolean>;
+  get(pattern: string, id: string): Promise<ScheduleInfo | UnreadableSchedule | undefined>;
+  /** Every schedule of the pattern (of each partition, on a partitioned one). */
+  list(pattern: string): Promise<(ScheduleInfo | UnreadableSchedule)[]>;
 }
 
 /** Events of `client.on(...)`. */
@@ -67,6 +81,17 @@ export class RedisStreamsClient extends ClientProxy {
   private lanes: Lanes | undefined;
   private commands: ProducerCommands | undefined;
   private delayed: DelayedCommands | undefined;
+  private scheduleStore: Schedules | undefined;
+  /** `client.schedules`: a pattern's repeatable schedules. */
+  readonly schedules: ClientSchedules = {
+    set: (pattern, id, spec) => this.setSchedule(pattern, id, spec),
+    remove: (pattern, id) =>
+      this.onSchedules(pattern, id, 'removing a schedule of', (s, stream) => s.remove(stream, id)).then((r) => r.some(Boolean)),
+    get: (pattern, id) =>
+      this.onSchedules(pattern, id, 'reading a schedule of', (s, stream) => s.get(stream, id)).then((r) => r.find((x) => x !== undefined)),
+    list: (pattern) =>
+      this.onSchedules(pattern, undefined, 'listing the schedules of', (s, stream) => s.list(stream)).then((r) => r.flat()),
+  };
   private replies: ReplyReader | undefined;
   private laneStatus: Subscription | undefined;
   /** Next round-robin partition per partitioned pattern. */
@@ -142,6 +167,10 @@ export class RedisStreamsClient extends ClientProxy {
         .subscribe((s) => this._status$.next(s));
       this.commands = new ProducerCommands(lanes.command);
       this.delayed = new DelayedCommands(lanes.command, isCluster(this.options.connection));
+      this.scheduleStore = new Schedules(lanes.command, {
+        onCluster: isCluster(this.options.connection),
+        serializer: this.options.serializer,
+      });
       this.idmpWindows = new IdmpWindows(lanes.command, this.options.idempotency, (b) => {
         if (b.forgotten > 0)
           this.logger.warn(
@@ -208,6 +237,51 @@ export class RedisStreamsClient extends ClientProxy {
       Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId))),
     );
     return cancelled.some(Boolean);
+  }
+
+  /** The streams a pattern's schedules may be in: its stream, or every partition of a partitioned one. */
+  private streamsOfPattern(pattern: string): string[] {
+    const partitions = this.options.partitions[pattern];
+    return partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
+  }
+
+  /**
+   * A schedule lives in its pattern's stream; on a partitioned pattern in the partition its partition key (else its id)
+   * routes to, as a record's, and a set removes it from the others (its partition key may have changed).
+   */
+  private async setSchedule(pattern: string, id: string, spec: ScheduleSpec): Promise<SetScheduleResult> {
+    if (typeof pattern !== 'string' || pattern === '') throw new TypeError('schedules.set: pattern must be a non-empty string');
+    checkScheduleId(id);
+    const resolved = resolveSchedule(spec);
+    await this.connect();
+    const partitions = this.options.partitions[pattern];
+    const stream =
+      partitions === undefined
+        ? this.options.keyPrefix + pattern
+        : partitionKey(this.options.keyPrefix, pattern, partitionOf(resolved.partitionKey ?? id, partitions));
+    // An option found bad only now (the payload's size, no fire left) is told as itself, not as a failed write.
+    const done = await this.whenReady(stream, 'setting a schedule of', async () => {
+      for (const other of this.streamsOfPattern(pattern)) if (other !== stream) await this.scheduleStore!.remove(other, id);
+      return this.scheduleStore!.set(stream, id, spec).catch((err: unknown) => {
+        if (err instanceof InvalidOptionError) return err;
+        throw err;
+      });
+    });
+    if (done instanceof InvalidOptionError) throw done;
+    return done;
+  }
+
+  private async onSchedules<T>(
+    pattern: string,
+    id: string | undefined,
+    doing: string,
+    each: (s: Schedules, stream: string) => Promise<T>,
+  ): Promise<T[]> {
+    if (typeof pattern !== 'string' || pattern === '') throw new TypeError('schedules: pattern must be a non-empty string');
+    if (id !== undefined) checkScheduleId(id);
+    await this.connect();
+    const streams = this.streamsOfPattern(pattern);
+    return this.whenReady(streams[0]!, doing, () => Promise.all(streams.map((stream) => each(this.scheduleStore!, stream))));
   }
 
   /** `[command, blocking]` ioredis connections (on a cluster, the command one is an ioredis `Cluster`). */

@@ -21,4 +21,8 @@ export const FIELD = {
    * id order. Absent: the entry is its own key (ordered with nothing).
    */
   partitionKey: 'partitionKey',
+  /** Entries a repeatable schedule fired: the schedule's id (docs/guide/schedules.md). */
+  scheduleId: 'scheduleId',
+  /** Entries a repeatable schedule fired: the fire time, Unix ms (the entry is never visible before it). */
+  fireTime: 'fireTime',
 } as const;

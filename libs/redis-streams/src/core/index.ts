@@ -28,6 +28,16 @@ export type { DeadLetterRetention, RetentionPolicy } from '../options/retention-
 export type { DeadLetter } from '../codec/dead-letter-codec.js';
 export { DeadLetters, type RedriveResult } from '../dlq/dead-letters.js';
 export { MAX_PARTITIONS, partitionKey, partitionKeys, partitionOf } from '../partitions.js';
+// Repeatable schedules (docs/guide/schedules.md): on a connection of your own; the client's `schedules` is the same with its key prefix.
+export {
+  Schedules,
+  isReadableSchedule,
+  type ScheduleInfo,
+  type SetScheduleResult,
+  type UnreadableSchedule,
+} from '../redis/upkeep/schedules.js';
+export type { ScheduleSpec } from '../options/schedule-options.js';
+export type { CatchUp } from '../schedule-times.js';
 export type { ClusterConnection, ConnectionOption } from '../options/connection.js';
 export {
   checkLiveness,

@@ -7,7 +7,14 @@ import { PendingActionRefused } from '../ops/pending-actions.js';
 import type { RedriveResult } from '../dlq/dead-letters.js';
 
 const PENDING_ACTIONS = ['/api/pending/release', '/api/pending/dead-letter', '/api/pending/retry-now'];
-const ACTIONS = ['/api/dead-letters/redrive', '/api/dead-letters/delete', '/api/pause', '/api/resume', ...PENDING_ACTIONS];
+const ACTIONS = [
+  '/api/dead-letters/redrive',
+  '/api/dead-letters/delete',
+  '/api/pause',
+  '/api/resume',
+  '/api/schedules/remove',
+  ...PENDING_ACTIONS,
+];
 
 /** An action refused: 403 (read-only, cross-site, not authorized), 415, or 409 (a pending entry's move refused: `reason` says why). */
 export class ActionRefused extends Error {
@@ -43,7 +50,11 @@ export interface PendingMoved {
   deadLetterStream?: string;
   deadLetterId?: string;
 }
-export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved;
+/** A schedule's removal: whether it existed. */
+export interface ScheduleRemoved {
+  removed: boolean;
+}
+export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved | ScheduleRemoved;
 
 /** Most ids one action names, and the largest body read. */
 const MAX_IDS = 1000;
@@ -68,6 +79,7 @@ export async function runAction(
   const body = await readJson(req);
   waiting('redis');
   if (path === '/api/pause' || path === '/api/resume') return pauseAction(path === '/api/pause', body, who, ctx);
+  if (path === '/api/schedules/remove') return removeSchedule(body, who, ctx);
   if (PENDING_ACTIONS.includes(path)) return pendingAction(path.slice('/api/pending/'.length), body, who, ctx);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
   const key = await deadStream(q, ctx);
@@ -100,6 +112,18 @@ async function pauseAction(pause: boolean, body: Record<string, unknown>, who: s
     `dashboard: ${safeJson(who)} ${pause ? 'paused' : 'resumed'} ${safeJson(key)} for group ${safeJson(group)}${changed ? '' : ' (it was already)'}`,
   );
   return { changed };
+}
+
+/** Removes one repeatable schedule of a stream (and its fire if one waits). */
+async function removeSchedule(body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<ScheduleRemoved> {
+  const key = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
+  const { id } = body;
+  if (typeof id !== 'string' || id === '' || id.length > 200) throw new BadRequest('"id" must be the id of one of its schedules');
+  const removed = await ctx.data.removeSchedule(key, id);
+  ctx.options.logger.log(
+    `dashboard: ${safeJson(who)} removed schedule ${safeJson(id)} of ${safeJson(key)}${removed ? '' : ' (there was none)'}`,
+  );
+  return { removed };
 }
 
 /**

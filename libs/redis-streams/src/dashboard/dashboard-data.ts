@@ -15,6 +15,7 @@ import { globToRegExp } from './key-scope.js';
 import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
+import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
@@ -117,6 +118,16 @@ const SHARED_MS = 500;
 const REASON_BYTES = 2_000;
 
 /** What the dashboard reads: bounded commands only (dashboard-commands.ts), scoped to `match`. */
+/** Schedules a stream page lists at most (the rest: `redis-streams schedules list`). */
+const SCHEDULES_SHOWN = 100;
+
+/** A stream's schedules as its page shows them. */
+export interface SchedulesView {
+  now: number;
+  total: number;
+  schedules: { id: string; timing: string; nextFireAt: number | null; lastFireAt: number | null; catchUp: 'once' | 'skip' | null }[];
+}
+
 export class DashboardData {
   private readonly commands: DashboardCommands;
   private readonly reports: ReportCommands;
@@ -160,6 +171,31 @@ export class DashboardData {
     this.shared.set(page, { at: now, overview });
     overview.catch(() => this.shared.delete(page));
     return overview;
+  }
+
+  /** A page of `stream`'s repeatable schedules (the first SCHEDULES_SHOWN of them, in Redis' hash order), with Redis' now. */
+  async schedules(stream: string): Promise<SchedulesView> {
+    const page = await new Schedules(this.redis).page(stream, '0', SCHEDULES_SHOWN);
+    return {
+      now: page.now,
+      total: page.total,
+      schedules: page.schedules.slice(0, SCHEDULES_SHOWN).map((s) =>
+        isReadableSchedule(s)
+          ? {
+              id: s.id,
+              timing: s.every !== undefined ? `every ${s.every} ms` : `cron ${s.cron} ${s.tz ?? 'UTC'}`,
+              nextFireAt: s.nextFireAt ?? null,
+              lastFireAt: s.lastFireAt ?? null,
+              catchUp: s.catchUp,
+            }
+          : { id: s.id, timing: 'unreadable record', nextFireAt: null, lastFireAt: null, catchUp: null },
+      ),
+    };
+  }
+
+  /** Removes schedule `id` of `stream` (and its fire if one waits): true if it existed. */
+  removeSchedule(stream: string, id: string): Promise<boolean> {
+    return new Schedules(this.redis).remove(stream, id);
   }
 
   /** Pauses (or resumes) `stream` (it alone: a partitioned pattern's partitions one by one) for `group`; true if that changed anything, 'no such group' when the stream has none of that name. */

@@ -205,6 +205,8 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       return data.deadLetterStreams(count(q, 'page', 0, 1_000_000, 0));
     case '/api/stream':
       return data.stream(await workStream(q, ctx));
+    case '/api/schedules':
+      return data.schedules(await workStream(q, ctx));
     case '/api/pending':
       return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
     case '/api/entries': {

@@ -1,10 +1,11 @@
-import { defer, from, type Observable, repeat, timer } from 'rxjs';
+import { defer, EMPTY, first, from, merge, type Observable, race, repeat, Subject, timer } from 'rxjs';
 import { describeError } from '../../describe-error.js';
 import { escapeControl } from '../../escape-control.js';
 import type { Logger } from '../../ports.js';
 import { PROMOTE_BUDGET, type DelayedCommands } from '../../redis/upkeep/delayed-commands.js';
 import { isNoPermission, isRetryable } from '../../redis/replies/redis-errors.js';
 import type { Promotion } from '../../redis/replies/replies.js';
+import { ScheduleFirer } from './schedule-firer.js';
 
 /** Promotion scripts in one look; past it the next look comes at once (on a timer: the reader's other work goes between). */
 const ROUNDS_PER_LOOK = 20;
@@ -35,12 +36,54 @@ export class DelayedPromoter {
   private lastError = '';
   private lookFailed = false;
   private readonly refusals = new Map<string, string>();
+  /** The repeatable schedules of the same streams, whose fires come into this schedule (none in a test's fake commands). */
+  private readonly firer: ScheduleFirer | undefined;
+  /** performance.now() of the next look as planned; a fire handed over due earlier wakes it (handedOver). */
+  private wakeAt = Infinity;
+  private readonly wake$ = new Subject<void>();
+  /** Fires handed over, per stream the earliest due (performance.now() time): looked at then, whatever a look that raced with the hand-over saw. */
+  private readonly expected = new Map<string, number>();
+  /** performance.now() when the last look began. */
+  private lookStartedAt = -Infinity;
 
-  constructor(private readonly d: PromoterDeps) {}
+  constructor(private readonly d: PromoterDeps) {
+    const schedules = (d.delayed as Partial<DelayedCommands>).schedules;
+    this.firer =
+      schedules &&
+      new ScheduleFirer({
+        schedules,
+        streams: d.streams,
+        checkMs: d.checkMs,
+        logger: d.logger,
+        handedOver: (stream, inMs) => this.handedOver(stream, inMs),
+      });
+  }
 
-  /** The looks, one after another, until unsubscribed (with the reader's upkeep). */
+  /** The looks, one after another, until unsubscribed (with the reader's upkeep); beside them the schedules' fires. */
   get looks$(): Observable<number> {
-    return defer(() => from(this.look())).pipe(repeat({ delay: () => timer(this.nextLookInMs()) }));
+    const looks$ = defer(() => from(this.look())).pipe(
+      repeat({
+        delay: () => {
+          const inMs = this.nextLookInMs();
+          this.wakeAt = performance.now() + inMs;
+          return race(timer(inMs), this.wake$.pipe(first()));
+        },
+      }),
+    );
+    return merge(looks$, this.firer?.looks$ ?? EMPTY);
+  }
+
+  /**
+   * A schedule's fire was handed to `stream`'s schedule, due in `inMs`: the view knows it, and a look planned
+   * later than that comes now (it then plans the next for the due time), so that the fire goes in on time.
+   */
+  private handedOver(stream: string, inMs: number): void {
+    const at = performance.now() + inMs;
+    if (at < (this.expected.get(stream) ?? Infinity)) this.expected.set(stream, at);
+    const v = this.view(stream);
+    if (!v || v.nextDueInMs === undefined || inMs < v.nextDueInMs)
+      this.views.set(stream, { waiting: (v?.waiting ?? 0) + 1, nextDueInMs: inMs, at: Date.now() });
+    if (performance.now() + inMs < this.wakeAt) this.wake$.next();
   }
 
   /** What waits in `stream`'s schedule, by the last look (undefined before one). */
@@ -53,6 +96,7 @@ export class DelayedPromoter {
 
   /** One look at every stream (one script call for all, again at once while one stopped inside its budget): what is due moves in. How many moved. */
   async look(): Promise<number> {
+    this.lookStartedAt = performance.now();
     let moved = 0;
     let streams = this.d.streams;
     for (let round = 0; round < ROUNDS_PER_LOOK && streams.length > 0; round++) {
@@ -96,6 +140,12 @@ export class DelayedPromoter {
   private nextLookInMs(): number {
     let next = this.d.checkMs;
     if (this.lookFailed) return next;
+    const now = performance.now();
+    for (const [stream, at] of this.expected) {
+      // A look that began at or after its due time saw it.
+      if (at <= this.lookStartedAt) this.expected.delete(stream);
+      else next = Math.min(next, Math.max(0, at - now));
+    }
     for (const stream of this.d.streams) {
       // A stream refusing its due entry is tried at the next look, not at once (again and again).
       if (this.refusals.has(stream)) continue;

@@ -192,6 +192,17 @@ export interface ConsumerHealth {
 
 export type ConsumerReply = { health: ConsumerHealth } | { error: string };
 
+/** A stream's repeatable schedules (the first page of them). */
+export interface SchedulesReply {
+  now: number;
+  total: number;
+  schedules: { id: string; timing: string; nextFireAt: number | null; lastFireAt: number | null; catchUp: string | null }[];
+}
+
+export interface ScheduleRemoveReply {
+  removed: boolean;
+}
+
 /** Each GET of the API (`api/<call>`) and its answer. */
 export interface ApiReplies {
   config: ConfigReply;
@@ -203,6 +214,7 @@ export interface ApiReplies {
   entry: EntryReply;
   'dead-letters': DeadLettersReply;
   'dead-letter-streams': DeadLetterStreamsReply;
+  schedules: SchedulesReply;
 }
 
 /** A pending entry's move (release, retry-now, dead-letter): its owner, and the letter's id when dead-lettered. */

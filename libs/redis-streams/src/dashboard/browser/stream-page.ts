@@ -1,8 +1,8 @@
 /* A stream's page (#/stream/<key>[/<group>]): its facts, charts, groups, entries and dead-letter streams. */
-import type { Delayed, Idempotency } from './api-replies.js';
-import { get } from './api.js';
+import type { Delayed, Idempotency, ScheduleRemoveReply } from './api-replies.js';
+import { act, get } from './api.js';
 import { chartsSection } from './charts-section.js';
-import { card, el, hash, idCell, link, table, type Child } from './dom.js';
+import { button, card, el, hash, idCell, link, table, when, type Child } from './dom.js';
 import { entriesSection } from './entries-section.js';
 import { figures } from './figures.js';
 import { age, count, num } from './format.js';
@@ -31,6 +31,41 @@ function delayedLine(d: Delayed): Child {
   return el('p', { class: 'delayed' }, `Delayed: ${count(d.waiting, 'entry waits', 'entries wait')}, ${next}${orphaned}`);
 }
 
+/** The stream's repeatable schedules (docs/guide/schedules.md): each with its next and last fire, and Remove when actions are on. */
+async function schedulesSection(key: string): Promise<Child> {
+  const s = await get('schedules', `?key=${encodeURIComponent(key)}`);
+  if (s.total === 0) return null;
+  const rows = s.schedules.map((x) => [
+    el('span', { class: 'name' }, x.id),
+    x.timing,
+    x.nextFireAt === null ? '–' : el('span', {}, when(x.nextFireAt), ` (in ${age(Math.max(0, x.nextFireAt - s.now))})`),
+    x.lastFireAt === null ? '–' : when(x.lastFireAt),
+    x.catchUp ?? '–',
+    ...(state.actions
+      ? [
+          button('Remove', `schedule:${x.id}`, () => {
+            if (!confirm(`Remove schedule "${x.id}" of ${key}? Its waiting fire is taken back.`)) return;
+            void act<ScheduleRemoveReply>('api/schedules/remove', { key, id: x.id }, (r) =>
+              r.removed ? `removed schedule ${x.id}` : `schedule ${x.id} was gone already`,
+            );
+          }),
+        ]
+      : []),
+  ]);
+  const more =
+    s.total > s.schedules.length ? ` (the first ${s.schedules.length} of ${num(s.total)}: redis-streams schedules list shows all)` : '';
+  return card(
+    `Schedules${more}`,
+    table(
+      ['Schedule', 'Timing', 'Next fire', 'Last fire', 'Catch-up', ...(state.actions ? [''] : [])],
+      rows,
+      [],
+      'Repeatable schedules of this stream',
+      'None.',
+    ),
+  );
+}
+
 export async function streamPage(key: string, group?: string): Promise<Child[]> {
   const s = await get('stream', `?key=${encodeURIComponent(key)}`);
   const groups = group === undefined ? s.groups : s.groups.filter((g) => g.name === group);
@@ -54,6 +89,7 @@ export async function streamPage(key: string, group?: string): Promise<Child[]> 
   for (const g of groups) out.push(...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
     out.push(el('p', { role: 'alert', class: 'notice' }, `No group "${group}" on this stream.`));
+  out.push(await schedulesSection(key));
   out.push(await entriesSection(key));
   const deadRows = s.deadLetters.map((d) => [link(d.stream, hash('dead', d.stream)), d.length === null ? 'not a stream' : num(d.length)]);
   out.push(

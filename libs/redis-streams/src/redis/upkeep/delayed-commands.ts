@@ -6,6 +6,7 @@ import { encodeRecord } from './delayed-record.js';
 import type { OnceWrite } from '../produce/idempotent-add.js';
 import { parseDelayedLook, parsePromoteReply, parseScheduleReply, type DelayedLook, type Promotion } from '../replies/replies.js';
 import { defineLuaScripts, luaScript, rawEval, type LuaScript } from '../lua/lua-script.js';
+import { ScheduleCommands } from './schedule-commands.js';
 
 // Schedule and promote take their key count from the call.
 const SCHEDULE = luaScript('streamsSchedule', undefined, SCHEDULE_SCRIPT);
@@ -44,6 +45,8 @@ type DelayedConnection = RedisConnection & {
 /** Delayed delivery's commands (the scripts of delayed-scripts.ts), for producers, workers and tools alike. */
 export class DelayedCommands {
   private readonly conn: DelayedConnection;
+  /** The repeatable schedules that feed this path (their fires are delayed entries): a worker's promoter fires them too. */
+  readonly schedules: ScheduleCommands;
 
   constructor(
     conn: RedisConnection,
@@ -51,6 +54,7 @@ export class DelayedCommands {
   ) {
     defineLuaScripts(conn, DELAYED_SCRIPTS);
     this.conn = conn as DelayedConnection;
+    this.schedules = new ScheduleCommands(conn, onCluster);
   }
 
   keys(stream: string): DelayedKeys {
