@@ -233,12 +233,22 @@ describe.skipIf(CLUSTER_MODE)('the dashboard module with its Redis unreachable',
       ),
     ]);
     const own = lines.filter((l) => l.includes(`redis://127.0.0.1:${redis.port}`));
-    expect(own, own.join('\n')).toEqual([
-      expect.stringMatching(
-        new RegExp(`^warn connection to redis://127\\.0\\.0\\.1:${redis.port} lost \\(.*ECONNREFUSED.*\\), retrying in \\d+ ms$`),
-      ),
-      expect.stringMatching(new RegExp(`^log connection to redis://127\\.0\\.0\\.1:${redis.port} restored after \\d+(\\.\\d)? s$`)),
-    ]);
+    const at = `redis://127\\.0\\.0\\.1:${redis.port}`;
+    // Lost and restored; or, when the kill landed between the ready check's INFO and the client's ready event (a
+    // loaded machine: CI's nest11 lane), a connection that never came up, still down, then connected: each a line
+    // per change of state, as the report promises.
+    if (!own[0]?.startsWith('warn cannot connect'))
+      expect(own, own.join('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^warn connection to ${at} lost \\(.*ECONNREFUSED.*\\), retrying in \\d+ ms$`)),
+        expect.stringMatching(new RegExp(`^log connection to ${at} restored after \\d+(\\.\\d)? s$`)),
+      ]);
+    else {
+      expect(own[0]).toMatch(new RegExp(`^warn cannot connect to ${at} \\(.*(ECONNRESET|ECONNREFUSED).*\\), retrying in \\d+ ms$`));
+      expect(own.at(-1)).toMatch(new RegExp(`^log connected to ${at} after \\d+(\\.\\d)? s$`));
+      expect(own.slice(1, -1), own.join('\n')).toEqual(
+        own.length === 3 ? [expect.stringMatching(new RegExp(`^warn connection to ${at} still down \\(.*\\), retrying in \\d+ ms$`))] : [],
+      );
+    }
   });
   it('Redis busy in a script answers 503 "Redis unavailable", not 400 (review finding)', async () => {
     const prefix = uniquePrefix();

@@ -721,8 +721,9 @@ describe('delayed delivery at the edges: large entries, ties, idempotency keys, 
       console.log(
         `delayed: a JSON record of 1,000,000 strings (${(wide.length / 1e6).toFixed(1)} MB) moved in ${Math.min(...ms.wide).toFixed(1)} ms, the same bytes in no format ${Math.min(...ms.plain).toFixed(1)} ms`,
       );
-      // Decoded, it took 40-100 times as long (Redis 7.0 and 8.6): every other client waited as long.
-      expect(ratio).toBeLessThan(4);
+      // Decoded, it took 40-100 times as long (Redis 7.0 and 8.6): every other client waited as long. Not decoded it is
+      // about 1-2×; CI's Valkey lane once saw 4.3 on a loaded machine, so the bound sits between the two.
+      expect(ratio).toBeLessThan(10);
       // Too wide for one XADD either way: it went in whole, as its data field.
       const rows = (await redis.client().xrange(stream, '-', '+')) as [string, string[]][];
       expect(rows.at(-1)![1]).toEqual(['data', wide]);

@@ -22,6 +22,9 @@ export async function openToolConnection(
         ...connection.options,
         lazyConnect: true,
         clusterRetryStrategy: keepAlive ? reconnect : () => null,
+        // Its slots are asked for within the tool's deadline, not ioredis' 1 s: on a loaded machine a node's refusal
+        // (WRONGPASS) came after that, and the tool said "timeout" instead of why.
+        slotsRefreshTimeout: Math.max(connection.options.slotsRefreshTimeout ?? 1000, timeoutMs),
         redisOptions: { ...connection.options.redisOptions, maxRetriesPerRequest: 1, commandTimeout: timeoutMs },
       })
     : new Redis({
