@@ -52,7 +52,7 @@ function queuesOf(stream: string, o: Partial<FairQueuesDeps> & { hold?: (entry: 
     }
   };
   const queues = new FairQueues({
-    ...{ pattern: 's', slotsName: name, decide, custody: loop.custody, acks: loop.acks, concurrency: 1, inHand: 1, stop: loop.stop },
+    ...{ pattern: 's', slotKeys: `${name}*`, decide, custody: loop.custody, acks: loop.acks, concurrency: 1, inHand: 1, stop: loop.stop },
     keysOf: (entries) => entries.map((e) => keyOf(e) || undefined),
     slots: {
       slotKeyOf: (key) => slots.slotKeyOf(name, key),
@@ -61,9 +61,16 @@ function queuesOf(stream: string, o: Partial<FairQueuesDeps> & { hold?: (entry: 
     },
     ...{ inProgress: new Set(), barred: () => false, handBackIdleMs: 10_000, logger },
     putBack: async (entries, idleMs) => void (await commands.putBack(stream, 'c', entries, idleMs)),
+    recount: (entries) => commands.recount(stream, 'c', entries),
+    staleAfterMs: 5_000,
     ...o,
   });
-  return { queues, seen, lines, slots, name };
+  // The entries are this consumer's as a fetch step leaves them: delivered here, and held by the lease.
+  const accept = (entries: readonly StreamEntry[]) => {
+    loop.custody.received(entries);
+    return queues.accept(entries, 'new');
+  };
+  return { queues, accept, seen, lines, slots, name };
 }
 
 const allAcked = (stream: string) => waitFor(async () => (await pendingRows(redis, stream)).length === 0, { message: 'every entry acked' });
@@ -72,8 +79,8 @@ describe('FairQueues', () => {
   it('serves the keys round-robin, one entry a turn: a key with a backlog takes its turn like the others', async () => {
     const entries = await pendingOfKeys(['a', 'a', 'a', 'a', 'a', 'b', 'b', 'c', 'c']);
     const { stream } = entries[0]!;
-    const { queues, seen } = queuesOf(stream);
-    await queues.accept(entries, 'new');
+    const { queues, accept, seen } = queuesOf(stream);
+    await accept(entries);
     await allAcked(stream);
     await queues.settled();
     expect(seen.log).toEqual(['a 0', 'b 5', 'c 7', 'a 1', 'b 6', 'c 8', 'a 2', 'a 3', 'a 4']);
@@ -83,12 +90,12 @@ describe('FairQueues', () => {
   it('never runs more than inHand of one key, however many handlers are free; other keys fill them', async () => {
     const entries = await pendingOfKeys([...Array.from({ length: 20 }, () => 'a'), ...Array.from({ length: 6 }, () => 'b')]);
     const { stream } = entries[0]!;
-    const { queues, seen } = queuesOf(stream, {
+    const { queues, accept, seen } = queuesOf(stream, {
       concurrency: 8,
       inHand: 2,
       hold: () => new Promise((resolve) => setTimeout(resolve, 5)),
     });
-    await queues.accept(entries, 'new');
+    await accept(entries);
     await allAcked(stream);
     await queues.settled();
     expect(seen.most.get('a')).toBe(2);
@@ -99,11 +106,11 @@ describe('FairQueues', () => {
   it('a key whose inHand another worker holds waits (Redis refused its slot) while the other keys run; it runs once they are given back', async () => {
     const entries = await pendingOfKeys(['a', 'b', 'a', 'b']);
     const { stream } = entries[0]!;
-    const { queues, seen, slots, name } = queuesOf(stream, { concurrency: 2 });
+    const { queues, accept, seen, slots, name } = queuesOf(stream, { concurrency: 2 });
     // Another worker holds key a's one slot.
     const other = { key: 'a', slotKey: slots.slotKeyOf(name, 'a'), member: 'other\n1-0' };
     expect(await slots.exchange([], [other], 1, 10_000)).toEqual([true]);
-    await queues.accept(entries, 'new');
+    await accept(entries);
     await waitFor(() => seen.log.length === 2, { message: "b's two entries run" });
     expect(seen.log).toEqual(['b 1', 'b 3']);
     await slots.exchange([other], [], 1, 10_000);
@@ -114,8 +121,8 @@ describe('FairQueues', () => {
   it('keyless entries share one group, taking its turn like a key, not bound by inHand', async () => {
     const entries = await pendingOfKeys(['', '', '', 'a', 'a']);
     const { stream } = entries[0]!;
-    const { queues, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
-    await queues.accept(entries, 'new');
+    const { queues, accept, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
+    await accept(entries);
     await allAcked(stream);
     expect(seen.most.get('')).toBe(2);
     expect(seen.most.get('a')).toBe(1);
@@ -126,11 +133,34 @@ describe('FairQueues', () => {
     const { stream } = entries[0]!;
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const { queues } = queuesOf(stream, { concurrency: 4, hold: () => held });
+    const { queues, accept } = queuesOf(stream, { concurrency: 4, hold: () => held });
     // One of key a runs, 49 wait behind its inHand: the fetch may read on to find other keys.
-    await queues.accept(entries, 'new');
+    await accept(entries);
     expect(queues.held).toBe(49);
     release();
+    await allAcked(stream);
+  });
+
+  it('holds read entries within a budget of bytes, and sizes the park by the entries read so far', async () => {
+    const r = redis.client();
+    const { key: stream } = await groupOnNewStream(r, 's');
+    const big = 'x'.repeat(100_000);
+    for (let i = 0; i < 20; i++) await r.xadd(stream, '*', 'n', String(i), 'partitionKey', 'a', 'data', big);
+    const reply = (await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 20, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+    const entries = reply[0]![1].map(([id, fields]) => ({ stream, id, fields, deliveryCount: 1 }));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // 1 MB of waiting entries at most: the 20 of 100 KB (one running) are over it.
+    const { queues, accept } = queuesOf(stream, { concurrency: 1, maxHeldBytes: 1_000_000, hold: () => held });
+    let accepted = false;
+    const accepting = accept(entries).then(() => (accepted = true));
+    await waitFor(() => queues.held === 19, { message: '19 waiting' });
+    expect(accepted).toBe(false);
+    // Entries of 100 KB: a park asks for 83 (8 MB), not 200; never fewer than asked.
+    expect(queues.readSize(10)).toBe(83);
+    expect(queues.readSize(100)).toBe(100);
+    release();
+    await accepting;
     await allAcked(stream);
   });
 });

@@ -171,23 +171,98 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     }, 90_000);
   }
 
-  it('a key with a backlog of 10,000 and nine keys of 10 entries after it: every entry of the nine starts before a tenth of the backlog is handled', async () => {
+  for (const { concurrency, inHand } of [
+    { concurrency: 4, inHand: 1 },
+    // The guide's own example, on the default concurrency: one key alone could keep the handler busy (review finding).
+    { concurrency: 1, inHand: 2 },
+  ])
+    it(`a key with a backlog of 10,000 and nine keys of 10 entries after it (concurrency ${concurrency}, inHand ${inHand}): every entry of the nine starts before a tenth of the backlog is handled`, async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}jobs`;
+      const log = logFile();
+      await produce(stream, [
+        ...Array.from({ length: 10_000 }, () => ({ k: 'big' })),
+        ...Array.from({ length: 90 }, (_, n) => ({ k: `small${n % 9}` })),
+      ]);
+      await worker(log.path, prefix, 'w0', { concurrency }, { fair: { inHand } });
+      const smallStarts = () => log.lines().filter((l) => l.kind === 'S' && l.key !== 'big').length;
+      await waitFor(() => smallStarts() === 90, { message: 'the 90 entries of the nine keys to start', timeoutMs: 60_000 });
+      const lines = log.lines();
+      const lastSmall = lines.findLastIndex((l) => l.kind === 'S' && l.key !== 'big');
+      const bigBefore = lines.slice(0, lastSmall).filter((l) => l.kind === 'E' && l.key === 'big').length;
+      expect(bigBefore).toBeLessThan(1000);
+      // Never more than inHand of the backlog's key in hand.
+      expect(mostInHand(lines).get('big')).toBeLessThanOrEqual(inHand);
+    }, 90_000);
+
+  it('a worker frozen past minIdleMs with entries waiting in its fair queues runs none of those a peer took over meanwhile (review finding)', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}jobs`;
     const log = logFile();
-    await produce(stream, [
-      ...Array.from({ length: 10_000 }, () => ({ k: 'big' })),
-      ...Array.from({ length: 90 }, (_, n) => ({ k: `small${n % 9}` })),
-    ]);
-    await worker(log.path, prefix, 'w0', { concurrency: 4 }, { fair: { inHand: 1 } });
-    const smallStarts = () => log.lines().filter((l) => l.kind === 'S' && l.key !== 'big').length;
-    await waitFor(() => smallStarts() === 90, { message: 'the 90 entries of the nine keys to start', timeoutMs: 60_000 });
+    const frozen = await worker(log.path, prefix, 'w0', { concurrency: 2 }, { fair: { inHand: 2 } });
+    const ids = await produce(
+      stream,
+      Array.from({ length: 300 }, (_, n) => ({ k: `t${n % 3}`, ms: 20 })),
+    );
+    // Read (300 pending here), 3 keys one at a time: most of them wait in its fair queues.
+    await waitFor(async () => Number((await redis.client().xpending(stream, 'g'))[0]) === 300, { message: 'all 300 read by w0' });
+    await waitFor(() => log.lines().some((l) => l.kind === 'S'), { message: 'w0 running' });
+    frozen.kill('SIGSTOP');
+    const stoppedAt = log.lines().length;
+    // One handler: the keys' other slots stay free for w0 once it wakes.
+    const peer = await worker(log.path, prefix, 'w1', { concurrency: 1 }, { fair: { inHand: 2 } });
+    // The peer takes w0's entries over once idle minIdleMs (2 s), and handles a third of them.
+    await waitFor(() => log.lines().filter((l) => l.kind === 'S' && l.pid === String(peer.pid)).length >= 20, {
+      message: 'the peer to have started 20 entries',
+      timeoutMs: 30_000,
+    });
+    frozen.kill('SIGCONT');
+    await waitFor(() => handledIds(log.lines()).size === ids.length, { message: 'every entry handled', timeoutMs: 60_000 });
     const lines = log.lines();
-    const lastSmall = lines.findLastIndex((l) => l.kind === 'S' && l.key !== 'big');
-    const bigBefore = lines.slice(0, lastSmall).filter((l) => l.kind === 'E' && l.key === 'big').length;
-    expect(bigBefore).toBeLessThan(1000);
-    // Never more than one of the backlog's key in hand.
-    expect(mostInHand(lines).get('big')).toBe(1);
+    const byPeer = new Set(lines.filter((l) => l.kind === 'S' && l.pid === String(peer.pid)).map((l) => l.id));
+    const lateByFrozen = lines.slice(stoppedAt).filter((l) => l.kind === 'S' && l.pid === String(frozen.pid) && byPeer.has(l.id));
+    expect(lateByFrozen.map((l) => l.id)).toEqual([]);
+  }, 90_000);
+
+  it('a worker killed -9 with a backlog waiting in its fair queues: what waited costs no delivery (none dead-lettered on maxDeliveries 1 but what ran)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const log = logFile();
+    const options = { concurrency: 1, maxDeliveries: 1 };
+    const first = await worker(log.path, prefix, 'w0', options, { fair: { inHand: 1 } });
+    const ids = await produce(
+      stream,
+      Array.from({ length: 100 }, (_, n) => ({ k: 'one', n, ms: 50 })),
+    );
+    await waitFor(async () => Number((await redis.client().xpending(stream, 'g'))[0]) === 100, { message: 'all 100 read by w0' });
+    // Within two lease renewals (leaseRenewMs 400) of the read, what still waits has its delivery put back.
+    await waitFor(
+      async () => {
+        const pending = (await redis.client().xpending(stream, 'g', '-', '+', 200)) as [string, string, number, number][];
+        return pending.filter(([, , , count]) => count === 0).length >= 50;
+      },
+      { message: 'what waits put back uncounted' },
+    );
+    first.kill('SIGKILL');
+    await waitFor(() => first.exitCode !== null || first.signalCode !== null, { message: 'w0 gone' });
+    const ranOnW0 = new Set(
+      log
+        .lines()
+        .filter((l) => l.kind === 'S')
+        .map((l) => l.id),
+    );
+    await worker(log.path, prefix, 'w1', options, { fair: { inHand: 1 } });
+    const settled = async () => {
+      const dead = Number(await redis.client().xlen(deadLetterKey(stream)));
+      return handledIds(log.lines()).size + dead >= ids.length;
+    };
+    await waitFor(settled, { message: 'every entry handled or dead-lettered', timeoutMs: 60_000 });
+    const dead = ((await redis.client().xrange(deadLetterKey(stream), '-', '+')) as [string, string[]][]).map(
+      ([, fields]) => fields[fields.indexOf('sourceId') + 1]!,
+    );
+    // Only an entry whose handler ran on w0 and never ended (killed mid-run) may have used its one delivery.
+    expect(dead.filter((id) => !ranOnW0.has(id))).toEqual([]);
+    expect(dead.length).toBeLessThanOrEqual(1);
   }, 90_000);
 
   it("a failed entry waits for its retry without its key's slot: the key's later entries run meanwhile, and the retry once", async () => {
@@ -320,7 +395,7 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
         { message: 'all three waiting, read once' },
       );
       expect(logs.lines.filter((l) => /could not take a slot/.test(l))).toHaveLength(1);
-      expect(logs.lines.find((l) => /could not take a slot/.test(l))).toMatch(/\+zadd .*~.*jobs:inhand\*/);
+      expect(logs.lines.find((l) => /could not take a slot/.test(l))).toMatch(/\+zadd .*~.*jobs:inhand:g:\*/);
       expect(app.recorder.calls).toHaveLength(0);
       await redis.client().call('ACL', 'SETUSER', name, '+zcard');
       await waitFor(() => app.recorder.calls.length === 3, { message: 'all three handled once granted' });

@@ -47,7 +47,6 @@ import { DelayedPromoter, type DelayedView } from './upkeep/delayed-promoter.js'
 import { PauseWatch } from './intake/pause-watch.js';
 import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
 import { tenureOf, type TenureDeps, type TenurePlan } from './tenure/tenure-of.js';
-import { FAIR_READ_COUNT } from './settle/fair-queues.js';
 import { settlePolicyOf } from './settle/settle-policy-of.js';
 import type { SettlePlan, SettlePolicy } from './settle/settle-policy.js';
 import type { Tenure } from './tenure/tenure.js';
@@ -250,18 +249,14 @@ export class Reader {
       inProgress: this.inProgress,
       barred: () => this.pause.has(streams[0]!),
       putBack: batchDeps.putBack!,
+      recount: (entries) => commands.recount(streams[0]!, options.consumer, entries),
       logger,
     }));
     const settle: SettleFetched =
       tenure.settle ?? policy.settle ?? ((entries, source, inHand = 0) => settleBatch(batchDeps, entries, source, inHand));
     // COUNT of every read and reclaim: for a batch handler, enough for `concurrency` calls of `maxSize`
     // (at most MAX_BATCH_SIZE, unless one call alone needs more).
-    // A fair pattern's reads go past a key's backlog to the other keys' entries: a read's worth is FAIR_READ_COUNT at least.
-    const count = batch
-      ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE))
-      : plan.fair
-        ? Math.max(options.batchSize, FAIR_READ_COUNT)
-        : options.batchSize;
+    const count = batch ? Math.max(batch.maxSize, Math.min(batch.maxSize * options.concurrency, MAX_BATCH_SIZE)) : options.batchSize;
     const pause = (this.pause = new PauseWatch({
       pauses: commands.pauses,
       group: options.group,
@@ -286,7 +281,7 @@ export class Reader {
         blockMs: options.blockMs,
         // A read ahead takes its grants while this batch runs: starts trail them by up to a batch, the count per window holds.
         readAhead: options.readAhead,
-        gates: readGatesOf(plan, { pause, commands, stop, offer, minIdleMs: options.minIdleMs, custody }),
+        gates: readGatesOf(plan, { pause, commands, stop, offer, minIdleMs: options.minIdleMs, custody, readSize: policy.readSize }),
         lanes: this.lanes,
         fetch: commands.fetch,
         custody,

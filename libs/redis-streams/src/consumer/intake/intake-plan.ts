@@ -4,6 +4,7 @@ import type { PauseWatch } from './pause-watch.js';
 import type { StopSignal } from '../stop-signal.js';
 import { ClaimGate } from './claim-gate.js';
 import { PauseGate } from './pause-gate.js';
+import { ReadSizeGate } from './read-size-gate.js';
 import { PriorityGate } from './priority-gate.js';
 import { RateGate } from './rate-gate.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -27,9 +28,12 @@ export function readGatesOf(
     pause: Pick<PauseWatch, 'readable' | 'changed$'>;
     commands: { rateLimits: RateLimitCommands };
     stop: StopSignal;
+    /** The settle policy's COUNT for a park (fair groups'), when it has one. */
+    readSize?: ((asked: number) => number) | undefined;
   } & ConstructorParameters<typeof ClaimGate>[0],
 ): ReadGate[] {
   const gates: ReadGate[] = [new PauseGate(parts.pause)];
+  if (parts.readSize) gates.push(new ReadSizeGate(parts.readSize));
   const { rateLimit } = plan;
   if (rateLimit)
     gates.push(

@@ -7,6 +7,8 @@ import type { StreamEntry } from '../../stream-entry.js';
 
 type Deserializer = Parameters<typeof decodeEntry>[1];
 
+const THEN = 'the entry runs keyless';
+
 /**
  * The fair-group key of each fetched entry (`fair.perKey`): its partition key, or what the key function
  * returns for its payload; undefined (the keyless group) for none. An entry whose key cannot be found (it
@@ -24,7 +26,7 @@ export function fairKeysOf(
     if (!told) {
       told = true;
       d.logger.warn(
-        `fair.perKey of "${d.pattern}" found no key for entry ${entry.id} (${describeError(err)}): it goes with the keyless entries (told once)`,
+        `fair.perKey of "${d.pattern}" found no key for entry ${entry.id} (${describeError(err)}): it runs with the keyless entries, not bound by inHand (told once per worker)`,
       );
     }
     return undefined;
@@ -32,10 +34,10 @@ export function fairKeysOf(
   const keyOf = (entry: StreamEntry): string | undefined | Promise<string | undefined> => {
     try {
       const decoded = decodeEntry(entry, deserializer);
-      if (!(decoded instanceof Promise)) return keyFromFunction('fair.perKey', perKey, decoded);
+      if (!(decoded instanceof Promise)) return keyFromFunction('fair.perKey', perKey, decoded, THEN);
       return decoded
         .then(
-          (done) => keyFromFunction('fair.perKey', perKey, done),
+          (done) => keyFromFunction('fair.perKey', perKey, done, THEN),
           (err: unknown) => keyless(entry, err),
         )
         .catch((err: unknown) => keyless(entry, err));

@@ -10,6 +10,7 @@ export class FairPolicy implements SettlePolicy {
   readonly settle: SettleFetched;
   readonly restart$: Observable<never>;
   readonly upkeep$: Observable<unknown>;
+  readonly readSize: (asked: number) => number;
   private readonly queues: FairQueues;
 
   constructor(
@@ -20,7 +21,7 @@ export class FairPolicy implements SettlePolicy {
     const { slots, minIdleMs } = d;
     this.queues = new FairQueues({
       pattern: fair.pattern,
-      slotsName: name,
+      slotKeys: `${slots.slotKeyOf(name, '')}*`,
       decide: d.decide,
       custody: d.custody,
       acks: d.acks,
@@ -38,20 +39,28 @@ export class FairPolicy implements SettlePolicy {
       barred: d.barred,
       putBack: d.putBack,
       handBackIdleMs: minIdleMs,
+      // Halfway between a renewal's age (leaseRenewMs) and a peer's reclaim (minIdleMs).
+      staleAfterMs: (minIdleMs + d.leaseRenewMs) / 2,
+      recount: d.recount,
       logger: d.logger,
     });
+    this.readSize = (asked) => this.queues.readSize(asked);
     this.settle = (entries, source) => this.queues.accept(entries, source);
     // What runs finishes; what waits is dropped: still pending here, self-drain reads it again (the lease is cleared too).
     this.restart$ = defer(async () => {
       await this.queues.settled();
       this.queues.clear();
     }).pipe(ignoreElements());
+    // Every lease renewal: the slots in hand kept, and what has waited since the last one put back uncounted.
     this.upkeep$ = interval(d.leaseRenewMs).pipe(
       concatMap(() =>
         from(
-          this.queues
-            .keepSlots()
-            .catch((err: unknown) => d.logger.warn(`could not renew the fair slots of "${pattern}": ${describeError(err)}`)),
+          Promise.all([
+            this.queues
+              .keepSlots()
+              .catch((err: unknown) => d.logger.warn(`could not renew the fair slots of "${pattern}": ${describeError(err)}`)),
+            this.queues.uncountWaiting(d.leaseRenewMs),
+          ]),
         ),
       ),
     );

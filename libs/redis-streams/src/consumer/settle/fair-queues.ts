@@ -14,9 +14,22 @@ import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 /** Entries a reader's fair queues hold read and not started before the fetch waits: memory stays bounded whatever one key's backlog. */
 export const MAX_FAIR_HELD = 10_000;
+/** And their bytes (fields and values, as read): entries of 1 MB stop the reads at 64, not 10,000. */
+export const MAX_FAIR_HELD_BYTES = 64 * 1024 * 1024;
 
-/** Entries a fair pattern's read asks for at least (its `batchSize` if more): reading past a backlog of 10,000 takes 50 reads, not 1,000. */
+/** Entries a fair pattern's park asks for at most (its `batchSize` if more): reading past a backlog of 10,000 takes 50 reads, not 1,000. */
 export const FAIR_READ_COUNT = 200;
+/** ...and as many as fit these bytes, by the entries read so far: a read of large entries asks for fewer. */
+const FAIR_READ_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The reads go on while fewer keys than this (or two rounds of `concurrency`, if more) have an entry that may start:
+ * enough keys to take turns that a key read later waits at most that many turns; a key's backlog alone never stops them.
+ */
+const READY_KEYS = 16;
+
+/** A key whose entry waits for the lease's next answer (it was not confirmed ours for too long) is looked at again after this. */
+const STALE_RETRY_MS = 50;
 
 /** A key whose slot Redis refused (its `inHand` taken by other workers) is asked again after this, doubling up to the most. */
 const SLOT_RETRY_MIN_MS = 25;
@@ -34,8 +47,8 @@ export interface FairSlots {
 export interface FairQueuesDeps {
   /** The pattern, as log lines name it. */
   pattern: string;
-  /** Its slots' name in Redis (keyPrefix + pattern), as the ACL line names it. */
-  slotsName: string;
+  /** Its slots' keys as an ACL key pattern (`app:jobs:inhand:<group>:*`), for the refusal's line. */
+  slotKeys: string;
   /** Decides one entry (checks, admission, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
   custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
@@ -55,12 +68,32 @@ export interface FairQueuesDeps {
   /** Hands back entries read and not started, with the delivery counts they had before the read (idle `handBackIdleMs`). */
   putBack: (entries: readonly StreamEntry[], idleMs: number) => Promise<void>;
   handBackIdleMs: number;
+  /**
+   * An entry not confirmed ours by the lease for this long (a worker frozen, cut off) waits for the lease's next answer
+   * before it starts: a peer may have taken it over meanwhile, and settled it.
+   */
+  staleAfterMs: number;
+  /** Gives entries put back while they waited (see uncountWaiting) the count they were read with, as they start: the ids it did. */
+  recount: (entries: readonly StreamEntry[]) => Promise<string[]>;
+  /** Most bytes of entries held waiting (MAX_FAIR_HELD_BYTES; a test's smaller). */
+  maxHeldBytes?: number;
   logger: Logger;
 }
 
 interface Queued {
   entry: StreamEntry;
   source: DeliverySource;
+  /** performance.now() when it was read. */
+  readAt: number;
+  /** Its fields' and values' length, as read. */
+  bytes: number;
+}
+
+/** An entry's fields and values, in UTF-16 units (about its bytes). */
+function entryBytes(entry: StreamEntry): number {
+  let n = 0;
+  for (const f of entry.fields ?? []) n += f.length;
+  return n;
 }
 
 /** One key's queue: its entries waiting (read, not started), and how many of it run here. */
@@ -88,8 +121,9 @@ const waiting = (k: FairKey): number => k.entries.length - k.head;
  * an entry that may start are served round-robin, one entry a turn, `concurrency` handlers at once,
  * at most `inHand` of one key, counted by the whole group in Redis (one slot per entry in hand, leased
  * on Redis' clock, renewed while its handler runs). The fetch steps hand entries over with `accept`,
- * which returns while the handlers are not kept busy for two rounds by what could start, so the reads go
- * on past a deep backlog of one key to the others' entries (up to MAX_FAIR_HELD held). A failed entry leaves its
+ * which returns while few keys have an entry that may start, so the reads go on past a deep backlog of one
+ * key to the others' entries (up to MAX_FAIR_HELD entries and MAX_FAIR_HELD_BYTES held). An entry starts only while
+ * the lease confirms it is still this consumer's. A failed entry leaves its
  * queue for its retry (custody's), and holds no slot while it waits; its key's later entries go on.
  */
 export class FairQueues {
@@ -100,6 +134,16 @@ export class FairQueues {
   /** Ids held here (waiting or running): a re-delivery of one (a reclaim of an entry held here) is not run twice. */
   private readonly heldIds = new Set<string>();
   private waitingCount = 0;
+  /** Bytes of the entries waiting (see MAX_FAIR_HELD_BYTES). */
+  private waitingBytes = 0;
+  /** Keys in the ring (that may start an entry now). */
+  private readyKeys = 0;
+  /** Entries read so far and their bytes: what a read's size is measured by. */
+  private readEntries = 0;
+  private readBytes = 0;
+  /** Ids of waiting entries whose delivery count was put back (see uncountWaiting). */
+  private readonly uncounted = new Set<string>();
+  private recountBatch: { entries: StreamEntry[]; done: Promise<ReadonlySet<string>> } | undefined;
   private running = 0;
   /** Slots taken and not given back (member → slot): renewed while their handlers run. */
   private readonly slotsHeld = new Map<string, KeySlot>();
@@ -153,6 +197,9 @@ export class FairQueues {
     this.ringHead = 0;
     this.heldIds.clear();
     this.waitingCount = 0;
+    this.waitingBytes = 0;
+    this.readyKeys = 0;
+    this.uncounted.clear();
     this.failure = undefined;
     this.wakeRoom();
     return dropped;
@@ -176,6 +223,40 @@ export class FairQueues {
       this.d.logger.warn(
         `the slots of ${lost.length} entries in hand of "${this.d.pattern}" (key ${preview(lost[0]!.key)}${lost.length > 1 ? ' …' : ''}) ran out before their handlers ended (this worker could not renew them within minIdleMs): other workers may have run more than fair.inHand of those keys meanwhile`,
       );
+  }
+
+  /**
+   * The park's COUNT: FAIR_READ_COUNT (or what is asked, if more), fewer when the entries read so far are large
+   * (FAIR_READ_BYTES a read), never below what was asked.
+   */
+  readSize(asked: number): number {
+    const average = this.readEntries === 0 ? 0 : this.readBytes / this.readEntries;
+    const fit = average === 0 ? FAIR_READ_COUNT : Math.floor(FAIR_READ_BYTES / average);
+    return Math.max(asked, Math.min(FAIR_READ_COUNT, fit));
+  }
+
+  /**
+   * Every lease renewal: entries that have waited here since before the last one get their delivery count put back
+   * (one round trip), so that a crash of this worker costs what waits no delivery (maxDeliveries counts runs, not
+   * waits); each is counted again as it starts (recount). What starts within a renewal of its read keeps its count.
+   */
+  async uncountWaiting(olderThanMs: number): Promise<void> {
+    const before = performance.now() - olderThanMs;
+    const fresh: StreamEntry[] = [];
+    for (const k of this.keys.values())
+      for (let i = k.head; i < k.entries.length; i++) {
+        const q = k.entries[i]!;
+        if (q.readAt <= before && !this.uncounted.has(q.entry.id)) fresh.push(q.entry);
+      }
+    if (fresh.length === 0) return;
+    for (const e of fresh) this.uncounted.add(e.id);
+    await this.d.putBack(fresh, 0).catch((err: unknown) => {
+      // Still counted: a crash now costs them a delivery, as it did before they waited.
+      for (const e of fresh) this.uncounted.delete(e.id);
+      this.d.logger.warn(
+        `could not put back the delivery counts of ${fresh.length} entries waiting in the fair queues of "${this.d.pattern}": ${describeError(err)}`,
+      );
+    });
   }
 
   /** Entries read and waiting here (not started), every key. */
@@ -208,9 +289,13 @@ export class FairQueues {
       k = { key, slotKey, entries: [], head: 0, running: 0, inRing: false, retry: undefined, refusals: 0 };
       this.keys.set(key, k);
     }
-    k.entries.push({ entry, source });
+    const bytes = entryBytes(entry);
+    k.entries.push({ entry, source, readAt: performance.now(), bytes });
     this.heldIds.add(entry.id);
     this.waitingCount++;
+    this.waitingBytes += bytes;
+    this.readEntries++;
+    this.readBytes += bytes;
     this.toRing(k);
   }
 
@@ -226,6 +311,7 @@ export class FairQueues {
   private toRing(k: FairKey): void {
     if (k.inRing || !this.mayStart(k)) return;
     k.inRing = true;
+    this.readyKeys++;
     this.ring.push(k);
   }
 
@@ -233,6 +319,7 @@ export class FairQueues {
     while (this.ringHead < this.ring.length) {
       const k = this.ring[this.ringHead++]!;
       k.inRing = false;
+      this.readyKeys--;
       if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) {
         this.ring = this.ring.slice(this.ringHead);
         this.ringHead = 0;
@@ -250,7 +337,31 @@ export class FairQueues {
       k.head = 0;
     }
     this.waitingCount--;
+    this.waitingBytes -= q.bytes;
     return q;
+  }
+
+  /** A taken entry back at the head of its key's queue (it does not start now). */
+  private unTake(k: FairKey, q: Queued): void {
+    k.entries[--k.head] = q;
+    this.waitingCount++;
+    this.waitingBytes += q.bytes;
+  }
+
+  /** The key takes no turn for `ms` (its slot refused, its next entry waiting for the lease's answer). */
+  private pauseKey(k: FairKey, ms: number): void {
+    if (k.retry !== undefined) return;
+    k.retry = setTimeout(() => {
+      k.retry = undefined;
+      this.toRing(k);
+      this.pump();
+      this.wakeRoom();
+    }, ms);
+  }
+
+  /** Forgets a key with nothing waiting, running or pending a retry. */
+  private forgetIfIdle(k: FairKey): void {
+    if (waiting(k) === 0 && k.running === 0 && k.retry === undefined && this.keys.get(k.key) === k) this.keys.delete(k.key);
   }
 
   /** Starts entries while handlers are free: one entry a key's turn, round-robin; a key's slots asked for in one round trip. */
@@ -261,6 +372,21 @@ export class FairQueues {
       const k = this.nextTurn();
       if (!k) break;
       const q = this.take(k);
+      const confirmedAt = this.d.custody.confirmedAt(q.entry);
+      if (confirmedAt === undefined) {
+        // No longer this consumer's (the lease found it gone: a peer took it over, an operator claimed or acked it).
+        this.heldIds.delete(q.entry.id);
+        this.uncounted.delete(q.entry.id);
+        this.toRing(k);
+        this.forgetIfIdle(k);
+        continue;
+      }
+      if (performance.now() - confirmedAt > this.d.staleAfterMs) {
+        // Not confirmed ours for longer than a peer may wait (a freeze): the lease's next answer says whose it is.
+        this.unTake(k, q);
+        this.pauseKey(k, STALE_RETRY_MS);
+        continue;
+      }
       k.running++;
       this.running++;
       // Its next turn after every other key's with an entry waiting.
@@ -290,7 +416,7 @@ export class FairQueues {
         if (!this.refusedTold) {
           this.refusedTold = true;
           this.d.logger.error(
-            `could not take a slot of the fair groups of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zscore +zremrangebyscore +pexpire +pttl on ~${this.d.slotsName}:inhand* (docs/guide/security.md). Its entries wait, asked again every ${SLOT_RETRY_MAX_MS} ms`,
+            `could not take a slot of the fair groups of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zscore +zremrangebyscore +pexpire +pttl on ~${this.d.slotKeys} (docs/guide/security.md). Its entries wait, asked again every ${SLOT_RETRY_MAX_MS} ms`,
           );
         }
       } else {
@@ -308,18 +434,11 @@ export class FairQueues {
       }
       if (taken[i]) this.toGive.push(slot);
       // Refused (other workers hold the key's inHand), or no longer to start: it waits again, first of its key.
-      k.entries[--k.head] = q;
-      this.waitingCount++;
+      this.unTake(k, q);
       k.running--;
       this.running--;
-      if (!taken[i] && this.failure === undefined && k.retry === undefined) {
-        const ms = refused ? SLOT_RETRY_MAX_MS : Math.min(SLOT_RETRY_MAX_MS, SLOT_RETRY_MIN_MS * 2 ** Math.min(k.refusals++, 10));
-        k.retry = setTimeout(() => {
-          k.retry = undefined;
-          this.toRing(k);
-          this.pump();
-        }, ms);
-      }
+      if (!taken[i] && this.failure === undefined)
+        this.pauseKey(k, refused ? SLOT_RETRY_MAX_MS : Math.min(SLOT_RETRY_MAX_MS, SLOT_RETRY_MIN_MS * 2 ** Math.min(k.refusals++, 10)));
     }
     this.giveSoon();
     this.ended();
@@ -329,9 +448,10 @@ export class FairQueues {
   private async run(k: FairKey, q: Queued, slot: KeySlot | undefined): Promise<void> {
     const { entry, source } = q;
     const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
-    this.d.inProgress.add(progress);
     let event: SettledEvent | undefined;
     try {
+      if (this.uncounted.has(entry.id)) await this.recount(entry);
+      this.d.inProgress.add(progress);
       event = await this.d.decide(entry, source);
     } catch (err) {
       // Redis failed while deciding (a dead-letter move): still pending; the loop restarts and self-drain runs it again.
@@ -347,6 +467,7 @@ export class FairQueues {
     k.running--;
     this.running--;
     this.heldIds.delete(entry.id);
+    this.uncounted.delete(entry.id);
     if (event?.outcome === 'acked') {
       this.ackQueue.push({ entry, event });
       if (!this.acking) void this.sendAcks();
@@ -355,10 +476,35 @@ export class FairQueues {
       this.d.custody.release(entry);
       this.d.custody.settled(event, confirmedAt);
     }
-    if (waiting(k) === 0 && k.running === 0 && k.retry === undefined) this.keys.delete(k.key);
-    else this.toRing(k);
+    this.toRing(k);
+    this.forgetIfIdle(k);
     this.pump();
     this.ended();
+  }
+
+  /**
+   * An entry whose count was put back while it waited is counted again as it starts, with the count it was read
+   * with (otherwise its run costs no delivery, and a poison entry that kills the worker would run forever): one round
+   * trip for the entries that start together. Rejects when Redis failed or the entry is no longer pending under
+   * this consumer: the loop restarts, and self-drain decides.
+   */
+  private async recount(entry: StreamEntry): Promise<void> {
+    let batch = this.recountBatch;
+    if (!batch) {
+      const entries: StreamEntry[] = [];
+      batch = this.recountBatch = {
+        entries,
+        done: Promise.resolve().then(async () => {
+          this.recountBatch = undefined;
+          return new Set(await this.d.recount(entries));
+        }),
+      };
+    }
+    batch.entries.push(entry);
+    const ours = await batch.done;
+    if (!ours.has(entry.id))
+      throw new Error(`entry ${entry.id} of "${entry.stream}" is no longer pending under this consumer: it was not started`);
+    this.uncounted.delete(entry.id);
   }
 
   /**
@@ -408,6 +554,7 @@ export class FairQueues {
         const { entry } = k.entries[i]!;
         rest.push(entry);
         this.heldIds.delete(entry.id);
+        this.uncounted.delete(entry.id);
         this.d.custody.release(entry);
       }
       k.entries = [];
@@ -418,6 +565,7 @@ export class FairQueues {
       }
     }
     this.waitingCount = 0;
+    this.waitingBytes = 0;
     const { logger, stop, handBackIdleMs } = this.d;
     if (!this.pausedTold) {
       this.pausedTold = true;
@@ -432,22 +580,15 @@ export class FairQueues {
   }
 
   /**
-   * More may be read while the handlers running and the waiting entries that could start now (keys below their
-   * `inHand`, not refused a slot) are fewer than two rounds of `concurrency`: entries behind a key at its `inHand`
-   * do not count, so the reads go on past a key's backlog to the other keys' entries (up to MAX_FAIR_HELD held;
-   * holding them costs no peer anything: the key's slots are this worker's). At once when the loop must end its run
-   * (a failure, a stop) or the stream is paused.
+   * More may be read while fewer than READY_KEYS keys (or two rounds of `concurrency`) have an entry that may start:
+   * a key's backlog, however deep, counts once, so the reads go on past it to the other keys' entries; keys at their
+   * `inHand` or waiting for a slot do not count. Within MAX_FAIR_HELD entries and MAX_FAIR_HELD_BYTES held. At once
+   * when the loop must end its run (a failure, a stop) or the stream is paused.
    */
   private hasRoom(): boolean {
     if (this.failure !== undefined || this.d.stop.stopped || this.d.barred()) return true;
-    if (this.waitingCount >= MAX_FAIR_HELD) return false;
-    const enough = 2 * this.d.concurrency;
-    let ready = this.running;
-    for (let i = this.ringHead; i < this.ring.length && ready < enough; i++) {
-      const k = this.ring[i]!;
-      if (k.inRing) ready += Math.min(waiting(k), this.capOf(k) - k.running);
-    }
-    return ready < enough;
+    if (this.waitingCount >= MAX_FAIR_HELD || this.waitingBytes >= (this.d.maxHeldBytes ?? MAX_FAIR_HELD_BYTES)) return false;
+    return this.readyKeys < Math.max(READY_KEYS, 2 * this.d.concurrency);
   }
 
   private ended(): void {

@@ -35,6 +35,8 @@ export interface SettlePolicy {
   readonly restart$: Observable<never>;
   /** Beside the steps, for as long as they run. */
   readonly upkeep$: Observable<unknown>;
+  /** The park's COUNT for what it asks (fair groups read ahead: more, or fewer of large entries); undefined: as asked. */
+  readonly readSize?: ((asked: number) => number) | undefined;
   /** A pause began or ended. */
   nudge(): void;
   /** After the last beat, before the tenure's finish: what runs finishes, what waits goes back to the group. */
@@ -63,5 +65,7 @@ export interface SettlePolicyDeps {
   inProgress: Set<BatchProgress>;
   barred: () => boolean;
   putBack: (entries: readonly StreamEntry[], idleMs: number) => Promise<void>;
+  /** Gives entries put back the count they were read with, as they start (StreamCommands.recount): the ids it did. */
+  recount: (entries: readonly StreamEntry[]) => Promise<string[]>;
   logger: Logger;
 }
