@@ -142,6 +142,12 @@ describe('plan: handlers and options → streams and readers, without Redis', ()
     expect(cluster.readers).toHaveLength(1);
   });
 
+  it("refuses a pattern whose key is another pattern's priority level (review finding)", () => {
+    expect(() => planStreams([event('mail', { priorities: { levels: 2 } }), event('mail:prio:1')], ONE_NODE)).toThrow(
+      /stream key "p:mail:prio:1" would be read by two patterns \("mail" and "mail:prio:1": one is a priority level of the other\)/,
+    );
+  });
+
   it('refuses a priorities option it cannot take, naming the option or the clash', () => {
     const prio =
       (value: unknown, more: Record<string, unknown> = {}) =>

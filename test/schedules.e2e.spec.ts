@@ -246,3 +246,51 @@ describe('repeatable schedules', () => {
     }
   });
 });
+
+describe('repeatable schedules: records written by hand or by another version (review findings)', () => {
+  /** A record as `set` writes it (v1), with `over` changing members. */
+  const record = (id: string, over: Record<string, unknown>) =>
+    JSON.stringify({ v: 1, id, rev: 'r1', every: 1000, catchUp: 'once', fields: ['data', '{}'], createdAt: 0, updatedAt: 0, ...over });
+
+  it('a damaged record never fires (nor again and again) and holds nobody up: parked, listed unreadable; a later version is passed over', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}ticks`;
+    const k = scheduleKeysOf(stream, false);
+    const now = await redisNow(redis.client());
+    const forged: [string, string][] = [
+      ['nan-every', record('nan-every', { every: 'abc' })],
+      ['zero-every', record('zero-every', { every: 0 })],
+      ['negative-every', record('negative-every', { every: -1000 })],
+      ['tiny-every', record('tiny-every', { every: 1 })],
+      ['text-start', record('text-start', { startAt: 'abc' })],
+      ['not-json', '{"v":1,'],
+    ];
+    // Due before the good one, and more of a later version than a look takes (200): all ahead of it.
+    const tx = redis.client().multi();
+    for (const [id, value] of forged) tx.hset(k.records, id, value).zadd(k.next, now - 10_000, id);
+    for (let i = 0; i < 300; i++)
+      tx.hset(k.records, `v9-${i}`, JSON.stringify({ v: 9, id: `v9-${i}` })).zadd(k.next, now - 5_000 + i, `v9-${i}`);
+    await tx.exec();
+    const schedules = new Schedules(redis.client());
+    await schedules.set(stream, 'good', { every: 200, payload: {} });
+    // A damaged last fire of the good one (an operator's edit) counts as none.
+    await redis.client().hset(k.fired, 'good', 'garbage');
+    await consumer(prefix)
+      .handle('ticks', () => undefined)
+      .start();
+    await waitFor(async () => (await fires(stream)).filter((f) => f.schedule === 'good').length >= 5, { message: '5 fires of good' });
+    const list = await fires(stream);
+    expect(list.filter((f) => f.schedule !== 'good')).toEqual([]);
+    checkExactlyOnce(list);
+    // The damaged ones parked out of every look; the later version's left as they were, for its workers.
+    for (const [id] of forged) expect(Number(await redis.client().zscore(k.next, id))).toBeGreaterThan(now + 86_400_000 * 365 * 1000);
+    expect(Number(await redis.client().zscore(k.next, 'v9-0'))).toBe(now - 5_000);
+    const page = await schedules.list(stream);
+    expect(
+      page
+        .filter((s) => !isReadableSchedule(s))
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual(expect.arrayContaining(forged.map(([id]) => id).sort()));
+  });
+});

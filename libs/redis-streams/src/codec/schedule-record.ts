@@ -34,7 +34,19 @@ export function encodeScheduleRecord(record: ScheduleRecord): string {
   return JSON.stringify(record);
 }
 
-/** A stored record, or undefined when it is none this version reads (hand-written, a later version's, damaged). */
+/** Bounds of a stored record's times, as `set` checks them (schedule-options.ts): a record out of them is damaged. */
+const MIN_EVERY_MS = 10;
+const MAX_EVERY_MS = 10 * 365 * 86_400_000;
+/** The last ms a Date can hold: the bound of a stored time (and the score a damaged record is parked at). */
+export const LAST_MS = 8_640_000_000_000_000;
+
+const time = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= LAST_MS);
+
+/**
+ * A stored record, or undefined when it is none this version reads (hand-written, a later version's, damaged): each
+ * member is checked as `set` checks it (an `every` of 0 or "abc", a `startAt` that is no time), so that a damaged
+ * record never reaches the fire computation.
+ */
 export function decodeScheduleRecord(value: string): ScheduleRecord | undefined {
   let r: Partial<ScheduleRecord>;
   try {
@@ -46,6 +58,15 @@ export function decodeScheduleRecord(value: string): ScheduleRecord | undefined 
   if (typeof r.id !== 'string' || typeof r.rev !== 'string' || !Array.isArray(r.fields) || r.fields.some((f) => typeof f !== 'string'))
     return undefined;
   if ((r.every === undefined) === (r.cron === undefined)) return undefined;
+  if (
+    r.every !== undefined &&
+    (typeof r.every !== 'number' || !Number.isSafeInteger(r.every) || r.every < MIN_EVERY_MS || r.every > MAX_EVERY_MS)
+  )
+    return undefined;
+  if (r.cron !== undefined && (typeof r.cron !== 'string' || r.cron === '')) return undefined;
+  if (r.tz !== undefined && typeof r.tz !== 'string') return undefined;
+  if (!time(r.startAt) || !time(r.endAt) || (r.startAt !== undefined && r.endAt !== undefined && r.endAt < r.startAt)) return undefined;
+  if (r.fields.length % 2 !== 0) return undefined;
   if (r.catchUp !== 'once' && r.catchUp !== 'skip') return undefined;
   return r as ScheduleRecord;
 }

@@ -71,6 +71,12 @@ export function planStreams(handlers: Iterable<HandlerInfo>, options: PlanOption
   const streams: string[] = [];
   for (const handler of handlers) {
     for (const [key, origin] of streamsOf(handler, options, batches)) {
+      // Two patterns on one key (a pattern named as another's priority level, `mail:prio:1`): each would take the other's entries.
+      const other = origins.get(key);
+      if (other)
+        throw new Error(
+          `nestjs-redis-streams: stream key "${key}" would be read by two patterns ("${other.pattern}" and "${origin.pattern}"${other.priorities || origin.priorities ? ': one is a priority level of the other' : ''}): rename one`,
+        );
       streams.push(key);
       origins.set(key, origin);
     }

@@ -6,7 +6,7 @@ import { InvalidOptionError, rejectUnknown, shown } from './validate.js';
  * `every` (ms) and `cron` (with an optional IANA `tz`, UTC without one).
  */
 export type ScheduleSpec<T = unknown> = ({ every: number; cron?: never; tz?: never } | { cron: string; tz?: string; every?: never }) & {
-  /** The first possible fire (a Date or Unix ms, inclusive); an `every` schedule fires at startAt + k × every. Default: now. */
+  /** The first possible fire (a Date or Unix ms, inclusive); an `every` schedule fires at startAt + k × every. Default: none (an `every` schedule fires at Unix-time multiples of it). */
   startAt?: Date | number;
   /** The last possible fire (inclusive); the schedule is removed after it. */
   endAt?: Date | number;

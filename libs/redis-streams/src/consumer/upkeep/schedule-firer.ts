@@ -86,10 +86,12 @@ export class ScheduleFirer {
       }
       const r = decodeScheduleRecord(s.record);
       if (!r) {
+        // Damaged (the look passes a later version's over): parked out of every look's range, never fired, until a set.
         this.tell(
           `${stream}\n${s.id}`,
-          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}" has a record this version cannot read: it does not fire`,
+          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}" has a record this version cannot read (damaged, or too large): it does not fire, and is listed as unreadable until a set replaces it`,
         );
+        orders.push({ id: s.id, at: s.at, rev: '', action: 'park', next: undefined });
         continue;
       }
       const times: ScheduleTimes = {
@@ -101,10 +103,15 @@ export class ScheduleFirer {
       try {
         decision = fireDecision(times, r.catchUp, s.at, now);
       } catch (err) {
+        decision = undefined;
         this.tell(
           `${stream}\n${s.id}`,
-          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}": its next fire cannot be computed (${describeError(err)})`,
+          `schedule "${escapeControl(s.id)}" of "${escapeControl(stream)}": its next fire cannot be computed (${describeError(err)}): it does not fire, until a set replaces it`,
         );
+      }
+      // A next fire that is no time after this one would fire this one again and again: parked instead.
+      if (!decision || (decision.next !== undefined && (!Number.isSafeInteger(decision.next) || decision.next <= s.at))) {
+        orders.push({ id: s.id, at: s.at, rev: '', action: 'park', next: undefined });
         continue;
       }
       orders.push({ id: s.id, at: s.at, rev: r.rev, action: decision.fire ? 'fire' : 'skip', next: decision.next });

@@ -1,3 +1,4 @@
+import { MAX_SCHEDULE_RECORD_BYTES } from '../../options/schedule-options.js';
 import { delayedKeysOf, scheduleKeysOf, type ScheduleKeys } from '../../key-names.js';
 import type { RedisConnection } from '../connection/connect.js';
 import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
@@ -47,7 +48,7 @@ export interface FireOrder {
   at: number;
   /** The record's rev the next fire was computed from. */
   rev: string;
-  action: 'fire' | 'skip' | 'drop';
+  action: 'fire' | 'skip' | 'drop' | 'park';
   /** The next fire; undefined: none left, the schedule ends. */
   next: number | undefined;
 }
@@ -94,7 +95,7 @@ export class ScheduleCommands {
       return [k.next, k.records];
     });
     return parseScheduleLook(
-      await this.conn.streamsScheduleLook(keys.length, ...keys, horizonMs, budget.schedules, budget.bytes),
+      await this.conn.streamsScheduleLook(keys.length, ...keys, horizonMs, budget.schedules, budget.bytes, MAX_SCHEDULE_RECORD_BYTES),
       streams.length,
     );
   }

@@ -1,4 +1,5 @@
 import { FIELD } from '../../codec/wire-format.js';
+import { LAST_MS } from '../../codec/schedule-record.js';
 import { LUA_NOW, LUA_NOW_FN } from '../lua/lua-now.js';
 
 /**
@@ -18,7 +19,9 @@ local function fireId(id, at) return 'schedule:' .. id .. '@' .. at end
 /**
  * What falls due soon: per stream the schedules whose next fire is at most ARGV[1] ms after Redis' now, earliest
  * first, with their records, bounded for the whole call by count (ARGV[2]) and record bytes (ARGV[3]; the first
- * always comes: progress). KEYS: per stream `next`, `records` (one reader's streams: one slot on a cluster).
+ * always comes: progress). A record longer than ARGV[4] (the largest a set writes) is not read: it comes back as '!'
+ * (damaged: the firer parks it); one of a later version (not `{"v":1,`) is passed over, four times the count looked at
+ * at most. KEYS: per stream `next`, `records` (one reader's streams: one slot on a cluster).
  * Returns {now, per stream {ms from now to its first fire past the horizon (-1: none), more (0 done, 1 stopped
  * inside, 2 not looked at), refused ('' or why), then per due schedule: id, fire time, record ('' when gone)}}.
  * A stream without schedules costs an EXISTS.
@@ -26,7 +29,7 @@ local function fireId(id, at) return 'schedule:' .. id .. '@' .. at end
 export const SCHEDULE_LOOK_SCRIPT = `${LUA_NOW_FN}
 local now = redisNow()
 local horizon = now + tonumber(ARGV[1])
-local most, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
+local most, budget, largest = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local count, bytes = 0, 0
 local out = {now}
 for s = 1, #KEYS, 2 do
@@ -36,22 +39,36 @@ for s = 1, #KEYS, 2 do
   elseif redis.call('EXISTS', nextKey) == 0 then
     out[#out + 1] = {-1, 0, ''}
   else
-    local due = redis.pcall('ZRANGE', nextKey, '-inf', horizon, 'BYSCORE', 'LIMIT', 0, most - count, 'WITHSCORES')
+    -- A later version's records (not v1: its workers fire them) are passed over, within four times the count.
+    local due = redis.pcall('ZRANGE', nextKey, '-inf', horizon, 'BYSCORE', 'LIMIT', 0, 4 * (most - count), 'WITHSCORES')
     if due.err then
       out[#out + 1] = {-1, 0, '"' .. nextKey .. '", the schedules\\' next fires, holds another type (' .. due.err .. ')'}
     else
       local row, more = {-1, 0, ''}, 0
       for i = 1, #due, 2 do
-        local value = redis.pcall('HGET', records, due[i])
-        if type(value) ~= 'string' then value = '' end
-        if count > 0 and bytes + #value > budget then more = 1; break end
+        if count >= most then more = 1; break end
+        -- Its length first: a record past the largest a set writes is not read (it comes back as '!', damaged).
+        local size = redis.pcall('HSTRLEN', records, due[i])
+        local value = ''
+        if type(size) ~= 'number' then size = 0 end
+        if size > largest then
+          value = '!'
+        elseif size > 0 then
+          value = redis.pcall('HGET', records, due[i])
+          if type(value) ~= 'string' then value = '' end
+        end
+        local foreign = #value > 1 and string.sub(value, 1, 7) ~= '{"v":1,'
+        if foreign then
+          -- not this version's: skipped
+        elseif count > 0 and bytes + #value > budget then more = 1; break
+        else
         bytes = bytes + #value
         count = count + 1
         row[#row + 1] = due[i]
         row[#row + 1] = due[i + 1]
         row[#row + 1] = value
+        end
       end
-      if more == 0 and count >= most then more = 1 end
       local after = redis.call('ZRANGE', nextKey, '(' .. horizon, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
       if after[2] then row[1] = tonumber(after[2]) - now end
       row[2] = more
@@ -71,7 +88,8 @@ return out
  * its last fire is not due yet (a short `every` within the lookahead), the next is not handed over (so that a remove
  * or an update takes back everything handed over and not due).
  * KEYS[1] next, KEYS[2] records, KEYS[3] fired, KEYS[4] the delayed schedule, KEYS[5] its entries; ARGV in fives:
- * id, fire time, rev, action ('fire', 'skip', or 'drop': the record is gone), the next fire ('' none left).
+ * id, fire time, rev, action ('fire', 'skip', 'drop': the record is gone, or 'park': it is damaged, so its next fire
+ * goes to LAST_MS, past every look), the next fire ('' none left; not a number: parked).
  * Returns per schedule {1 (done), 0 (raced: left as it is) or 2 (its last fire waits), ms until that one is due}.
  */
 export const SCHEDULE_FIRE_SCRIPT = `${LUA_NOW_FN}${LUA_FIRE_ID}
@@ -83,15 +101,21 @@ for i = 1, #ARGV, 5 do
   local id, at, rev, action, following = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local score = redis.call('ZSCORE', nextKey, id)
   local done, wait = 0, 0
-  local last = score and action == 'fire' and redis.call('HGET', fired, id)
+  -- A damaged last fire (an operator's edit) counts as none.
+  local last = score and action == 'fire' and tonumber(redis.call('HGET', fired, id))
   if last then
     now = now or redisNow()
-    if tonumber(last) > now then done, wait = 2, tonumber(last) - now end
+    if last > now then done, wait = 2, last - now end
   end
+  if following ~= '' and not tonumber(following) then action = 'park' end
   if done == 2 then
     -- its last fire still waits: this one is handed over once that one is due
   elseif score and tonumber(score) == tonumber(at) then
-    if action == 'drop' then
+    if action == 'park' then
+      -- A record this version cannot fire (damaged): out of every look's range, listed as unreadable, until a set.
+      redis.call('ZADD', nextKey, ${LAST_MS}, id)
+      done = 1
+    elseif action == 'drop' then
       if redis.call('HEXISTS', records, id) == 0 then
         redis.call('ZREM', nextKey, id)
         redis.call('HDEL', fired, id)
