@@ -106,7 +106,7 @@ describe('FairQueues', () => {
   it('a key whose inHand another worker holds waits (Redis refused its slot) while the other keys run; it runs once they are given back', async () => {
     const entries = await pendingOfKeys(['a', 'b', 'a', 'b']);
     const { stream } = entries[0]!;
-    const { queues, accept, seen, slots, name } = queuesOf(stream, { concurrency: 2 });
+    const { accept, seen, slots, name } = queuesOf(stream, { concurrency: 2 });
     // Another worker holds key a's one slot.
     const other = { key: 'a', slotKey: slots.slotKeyOf(name, 'a'), member: 'other\n1-0' };
     expect(await slots.exchange([], [other], 1, 10_000)).toEqual([true]);
@@ -121,7 +121,7 @@ describe('FairQueues', () => {
   it('keyless entries share one group, taking its turn like a key, not bound by inHand', async () => {
     const entries = await pendingOfKeys(['', '', '', 'a', 'a']);
     const { stream } = entries[0]!;
-    const { queues, accept, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
+    const { accept, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
     await accept(entries);
     await allAcked(stream);
     expect(seen.most.get('')).toBe(2);
