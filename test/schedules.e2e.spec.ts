@@ -3,6 +3,7 @@ import type { StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { useProducers } from './support/producer.js';
 import { TestWorker, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
+import { CLUSTER_MODE } from './support/redis-server.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
@@ -255,7 +256,7 @@ describe('repeatable schedules: records written by hand or by another version (r
   it('a damaged record never fires (nor again and again) and holds nobody up: parked, listed unreadable; a later version is passed over', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}ticks`;
-    const k = scheduleKeysOf(stream, false);
+    const k = scheduleKeysOf(stream, CLUSTER_MODE);
     const now = await redisNow(redis.client());
     const forged: [string, string][] = [
       ['nan-every', record('nan-every', { every: 'abc' })],
