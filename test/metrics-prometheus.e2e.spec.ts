@@ -8,7 +8,11 @@ import { lastValueFrom } from 'rxjs';
 import { useProducers } from './support/producer.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { consumerOptions } from './support/consumer-options.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { CORE_HOST, retryLater, uniquePrefix, useApps } from './support/test-app.js';
+import { RateLimitedException } from 'nestjs-redis-streams';
+import { RateLimitedError } from 'nestjs-redis-streams/core';
+
+const rateLimited = (ms: number): Error => (CORE_HOST ? new RateLimitedError(ms) : new RateLimitedException(ms));
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -131,5 +135,42 @@ describe('metrics as Prometheus scrapes them', () => {
         `${doc} queries metrics that do not exist`,
       ).toEqual([]);
     }
+  });
+
+  it('an entry that waits for a rate limit or whose handler asked for a later try is its own outcome, not a failure (issue 51)', async () => {
+    const prefix = uniquePrefix();
+    const app = await start(consumerOptions(redis, { keyPrefix: prefix, blockMs: 50, retry: { backoff: { type: 'fixed', delayMs: 20 } } }));
+    // Each throws once (a rate-limited wait costs no delivery: the count cannot tell its second try).
+    const thrown = new Set<number>();
+    app.recorder.behavior = (call) => {
+      const { n } = call.payload as { n: number };
+      if (thrown.has(n)) return;
+      thrown.add(n);
+      if (n === 1) throw rateLimited(50);
+      if (n === 2) throw retryLater(50);
+      if (n === 3) throw new Error('boom');
+    };
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    for (let n = 1; n <= 4; n++) await lastValueFrom(client.emit('orders', { n }));
+    await waitFor(() => app.settled.filter((e) => e.outcome === 'acked').length === 4, { message: 'all 4 acked in the end' });
+    const outcome = (value: string) =>
+      waitFor(
+        async () =>
+          (await scrape())
+            .split('\n')
+            .find(
+              (l) =>
+                l.startsWith('messaging_redis_streams_consumed_messages_total{') &&
+                l.includes(`messaging_destination_name="${app.key()}"`) &&
+                l.includes(`messaging_redis_streams_outcome="${value}"`),
+            )
+            ?.split(' ')
+            .at(-1),
+        { message: `a sample of outcome ${value}` },
+      );
+    expect(await outcome('rate-limited')).toBe('1');
+    expect(await outcome('retry-requested')).toBe('1');
+    expect(await outcome('failed')).toBe('1');
+    expect(await outcome('acked')).toBe('4');
   });
 });

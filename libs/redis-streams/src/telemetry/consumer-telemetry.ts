@@ -1,3 +1,5 @@
+import { rateLimitedDelay } from '../rate-limited-mark.js';
+import { retryLaterDelay } from '../retry-later-mark.js';
 import type { Attributes, Meter, SpanOptions, Tracer } from '@opentelemetry/api';
 import type { ProcessTrace, SettleObserver } from '../consumer/settle/settle-observer.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settle/settled-event.js';
@@ -122,7 +124,7 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
       const instruments = this.meters();
       if (!instruments) return;
       const error = event.outcome === 'acked' ? undefined : this.errorType(event.error);
-      const attrs = this.attributes(event.stream, event.outcome, error);
+      const attrs = this.attributes(event.stream, metricOutcome(event), error);
       instruments.duration.record(seconds, attrs);
       this.count(instruments, attrs);
       if (event.retryInMs !== undefined) instruments.retryDelay.record(event.retryInMs / 1000, attrs);
@@ -174,7 +176,7 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
       }),
       consumed: meter.createCounter(METRIC.consumed, {
         unit: '{message}',
-        description: 'Entries settled, by outcome (acked, failed, dead-lettered)',
+        description: 'Entries settled, by outcome (acked, failed, dead-lettered, rate-limited, retry-requested)',
       }),
       retryDelay: meter.createHistogram(METRIC.retryDelay, {
         unit: 's',
@@ -215,4 +217,16 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
     }
     return attrs;
   }
+}
+
+/**
+ * The metrics' outcome of a settled entry: a failure the handler threw is `failed`; an entry that waits for a rate
+ * limit (its key's, the pattern's throttle, a RateLimitedException) is `rate-limited`, one whose handler asked for a
+ * later try (RetryLaterException) `retry-requested`: neither is a failure, and the failure-rate alert counts neither.
+ */
+function metricOutcome(event: SettledEvent): string {
+  if (event.outcome !== 'failed') return event.outcome;
+  if (typeof rateLimitedDelay(event.error) === 'number') return 'rate-limited';
+  if (retryLaterDelay(event.error) !== undefined) return 'retry-requested';
+  return 'failed';
 }
