@@ -67,7 +67,7 @@ export function renderReports(reports: StreamReport[], r?: Rates, group?: string
 function orderingLine(o: NonNullable<GroupReport['ordering']>): string {
   const members = counted(o.members, 'member', 'members');
   if (o.consumer === null) return `ordered: no owner now (${members}; the next beat of the member it falls to takes it)`;
-  return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} share the partitions)${durabilityText(o.durability)}`;
+  return `ordered: owned by ${e(o.consumer)} (epoch ${o.epoch}, lease ${age(o.leaseMs)} left; ${members} ${o.members === 1 ? 'shares' : 'share'} the partitions)${durabilityText(o.durability)}`;
 }
 
 /** What an ordered partition's owner says of its durable acks: nothing without them. */
