@@ -335,6 +335,18 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
   }, 90_000);
 
+  it('a RateLimitedException with an invalid delay is an ordinary, counted failure: dead-lettered after maxDeliveries, not tried forever (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const app = await worker(prefix, 'w1', {}, { maxDeliveries: 3, retry: { backoff: { type: 'fixed', delayMs: 20 } } });
+    app.recorder.behavior = () => {
+      throw rateLimited(-1);
+    };
+    await redis.client().xadd(stream, '*', 'data', JSON.stringify({ n: 1 }));
+    await waitFor(async () => (await redis.client().xlen(deadLetterKey(stream))) === 1, { message: 'dead-lettered', timeoutMs: 15_000 });
+    expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 2, 3]);
+  });
+
   // An ACL on one node.
   it.skipIf(CLUSTER_MODE)(
     'per key, a Redis that refuses the grants script: the entries wait uncounted (no dead letter on maxDeliveries 1), one error names the rights, and they run once granted (review finding)',

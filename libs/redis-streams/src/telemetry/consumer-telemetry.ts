@@ -1,3 +1,4 @@
+import { checkedDelay } from '../options/retry-options.js';
 import { rateLimitedDelay } from '../rate-limited-mark.js';
 import { retryLaterDelay } from '../retry-later-mark.js';
 import type { Attributes, Meter, SpanOptions, Tracer } from '@opentelemetry/api';
@@ -221,12 +222,13 @@ export class ConsumerTelemetry implements SettleObserver, TraceScope {
 
 /**
  * The metrics' outcome of a settled entry: a failure the handler threw is `failed`; an entry that waits for a rate
- * limit (its key's, the pattern's throttle, a RateLimitedException) is `rate-limited`, one whose handler asked for a
- * later try (RetryLaterException) `retry-requested`: neither is a failure, and the failure-rate alert counts neither.
+ * limit (its key's limit, a RateLimitedException) is `rate-limited`, one whose handler asked for a later try
+ * (RetryLaterException) `retry-requested`: neither is a failure, and the failure-rate alert counts neither. One whose
+ * delay is unusable (-1, NaN) is what the engine makes of it: a failure, counted.
  */
 function metricOutcome(event: SettledEvent): string {
   if (event.outcome !== 'failed') return event.outcome;
-  if (typeof rateLimitedDelay(event.error) === 'number') return 'rate-limited';
-  if (retryLaterDelay(event.error) !== undefined) return 'retry-requested';
+  if (typeof checkedDelay(rateLimitedDelay(event.error)) === 'number') return 'rate-limited';
+  if (typeof checkedDelay(retryLaterDelay(event.error)) === 'number') return 'retry-requested';
   return 'failed';
 }

@@ -54,8 +54,9 @@ export function retryTime(deps: RetryScheduleDeps, entry: StreamEntry, error: un
   // operator's XCLAIM … JUSTID gave it to another consumer meanwhile: nobody else keeps its retry. Taken back and
   // recorded when an XGROUP DELCONSUMER dropped it while in hand, if its lease knew it this consumer's a moment ago
   // (no peer can have taken and settled it since): else a kill before the audit takes it back would lose it.
-  // A handler's RateLimitedException: the delivery is put back, so it never counts toward maxDeliveries.
-  const uncounted = rateLimitedDelay(error) !== undefined;
+  // A handler's RateLimitedException: the delivery is put back, so it never counts toward maxDeliveries. Not one whose
+  // delay is unusable (-1, NaN): that is an ordinary failure, counted, or it would be tried forever.
+  const uncounted = typeof checkedDelay(rateLimitedDelay(error)) === 'number';
   const confirmedAt = leaseConfirmedAt(entry);
   const reown = confirmedAt !== undefined && performance.now() - confirmedAt < deps.unscheduledRetryInMs;
   return deps.commands.retries
