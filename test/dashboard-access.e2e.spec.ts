@@ -37,6 +37,46 @@ async function nestApp(options: Partial<RedisStreamsDashboardModuleOptions> & { 
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
+describe('dashboard module wiring (issue 51)', () => {
+  it('registerAsync takes its options from a factory with injected providers (a config read at bootstrap, not at import)', async () => {
+    const { prefix, stream } = await oneLetter();
+    const SETTINGS = Symbol('settings');
+    @Module({ providers: [{ provide: SETTINGS, useFactory: () => ({ url: redis.url, match: `${prefix}*` }) }], exports: [SETTINGS] })
+    class SettingsModule {}
+    @Module({
+      imports: [
+        RedisStreamsDashboardModule.registerAsync({
+          imports: [SettingsModule],
+          inject: [SETTINGS],
+          useFactory: async (settings: { url: string; match: string }) => ({
+            basePath: '/ops',
+            connection: settings.url,
+            match: settings.match,
+          }),
+        }),
+      ],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/ops/`;
+      const overview = (await (await fetch(`${base}api/overview`)).json()) as { streams: { stream: string }[] };
+      expect(overview.streams.map((s) => s.stream)).toContain(stream);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("registerAsync validates the factory's options as register does, naming the option, at bootstrap", async () => {
+    @Module({ imports: [RedisStreamsDashboardModule.registerAsync({ useFactory: () => ({ basePath: '/', connection: redis.url }) })] })
+    class AppModule {}
+    await expect(NestFactory.create(AppModule, { logger: false, abortOnError: false })).rejects.toThrow(
+      /invalid option "basePath": must be a path such as "\/dashboard"/,
+    );
+  });
+});
+
 describe('dashboard access', () => {
   it('in a Nest app: a read guard refuses the page, its script and the API; a reader the action guard refuses sees no button', async () => {
     const { prefix, stream, dead } = await oneLetter();

@@ -55,7 +55,11 @@ export { NotDurableError } from './redis/produce/not-durable-error.js';
 export type { Confirmation } from './redis/produce/replication-wait.js';
 export type { Durability, DurableAcks, WhenUnconfirmed } from './options/durability-options.js';
 export { escapeControl, safeJson } from './escape-control.js';
-export { RedisStreamsDashboardModule, type RedisStreamsDashboardModuleOptions } from './server/redis-streams-dashboard.module.js';
+export {
+  RedisStreamsDashboardModule,
+  type RedisStreamsDashboardModuleAsyncOptions,
+  type RedisStreamsDashboardModuleOptions,
+} from './server/redis-streams-dashboard.module.js';
 export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';
 export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from './dashboard/dashboard-options.js';
 export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from './dashboard/dashboard-server.js';

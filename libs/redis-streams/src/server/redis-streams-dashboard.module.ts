@@ -5,6 +5,9 @@ import {
   RequestMethod,
   type BeforeApplicationShutdown,
   type DynamicModule,
+  type FactoryProvider,
+  type ModuleMetadata,
+  type Provider,
   type MiddlewareConsumer,
   type NestModule,
   type OnApplicationShutdown,
@@ -42,6 +45,15 @@ export interface RedisStreamsDashboardModuleOptions extends Omit<DashboardOption
   server?: { health(): Promise<RedisStreamsHealth> };
 }
 
+/** `RedisStreamsDashboardModule.registerAsync`: the options from a factory, with the providers it injects. */
+export interface RedisStreamsDashboardModuleAsyncOptions {
+  /** Modules whose providers `inject` names (a config module). */
+  imports?: ModuleMetadata['imports'];
+  inject?: NonNullable<FactoryProvider['inject']>;
+  useFactory: (...args: any[]) => RedisStreamsDashboardModuleOptions | Promise<RedisStreamsDashboardModuleOptions>;
+}
+
+const OPTIONS = Symbol('redis-streams-dashboard-options');
 const HANDLER = Symbol('redis-streams-dashboard-handler');
 const COMMAND_TIMEOUT_MS = 5_000;
 const CONNECTION = Symbol('redis-streams-dashboard-connection');
@@ -57,37 +69,37 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
     @Inject(CONNECTION) private readonly redis: ReportedConnection,
   ) {}
 
+  /** The dashboard with its options now (checked at once: a wrong one throws here, naming it). */
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
-    const { connection, actions, read, server, ...rest } = options;
-    // It shares the app's routes: at the root it would answer every path the app has.
-    if (typeof rest.basePath !== 'string' || rest.basePath.replace(/\/+$/, '') === '')
-      throw new InvalidOptionError(
-        'basePath',
-        `must be a path such as "/dashboard" (the dashboard shares the app's routes), got ${JSON.stringify(rest.basePath)}`,
-      );
-    for (const [name, given] of [
-      ['actions', actions],
-      ['read', read],
-    ] as const) {
-      const guard = (given as { guard?: unknown } | null)?.guard;
-      if (given === undefined) continue;
-      if (!isGuard(guard)) throw new InvalidOptionError(name, `must be { guard }: a Nest guard (canActivate) or a function of the request`);
-      // The @UseGuards habit: a class where an instance is wanted would be called without new, and refuse every request.
-      if (typeof guard === 'function' && typeof (guard as { prototype?: { canActivate?: unknown } }).prototype?.canActivate === 'function')
-        throw new InvalidOptionError(name, `a guard class: pass an instance (new ${guard.name || 'YourGuard'}())`);
-    }
-    if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
-      throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
+    return RedisStreamsDashboardModule.build([{ provide: OPTIONS, useValue: checkedOptions(options) }], []);
+  }
+
+  /**
+   * The dashboard with its options from a factory, at bootstrap: `useFactory` with `inject` (and the `imports` that
+   * provide them), as Nest's own modules take theirs. Its options are checked as `register`'s, when the app starts.
+   */
+  static registerAsync(options: RedisStreamsDashboardModuleAsyncOptions): DynamicModule {
+    const { useFactory, inject = [], imports = [] } = options;
+    return RedisStreamsDashboardModule.build(
+      [{ provide: OPTIONS, inject, useFactory: async (...args: unknown[]) => checkedOptions(await useFactory(...args)) }],
+      imports,
+    );
+  }
+
+  private static build(optionProviders: Provider[], imports: NonNullable<ModuleMetadata['imports']>): DynamicModule {
     return {
       module: RedisStreamsDashboardModule,
+      imports,
       providers: [
+        ...optionProviders,
         // A command timeout: a frozen Redis fails the page's calls instead of holding them. Its trouble
         // goes to the app's logger, one line per change of state.
         {
           provide: CONNECTION,
-          useFactory: () =>
+          inject: [OPTIONS],
+          useFactory: (options: RedisStreamsDashboardModuleOptions) =>
             new ReportedConnection(
-              resolveConnection(connection),
+              resolveConnection(options.connection),
               'redis-streams:dashboard',
               new Logger(RedisStreamsDashboardModule.name),
               COMMAND_TIMEOUT_MS,
@@ -95,9 +107,10 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
         },
         {
           provide: HANDLER,
-          inject: [CONNECTION],
-          useFactory: (redis: ReportedConnection) =>
-            createDashboardHandler(
+          inject: [CONNECTION, OPTIONS],
+          useFactory: (redis: ReportedConnection, options: RedisStreamsDashboardModuleOptions) => {
+            const { connection: _connection, actions, read, server, ...rest } = options;
+            return createDashboardHandler(
               redis.conn,
               {
                 ...rest,
@@ -106,7 +119,8 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
                 ...(read ? { read: { authorize: guardAuthorize(read.guard, () => 'reader') } } : {}),
               },
               (err) => redis.unanswered(err),
-            ),
+            );
+          },
         },
       ],
     };
@@ -125,6 +139,33 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
   async onApplicationShutdown(): Promise<void> {
     await this.redis.close();
   }
+}
+
+/** The module's options, checked (each wrong one named); the same object back. */
+function checkedOptions(options: RedisStreamsDashboardModuleOptions): RedisStreamsDashboardModuleOptions {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', 'must be an object such as { basePath, connection }');
+  const { actions, read, server, basePath } = options;
+  // It shares the app's routes: at the root it would answer every path the app has.
+  if (typeof basePath !== 'string' || basePath.replace(/\/+$/, '') === '')
+    throw new InvalidOptionError(
+      'basePath',
+      `must be a path such as "/dashboard" (the dashboard shares the app's routes), got ${JSON.stringify(basePath)}`,
+    );
+  for (const [name, given] of [
+    ['actions', actions],
+    ['read', read],
+  ] as const) {
+    const guard = (given as { guard?: unknown } | null)?.guard;
+    if (given === undefined) continue;
+    if (!isGuard(guard)) throw new InvalidOptionError(name, `must be { guard }: a Nest guard (canActivate) or a function of the request`);
+    // The @UseGuards habit: a class where an instance is wanted would be called without new, and refuse every request.
+    if (typeof guard === 'function' && typeof (guard as { prototype?: { canActivate?: unknown } }).prototype?.canActivate === 'function')
+      throw new InvalidOptionError(name, `a guard class: pass an instance (new ${guard.name || 'YourGuard'}())`);
+  }
+  if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
+    throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
+  return options;
 }
 
 function isGuard(guard: unknown): guard is DashboardGuard {
