@@ -68,6 +68,30 @@ describe('dashboard module wiring (issue 51)', () => {
     }
   });
 
+  it('a wrong option fails before the dashboard connects: register throws at once, registerAsync fails its bootstrap and leaves no connection open (review finding)', async () => {
+    expect(() => RedisStreamsDashboardModule.register({ basePath: '/ops', connection: redis.url, pagesize: 10 } as never)).toThrow(
+      /invalid option "dashboard.pagesize"/,
+    );
+    expect(() => RedisStreamsDashboardModule.registerAsync({ useClass: Object } as never)).toThrow(
+      /invalid option "registerAsync.useClass"/,
+    );
+    const dashboards = async () =>
+      String(await redis.client().client('LIST'))
+        .split('\n')
+        .filter((l) => l.includes('name=redis-streams:dashboard ')).length;
+    const before = await dashboards();
+    @Module({
+      imports: [
+        RedisStreamsDashboardModule.registerAsync({ useFactory: () => ({ basePath: '/ops', connection: redis.url, pageSize: 5000 }) }),
+      ],
+    })
+    class AppModule {}
+    await expect(NestFactory.create(AppModule, { logger: false, abortOnError: false })).rejects.toThrow(
+      /invalid option "dashboard.pageSize"/,
+    );
+    expect(await dashboards()).toBe(before);
+  });
+
   it("registerAsync validates the factory's options as register does, naming the option, at bootstrap", async () => {
     @Module({ imports: [RedisStreamsDashboardModule.registerAsync({ useFactory: () => ({ basePath: '/', connection: redis.url }) })] })
     class AppModule {}

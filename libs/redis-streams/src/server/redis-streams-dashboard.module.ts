@@ -19,7 +19,8 @@ import { createDashboardHandler, type DashboardHandler } from '../dashboard/dash
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { resolveConnection, type ConnectionOption } from '../options/connection.js';
-import { InvalidOptionError } from '../options/validate.js';
+import { InvalidOptionError, rejectUnknown } from '../options/validate.js';
+import { resolveDashboardOptions } from '../dashboard/dashboard-options.js';
 import { ReportedConnection } from '../redis/connection/reported-connection.js';
 
 /** A Nest guard, or a function of the request: true lets it through. */
@@ -69,19 +70,31 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
     @Inject(CONNECTION) private readonly redis: ReportedConnection,
   ) {}
 
-  /** The dashboard with its options now (checked at once: a wrong one throws here, naming it). */
+  /** The dashboard with its options now (checked here: a wrong one throws, naming it). */
   static register(options: RedisStreamsDashboardModuleOptions): DynamicModule {
     return RedisStreamsDashboardModule.build([{ provide: OPTIONS, useValue: checkedOptions(options) }], []);
   }
 
   /**
    * The dashboard with its options from a factory, at bootstrap: `useFactory` with `inject` (and the `imports` that
-   * provide them), as Nest's own modules take theirs. Its options are checked as `register`'s, when the app starts.
+   * provide them); not `useClass` or `useExisting`. Its options are checked as `register`'s, when the app starts.
    */
   static registerAsync(options: RedisStreamsDashboardModuleAsyncOptions): DynamicModule {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidOptionError('registerAsync', 'must be { useFactory, inject?, imports? }');
+    rejectUnknown(options, ['useFactory', 'inject', 'imports'], 'registerAsync.');
     const { useFactory, inject = [], imports = [] } = options;
+    if (typeof useFactory !== 'function')
+      throw new InvalidOptionError(
+        'registerAsync.useFactory',
+        'must be a function returning the options (useClass and useExisting are not taken)',
+      );
     return RedisStreamsDashboardModule.build(
-      [{ provide: OPTIONS, inject, useFactory: async (...args: unknown[]) => checkedOptions(await useFactory(...args)) }],
+      [
+        { provide: OPTIONS, inject, useFactory: async (...args: unknown[]) => checkedOptions(await useFactory(...args)) },
+        // Each call a module of its own, whatever id algorithm Nest uses (its deep hash would merge two registerAsync calls).
+        { provide: Symbol('redis-streams-dashboard-instance'), useValue: Symbol('instance') },
+      ],
       imports,
     );
   }
@@ -165,6 +178,11 @@ function checkedOptions(options: RedisStreamsDashboardModuleOptions): RedisStrea
   }
   if ('server' in options && (typeof server !== 'object' || server === null || typeof server.health !== 'function'))
     throw new InvalidOptionError('server', "must be the app's RedisStreamsServer (anything with health())");
+  // The dashboard's own options too (match, pageSize, a typo …), before any connection opens: a bootstrap that fails
+  // after it would leave it open, and the process running (review finding).
+  const { connection: _connection, actions: _actions, read: _read, server: _server, ...rest } = options;
+  const stand = { authorize: () => null };
+  resolveDashboardOptions({ ...rest, ...(actions ? { actions: stand } : {}), ...(read ? { read: stand } : {}) });
   return options;
 }
 
