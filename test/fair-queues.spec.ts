@@ -90,12 +90,13 @@ describe('FairQueues', () => {
   it('never runs more than inHand of one key, however many handlers are free; other keys fill them', async () => {
     const entries = await pendingOfKeys([...Array.from({ length: 20 }, () => 'a'), ...Array.from({ length: 6 }, () => 'b')]);
     const { stream } = entries[0]!;
-    const { queues, accept, seen } = queuesOf(stream, {
-      concurrency: 8,
-      inHand: 2,
-      hold: () => new Promise((resolve) => setTimeout(resolve, 5)),
-    });
+    // The first handlers hold until both keys are at their bound (a condition, not a time); then all run through.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { queues, accept, seen } = queuesOf(stream, { concurrency: 8, inHand: 2, hold: () => held });
     await accept(entries);
+    await waitFor(() => seen.running.get('a') === 2 && seen.running.get('b') === 2, { message: 'both keys at their inHand' });
+    release();
     await allAcked(stream);
     await queues.settled();
     expect(seen.most.get('a')).toBe(2);
@@ -121,8 +122,13 @@ describe('FairQueues', () => {
   it('keyless entries share one group, taking its turn like a key, not bound by inHand', async () => {
     const entries = await pendingOfKeys(['', '', '', 'a', 'a']);
     const { stream } = entries[0]!;
-    const { accept, seen } = queuesOf(stream, { concurrency: 3, hold: () => new Promise((resolve) => setTimeout(resolve, 20)) });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { accept, seen } = queuesOf(stream, { concurrency: 3, hold: () => held });
     await accept(entries);
+    // Three handlers: the keyless group's turn twice, key a's once, all held until seen so.
+    await waitFor(() => seen.running.get('') === 2 && seen.running.get('a') === 1, { message: 'two keyless and one of a running' });
+    release();
     await allAcked(stream);
     expect(seen.most.get('')).toBe(2);
     expect(seen.most.get('a')).toBe(1);
