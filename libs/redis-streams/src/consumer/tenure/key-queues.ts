@@ -9,6 +9,7 @@ import type { Custody } from '../custody/custody.js';
 import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
 import type { StopSignal } from '../stop-signal.js';
 import { NotYet } from '../settle/admission.js';
+import { RecountBatch } from '../settle/recount-batch.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
@@ -115,14 +116,18 @@ export class KeyQueues {
   /** The last put-back sent (it never rejects): a recount goes after it, whatever connection carries it. */
   private puttingBack: Promise<void> = Promise.resolve();
   /** Uncounted entries starting now, counted again in one round trip (see recount). */
-  private recountBatch: { entries: StreamEntry[]; done: Promise<ReadonlySet<string>> } | undefined;
   /** Ids this owner handled and acked, newest last, at most SETTLED_IDS_KEPT: kept across restarts of the loop, forgotten with the partition. */
   private readonly settledIds = new Set<string>();
   private turnEndedAt = 0;
   /** Re-deliveries of settled entries, acked again in the next round trip. */
   private againQueue: StreamEntry[] = [];
 
-  constructor(private readonly d: KeyQueuesDeps) {}
+  /** Uncounted entries starting now, counted again in one round trip, after any put-back on its way. */
+  private readonly recounts: RecountBatch;
+
+  constructor(private readonly d: KeyQueuesDeps) {
+    this.recounts = new RecountBatch(d.recount, () => this.puttingBack);
+  }
 
   /** Hands fetched entries to their queues; resolves once there is room for more (or the loop must restart: it rejects). */
   async accept(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
@@ -435,23 +440,7 @@ export class KeyQueues {
    * pending under this consumer (an operator's XCLAIM or XACK): the loop restarts, and self-drain decides.
    */
   private async recount(entry: StreamEntry): Promise<void> {
-    let batch = this.recountBatch;
-    if (!batch) {
-      const entries: StreamEntry[] = [];
-      batch = this.recountBatch = {
-        entries,
-        // A microtask later: every entry pump starts in this turn is in the batch.
-        done: Promise.resolve().then(async () => {
-          this.recountBatch = undefined;
-          await this.puttingBack;
-          return new Set(await this.d.recount(entries));
-        }),
-      };
-    }
-    batch.entries.push(entry);
-    const ours = await batch.done;
-    if (!ours.has(entry.id))
-      throw new Error(`entry ${entry.id} of "${entry.stream}" is no longer pending under this consumer: it was not started`);
+    await this.recounts.count(entry);
     this.uncounted.delete(entry.id);
   }
 
