@@ -10,6 +10,7 @@ import type { StopSignal } from '../stop-signal.js';
 import type { AckPipeline } from './ack-pipeline.js';
 import type { BatchProgress } from './batch-progress.js';
 import { idList } from './batch-settler.js';
+import { RecountBatch } from './recount-batch.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 
 /** Entries a reader's fair queues hold read and not started before the fetch waits: memory stays bounded whatever one key's backlog. */
@@ -143,7 +144,6 @@ export class FairQueues {
   private readBytes = 0;
   /** Ids of waiting entries whose delivery count was put back (see uncountWaiting). */
   private readonly uncounted = new Set<string>();
-  private recountBatch: { entries: StreamEntry[]; done: Promise<ReadonlySet<string>> } | undefined;
   private running = 0;
   /** Slots taken and not given back (member → slot): renewed while their handlers run. */
   private readonly slotsHeld = new Map<string, KeySlot>();
@@ -160,7 +160,12 @@ export class FairQueues {
   /** Redis refused the slots script since the last slot taken: told once. */
   private refusedTold = false;
 
-  constructor(private readonly d: FairQueuesDeps) {}
+  /** Uncounted entries starting now, counted again in one round trip. */
+  private readonly recounts: RecountBatch;
+
+  constructor(private readonly d: FairQueuesDeps) {
+    this.recounts = new RecountBatch(d.recount);
+  }
 
   /** Hands fetched entries to their keys' queues; resolves once more may be read (or the loop must restart: it rejects). */
   async accept(entries: readonly StreamEntry[], source: DeliverySource): Promise<void> {
@@ -450,7 +455,12 @@ export class FairQueues {
     const progress: BatchProgress = { entries: [entry], next: 1, startedAt: [performance.now()] };
     let event: SettledEvent | undefined;
     try {
-      if (this.uncounted.has(entry.id)) await this.recount(entry);
+      if (this.uncounted.has(entry.id)) {
+        await this.recount(entry);
+        // Frozen meanwhile (its recount was on its way): the lease's next answer says whose it is, as at the pump.
+        const confirmedAt = this.d.custody.confirmedAt(entry);
+        if (confirmedAt === undefined || performance.now() - confirmedAt > this.d.staleAfterMs) return this.notStarted(k, q, slot);
+      }
       this.d.inProgress.add(progress);
       event = await this.d.decide(entry, source);
     } catch (err) {
@@ -482,6 +492,22 @@ export class FairQueues {
     this.ended();
   }
 
+  /** A taken entry that does not start after all: its slot given back, first of its key again (or dropped, gone), its key's turn later. */
+  private notStarted(k: FairKey, q: Queued, slot: KeySlot | undefined): void {
+    if (slot) {
+      this.slotsHeld.delete(slot.member);
+      this.toGive.push(slot);
+      this.giveSoon();
+    }
+    k.running--;
+    this.running--;
+    if (this.d.custody.confirmedAt(q.entry) === undefined) this.heldIds.delete(q.entry.id);
+    else this.unTake(k, q);
+    this.pauseKey(k, STALE_RETRY_MS);
+    this.pump();
+    this.ended();
+  }
+
   /**
    * An entry whose count was put back while it waited is counted again as it starts, with the count it was read
    * with (otherwise its run costs no delivery, and a poison entry that kills the worker would run forever): one round
@@ -489,21 +515,7 @@ export class FairQueues {
    * this consumer: the loop restarts, and self-drain decides.
    */
   private async recount(entry: StreamEntry): Promise<void> {
-    let batch = this.recountBatch;
-    if (!batch) {
-      const entries: StreamEntry[] = [];
-      batch = this.recountBatch = {
-        entries,
-        done: Promise.resolve().then(async () => {
-          this.recountBatch = undefined;
-          return new Set(await this.d.recount(entries));
-        }),
-      };
-    }
-    batch.entries.push(entry);
-    const ours = await batch.done;
-    if (!ours.has(entry.id))
-      throw new Error(`entry ${entry.id} of "${entry.stream}" is no longer pending under this consumer: it was not started`);
+    await this.recounts.count(entry);
     this.uncounted.delete(entry.id);
   }
 
