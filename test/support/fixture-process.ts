@@ -5,16 +5,20 @@ import { waitFor } from './wait-for.js';
 
 /**
  * Runs `test/fixtures/<script>` with `args` in a process of its own (pushed to `children`, for the file's
- * afterEach to kill) and resolves once it printed `ready`; fails with its output if it exits first.
+ * afterEach to kill) and resolves once it printed `until` (default `ready`); fails with its output if it exits first.
  */
 export async function startFixture(
   children: ChildProcess[],
   script: string,
   args: readonly string[],
+  until = 'ready',
 ): Promise<{ child: ChildProcess; out: () => string }> {
   const { proc: child, output: out } = spawnNode(`${repoRoot}test/fixtures/${script}`, args);
   children.push(child);
-  await waitFor(() => out().includes('ready\n') || child.exitCode !== null, { message: `${script} to start`, timeoutMs: 20_000 });
+  await waitFor(() => out().includes(`${until}\n`) || child.exitCode !== null, {
+    message: `${script} to print ${until}`,
+    timeoutMs: 20_000,
+  });
   if (child.exitCode !== null) throw new Error(`${script} exited: ${out()}`);
   return { child, out };
 }
