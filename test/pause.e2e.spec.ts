@@ -70,6 +70,16 @@ function lateStarts(
   return [...late].filter(([, n]) => n > 1).map(([k, n]) => `${k} ${n}`);
 }
 
+/** The streams a worker's pause line names: its stream, or a partitioned pattern's partitions (`"<prefix>jobs" … (all 2 partitions)`). */
+function pausedIn(line: string, prefix: string): string[] {
+  const m = /^"(.+)" paused for group "g"(?: \((?:all (\d+) partitions|partitions? ([\d, ]+) of \d+)\))?:/.exec(line);
+  if (!m) return [];
+  if (m[2] === undefined && m[3] === undefined) return [m[1]!];
+  const pattern = m[1]!.slice(prefix.length);
+  const parts = m[2] !== undefined ? [...Array(Number(m[2])).keys()] : m[3]!.split(', ').map(Number);
+  return parts.map((i) => `${prefix}{${pattern}:${i}}`);
+}
+
 describe('pause and resume a pattern for the whole group', () => {
   it('finishes what is in hand, reads nothing new while paused (every worker), stays ready, and resumes within a beat', async () => {
     const prefix = uniquePrefix();
@@ -192,6 +202,33 @@ describe('pause and resume a pattern for the whole group', () => {
       streams: partitions,
       resumed: [partitions[0], partitions[2]],
     });
+  });
+
+  it('a pause of a partitioned pattern is said once per pattern, naming its partitions; a partition resumed alone is named (issue 51)', async () => {
+    const prefix = uniquePrefix();
+    const name = `${prefix}invoices`;
+    const logs = captureLogs();
+    // Ordered and rate-limited: a reader per partition, each of which used to say the pause of its own stream.
+    const c = consumer(prefix, { logger: logs.logger }).handle('invoices', () => undefined, { partitions: 4, ordered: true });
+    await c.start();
+    const said = (word: string) => logs.lines.filter((l) => l.includes(`${word} for group "g"`));
+    await c.pause('invoices');
+    await waitFor(async () => (await c.health()).streams.every((s) => s.paused), { message: 'every partition paused' });
+    await waitFor(() => said('paused').length > 0, { message: 'the pause said' });
+    await beats(5);
+    expect(said('paused')).toEqual([
+      `log "${name}" paused for group "g" (all 4 partitions): what is in hand finishes, nothing new starts until it resumes`,
+    ]);
+    // One partition resumed by its key: that partition, named.
+    await runCli(redis, ['resume', `${prefix}{invoices:2}`, '--group', 'g']);
+    await waitFor(() => said('resumed').length > 0, { message: 'the resume said' });
+    await c.resume('invoices');
+    await waitFor(() => said('resumed').length > 1, { message: 'the second resume said' });
+    await beats(5);
+    expect(said('resumed')).toEqual([
+      `log "${name}" resumed for group "g" (partition 2 of 4)`,
+      `log "${name}" resumed for group "g" (partitions 0, 1, 3 of 4)`,
+    ]);
   });
 
   it('pausing one stream pauses it alone: jobs:{tenant:1} paused, jobs:{tenant:2} and jobs:tenant run; the CLI and inspect name only it (review finding)', async () => {
@@ -360,8 +397,7 @@ describe('pause and resume a pattern for the whole group', () => {
     const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
     const loggerOf = (consumer: string) => ({
       log: (line: string) => {
-        const m = /^"(.+)" paused for group "g"/.exec(line);
-        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+        for (const stream of pausedIn(line, prefix)) events.push({ kind: 'paused', consumer, stream });
       },
       warn: () => undefined,
       error: () => undefined,
@@ -459,8 +495,7 @@ describe('pause and resume a pattern for the whole group', () => {
     const events: { kind: 'paused' | 'start'; consumer: string; stream: string; n?: number }[] = [];
     const loggerOf = (consumer: string) => ({
       log: (line: string) => {
-        const m = /^"(.+)" paused for group "g"/.exec(line);
-        if (m) events.push({ kind: 'paused', consumer, stream: m[1]! });
+        for (const stream of pausedIn(line, prefix)) events.push({ kind: 'paused', consumer, stream });
       },
       warn: () => undefined,
       error: () => undefined,

@@ -125,6 +125,8 @@ export interface ReaderDeps {
   started?: Promise<void>;
   /** The tenure's durable commands, on their own connection (set when its plan asks for durable acks). */
   durable?: TenureDeps['durable'];
+  /** Says a stream paused or resumed (the consumer's one line per pattern). Default: a line per stream. */
+  announcePause?: (stream: string, paused: boolean) => void;
 }
 
 /**
@@ -263,6 +265,7 @@ export class Reader {
       streams,
       checkMs: options.flowCheckMs,
       logger,
+      announce: d.announcePause,
     }));
     const step = { stop, streams, count, settle, logger, consumer: options.consumer, minIdleMs: options.minIdleMs, pause };
     const arrivals = {

@@ -25,6 +25,7 @@ import { logStopping, untilInterrupted, type CloseInterrupt } from './shutdown.j
 import { StartupGate } from './startup-gate.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
 import { warnStrays } from './strays.js';
+import { PauseAnnouncer } from '../consumer/intake/pause-announcer.js';
 import { startTelemetry } from './telemetry.js';
 
 const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
@@ -44,6 +45,7 @@ export class StreamEngine {
   /** What start() opened; undefined before, and while it looks for OpenTelemetry. */
   private run: EngineRun | undefined;
   private closing: Promise<void> | undefined;
+  private pauses: PauseAnnouncer | undefined;
   /** start() was called (it may not have opened anything yet). */
   private startCalled = false;
   /** The streams each pattern reads (its partitions, or its one key), from start()'s plan. */
@@ -125,6 +127,7 @@ export class StreamEngine {
     };
     const telemetry = api && startTelemetry(api, options, probe.stats, handlers, this.logger);
     const decider = deciderOf(options, plan, { commands, dispatch: this.dispatch, logger: this.logger, telemetry });
+    const pauses = (this.pauses = pauseAnnouncerOf(options, plan, this.logger));
     readers.push(
       ...plan.readers.map(
         (set) =>
@@ -147,6 +150,7 @@ export class StreamEngine {
             onCluster: watch.onCluster,
             started: gate.opened,
             durable,
+            announcePause: (stream, paused) => pauses.tell(stream, paused),
           }),
       ),
     );
@@ -252,8 +256,25 @@ export class StreamEngine {
     const inHand = run.gate.isOpen && run.holdsEntries();
     await untilInterrupted(inHand, this.interrupt, async (interrupted) => {
       await run.end(shutdownTimeoutMs, interrupted, this.logger);
+      this.pauses?.flush();
       this.watch.closed();
       this.logger.log(`consumer "${consumer}" stopped`);
     });
   }
+}
+
+/** One pause line per pattern: a stream's name is its pattern's (with `keyPrefix`), and its partition among the pattern's. */
+function pauseAnnouncerOf(options: ResolvedServerOptions, plan: StreamPlan, logger: Logger): PauseAnnouncer {
+  const counts = new Map<string, number>();
+  for (const o of plan.origins.values()) if (o.partition !== undefined) counts.set(o.pattern, (counts.get(o.pattern) ?? 0) + 1);
+  return new PauseAnnouncer({
+    group: options.group,
+    logger,
+    windowMs: options.flowCheckMs,
+    streamOf: (stream) => {
+      const o = plan.origins.get(stream);
+      if (o?.partition === undefined) return { name: stream, partitions: 1 };
+      return { name: options.keyPrefix + o.pattern, partition: o.partition, partitions: counts.get(o.pattern)! };
+    },
+  });
 }

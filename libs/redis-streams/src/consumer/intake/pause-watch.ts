@@ -12,6 +12,8 @@ export interface PauseWatchDeps {
   /** How often the flags are looked at (`flowCheckMs`). */
   checkMs: number;
   logger: Logger;
+  /** Says a stream paused or resumed (the consumer's PauseAnnouncer: one line per pattern). Default: a line per stream. */
+  announce?: (stream: string, paused: boolean) => void;
 }
 
 /**
@@ -104,11 +106,13 @@ export class PauseWatch {
     this.paused = now;
     for (const stream of this.d.streams) {
       if (was.has(stream) === now.has(stream)) continue;
-      this.d.logger.log(
-        now.has(stream)
-          ? `"${escapeControl(stream)}" paused for group "${escapeControl(this.d.group)}": what is in hand finishes, nothing new starts until it resumes`
-          : `"${escapeControl(stream)}" resumed for group "${escapeControl(this.d.group)}"`,
-      );
+      if (this.d.announce) this.d.announce(stream, now.has(stream));
+      else
+        this.d.logger.log(
+          now.has(stream)
+            ? `"${escapeControl(stream)}" paused for group "${escapeControl(this.d.group)}": what is in hand finishes, nothing new starts until it resumes`
+            : `"${escapeControl(stream)}" resumed for group "${escapeControl(this.d.group)}"`,
+        );
     }
     this.changes.next();
   }
