@@ -17,6 +17,7 @@ function health(change: Partial<RedisStreamsHealth> = {}, stream: Partial<RedisS
     redisDownForMs: 0,
     statsAgeMs: 10,
     streams: [{ stream: 'orders', lag: 0, pending: 0, deadLetters: 0, inHand: 0, lastBeatAgeMs: 5, stuckEntries: 0, ...stream }],
+    patterns: [{ pattern: 'orders', streams: 1, lag: 0, pending: 0 }],
     ...change,
   };
 }

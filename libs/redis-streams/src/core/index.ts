@@ -45,6 +45,7 @@ export {
   DEFAULT_REDIS_DOWN_MS,
   type HealthThresholds,
   type HealthVerdict,
+  type PatternHealth,
   type RedisStreamsHealth,
   type StreamHealth,
 } from '../health/health.js';

@@ -101,6 +101,7 @@ export class StreamEngine {
       group: options.group,
       consumer: options.consumer,
       streams: plan.streams,
+      patternOf: (stream) => plan.origins.get(stream)?.pattern,
       commands,
       deadLetterKey: (stream) => (options.deadLetterStream ? options.deadLetterStream(stream) : undefined),
       readers: () =>
@@ -180,7 +181,15 @@ export class StreamEngine {
   async health(options: { maxStatsAgeMs?: number; stats?: boolean } = {}): Promise<RedisStreamsHealth> {
     if (this.run) return this.run.probe.snapshot(options);
     const state = this.closing ? 'stopped' : 'starting';
-    return { state, group: this.options.group, consumer: this.options.consumer, redisDownForMs: 0, streams: [], statsAgeMs: undefined };
+    return {
+      state,
+      group: this.options.group,
+      consumer: this.options.consumer,
+      redisDownForMs: 0,
+      streams: [],
+      patterns: [],
+      statsAgeMs: undefined,
+    };
   }
 
   /**

@@ -8,6 +8,7 @@ import { isUnanswered } from '../redis/replies/redis-errors.js';
 import type { StreamCommands } from '../redis/stream-commands.js';
 import { within } from '../within.js';
 import { GroupStats } from './group-stats.js';
+import { patternFigures } from './pattern-figures.js';
 import type { RedisStreamsHealth, StreamHealth } from './health.js';
 
 /** How long a health check waits for XINFO GROUPS before answering with the figures it has. */
@@ -21,6 +22,8 @@ export interface HealthProbeDeps {
   group: string;
   consumer: string;
   streams: readonly string[];
+  /** The handler pattern a stream key belongs to (its partitions' and priority levels' too). */
+  patternOf: (stream: string) => string | undefined;
   commands: StreamCommands;
   /** A stream's dead-letter stream; undefined when entries are never dead-lettered. */
   deadLetterKey: (stream: string) => string | undefined;
@@ -92,26 +95,28 @@ export class HealthProbe {
     const features = readers.map((r) => r.features).find((f) => f !== undefined);
     const latest = this.stats.latest();
     const figures = new Map(latest?.stats.map((s) => [s.stream, s]));
+    const streams: StreamHealth[] = readers.flatMap(({ streams, vitals, ordering, delayed, paused }) =>
+      streams.map((stream) => ({
+        stream,
+        lag: figures.get(stream)?.lag ?? null,
+        pending: figures.get(stream)?.pending ?? null,
+        deadLetters: figures.get(stream)?.deadLetters ?? null,
+        inHand: vitals.inHand.get(stream) ?? 0,
+        lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
+        ...handlersOf(vitals, stream),
+        ...(ordering ? { ordering: orderingOf(ordering) } : {}),
+        ...delayedOf(delayed?.(stream)),
+        ...(paused?.(stream) ? { paused: true } : {}),
+      })),
+    );
     return {
       state,
       group: this.d.group,
       consumer: this.d.consumer,
       // At least 1 while down: 0 says Redis can be reached.
       redisDownForMs: Number.isFinite(downSince) ? Math.max(1, now - downSince) : 0,
-      streams: readers.flatMap(({ streams, vitals, ordering, delayed, paused }) =>
-        streams.map((stream) => ({
-          stream,
-          lag: figures.get(stream)?.lag ?? null,
-          pending: figures.get(stream)?.pending ?? null,
-          deadLetters: figures.get(stream)?.deadLetters ?? null,
-          inHand: vitals.inHand.get(stream) ?? 0,
-          lastBeatAgeMs: vitals.lastBeatAt === undefined ? undefined : Math.max(0, now - vitals.lastBeatAt),
-          ...handlersOf(vitals, stream),
-          ...(ordering ? { ordering: orderingOf(ordering) } : {}),
-          ...delayedOf(delayed?.(stream)),
-          ...(paused?.(stream) ? { paused: true } : {}),
-        })),
-      ),
+      streams,
+      patterns: patternFigures(streams, this.d.patternOf),
       statsAgeMs: latest ? Math.max(0, now - latest.at) : undefined,
       ...(statsError ? { statsError } : {}),
       ...(loopError ? { loopError } : {}),

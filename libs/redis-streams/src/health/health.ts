@@ -11,6 +11,12 @@ export interface RedisStreamsHealth {
    */
   redisDownForMs: number;
   streams: StreamHealth[];
+  /**
+   * Per handler pattern, its streams' lag and pending added up (a partitioned pattern's partitions, a
+   * pattern's priority levels): one figure to autoscale on (docs/guide/autoscaling.md). Group-wide, like
+   * the per-stream figures: every replica reports the same.
+   */
+  patterns: PatternHealth[];
   /** Age of the lag and pending figures, in ms; undefined when they were never read. */
   statsAgeMs: number | undefined;
   /** Why the figures are older than asked (Redis unreachable, XINFO refused). */
@@ -22,6 +28,18 @@ export interface RedisStreamsHealth {
    * `ack-delete`, `idempotent-produce`; none with `newerCommands: false`), as found at the last start; absent before it.
    */
   server?: { name: string; features: FeatureName[] };
+}
+
+/** A handler pattern's figures: the sums of its streams' (see {@link StreamHealth}). */
+export interface PatternHealth {
+  /** The pattern as registered (`@StreamPattern('orders', …)`), without the key prefix. */
+  pattern: string;
+  /** How many stream keys it reads: its partitions, or its priority levels; 1 for a plain pattern. */
+  streams: number;
+  /** Entries of its streams not yet delivered to the group; null when any stream's lag is unknown (never a low guess). */
+  lag: number | null;
+  /** Entries delivered to the group and not yet acked, on all its streams; null when any is not read yet. */
+  pending: number | null;
 }
 
 /** One stream this consumer reads. */
