@@ -64,3 +64,41 @@ export {
 export { createDashboardHandler, type DashboardHandler } from './dashboard/dashboard-http.js';
 export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from './dashboard/dashboard-options.js';
 export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from './dashboard/dashboard-server.js';
+// Types the API above names in its signatures: exported so that users can name them too (the API report lists none
+// as forgotten).
+export type { DashboardGuard } from './server/redis-streams-dashboard.module.js';
+export type { DelayedLook, PauseState, Promotion } from './redis/replies/replies.js';
+export type { Deserializer, Serializer } from './ports.js';
+export type { FeatureName } from './redis/server-features.js';
+export type { OnceWrite } from './redis/produce/idempotent-add.js';
+export type { StreamOrdering } from './health/health.js';
+export type { PromoteBudget } from './redis/upkeep/delayed-commands.js';
+export type { RawCommand } from './redis/produce/replication-wait.js';
+export type { RedisConnection } from './redis/connection/connect.js';
+export type { RedriveOptions } from './dlq/dead-letters.js';
+export type { ReportedConnection } from './redis/connection/reported-connection.js';
+export type { ResolvedClientOptions } from './options/client-options.js';
+export type { ResolvedDurability } from './options/durability-options.js';
+export type { ResolvedServerOptions } from './options/server-options.js';
+export type { ScheduleCommands } from './redis/upkeep/schedule-commands.js';
+export type { StreamEntryContext } from './core/stream-context.js';
+export { FEATURE_NAMES } from './redis/server-features.js';
+export type { FireOrder } from './redis/upkeep/schedule-commands.js';
+export type { FireOutcome } from './redis/replies/schedule-replies.js';
+export type { IdempotencyWindow } from './options/client-options.js';
+export type { ResolvedConnection } from './options/connection.js';
+export type { ResolvedDurableAcks } from './options/durability-options.js';
+export type { RetryDelay } from './options/retry-options.js';
+export type { ScheduleKeys } from './key-names.js';
+export type { ScheduleLook } from './redis/replies/schedule-replies.js';
+export type { SchedulePage } from './redis/replies/schedule-replies.js';
+export type { ScheduleSetReply } from './redis/replies/schedule-replies.js';
+export type { ScheduleState } from './redis/replies/schedule-replies.js';
+export type { StoredSchedule } from './redis/replies/schedule-replies.js';
+export type { StreamDurability } from './health/health.js';
+export type { ResolvedCluster } from './options/connection.js';
+export type { ScheduleLookRow } from './redis/replies/schedule-replies.js';
+export type { DueSchedule } from './redis/replies/schedule-replies.js';
+export type { UnsetServerOption } from './options/server-options.js';
+// Not `Logger`: Nest's own Logger has that name.
+export type { Logger as RedisStreamsLogger } from './ports.js';

@@ -53,3 +53,21 @@ export { maskUrl, redactError, RedisStreamsError, UnsupportedServerError } from 
 export { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 export { DASHBOARD_DEFAULTS, type DashboardAuthorize, type DashboardOptions } from '../dashboard/dashboard-options.js';
 export { serveDashboard, type DashboardServerOptions, type ServedDashboard } from '../dashboard/dashboard-server.js';
+// Types the API above names in its signatures: exported so that users can name them too.
+export type { DurableAcks } from '../options/durability-options.js';
+export type { EntryFailure } from '../batch-failure-mark.js';
+export type { FeatureName } from '../redis/server-features.js';
+export type { RedisConnection } from '../redis/connection/connect.js';
+export type { RedriveOptions } from '../dlq/dead-letters.js';
+export type { ResolvedServerOptions } from '../options/server-options.js';
+export type { StreamOrdering } from '../health/health.js';
+export type { Durability } from '../options/durability-options.js';
+export { FEATURE_NAMES } from '../redis/server-features.js';
+export type { ResolvedConnection } from '../options/connection.js';
+export type { ResolvedDurableAcks } from '../options/durability-options.js';
+export type { RetryDelay } from '../options/retry-options.js';
+export type { StreamDurability } from '../health/health.js';
+export type { WhenUnconfirmed } from '../options/durability-options.js';
+export type { ResolvedCluster } from '../options/connection.js';
+export type { ResolvedDurability } from '../options/durability-options.js';
+export type { UnsetServerOption } from '../options/server-options.js';

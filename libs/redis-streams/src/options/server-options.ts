@@ -169,11 +169,12 @@ export interface RedisStreamsServerOptions {
 export type DeleteOnAck = false | 'this-group' | 'all-groups';
 const DELETE_ON_ACK: readonly DeleteOnAck[] = [false, 'this-group', 'all-groups'];
 
-type Optional = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
+/** The server options with no default: left undefined in the resolved options unless given. */
+export type UnsetServerOption = 'maxEntryBytes' | 'handlerTimeoutMs' | 'deadLetterRetention';
 export type ResolvedServerOptions = Required<
-  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | 'durableAcks' | Optional>
+  Omit<RedisStreamsServerOptions, 'connection' | 'consumerCleanup' | 'shutdownTimeoutMs' | 'retry' | 'durableAcks' | UnsetServerOption>
 > &
-  Pick<RedisStreamsServerOptions, Optional> & {
+  Pick<RedisStreamsServerOptions, UnsetServerOption> & {
     /** undefined: none (see `durableAcks`). */
     durableAcks: ResolvedDurableAcks | undefined;
     /** undefined: no policy (see `retry`). */

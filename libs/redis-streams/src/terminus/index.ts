@@ -9,3 +9,8 @@ export {
   type RedisStreamsHealth,
   type StreamHealth,
 } from '../health/health.js';
+// Types the API above names in its signatures: exported so that users can name them too.
+export type { PatternHealth, StreamOrdering } from '../health/health.js';
+export type { FeatureName } from '../redis/server-features.js';
+export { FEATURE_NAMES } from '../redis/server-features.js';
+export type { StreamDurability } from '../health/health.js';
