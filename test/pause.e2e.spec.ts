@@ -231,6 +231,35 @@ describe('pause and resume a pattern for the whole group', () => {
     ]);
   });
 
+  it('a pattern with priority levels (and partitions) is said once: its levels are one pattern; one level paused alone is named by its key (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const logs = captureLogs();
+    const c = consumer(prefix, { logger: logs.logger })
+      .handle('plain', () => undefined, { priorities: { levels: 3 } })
+      .handle('parts', () => undefined, { partitions: 2, priorities: { levels: 3 } });
+    await c.start();
+    const said = (word: string) => logs.lines.filter((l) => l.includes(`${word} for group "g"`)).sort();
+    const allPaused = async (n: number) =>
+      waitFor(async () => (await c.health()).streams.filter((s) => s.paused).length === n, { message: `${n} streams paused` });
+    await c.pause('plain');
+    await c.pause('parts');
+    await allPaused(9);
+    await waitFor(() => said('paused').length >= 2, { message: 'the pauses said' });
+    await beats(5);
+    const tail = ': what is in hand finishes, nothing new starts until it resumes';
+    expect(said('paused')).toEqual([
+      `log "${prefix}parts" paused for group "g" (all 2 partitions)${tail}`,
+      `log "${prefix}plain" paused for group "g"${tail}`,
+    ]);
+    // One level of one partition resumed by its key: that stream, by its key, not "partition 0".
+    const level = `${prefix}{parts:0}:prio:1`;
+    await runCli(redis, ['resume', level, '--group', 'g', '--force']);
+    await allPaused(8);
+    await waitFor(() => said('resumed').length > 0, { message: 'the resume said' });
+    await beats(5);
+    expect(said('resumed')).toEqual([`log "${prefix}parts" resumed for group "g" (stream "${level}")`]);
+  });
+
   it('pausing one stream pauses it alone: jobs:{tenant:1} paused, jobs:{tenant:2} and jobs:tenant run; the CLI and inspect name only it (review finding)', async () => {
     const prefix = uniquePrefix();
     const patterns = ['jobs:{tenant:1}', 'jobs:{tenant:2}', 'jobs:tenant'];

@@ -272,18 +272,23 @@ export class StreamEngine {
   }
 }
 
-/** One pause line per pattern: a stream's name is its pattern's (with `keyPrefix`), and its partition among the pattern's. */
+/** One pause line per pattern: a stream's name is its pattern's (with `keyPrefix`), its partition among the pattern's. */
 function pauseAnnouncerOf(options: ResolvedServerOptions, plan: StreamPlan, logger: Logger): PauseAnnouncer {
-  const counts = new Map<string, number>();
-  for (const o of plan.origins.values()) if (o.partition !== undefined) counts.set(o.pattern, (counts.get(o.pattern) ?? 0) + 1);
+  const streamsOf = new Map<string, string[]>();
+  const partitionsOf = new Map<string, Set<number>>();
+  for (const [stream, o] of plan.origins) {
+    streamsOf.set(o.pattern, [...(streamsOf.get(o.pattern) ?? []), stream]);
+    if (o.partition !== undefined) partitionsOf.set(o.pattern, (partitionsOf.get(o.pattern) ?? new Set()).add(o.partition));
+  }
   return new PauseAnnouncer({
     group: options.group,
     logger,
     windowMs: options.flowCheckMs,
     streamOf: (stream) => {
       const o = plan.origins.get(stream);
-      if (o?.partition === undefined) return { name: stream, partitions: 1 };
-      return { name: options.keyPrefix + o.pattern, partition: o.partition, partitions: counts.get(o.pattern)! };
+      if (!o) return { name: stream, partitions: 1, siblings: [stream] };
+      const siblings = streamsOf.get(o.pattern)!;
+      return { name: options.keyPrefix + o.pattern, partition: o.partition, partitions: partitionsOf.get(o.pattern)?.size ?? 1, siblings };
     },
   });
 }

@@ -1,12 +1,14 @@
 import { escapeControl } from '../../escape-control.js';
 import type { Logger } from '../../ports.js';
 
-/** What a stream is to the app: the pattern's name as the operator gives it (with `keyPrefix`), and its partition. */
+/** What a stream is to the app: its pattern's name as the operator gives it (with `keyPrefix`), and its partition. */
 export interface AnnouncedStream {
   name: string;
-  /** Set for a partitioned pattern's stream. */
+  /** Set for a partitioned pattern's stream (each of its priority levels too). */
   partition?: number;
   partitions: number;
+  /** Every stream of the pattern: its partitions and their priority levels. */
+  siblings: readonly string[];
 }
 
 export interface PauseAnnouncerDeps {
@@ -20,13 +22,14 @@ export interface PauseAnnouncerDeps {
 const PAUSED = ': what is in hand finishes, nothing new starts until it resumes';
 
 /**
- * The pause and resume lines of one consumer: one per pattern, not one per stream. A partitioned pattern's readers
- * (one per partition when ordered, rate-limited or fair) each see its flags at their own look; what they see within
- * one window is said in one line naming the partitions. A reader that sees it later says its own line.
+ * The pause and resume lines of one consumer: one per pattern, not one per stream. A pattern's readers (one per
+ * partition when ordered, rate-limited or fair; each partition's priority levels) see its flags at their own look;
+ * what they see within one window is said in one line: the whole pattern, its partitions whose every stream changed,
+ * or the streams by key. A reader that sees it later says its own line.
  */
 export class PauseAnnouncer {
-  /** Pattern name → partition (-1: not partitioned) → paused now. */
-  private readonly told = new Map<string, { stream: AnnouncedStream; changes: Map<number, boolean> }>();
+  /** Pattern name → stream → paused now. */
+  private readonly told = new Map<string, { stream: AnnouncedStream; changes: Map<string, boolean> }>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly d: PauseAnnouncerDeps) {}
@@ -34,9 +37,9 @@ export class PauseAnnouncer {
   /** A reader saw `stream` paused (or resumed): said at the end of the window (at once when the window is 0). */
   tell(stream: string, paused: boolean): void {
     const s = this.d.streamOf(stream);
-    const entry = this.told.get(s.name) ?? { stream: s, changes: new Map<number, boolean>() };
+    const entry = this.told.get(s.name) ?? { stream: s, changes: new Map<string, boolean>() };
     this.told.set(s.name, entry);
-    entry.changes.set(s.partition ?? -1, paused);
+    entry.changes.set(stream, paused);
     if (this.d.windowMs <= 0) return this.flush();
     // Not kept alive by a line to say; close() says it.
     this.timer ??= setTimeout(() => this.flush(), this.d.windowMs).unref();
@@ -50,18 +53,37 @@ export class PauseAnnouncer {
     for (const { stream, changes } of this.told.values()) {
       const name = escapeControl(stream.name);
       for (const paused of [true, false]) {
-        const parts = [...changes].filter(([, p]) => p === paused).map(([i]) => i);
-        if (parts.length === 0) continue;
-        const scope = stream.partition === undefined || stream.partitions <= 1 ? '' : ` (${partitionsOf(parts, stream.partitions)})`;
-        this.d.logger.log(`"${name}" ${paused ? 'paused' : 'resumed'} for group "${group}"${scope}${paused ? PAUSED : ''}`);
+        const streams = new Set([...changes].filter(([, p]) => p === paused).map(([s]) => s));
+        if (streams.size === 0) continue;
+        const scope = this.scopeOf(stream, streams);
+        this.d.logger.log(
+          `"${name}" ${paused ? 'paused' : 'resumed'} for group "${group}"${scope && ` (${scope})`}${paused ? PAUSED : ''}`,
+        );
       }
     }
     this.told.clear();
   }
-}
 
-function partitionsOf(parts: number[], of: number): string {
-  if (parts.length === of) return `all ${of} partitions`;
-  parts.sort((a, b) => a - b);
-  return `${parts.length === 1 ? 'partition' : 'partitions'} ${parts.join(', ')} of ${of}`;
+  /** '' for the whole of an unpartitioned pattern; else its partitions whose every stream is in `streams`, and the other streams by key. */
+  private scopeOf(pattern: AnnouncedStream, streams: ReadonlySet<string>): string {
+    const { siblings, partitions } = pattern;
+    if (streams.size === siblings.length && siblings.every((s) => streams.has(s)))
+      return partitions > 1 && pattern.partition !== undefined ? `all ${partitions} partitions` : '';
+    const byPartition = new Map<number, string[]>();
+    if (pattern.partition !== undefined)
+      for (const s of siblings) {
+        const p = this.d.streamOf(s).partition!;
+        byPartition.set(p, [...(byPartition.get(p) ?? []), s]);
+      }
+    const whole = [...byPartition].filter(([, ss]) => ss.every((s) => streams.has(s))).map(([p]) => p);
+    const covered = new Set(whole.flatMap((p) => byPartition.get(p)!));
+    const rest = [...streams].filter((s) => !covered.has(s)).sort();
+    whole.sort((a, b) => a - b);
+    return [
+      whole.length > 0 ? `${whole.length === 1 ? 'partition' : 'partitions'} ${whole.join(', ')} of ${partitions}` : '',
+      rest.length > 0 ? `${rest.length === 1 ? 'stream' : 'streams'} ${rest.map((s) => `"${escapeControl(s)}"`).join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
+  }
 }
