@@ -115,10 +115,11 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
 
     // Each replica exports them: two series behind each figure (before this is seen, a sum over
     // the replicas would read right), counted once.
-    await waitFor(async () => (await query(`messaging_redis_streams_lag{messaging_destination_name="${stream}"}`)).length === 2, {
-      message: 'both replicas to export the lag',
-      timeoutMs: 30_000,
-    });
+    for (const gauge of ['lag', 'pending', 'dead_letters'])
+      await waitFor(async () => (await query(`messaging_redis_streams_${gauge}{messaging_destination_name="${stream}"}`)).length === 2, {
+        message: `both replicas to export ${gauge}`,
+        timeoutMs: 30_000,
+      });
 
     // The group's figures, once however many replicas export them (the board before this read 10, 4 and 6).
     const figures = async () => ({
@@ -182,6 +183,9 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
       progress: () => JSON.stringify(seen),
     });
     await waitFor(async () => valueOf(await one('Settled / s')) > 0, { message: 'a settle rate', timeoutMs: 30_000 });
+    // Each replica's own rate added up over the replicas (a max would take one), evaluated at one instant.
+    const perReplica = `sum by (instance) (rate(messaging_redis_streams_consumed_messages_total{messaging_destination_name="${stream}", messaging_redis_streams_outcome!="rate-limited"}[1m]))`;
+    expect(Math.abs(valueOf(await query(`${queries.get('Settled / s')![0]!} - sum(${perReplica})`)))).toBeLessThan(1e-9);
     expect(Object.keys(byLabel(await one('Settled per second, by outcome'), 'messaging_redis_streams_outcome')).sort()).toEqual([
       'acked',
       'dead-lettered',
