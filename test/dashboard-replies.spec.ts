@@ -16,21 +16,27 @@ import type {
   StreamRow,
   SchedulesReply,
   ScheduleRemoveReply,
+  EntryStateReply,
+  DelayedReply,
+  DelayedEntryReply,
+  DelayedChangeReply,
 } from '../libs/redis-streams/src/dashboard/browser/api-replies.js';
 import type {
   LettersDeleted,
   LettersRedriven,
   PendingMoved,
   ScheduleRemoved,
+  DelayedChanged,
 } from '../libs/redis-streams/src/dashboard/dashboard-actions.js';
 import type { DashboardData, DeadLetterRow } from '../libs/redis-streams/src/dashboard/dashboard-data.js';
 import type { DashboardConfig } from '../libs/redis-streams/src/dashboard/dashboard-http.js';
 import type { RedisStreamsHealth } from '../libs/redis-streams/src/health/health.js';
 
 /** What a read of DashboardData answers (null is the API's 404). */
-type Answer<M extends 'overview' | 'stream' | 'pending' | 'entries' | 'entry' | 'deadLetterStreams' | 'schedules'> = NonNullable<
-  Awaited<ReturnType<DashboardData[M]>>
->;
+type Answer<
+  M extends
+    'overview' | 'stream' | 'pending' | 'entries' | 'entry' | 'deadLetterStreams' | 'schedules' | 'entryState' | 'delayed' | 'delayedEntry',
+> = NonNullable<Awaited<ReturnType<DashboardData[M]>>>;
 
 describe("the page's view of the dashboard API", () => {
   it('is what the server answers, call by call', () => {
@@ -41,6 +47,9 @@ describe("the page's view of the dashboard API", () => {
     expectTypeOf<Answer<'entry'>>().toExtend<EntryReply>();
     expectTypeOf<Answer<'deadLetterStreams'>>().toExtend<DeadLetterStreamsReply>();
     expectTypeOf<Answer<'schedules'>>().toExtend<SchedulesReply>();
+    expectTypeOf<Answer<'entryState'>>().toExtend<EntryStateReply>();
+    expectTypeOf<Answer<'delayed'>>().toExtend<DelayedReply>();
+    expectTypeOf<Answer<'delayedEntry'>>().toExtend<DelayedEntryReply>();
     // A letter read from its dead-letter stream always has its id there (the type allows none for one not yet written).
     expectTypeOf<DeadLetterRow & { id: string }>().toExtend<LetterRow>();
     expectTypeOf<RedisStreamsHealth>().toExtend<ConsumerHealth>();
@@ -53,5 +62,6 @@ describe("the page's view of the dashboard API", () => {
     expectTypeOf<LettersRedriven>().toExtend<RedriveReply>();
     expectTypeOf<LettersDeleted>().toExtend<DeleteReply>();
     expectTypeOf<ScheduleRemoved>().toExtend<ScheduleRemoveReply>();
+    expectTypeOf<DelayedChanged>().toExtend<DelayedChangeReply>();
   });
 });

@@ -13,6 +13,8 @@ const ACTIONS = [
   '/api/pause',
   '/api/resume',
   '/api/schedules/remove',
+  '/api/delayed/cancel',
+  '/api/delayed/promote',
   ...PENDING_ACTIONS,
 ];
 
@@ -54,7 +56,16 @@ export interface PendingMoved {
 export interface ScheduleRemoved {
   removed: boolean;
 }
-export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved | ScheduleRemoved;
+/** A delayed entry cancelled or promoted: whether it still waited (and, promoted, whether it went in, or why not). */
+export interface DelayedChanged {
+  /** It waited when asked (false: promoted, cancelled or never there: nothing done). */
+  found: boolean;
+  /** Promote: it is in the stream now. */
+  moved?: boolean;
+  /** Promote: why its stream did not take it (it waits, due now). */
+  refused?: string;
+}
+export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved | ScheduleRemoved | DelayedChanged;
 
 /** Most ids one action names, and the largest body read. */
 const MAX_IDS = 1000;
@@ -80,6 +91,7 @@ export async function runAction(
   waiting('redis');
   if (path === '/api/pause' || path === '/api/resume') return pauseAction(path === '/api/pause', body, who, ctx);
   if (path === '/api/schedules/remove') return removeSchedule(body, who, ctx);
+  if (path === '/api/delayed/cancel' || path === '/api/delayed/promote') return delayedAction(path.endsWith('/promote'), body, who, ctx);
   if (PENDING_ACTIONS.includes(path)) return pendingAction(path.slice('/api/pending/'.length), body, who, ctx);
   const q = new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' });
   const key = await deadStream(q, ctx);
@@ -124,6 +136,24 @@ async function removeSchedule(body: Record<string, unknown>, who: string, ctx: D
     `dashboard: ${safeJson(who)} removed schedule ${safeJson(id)} of ${safeJson(key)}${removed ? '' : ' (there was none)'}`,
   );
   return { removed };
+}
+
+/** Cancels a delayed entry of a stream, or moves it in now. */
+async function delayedAction(promote: boolean, body: Record<string, unknown>, who: string, ctx: DashboardContext): Promise<DelayedChanged> {
+  const key = await workStream(new URLSearchParams({ key: typeof body.key === 'string' ? body.key : '' }), ctx);
+  const { id } = body;
+  if (typeof id !== 'string' || id === '' || id.length > 1_000) throw new BadRequest('"id" must be the id of one of its delayed entries');
+  const done: DelayedChanged = promote
+    ? await ctx.data.promoteDelayed(key, id).then((r) => (r === 'gone' ? { found: false } : { found: true, ...r }))
+    : { found: await ctx.data.cancelDelayed(key, id) };
+  const entry = `delayed entry ${safeJson(id)} of ${safeJson(key)}`;
+  const line = !done.found
+    ? `${promote ? 'promoted' : 'cancelled'} nothing: ${entry} no longer waits`
+    : promote && !done.moved
+      ? `could not promote ${entry}${done.refused ? ` (${done.refused})` : ''}`
+      : `${promote ? 'promoted' : 'cancelled'} ${entry}`;
+  ctx.options.logger.log(`dashboard: ${safeJson(who)} ${line}`);
+  return done;
 }
 
 /**

@@ -2,7 +2,7 @@ import { delayedReport, type GroupReport, type StreamReport } from '../ops/strea
 import { pendingEntryReport, readRetryView, type PendingEntryReport } from '../ops/pending-states.js';
 import { decodeDeadLetter, type DeadLetter } from '../codec/dead-letter-codec.js';
 import type { RedisConnection } from '../redis/connection/connect.js';
-import { DashboardCommands } from '../redis/tools/dashboard-commands.js';
+import { DashboardCommands, MAX_PARTS } from '../redis/tools/dashboard-commands.js';
 import type { GroupSummary, RangePreviewEntry, StreamSummary } from '../redis/tools/dashboard-replies.js';
 import { isConnectionLoss, isErrorReply, isNoSuchKey, isWrongType } from '../redis/replies/redis-errors.js';
 import { describeError } from '../describe-error.js';
@@ -16,6 +16,9 @@ import { asReport, attentionTarget, streamAttention, type AttentionItem, type De
 import { RateHistory } from './rate-history.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
 import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
+import { EntryCommands } from '../redis/tools/entry-commands.js';
+import type { DelayedRow } from '../redis/tools/entry-replies.js';
+import { readEntryState, type EntryState } from '../ops/entry-state.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
@@ -128,9 +131,26 @@ export interface SchedulesView {
   schedules: { id: string; timing: string; nextFireAt: number | null; lastFireAt: number | null; catchUp: 'once' | 'skip' | null }[];
 }
 
+/** A page of a stream's delayed entries, earliest due first, each value cut (the entry's own page shows it whole, up to its bound). */
+export interface DelayedView {
+  stream: string;
+  /** How many wait in its schedule. */
+  waiting: number;
+  /** Redis' clock when read (ms): due times are on it. */
+  now: number;
+  entries: DelayedRow[];
+  /** Where the next page starts; null: none. */
+  next: { id: string; dueAt: number } | null;
+}
+
+/** Values of a delayed entry shown in a list, and on its own page. */
+const DELAYED_LIST_BYTES = 200;
+const DELAYED_ENTRY_BYTES = 2_000;
+
 export class DashboardData {
   private readonly commands: DashboardCommands;
   private readonly reports: ReportCommands;
+  private readonly entryCommands: EntryCommands;
   private readonly history = new RateHistory<ReturnType<typeof asReport>>();
   private readonly scope: RegExp;
   private keys: { at: number; work: string[]; dead: string[]; nodes: Map<string, string> | undefined } | undefined;
@@ -143,6 +163,7 @@ export class DashboardData {
   ) {
     this.commands = new DashboardCommands(redis);
     this.reports = new ReportCommands(redis);
+    this.entryCommands = new EntryCommands(redis);
     this.scope = globToRegExp(options.match);
   }
 
@@ -247,6 +268,34 @@ export class DashboardData {
   async entry(stream: string, id: string, maxBytes: number): Promise<EntryView | null> {
     const [found] = await this.commands.rangePreview(stream, id, id, 1, maxBytes);
     return found ? entryView(stream, found, maxBytes) : null;
+  }
+
+  /** Where entry `id` of `stream` stands in each group, its letters, as far as Redis tells (ops/entry-state.ts). */
+  entryState(stream: string, id: string): Promise<EntryState> {
+    return readEntryState({ reports: this.reports, entries: this.entryCommands, dashboard: this.commands }, stream, id, REASON_BYTES);
+  }
+
+  /** A page of `stream`'s delayed entries, earliest due first, after `after`. */
+  async delayed(stream: string, after: { id: string; dueAt: number } | undefined, count: number): Promise<DelayedView> {
+    const page = await this.entryCommands.delayedPage(stream, after, count, DELAYED_LIST_BYTES, 20);
+    return { stream, waiting: page.waiting, now: page.now, entries: page.rows, next: page.next };
+  }
+
+  /** One delayed entry of `stream`, each value cut to 2,000 bytes; null when it no longer waits. */
+  async delayedEntry(stream: string, id: string): Promise<(DelayedRow & { stream: string; now: number }) | null> {
+    const page = await this.entryCommands.delayedEntry(stream, id, DELAYED_ENTRY_BYTES, MAX_PARTS);
+    const [row] = page.rows;
+    return row ? { ...row, stream, now: page.now } : null;
+  }
+
+  /** Cancels delayed entry `id` of `stream`: true if it was waiting. */
+  cancelDelayed(stream: string, id: string): Promise<boolean> {
+    return this.entryCommands.cancelDelayed(stream, id);
+  }
+
+  /** Moves delayed entry `id` of `stream` in now (entry-commands.ts); 'gone' when it no longer waited. */
+  promoteDelayed(stream: string, id: string): Promise<{ moved: boolean; refused?: string } | 'gone'> {
+    return this.entryCommands.promoteDelayed(stream, id);
   }
 
   /**

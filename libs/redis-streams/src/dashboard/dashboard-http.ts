@@ -226,6 +226,19 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       const stream = deadLetterSourcesOf(q.get('key') ?? '').length > 0 ? await deadStream(q, ctx) : await workStream(q, ctx);
       return data.entry(stream, streamId(q, 'id', true), q.get('full') === '1' ? FULL_BYTES : PREVIEW_BYTES);
     }
+    case '/api/entry-state':
+      return data.entryState(await workStream(q, ctx), streamId(q, 'id', true));
+    case '/api/delayed': {
+      const after = delayedId(q, 'after', false);
+      const afterDue = count(q, 'afterDue', 0, Number.MAX_SAFE_INTEGER, 0);
+      return data.delayed(
+        await workStream(q, ctx),
+        after === undefined ? undefined : { id: after, dueAt: afterDue },
+        count(q, 'count', 20, 100),
+      );
+    }
+    case '/api/delayed-entry':
+      return data.delayedEntry(await workStream(q, ctx), delayedId(q, 'id', true));
     case '/api/dead-letters': {
       const key = await deadStream(q, ctx);
       const n = count(q, 'count', 50, 500);
@@ -239,6 +252,19 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
     default:
       return undefined;
   }
+}
+
+/** A delayed entry's id (what emit gave, or its idempotency key): any text of 1 to 1,000 characters. */
+function delayedId(q: URLSearchParams, name: string, required: true): string;
+function delayedId(q: URLSearchParams, name: string, required: false): string | undefined;
+function delayedId(q: URLSearchParams, name: string, required: boolean): string | undefined {
+  const value = q.get(name);
+  if (value === null || value === '') {
+    if (required) throw new BadRequest(`"${name}" is required`);
+    return undefined;
+  }
+  if (value.length > 1_000) throw new BadRequest(`"${name}" takes at most 1,000 characters`);
+  return value;
 }
 
 function optional<K extends string>(name: K, value: string | undefined): Partial<Record<K, string>> {

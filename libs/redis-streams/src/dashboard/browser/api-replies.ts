@@ -203,8 +203,71 @@ export interface ScheduleRemoveReply {
   removed: boolean;
 }
 
+/** Where one entry stands in one group (ops/entry-state.ts). */
+export interface EntryGroupRow {
+  group: string;
+  state: 'unread' | 'pending' | 'retry-waiting' | 'retry-due' | 'dead-lettered' | 'acked';
+  lastDeliveredId: string;
+  pending: { owner: string; idleMs: number; deliveries: number; ownerConnected: boolean | null } | null;
+  retry: { dueAt: number; inMs: number } | null;
+  retryUnknown?: string;
+}
+
+export interface EntryLetterRow {
+  deadStream: string;
+  id: string;
+  group: string;
+  consumer: string;
+  deliveryCount: number;
+  error: string;
+  stack?: string;
+  deadAt: number;
+  errorTruncated: boolean;
+  stackTruncated: boolean;
+}
+
+export interface EntryStateReply {
+  inStream: boolean;
+  now: number;
+  groups: EntryGroupRow[];
+  letters: EntryLetterRow[];
+  letterSearch: { read: number; complete: boolean } | { error: string };
+}
+
+/** One delayed entry as listed: its id (what emit gave), due time, record size and fields cut. */
+export interface DelayedRow {
+  id: string;
+  dueAt: number;
+  bytes: number;
+  fields: string[] | null;
+  parts: number | null;
+  idempotencyKey: string | null;
+}
+
+export interface DelayedReply {
+  waiting: number;
+  now: number;
+  entries: DelayedRow[];
+  next: { id: string; dueAt: number } | null;
+}
+
+export interface DelayedEntryReply extends DelayedRow {
+  stream: string;
+  now: number;
+}
+
+/** A delayed entry cancelled or promoted. */
+export interface DelayedChangeReply {
+  found: boolean;
+  moved?: boolean;
+  refused?: string;
+}
+
 /** Each GET of the API (`api/<call>`) and its answer. */
 export interface ApiReplies {
+  'entry-state': EntryStateReply;
+  delayed: DelayedReply;
+  'delayed-entry': DelayedEntryReply;
   config: ConfigReply;
   consumer: ConsumerReply;
   overview: OverviewReply;

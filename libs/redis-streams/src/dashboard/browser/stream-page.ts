@@ -3,6 +3,7 @@ import type { Delayed, Idempotency, ScheduleRemoveReply } from './api-replies.js
 import { act, get } from './api.js';
 import { chartsSection } from './charts-section.js';
 import { button, card, el, hash, idCell, link, table, when, type Child } from './dom.js';
+import { delayedSection } from './delayed-section.js';
 import { entriesSection } from './entries-section.js';
 import { figures } from './figures.js';
 import { age, count, num } from './format.js';
@@ -89,6 +90,7 @@ export async function streamPage(key: string, group?: string): Promise<Child[]> 
   for (const g of groups) out.push(...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
     out.push(el('p', { role: 'alert', class: 'notice' }, `No group "${group}" on this stream.`));
+  out.push(await delayedSection(key, s.delayed));
   out.push(await schedulesSection(key));
   out.push(await entriesSection(key));
   const deadRows = s.deadLetters.map((d) => [link(d.stream, hash('dead', d.stream)), d.length === null ? 'not a stream' : num(d.length)]);
