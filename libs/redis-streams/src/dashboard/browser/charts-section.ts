@@ -1,6 +1,6 @@
 /* The three charts of a page (the overview's streams, or one stream): lag and pending, rates, dead letters. */
 import { chart } from './chart.js';
-import { fmtEntries, fmtPerSec } from './chart-units.js';
+import { ENTRIES, PER_SEC } from './chart-units.js';
 import { windowPicker } from './chart-window.js';
 import { el } from './dom.js';
 import type { Figures } from './figures.js';
@@ -20,7 +20,7 @@ export function chartsSection(key: string, f: Omit<Figures, 'groups'> & { produc
           { name: 'lag', color: '--c1', value: f.lag },
           { name: 'pending', color: '--c2', value: f.pending },
         ],
-        fmtEntries,
+        ENTRIES,
       ),
       chart(
         `${key}:rates`,
@@ -29,9 +29,9 @@ export function chartsSection(key: string, f: Omit<Figures, 'groups'> & { produc
           { name: 'produced', color: '--c3', value: f.produced, ...(f.producedBefore ? { before: f.producedBefore } : {}) },
           { name: 'consumed', color: '--c1', value: f.consumed },
         ],
-        fmtPerSec,
+        PER_SEC,
       ),
-      chart(`${key}:dead`, 'Dead letters (entries)', [{ name: 'dead letters', color: '--c4', value: f.dead }], fmtEntries),
+      chart(`${key}:dead`, 'Dead letters (entries)', [{ name: 'dead letters', color: '--c4', value: f.dead }], ENTRIES),
     ),
   );
 }
