@@ -12,7 +12,14 @@ import { ReportCommands } from '../redis/tools/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterNamesOf, deadLetterScansOf, deadLetterSourcesOf } from '../key-names.js';
 import { globToRegExp } from './key-scope.js';
-import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
+import {
+  asReport,
+  groupedAttention,
+  streamAttention,
+  type AttentionItem,
+  type DeadLetterFigure,
+  type StreamFinding,
+} from './overview-attention.js';
 import { RateHistory } from './rate-history.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
 import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
@@ -313,11 +320,14 @@ export class DashboardData {
       ),
     );
     const summaries = read.filter((s): s is StreamSummary => s !== null && s.groups.length > 0);
-    const streams = await this.decorate(summaries, now, true, true);
+    const found = new Map<string, StreamFinding[]>();
+    const streams = await this.decorate(summaries, now, true, true, found);
+    // A partitioned pattern's partitions share their lines (one dead worker: one line, not one per partition).
     const attentionItems = [
       ...unreadable,
-      ...streams.flatMap((s) =>
-        s.attention.map((why) => ({ text: `${s.stream}: ${why}`, ...attentionTarget(s.stream, why, s.deadLetters) })),
+      ...groupedAttention(
+        streams.map((s) => ({ stream: s.stream, findings: found.get(s.stream) ?? [], deadLetters: s.deadLetters })),
+        this.options.minIdleMs,
       ),
     ];
     const attention = attentionItems.map((a) => a.text);
@@ -334,7 +344,13 @@ export class DashboardData {
   }
 
   /** Summaries with their dead letters, connections, lag ages, rates (when `rates`) and attention. */
-  private async decorate(summaries: StreamSummary[], now: number, rates: boolean, overview: boolean): Promise<DashboardStream[]> {
+  private async decorate(
+    summaries: StreamSummary[],
+    now: number,
+    rates: boolean,
+    overview: boolean,
+    found?: Map<string, StreamFinding[]>,
+  ): Promise<DashboardStream[]> {
     const connected = await this.connected();
     return Promise.all(
       summaries.map(async (s) => {
@@ -384,7 +400,12 @@ export class DashboardData {
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
           })),
         }));
-        const attention = [...refused, ...streamAttention(report, this.options.minIdleMs, previous)];
+        const findings: StreamFinding[] = [
+          ...refused.map((text) => ({ text, kind: 'refused' as const })),
+          ...streamAttention(report, this.options.minIdleMs, previous),
+        ];
+        found?.set(s.stream, findings);
+        const attention = findings.map((f) => f.text);
         const node = this.keys?.nodes?.get(s.stream) ?? null;
         return {
           ...s,
