@@ -16,12 +16,12 @@ function svgEl(tag: string, attrs: Record<string, string | number>, text?: strin
  * A chart of `lines` over the chosen window: axes with units, a legend with the latest values, and
  * the values at the pointer on hover (or focus and arrow keys), in `unit`.
  */
-export function chart(key: string, title: string, lines: Line[], unit: Unit): HTMLElement {
+export function chart(key: string, title: string, lines: Line[], unit: Unit, pastAt?: number[]): HTMLElement {
   const { fmt } = unit;
   // The drawing's own units (its viewBox): the SVG scales to its card's width.
   const [W, H, LEFT, BOTTOM] = [400, 150, 44, 18];
   const now = Date.now();
-  const s = record(key, lines, now);
+  const s = record(key, lines, now, pastAt);
   const since = now - state.window * 60_000;
   const first = Math.max(
     0,
