@@ -2,6 +2,8 @@
 // STREAMS streams with a group each (the overview reads one page of them), and one stream whose PEL holds
 // PEL entries (its stream page and a PEL page). Each figure: the call's time, Redis' CPU for it (INFO cpu)
 // and its commands, against `redis-streams inspect`'s reading of the same page (inspectStreams), measured here.
+// Then the charts' history (figure-history.ts): one round of its sampler at its default cap (1,000 streams) and
+// with every stream (10,000), and the memory its rings take at 10,000 streams.
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { serveDashboard } from 'nestjs-redis-streams';
@@ -17,6 +19,14 @@ const { inspectStreams } = (await import(new URL('../../../libs/redis-streams/di
     skipMissing: boolean,
     entries: number,
   ) => Promise<unknown>;
+};
+const { DashboardData } = (await import(
+  new URL('../../../libs/redis-streams/dist/esm/dashboard/dashboard-data.js', import.meta.url).href
+)) as {
+  DashboardData: new (
+    redis: Redis,
+    options: { match: string; minIdleMs: number; pageSize: number; history: { intervalMs: number; keepMs: number; streams: number } },
+  ) => { close(): void; historyFootprint(): { streams: number; bytes: number } | null };
 };
 const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false } } });
 const STREAMS = flags.smoke ? 300 : 10_000;
@@ -78,7 +88,8 @@ const medianCost = (cs: Cost[]): Cost => ({
 
 log(`preloading ${STREAMS} streams and a PEL of ${PEL} entries`);
 await preload();
-const { server, url } = await serveDashboard(admin, { port: 0, match: '*' });
+// Without its history: the refreshes' own cost, as measured before it came (its sampler would read beside them).
+const { server, url } = await serveDashboard(admin, { port: 0, match: '*', history: false });
 const get = async (path: string) => {
   const res = await fetch(`${url}${path}`);
   if (res.status !== 200) throw new Error(`dashboard-cost: ${path} answered ${res.status}`);
@@ -115,6 +126,36 @@ rows.push([`stream page of the stream with a PEL of ${PEL.toLocaleString('en-US'
 rows.push(['its PEL, one page of 50', medianCost(runs.pending), undefined]);
 rows.push(['its entries, the newest 20', medianCost(runs.entries), undefined]);
 rows.push(["its entries searched by a field's value, no match (reads its window of 1,000)", medianCost(runs.search), undefined]);
+/**
+ * One sampler round over the first `streams` streams, run by hand (its own timer stopped before it fires):
+ * its Redis cost, and the rings it leaves (bytes by their size, and the heap's array buffers grown).
+ */
+async function samplerRound(streams: number): Promise<{ cost: Cost; bytes: number; buffers: number }> {
+  const data = new DashboardData(admin, {
+    match: 's:*',
+    minIdleMs: 30_000,
+    pageSize: 200,
+    history: { intervalMs: 15_000, keepMs: 3_600_000, streams },
+  });
+  data.close();
+  const internals = data as unknown as { closed: boolean; sampleRound(): Promise<void> };
+  internals.closed = false;
+  global.gc?.();
+  const buffers = process.memoryUsage().arrayBuffers;
+  const cost = await measure(() => internals.sampleRound());
+  data.close();
+  global.gc?.();
+  return { cost, bytes: data.historyFootprint()!.bytes, buffers: process.memoryUsage().arrayBuffers - buffers };
+}
+const capped = await samplerRound(1_000);
+const every = await samplerRound(STREAMS);
+const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+rows.push([`history: one sampler round, its default cap (1,000 streams; every 15 s); rings ${mb(capped.bytes)}`, capped.cost, undefined]);
+rows.push([
+  `history: one sampler round, every stream (${STREAMS.toLocaleString('en-US')}; \`history.streams\`); rings ${mb(every.bytes)} (heap's array buffers +${mb(every.buffers)})`,
+  every.cost,
+  undefined,
+]);
 const f = (c: Cost) => `${c.ms.toFixed(1)} | ${c.cpuMs.toFixed(1)} | ${c.commands}`;
 process.stdout.write(
   [

@@ -326,7 +326,7 @@ describe('dashboard', () => {
       const base = `${await app.getUrl()}/ops/streams/`.replace('[::1]', '127.0.0.1');
       await page.goto(base);
       const panel = page.getByRole('region', { name: "This app's consumer" });
-      await panel.getByText('owned here, 1 key(s) blocked').waitFor();
+      await panel.getByText(/^owned here \(epoch \d+\), 1 key\(s\) blocked$/).waitFor();
       const blocked = panel.getByRole('table', { name: 'Keys waiting behind a failed entry' });
       // The key as text: a producer's key is never markup.
       await blocked.getByRole('row', { name: /customer-<i>7<\/i>/ }).waitFor();

@@ -12,8 +12,17 @@ import { ReportCommands } from '../redis/tools/report-commands.js';
 import { idAge } from '../redis/stream-ids.js';
 import { deadLetterNamesOf, deadLetterScansOf, deadLetterSourcesOf } from '../key-names.js';
 import { globToRegExp } from './key-scope.js';
-import { asReport, attentionTarget, streamAttention, type AttentionItem, type DeadLetterFigure } from './overview-attention.js';
-import { RateHistory } from './rate-history.js';
+import {
+  asReport,
+  groupedAttention,
+  streamAttention,
+  type AttentionItem,
+  type DeadLetterFigure,
+  type StreamFinding,
+} from './overview-attention.js';
+import { RateHistory, readBy } from './rate-history.js';
+import { FigureHistory, type FigureSample, type HistorySeries } from './figure-history.js';
+import type { ResolvedDashboardOptions } from './dashboard-options.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
 import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
 import { EntryCommands } from '../redis/tools/entry-commands.js';
@@ -48,6 +57,8 @@ export interface DashboardStream extends Omit<StreamSummary, 'groups'> {
   node: string | null;
   /** Delayed entries waiting in its schedule (docs/guide/flow-control.md), or why that is unknown. */
   delayed: StreamReport['delayed'];
+  /** The stream page: its figures over the kept past (null: no history kept); absent in the overview's rows. */
+  history?: HistorySeries | null;
 }
 
 export interface Overview {
@@ -62,6 +73,8 @@ export interface Overview {
   /** The server and what it offers of the newer stream commands (`Redis 8.6.3: claim-on-read, …`), or why that is unknown. */
   server: string;
   at: number;
+  /** This page's streams' figures over the kept past, summed (null: no history kept). */
+  history: HistorySeries | null;
 }
 
 export interface PendingPage {
@@ -113,6 +126,22 @@ function entryView(stream: string, found: RangePreviewEntry, maxBytes: number): 
   return { stream, id: found.id, fields, sizes, fieldCount: parts / 2, truncated };
 }
 
+/** Streams the history's sampler reads at once: a round of 1,000 is 20 short bursts, not one long one. */
+const SAMPLE_BATCH = 50;
+
+/** A stream's figures for the charts' past: sums over its groups. */
+function sampleOf(s: StreamSummary, dead: number): FigureSample {
+  const lags = s.groups.map((g) => g.lag);
+  const reads = s.groups.map((g) => readBy(s, g));
+  return {
+    lag: lags.includes(null) ? null : lags.reduce<number>((n, l) => n + l!, 0),
+    pending: s.groups.reduce((n, g) => n + g.pending, 0),
+    dead,
+    added: s.entriesAdded,
+    read: reads.includes(null) ? null : reads.reduce<number>((n, r) => n + r!, 0),
+  };
+}
+
 /** The key list (one SCAN of every master) is read at most this often; pages and tabs share it. */
 const KEYS_TTL_MS = 5_000;
 /** Overview refreshes within this window share one read (several tabs, one Redis load). */
@@ -156,15 +185,72 @@ export class DashboardData {
   private keys: { at: number; work: string[]; dead: string[]; nodes: Map<string, string> | undefined } | undefined;
   private readonly shared = new Map<number, { at: number; overview: Promise<Overview> }>();
   private server: { at: number; line: Promise<string> } | undefined;
+  /** The charts' past (figure-history.ts), and the timer that samples it while the dashboard runs. */
+  private readonly figures: FigureHistory | null;
+  private sampler: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
 
   constructor(
     private readonly redis: RedisConnection,
-    private readonly options: { match: string; minIdleMs: number; pageSize: number },
+    private readonly options: Pick<ResolvedDashboardOptions, 'match' | 'minIdleMs' | 'pageSize'> & {
+      history?: ResolvedDashboardOptions['history'];
+    },
   ) {
     this.commands = new DashboardCommands(redis);
     this.reports = new ReportCommands(redis);
     this.entryCommands = new EntryCommands(redis);
     this.scope = globToRegExp(options.match);
+    this.figures = options.history ? new FigureHistory(options.history) : null;
+    if (this.figures) this.schedule(0);
+  }
+
+  /** Stops the sampler (the HTTP server closes, or the app): no timer is left behind. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.sampler);
+  }
+
+  /** What the history holds now: streams and bytes (null: none kept). */
+  historyFootprint(): { streams: number; bytes: number } | null {
+    return this.figures?.footprint ?? null;
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    // unref: a dashboard whose owner never closes it must not hold its process open.
+    this.sampler = setTimeout(() => void this.sampleRound(), ms);
+    this.sampler.unref?.();
+  }
+
+  /**
+   * One round of the sampler: the first `streams` streams in scope that no read of the overview sampled in
+   * this interval, a batch at a time (one summary and the dead-letter lengths each). A failure leaves a gap.
+   */
+  private async sampleRound(): Promise<void> {
+    const figures = this.figures!;
+    const started = Date.now();
+    try {
+      // A connection its owner closed: nothing more to sample.
+      if ((this.redis as { status?: string }).status === 'end') return this.close();
+      // Its own read of the key list is not kept for the pages: an answer a page gets must come from Redis
+      // within KEYS_TTL_MS of its request, not from a round of the sampler's before Redis went away.
+      const { work } = await this.keyList(false);
+      const due = work.slice(0, figures.limits.streams).filter((name) => !figures.has(name, started));
+      for (let i = 0; i < due.length && !this.closed; i += SAMPLE_BATCH)
+        await Promise.all(due.slice(i, i + SAMPLE_BATCH).map((name) => this.sampleOne(name)));
+    } catch {
+      // Redis unreachable or refusing: this round's points are missing, the next round tries again.
+    } finally {
+      this.schedule(Math.max(0, figures.limits.intervalMs - (Date.now() - started)));
+    }
+  }
+
+  private async sampleOne(stream: string): Promise<void> {
+    const summary = await this.commands.summary(stream).catch(() => null);
+    if (!summary || summary.groups.length === 0) return;
+    const lengths = await Promise.all(deadLetterNamesOf(stream).map((key) => this.commands.deadLength(key).catch(() => null)));
+    const dead = lengths.reduce<number>((n, l) => n + (typeof l === 'number' ? l : 0), 0);
+    this.figures!.record(stream, Date.now(), sampleOf(summary, dead));
   }
 
   /** Whether the API may show `key`: a key `match` names, or the default-named dead-letter stream of one. */
@@ -243,8 +329,9 @@ export class DashboardData {
     const summary = await this.commands.summary(stream);
     if (!summary) return null;
     // Rates too: the stream page charts them (a refresh of the overview within 0.5 s shares its sample).
-    const [full] = await this.decorate([summary], Date.now(), true, false);
-    return full!;
+    const now = Date.now();
+    const [full] = await this.decorate([summary], now, true, false);
+    return { ...full!, history: this.figures?.series([stream], now) ?? null };
   }
 
   async pending(stream: string, group: string, after: string | undefined, count: number): Promise<PendingPage> {
@@ -362,15 +449,19 @@ export class DashboardData {
       ),
     );
     const summaries = read.filter((s): s is StreamSummary => s !== null && s.groups.length > 0);
-    const streams = await this.decorate(summaries, now, true, true);
+    const found = new Map<string, StreamFinding[]>();
+    const streams = await this.decorate(summaries, now, true, true, found);
+    // A partitioned pattern's partitions share their lines (one dead worker: one line, not one per partition).
     const attentionItems = [
       ...unreadable,
-      ...streams.flatMap((s) =>
-        s.attention.map((why) => ({ text: `${s.stream}: ${why}`, ...attentionTarget(s.stream, why, s.deadLetters) })),
+      ...groupedAttention(
+        streams.map((s) => ({ stream: s.stream, findings: found.get(s.stream) ?? [], deadLetters: s.deadLetters })),
+        this.options.minIdleMs,
       ),
     ];
     const attention = attentionItems.map((a) => a.text);
-    return { streams, total: work.length, page, pageSize, attention, attentionItems, server: await this.serverLine(now), at: now };
+    const history = this.figures?.series(names, now) ?? null;
+    return { streams, total: work.length, page, pageSize, attention, attentionItems, server: await this.serverLine(now), at: now, history };
   }
 
   /** Read at most every KEYS_TTL_MS, as the key list is: a failover may land on another server. */
@@ -383,7 +474,13 @@ export class DashboardData {
   }
 
   /** Summaries with their dead letters, connections, lag ages, rates (when `rates`) and attention. */
-  private async decorate(summaries: StreamSummary[], now: number, rates: boolean, overview: boolean): Promise<DashboardStream[]> {
+  private async decorate(
+    summaries: StreamSummary[],
+    now: number,
+    rates: boolean,
+    overview: boolean,
+    found?: Map<string, StreamFinding[]>,
+  ): Promise<DashboardStream[]> {
     const connected = await this.connected();
     return Promise.all(
       summaries.map(async (s) => {
@@ -415,6 +512,15 @@ export class DashboardData {
         }
         const delayed = await delayedReport(this.reports, s.stream);
         const report = asReport(s, connected, dead, retries, delayed);
+        // What the page read goes into the charts' past too (the sampler then skips it this interval).
+        this.figures?.record(
+          s.stream,
+          now,
+          sampleOf(
+            s,
+            dead.reduce((n, d) => n + (d.length ?? 0), 0),
+          ),
+        );
         const previous = this.history.previous(s.stream);
         const r = rates
           ? this.history.add(report, now)
@@ -433,7 +539,12 @@ export class DashboardData {
             connected: connected === null ? null : (connected.get(g.name)?.has(c.name) ?? false),
           })),
         }));
-        const attention = [...refused, ...streamAttention(report, this.options.minIdleMs, previous)];
+        const findings: StreamFinding[] = [
+          ...refused.map((text) => ({ text, kind: 'refused' as const })),
+          ...streamAttention(report, this.options.minIdleMs, previous),
+        ];
+        found?.set(s.stream, findings);
+        const attention = findings.map((f) => f.text);
         const node = this.keys?.nodes?.get(s.stream) ?? null;
         return {
           ...s,
@@ -457,7 +568,7 @@ export class DashboardData {
     });
   }
 
-  private async keyList(): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
+  private async keyList(keep = true): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
     const now = Date.now();
     if (this.keys && now - this.keys.at < KEYS_TTL_MS) return this.keys;
     // The dead-letter streams of a cluster's untagged names do not match the pattern itself: SCANs of their own.
@@ -470,7 +581,8 @@ export class DashboardData {
     const work = all.filter((key) => !isDead(key) && this.inScope(key));
     // Which master serves which stream: shown on a cluster only (one node tells nothing).
     const nodes = new Set(found.values()).size > 1 || (this.redis as { isCluster?: boolean }).isCluster === true ? found : undefined;
-    this.keys = { at: now, work, dead, nodes };
-    return this.keys;
+    const keys = { at: now, work, dead, nodes };
+    if (keep) this.keys = keys;
+    return keys;
   }
 }

@@ -25,7 +25,8 @@ export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next
   /**
    * Before the HTTP server closes: from now on every response of the dashboard, and those not yet
    * sent, close their connection. An open page polls every second over one kept-alive connection,
-   * which the server's close would otherwise wait for until the tab goes.
+   * which the server's close would otherwise wait for until the tab goes. It also stops the charts'
+   * history sampler (its timer never holds the process open, and stops once the connection is closed).
    */
   drain(): void;
 };
@@ -134,6 +135,8 @@ export function createDashboardHandler(
   };
   const drain = () => {
     draining = true;
+    // The history's sampler stops with it: nothing of the dashboard's runs on after its server.
+    data.close();
     for (const res of unsent) if (!res.headersSent) res.setHeader('connection', 'close');
   };
   return Object.assign(handler, { drain });

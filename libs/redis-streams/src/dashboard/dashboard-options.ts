@@ -33,6 +33,13 @@ export interface DashboardOptions {
   requestTimeoutMs?: number;
   /** The transport running beside it (a `RedisStreamsServer`): the page shows that consumer's own health too. */
   consumer?: { health(): Promise<RedisStreamsHealth> };
+  /**
+   * The charts' past, kept in this process (docs/guide/dashboard.md, "Charts"): every `intervalMs` (default
+   * 15000) the lag, pending, dead letters and counters of the first `streams` streams in scope (default 1000,
+   * by name) for the last `keepMs` (default 3600000), in one ring per stream (36 bytes a slot: about 8.7 KB a
+   * stream by default). `false`: none (charts show what the tab has seen).
+   */
+  history?: false | { intervalMs?: number; keepMs?: number; streams?: number };
 }
 
 export interface ResolvedDashboardOptions {
@@ -46,9 +53,21 @@ export interface ResolvedDashboardOptions {
   allowedHosts: string[] | undefined;
   requestTimeoutMs: number;
   consumer: { health(): Promise<RedisStreamsHealth> } | undefined;
+  history: { intervalMs: number; keepMs: number; streams: number } | null;
 }
 
-export const DASHBOARD_DEFAULTS = { basePath: '', match: '*', minIdleMs: 30_000, pageSize: 200, requestTimeoutMs: 10_000 } as const;
+export const DASHBOARD_DEFAULTS = {
+  basePath: '',
+  match: '*',
+  minIdleMs: 30_000,
+  pageSize: 200,
+  requestTimeoutMs: 10_000,
+  history: { intervalMs: 15_000, keepMs: 3_600_000, streams: 1_000 },
+} as const;
+
+/** Slots a stream's history ring may have (keepMs / intervalMs), and streams it may keep: its memory stays bounded. */
+const MAX_HISTORY_SLOTS = 10_000;
+const MAX_HISTORY_STREAMS = 100_000;
 
 const KNOWN = [
   'basePath',
@@ -61,6 +80,7 @@ const KNOWN = [
   'allowedHosts',
   'requestTimeoutMs',
   'consumer',
+  'history',
 ] as const;
 
 /** Options checked, each error naming the option (`dashboard.basePath`, …). */
@@ -86,7 +106,32 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
     allowedHosts: hostsOf(input.allowedHosts),
     consumer: withMethod('dashboard.consumer', input.consumer, 'health', undefined),
     requestTimeoutMs: positiveInt('dashboard.requestTimeoutMs', input.requestTimeoutMs, DASHBOARD_DEFAULTS.requestTimeoutMs),
+    history: historyOf(input.history),
   };
+}
+
+function historyOf(value: unknown): ResolvedDashboardOptions['history'] {
+  if (value === false) return null;
+  if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value)))
+    throw new InvalidOptionError('dashboard.history', 'must be false or { intervalMs, keepMs, streams }');
+  const given = (value ?? {}) as { intervalMs?: unknown; keepMs?: unknown; streams?: unknown };
+  rejectUnknown(given, ['intervalMs', 'keepMs', 'streams'], 'dashboard.history.');
+  const d = DASHBOARD_DEFAULTS.history;
+  const intervalMs = positiveInt('dashboard.history.intervalMs', given.intervalMs, d.intervalMs);
+  const keepMs = positiveInt('dashboard.history.keepMs', given.keepMs, d.keepMs);
+  if (keepMs < intervalMs)
+    throw new InvalidOptionError('dashboard.history.keepMs', `must be at least intervalMs (${intervalMs}), got ${keepMs}`);
+  if (keepMs / intervalMs > MAX_HISTORY_SLOTS)
+    throw new InvalidOptionError(
+      'dashboard.history.keepMs',
+      `keeps at most ${MAX_HISTORY_SLOTS} intervals (keepMs / intervalMs): ${keepMs} / ${intervalMs} is more`,
+    );
+  const streams = atMost(
+    'dashboard.history.streams',
+    positiveInt('dashboard.history.streams', given.streams, d.streams),
+    MAX_HISTORY_STREAMS,
+  );
+  return { intervalMs, keepMs, streams };
 }
 
 function hostsOf(value: unknown): string[] | undefined {

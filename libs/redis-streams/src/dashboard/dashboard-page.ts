@@ -117,5 +117,18 @@ button:focus-visible, a:focus-visible, input:focus-visible, summary:focus-visibl
   .stat .value { font-size: 1.3rem; }
   .strip { grid-template-columns: repeat(2, minmax(0, 1fr)); }
   .charts { grid-template-columns: minmax(0, 1fr); }
+  /* Tables as cards: each row a block, each cell a line under its column's name, so that nothing that
+     matters (an id, a state, a reason, a lag) sits past a sideways scroll. */
+  .scroll table, .scroll tbody, .scroll tr, .scroll td { display: block; }
+  .scroll thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  .scroll tr { border-bottom: 1px solid var(--line); padding: .35rem 0; }
+  .scroll td { border: 0; padding: .1rem .2rem; display: flex; gap: .8rem; justify-content: space-between; align-items: baseline; text-align: right; min-width: 0; }
+  .scroll td::before { content: attr(data-label); color: var(--muted); font-size: .78rem; text-align: left; flex: none; }
+  .scroll td:not([data-label])::before { content: none; }
+  .scroll td > * { min-width: 0; }
+  .scroll td.blank { display: none; }
+  .scroll td.n { white-space: normal; }
+  td .name, .reason { min-width: 0; }
+  .reason { text-align: left; }
 }
 `;

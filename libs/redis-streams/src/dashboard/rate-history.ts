@@ -10,7 +10,7 @@ export interface RateSource {
  * at `0`), the entries added once its lag is 0 (it has read all of them). Otherwise unknown: a lag that
  * fell may be a trim or a group made again, not reading.
  */
-const readBy = (source: RateSource, g: RateSource['groups'][number]): number | null =>
+export const readBy = (source: RateSource, g: RateSource['groups'][number]): number | null =>
   g.entriesRead ?? (g.lag === 0 ? source.entriesAdded : null);
 
 /** Entries per second over the last refresh, and the recent history for a sparkline. */

@@ -84,6 +84,18 @@ export interface StreamRow {
   /** On a cluster, the master that serves it; null on one node. */
   node: string | null;
   delayed: Delayed;
+  /** The stream page: its figures over the server's kept past (null: none kept). */
+  history?: HistorySeries | null;
+}
+
+/** The charts' past, kept by the server (figure-history.ts): times (Unix ms) and each figure at each. */
+export interface HistorySeries {
+  at: number[];
+  lag: (number | null)[];
+  pending: (number | null)[];
+  dead: (number | null)[];
+  produced: (number | null)[];
+  consumed: (number | null)[];
 }
 
 export interface AttentionItem {
@@ -101,6 +113,8 @@ export interface OverviewReply {
   pageSize: number;
   attentionItems: AttentionItem[];
   server: string;
+  /** This page's streams' figures over the server's kept past, summed (null: none kept). */
+  history: HistorySeries | null;
 }
 
 export interface PendingRow {

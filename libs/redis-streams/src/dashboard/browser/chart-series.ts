@@ -1,5 +1,5 @@
-/* What the page keeps of each chart's figures as it refreshes (at most an hour of them, in the tab);
- * rates come with the server's last minutes too. */
+/* What the page keeps of each chart's figures as it refreshes (at most an hour of them, in the tab),
+ * starting from the server's kept past (figure-history.ts) when it has one. */
 import { state, type Series } from './state.js';
 
 /** Points kept per chart: an hour at one refresh a second. */
@@ -12,11 +12,22 @@ export interface Line {
   value: number | null | undefined;
   /** Values of the refreshes before this one, oldest first (a rate's history from the server), to start from. */
   before?: number[];
+  /** The server's kept past of this line, at `pastAt`'s times: what the chart starts from when the tab opens. */
+  past?: (number | null)[];
 }
 
 /** Adds this refresh's values to the chart's series (once per refresh: a second render within 0.5 s adds nothing). */
-export function record(key: string, lines: Line[], now: number): Series {
+export function record(key: string, lines: Line[], now: number, pastAt?: number[]): Series {
   let s = state.series.get(key);
+  if (!s && pastAt && pastAt.length > 0) {
+    // The server's past, at its own times (one point an interval): the chart opens with the last hour.
+    const keep = pastAt.findIndex((t) => t < now - 500 && now - t <= KEEP * 1000);
+    const from = keep < 0 ? pastAt.length : keep;
+    const upTo = pastAt.findLastIndex((t) => t < now - 500) + 1;
+    s = { at: pastAt.slice(from, upTo), lines: {} };
+    for (const l of lines) s.lines[l.name] = (l.past ?? new Array<null>(pastAt.length).fill(null)).slice(from, upTo);
+    state.series.set(key, s);
+  }
   if (!s) {
     s = { at: [], lines: {} };
     // A rate's past, as the server kept it (about a second apart): the chart starts with minutes, not a dot.

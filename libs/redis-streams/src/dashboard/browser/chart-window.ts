@@ -1,4 +1,4 @@
-/* The charts' window: 5, 15 or 60 minutes of what the page has seen. */
+/* The charts' window: 5, 15 or 60 minutes of the server's kept past and what the page has seen. */
 import { button, el, type Child } from './dom.js';
 import { rerender } from './rerender.js';
 import { state } from './state.js';
@@ -17,6 +17,6 @@ export function windowPicker(): Child {
         `Show the last ${m} minutes`,
       ),
     ),
-    ' of what this tab has seen (rates: and the server’s last minutes).',
+    ' (from the server’s kept past when it keeps one, then what this tab sees).',
   );
 }

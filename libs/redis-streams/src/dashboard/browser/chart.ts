@@ -2,14 +2,8 @@
  * and nothing the page's CSP must allow. */
 import { el } from './dom.js';
 import { record, type Line } from './chart-series.js';
+import { axisTicks, type Unit } from './chart-units.js';
 import { state } from './state.js';
-
-/** The smallest 1, 2 or 5 × 10ⁿ at or above `n` (an axis' top). */
-function niceCeil(n: number): number {
-  if (n <= 0) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(n)));
-  return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= n)!;
-}
 
 function svgEl(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
   const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
@@ -20,13 +14,14 @@ function svgEl(tag: string, attrs: Record<string, string | number>, text?: strin
 
 /**
  * A chart of `lines` over the chosen window: axes with units, a legend with the latest values, and
- * the values at the pointer on hover (or focus and arrow keys). `fmt` formats a value with its unit.
+ * the values at the pointer on hover (or focus and arrow keys), in `unit`.
  */
-export function chart(key: string, title: string, lines: Line[], fmt: (n: number) => string): HTMLElement {
+export function chart(key: string, title: string, lines: Line[], unit: Unit, pastAt?: number[]): HTMLElement {
+  const { fmt } = unit;
   // The drawing's own units (its viewBox): the SVG scales to its card's width.
   const [W, H, LEFT, BOTTOM] = [400, 150, 44, 18];
   const now = Date.now();
-  const s = record(key, lines, now);
+  const s = record(key, lines, now, pastAt);
   const since = now - state.window * 60_000;
   const first = Math.max(
     0,
@@ -34,13 +29,14 @@ export function chart(key: string, title: string, lines: Line[], fmt: (n: number
   );
   const at = s.at.slice(first);
   const values = lines.map((l) => (s.lines[l.name] ?? []).slice(first));
-  const max = niceCeil(Math.max(0, ...values.flat().filter((v): v is number => v !== null)));
+  const ticks = axisTicks(Math.max(0, ...values.flat().filter((v): v is number => v !== null)), unit);
+  const max = ticks.at(-1)!.value;
   const x = (t: number) => LEFT + ((t - since) / (now - since)) * (W - LEFT - 4);
   const y = (v: number) => H - BOTTOM - (v / max) * (H - BOTTOM - 8);
   const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', focusable: 'false' }) as SVGSVGElement;
-  for (const f of [0, 0.5, 1]) {
-    svg.append(svgEl('line', { class: 'grid', x1: LEFT, x2: W - 4, y1: y(max * f), y2: y(max * f) }));
-    svg.append(svgEl('text', { class: 'axis', x: LEFT - 4, y: y(max * f) + 3, 'text-anchor': 'end' }, fmt(max * f)));
+  for (const t of ticks) {
+    svg.append(svgEl('line', { class: 'grid', x1: LEFT, x2: W - 4, y1: y(t.value), y2: y(t.value) }));
+    svg.append(svgEl('text', { class: 'axis', x: LEFT - 4, y: y(t.value) + 3, 'text-anchor': 'end' }, t.label));
   }
   const minutes = state.window;
   for (const [f, label] of [

@@ -3,6 +3,7 @@ import type { ConsumerHealth, ConsumerReply } from './api-replies.js';
 import { get } from './api.js';
 import { card, el, table, type Child } from './dom.js';
 import { age, num } from './format.js';
+import { leaseWords } from './labels.js';
 import { state } from './state.js';
 
 export async function consumerPanel(): Promise<Child[]> {
@@ -18,9 +19,7 @@ export async function consumerPanel(): Promise<Child[]> {
     const streams = Array.isArray(h.streams) ? h.streams : [];
     // An ordered stream: whether this app owns it now, and how many keys wait behind a failed entry.
     const ordered = (s: ConsumerHealth['streams'][number]) =>
-      !s.ordering
-        ? '–'
-        : `${s.ordering.owned ? 'owned here' : `standby (${s.ordering.owner || 'no owner'})`}, ${num(s.ordering.blockedKeyCount)} key(s) blocked`;
+      !s.ordering ? '–' : `${leaseWords(s.ordering, h.consumer)}, ${num(s.ordering.blockedKeyCount)} key(s) blocked`;
     const rows = streams.map((s) => [s.stream, num(s.lag), num(s.pending), num(s.inHand), age(s.lastBeatAgeMs), ordered(s)]);
     const blocked = streams.flatMap((s) =>
       (s.ordering?.blockedKeys ?? []).map((k) => [s.stream, k.key, k.id, num(k.waiting), age(k.forMs)]),

@@ -64,9 +64,31 @@ export function table(head: string[], rows: Child[][], numeric: number[], label:
     { class: 'scroll' },
     el(
       'table',
-      { 'aria-label': label },
-      el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: cls(i), scope: 'col' }, h)))),
-      el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c, i) => el('td', { class: cls(i) }, c))))),
+      // Roles said: a phone's CSS shows rows as blocks, which would take the table's semantics with them.
+      { 'aria-label': label, role: 'table' },
+      el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: cls(i), scope: 'col', role: 'columnheader' }, h)))),
+      el(
+        'tbody',
+        {},
+        ...rows.map((r) =>
+          el(
+            'tr',
+            { role: 'row' },
+            // Its column's name on each cell: a phone shows each row as a card of named lines (APP_CSS).
+            ...r.map((c, i) =>
+              el(
+                'td',
+                {
+                  class: [cls(i), c === '' ? 'blank' : undefined].filter(Boolean).join(' ') || undefined,
+                  role: 'cell',
+                  'data-label': head[i] || undefined,
+                },
+                c,
+              ),
+            ),
+          ),
+        ),
+      ),
     ),
   );
 }

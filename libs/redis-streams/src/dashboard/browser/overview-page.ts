@@ -79,7 +79,7 @@ export async function overviewPage(): Promise<Child[]> {
       ? card('Needs attention', el('ul', { class: 'attention-list' }, ...o.attentionItems.map(attentionLink)))
       : el('p', { class: 'notice ok', role: 'status' }, '● Nothing needs attention.'),
     ...(await consumerPanel()),
-    chartsSection(`overview:${state.page}`, f),
+    chartsSection(`overview:${state.page}`, f, o.history),
     card(
       'Streams',
       table(

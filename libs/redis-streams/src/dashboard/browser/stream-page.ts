@@ -85,7 +85,7 @@ export async function streamPage(key: string, group?: string): Promise<Child[]> 
     idempotencyLine(s.idempotency),
     delayedLine(s.delayed),
     state.message ? el('p', { role: 'alert', class: 'notice' }, state.message) : null,
-    chartsSection(`stream:${key}`, { ...figures([s]), producedBefore: s.producedHistory.slice(0, -1) }),
+    chartsSection(`stream:${key}`, { ...figures([s]), producedBefore: s.producedHistory.slice(0, -1) }, s.history),
   ];
   for (const g of groups) out.push(...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
