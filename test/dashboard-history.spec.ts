@@ -50,6 +50,17 @@ describe("the dashboard's figure history", () => {
     expect(h.series(['s0'], T0).at).toEqual([]);
     expect(h.series(['s9999'], T0).lag).toEqual([1]);
   });
+  it("a page's read of a stream the history has no room for is not kept, and forgets nobody's past (review finding)", () => {
+    const h = new FigureHistory({ intervalMs: 1_000, keepMs: 60_000, streams: 2 });
+    for (let i = 0; i < 5; i++) for (const s of ['a', 'b']) h.record(s, T0 + i * 1_000, sample(i, i));
+    // Pages past the first streams: read, but not kept.
+    h.record('c', T0 + 5_000, sample(1, 1), { admit: false });
+    expect(h.series(['a'], T0 + 5_000).lag).toEqual([0, 1, 2, 3, 4]);
+    expect(h.series(['c'], T0 + 5_000).at).toEqual([]);
+    // A stream already kept: a page's read is kept.
+    h.record('b', T0 + 5_000, sample(9, 9), { admit: false });
+    expect(h.series(['b'], T0 + 5_000).lag.at(-1)).toBe(9);
+  });
 });
 
 describe('the history option', () => {

@@ -520,6 +520,7 @@ export class DashboardData {
             s,
             dead.reduce((n, d) => n + (d.length ?? 0), 0),
           ),
+          { admit: false },
         );
         const previous = this.history.previous(s.stream);
         const r = rates

@@ -74,11 +74,16 @@ export class FigureHistory {
     return at >= 0 && this.slotOf(at) === slot;
   }
 
-  /** Keeps `sample` as `stream`'s figures in the slot of `at` (a later one in the same slot replaces it). */
-  record(stream: string, at: number, sample: FigureSample): void {
+  /**
+   * Keeps `sample` as `stream`'s figures in the slot of `at` (a later one in the same slot replaces it). With
+   * `admit: false` (a page's read) a stream not kept yet is kept only while there is room: paging through streams
+   * past the first `streams` must not forget the past of those the sampler keeps.
+   */
+  record(stream: string, at: number, sample: FigureSample, { admit = true }: { admit?: boolean } = {}): void {
     let ring = this.rings.get(stream);
     if (ring) this.rings.delete(stream);
     else {
+      if (!admit && this.rings.size >= this.limits.streams) return;
       ring = new Ring(this.size);
       if (this.rings.size >= this.limits.streams) this.rings.delete(this.rings.keys().next().value!);
     }

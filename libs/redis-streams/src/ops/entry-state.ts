@@ -13,9 +13,10 @@ import { readRetryView } from './pending-states.js';
  * delivered to it), `pending` (delivered, not acked), `retry-waiting` / `retry-due` (pending, with a record
  * in the group's retry set), `dead-lettered` (not pending, and a letter of it names this group), `acked`
  * (the cursor is past it and it is not pending: acked, or taken off the pending list by hand: Redis keeps
- * no trace that tells the two apart).
+ * no trace that tells the two apart), `not-pending` (as `acked`, but the letter search stopped short or failed: its
+ * letter may lie past what was read).
  */
-export type EntryGroupStateName = 'unread' | 'pending' | 'retry-waiting' | 'retry-due' | 'dead-lettered' | 'acked';
+export type EntryGroupStateName = 'unread' | 'pending' | 'retry-waiting' | 'retry-due' | 'dead-lettered' | 'acked' | 'not-pending';
 
 export interface EntryGroupState {
   group: string;
@@ -90,7 +91,9 @@ export async function readEntryState(
     let state: EntryGroupStateName;
     if (row) state = retry ? (retry.inMs > 0 ? 'retry-waiting' : 'retry-due') : 'pending';
     else if (compareIds(id, g.lastDeliveredId) > 0) state = 'unread';
-    else state = letters.some((l) => l.group === g.name) ? 'dead-lettered' : 'acked';
+    else if (letters.some((l) => l.group === g.name)) state = 'dead-lettered';
+    // A search stopped short may have missed its letter: not pending, and no more is known.
+    else state = 'complete' in search && search.complete ? 'acked' : 'not-pending';
     states.push({
       group: g.name,
       state,

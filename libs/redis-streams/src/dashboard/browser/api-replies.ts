@@ -220,7 +220,7 @@ export interface ScheduleRemoveReply {
 /** Where one entry stands in one group (ops/entry-state.ts). */
 export interface EntryGroupRow {
   group: string;
-  state: 'unread' | 'pending' | 'retry-waiting' | 'retry-due' | 'dead-lettered' | 'acked';
+  state: 'unread' | 'pending' | 'retry-waiting' | 'retry-due' | 'dead-lettered' | 'acked' | 'not-pending';
   lastDeliveredId: string;
   pending: { owner: string; idleMs: number; deliveries: number; ownerConnected: boolean | null } | null;
   retry: { dueAt: number; inMs: number } | null;

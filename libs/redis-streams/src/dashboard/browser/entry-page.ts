@@ -43,6 +43,8 @@ function stateWords(g: EntryGroupRow, s: EntryStateReply): Child {
       return s.inStream
         ? 'acked, or taken off the pending list by hand (read by the group, no longer pending: Redis keeps nothing that tells the two apart)'
         : 'acked or deleted (read by the group, no longer pending, gone from the stream)';
+    case 'not-pending':
+      return `no longer pending: acked, or dead-lettered past the ${s.letterSearch && 'read' in s.letterSearch ? s.letterSearch.read.toLocaleString('en-US') : ''} letters searched (its letter may lie further on)`;
   }
 }
 
