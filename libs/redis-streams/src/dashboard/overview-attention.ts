@@ -3,6 +3,7 @@ import { escapeControl } from '../escape-control.js';
 import type { StreamReport } from '../ops/stream-reports.js';
 import type { StreamSummary } from '../redis/tools/dashboard-replies.js';
 import { counted, duration } from '../readable.js';
+import { MAX_PARTITIONS } from '../partitions.js';
 
 export interface DeadLetterFigure {
   stream: string;
@@ -135,9 +136,21 @@ export interface StreamFindings {
  */
 export function groupedAttention(streams: readonly StreamFindings[], minIdleMs: number): AttentionItem[] {
   const patterns = new Map<string, { index: number; s: StreamFindings }[]>();
+  // A key shaped `x{p:N}` is a partition only when the page has its pattern's partitions from 0 on, without a gap
+  // (a pattern's groups are made on every partition): `x{tenant:1}` and `x{tenant:22}` are two users' streams.
+  const indexes = new Map<string, Set<number>>();
   for (const s of streams) {
     const p = partitionOfKey(s.stream);
-    if (p && s.findings.length > 0) patterns.set(p.label, [...(patterns.get(p.label) ?? []), { index: p.index, s }]);
+    if (p) indexes.set(p.label, (indexes.get(p.label) ?? new Set()).add(p.index));
+  }
+  const partitioned = (label: string) => {
+    const seen = indexes.get(label)!;
+    return seen.size <= MAX_PARTITIONS && [...seen].every((i) => i < seen.size);
+  };
+  for (const s of streams) {
+    const p = partitionOfKey(s.stream);
+    if (p && s.findings.length > 0 && partitioned(p.label))
+      patterns.set(p.label, [...(patterns.get(p.label) ?? []), { index: p.index, s }]);
   }
   const items: AttentionItem[] = [];
   const done = new Set<string>();
