@@ -69,9 +69,11 @@ function gjsonNumber(body: unknown, path: string): number {
 }
 
 /** The guide's autoscaling endpoint: `server.health()` as JSON, 200 whatever the verdict (KEDA reads only a 200). */
-async function serveHealth(
-  app: TestApp,
-): Promise<{ read: (pattern: string, figure: 'lag' | 'pending') => Promise<number>; close: () => Promise<void> }> {
+async function serveHealth(app: TestApp): Promise<{
+  read: (pattern: string, figure: 'lag' | 'pending') => Promise<number>;
+  drained: (pattern: string) => Promise<void>;
+  close: () => Promise<void>;
+}> {
   const server: Server = createServer((_req, res) => {
     app.consumer.health().then(
       (health: RedisStreamsHealth) => {
@@ -86,11 +88,17 @@ async function serveHealth(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/autoscaling`;
+  const read = async (pattern: string, figure: 'lag' | 'pending') => {
+    const res = await fetch(url);
+    if (res.status !== 200) throw new Error(`api returned ${res.status}`);
+    return gjsonNumber(await res.json(), `patterns.#(pattern=="${pattern}").${figure}`);
+  };
   return {
-    read: async (pattern, figure) => {
-      const res = await fetch(url);
-      if (res.status !== 200) throw new Error(`api returned ${res.status}`);
-      return gjsonNumber(await res.json(), `patterns.#(pattern=="${pattern}").${figure}`);
+    read,
+    drained: async (pattern) => {
+      await waitFor(async () => (await read(pattern, 'lag')) === 0 && (await read(pattern, 'pending')) === 0, {
+        message: 'the JSON drained',
+      });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -104,6 +112,18 @@ async function write(r: Redis, key: string, n: number, field = 'n'): Promise<voi
 }
 
 const acked = (app: TestApp, key: string): number => app.settled.filter((e) => e.stream === key && e.outcome === 'acked').length;
+
+/** A worker of `jobs` that acked 2 entries, then paused: what is written next stays unread. */
+async function pausedAfterTwo(): Promise<{ app: TestApp; key: string; admin: Redis; api: Awaited<ReturnType<typeof serveHealth>> }> {
+  const app = await start(consumerOptions(redis, { blockMs: 50 }), { defaults: false, handlers: [{ pattern: 'jobs' }] });
+  const key = app.key('jobs');
+  const admin = redis.client();
+  const api = await serveHealth(app);
+  await write(admin, key, 2);
+  await waitFor(() => acked(app, key) === 2, { message: '2 entries acked' });
+  await app.consumer.pause('jobs');
+  return { app, key, admin, api };
+}
 
 describe('the figures an autoscaler reads, against the real backlog', () => {
   it('plain, partitioned and ordered patterns: entries unread and in hand, then drained', async () => {
@@ -188,21 +208,13 @@ describe('the figures an autoscaler reads, against the real backlog', () => {
         active: false,
       });
     }
-    await waitFor(async () => (await api.read('parts', 'lag')) === 0 && (await api.read('parts', 'pending')) === 0, {
-      message: 'the JSON drained',
-    });
+    await api.drained('parts');
     for (const pattern of ['jobs', 'seq']) expect([await api.read(pattern, 'lag'), await api.read(pattern, 'pending')]).toEqual([0, 0]);
     await api.close();
   });
 
   it('trimming unread entries: XINFO lag counts them forever on Redis 7.0 and Valkey 8, never on Redis 8.6; the health JSON counts what is there', async () => {
-    const app = await start(consumerOptions(redis, { blockMs: 50 }), { defaults: false, handlers: [{ pattern: 'jobs' }] });
-    const key = app.key('jobs');
-    const admin = redis.client();
-    const api = await serveHealth(app);
-    await write(admin, key, 2);
-    await waitFor(() => acked(app, key) === 2, { message: '2 entries acked' });
-    await app.consumer.pause('jobs');
+    const { app, key, admin, api } = await pausedAfterTwo();
     await write(admin, key, 10);
     // A blind producer's trim (`MAXLEN`, not the safe retention): 2 acked entries and 5 unread ones go.
     expect(await admin.xtrim(key, 'MAXLEN', 5)).toBe(7);
@@ -219,20 +231,12 @@ describe('the figures an autoscaler reads, against the real backlog', () => {
     const after = await kedaLag(admin, key);
     expect(after).toEqual(REMOVED_COUNTED_FOR_GOOD ? { raw: 5, value: 5 } : { raw: 0, value: 0 });
     expect(active(after.value)).toBe(REMOVED_COUNTED_FOR_GOOD);
-    await waitFor(async () => (await api.read('jobs', 'lag')) === 0 && (await api.read('jobs', 'pending')) === 0, {
-      message: 'the JSON drained',
-    });
+    await api.drained('jobs');
     await api.close();
   });
 
   it('the next unread entry deleted (XDEL): XINFO lag is nil (KEDA reads -1, inactive), then one too many for good on Redis 7.0 and Valkey 8', async () => {
-    const app = await start(consumerOptions(redis, { blockMs: 50 }), { defaults: false, handlers: [{ pattern: 'jobs' }] });
-    const key = app.key('jobs');
-    const admin = redis.client();
-    const api = await serveHealth(app);
-    await write(admin, key, 2);
-    await waitFor(() => acked(app, key) === 2, { message: '2 entries acked' });
-    await app.consumer.pause('jobs');
+    const { app, key, admin, api } = await pausedAfterTwo();
     await write(admin, key, 6);
     // The first of the 6: the group's next entry to read.
     const [, , next] = (await admin.xrange(key, '-', '+')).map(([id]) => id);
@@ -246,9 +250,7 @@ describe('the figures an autoscaler reads, against the real backlog', () => {
     // Read to the end: Redis 7.0 and Valkey 8 counted on from the deleted entry and keep it as unread.
     const after = await kedaLag(admin, key);
     expect(after).toEqual(REMOVED_COUNTED_FOR_GOOD ? { raw: 1, value: 1 } : { raw: 0, value: 0 });
-    await waitFor(async () => (await api.read('jobs', 'lag')) === 0 && (await api.read('jobs', 'pending')) === 0, {
-      message: 'the JSON drained',
-    });
+    await api.drained('jobs');
     await api.close();
   });
 

@@ -469,11 +469,7 @@ export class FairQueues {
     }
     this.d.inProgress.delete(progress);
     if (this.d.stop.abandoned) return;
-    if (slot) {
-      this.slotsHeld.delete(slot.member);
-      this.toGive.push(slot);
-      this.giveSoon();
-    }
+    this.giveBack(slot);
     k.running--;
     this.running--;
     this.heldIds.delete(entry.id);
@@ -492,13 +488,17 @@ export class FairQueues {
     this.ended();
   }
 
+  /** A slot this worker held, given back with the next exchange. */
+  private giveBack(slot: KeySlot | undefined): void {
+    if (!slot) return;
+    this.slotsHeld.delete(slot.member);
+    this.toGive.push(slot);
+    this.giveSoon();
+  }
+
   /** A taken entry that does not start after all: its slot given back, first of its key again (or dropped, gone), its key's turn later. */
   private notStarted(k: FairKey, q: Queued, slot: KeySlot | undefined): void {
-    if (slot) {
-      this.slotsHeld.delete(slot.member);
-      this.toGive.push(slot);
-      this.giveSoon();
-    }
+    this.giveBack(slot);
     k.running--;
     this.running--;
     if (this.d.custody.confirmedAt(q.entry) === undefined) this.heldIds.delete(q.entry.id);
