@@ -80,7 +80,7 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
     dirs.push(dir);
     const release = join(dir, 'release');
     const conn = JSON.stringify(redis.connection);
-    const ports = [await freePort(), await freePort()];
+    const ports = [await freePort(), await freePort(), await freePort()];
     // Prometheus first; the second replica produces once both are scraped, one entry every 100 ms (across scrapes).
     const query = await startPrometheus(
       ports.map((p) => `127.0.0.1:${p}`),
@@ -90,36 +90,63 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
       await startFixture(children, 'metrics-worker.mjs', [conn, prefix, 'r1', String(ports[0]), release]),
       await startFixture(children, 'metrics-worker.mjs', [conn, prefix, 'r2', String(ports[1]), release, '20,3,2']),
     ];
+    // Another group on the same stream (its own dead letters in the same dead-letter stream, its own held entries):
+    // a panel that lost its group filter reads its figures too.
+    await startFixture(children, 'metrics-worker.mjs', [conn, prefix, 'o1', String(ports[2]), release, '', 'g2']);
     const queries = boardQueries(stream);
     const one = async (title: string, i = 0) => query(queries.get(title)![i]!);
     const valueOf = (samples: Sample[]) => (samples.length === 1 ? Number(samples[0]!.value[1]) : NaN);
     const byLabel = (samples: Sample[], label: string) => Object.fromEntries(samples.map((s) => [s.metric[label], Number(s.value[1])]));
     const client = redis.client();
-    const group = async () => {
-      const rows = (await client.xinfo('GROUPS', stream)) as unknown[][];
-      const row = Object.fromEntries(rows[0]!.flatMap((v, i, r) => (i % 2 === 0 ? [[String(v), r[i + 1]]] : [])));
+    const group = async (name = 'g') => {
+      const rows = ((await client.xinfo('GROUPS', stream)) as unknown[][]).map((r) =>
+        Object.fromEntries(r.flatMap((v, i) => (i % 2 === 0 ? [[String(v), r[i + 1]]] : []))),
+      );
+      const row = rows.find((r) => r.name === name)!;
       return { lag: Number(row.lag), pending: Number(row.pending), dead: await client.xlen(deadLetterKey(stream)) };
     };
 
     // Prometheus takes up to 5 s to start scraping (its discovery's updates): both replicas scraped, then produced.
-    await waitFor(async () => valueOf(await query('sum(up)')) === 2, { message: 'both replicas scraped', timeoutMs: 30_000 });
+    await waitFor(async () => valueOf(await query('sum(up)')) === 3, { message: 'the three replicas scraped', timeoutMs: 30_000 });
     writeFileSync(`${release}.produce`, '');
-    // 20 succeed, 3 dead-lettered, 2 held in hand; then paused, and 5 added that nobody reads: lag 5.
+    // In each group 20 succeed, 3 dead-lettered, the rest held; then g paused, and 5 added that g does not read: lag 5.
     await waitFor(() => replicas[1]!.out().includes('produced\n'), { message: 'the entries produced' });
-    await waitFor(async () => (await group()).pending === 2 && (await group()).dead === 3, { message: 'two held, three dead letters' });
+    let groups: unknown;
+    await waitFor(
+      async () => {
+        const [g, g2] = [await group(), await group('g2')];
+        groups = [g, g2];
+        return g.pending === 2 && g2.pending >= 1 && g.dead === 6;
+      },
+      { message: 'two held in g, one or two in g2, six dead letters', progress: () => JSON.stringify(groups) },
+    );
     await new PauseCommands(client).pause(stream, 'g', 'test');
     await waitFor(() => replicas.every((r) => r.out().includes(`"${stream}" paused for group "g"`)), { message: 'both replicas paused' });
     for (let i = 0; i < 5; i++) await client.xadd(stream, '*', 'data', JSON.stringify({ kind: 'ok', late: i }));
     const held = await group();
-    expect(held).toEqual({ lag: 5, pending: 2, dead: 3 });
+    expect(held).toEqual({ lag: 5, pending: 2, dead: 6 });
 
     // Each replica exports them: two series behind each figure (before this is seen, a sum over
     // the replicas would read right), counted once.
     for (const gauge of ['lag', 'pending', 'dead_letters'])
-      await waitFor(async () => (await query(`messaging_redis_streams_${gauge}{messaging_destination_name="${stream}"}`)).length === 2, {
-        message: `both replicas to export ${gauge}`,
-        timeoutMs: 30_000,
-      });
+      await waitFor(
+        async () =>
+          (await query(`messaging_redis_streams_${gauge}{messaging_destination_name="${stream}", messaging_consumer_group_name="g"}`))
+            .length === 2,
+        {
+          message: `both replicas to export ${gauge}`,
+          timeoutMs: 30_000,
+        },
+      );
+
+    // And the other group's replica its own (pending at least 1): a panel without its group filter would add it.
+    await waitFor(
+      async () =>
+        valueOf(
+          await query(`messaging_redis_streams_pending{messaging_destination_name="${stream}", messaging_consumer_group_name="g2"}`),
+        ) >= 1,
+      { message: "the other group's pending exported", timeoutMs: 30_000 },
+    );
 
     // The group's figures, once however many replicas export them (the board before this read 10, 4 and 6).
     const figures = async () => ({
@@ -148,7 +175,7 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
     const counted = async (expr: string) => byLabel(await query(expr), 'messaging_redis_streams_outcome');
     const settled = () =>
       counted(
-        `sum by (messaging_redis_streams_outcome) (messaging_redis_streams_consumed_messages_total{messaging_destination_name="${stream}"})`,
+        `sum by (messaging_redis_streams_outcome) (messaging_redis_streams_consumed_messages_total{messaging_destination_name="${stream}", messaging_consumer_group_name="g"})`,
       );
     await waitFor(async () => sortedJson((seen = await settled())) === sortedJson({ acked: 20, 'dead-lettered': 3 }), {
       message: 'the settled counts',
@@ -168,10 +195,13 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
     // A change is seen within a few scrapes: the held entries released (pending 0) and the stream resumed (lag 0).
     writeFileSync(release, '');
     await new PauseCommands(client).resume(stream, 'g');
-    await waitFor(async () => JSON.stringify(await group()) === JSON.stringify({ lag: 0, pending: 0, dead: 3 }), {
-      message: 'all read and acked',
-    });
-    await waitFor(async () => JSON.stringify((seen = await figures())) === JSON.stringify(expected({ lag: 0, pending: 0, dead: 3 })), {
+    await waitFor(
+      async () => JSON.stringify(await group()) === JSON.stringify({ lag: 0, pending: 0, dead: 6 }) && (await group('g2')).pending === 0,
+      {
+        message: 'all read and acked',
+      },
+    );
+    await waitFor(async () => JSON.stringify((seen = await figures())) === JSON.stringify(expected({ lag: 0, pending: 0, dead: 6 })), {
       message: "the board's gauges to follow Redis",
       timeoutMs: 30_000,
       progress: () => JSON.stringify(seen),
@@ -184,7 +214,7 @@ describe('the monitoring pack against a real Prometheus scraping two replicas', 
     });
     await waitFor(async () => valueOf(await one('Settled / s')) > 0, { message: 'a settle rate', timeoutMs: 30_000 });
     // Each replica's own rate added up over the replicas (a max would take one), evaluated at one instant.
-    const perReplica = `sum by (instance) (rate(messaging_redis_streams_consumed_messages_total{messaging_destination_name="${stream}", messaging_redis_streams_outcome!="rate-limited"}[1m]))`;
+    const perReplica = `sum by (instance) (rate(messaging_redis_streams_consumed_messages_total{messaging_destination_name="${stream}", messaging_consumer_group_name="g", messaging_redis_streams_outcome!="rate-limited"}[1m]))`;
     expect(Math.abs(valueOf(await query(`${queries.get('Settled / s')![0]!} - sum(${perReplica})`)))).toBeLessThan(1e-9);
     expect(Object.keys(byLabel(await one('Settled per second, by outcome'), 'messaging_redis_streams_outcome')).sort()).toEqual([
       'acked',
