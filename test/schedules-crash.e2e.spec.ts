@@ -120,9 +120,13 @@ describe('repeatable schedules across worker crashes', () => {
     for (const [id, times] of bySchedule) {
       const period = id === 'fast' ? 250 : 1000;
       times.sort((a, b) => a - b);
+      let skips = 0;
       for (let i = 1; i < times.length; i++) {
-        if (missed && times[i - 1]! >= downFrom - period && times[i - 1]! <= upAt) continue;
-        expect(times[i]! - times[i - 1]!, `${id} after ${times[i - 1]}`).toBe(period);
+        const gap = times[i]! - times[i - 1]!;
+        // A missed fire went in once, late, and the next is the first after the look that found it missed: a gap
+        // longer than MISSED_AFTER_MS, once, from a fire of the outage. A fire lost anywhere else is a short gap.
+        if (missed && gap > MISSED_AFTER_MS && times[i - 1]! >= downFrom - period && times[i - 1]! <= upAt && skips++ === 0) continue;
+        expect(gap, `${id} after ${times[i - 1]}`).toBe(period);
       }
     }
     // Removed schedules: nothing due after the remove went in.
