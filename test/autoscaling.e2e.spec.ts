@@ -245,8 +245,14 @@ describe('the figures an autoscaler reads, against the real backlog', () => {
     expect(lag).toEqual({ raw: null, value: -1 });
     expect(active(lag.value)).toBe(false);
     expect(await api.read('jobs', 'lag')).toBe(5);
+    // Read past the deleted one (another consumer of the group reads one and acks it): Redis 8.6 and Valkey 9 stay
+    // nil until the group has read to the end, not once past it (review measurement).
+    const reply = (await admin.xreadgroup('GROUP', 'g', 'probe', 'COUNT', 1, 'STREAMS', key, '>')) as [string, [string, string[]][]][];
+    expect(await admin.xack(key, 'g', reply[0]![1][0]![0])).toBe(1);
+    if (!REMOVED_COUNTED_FOR_GOOD) expect(await kedaLag(admin, key)).toEqual({ raw: null, value: -1 });
+    await waitFor(async () => (await api.read('jobs', 'lag')) === 4, { message: 'the health JSON to count 4 unread' });
     await app.consumer.resume('jobs');
-    await waitFor(() => acked(app, key) === 2 + 5, { message: 'the 5 left handled' });
+    await waitFor(() => acked(app, key) === 2 + 4, { message: 'the 4 left handled' });
     // Read to the end: Redis 7.0 and Valkey 8 counted on from the deleted entry and keep it as unread.
     const after = await kedaLag(admin, key);
     expect(after).toEqual(REMOVED_COUNTED_FOR_GOOD ? { raw: 1, value: 1 } : { raw: 0, value: 0 });
