@@ -1,4 +1,6 @@
 import { LUA_RECORD_ITEMS } from '../upkeep/delayed-record.js';
+import { LUA_PROMOTE_ENTRY } from '../upkeep/delayed-scripts.js';
+import { LUA_OWN_IDEMPOTENCY_KEY } from '../../key-names.js';
 import { LUA_NOW } from '../lua/lua-now.js';
 
 /**
@@ -89,4 +91,32 @@ end
 local nextAfter = false
 if ARGV[1] == 'page' and #ids == most * 2 then nextAfter = { ids[#ids - 1], ids[#ids] } end
 return { total, now, rows, nextAfter }
+`;
+
+/**
+ * Moves one named delayed entry into its stream now, if it still waits, by the workers' own promotion
+ * (LUA_PROMOTE_ENTRY: the same fields, idempotency and refusals as PROMOTE_SCRIPT), in one script: of
+ * several calls at once, or of a call and a worker's promotion, exactly one moves it, and only that one
+ * says so. KEYS[1] schedule, KEYS[2] entries, KEYS[3] stream; ARGV[1] the id, ARGV[2] the stream's
+ * idempotency keys' prefix, ARGV[3] the byte budget a record is weighed against (PROMOTE_SCRIPT's ARGV[2]).
+ * Its record is read whole, whatever its size, as a worker's first entry of a call is: it must go in.
+ * Returns {'moved', its stream id} | {'repeat'} (its idempotency key held by another write: dropped) |
+ * {'dropped'} (no record: dropped, as a worker drops it) | {'refused', why (it waits)} | {'gone'}.
+ */
+export const PROMOTE_ONE_SCRIPT = `${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}${LUA_PROMOTE_ENTRY}
+local schedule, entries, stream, id = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local due = redis.pcall('ZSCORE', schedule, id)
+if type(due) == 'table' then return { 'refused', keyTrouble(due, schedule, 'schedule') } end
+if not due then return { 'gone' } end
+local value = redis.pcall('HGET', entries, id)
+if type(value) == 'table' then return { 'refused', keyTrouble(value, entries, "schedule's entries") } end
+local done, detail = 'dropped', nil
+if value then
+  done, detail = promote(stream, id, value, ARGV[2], tonumber(ARGV[3]))
+  if not done then return { 'refused', detail } end
+end
+redis.call('ZREM', schedule, id)
+redis.call('HDEL', entries, id)
+if done == 'moved' then return { 'moved', detail } end
+return { done }
 `;
