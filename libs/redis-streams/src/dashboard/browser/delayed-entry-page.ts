@@ -1,7 +1,7 @@
 /* One delayed entry's page (#/delayed/<key>/<id>): when it is due, its fields, cancel and promote. */
 import { get } from './api.js';
 import { card, el, hash, idCell, link, table, when, type Child } from './dom.js';
-import { age, num } from './format.js';
+import { age, num, size } from './format.js';
 import { delayedActions } from './delayed-actions.js';
 import { state } from './state.js';
 
@@ -45,7 +45,11 @@ export async function delayedEntryPage(key: string, id: string): Promise<Child[]
         rows,
         [],
         'Fields',
-        e.fields === null ? 'Its record could not be read.' : 'No fields.',
+        e.fields === null
+          ? e.bytes > 0
+            ? `${size(e.bytes)}, not shown: past the 1 MB a view reads.`
+            : 'Its record could not be read.'
+          : 'No fields.',
       ),
       el(
         'p',

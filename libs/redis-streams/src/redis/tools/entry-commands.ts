@@ -29,7 +29,7 @@ export const LETTERS_SEARCHED = 1_000;
 export const LETTERS_SEARCH_BYTES = 1_000_000;
 /** Letters of one entry kept (a redriven entry dead-lettered again has several). */
 export const LETTERS_KEPT = 10;
-/** What one page of delayed entries reads at most of their records (each shown cut; past it, sizes only). */
+/** What one page of delayed entries, or one delayed entry, reads at most of their records (each shown cut; past it, sizes only). */
 export const DELAYED_PAGE_BYTES = 1_000_000;
 
 /** What the entry page and the stream page's delayed list ask Redis, each bounded by count and bytes (entry-scripts.ts). */
@@ -77,7 +77,9 @@ export class EntryCommands {
   /** One delayed entry of `stream`; its row is absent when it no longer waits. */
   async delayedEntry(stream: string, id: string, maxBytes: number, maxParts: number): Promise<DelayedPage> {
     const k = this.delayed.keys(stream);
-    return parseDelayedPage(await this.redis.streamsDelayedPage(k.schedule, k.entries, 'one', id, 0, 1, maxBytes, maxBytes, maxParts));
+    return parseDelayedPage(
+      await this.redis.streamsDelayedPage(k.schedule, k.entries, 'one', id, 0, 1, maxBytes, DELAYED_PAGE_BYTES, maxParts),
+    );
   }
 
   /** Cancels delayed entry `id` of `stream` (delayed-commands.ts): true if it was waiting. */

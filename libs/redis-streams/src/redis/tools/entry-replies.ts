@@ -27,7 +27,7 @@ export interface DelayedRow {
   dueAt: number;
   /** Its record's size in bytes (-1: the entries hash holds another type; 0: no record). */
   bytes: number;
-  /** Its fields and values, each cut; null when not read (past the call's byte budget, or no record). */
+  /** Its fields and values, each cut; null when not read (past the call's byte budget, even alone, or no record). */
   fields: string[] | null;
   /** How many fields and values it has (null: more than were read). */
   parts: number | null;
