@@ -16,6 +16,8 @@ import { uniquePrefix } from './support/test-app.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
+import { delayedKeysOf } from '../libs/redis-streams/src/key-names.js';
+import { encodeRecord } from '../libs/redis-streams/src/redis/upkeep/delayed-record.js';
 
 const redis = useRedis();
 const browser = useBrowser();
@@ -117,6 +119,46 @@ describe('dashboard API', () => {
       } while (before);
       expect([count, found]).toEqual([count, ids.filter((_, i) => i % 3).reverse()]);
     }
+  });
+
+  it('a delayed entry of 50 MB is never read by the delayed list or its own page: it is shown by its size', async (ctx) => {
+    if (redis.cluster) ctx.skip(); // one stream's keys, one node: the bound is the script's
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const r = redis.client();
+    await r.xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const keys = delayedKeysOf(stream, false);
+    const size = 50 * 1024 * 1024;
+    // Built inside Redis (a record of the current format, field data), due first; a small one due after it.
+    await r.eval(
+      `local big = string.rep('x', tonumber(ARGV[2]))
+       redis.call('HSET', KEYS[2], ARGV[1], '\0RSD1' .. '0:' .. '4:data' .. #big .. ':' .. big)
+       redis.call('ZADD', KEYS[1], 4000000000000, ARGV[1])`,
+      2,
+      keys.schedule,
+      keys.entries,
+      'big',
+      size,
+    );
+    await r.hset(keys.entries, 'small', encodeRecord(['data', '{"n":1}']));
+    await r.zadd(keys.schedule, 4000000000001, 'small');
+    const d = await dashboard(prefix);
+    const scriptUsec = async () => Number(/cmdstat_evalsha:calls=\d+,usec=(\d+),/.exec(await r.info('commandstats'))?.[1] ?? 0);
+    await r.config('RESETSTAT');
+    const before = await sentBytes();
+    const list = await d.get(`api/delayed?key=${encodeURIComponent(stream)}`);
+    const one = await d.get(`api/delayed-entry?key=${encodeURIComponent(stream)}&id=big`);
+    const sent = (await sentBytes()) - before;
+    console.log(`a 50 MB delayed record: the list and its page cost Redis ${await scriptUsec()} µs of scripts, ${sent} bytes sent`);
+    expect(list.status).toBe(200);
+    const recordBytes = size + '\0RSD1'.length + '0:4:data'.length + `${size}:`.length;
+    expect(list.body.entries.map((e: any) => [e.id, e.bytes, e.fields])).toEqual([
+      ['big', recordBytes, null],
+      ['small', expect.any(Number), ['data', '{"n":1}']],
+    ]);
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ id: 'big', bytes: recordBytes, fields: null });
+    expect(sent).toBeLessThan(20_000);
   });
 
   it('a pending entry deleted from its stream: release and retry-now refuse (Redis would drop it unhandled), dead-letter writes an empty letter only when forced', async () => {

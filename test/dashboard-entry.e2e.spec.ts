@@ -5,6 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import type { Server } from 'node:http';
 import type { Page } from 'playwright-core';
 import { RedisStreamsRecord, serveDashboard } from 'nestjs-redis-streams';
+import { StreamConsumer } from 'nestjs-redis-streams/core';
 import { useBrowser } from './support/browser.js';
 import { forgeDeadLetter } from './support/dead-letter.js';
 import { useProducers } from './support/producer.js';
@@ -217,11 +218,96 @@ describe('delayed entries', () => {
     await state.getByRole('button', { name: `Promote ${ids[2]}` }).click();
     await state.locator('[data-state="gone"]').waitFor();
     expect(await inStream()).toEqual([expect.stringContaining('"n":1'), expect.stringContaining('"n":2')]);
+    // The page links the entry it became.
+    const newId = (await redis.client().xrange(stream, '-', '+'))[1]![0];
+    expect(await state.getByRole('link', { name: newId }).getAttribute('href')).toBe(`#/entry/${encodeURIComponent(stream)}/${newId}`);
     expect(await redis.client().zcard(keys.schedule)).toBe(22);
     expect(logs.filter((l) => l.includes(stream))).toEqual([
       expect.stringMatching(new RegExp(`"oncall" cancelled delayed entry "${ids[0]}" of `)),
       expect.stringMatching(new RegExp(`"oncall" promoted delayed entry "${ids[1]}" of `)),
       expect.stringMatching(new RegExp(`"oncall" promoted delayed entry "${ids[2]}" of `)),
     ]);
+  });
+});
+
+describe('a delayed entry promoted by several at once', () => {
+  const promote = (url: string, stream: string, id: string) =>
+    fetch(`${url}api/delayed/promote`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from('oncall:pw').toString('base64')}`,
+        'content-type': 'application/json',
+        'x-requested-by': 'redis-streams-dashboard',
+      },
+      body: JSON.stringify({ key: stream, id }),
+    }).then(async (r) => ({ status: r.status, ...((await r.json()) as { found: boolean; moved?: boolean; newId?: string }) }));
+
+  it('moves it once: exactly one answer says moved (with its new id), one log line says promoted, and no other entry moves', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const emit = (n: number, delayMs: number) =>
+      lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs }))).then(String);
+    // Another entry already past due (no worker runs here): only the one named may move.
+    const other = await emit(0, 1);
+    const id = await emit(1, 3_600_000);
+    const url = await dashboard(prefix);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => promote(url, stream, id)));
+    const inStream = await redis.client().xrange(stream, '-', '+');
+    expect(inStream.map(([, f]) => f.join(' '))).toEqual([expect.stringContaining('"n":1')]);
+    expect(answers.filter((a) => a.moved)).toEqual([{ status: 200, found: true, moved: true, newId: inStream[0]![0] }]);
+    expect(answers.filter((a) => !a.moved)).toEqual(Array.from({ length: 7 }, () => ({ status: 200, found: false })));
+    expect(logs.filter((l) => l.includes(stream) && / promoted delayed entry /.test(l))).toHaveLength(1);
+    expect(await redis.client().zscore(delayedKeysOf(stream, onCluster).schedule, other)).not.toBeNull();
+  });
+
+  it("racing a worker's own promotion: each entry arrives once, and an answer says moved only when the dashboard moved it", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const url = await dashboard(prefix);
+    const worker = new StreamConsumer({
+      connection: redis.connection,
+      group: 'g',
+      keyPrefix: prefix,
+      flowCheckMs: 5,
+      blockMs: 100,
+      logger: false,
+    });
+    onTestFinished(() => worker.close());
+    await worker.handle('reminders', () => undefined).start();
+    // Entries due one after another, each promoted by the dashboard about when the worker finds it due.
+    const n = 30;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push(
+        String(await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: i }, {}, { delayMs: 300 + i * 20 })))),
+      );
+    const schedule = delayedKeysOf(stream, onCluster).schedule;
+    const dues = (await redis.client().call('ZMSCORE', schedule, ...ids)) as string[];
+    const asked: Promise<Awaited<ReturnType<typeof promote>>>[] = [];
+    for (let i = 0; i < n; i++) {
+      // Sent from a few ms before it is due to just after: some land before the worker's look, some after.
+      await waitFor(async () => (await redisNow(redis.client())) >= Number(dues[i]) - 10 + (i % 4) * 5, {
+        message: `entry ${i} nearly due`,
+        intervalMs: 1,
+      });
+      asked.push(promote(url, stream, ids[i]!));
+    }
+    const answers = await Promise.all(asked);
+    await waitFor(async () => (await redis.client().xlen(stream)) >= n, { message: 'every entry in the stream' });
+    const inStream = await redis.client().xrange(stream, '-', '+');
+    const byN = new Map<number, string[]>();
+    for (const [entryId, f] of inStream) {
+      const k = Number(/"n":(\d+)/.exec(f.join(' '))![1]);
+      byN.set(k, [...(byN.get(k) ?? []), entryId]);
+    }
+    expect([...byN.values()].map((v) => v.length)).toEqual(Array.from({ length: n }, () => 1));
+    const moved = answers.flatMap((a, i) => (a.moved ? [{ i, newId: a.newId }] : []));
+    for (const { i, newId } of moved) expect(newId).toBe(byN.get(i)![0]);
+    expect(logs.filter((l) => l.includes(stream) && / promoted delayed entry /.test(l))).toHaveLength(moved.length);
+    console.log(`promote race: the dashboard moved ${moved.length} of ${n}, the worker the rest`);
   });
 });

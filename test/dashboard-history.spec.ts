@@ -79,7 +79,12 @@ describe('the history option', () => {
       [{ keepMs: 3_600_000, intervalMs: 100 }, /"dashboard.history.keepMs": keeps at most 10000 intervals/],
       [{ streams: 1_000_000 }, /"dashboard.history.streams"/],
       [{ interval: 5 }, /"dashboard.history.interval"/],
+      // Each bound alone, the product not: 100,000 streams × 10,001 slots would be 36 GB (review finding).
+      [{ streams: 100_000, keepMs: 10_000_000, intervalMs: 1_000 }, /"dashboard.history": .*36,003,600,000 bytes.*at most 268,435,456/],
+      [{ streams: 7_500, keepMs: 3_600_000, intervalMs: 3_600 }, /"dashboard.history": /],
     ];
+    // 256 MiB is the cap: 7,440 streams of an hour at 3.6 s is under it (268,107,840 bytes).
+    expect(resolveDashboardOptions({ history: { streams: 7_440, keepMs: 3_600_000, intervalMs: 3_600 } }).history?.streams).toBe(7_440);
     for (const [history, error] of refused)
       expect(() => resolveDashboardOptions({ history } as Parameters<typeof resolveDashboardOptions>[0])).toThrow(error);
   });

@@ -56,14 +56,18 @@ export interface PendingMoved {
 export interface ScheduleRemoved {
   removed: boolean;
 }
-/** A delayed entry cancelled or promoted: whether it still waited (and, promoted, whether it went in, or why not). */
+/** A delayed entry cancelled or promoted: whether it still waited (and, promoted, whether this action moved it in, or why not). */
 export interface DelayedChanged {
   /** It waited when asked (false: promoted, cancelled or never there: nothing done). */
   found: boolean;
-  /** Promote: it is in the stream now. */
+  /** Promote: this action moved it into the stream (never true for a move someone else made). */
   moved?: boolean;
-  /** Promote: why its stream did not take it (it waits, due now). */
+  /** Promote: its id in the stream, when moved. */
+  newId?: string;
+  /** Promote: why its stream did not take it (it still waits, due as before). */
   refused?: string;
+  /** Promote: it left the schedule without a write ('repeat': its idempotency key was held by another write; 'no record'). */
+  dropped?: 'repeat' | 'no record';
 }
 export type ActionAnswer = LettersRedriven | LettersDeleted | PauseChanged | PendingMoved | ScheduleRemoved | DelayedChanged;
 
@@ -147,11 +151,16 @@ async function delayedAction(promote: boolean, body: Record<string, unknown>, wh
     ? await ctx.data.promoteDelayed(key, id).then((r) => (r === 'gone' ? { found: false } : { found: true, ...r }))
     : { found: await ctx.data.cancelDelayed(key, id) };
   const entry = `delayed entry ${safeJson(id)} of ${safeJson(key)}`;
+  // "promoted" only when this call moved it: of parallel promotes (or one racing a worker) one alone did.
   const line = !done.found
     ? `${promote ? 'promoted' : 'cancelled'} nothing: ${entry} no longer waits`
-    : promote && !done.moved
-      ? `could not promote ${entry}${done.refused ? ` (${done.refused})` : ''}`
-      : `${promote ? 'promoted' : 'cancelled'} ${entry}`;
+    : !promote
+      ? `cancelled ${entry}`
+      : done.moved
+        ? `promoted ${entry} into the stream as ${safeJson(done.newId)}`
+        : done.dropped
+          ? `dropped ${entry}: ${done.dropped === 'repeat' ? 'its idempotency key is held by another write' : 'it had no record'}`
+          : `could not promote ${entry}${done.refused ? ` (${done.refused})` : ''}`;
   ctx.options.logger.log(`dashboard: ${safeJson(who)} ${line}`);
   return done;
 }

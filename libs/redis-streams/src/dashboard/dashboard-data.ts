@@ -26,7 +26,7 @@ import type { ResolvedDashboardOptions } from './dashboard-options.js';
 import { PauseCommands } from '../redis/intake/pause-commands.js';
 import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
 import { EntryCommands } from '../redis/tools/entry-commands.js';
-import type { DelayedRow } from '../redis/tools/entry-replies.js';
+import type { DelayedPromotion, DelayedRow } from '../redis/tools/entry-replies.js';
 import { readEntryState, type EntryState } from '../ops/entry-state.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
@@ -381,7 +381,7 @@ export class DashboardData {
   }
 
   /** Moves delayed entry `id` of `stream` in now (entry-commands.ts); 'gone' when it no longer waited. */
-  promoteDelayed(stream: string, id: string): Promise<{ moved: boolean; refused?: string } | 'gone'> {
+  promoteDelayed(stream: string, id: string): Promise<DelayedPromotion> {
     return this.entryCommands.promoteDelayed(stream, id);
   }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from '../options/validate.js';
+import { SLOT_BYTES } from './figure-history.js';
 
 /** Who may act: a name for the action log, or null to refuse (403). */
 export type DashboardAuthorize = (req: IncomingMessage) => string | null | Promise<string | null>;
@@ -68,6 +69,8 @@ export const DASHBOARD_DEFAULTS = {
 /** Slots a stream's history ring may have (keepMs / intervalMs), and streams it may keep: its memory stays bounded. */
 const MAX_HISTORY_SLOTS = 10_000;
 const MAX_HISTORY_STREAMS = 100_000;
+/** What the rings may take together (streams × slots × SLOT_BYTES): each bound alone allowed 36 GB. */
+const MAX_HISTORY_BYTES = 256 * 1024 * 1024;
 
 const KNOWN = [
   'basePath',
@@ -131,6 +134,12 @@ function historyOf(value: unknown): ResolvedDashboardOptions['history'] {
     positiveInt('dashboard.history.streams', given.streams, d.streams),
     MAX_HISTORY_STREAMS,
   );
+  const bytes = streams * (Math.ceil(keepMs / intervalMs) + 1) * SLOT_BYTES;
+  if (bytes > MAX_HISTORY_BYTES)
+    throw new InvalidOptionError(
+      'dashboard.history',
+      `its rings would take ${bytes.toLocaleString('en-US')} bytes (streams × (keepMs / intervalMs + 1) × ${SLOT_BYTES}), at most ${MAX_HISTORY_BYTES.toLocaleString('en-US')} (256 MiB): keep fewer streams, or a shorter or coarser history`,
+    );
   return { intervalMs, keepMs, streams };
 }
 

@@ -274,7 +274,9 @@ export interface DelayedEntryReply extends DelayedRow {
 export interface DelayedChangeReply {
   found: boolean;
   moved?: boolean;
+  newId?: string;
   refused?: string;
+  dropped?: 'repeat' | 'no record';
 }
 
 /** Each GET of the API (`api/<call>`) and its answer. */

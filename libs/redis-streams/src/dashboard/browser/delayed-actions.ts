@@ -24,13 +24,16 @@ export function delayedActions(key: string, id: string): Child {
       )
     )
       return;
-    void act<DelayedChangeReply>('api/delayed/promote', body, (r) =>
-      !r.found
+    void act<DelayedChangeReply>('api/delayed/promote', body, (r) => {
+      if (r.moved && r.newId) state.promoted = { id, newId: r.newId };
+      return !r.found
         ? `${id} no longer waited (promoted or cancelled already)`
         : r.moved
-          ? `promoted ${id} into the stream`
-          : `${id} could not go in${r.refused ? `: ${r.refused}` : ''}; it waits, due now`,
-    );
+          ? `promoted ${id} into the stream as ${r.newId}`
+          : r.dropped
+            ? `${id} left the schedule unwritten: ${r.dropped === 'repeat' ? 'its idempotency key is held by another write' : 'it had no record'}`
+            : `${id} could not go in${r.refused ? `: ${r.refused}` : ''}; it still waits`;
+    });
   };
   return el(
     'span',

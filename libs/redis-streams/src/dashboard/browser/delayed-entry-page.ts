@@ -1,7 +1,7 @@
 /* One delayed entry's page (#/delayed/<key>/<id>): when it is due, its fields, cancel and promote. */
 import { get } from './api.js';
-import { card, el, hash, link, table, when, type Child } from './dom.js';
-import { age, num } from './format.js';
+import { card, el, hash, idCell, link, table, when, type Child } from './dom.js';
+import { age, num, size } from './format.js';
 import { delayedActions } from './delayed-actions.js';
 import { state } from './state.js';
 
@@ -15,10 +15,15 @@ export async function delayedEntryPage(key: string, id: string): Promise<Child[]
     el('h1', { class: 'name' }, `${key} `, el('span', { class: 'id' }, id)),
     state.message ? el('p', { role: 'alert', class: 'notice' }, state.message) : null,
   ];
+  const moved = state.promoted?.id === id ? state.promoted.newId : null;
   if (!e)
     return [
       ...head,
-      card('State', el('p', { 'data-state': 'gone' }, 'No longer delayed: moved into the stream (due, or promoted), or cancelled.')),
+      card(
+        'State',
+        el('p', { 'data-state': 'gone' }, 'No longer delayed: moved into the stream (due, or promoted), or cancelled.'),
+        moved ? el('p', {}, 'You promoted it: in the stream as ', link(idCell(moved), hash('entry', key, moved))) : null,
+      ),
     ];
   const rows: Child[][] = [];
   const fields = e.fields ?? [];
@@ -40,7 +45,11 @@ export async function delayedEntryPage(key: string, id: string): Promise<Child[]
         rows,
         [],
         'Fields',
-        e.fields === null ? 'Its record could not be read.' : 'No fields.',
+        e.fields === null
+          ? e.bytes > 0
+            ? `${size(e.bytes)}, not shown: past the 1 MB a view reads.`
+            : 'Its record could not be read.'
+          : 'No fields.',
       ),
       el(
         'p',

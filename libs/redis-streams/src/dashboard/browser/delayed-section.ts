@@ -3,14 +3,14 @@
 import type { Delayed } from './api-replies.js';
 import { get } from './api.js';
 import { card, el, hash, link, table, when, type Child } from './dom.js';
-import { age, num } from './format.js';
+import { age, num, size } from './format.js';
 import { delayedActions } from './delayed-actions.js';
 import { pager } from './pager.js';
 import { state } from './state.js';
 
 /** Its fields on one line, each value cut at 80 characters. */
 function preview(fields: string[] | null, bytes: number): string {
-  if (fields === null) return bytes < 0 ? 'unreadable' : `${num(bytes)} bytes (not read: past this page's budget)`;
+  if (fields === null) return bytes < 0 ? 'unreadable' : `${size(bytes)}, not shown (past this page's budget of 1 MB)`;
   const pairs: string[] = [];
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const v = fields[i + 1]!;

@@ -36,3 +36,9 @@ export function named(text: string): string {
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }
+
+/** A size in bytes, in words: 1.2 MB, 340 KB, 12 bytes. */
+export function size(bytes: number): string {
+  if (bytes >= 1_000_000) return `${(bytes / 1_000_000).toFixed(1)} MB`;
+  return bytes >= 10_000 ? `${Math.round(bytes / 1000)} KB` : `${num(bytes)} bytes`;
+}

@@ -29,6 +29,8 @@ export interface AppState {
   entryFull: boolean;
   last: string;
   message: string;
+  /** The delayed entry this tab last moved into its stream, and its id there (its page links it). */
+  promoted: { id: string; newId: string } | null;
   rendering: boolean;
   /** A navigation came while rendering: render once more after. */
   again: boolean;
@@ -58,6 +60,7 @@ export const state: AppState = {
   entryFull: false,
   last: '',
   message: '',
+  promoted: null,
   rendering: false,
   again: false,
   series: new Map(),

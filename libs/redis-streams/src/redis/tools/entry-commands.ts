@@ -1,17 +1,27 @@
 import type { RedisConnection } from '../connection/connect.js';
 import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
-import { DelayedCommands } from '../upkeep/delayed-commands.js';
-import { DELAYED_PAGE_SCRIPT, LETTERS_OF_SCRIPT } from './entry-scripts.js';
-import { parseDelayedPage, parseLettersOf, type DelayedPage, type LettersOf } from './entry-replies.js';
+import { DelayedCommands, PROMOTE_BUDGET } from '../upkeep/delayed-commands.js';
+import { idempotencyKeyPrefixOf } from '../../key-names.js';
+import { DELAYED_PAGE_SCRIPT, LETTERS_OF_SCRIPT, PROMOTE_ONE_SCRIPT } from './entry-scripts.js';
+import {
+  parseDelayedPage,
+  parseDelayedPromotion,
+  parseLettersOf,
+  type DelayedPage,
+  type DelayedPromotion,
+  type LettersOf,
+} from './entry-replies.js';
 
 const ENTRY_SCRIPTS: readonly LuaScript[] = [
   luaScript('streamsLettersOf', 1, LETTERS_OF_SCRIPT),
   luaScript('streamsDelayedPage', 2, DELAYED_PAGE_SCRIPT),
+  luaScript('streamsPromoteOne', 3, PROMOTE_ONE_SCRIPT),
 ];
 
 type Scripted = RedisConnection & {
   streamsLettersOf(dead: string, start: string, stream: string, id: string, most: number, bytes: number, keep: number): Promise<unknown>;
   streamsDelayedPage(...args: (string | number)[]): Promise<unknown>;
+  streamsPromoteOne(schedule: string, entries: string, stream: string, id: string, prefix: string, budget: number): Promise<unknown>;
 };
 
 /** What one search of a dead-letter stream for an entry's letters reads at most: letters, and bytes of them. */
@@ -19,18 +29,20 @@ export const LETTERS_SEARCHED = 1_000;
 export const LETTERS_SEARCH_BYTES = 1_000_000;
 /** Letters of one entry kept (a redriven entry dead-lettered again has several). */
 export const LETTERS_KEPT = 10;
-/** What one page of delayed entries reads at most of their records (each shown cut; past it, sizes only). */
+/** What one page of delayed entries, or one delayed entry, reads at most of their records (each shown cut; past it, sizes only). */
 export const DELAYED_PAGE_BYTES = 1_000_000;
 
 /** What the entry page and the stream page's delayed list ask Redis, each bounded by count and bytes (entry-scripts.ts). */
 export class EntryCommands {
   private readonly redis: Scripted;
   private readonly delayed: DelayedCommands;
+  private readonly onCluster: boolean;
 
   constructor(redis: RedisConnection) {
     defineLuaScripts(redis, ENTRY_SCRIPTS);
     this.redis = redis as Scripted;
-    this.delayed = new DelayedCommands(redis, (redis as { isCluster?: boolean }).isCluster === true);
+    this.onCluster = (redis as { isCluster?: boolean }).isCluster === true;
+    this.delayed = new DelayedCommands(redis, this.onCluster);
   }
 
   /** The letters in `dead` of entry `id` of `stream`, searched from `id`'s time on (LETTERS_OF_SCRIPT). */
@@ -65,7 +77,9 @@ export class EntryCommands {
   /** One delayed entry of `stream`; its row is absent when it no longer waits. */
   async delayedEntry(stream: string, id: string, maxBytes: number, maxParts: number): Promise<DelayedPage> {
     const k = this.delayed.keys(stream);
-    return parseDelayedPage(await this.redis.streamsDelayedPage(k.schedule, k.entries, 'one', id, 0, 1, maxBytes, maxBytes, maxParts));
+    return parseDelayedPage(
+      await this.redis.streamsDelayedPage(k.schedule, k.entries, 'one', id, 0, 1, maxBytes, DELAYED_PAGE_BYTES, maxParts),
+    );
   }
 
   /** Cancels delayed entry `id` of `stream` (delayed-commands.ts): true if it was waiting. */
@@ -74,16 +88,12 @@ export class EntryCommands {
   }
 
   /**
-   * Moves delayed entry `id` of `stream` in now: made due first of all (its due time set to 0, only if it
-   * still waits: ZADD XX), then one promotion of one entry (PROMOTE_SCRIPT, as a worker's: it goes in, or
-   * its stream's refusal is said). 'gone' when it no longer waited.
+   * Moves delayed entry `id` of `stream` in now, if it still waits, as a worker would (PROMOTE_ONE_SCRIPT):
+   * `moved` only when this call moved it, with its stream id; 'gone' when it no longer waited.
    */
-  async promoteDelayed(stream: string, id: string): Promise<{ moved: boolean; refused?: string } | 'gone'> {
+  async promoteDelayed(stream: string, id: string): Promise<DelayedPromotion> {
     const k = this.delayed.keys(stream);
-    if ((await this.redis.zscore(k.schedule, id)) === null) return 'gone';
-    await this.redis.zadd(k.schedule, 'XX', 0, id);
-    const [promotion] = await this.delayed.promote([stream], 1);
-    const still = (await this.redis.zscore(k.schedule, id)) !== null;
-    return { moved: !still, ...(promotion?.refused ? { refused: promotion.refused } : {}) };
+    const prefix = idempotencyKeyPrefixOf(stream, this.onCluster);
+    return parseDelayedPromotion(await this.redis.streamsPromoteOne(k.schedule, k.entries, stream, id, prefix, PROMOTE_BUDGET.bytes));
   }
 }

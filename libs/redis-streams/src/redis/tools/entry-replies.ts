@@ -27,7 +27,7 @@ export interface DelayedRow {
   dueAt: number;
   /** Its record's size in bytes (-1: the entries hash holds another type; 0: no record). */
   bytes: number;
-  /** Its fields and values, each cut; null when not read (past the call's byte budget, or no record). */
+  /** Its fields and values, each cut; null when not read (past the call's byte budget, even alone, or no record). */
   fields: string[] | null;
   /** How many fields and values it has (null: more than were read). */
   parts: number | null;
@@ -65,4 +65,25 @@ export function parseDelayedPage(reply: unknown): DelayedPage {
     }),
     next: Array.isArray(next) && next.length === 2 ? { id: str(next[0]), dueAt: Number(next[1]) } : null,
   };
+}
+
+/** PROMOTE_ONE_SCRIPT's answer: whether this call moved the entry in (and its stream id), or why not. */
+export type DelayedPromotion =
+  | { moved: true; newId: string }
+  /** Its stream refused it: it waits, due as before. */
+  | { moved: false; refused: string }
+  /** It left the schedule without a write: its idempotency key was held by another write, or it had no record. */
+  | { moved: false; dropped: 'repeat' | 'no record' }
+  /** It no longer waited (moved in or cancelled already): nothing done. */
+  | 'gone';
+
+export function parseDelayedPromotion(reply: unknown): DelayedPromotion {
+  if (!Array.isArray(reply) || reply.length < 1) throw new ReplyShapeError('delayed promotion', reply);
+  const what = str(reply[0]);
+  if (what === 'gone') return 'gone';
+  if (what === 'moved' && reply.length === 2) return { moved: true, newId: str(reply[1]) };
+  if (what === 'refused' && reply.length === 2) return { moved: false, refused: str(reply[1]) };
+  if (what === 'repeat') return { moved: false, dropped: 'repeat' };
+  if (what === 'dropped') return { moved: false, dropped: 'no record' };
+  throw new ReplyShapeError('delayed promotion', reply);
 }

@@ -36,31 +36,11 @@ return {1, due}
 `;
 
 /**
- * Moves the entries due by Redis' clock (earliest first, ties in id order) from each stream's schedule
- * into the stream, each XADDed, then removed from the schedule, in one script: two workers never both
- * promote one, and a worker killed mid-way leaves each entry either waiting or in the stream.
- * **Bounded by count and bytes for the whole call**: at most ARGV[1] entries and ARGV[2] bytes of records
- * (the first entry always moves, whatever its size: progress); a stream it stops inside says so
- * ('more' 1), and the streams after it are not looked at ('more' 2): the caller calls again at once.
- * A record of the first format (a JSON array of field/value strings) is read as before (one larger than
- * ARGV[2] bytes with more than 16,000 commas goes in whole: decoding costs per value); a value that is
- * neither (a raw producer's mistake) is written as the entry's `data` field, as it was: the consumer's
- * decoding then decides (a dead letter if it cannot read it), nothing is dropped. An id without a value
- * (cancelled, or a raw producer's ZADD alone) is dropped. An entry with an idempotency key is appended as
- * a plain idempotent write is (XADD … IDMP, or its key's record), unless its key is held by another
- * write (a repeat: dropped, counted); its record names the key's record, taken only under the stream's
- * own prefix (ARGV), and only while that record holds the entry's id (SCHEDULE_SCRIPT set it): a record
- * written into the schedule by hand takes no key. The key's record keeps the expiry the schedule set.
- * The XADD comes first: should Redis refuse it, the entry stays. Values whose schedule is gone (an
- * operator deleted it) are dropped with UNLINK (freed off the main thread), if they are a hash. A
- * schedule key of another type (a user's key named like it) stops its stream alone, named. A stream
- * without a schedule costs an EXISTS (which the consumer's minimal ACL grants).
- * KEYS: per stream its schedule, entries and stream (one reader's streams: one slot on a cluster);
- * ARGV[1] most entries, ARGV[2] most bytes, then per stream its idempotency keys' prefix.
- * Returns per stream {moved, dropped, ms until the next one is due (-1: none waits), how many wait,
- * why its entries cannot go in ('' when they can), more (0 done, 1 stopped inside, 2 not looked at), repeats}.
+ * The promotion of one entry, shared by PROMOTE_SCRIPT and the dashboard's promotion of one named entry
+ * (PROMOTE_ONE_SCRIPT, redis/tools/entry-scripts.ts), so that both write the same entry: `promote(stream, id,
+ * value, prefix, budget)` and `keyTrouble(reply, key, what)`. Needs LUA_RECORD_ITEMS and LUA_OWN_IDEMPOTENCY_KEY before it.
  */
-export const PROMOTE_SCRIPT = `${LUA_NOW_FN}${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}
+export const LUA_PROMOTE_ENTRY = `
 -- Decoding costs per value it makes (a record of a million strings held Redis 1.8 s): a record larger
 -- than the call's budget (ARGV[2] bytes) with more than 16,000 commas, in its strings or not, goes in
 -- whole, as one of more than 7,900 fields would; a comma count stops there, a memchr each.
@@ -104,7 +84,7 @@ local function add(stream, fields, once)
   end
   return redis.pcall('XADD', stream, '*', unpack(fields))
 end
--- 'moved' or 'repeat', or nil and why it cannot go in.
+-- 'moved' and its stream id, or 'repeat', or nil and why it cannot go in.
 local function promote(stream, id, value, prefix, budget)
   local fields, once = readRecord(value, budget)
   if once and not ownIdempotencyKey(prefix, once.record) then once = nil end
@@ -127,7 +107,7 @@ local function promote(stream, id, value, prefix, budget)
   if type(added) == 'table' and added.err then return nil, 'the stream refused it (' .. added.err .. ')' end
   -- The key now names the entry's stream id, until the expiry its schedule set (nothing in the record decides it).
   if once then redis.pcall('SET', once.record, added, 'KEEPTTL') end
-  return 'moved'
+  return 'moved', added
 end
 -- A schedule key of another type (a key of the user's named like it): that stream's entries cannot move, said
 -- with the key's name; any other refusal (NOPERM) fails the call, as redis.call would.
@@ -135,6 +115,34 @@ local function keyTrouble(reply, key, what)
   if string.sub(reply.err, 1, 9) ~= 'WRONGTYPE' then error(reply) end
   return '"' .. key .. '", its ' .. what .. ', holds another type (a key named like it?): rename one of them (' .. reply.err .. ')'
 end
+`;
+
+/**
+ * Moves the entries due by Redis' clock (earliest first, ties in id order) from each stream's schedule
+ * into the stream, each XADDed, then removed from the schedule, in one script: two workers never both
+ * promote one, and a worker killed mid-way leaves each entry either waiting or in the stream.
+ * **Bounded by count and bytes for the whole call**: at most ARGV[1] entries and ARGV[2] bytes of records
+ * (the first entry always moves, whatever its size: progress); a stream it stops inside says so
+ * ('more' 1), and the streams after it are not looked at ('more' 2): the caller calls again at once.
+ * A record of the first format (a JSON array of field/value strings) is read as before (one larger than
+ * ARGV[2] bytes with more than 16,000 commas goes in whole: decoding costs per value); a value that is
+ * neither (a raw producer's mistake) is written as the entry's `data` field, as it was: the consumer's
+ * decoding then decides (a dead letter if it cannot read it), nothing is dropped. An id without a value
+ * (cancelled, or a raw producer's ZADD alone) is dropped. An entry with an idempotency key is appended as
+ * a plain idempotent write is (XADD … IDMP, or its key's record), unless its key is held by another
+ * write (a repeat: dropped, counted); its record names the key's record, taken only under the stream's
+ * own prefix (ARGV), and only while that record holds the entry's id (SCHEDULE_SCRIPT set it): a record
+ * written into the schedule by hand takes no key. The key's record keeps the expiry the schedule set.
+ * The XADD comes first: should Redis refuse it, the entry stays. Values whose schedule is gone (an
+ * operator deleted it) are dropped with UNLINK (freed off the main thread), if they are a hash. A
+ * schedule key of another type (a user's key named like it) stops its stream alone, named. A stream
+ * without a schedule costs an EXISTS (which the consumer's minimal ACL grants).
+ * KEYS: per stream its schedule, entries and stream (one reader's streams: one slot on a cluster);
+ * ARGV[1] most entries, ARGV[2] most bytes, then per stream its idempotency keys' prefix.
+ * Returns per stream {moved, dropped, ms until the next one is due (-1: none waits), how many wait,
+ * why its entries cannot go in ('' when they can), more (0 done, 1 stopped inside, 2 not looked at), repeats}.
+ */
+export const PROMOTE_SCRIPT = `${LUA_NOW_FN}${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}${LUA_PROMOTE_ENTRY}
 local most, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 local count, bytes = 0, 0
 local now
