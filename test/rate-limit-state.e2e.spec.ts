@@ -187,4 +187,35 @@ describe("a pattern's rate limit on the dashboard", () => {
     const state = await new RateStateCommands(limited, false).state(stream, 'g');
     expect(state).toMatchObject({ perKey: true, heldCount: 1, held: [{ key: 't' }] });
   });
+
+  it('a dashboard user without rights on the rate keys sees the rest of the stream page, and why the limit is missing', async (ctx) => {
+    if (redis.cluster) ctx.skip(); // the ACL tests run on one node
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
+    await redis.client().xadd(stream, '*', 'data', '{}');
+    // A limit as a worker publishes it.
+    await redis.client().hset(rateLimitStateKeysOf(stream, 'g', false).record, 'max', 5, 'perMs', 1000, 'perKey', '0');
+    // Everything but HMGET, which only the rate-limit read uses: as a user with no rights on the rate keys would be refused.
+    const user = await aclUser(redis.client(), redis.port, `rs-${prefix.slice(2, 10)}`, prefix, [
+      'on',
+      '>pw',
+      `~${prefix}*`,
+      '+@all',
+      '-hmget',
+    ]);
+    const limited = new Redis(user);
+    clients.push(limited);
+    const { server, url } = await serveDashboard(limited, { port: 0, match: `${prefix}*` });
+    servers.push(server);
+    const res = await fetch(`${url}api/rate-limit?key=${encodeURIComponent(stream)}&group=g`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/NOPERM|no permissions|can't run this command/);
+    const page = await browser.page();
+    await page.goto(`${url}#/stream/${encodeURIComponent(stream)}`);
+    await page.getByRole('region', { name: 'Group g' }).waitFor();
+    expect(await page.locator('[data-rate="unknown"]').textContent()).toMatch(
+      /^Rate limit of group g unknown \(.*(NOPERM|no permissions|can't run this command)/,
+    );
+  });
 });

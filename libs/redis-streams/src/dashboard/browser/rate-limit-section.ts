@@ -11,7 +11,13 @@ function heldKeyLabel(key: string): string {
 
 /** The group's rate limit, or nothing when none of its workers publishes one. */
 export async function rateLimitSection(key: string, group: string): Promise<Child> {
-  const { limit } = await get('rate-limit', `?key=${encodeURIComponent(key)}&group=${encodeURIComponent(group)}`);
+  let limit;
+  try {
+    ({ limit } = await get('rate-limit', `?key=${encodeURIComponent(key)}&group=${encodeURIComponent(group)}`));
+  } catch (err) {
+    // A dashboard user without rights on the rate keys still sees the rest of the page, and why this is missing.
+    return el('p', { class: 'notice', 'data-rate': 'unknown' }, `Rate limit of group ${group} unknown (${(err as Error).message})`);
+  }
   if (!limit) return null;
   const s = limit.state;
   // The period as configured (`perMs`), not rounded: 60000 is `60 s`, 1500 `1500 ms`.
