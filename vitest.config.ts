@@ -32,6 +32,8 @@ const ON_CLUSTER = [
   // Delayed delivery's schedule keys share the stream's slot (partitioned streams: one slot each); a rate limit's keys one slot.
   'test/delayed.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  // What the dashboard reads of a rate limit: its record, window, block and held keys in the name's slot.
+  'test/rate-limit-state.e2e.spec.ts',
   // A pattern's priority levels share their key's slot (one read takes them all).
   'test/priorities.e2e.spec.ts',
   // Repeatable schedules: their keys share the stream's slot with its delayed keys (one script fires into both).
@@ -107,6 +109,8 @@ const ON_VALKEY8 = [
   'test/delayed.e2e.spec.ts',
   'test/pause.e2e.spec.ts',
   'test/rate-limit.e2e.spec.ts',
+  // The dashboard's rate-limit script and the workers' record of held keys on Valkey.
+  'test/rate-limit-state.e2e.spec.ts',
   'test/fair.e2e.spec.ts',
   'test/priorities.e2e.spec.ts',
   // Repeatable schedules' scripts (cjson, ZRANGE … BYSCORE LIMIT, HSCAN) on Valkey.

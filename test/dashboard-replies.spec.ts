@@ -20,6 +20,7 @@ import type {
   DelayedReply,
   DelayedEntryReply,
   DelayedChangeReply,
+  RateLimitReply,
 } from '../libs/redis-streams/src/dashboard/browser/api-replies.js';
 import type {
   LettersDeleted,
@@ -53,6 +54,8 @@ describe("the page's view of the dashboard API", () => {
     // A letter read from its dead-letter stream always has its id there (the type allows none for one not yet written).
     expectTypeOf<DeadLetterRow & { id: string }>().toExtend<LetterRow>();
     expectTypeOf<RedisStreamsHealth>().toExtend<ConsumerHealth>();
+    // /api/rate-limit sends { limit }, null when no worker publishes one.
+    expectTypeOf<{ limit: Awaited<ReturnType<DashboardData['rateLimit']>> }>().toExtend<RateLimitReply>();
   });
 
   it('is what the server answers to /api/config and to the actions (review finding: these four were never checked)', () => {

@@ -17,6 +17,7 @@ import {
   pauseKeyOf,
   pruneLockOf,
   rateLimitKeysOf,
+  rateLimitStateKeysOf,
   retryKeyOf,
   scheduleKeysOf,
 } from '../libs/redis-streams/src/key-names.js';
@@ -40,6 +41,8 @@ const KINDS: Record<string, { arity: number; key: (name: string, args: string[],
   paused: { arity: 1, key: (s, [g]) => pauseKeyOf(s, g!) },
   rate: { arity: 1, key: (n, [g], c) => rateLimitKeysOf(n, g!, c).window },
   ratelimited: { arity: 1, key: (n, [g], c) => rateLimitKeysOf(n, g!, c).block },
+  'rate:limit': { arity: 1, key: (n, [g], c) => rateLimitStateKeysOf(n, g!, c).record },
+  'rate:held': { arity: 1, key: (n, [g], c) => rateLimitStateKeysOf(n, g!, c).held },
   keyrate: { arity: 2, key: (n, [g, k], c) => keyRateLimitKeysOf(n, g!, k!, c).window },
   keyratelimited: { arity: 2, key: (n, [g, k], c) => keyRateLimitKeysOf(n, g!, k!, c).block },
   idmp: { arity: 2, key: (s, [p, k], c) => idempotencyKeyOf(s, p!, k!, c) },
@@ -60,6 +63,9 @@ const NAMES = [
   'a',
   'a:retry:b',
   'a:keyrate',
+  'a:rate:limit',
+  'a:rate:held',
+  'a:rate',
   'jobs:tenant',
   'jobs:{tenant:1}',
   'jobs:{tenant:2}',
@@ -94,6 +100,10 @@ const PARTS = [
   'retry',
   'entries',
   'keyrate',
+  'rate',
+  'limit',
+  'held',
+  'limit:g',
   'inhand',
   'prio',
   '{g}',
@@ -194,7 +204,15 @@ describe('the names deployments already have', () => {
     expect(keyRateLimitKeysOf('m', 'g', 'x'.repeat(201), false).window).toMatch(/^m:keyrate:g:%#[0-9a-f]{32}$/);
     expect(keyRateLimitKeysOf('m', 'g', '\uD800', false).window).not.toBe(keyRateLimitKeysOf('m', 'g', '\uFFFD', false).window);
     expect(() => derivedKey('retry', 'orders', [], false)).toThrow(/takes 1 parts/);
-    expect(Object.keys(KEY_KINDS)).toHaveLength(21);
+    // The limit's record and held keys live under the word `rate`: no part that was written as it is changes.
+    expect(escapePart('limit')).toBe('limit');
+    expect(escapePart('held')).toBe('held');
+    expect(rateLimitStateKeysOf('app:mail', 'billing', false)).toEqual({
+      record: 'app:mail:rate:limit:billing',
+      held: 'app:mail:rate:held:billing',
+    });
+    expect(rateLimitStateKeysOf('app:mail', 'billing', true).held).toBe('{app:mail}:rate:held:billing');
+    expect(Object.keys(KEY_KINDS)).toHaveLength(23);
   });
 
   it('a dead-letter stream names its source from its key alone, on one node and on a cluster', () => {

@@ -29,7 +29,7 @@ function admissionOf(limit: RateLimit, connection: unknown = redis.url, errors: 
   const commands = new StreamCommands(lanes.command, 'g');
   const pattern = `mail-${randomUUID().slice(0, 8)}`;
   const logger = { log: () => {}, warn: () => {}, error: (m: string) => void errors.push(m) };
-  const deps = { pattern, name: `t:${pattern}`, limit, limits: commands.rateLimits, consumer: 'c', logger };
+  const deps = { pattern, name: `t:${pattern}`, limit, limits: commands.rateLimits, consumer: 'c', logger, heldTtlMs: 30_000 };
   const gate = new KeyRateGate(deps);
   depsOf.set(gate, deps);
   return gate;

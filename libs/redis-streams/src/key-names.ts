@@ -42,6 +42,13 @@ export const KEY_KINDS = {
   /** A pattern's rate limit for a group: its window, and the block a RateLimitedException sets. */
   rate: { words: ['rate'], parts: 1 },
   ratelimited: { words: ['ratelimited'], parts: 1 },
+  /**
+   * What a pattern's workers publish of its limit for a group (hash: max, perMs, perKey; expiring), and the keys a
+   * per-key limit holds back now (sorted set: key → until when). Under the word `rate`: no new first word, so no
+   * part that was written as it is changes its escape.
+   */
+  rateRecord: { words: ['rate', 'limit'], parts: 1 },
+  rateHeld: { words: ['rate', 'held'], parts: 1 },
   /** One key's rate limit (group, key). */
   keyrate: { words: ['keyrate'], parts: 2 },
   keyratelimited: { words: ['keyratelimited'], parts: 2 },
@@ -264,6 +271,19 @@ export function rateLimitKeysOf(name: string, group: string, onCluster: boolean)
   return { window: derivedKey('rate', name, [group], onCluster), block: derivedKey('ratelimited', name, [group], onCluster) };
 }
 
+/** What the dashboard reads of a pattern's limit for one group, beside its window and block (RateLimitKeys). */
+export interface RateLimitStateKeys {
+  /** Hash `max`, `perMs`, `perKey` (`1`/`0`), written by the workers that run the limit, expiring unless renewed. */
+  record: string;
+  /** Sorted set: a key a per-key limit refused (named as in its keyrate keys) → until when it is held (Redis ms). */
+  held: string;
+}
+
+/** `<name>:rate:limit:<group>` and `<name>:rate:held:<group>`, in the name's slot (with its keyrate keys: one script writes both). */
+export function rateLimitStateKeysOf(name: string, group: string, onCluster: boolean): RateLimitStateKeys {
+  return { record: derivedKey('rateRecord', name, [group], onCluster), held: derivedKey('rateHeld', name, [group], onCluster) };
+}
+
 /** Most characters of a rate-limit key kept in its Redis key names: a longer one is named by its hash. */
 const MAX_KEY_CHARS = 200;
 
@@ -275,6 +295,11 @@ const MAX_KEY_CHARS = 200;
 function limitKeyPart(key: string): string {
   if (key.length <= MAX_KEY_CHARS && wellFormed(key) === key) return escapePart(key);
   return `%#${createHash('sha256').update(Buffer.from(key, 'utf16le')).digest('hex').slice(0, 32)}`;
+}
+
+/** A key as its keyrate keys name it (escaped, or `%#<sha-256>` when long): a member of the held set (RateLimitStateKeys). */
+export function heldKeyMemberOf(key: string): string {
+  return limitKeyPart(key);
 }
 
 /** One key's limit of a pattern (`rateLimit.perKey`): `<name>:keyrate:<group>:<key>` and `<name>:keyratelimited:<group>:<key>`. */

@@ -28,6 +28,8 @@ import { isReadableSchedule, Schedules } from '../redis/upkeep/schedules.js';
 import { EntryCommands } from '../redis/tools/entry-commands.js';
 import type { DelayedPromotion, DelayedRow } from '../redis/tools/entry-replies.js';
 import { readEntryState, type EntryState } from '../ops/entry-state.js';
+import { RateStateCommands } from '../redis/tools/rate-state-commands.js';
+import { rateLimitView, type RateLimitView } from './rate-limit-view.js';
 
 export interface DashboardGroup extends Omit<GroupSummary, 'consumers'> {
   /** Ms since the oldest entry not yet delivered was added (0: none; null: its id is no time). */
@@ -189,6 +191,7 @@ export class DashboardData {
   private readonly figures: FigureHistory | null;
   private sampler: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  private rateStates: RateStateCommands | undefined;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -332,6 +335,12 @@ export class DashboardData {
     const now = Date.now();
     const [full] = await this.decorate([summary], now, true, false);
     return { ...full!, history: this.figures?.series([stream], now) ?? null };
+  }
+
+  /** `stream`'s rate limit for `group`, as its workers published it, and its window, block and held keys now; null: none. */
+  rateLimit(stream: string, group: string): Promise<RateLimitView | null> {
+    this.rateStates ??= new RateStateCommands(this.redis, (this.redis as { isCluster?: boolean }).isCluster === true);
+    return rateLimitView(this.rateStates, stream, group);
   }
 
   async pending(stream: string, group: string, after: string | undefined, count: number): Promise<PendingPage> {

@@ -210,6 +210,11 @@ async function api(path: string, q: URLSearchParams, ctx: DashboardContext): Pro
       return data.stream(await workStream(q, ctx));
     case '/api/schedules':
       return data.schedules(await workStream(q, ctx));
+    case '/api/rate-limit': {
+      const group = need(q, 'group');
+      if (group.length > 1_000) throw new BadRequest('"group" takes at most 1,000 characters');
+      return { limit: await data.rateLimit(await workStream(q, ctx), group) };
+    }
     case '/api/pending':
       return data.pending(await workStream(q, ctx), need(q, 'group'), streamId(q, 'after'), count(q, 'count', 50, 500));
     case '/api/entries': {

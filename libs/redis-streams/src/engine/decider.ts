@@ -72,7 +72,9 @@ function admissions(options: ResolvedServerOptions, plan: StreamPlan, commands: 
     let gate = byPattern.get(pattern);
     if (!gate) {
       const common = { pattern, name: options.keyPrefix + pattern, limits: commands.rateLimits, consumer: options.consumer };
-      gate = keyRateLimit ? new KeyRateGate({ ...common, limit: keyRateLimit, logger }) : new PatternThrottle(common);
+      gate = keyRateLimit
+        ? new KeyRateGate({ ...common, limit: keyRateLimit, logger, heldTtlMs: options.minIdleMs })
+        : new PatternThrottle(common);
       byPattern.set(pattern, gate);
     }
     gates.set(stream, gate);

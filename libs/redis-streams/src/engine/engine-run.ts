@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { ConsumerHygiene } from '../consumer/upkeep/consumer-hygiene.js';
+import type { RateLimitNotice } from '../consumer/upkeep/rate-limit-notice.js';
 import type { Running } from '../consumer/watch/stuck-watch.js';
 import type { HealthProbe } from '../health/health-probe.js';
 import type { Logger } from '../ports.js';
@@ -16,6 +17,8 @@ import type { StartupGate } from './startup-gate.js';
 export class EngineRun {
   /** Started only once every reader has its groups (undefined before, and when `consumerCleanup` is off). */
   private hygiene: ConsumerHygiene | undefined;
+  /** The rate limits written for the dashboard (undefined before the start, and when no pattern has one). */
+  private notice: RateLimitNotice | undefined;
 
   constructor(
     /** The command connection (on a cluster, one ioredis Cluster) every reader shares. */
@@ -29,9 +32,10 @@ export class EngineRun {
     readonly durable?: CommandLane | undefined,
   ) {}
 
-  /** The start succeeded: its hygiene (if any), stopped with the loops. */
-  started(hygiene: ConsumerHygiene | undefined): void {
+  /** The start succeeded: its hygiene and rate-limit notice (if any), stopped with the loops. */
+  started(hygiene: ConsumerHygiene | undefined, notice?: RateLimitNotice): void {
     this.hygiene = hygiene;
+    this.notice = notice;
   }
 
   /** `[command, blocking…]` connections. */
@@ -51,7 +55,7 @@ export class EngineRun {
   /** Every loop (and the hygiene) told to stop taking work; resolves when they have. */
   async stop(): Promise<void> {
     // Every lane woken at once: stopping takes as long as the slowest, not their sum.
-    await Promise.all([...this.readers.map((r) => r.stop()), this.hygiene?.stop()]);
+    await Promise.all([...this.readers.map((r) => r.stop()), this.hygiene?.stop(), this.notice?.stop()]);
   }
 
   /** Every reader looks at the pause flags now (after this process paused or resumed a pattern). */

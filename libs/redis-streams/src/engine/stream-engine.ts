@@ -18,6 +18,8 @@ import { EngineEvents } from './engine-events.js';
 import { EngineRun } from './engine-run.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
+import { RateLimitNotice } from '../consumer/upkeep/rate-limit-notice.js';
+import type { RateLimit } from '../options/rate-limit-options.js';
 import type { StreamPlan } from './plan.js';
 import { Reader } from '../consumer/reader.js';
 import { deciderOf } from './decider.js';
@@ -174,7 +176,28 @@ export class StreamEngine {
     if (features) this.logger.log(describeFeatures(features));
     void warnStrays(commands, plan.strays, this.logger);
     if (this.closing) return;
-    run.started(startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted));
+    run.started(
+      startHygiene(options, plan.streams, commands, this.logger, this.events.consumersDeleted),
+      this.rateLimitNotice(plan, commands),
+    );
+  }
+
+  /** The rate-limited patterns' limits, written for the dashboard while this engine runs; undefined when none has one. */
+  private rateLimitNotice(plan: StreamPlan, commands: StreamCommands): RateLimitNotice | undefined {
+    const { options } = this;
+    const limits = new Map<string, RateLimit>();
+    for (const { pattern, rateLimit, keyRateLimit } of plan.origins.values()) {
+      const limit = rateLimit ?? keyRateLimit;
+      if (limit) limits.set(options.keyPrefix + pattern, limit);
+    }
+    if (limits.size === 0) return undefined;
+    return new RateLimitNotice({
+      limits,
+      commands: commands.rateLimits,
+      everyMs: options.leaseRenewMs,
+      ttlMs: options.minIdleMs,
+      logger: this.logger,
+    });
   }
 
   /** See `RedisStreamsServer.health`. */

@@ -56,6 +56,8 @@ export class KeyRateGate implements Admission {
       limit: RateLimit;
       limits: Pick<RateLimitCommands, 'acquireKey' | 'blockKey'>;
       consumer: string;
+      /** How long the pattern's held set outlives its last refusal (minIdleMs: the limit's record lives as long). */
+      heldTtlMs: number;
       logger: Logger;
     },
   ) {}
@@ -76,7 +78,7 @@ export class KeyRateGate implements Admission {
         if (!this.refusedTold) {
           this.refusedTold = true;
           this.d.logger.error(
-            `could not take a grant of the rate limit of key ${preview(key)} of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${this.d.name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
+            `could not take a grant of the rate limit of key ${preview(key)} of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +zremrangebyrank +pexpire +pttl +set on ~${this.d.name}:keyrate* and ~${this.d.name}:rate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
           );
         }
         return new OverKeyRateLimitError(retryInMs, `could not take a grant of its key's rate limit (${limit.max} per ${limit.perMs} ms)`);
@@ -97,7 +99,7 @@ export class KeyRateGate implements Admission {
     const member = `${entry.stream}\n${entry.id}`;
     // Back from its wait: no longer ahead of the others, and first in line if refused again.
     const returning = this.queues.get(key)?.delete(member) ?? false;
-    const got = await this.d.limits.acquireKey(this.d.name, key, limit.max, limit.perMs, `${this.token}:${++this.calls}`);
+    const got = await this.d.limits.acquireKey(this.d.name, key, limit.max, limit.perMs, `${this.token}:${++this.calls}`, this.d.heldTtlMs);
     const queue = this.queues.get(key);
     const now = performance.now();
     if (queue) {

@@ -280,7 +280,27 @@ export interface DelayedChangeReply {
 }
 
 /** Each GET of the API (`api/<call>`) and its answer. */
+/** A stream's rate limit for one group (/api/rate-limit): null when no worker publishes one. */
+export interface RateLimitReply {
+  limit: {
+    /** keyPrefix + pattern: the name the limit is kept under. */
+    name: string;
+    state: {
+      max: number;
+      perMs: number;
+      perKey: boolean;
+      recordTtlMs: number;
+      windowUsed: number;
+      blockedForMs: number;
+      blockedBy: string | null;
+      held: { key: string; forMs: number }[];
+      heldCount: number;
+    };
+  } | null;
+}
+
 export interface ApiReplies {
+  'rate-limit': RateLimitReply;
   'entry-state': EntryStateReply;
   delayed: DelayedReply;
   'delayed-entry': DelayedEntryReply;

@@ -9,6 +9,7 @@ import { figures } from './figures.js';
 import { age, count, num } from './format.js';
 import { groupSection } from './group-section.js';
 import { headroom } from './headroom.js';
+import { rateLimitSection } from './rate-limit-section.js';
 import { state } from './state.js';
 
 /** Idempotent produce's counters and window (Redis 8.6), on a stream that had an idempotent write. */
@@ -87,7 +88,7 @@ export async function streamPage(key: string, group?: string): Promise<Child[]> 
     state.message ? el('p', { role: 'alert', class: 'notice' }, state.message) : null,
     chartsSection(`stream:${key}`, { ...figures([s]), producedBefore: s.producedHistory.slice(0, -1) }, s.history),
   ];
-  for (const g of groups) out.push(...(await groupSection(key, g)));
+  for (const g of groups) out.push(await rateLimitSection(key, g.name), ...(await groupSection(key, g)));
   if (group !== undefined && groups.length === 0)
     out.push(el('p', { role: 'alert', class: 'notice' }, `No group "${group}" on this stream.`));
   out.push(await delayedSection(key, s.delayed));

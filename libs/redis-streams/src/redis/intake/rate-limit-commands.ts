@@ -1,17 +1,32 @@
-import { keyRateLimitKeysOf, rateLimitKeysOf, type RateLimitKeys } from '../../key-names.js';
+import { heldKeyMemberOf, keyRateLimitKeysOf, rateLimitKeysOf, rateLimitStateKeysOf, type RateLimitKeys } from '../../key-names.js';
+import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { RedisConnection } from '../connection/connect.js';
 import { parseAcquireReply, type Acquired } from '../replies/replies.js';
-import { ACQUIRE_SCRIPT, BLOCK_SCRIPT } from './rate-limit-scripts.js';
+import { ACQUIRE_SCRIPT, BLOCK_SCRIPT, KEY_ACQUIRE_SCRIPT, PUBLISH_LIMIT_SCRIPT } from './rate-limit-scripts.js';
 import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
 
 const RATE_LIMIT_SCRIPTS: readonly LuaScript[] = [
   luaScript('streamsAcquire', 2, ACQUIRE_SCRIPT),
   luaScript('streamsBlock', 1, BLOCK_SCRIPT),
+  luaScript('streamsKeyAcquire', 3, KEY_ACQUIRE_SCRIPT),
+  luaScript('streamsPublishLimit', 2, PUBLISH_LIMIT_SCRIPT),
 ];
 
 type RateConnection = RedisConnection & {
   streamsAcquire(window: string, block: string, max: number, perMs: number, want: number, prefix: string): Promise<unknown>;
   streamsBlock(block: string, ms: number, by: string): Promise<unknown>;
+  streamsKeyAcquire(
+    window: string,
+    block: string,
+    held: string,
+    max: number,
+    perMs: number,
+    want: number,
+    prefix: string,
+    heldKey: string,
+    heldTtlMs: number,
+  ): Promise<unknown>;
+  streamsPublishLimit(record: string, held: string, max: number, perMs: number, perKey: string, ttlMs: number): Promise<unknown>;
 };
 
 /** Rate limits' commands (rate-limit-scripts.ts); replies parsed in replies.ts. */
@@ -37,10 +52,22 @@ export class RateLimitCommands {
     return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, want, prefix));
   }
 
-  /** One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be. */
-  async acquireKey(name: string, key: string, max: number, perMs: number, member: string): Promise<Acquired> {
+  /**
+   * One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be; a
+   * refusal is recorded in the pattern's held set, which expires `heldTtlMs` after the last one.
+   */
+  async acquireKey(name: string, key: string, max: number, perMs: number, member: string, heldTtlMs: number): Promise<Acquired> {
     const k = keyRateLimitKeysOf(name, this.group, key, this.onCluster);
-    return parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, 1, member));
+    const held = rateLimitStateKeysOf(name, this.group, this.onCluster).held;
+    return parseAcquireReply(
+      await this.conn.streamsKeyAcquire(k.window, k.block, held, max, perMs, 1, member, heldKeyMemberOf(key), heldTtlMs),
+    );
+  }
+
+  /** Writes `name`'s limit for the dashboard, expiring in `ttlMs` unless written again (and renews its held set's expiry). */
+  async publish(name: string, limit: RateLimit, ttlMs: number): Promise<void> {
+    const k = rateLimitStateKeysOf(name, this.group, this.onCluster);
+    await this.conn.streamsPublishLimit(k.record, k.held, limit.max, limit.perMs, limit.perKey ? '1' : '0', ttlMs);
   }
 
   /** No grant of `key`'s limit of `name` for `ms` (or longer, if a block already lasts longer). */
