@@ -116,6 +116,19 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
     expect(await passOf(peer, entry('cold'))).toBeUndefined();
   });
 
+  it("a worker whose rights cover only its keyrate keys still gets its grants and refusals: the dashboard's held set is best-effort (review finding)", async () => {
+    const name = `gate-${randomUUID().slice(0, 8)}`;
+    // The rights the per-key limit needed before the held set existed: none on the pattern's :rate* keys.
+    const user = await aclUser(redis.client(), redis.port, name, '', ['on', '>pw', '~t:*:keyrate*', '+@all']);
+    const errors: string[] = [];
+    const gate = admissionOf({ max: 1, perMs: 60_000, perKey: true }, user, errors);
+    expect(await passOf(gate, entry('k'))).toBeUndefined();
+    const held = await passOf(gate, entry('k'));
+    expect(held).toBeInstanceOf(NotYet);
+    expect(held!.retryInMs).toBeGreaterThan(1_000);
+    expect(errors).toEqual([]);
+  });
+
   it('a Redis that refuses the grants script: a NotYet within 100 ms to 5 s, the rights named once, and a Redis failure rejects', async () => {
     const name = `gate-${randomUUID().slice(0, 8)}`;
     const user = await aclUser(redis.client(), redis.port, name, '', ['on', '>pw', '~*', '&*', '+@all', '-zcard']);

@@ -78,7 +78,7 @@ export class KeyRateGate implements Admission {
         if (!this.refusedTold) {
           this.refusedTold = true;
           this.d.logger.error(
-            `could not take a grant of the rate limit of key ${preview(key)} of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +zremrangebyrank +pexpire +pttl +set on ~${this.d.name}:keyrate* and ~${this.d.name}:rate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
+            `could not take a grant of the rate limit of key ${preview(key)} of "${this.d.pattern}": ${describeError(err)}; the consumer needs +zadd +zrem +zcard +zrange +zremrangebyscore +pexpire +pttl +set on ~${this.d.name}:keyrate* (docs/guide/security.md). Its entries wait, tried again every ${retryInMs} ms, their deliveries not counted`,
           );
         }
         return new OverKeyRateLimitError(retryInMs, `could not take a grant of its key's rate limit (${limit.max} per ${limit.perMs} ms)`);

@@ -2,30 +2,20 @@ import { heldKeyMemberOf, keyRateLimitKeysOf, rateLimitKeysOf, rateLimitStateKey
 import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { RedisConnection } from '../connection/connect.js';
 import { parseAcquireReply, type Acquired } from '../replies/replies.js';
-import { ACQUIRE_SCRIPT, BLOCK_SCRIPT, KEY_ACQUIRE_SCRIPT, PUBLISH_LIMIT_SCRIPT } from './rate-limit-scripts.js';
+import { ACQUIRE_SCRIPT, BLOCK_SCRIPT, PUBLISH_LIMIT_SCRIPT, RECORD_HELD_SCRIPT } from './rate-limit-scripts.js';
 import { defineLuaScripts, luaScript, type LuaScript } from '../lua/lua-script.js';
 
 const RATE_LIMIT_SCRIPTS: readonly LuaScript[] = [
   luaScript('streamsAcquire', 2, ACQUIRE_SCRIPT),
   luaScript('streamsBlock', 1, BLOCK_SCRIPT),
-  luaScript('streamsKeyAcquire', 3, KEY_ACQUIRE_SCRIPT),
+  luaScript('streamsRecordHeld', 1, RECORD_HELD_SCRIPT),
   luaScript('streamsPublishLimit', 2, PUBLISH_LIMIT_SCRIPT),
 ];
 
 type RateConnection = RedisConnection & {
   streamsAcquire(window: string, block: string, max: number, perMs: number, want: number, prefix: string): Promise<unknown>;
   streamsBlock(block: string, ms: number, by: string): Promise<unknown>;
-  streamsKeyAcquire(
-    window: string,
-    block: string,
-    held: string,
-    max: number,
-    perMs: number,
-    want: number,
-    prefix: string,
-    heldKey: string,
-    heldTtlMs: number,
-  ): Promise<unknown>;
+  streamsRecordHeld(held: string, waitMs: number, heldKey: string, heldTtlMs: number): Promise<unknown>;
   streamsPublishLimit(record: string, held: string, max: number, perMs: number, perKey: string, ttlMs: number): Promise<unknown>;
 };
 
@@ -54,14 +44,17 @@ export class RateLimitCommands {
 
   /**
    * One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be; a
-   * refusal is recorded in the pattern's held set, which expires `heldTtlMs` after the last one.
+   * refusal is recorded in the pattern's held set for the dashboard (expiring `heldTtlMs` after the last one), sent
+   * behind the grant and not waited for: a worker without rights on it loses only the dashboard's list.
    */
   async acquireKey(name: string, key: string, max: number, perMs: number, member: string, heldTtlMs: number): Promise<Acquired> {
     const k = keyRateLimitKeysOf(name, this.group, key, this.onCluster);
-    const held = rateLimitStateKeysOf(name, this.group, this.onCluster).held;
-    return parseAcquireReply(
-      await this.conn.streamsKeyAcquire(k.window, k.block, held, max, perMs, 1, member, heldKeyMemberOf(key), heldTtlMs),
-    );
+    const got = parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, 1, member));
+    if (got.grants === 0) {
+      const held = rateLimitStateKeysOf(name, this.group, this.onCluster).held;
+      this.conn.streamsRecordHeld(held, got.waitMs, heldKeyMemberOf(key), heldTtlMs).catch(() => undefined);
+    }
+    return got;
   }
 
   /** Writes `name`'s limit for the dashboard, expiring in `ttlMs` unless written again (and renews its held set's expiry). */

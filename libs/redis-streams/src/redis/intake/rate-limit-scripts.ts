@@ -6,43 +6,40 @@ import { LUA_NOW } from '../lua/lua-now.js';
  * them; none while the block key lives (a handler's RateLimitedException). Members are ARGV[4]
  * followed by 1…n, unique to the call (a refund names them).
  * KEYS[1] window, KEYS[2] block. Returns {grants, ms until one may be granted (0 when some were)}.
- * `refused(wait)`: what a refusal also does (KEY_ACQUIRE_SCRIPT's record); a grant does nothing more.
  */
-const acquireScript = (refused: string): string => `${LUA_NOW}
-local function refuse(wait)
-  ${refused}
-  return {0, wait}
-end
+export const ACQUIRE_SCRIPT = `${LUA_NOW}
 local blocked = redis.call('PTTL', KEYS[2])
-if blocked > 0 then return refuse(blocked) end
+if blocked > 0 then return {0, blocked} end
 local max, perMs, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 -- A grant counts for perMs ms after it, both ends in: any window of perMs ms holds at most max.
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - perMs))
 local n = math.min(want, max - redis.call('ZCARD', KEYS[1]))
 if n <= 0 then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return refuse(math.max(1, tonumber(oldest[2]) + perMs + 1 - now))
+  return {0, math.max(1, tonumber(oldest[2]) + perMs + 1 - now)}
 end
 for i = 1, n do redis.call('ZADD', KEYS[1], now, ARGV[4] .. i) end
 redis.call('PEXPIRE', KEYS[1], perMs)
 return {n, 0}
 `;
 
-export const ACQUIRE_SCRIPT = acquireScript('');
-
 /** Most keys the held set keeps (the ones held longest): its members are bounded names (heldKeyMemberOf), so its bytes are too. */
 export const MAX_HELD_KEYS = 1000;
 
 /**
- * ACQUIRE_SCRIPT for one key's limit (`perKey`), a refusal also recorded for the dashboard: KEYS[3] the
- * pattern's held set (key ARGV[5] → until when, Redis ms). A key refused again costs that one ZADD; a key new
- * to the set also cuts it to its MAX_HELD_KEYS held longest and sets its expiry to ARGV[6] ms (the workers'
- * upkeep renews it while they run the limit, so a set no worker writes any more goes).
+ * A key refused by its own limit (`perKey`), recorded for the dashboard: KEYS[1] the pattern's held set, key ARGV[2]
+ * → until when (Redis' clock + ARGV[1] ms). A key held again costs that one ZADD; a key new to the set also cuts it
+ * to its MAX_HELD_KEYS held longest and sets its expiry to ARGV[3] ms (the workers' upkeep renews it while they run
+ * the limit, so a set no worker writes any more goes). A call of its own, not part of the grant: a worker whose
+ * rights cover only its keyrate keys is refused this, never its grants.
  */
-export const KEY_ACQUIRE_SCRIPT = acquireScript(`if redis.call('ZADD', KEYS[3], now + wait, ARGV[5]) == 1 then
-    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -${MAX_HELD_KEYS + 1})
-    redis.call('PEXPIRE', KEYS[3], ARGV[6])
-  end`);
+export const RECORD_HELD_SCRIPT = `${LUA_NOW}
+if redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2]) == 1 then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -${MAX_HELD_KEYS + 1})
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+`;
 
 /**
  * What a pattern's workers say of its limit for a group, renewed at the lease's cadence so that a limit no
