@@ -24,6 +24,9 @@ import { waitFor } from './support/wait-for.js';
 import { parseInfoRecord } from '../libs/redis-streams/src/redis/replies/info-replies.js';
 import type { StreamReport } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { runCli } from './support/cli.js';
+import { EntryCommands } from '../libs/redis-streams/src/redis/tools/entry-commands.js';
+import { DelayedCommands } from '../libs/redis-streams/src/redis/upkeep/delayed-commands.js';
+import { delayedKeysOf } from '../libs/redis-streams/src/key-names.js';
 
 const redis = useRedis();
 const producer = useProducers();
@@ -227,6 +230,29 @@ describe('idempotent produce: what each server takes', () => {
     // The server's record, not a key of ours: a raw XADD with the same producer id and key is a repeat too.
     expect(await redis.client().call('XADD', key, 'IDMP', 'orders-api', 'k', '*', 'data', '{}')).toBe(first);
     expect(await redis.client().exists(recordKey(key, 'k', 'orders-api'))).toBe(0);
+  });
+
+  it('Redis 8.6: a delayed entry whose key a plain write took meanwhile is promoted as a repeat, not as moved, by the dashboard and by a worker (review finding)', async (ctx) => {
+    if (!serverHasIdmp) return ctx.skip();
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    const delayed = (key: string) => new RedisStreamsRecord({ v: 'delayed' }, {}, { idempotencyKey: key, delayMs: 3_600_000 });
+    const schedule = delayedKeysOf(stream, redis.cluster).schedule;
+    const commands = new EntryCommands(redis.client());
+    // The dashboard's promote: the plain write holds the key, so XADD … IDMP writes nothing.
+    await lastValueFrom(client.emit('orders', delayed('K')));
+    const [member] = await redis.client().zrange(schedule, '0', '-1');
+    const plain = await lastValueFrom(client.emit('orders', once({ v: 'plain' }, 'K')));
+    expect(await commands.promoteDelayed(stream, member!)).toEqual({ moved: false, dropped: 'repeat' });
+    expect((await redis.client().xrange(stream, '-', '+')).map(([id]) => id)).toEqual([plain]);
+    // A worker's own promotion of the same case: counted a repeat, not a move.
+    await lastValueFrom(client.emit('orders', delayed('L')));
+    await lastValueFrom(client.emit('orders', once({ v: 'plain' }, 'L')));
+    await redis.client().zadd(schedule, 0, (await redis.client().zrange(schedule, '0', '-1'))[0]!);
+    const [promoted] = await new DelayedCommands(redis.client(), redis.cluster).promote([stream], 10);
+    expect([promoted!.moved, promoted!.repeats]).toEqual([0, 1]);
+    expect(await redis.client().xlen(stream)).toBe(2);
   });
 
   it('Redis 8.6: at most maxKeys keys per stream and producer id; the oldest is forgotten first', async (ctx) => {

@@ -76,13 +76,17 @@ local function readRecord(value, budget)
   for i = first, #items do fields[#fields + 1] = items[i] end
   return fields, once
 end
+-- The stream id, and true when XADD … IDMP wrote nothing (the key already named an entry: it answers that one's id).
 local function add(stream, fields, once)
   if once and once.native then
+    local before = redis.pcall('XLEN', stream)
     local added = redis.pcall('XADD', stream, 'IDMP', once.producer, once.key, '*', unpack(fields))
     -- A server without IDMP (the producer's was another): the key's record alone.
-    if type(added) ~= 'table' or not added.err then return added end
+    if type(added) ~= 'table' or not added.err then
+      return added, type(before) == 'number' and redis.call('XLEN', stream) == before
+    end
   end
-  return redis.pcall('XADD', stream, '*', unpack(fields))
+  return redis.pcall('XADD', stream, '*', unpack(fields)), false
 end
 -- 'moved' and its stream id, or 'repeat', or nil and why it cannot go in.
 local function promote(stream, id, value, prefix, budget)
@@ -103,10 +107,12 @@ local function promote(stream, id, value, prefix, budget)
     -- fields go in as a plain write, so that no one who may write a schedule takes the producers' keys.
     if held ~= id then once = nil end
   end
-  local added = add(stream, fields, once)
+  local added, repeated = add(stream, fields, once)
   if type(added) == 'table' and added.err then return nil, 'the stream refused it (' .. added.err .. ')' end
   -- The key now names the entry's stream id, until the expiry its schedule set (nothing in the record decides it).
   if once then redis.pcall('SET', once.record, added, 'KEEPTTL') end
+  -- Another write took the key meanwhile (Redis 8.6 keeps it in the stream): nothing went in.
+  if repeated then return 'repeat' end
   return 'moved', added
 end
 -- A schedule key of another type (a key of the user's named like it): that stream's entries cannot move, said
