@@ -1,7 +1,7 @@
 // The charts' past kept by the dashboard's process (figure-history.ts), on an injected clock: an hour kept
 // and no more, one ring per stream of a fixed size, a cap on streams, rates from the counters' differences.
 import { resolveDashboardOptions } from '../libs/redis-streams/src/dashboard/dashboard-options.js';
-import { FigureHistory, SLOT_BYTES } from '../libs/redis-streams/src/dashboard/figure-history.js';
+import { FigureHistory, RING_BYTES, SLOT_BYTES } from '../libs/redis-streams/src/dashboard/figure-history.js';
 
 const T0 = 1_800_000_000_000;
 const sample = (lag: number, added: number, read: number | null = added - lag) => ({ lag, pending: 1, dead: 0, added, read });
@@ -21,7 +21,7 @@ describe("the dashboard's figure history", () => {
     expect(s.produced[0]).toBeNull();
     expect(new Set(s.produced.slice(1))).toEqual(new Set([10]));
     expect(new Set(s.consumed.slice(1).map((c) => c!.toFixed(3)))).toEqual(new Set([(149 / 15).toFixed(3)]));
-    expect(h.footprint).toEqual({ streams: 1, bytes: 241 * SLOT_BYTES });
+    expect(h.footprint).toEqual({ streams: 1, bytes: 241 * SLOT_BYTES + RING_BYTES + 'orders'.length });
   });
 
   it('sums the streams asked for per interval; a counter that fell, or a read count unknown, gives no rate', () => {
@@ -46,7 +46,10 @@ describe("the dashboard's figure history", () => {
   it('keeps at most `streams` streams, forgetting the one seen least recently', () => {
     const h = new FigureHistory({ intervalMs: 1_000, keepMs: 60_000, streams: 100 });
     for (let i = 0; i < 10_000; i++) h.record(`s${i}`, T0, sample(1, 1));
-    expect(h.footprint).toEqual({ streams: 100, bytes: 100 * 61 * SLOT_BYTES });
+    expect(h.footprint.streams).toBe(100);
+    expect(h.footprint.bytes).toBe(
+      100 * (61 * SLOT_BYTES + RING_BYTES) + [...Array(100).keys()].reduce((n, i) => n + `s${9900 + i}`.length, 0),
+    );
     expect(h.series(['s0'], T0).at).toEqual([]);
     expect(h.series(['s9999'], T0).lag).toEqual([1]);
   });
@@ -80,11 +83,13 @@ describe('the history option', () => {
       [{ streams: 1_000_000 }, /"dashboard.history.streams"/],
       [{ interval: 5 }, /"dashboard.history.interval"/],
       // Each bound alone, the product not: 100,000 streams × 10,001 slots would be 36 GB (review finding).
-      [{ streams: 100_000, keepMs: 10_000_000, intervalMs: 1_000 }, /"dashboard.history": .*36,003,600,000 bytes.*at most 268,435,456/],
-      [{ streams: 7_500, keepMs: 3_600_000, intervalMs: 3_600 }, /"dashboard.history": /],
+      [{ streams: 100_000, keepMs: 10_000_000, intervalMs: 1_000 }, /"dashboard.history": .*bytes.*at most 268,435,456/],
+      // Each stream's ring costs its objects too, not only its slots (measured ~750 bytes): 266 MB of slots took 336 MB.
+      [{ streams: 100_000, keepMs: 1_095_000, intervalMs: 15_000 }, /"dashboard.history": .*368,800,000 bytes/],
+      [{ streams: 7_244, keepMs: 3_600_000, intervalMs: 3_600 }, /"dashboard.history": .*268,462,640 bytes/],
     ];
-    // 256 MiB is the cap: 7,440 streams of an hour at 3.6 s is under it (268,107,840 bytes).
-    expect(resolveDashboardOptions({ history: { streams: 7_440, keepMs: 3_600_000, intervalMs: 3_600 } }).history?.streams).toBe(7_440);
+    // 256 MiB is the cap: 7,243 streams of an hour at 3.6 s is under it (268,425,580 bytes), 7,244 over.
+    expect(resolveDashboardOptions({ history: { streams: 7_243, keepMs: 3_600_000, intervalMs: 3_600 } }).history?.streams).toBe(7_243);
     for (const [history, error] of refused)
       expect(() => resolveDashboardOptions({ history } as Parameters<typeof resolveDashboardOptions>[0])).toThrow(error);
   });

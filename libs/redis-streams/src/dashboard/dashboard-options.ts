@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from '../options/validate.js';
-import { SLOT_BYTES } from './figure-history.js';
+import { RING_BYTES, SLOT_BYTES } from './figure-history.js';
 
 /** Who may act: a name for the action log, or null to refuse (403). */
 export type DashboardAuthorize = (req: IncomingMessage) => string | null | Promise<string | null>;
@@ -37,7 +37,7 @@ export interface DashboardOptions {
   /**
    * The charts' past, kept in this process (docs/guide/dashboard.md, "Charts"): every `intervalMs` (default
    * 15000) the lag, pending, dead letters and counters of the first `streams` streams in scope (default 1000,
-   * by name) for the last `keepMs` (default 3600000), in one ring per stream (36 bytes a slot: about 8.7 KB a
+   * by name) for the last `keepMs` (default 3600000), in one ring per stream (36 bytes a slot and about 1 KB a ring: about 9.7 KB a
    * stream by default). `false`: none (charts show what the tab has seen).
    */
   history?: false | { intervalMs?: number; keepMs?: number; streams?: number };
@@ -69,7 +69,7 @@ export const DASHBOARD_DEFAULTS = {
 /** Slots a stream's history ring may have (keepMs / intervalMs), and streams it may keep: its memory stays bounded. */
 const MAX_HISTORY_SLOTS = 10_000;
 const MAX_HISTORY_STREAMS = 100_000;
-/** What the rings may take together (streams × slots × SLOT_BYTES): each bound alone allowed 36 GB. */
+/** What the rings may take together (streams × (slots × SLOT_BYTES + RING_BYTES)): each bound alone allowed 36 GB. */
 const MAX_HISTORY_BYTES = 256 * 1024 * 1024;
 
 const KNOWN = [
@@ -134,11 +134,11 @@ function historyOf(value: unknown): ResolvedDashboardOptions['history'] {
     positiveInt('dashboard.history.streams', given.streams, d.streams),
     MAX_HISTORY_STREAMS,
   );
-  const bytes = streams * (Math.ceil(keepMs / intervalMs) + 1) * SLOT_BYTES;
+  const bytes = streams * ((Math.ceil(keepMs / intervalMs) + 1) * SLOT_BYTES + RING_BYTES);
   if (bytes > MAX_HISTORY_BYTES)
     throw new InvalidOptionError(
       'dashboard.history',
-      `its rings would take ${bytes.toLocaleString('en-US')} bytes (streams × (keepMs / intervalMs + 1) × ${SLOT_BYTES}), at most ${MAX_HISTORY_BYTES.toLocaleString('en-US')} (256 MiB): keep fewer streams, or a shorter or coarser history`,
+      `its rings would take ${bytes.toLocaleString('en-US')} bytes (streams × ((keepMs / intervalMs + 1) × ${SLOT_BYTES} + ${RING_BYTES}), names aside), at most ${MAX_HISTORY_BYTES.toLocaleString('en-US')} (256 MiB): keep fewer streams, or a shorter or coarser history`,
     );
   return { intervalMs, keepMs, streams };
 }
