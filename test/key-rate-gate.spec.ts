@@ -13,6 +13,9 @@ import { Lanes } from '../libs/redis-streams/src/redis/connection/lanes.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { aclUser } from './support/acl.js';
+import { waitFor } from './support/wait-for.js';
+import { rateLimitStateKeysOf } from '../libs/redis-streams/src/key-names.js';
+import { MAX_HELD_KEYS } from '../libs/redis-streams/src/redis/intake/rate-limit-scripts.js';
 import { useRedis } from './support/use-redis.js';
 
 const redis = useRedis();
@@ -22,13 +25,13 @@ afterEach(async () => {
 });
 
 /** A gate of its own pattern (a fresh name in Redis), on `connection` (default: the server's URL). */
-function admissionOf(limit: RateLimit, connection: unknown = redis.url, errors: string[] = []) {
+function admissionOf(limit: RateLimit, connection: unknown = redis.url, errors: string[] = [], warns: string[] = []) {
   const options = resolveServerOptions({ connection: connection as never, group: 'g', consumer: 'c', telemetry: false });
   const lanes = new Lanes({ connection: options.connection, name: `gate:${randomUUID().slice(0, 8)}`, onError: () => {} });
   opened.push(lanes);
   const commands = new StreamCommands(lanes.command, 'g');
   const pattern = `mail-${randomUUID().slice(0, 8)}`;
-  const logger = { log: () => {}, warn: () => {}, error: (m: string) => void errors.push(m) };
+  const logger = { log: () => {}, warn: (m: string) => void warns.push(m), error: (m: string) => void errors.push(m) };
   const deps = { pattern, name: `t:${pattern}`, limit, limits: commands.rateLimits, consumer: 'c', logger, heldTtlMs: 30_000 };
   const gate = new KeyRateGate(deps);
   depsOf.set(gate, deps);
@@ -127,6 +130,26 @@ describe('KeyRateGate: a pattern limited per key, at each entry start', () => {
     expect(held).toBeInstanceOf(NotYet);
     expect(held!.retryInMs).toBeGreaterThan(1_000);
     expect(errors).toEqual([]);
+  });
+
+  it('a full held set a worker may not trim (no +zremrangebyrank): nothing added past its cap, the rights named once, grants unaffected (review finding)', async () => {
+    const name = `gate-${randomUUID().slice(0, 8)}`;
+    const user = await aclUser(redis.client(), redis.port, name, '', ['on', '>pw', '~*', '+@all', '-zremrangebyrank']);
+    const warns: string[] = [];
+    const gate = admissionOf({ max: 1, perMs: 60_000, perKey: true }, user, [], warns);
+    const held = rateLimitStateKeysOf(depsOf.get(gate)!.name, 'g', false).held;
+    // Full: 1,000 keys held for an hour (on Redis' clock, as the workers write them).
+    const [sec] = await redis.client().time();
+    const full = redis.client().multi();
+    for (let i = 0; i < MAX_HELD_KEYS; i++) full.zadd(held, Number(sec) * 1000 + 3_600_000, `other-${i}`);
+    await full.exec();
+    for (let i = 0; i < 3; i++) {
+      expect(await passOf(gate, entry(`k${i}`))).toBeUndefined();
+      expect(await passOf(gate, entry(`k${i}`))).toBeInstanceOf(NotYet);
+    }
+    await waitFor(() => warns.length > 0, { message: 'the missing right said' });
+    expect(await redis.client().zcard(held)).toBe(MAX_HELD_KEYS);
+    expect(warns).toEqual([expect.stringMatching(/could not record the keys held back .*\+zremrangebyrank/)]);
   });
 
   it('a Redis that refuses the grants script: a NotYet within 100 ms to 5 s, the rights named once, and a Redis failure rejects', async () => {

@@ -171,7 +171,8 @@ describe("a pattern's rate limit on the dashboard", () => {
     await worker(prefix, { rateLimit: { max: 1, perMs: 60_000, perKey: (p: { tenant: string }) => p.tenant } });
     const { held } = rateLimitStateKeysOf(stream, 'g', false);
     await waitFor(async () => (await redis.client().zcard(held)) === 1, { message: 'a key held' });
-    const rights = ['+evalsha', '+eval', '+type', '+hmget', '+pttl', '+zcount', '+zrevrangebyscore', '+get', '+time'];
+    // No +get: a value is read in part (GETRANGE) or once its length is known (HSTRLEN), never whole (review finding).
+    const rights = ['+evalsha', '+eval', '+type', '+hstrlen', '+hmget', '+pttl', '+zcount', '+zrevrangebyscore', '+getrange', '+time'];
     const user = await aclUser(redis.client(), redis.port, `rs-${prefix.slice(2, 10)}`, prefix, [
       'on',
       '>pw',
@@ -186,6 +187,25 @@ describe("a pattern's rate limit on the dashboard", () => {
     clients.push(limited);
     const state = await new RateStateCommands(limited, false).state(stream, 'g');
     expect(state).toMatchObject({ perKey: true, heldCount: 1, held: [{ key: 't' }] });
+  });
+
+  it('forged values read within their bounds: a limit that is no whole number reads as none, a huge block value is cut (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}mail`;
+    const k = rateLimitStateKeysOf(stream, 'g', redis.cluster);
+    const commands = new RateStateCommands(redis.client(), redis.cluster);
+    for (const max of ['1e400', 'inf', 'nan', '99999999999999999999', '2.7', '0x10', '-1']) {
+      await redis.client().hset(k.record, 'max', max, 'perMs', '1000', 'perKey', '0');
+      expect(await commands.state(stream, 'g'), max).toBeNull();
+    }
+    await redis.client().hset(k.record, 'max', 'x'.repeat(1_000_000), 'perMs', '1000', 'perKey', '0');
+    expect(await commands.state(stream, 'g')).toBeNull();
+    await redis.client().hset(k.record, 'max', '5', 'perMs', '1000', 'perKey', '0');
+    const block = rateLimitKeysOf(stream, 'g', redis.cluster).block;
+    await redis.client().set(block, `<b>${'y'.repeat(5_000_000)}`, 'PX', 60_000);
+    const state = await commands.state(stream, 'g');
+    expect(state).toMatchObject({ max: 5, perMs: 1000 });
+    expect(state!.blockedBy!.length).toBeLessThanOrEqual(200);
   });
 
   it('a dashboard user without rights on the rate keys sees the rest of the stream page, and why the limit is missing', async (ctx) => {

@@ -7,7 +7,7 @@ import { quotedPreview as preview } from '../../escape-control.js';
 import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { Logger } from '../../ports.js';
 import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
-import { isRefusal } from '../../redis/replies/redis-errors.js';
+import { isRefusal, isRetryable } from '../../redis/replies/redis-errors.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { NotYet, type Admission } from '../settle/admission.js';
 
@@ -46,6 +46,15 @@ export class KeyRateGate implements Admission {
   private readonly keys = new WeakMap<StreamEntry, string>();
   /** Redis refused the grants script since the last grant: told once. */
   private refusedTold = false;
+  private heldTold = false;
+  /** The dashboard's list of held keys could not be written: said once (its entries are unaffected). */
+  private readonly heldFailed = (err: unknown): void => {
+    if (this.heldTold || isRetryable(err)) return;
+    this.heldTold = true;
+    this.d.logger.warn(
+      `could not record the keys held back by the rate limit of "${this.d.pattern}" for the dashboard: ${describeError(err)}; the consumer needs +zadd +zremrangebyscore +zcard +zremrangebyrank +pexpire on ~${this.d.name}:rate* (docs/guide/security.md). Its entries are unaffected`,
+    );
+  };
 
   constructor(
     private readonly d: {
@@ -99,7 +108,15 @@ export class KeyRateGate implements Admission {
     const member = `${entry.stream}\n${entry.id}`;
     // Back from its wait: no longer ahead of the others, and first in line if refused again.
     const returning = this.queues.get(key)?.delete(member) ?? false;
-    const got = await this.d.limits.acquireKey(this.d.name, key, limit.max, limit.perMs, `${this.token}:${++this.calls}`, this.d.heldTtlMs);
+    const got = await this.d.limits.acquireKey(
+      this.d.name,
+      key,
+      limit.max,
+      limit.perMs,
+      `${this.token}:${++this.calls}`,
+      this.d.heldTtlMs,
+      this.heldFailed,
+    );
     const queue = this.queues.get(key);
     const now = performance.now();
     if (queue) {

@@ -45,14 +45,22 @@ export class RateLimitCommands {
   /**
    * One grant of `key`'s own limit of `name` (member `member`), or none and how long until one may be; a
    * refusal is recorded in the pattern's held set for the dashboard (expiring `heldTtlMs` after the last one), sent
-   * behind the grant and not waited for: a worker without rights on it loses only the dashboard's list.
+   * behind the grant and not waited for: a worker without rights on it loses only the dashboard's list (`heldFailed`).
    */
-  async acquireKey(name: string, key: string, max: number, perMs: number, member: string, heldTtlMs: number): Promise<Acquired> {
+  async acquireKey(
+    name: string,
+    key: string,
+    max: number,
+    perMs: number,
+    member: string,
+    heldTtlMs: number,
+    heldFailed: (err: unknown) => void = () => undefined,
+  ): Promise<Acquired> {
     const k = keyRateLimitKeysOf(name, this.group, key, this.onCluster);
     const got = parseAcquireReply(await this.conn.streamsAcquire(k.window, k.block, max, perMs, 1, member));
     if (got.grants === 0) {
       const held = rateLimitStateKeysOf(name, this.group, this.onCluster).held;
-      this.conn.streamsRecordHeld(held, got.waitMs, heldKeyMemberOf(key), heldTtlMs).catch(() => undefined);
+      this.conn.streamsRecordHeld(held, got.waitMs, heldKeyMemberOf(key), heldTtlMs).catch(heldFailed);
     }
     return got;
   }

@@ -28,16 +28,25 @@ export const MAX_HELD_KEYS = 1000;
 
 /**
  * A key refused by its own limit (`perKey`), recorded for the dashboard: KEYS[1] the pattern's held set, key ARGV[2]
- * → until when (Redis' clock + ARGV[1] ms). A key held again costs that one ZADD; a key new to the set also cuts it
- * to its MAX_HELD_KEYS held longest and sets its expiry to ARGV[3] ms (the workers' upkeep renews it while they run
- * the limit, so a set no worker writes any more goes). A call of its own, not part of the grant: a worker whose
- * rights cover only its keyrate keys is refused this, never its grants.
+ * → until when (Redis' clock + ARGV[1] ms), its expiry ARGV[3] ms (the workers' upkeep renews it while they run the
+ * limit, so a set no worker writes any more goes). Keys no longer held go first, then, when full, those held
+ * shortest: it never holds more than MAX_HELD_KEYS. Every step that may be refused (a right the worker lacks) runs
+ * before the write and answers the refusal: nothing is written past the bound. A call of its own, not part of the
+ * grant: a worker whose rights cover only its keyrate keys is refused this, never its grants.
  */
 export const RECORD_HELD_SCRIPT = `${LUA_NOW}
-if redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2]) == 1 then
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -${MAX_HELD_KEYS + 1})
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local function refused(reply) return type(reply) == 'table' and reply.err ~= nil end
+local r = redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+if refused(r) then return r end
+local n = redis.pcall('ZCARD', KEYS[1])
+if refused(n) then return n end
+if n >= ${MAX_HELD_KEYS} then
+  r = redis.pcall('ZREMRANGEBYRANK', KEYS[1], 0, n - ${MAX_HELD_KEYS})
+  if refused(r) then return r end
 end
+r = redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+if refused(r) then return r end
+redis.pcall('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `;
 
