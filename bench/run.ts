@@ -156,6 +156,7 @@ const rows = new Map<SystemName, Row>([
   ['nestjs-redis-streams', { system: 'nestjs-redis-streams' }],
   ['nestjs-redis-streams-batch', { system: 'nestjs-redis-streams, batch handler (one call per batch)' }],
   ['stream-consumer', { system: 'nestjs-redis-streams/core StreamConsumer (plain Node, no Nest)' }],
+  ['stream-consumer-batch', { system: 'nestjs-redis-streams/core StreamConsumer, batch handler (100)' }],
   ['bullmq', { system: 'BullMQ Worker' }],
   ['nest-redis-pubsub', { system: 'Nest Transport.REDIS (pub/sub, fire-and-forget)' }],
   ['naive-ioredis', { system: 'naive ioredis loop: awaits each XACK (the old yardstick)' }],
@@ -275,6 +276,7 @@ const DRAIN_SYSTEMS: SystemName[] = [
   'nestjs-redis-streams',
   'nestjs-redis-streams-batch',
   'stream-consumer',
+  'stream-consumer-batch',
   // `--only drain` compares this transport with the expert loops: BullMQ's drain alone would take most of its time.
   ...(flags.only === 'drain' ? [] : (['bullmq', 'naive-ioredis'] as const)),
 ];

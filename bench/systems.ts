@@ -41,6 +41,7 @@ export type SystemName =
   | 'nestjs-redis-streams'
   | 'nestjs-redis-streams-batch'
   | 'stream-consumer'
+  | 'stream-consumer-batch'
   | 'bullmq'
   | 'nest-redis-pubsub';
 
@@ -86,6 +87,19 @@ export async function startConsumer(
       // The plain-Node host (nestjs-redis-streams/core): the same engine without Nest's dispatch.
       const consumer = new StreamConsumer({ ...engineOptions(o), batchSize: o.batchSize, logger: false }).handle(o.key, (payload) =>
         handler(payload as { t?: string | number }),
+      );
+      await beforeListen?.();
+      await consumer.start();
+      return { stop: () => consumer.close() };
+    }
+    case 'stream-consumer-batch': {
+      // The plain-Node host with a batch handler of `batchSize` entries per call, as the Nest batch row.
+      const consumer = new StreamConsumer({ ...engineOptions(o), logger: false }).handle(
+        o.key,
+        async (entries) => {
+          for (const entry of entries) await handler(entry.payload as { t?: string | number });
+        },
+        { batch: { maxSize: o.batchSize } },
       );
       await beforeListen?.();
       await consumer.start();
