@@ -19,24 +19,40 @@ export class ParkLostError extends Error {
  * {@link ParkLostError} (what it delivered, if anything, is in this consumer's PEL, where a
  * restart's self-drain finds it).
  */
-export async function watchPark<T>(conn: Redis, read: Promise<T>, blockMs: number, wake: () => Promise<unknown>): Promise<T> {
-  const timers: NodeJS.Timeout[] = [];
-  const after = (ms: number) => new Promise<'silent'>((resolve) => timers.push(setTimeout(() => resolve('silent'), ms)));
-  let onClose: (() => void) | undefined;
-  const lost = new Promise<never>((_, reject) => {
-    onClose = () => reject(new ParkLostError('the connection closed while parked'));
+export function watchPark<T>(conn: Redis, read: Promise<T>, blockMs: number, wake: () => Promise<unknown>): Promise<T> {
+  // One promise, one timer and one listener per park (it runs once per batch): no race of promises.
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    let over = false;
+    const end = (): boolean => {
+      if (over) return false;
+      over = true;
+      clearTimeout(timer);
+      conn.off('close', onClose);
+      return true;
+    };
+    const onClose = () => {
+      if (end()) reject(new ParkLostError('the connection closed while parked'));
+    };
     conn.once('close', onClose);
+    read.then(
+      (value) => end() && resolve(value),
+      (err: unknown) => end() && reject(err),
+    );
+    timer = setTimeout(() => {
+      // Wake it; the grace runs from Redis' answer to the UNBLOCK (a paused server answers late, not never).
+      wake().then(
+        () => {
+          if (over) return;
+          timer = setTimeout(() => {
+            if (!end()) return;
+            conn.disconnect(true);
+            reject(new ParkLostError(`no answer to a park with BLOCK ${blockMs}, even ${PARK_GRACE_MS} ms after CLIENT UNBLOCK`));
+          }, PARK_GRACE_MS);
+        },
+        // The UNBLOCK failed: so does the park (its connection is left as it is).
+        (err: unknown) => end() && reject(err),
+      );
+    }, blockMs + PARK_GRACE_MS);
   });
-  lost.catch(() => undefined);
-  try {
-    if ((await Promise.race([read, lost, after(blockMs + PARK_GRACE_MS)])) !== 'silent') return await read;
-    // Wake it; the grace runs from Redis' answer to the UNBLOCK (a paused server answers late, not never).
-    const woken = wake().then(() => after(PARK_GRACE_MS));
-    if ((await Promise.race([read, lost, woken])) !== 'silent') return await read;
-    conn.disconnect(true);
-    throw new ParkLostError(`no answer to a park with BLOCK ${blockMs}, even ${PARK_GRACE_MS} ms after CLIENT UNBLOCK`);
-  } finally {
-    for (const t of timers) clearTimeout(t);
-    conn.off('close', onClose!);
-  }
 }
