@@ -12,6 +12,7 @@ import { compareIds } from '../libs/redis-streams/src/redis/stream-ids.js';
 import { decodeEntry } from '../libs/redis-streams/src/codec/entry-codec.js';
 import { JsonDeserializer } from '../libs/redis-streams/src/codec/json.js';
 import { isBusyGroup } from '../libs/redis-streams/src/redis/replies/redis-errors.js';
+import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 
 // Pure reply parsing: the shapes below are what Redis 7 and ioredis' three reply modes hand out.
 describe('reply parsing', () => {
@@ -20,21 +21,26 @@ describe('reply parsing', () => {
     ['2-0', ['b', '2']],
   ];
 
+  // What a reply says of each entry (a parsed entry also carries its custody slot: see FetchedEntry).
+  const said = (entries: readonly StreamEntry[]) =>
+    entries.map(({ stream, id, fields, deliveryCount }) => ({ stream, id, fields, deliveryCount }));
+
   it('reads XREADGROUP replies in RESP2, flattened RESP3 and RESP3 map shapes alike', () => {
     const expected = [
       { stream: 's', id: '1-0', fields: ['a', '1'], deliveryCount: 1 },
       { stream: 's', id: '2-0', fields: ['b', '2'], deliveryCount: 1 },
     ];
-    expect(parseReadReply([['s', items]], 1)).toEqual(expected);
-    expect(parseReadReply(['s', items], 1)).toEqual(expected);
-    expect(parseReadReply({ s: items }, 1)).toEqual(expected);
-    expect(parseReadReply(new Map([['s', items]]), 1)).toEqual(expected);
+    expect(said(parseReadReply([['s', items]], 1))).toEqual(expected);
+    expect(said(parseReadReply(['s', items], 1))).toEqual(expected);
+    expect(said(parseReadReply({ s: items }, 1))).toEqual(expected);
+    expect(said(parseReadReply(new Map([['s', items]]), 1))).toEqual(expected);
     expect(parseReadReply(null, 1)).toEqual([]);
     expect(parseReadReply(['s', [], 't', []], 1)).toEqual([]);
   });
 
   it('reads the XAUTOCLAIM reply of Redis 7 (with its deleted ids) and refuses the 2-element shape of 6.2', () => {
-    expect(parseAutoClaimReply('s', ['5-0', items, ['3-0']])).toEqual({
+    const claimed = parseAutoClaimReply('s', ['5-0', items, ['3-0']]);
+    expect({ ...claimed, entries: said(claimed.entries) }).toEqual({
       cursor: '5-0',
       entries: [
         { stream: 's', id: '1-0', fields: ['a', '1'], deliveryCount: 0 },

@@ -1,7 +1,7 @@
 import type { Logger } from '../../ports.js';
 import { defer, exhaustMap, ignoreElements, interval, type Observable } from 'rxjs';
 import type { StreamCommands } from '../../redis/stream-commands.js';
-import { groupIds, type StreamEntry } from '../../stream-entry.js';
+import { CUSTODY_SLOT, groupIds, type StreamEntry } from '../../stream-entry.js';
 import { describeError } from '../../describe-error.js';
 import { settleSent } from '../settle/settle-sent.js';
 import { counted } from '../../readable.js';
@@ -10,11 +10,11 @@ import { counted } from '../../readable.js';
 const distinctIds = (held: readonly StreamEntry[]): string[] => [...new Set(held.map((e) => e.id))];
 
 /**
- * The lease's mark on an entry: a slot only this module can name, so the wire type carries
- * none of the lease's bookkeeping. A property store, not a map: a Map or WeakMap keyed by the
- * entry costs ~10× as much per entry held and dropped (the drain's hot path).
+ * The lease's mark on an entry: the entry's custody slot (declared by the read that made it, see
+ * FetchedEntry), so the wire type carries none of the lease's bookkeeping. A property store, not a
+ * map: a Map or WeakMap keyed by the entry costs ~10× as much per entry held and dropped (the drain's hot path).
  */
-const HOLDING = Symbol('holding');
+const HOLDING = CUSTODY_SLOT;
 type Marked = StreamEntry & { [HOLDING]?: Holding | undefined };
 const holdingOf = (entry: StreamEntry): Holding | undefined => (entry as Marked)[HOLDING];
 const mark = (entry: StreamEntry, holding: Holding | undefined): void => {

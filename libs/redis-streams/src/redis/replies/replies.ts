@@ -1,5 +1,5 @@
 import { ReplyShapeError } from './reply-shape-error.js';
-import type { StreamEntry } from '../../stream-entry.js';
+import { FetchedEntry, type StreamEntry } from '../../stream-entry.js';
 import type { Confirmation } from '../produce/replication-wait.js';
 
 /** The one place Redis stream replies are turned into typed values. */
@@ -262,12 +262,12 @@ function parseEntry(stream: string, item: unknown, deliveryCount: number): Strea
   if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
   const before = item.length === 4 ? Number(item[3]) : undefined;
   if (before !== undefined && !(Number.isInteger(before) && before >= 0)) throw new ReplyShapeError('stream entry', item);
-  return {
+  return new FetchedEntry(
     stream,
-    id: String(id),
-    fields: fields === null ? null : asStrings(fields),
-    deliveryCount: before === undefined ? deliveryCount : before + 1,
-  };
+    String(id),
+    fields === null ? null : asStrings(fields),
+    before === undefined ? deliveryCount : before + 1,
+  );
 }
 
 /** ioredis already hands strings; copy only when it did not (Buffers, numbers). */
