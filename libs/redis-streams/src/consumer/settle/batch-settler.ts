@@ -52,8 +52,8 @@ export const idList = (entries: readonly StreamEntry[]): string =>
 export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamEntry[], source: DeliverySource, inHand = 0): Promise<void> {
   if (entries.length === 0) return;
   // Parallel arrays: no wrapper object per entry on the hot path.
-  const succeeded: StreamEntry[] = [];
-  const events: SettledEvent[] = [];
+  let succeeded: StreamEntry[] = [];
+  let events: SettledEvent[] = [];
   const progress: BatchProgress = { entries, next: 0, startedAt: new Array<number>(entries.length).fill(NaN) };
   d.inProgress.add(progress);
   // Not started: held back when their turn came (a pause seen meanwhile stops what the batch has not started).
@@ -88,6 +88,12 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           const decided = await batchHandler.decide(chunk, source);
           handlerEnded(progress, from, progress.next);
           if (d.stop.abandoned) return;
+          // The common case, the whole batch in one call and all of it acked: its arrays are the ack's, no copy per entry.
+          if (succeeded.length === 0 && chunk === entries && decided.every((e) => e.outcome === 'acked')) {
+            succeeded = chunk as StreamEntry[];
+            events = decided;
+            continue;
+          }
           for (let i = 0; i < chunk.length; i++) settled(chunk[i]!, decided[i]!);
         }
       }
