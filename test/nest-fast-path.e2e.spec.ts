@@ -23,7 +23,16 @@ import {
   type PipeTransform,
   type RpcExceptionFilter,
 } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE, NestFactory } from '@nestjs/core';
+import {
+  APP_FILTER,
+  APP_GUARD,
+  APP_INTERCEPTOR,
+  APP_PIPE,
+  ContextIdFactory,
+  NestFactory,
+  type ContextId,
+  type HostComponentInfo,
+} from '@nestjs/core';
 import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import {
   REDIS_STREAMS_TRANSPORT,
@@ -317,6 +326,43 @@ describe.skipIf(CORE_HOST)('Nest fast path: a handler with nothing bound skips t
       [{ n: 2 }, 2],
     ]);
     expect(made).toBe(2);
+  });
+
+  it('a durable provider: one instance per tenant, as the context id strategy says', async () => {
+    let made = 0;
+    @Injectable({ scope: Scope.REQUEST, durable: true })
+    class PerTenant {
+      readonly serial = ++made;
+    }
+    @Controller()
+    class Durable {
+      constructor(private readonly perTenant: PerTenant) {}
+      @StreamPattern('durable')
+      handle(@Payload() payload: { tenant: string }) {
+        record('durable', [payload.tenant, this.perTenant.serial]);
+      }
+    }
+    // Nest's strategy is process-wide: one sub-tree per tenant (the payload's), set for this test only.
+    const tenants = new Map<string, ContextId>();
+    ContextIdFactory.apply({
+      attach: (contextId: ContextId, request: { data?: { tenant?: string } }) => {
+        const tenant = request.data?.tenant ?? '';
+        if (!tenants.has(tenant)) tenants.set(tenant, ContextIdFactory.create());
+        return (info: HostComponentInfo) => (info.isTreeDurable ? tenants.get(tenant)! : contextId);
+      },
+    });
+    try {
+      const app = await startWith([Durable], { providers: [PerTenant] });
+      const settled = await deliver(app, 'durable', { tenant: 'a' }, { tenant: 'b' }, { tenant: 'a' });
+      expect(settled.map((e) => e.outcome)).toEqual(['acked', 'acked', 'acked']);
+      expect(callsOf('durable').map((c) => [...c.args, c.fast])).toEqual([
+        ['a', 1, false],
+        ['b', 2, false],
+        ['a', 1, false],
+      ]);
+    } finally {
+      (ContextIdFactory as unknown as { strategy: unknown }).strategy = undefined;
+    }
   });
 
   it('a transient provider in a static controller: the handler takes the fast path with its instance', async () => {

@@ -138,16 +138,16 @@ export function installFastPath(): void {
     let known = checked.get(this);
     if (known === undefined) checked.set(this, (known = isCheckedChain(this, create)));
     if (!known) return proxy;
-    const args = argsOf(this, instance, callback, moduleKey, methodName, contextId, inquirerId, defaultCallMetadata);
-    if (!args) return proxy;
-    const fast = fastCall(
-      this,
-      instance,
-      callback,
-      args,
-      this.exceptionFiltersContext.create(instance, callback, moduleKey, contextId, inquirerId),
-      report,
-    );
+    let fast: FastCall;
+    try {
+      const args = argsOf(this, instance, callback, moduleKey, methodName, contextId, inquirerId, defaultCallMetadata);
+      if (!args) return proxy;
+      const exceptionHandler = this.exceptionFiltersContext.create(instance, callback, moduleKey, contextId, inquirerId);
+      fast = fastCall(this, instance, callback, args, exceptionHandler, report);
+    } catch {
+      // Nest's create made the same calls without failing: whatever failed here, the full chain.
+      return proxy;
+    }
     return function routed(this: unknown, ...callArgs: unknown[]) {
       const ctx = callArgs[1];
       // Nest's pipes await each argument: a thenable payload is adopted there, so it takes Nest's way.
