@@ -157,6 +157,8 @@ export interface AppExtras {
   logger?: LoggerService;
   /** Listeners of the host's events (`[event, callback]`), registered before it starts (as `settled` and `deleted` are). */
   on?: Listener[];
+  /** Called with the Nest app before it listens (Nest only): global enhancers, pre-request hooks. */
+  configure?: (app: INestMicroservice) => void;
 }
 
 /** Builds a microservice from the Nest testing module with our transport (or a StreamConsumer, TEST_HOST=core), and starts it. */
@@ -226,6 +228,7 @@ async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): 
   server.on('deleted', (_stream, ids) => deleted.push(...ids));
   listen(server, extra.on);
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: extra.logger ?? (process.env.TEST_LOGS ? undefined : false) });
+  extra.configure?.(app);
   await app.listen();
   let closing: Promise<void> | undefined;
   return {
@@ -244,7 +247,7 @@ async function startNest(options: RedisStreamsServerOptions, extra: AppExtras): 
 
 /** The same Recorder handlers on a StreamConsumer: no Nest module, controller or logger context. */
 async function startCore(options: RedisStreamsServerOptions, extra: AppExtras): Promise<TestApp> {
-  if (extra.controllers?.length || extra.providers?.length)
+  if (extra.controllers?.length || extra.providers?.length || extra.configure)
     throw new Error('startApp: Nest controllers and providers need TEST_HOST=nest (skip this test under CORE_HOST, or use `handlers`)');
   const recorder = new Recorder();
   const batches = new BatchLog();

@@ -10,6 +10,7 @@ import { RedisStreamsContext } from '../context.js';
 import type { DispatchPort, ReplySender } from '../engine/dispatch-port.js';
 import type { Logger, Serializer, WritePacket } from '../ports.js';
 import { RedisWriteError } from '../redis/replies/redis-errors.js';
+import { callEventHandler, installFastPath } from './nest-fast-path.js';
 import { keepNestLogFor, originalError, rememberOriginalErrors } from './original-errors.js';
 import { writeReplies } from './reply-writer.js';
 
@@ -66,6 +67,7 @@ export class NestDispatch implements DispatchPort {
     this.server = server as unknown as NestServer;
     this.defaultStartHook = this.server.onProcessingStartHook;
     rememberOriginalErrors();
+    installFastPath();
   }
 
   /**
@@ -81,9 +83,10 @@ export class NestDispatch implements DispatchPort {
     const { request } = entry;
     if (!request) {
       if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
-      // The hot path: no tracing hooks installed, so no wrapper, closure or async frame per entry.
-      if (!this.hooksInstalled()) return Promise.resolve(handler(entry.payload, ctx)).then(resultOf);
-      return this.runInHooks(ctx, () => Promise.resolve(handler(entry.payload, ctx)).then(resultOf));
+      // The hot path: no tracing hooks installed, so no wrapper, closure or async frame per entry;
+      // and Nest's chain skipped when nothing is bound to the handler (nest-fast-path.ts).
+      if (!this.hooksInstalled()) return callEventHandler(handler, entry.payload, ctx, resultOf);
+      return this.runInHooks(ctx, () => callEventHandler(handler, entry.payload, ctx, resultOf));
     }
     const reply = async (packet: WritePacket) => {
       const fields = await encodeReply(request.correlationId, packet, this.options.serializer).catch((err: unknown) => {
