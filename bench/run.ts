@@ -654,7 +654,7 @@ function telemetryMarkdown(t: TelemetryCost): string {
       const hooks = t.variants.find((v) => v.variant === 'API + SDK, telemetry: false')!.cpuUsPerEntry - base.cpuUsPerEntry;
       return (
         `- ${sampler === 'parent' ? 'Parent-based (10 % sampled)' : 'Always on'}: the floor of ${floor}× leaves ${budget.toFixed(1)} µs of CPU per entry for telemetry; the SDK's own calls per entry (extract, startSpan, context.with, end, one histogram record; bench/otel-calls.ts, no transport) take ${calls.toFixed(1)} µs (${(calls / budget).toFixed(2)}× that budget), the transport adds ${added.toFixed(1)} µs in all, ${(added - calls).toFixed(1)} µs beyond those calls (target ≤ 2 µs).` +
-        ` Of those, the SDK taking the ten attributes of each recorded span (the same calls with them: ${attributes.toFixed(1)} µs more) and the context manager's hooks on the drain's own promises (API + SDK with telemetry: false, against no API: ${hooks.toFixed(1)} µs) leave ${(added - calls - attributes - hooks).toFixed(1)} µs to the transport's own work.`
+        ` Of those, the SDK taking the ten attributes of each recorded span (the same calls with them: ${attributes.toFixed(1)} µs more) and the context manager's hooks on the drain's own promises (API + SDK with telemetry: false, against no API: ${hooks.toFixed(1)} µs) leave ${(added - calls - attributes - hooks).toFixed(1)} µs: the transport's own code, and the SDK's calls costing more amid the drain's work than in a loop of their own.`
       );
     }),
   ].join('\n');
