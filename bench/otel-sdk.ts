@@ -1,5 +1,5 @@
 // The OpenTelemetry SDK as an app's NodeSDK registers it, for the telemetry section's children: spans and
-// metrics recorded, exported nowhere (the cost of recording them, not an exporter's).
+// metrics recorded, exported nowhere (the cost of recording them, not an exporter's), its context manager in use.
 
 /** 'parent': the SDK's default parent-based sampler (follows the producer's sampled flag); 'always': every span recorded. */
 export type OtelSampler = 'parent' | 'always';
@@ -12,6 +12,10 @@ export async function registerOtelSdk(samplerKind: OtelSampler): Promise<void> {
   // and a parent-based sampler samples every root) and a context manager (spans made in a handler find their parent).
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  // In use from the start, as in an app whose other instrumentations (http, a database client) have run: from its
+  // first context.with, Node runs the AsyncLocalStorage's hooks on every promise the process makes. The variants
+  // that trace would start it at their first entry; the one with `telemetry: false` measures it alone.
+  context.with(context.active(), () => undefined);
   const { AlwaysOnSampler, BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
   const discard = {

@@ -1,4 +1,4 @@
-import { admit, prepare, Ready, runHandler, type DecideDeps } from '../consumer/settle/decide.js';
+import { admit, decide, prepare, Ready, runHandler, type DecideDeps } from '../consumer/settle/decide.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settle/settled-event.js';
 import type { ProcessTrace, SettleObserver } from '../consumer/settle/settle-observer.js';
 import type { StreamEntry } from '../stream-entry.js';
@@ -8,6 +8,8 @@ import type { StreamEntry } from '../stream-entry.js';
  * admission, the handler): deciding calls nothing of telemetry, telemetry wraps it from above. The
  * span opens once the entry is decoded (its parent is the producer's context in the headers), the
  * handler runs inside it, and it ends with the outcome, or fails when Redis failed the decision.
+ * Like decide, no async frame: on the hot path (checks passed at once) the handler's promise, decide's
+ * `then` on it and one more here; every promise costs the context manager's hooks once it runs.
  */
 export function tracedDecide(
   observer: SettleObserver,
@@ -15,8 +17,19 @@ export function tracedDecide(
 ): (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent> {
   return (entry, source) => {
     const trace = observer.start(entry, source);
-    if (!trace) return decideTraced(deps, entry, source, undefined);
-    return decideTraced(deps, entry, source, trace).then(
+    if (!trace) return decide(deps, entry, source);
+    let deciding: SettledEvent | Promise<SettledEvent>;
+    try {
+      deciding = decideTraced(deps, entry, source, trace);
+    } catch (error) {
+      deciding = Promise.reject(error);
+    }
+    if (!(deciding instanceof Promise)) {
+      // Decided without a promise (not so today: every refusal needs Redis): ended now.
+      trace.end(deciding);
+      return Promise.resolve(deciding);
+    }
+    return deciding.then(
       (event) => {
         trace.end(event);
         return event;
@@ -29,16 +42,22 @@ export function tracedDecide(
   };
 }
 
-async function decideTraced(
+function decideTraced(
   deps: DecideDeps,
   entry: StreamEntry,
   source: DeliverySource,
-  trace: ProcessTrace | undefined,
-): Promise<SettledEvent> {
-  const prepared = await prepare(deps, entry, source);
-  if (!(prepared instanceof Ready)) return prepared;
-  trace?.open(prepared.decoded.headers, prepared.decoded.request?.correlationId, prepared.args.partition);
-  const admitted = await admit(deps, prepared, source);
-  if (!(admitted instanceof Ready)) return admitted;
-  return runHandler(deps, admitted, source, trace && ((work) => trace.run(work)));
+  trace: ProcessTrace,
+): SettledEvent | Promise<SettledEvent> {
+  const prepared = prepare(deps, entry, source);
+  if (prepared instanceof Ready) return openAndRun(deps, prepared, source, trace);
+  if (!(prepared instanceof Promise)) return prepared;
+  return prepared.then((ready) => (ready instanceof Ready ? openAndRun(deps, ready, source, trace) : ready));
+}
+
+function openAndRun(deps: DecideDeps, prepared: Ready, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
+  trace.open(prepared.decoded.headers, prepared.decoded.request?.correlationId, prepared.args.partition);
+  const within = <T>(work: () => Promise<T>): Promise<T> => trace.run(work);
+  const admitted = admit(deps, prepared, source);
+  if (admitted instanceof Ready) return runHandler(deps, admitted, source, within);
+  return admitted.then((ready) => (ready instanceof Ready ? runHandler(deps, ready, source, within) : ready));
 }
