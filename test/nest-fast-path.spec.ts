@@ -41,6 +41,9 @@ describe('Nest fast path: the installed Nest is code the fast path was checked a
     const handler = (server as unknown as { messageHandlers: Map<string, unknown> }).messageHandlers.get('bare');
     const review = nestCodeReview(creator, handler);
     const nest = `@nestjs/microservices ${versionOf('@nestjs/microservices')}, @nestjs/core ${versionOf('@nestjs/core')}`;
-    expect(review.checked, `${nest}: chain ${review.chain}, eventHandler ${review.eventHandler}`).toEqual([true, true]);
+    expect(review.checked, `unreviewed Nest code: ${nest}: chain ${review.chain}, eventHandler ${review.eventHandler}`).toEqual([
+      true,
+      true,
+    ]);
   });
 });
