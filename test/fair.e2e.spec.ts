@@ -223,8 +223,13 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     await waitFor(() => handledIds(log.lines()).size === ids.length, { message: 'every entry handled', timeoutMs: 60_000 });
     const lines = log.lines();
     const byPeer = new Set(lines.filter((l) => l.kind === 'S' && l.pid === String(peer.pid)).map((l) => l.id));
-    const lateByFrozen = lines.slice(stoppedAt).filter((l) => l.kind === 'S' && l.pid === String(frozen.pid) && byPeer.has(l.id));
-    expect(lateByFrozen.map((l) => l.id)).toEqual([]);
+    const frozenStarts = lines.slice(stoppedAt).filter((l) => l.kind === 'S' && l.pid === String(frozen.pid));
+    const lateByFrozen = frozenStarts.filter((l) => byPeer.has(l.id));
+    // A start already under way when SIGSTOP landed (its entry confirmed, its handler not yet called: at most one per
+    // handler, concurrency 2) writes its line after SIGCONT: that entry was in hand, not waiting (CI saw one so). Any
+    // entry that waited in the queues and ran late is a later start. Before the fix: 171 of them.
+    const inFlight = new Set(frozenStarts.slice(0, 2).map((l) => l.id));
+    expect(lateByFrozen.filter((l) => !inFlight.has(l.id)).map((l) => l.id)).toEqual([]);
   }, 90_000);
 
   it('a worker killed -9 with a backlog waiting in its fair queues: what waited costs no delivery (none dead-lettered on maxDeliveries 1 but what ran)', async () => {
