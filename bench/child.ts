@@ -2,8 +2,10 @@
 // Modes: drain (consume `n` preloaded entries, report time and costs), consume (report latencies on "report")
 // and share (one of several processes draining one backlog together: the parent says "go" and "report").
 import { Redis } from 'ioredis';
-import { writeFileSync } from 'node:fs';
+import { openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { loadavg, uptime } from 'node:os';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
 import { registerOtelSdk } from './otel-sdk.js';
@@ -25,6 +27,22 @@ interface Args extends ConsumerOptions {
   otelSampler?: 'parent' | 'always';
   /** consume: also time each entry's stages (its XREADGROUP reply reaching JavaScript, its handler). */
   stages?: boolean;
+  /** drain: mark the window an instruction counter counts (bench/instructions.ts). */
+  count?: CountWindow;
+}
+
+/**
+ * The window of a drain whose instructions are counted: from the handler's `from`-th call to its `to`-th. At each
+ * mark the child calls a libuv function nothing else in the process calls, which callgrind is told to trigger on
+ * (`--zero-before=uv_loadavg`, `--dump-before=uv_uptime`), and with `perfControl` it writes `enable` / `disable`
+ * to `perf stat --control`'s fifo and waits for perf's ack. A full collection runs before the consumer starts
+ * (node runs with `--expose-gc`), so that start-up's garbage is not collected inside the window; the full
+ * collections that start inside it are reported, and how long the window took.
+ */
+interface CountWindow {
+  from: number;
+  to: number;
+  perfControl?: { ctl: string; ack: string };
 }
 
 const args = JSON.parse(process.argv[2]!) as Args;
@@ -99,6 +117,27 @@ const otelApi = await import('@opentelemetry/api').then(
   () => false,
 );
 if (args.otelSdk) await registerOtelSdk(args.otelSampler ?? 'parent');
+if (args.count) stretchTimers();
+
+/**
+ * A counted drain runs some hundreds of times slower than a real one (valgrind; a shared machine), so the work done
+ * on the clock (the engine's reclaim sweep, lease renewals, pause checks: about 3.6 M instructions a second when
+ * idle) would weigh hundreds of times more per entry than in a real drain (about 36 instructions per entry at
+ * 100,000 entries/s), and vary with the machine's load. Timers of 50 ms or more are stretched a thousandfold, out of
+ * the window; shorter ones (waits inside a loop) are left alone.
+ */
+function stretchTimers(): void {
+  const stretch = (ms: number | undefined) => (ms !== undefined && ms >= 50 ? ms * 1000 : ms);
+  const { setTimeout: timeout, setInterval: every } = globalThis;
+  globalThis.setTimeout = Object.assign(
+    (callback: (...a: unknown[]) => void, ms?: number, ...rest: unknown[]) => timeout(callback, stretch(ms), ...rest),
+    timeout,
+  ) as typeof setTimeout;
+  globalThis.setInterval = Object.assign(
+    (callback: (...a: unknown[]) => void, ms?: number, ...rest: unknown[]) => every(callback, stretch(ms), ...rest),
+    every,
+  ) as typeof setInterval;
+}
 
 async function drain(): Promise<void> {
   const n = args.n!;
@@ -117,18 +156,23 @@ async function drain(): Promise<void> {
   // From the first message handled, so that a framework's boot time is not counted as throughput.
   let start = 0;
   let cpuAtStart: NodeJS.CpuUsage | undefined;
+  const window = args.count && countWindow(args.count);
+  let allHandled!: () => void;
+  const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
   const consumer = await startConsumer(args.system, args, async () => {
     if (handled++ === 0) {
       start = now();
       cpuAtStart = process.cpuUsage();
     }
+    if (window && (handled === window.from || handled === window.to)) window.mark(handled === window.from);
+    if (handled === n) allHandled();
     if (args.ioMs) await sleep(args.ioMs);
   });
-  // Done = every message handled and acknowledged (nothing pending / waiting).
-  for (;;) {
-    if (handled >= n && (await settled(admin))) break;
-    await sleep(5);
-  }
+  // Done = every message handled and acknowledged (nothing pending / waiting). No timer runs before the
+  // last entry is handled: a poll every 5 ms would add work in proportion to wall time, not to entries
+  // (under valgrind, where a drain takes minutes, it would show in the instructions per entry).
+  await handledAll;
+  while (!(await settled(admin))) await sleep(5);
   const ms = now() - start;
   const cpu = process.cpuUsage(cpuAtStart);
   let bytesPerEntry: number | undefined;
@@ -141,17 +185,52 @@ async function drain(): Promise<void> {
   const { roundTrips, commands } = counters;
   await consumer.stop();
   admin.disconnect();
-  emit({
-    ms,
-    // After stop: an entry handled twice (or one more delivered and handled late) shows here.
-    handled,
-    msgsPerSec: (n / ms) * 1000,
-    // The consumer process's own CPU (user + system) per entry: steadier than wall time on a shared machine.
-    cpuUsPerEntry: (cpu.user + cpu.system) / n,
-    peakRssMb: process.resourceUsage().maxRSS / 1024,
-    otelApi,
-    ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
-  });
+  emit(
+    {
+      ms,
+      // After stop: an entry handled twice (or one more delivered and handled late) shows here.
+      handled,
+      msgsPerSec: (n / ms) * 1000,
+      // The consumer process's own CPU (user + system) per entry: steadier than wall time on a shared machine.
+      cpuUsPerEntry: (cpu.user + cpu.system) / n,
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      otelApi,
+      ...(window ? { majorGcs: window.majorGcs(), windowMs: window.ms() } : {}),
+      ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
+    },
+    // A counted child's stretched timers must not hold it for minutes after its report.
+    window ? () => process.exit(0) : undefined,
+  );
+}
+
+/** Collects start-up's garbage, then marks the window's ends for the counter and counts the full GCs inside it. */
+function countWindow({ from, to, perfControl }: CountWindow) {
+  if (!(0 < from && from < to && to <= args.n!)) throw new Error(`bench child: count window ${from}..${to} outside 1..${args.n}`);
+  (globalThis as { gc?: () => void }).gc!();
+  const control = perfControl && { ctl: openSync(perfControl.ctl, 'w'), ack: openSync(perfControl.ack, 'r') };
+  const marks: number[] = [];
+  const fullGcs: number[] = [];
+  new PerformanceObserver((list) => {
+    for (const gc of list.getEntries()) {
+      const { detail } = gc as unknown as { detail?: { kind?: number } };
+      if (detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) fullGcs.push(gc.startTime);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return {
+    from,
+    to,
+    mark(start: boolean) {
+      marks.push(performance.now());
+      if (start) loadavg();
+      else uptime();
+      if (control) {
+        writeSync(control.ctl, start ? 'enable\n' : 'disable\n');
+        readSync(control.ack, Buffer.alloc(16));
+      }
+    },
+    majorGcs: () => fullGcs.filter((t) => t >= marks[0]! && t <= marks[1]!).length,
+    ms: () => marks[1]! - marks[0]!,
+  };
 }
 
 async function settled(admin: Redis): Promise<boolean> {

@@ -3,7 +3,9 @@
 // Redis Cluster section (bench/cluster.ts) on a throwaway local cluster. `--only cluster` runs that section alone
 // and replaces it in the existing results file, keeping the rest. `--only telemetry` runs the OpenTelemetry cost
 // section alone (results/telemetry.md). `--only drain` runs the drain section alone and prints its ratios, writing
-// no results file (for before/after comparisons of a change). `--only retries` runs the retry section alone
+// no results file (for before/after comparisons of a change) but prints its table in markdown. The drain section
+// (alone or in the full run) also counts each system's instructions per entry (bench/instructions.ts: callgrind or
+// perf; `--no-instructions` leaves that out, `--instructions-dir <dir>` keeps the counter's files). `--only retries` runs the retry section alone
 // (bench/retries.ts: results/retries.md). `--only scale` runs the scale section alone (bench/scale.ts: results/scale.md:
 // reclaim beside new work, N streams on one reader, self-drain against fresh drain). `--only bullmq` runs the drain
 // against BullMQ at concurrency 1, 8 and 32 alone (bench/bullmq.ts: results/bullmq.md). `--only reclaim` runs the reclaim-path section
@@ -42,10 +44,18 @@ import { benchDurability, durabilityMarkdown, type DurabilitySection } from './d
 import { benchSchedules, schedulesMarkdown, type SchedulesSection } from './schedules.js';
 import type { ProducerArgs, ProducerSummary } from './producer.js';
 import { EXPERT_LOOPS, readsStream, type ExpertLoop, type SystemName } from './systems.js';
+import { countInstructions, instructionsMethod, leanerLoop, notCounted, type InstructionSection } from './instructions.js';
 
 // Nest's ClientRedis logs its connections on stdout, which carries the table.
 Logger.overrideLogger(['error']);
-const { values: flags } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'no-instructions': { type: 'boolean', default: false },
+    'instructions-dir': { type: 'string' },
+  },
+});
 const smoke = flags.smoke;
 if (
   flags.only !== undefined &&
@@ -124,6 +134,8 @@ interface Drain {
 interface Row {
   system: string;
   drain?: Drain;
+  /** Instructions per entry of the drain (bench/instructions.ts): the repeats' median, each repeat's figure and full GCs. */
+  instructions?: { perEntry: number; runs: number[]; majorGcs: number[] };
   costs?: { roundTripsPer1k: number; commandsPer1k: number; bytesPerEntry?: number };
   /** Medians over the steady rounds (4 consumers: one run). */
   fixed1?: Latency;
@@ -162,6 +174,11 @@ const rows = new Map<SystemName, Row>([
   ['naive-ioredis', { system: 'naive ioredis loop: awaits each XACK (the old yardstick)' }],
 ]);
 const row = (s: SystemName) => rows.get(s)!;
+/** The better expert loop on a measure, by its median in this run: the reference of that measure. */
+const better = (measure: (r: Row) => number | undefined): { system: ExpertLoop; value: number } => {
+  const [system] = [...EXPERT_LOOPS].sort((a, b) => (measure(row(b)) ?? 0) - (measure(row(a)) ?? 0));
+  return { system: system!, value: measure(row(system!)) ?? NaN };
+};
 /** Round `round`'s order: the list rotated by `round`, so that no system always gets the first (or last) slot. */
 const rotate = <T>(list: readonly T[], round: number): T[] => [...list.slice(round % list.length), ...list.slice(0, round % list.length)];
 let uniq = 0;
@@ -299,15 +316,45 @@ for (const [system, runs] of drainRuns) {
     runs: runs.map((r) => Math.round(r.msgsPerSec)),
   };
 }
+// Instructions per entry after the rates, never beside them: the counted children load both cores.
+const INSTRUCTION_SYSTEMS = DRAIN_SYSTEMS.filter((s) => s !== 'bullmq' && s !== 'naive-ioredis');
+const instructions: InstructionSection = flags['no-instructions']
+  ? notCounted('left out: --no-instructions')
+  : await countInstructions({
+      systems: INSTRUCTION_SYSTEMS,
+      smoke,
+      log,
+      ...(flags['instructions-dir'] === undefined ? {} : { keepIn: flags['instructions-dir'] }),
+      drain: async (system, { wrap, nodeFlags, childArgs }) => {
+        const key = fresh('instructions');
+        await preload(system, key, childArgs.n);
+        const report = await child({ mode: 'drain', system, key, batchSize: BATCH, concurrency: 1, ...childArgs }, { wrap, nodeFlags });
+        await cleanup(system, key);
+        return report;
+      },
+    });
+for (const { system, perEntry, runs, majorGcs } of instructions.systems) row(system).instructions = { perEntry, runs, majorGcs };
 if (flags.only === 'drain') {
-  const ref = Math.max(row('expert-pipelined').drain!.msgsPerSec, row('expert-readahead').drain!.msgsPerSec);
+  const ref = better((r) => r.drain?.msgsPerSec);
+  const leaner = leanerLoop(instructions, EXPERT_LOOPS);
+  // One line per system, then the same in a table to paste into a note.
   for (const system of DRAIN_SYSTEMS) {
     const { msgsPerSec, runs, cpuUsPerEntry } = row(system).drain!;
-    const ratio = (msgsPerSec / ref).toFixed(2);
+    const counted = row(system).instructions;
     process.stdout.write(
-      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${ratio}× ref, ${cpuUsPerEntry.toFixed(1)} µs CPU / entry (runs ${runs.join(', ')})\n`,
+      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${(msgsPerSec / ref.value).toFixed(2)}× ref, ${cpuUsPerEntry.toFixed(1)} µs CPU / entry${counted && leaner ? `, ${Math.round(counted.perEntry).toLocaleString('en-US')} instructions / entry (${counted.runs.map(Math.round).join(', ')}), ${(counted.perEntry / leaner.value).toFixed(2)}× ${leaner.system}'s` : ''} (runs ${runs.join(', ')})\n`,
     );
   }
+  process.stdout.write(
+    [
+      '',
+      `Drain${smoke ? ' (SMOKE sizes: no figure here is a measurement)' : ''}, ${new Date().toISOString()}: ${SIZE.drain.toLocaleString('en-US')} preloaded entries, one consumer, batch ${BATCH}, no-op handler; the ${DRAIN_SYSTEMS.length} systems take turns ${SIZE.drainRounds} times (rotated), medians. × ref: × the better expert loop's msgs/s in this run (\`${ref.system}\`).`,
+      '',
+      instructionsMethod(instructions),
+      '',
+      ...drainTable(ref.value, leaner),
+    ].join('\n') + '\n',
+  );
   admin.disconnect();
   await redis.stop();
   redisStopped = true;
@@ -416,12 +463,11 @@ const cluster = await benchCluster({ smoke, batchSize: BATCH, log });
 // ---------------------------------------------------------------------------------------------
 const ours = row('nestjs-redis-streams');
 const bull = row('bullmq');
-/** The better expert loop on a measure, by its median in this run: the reference of that measure. */
-const better = (measure: (r: Row) => number | undefined): { system: ExpertLoop; value: number } => {
-  const [system] = [...EXPERT_LOOPS].sort((a, b) => (measure(row(b)) ?? 0) - (measure(row(a)) ?? 0));
-  return { system: system!, value: measure(row(system!)) ?? NaN };
+const reference = {
+  drain: better((r) => r.drain?.msgsPerSec),
+  full: better((r) => r.full1?.msgsPerSec),
+  instructions: leanerLoop(instructions, EXPERT_LOOPS),
 };
-const reference = { drain: better((r) => r.drain?.msgsPerSec), full: better((r) => r.full1?.msgsPerSec) };
 const targets = {
   drainVsReference: ours.drain!.msgsPerSec / reference.drain.value,
   batchDrainVsReference: row('nestjs-redis-streams-batch').drain!.msgsPerSec / reference.drain.value,
@@ -443,6 +489,7 @@ const result = {
   scaling,
   recovery: { minIdleMs, blockMs, floorMs: minIdleMs + blockMs },
   targets,
+  instructions: { ...instructions, method: instructionsMethod(instructions) },
   otherTransports,
   telemetry,
   retries,
@@ -484,6 +531,15 @@ function incomplete(): string[] {
     const d = row(system).drain;
     if (!d || d.runs.length !== SIZE.drainRounds || !d.runs.every((r) => r > 0))
       problems.push(`drain: ${system} has ${d?.runs.length ?? 0} of ${SIZE.drainRounds} runs`);
+  }
+  if (instructions.counter !== undefined) {
+    for (const system of INSTRUCTION_SYSTEMS) {
+      const counted = row(system).instructions;
+      if (!counted || counted.runs.length !== instructions.repeats || !counted.runs.every((r) => finite(r)))
+        problems.push(
+          `instructions: ${system} has ${counted?.runs.length ?? 0} of ${instructions.repeats} figures (${counted?.runs.join(', ')})`,
+        );
+    }
   }
   for (const system of COST_SYSTEMS) {
     if (!finite(row(system).costs?.roundTripsPer1k)) problems.push(`per-entry costs: ${system} has no round-trip count`);
@@ -765,9 +821,9 @@ async function cleanup(system: SystemName, key: string): Promise<void> {
   }
 }
 
-/** Runs the child to completion and returns its last JSON line. */
-async function child(args: Record<string, unknown>): Promise<any> {
-  const proc = spawnChild({ group: 'bench', consumer: 'c1', url: redis.url, ...args });
+/** Runs the child to completion (`launch`: see spawnChild) and returns its last JSON line. */
+async function child(args: Record<string, unknown>, launch: Launch = {}): Promise<any> {
+  const proc = spawnChild({ group: 'bench', consumer: 'c1', url: redis.url, ...args }, CHILD, launch);
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   let last: any;
   for await (const line of createInterface({ input: proc.stdout! })) last = JSON.parse(line);
@@ -790,10 +846,19 @@ async function runJson(file: string, args: Record<string, unknown>): Promise<any
   return last;
 }
 
-function spawnChild(args: Record<string, unknown>, file = CHILD): ChildProcess {
-  const proc = spawn(process.execPath, [...(args.hideOtel ? ['--import', HIDE_OTEL] : []), file, JSON.stringify(args)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+/**
+ * How a child is started: `wrap`, a command that starts node itself with its arguments (valgrind, perf stat:
+ * bench/instructions.ts); `nodeFlags`, node's own flags.
+ */
+interface Launch {
+  wrap?: string[];
+  nodeFlags?: string[];
+}
+
+function spawnChild(args: Record<string, unknown>, file = CHILD, { wrap = [], nodeFlags = [] }: Launch = {}): ChildProcess {
+  const node = [process.execPath, ...nodeFlags, ...(args.hideOtel ? ['--import', HIDE_OTEL] : []), file, JSON.stringify(args)];
+  const [command, ...rest] = [...wrap, ...node];
+  const proc = spawn(command!, rest, { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   return proc;
@@ -1035,6 +1100,35 @@ function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
+/**
+ * The drain table (every drain system's row), in the full report and printed by `--only drain`: `ref` the better
+ * expert loop's msgs/s, `leaner` the expert loop with the fewer instructions per entry (undefined: none counted).
+ */
+function drainTable(ref: number, leaner: { system: SystemName; value: number } | undefined): string[] {
+  const n = (v: number | undefined, digits = 0) =>
+    v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  const instructionsCell = (c: Row['instructions']) =>
+    c ? `${n(c.perEntry)}${c.runs.length > 1 ? ` (${c.runs.map((v) => n(v)).join(', ')})` : ''}` : '—';
+  return [
+    `| drain | msgs/s (median) | × ref | runs msgs/s (round order) | consumer CPU µs / entry | instructions / entry | instructions × ${leaner ? `\`${leaner.system}\`` : 'the leaner loop'} | full GCs in the window | peak RSS MB |`,
+    '| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
+    ...DRAIN_SYSTEMS.map((s) => {
+      const { drain: d, instructions: c } = row(s);
+      return `| ${[
+        row(s).system,
+        n(d?.msgsPerSec),
+        d ? `${(d.msgsPerSec / ref).toFixed(2)}×` : '—',
+        d?.runs.join(', ') ?? '—',
+        n(d?.cpuUsPerEntry, 1),
+        instructionsCell(c),
+        c && leaner ? `${(c.perEntry / leaner.value).toFixed(2)}×` : '—',
+        c ? c.majorGcs.join(', ') : '—',
+        n(d?.peakRssMb),
+      ].join(' | ')} |`;
+    }),
+  ];
+}
+
 function toMarkdown(r: typeof result): string {
   const n = (v: number | undefined, digits = 0) =>
     v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -1056,24 +1150,17 @@ function toMarkdown(r: typeof result): string {
     '',
     `Drain: ${n(r.sizes.drain)} preloaded entries, one consumer, batch ${r.batchSize}, no-op handler, from the first entry handled to the last acked. The ${DRAIN_SYSTEMS.length} systems take turns ${times(r.sizes.drainRounds)} (the order rotates, so each goes first in turn); medians shown, every run listed.`,
     '',
-    '| drain | msgs/s (median) | × ref | runs msgs/s (round order) | consumer CPU µs / entry | peak RSS MB |',
-    '| --- | ---: | ---: | --- | ---: | ---: |',
-    ...DRAIN_SYSTEMS.map((s) => {
-      const d = get(s).drain;
-      return line([
-        get(s).system,
-        n(d?.msgsPerSec),
-        x(d?.msgsPerSec, refDrain.value),
-        d?.runs.join(', ') ?? '—',
-        n(d?.cpuUsPerEntry, 1),
-        n(d?.peakRssMb),
-      ]);
-    }),
+    r.instructions.method,
+    '',
+    ...drainTable(refDrain.value, r.reference.instructions),
     r.ceiling
       ? line([
           `redis-benchmark XADD (server ceiling, -P 16 -c 50)`,
           n(r.ceiling.msgsPerSec),
           x(r.ceiling.msgsPerSec, refDrain.value),
+          '—',
+          '—',
+          '—',
           '—',
           '—',
           '—',
