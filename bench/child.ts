@@ -195,7 +195,7 @@ async function drain(): Promise<void> {
       cpuUsPerEntry: (cpu.user + cpu.system) / n,
       peakRssMb: process.resourceUsage().maxRSS / 1024,
       otelApi,
-      ...(window ? { majorGcs: window.majorGcs(), windowMs: window.ms() } : {}),
+      ...(window ? { majorGcs: window.majorGcs(), windowMs: window.ms(), pid: process.pid } : {}),
       ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
     },
     // A counted child's stretched timers must not hold it for minutes after its report.

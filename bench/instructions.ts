@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SystemName } from './systems.js';
+import { readInstructionProfile, WORK_KINDS, type InstructionProfile } from './instruction-profile.js';
 
 export type InstructionCounter = 'perf' | 'callgrind';
 
@@ -68,12 +69,22 @@ export interface CountedLaunch {
  * and writes them to `<out>.1` when it enters `uv_uptime` (the child's marks); perf starts with its counter off and
  * is switched on and off through its control fifos, in which the child writes at the same marks.
  */
-function counted(counter: InstructionCounter, out: string, sizes: InstructionSizes): CountedLaunch & { countFile: string } {
+function counted(counter: InstructionCounter, out: string, sizes: InstructionSizes, profile: boolean): CountedLaunch & { countFile: string } {
   const window = { from: sizes.n1, to: sizes.n2 };
   if (counter === 'callgrind')
     return {
-      wrap: ['valgrind', '-q', '--tool=callgrind', `--callgrind-out-file=${out}`, '--zero-before=uv_loadavg', '--dump-before=uv_uptime'],
-      nodeFlags: NODE_FLAGS,
+      wrap: [
+        'valgrind',
+        '-q',
+        '--tool=callgrind',
+        `--callgrind-out-file=${out}`,
+        '--zero-before=uv_loadavg',
+        '--dump-before=uv_uptime',
+        // The profile: each instruction's cost at its address, for the perf map to name V8's generated code.
+        ...(profile ? ['--dump-instr=yes'] : []),
+      ],
+      // --perf-basic-prof writes /tmp/perf-<pid>.map, and a V8 log (kept out of the working directory).
+      nodeFlags: [...NODE_FLAGS, ...(profile ? ['--perf-basic-prof', `--logfile=${out}.v8.log`, '--no-logfile-per-isolate'] : [])],
       childArgs: { n: sizes.n, count: window },
       countFile: `${out}.1`,
     };
@@ -98,6 +109,8 @@ export function readCount(counter: InstructionCounter, text: string): number {
 
 export interface InstructionSystem {
   system: SystemName;
+  /** With `--instructions-profile`: where the first drain's window went (bench/instruction-profile.ts). */
+  profile?: InstructionProfile | undefined;
   /** Median of the repeats' figures (two: their mean). */
   perEntry: number;
   /** Each repeat's instructions per entry, in order. */
@@ -136,8 +149,10 @@ export async function countInstructions(o: {
   systems: readonly SystemName[];
   smoke: boolean;
   log: (line: string) => void;
-  drain: (system: SystemName, launch: CountedLaunch) => Promise<{ majorGcs?: number; windowMs?: number }>;
+  drain: (system: SystemName, launch: CountedLaunch) => Promise<{ majorGcs?: number; windowMs?: number; pid?: number }>;
   keepIn?: string;
+  /** Profile each system's first drain (callgrind only): instructions per entry by kind of work and by function. */
+  profile?: boolean;
 }): Promise<InstructionSection> {
   const sizes: InstructionSizes = o.smoke ? INSTRUCTION_SIZES.smoke : INSTRUCTION_SIZES.full;
   const found = instructionCounter();
@@ -152,6 +167,8 @@ export async function countInstructions(o: {
   // Repeat after repeat: every system has a figure before any has its second.
   const jobs = Array.from({ length: sizes.repeats }, (_, repeat) => o.systems.map((system) => ({ system, repeat }))).flat();
   const figures = new Map<SystemName, { perEntry: number; majorGcs: number }[]>();
+  const profile = o.profile === true && counter === 'callgrind';
+  const profiles = new Map<SystemName, InstructionProfile>();
   o.log(
     `instructions per entry (${counter}): ${o.systems.length} systems × ${sizes.repeats} drain(s) of ${sizes.n} entries, counted from entry ${sizes.n1} to ${sizes.n2}, ${LANES} at a time${counter === 'callgrind' ? ' (each ~35 s of start-up under valgrind on a quiet machine, then the drain a hundred times slower and more)' : ''}`,
   );
@@ -162,10 +179,15 @@ export async function countInstructions(o: {
       const { system, repeat } = jobs[i]!;
       const out = join(dir, `${system}-${repeat + 1}.${counter}.out`);
       const t0 = performance.now();
-      const { countFile, ...launch } = counted(counter, out, sizes);
-      const { majorGcs, windowMs } = await o.drain(system, launch);
+      const profiled = profile && repeat === 0;
+      const { countFile, ...launch } = counted(counter, out, sizes, profiled);
+      const { majorGcs, windowMs, pid } = await o.drain(system, launch);
       const perEntry = readCount(counter, readFileSync(countFile, 'utf8')) / (sizes.n2 - sizes.n1);
-      if (!o.keepIn) for (const suffix of ['', '.1', '.ctl', '.ack']) rmSync(`${out}${suffix}`, { force: true });
+      if (profiled && pid !== undefined) {
+        profiles.set(system, readInstructionProfile(countFile, pid, sizes.n2 - sizes.n1));
+        rmSync(`/tmp/perf-${pid}.map`, { force: true });
+      }
+      if (!o.keepIn) for (const suffix of ['', '.1', '.ctl', '.ack', '.v8.log']) rmSync(`${out}${suffix}`, { force: true });
       figures.set(system, [...(figures.get(system) ?? []), { perEntry, majorGcs: majorGcs ?? NaN }]);
       o.log(
         `  [${++done}/${jobs.length}] ${system}, repeat ${repeat + 1}: ${Math.round(perEntry).toLocaleString('en-US')} instructions / entry, ${majorGcs} full GC(s) in the window, which took ${((windowMs ?? NaN) / 1000).toFixed(1)} s (${((performance.now() - t0) / 1000).toFixed(0)} s in all)`,
@@ -181,6 +203,7 @@ export async function countInstructions(o: {
       const runs = figures.get(system)!;
       return {
         system,
+        profile: profiles.get(system),
         perEntry: middle(runs.map((r) => r.perEntry)),
         runs: runs.map((r) => r.perEntry),
         majorGcs: runs.map((r) => r.majorGcs),
@@ -212,4 +235,24 @@ export function instructionsMethod(s: InstructionSection): string {
       : '`perf stat -e instructions:u`';
   const n = (v: number) => v.toLocaleString('en-US');
   return `Instructions per entry: each system drains ${n(s.n)} fresh entries in a process of its own, counted by ${how} from its handler's ${n(s.n1)}th call to its ${n(s.n2)}th, divided by ${n(s.n2 - s.n1)}: start-up, module loading, the first reads' compilations and the drain's end stay out. The whole consumer process is counted (its JavaScript, GC, ioredis, libuv, every thread), not redis-server; but not its work on the clock (the engine's beats), which the counter's slowness would inflate: node runs with \`--predictable\` after a full GC, and the child's timers of 50 ms or more are stretched a thousandfold. ${s.repeats === 1 ? 'One drain per system' : `${s.repeats} drains per system: the median, each drain's figure in brackets`}; full GCs that started in the window are listed. Unlike msgs/s and CPU µs, the count hardly moves with the machine's load.`;
+}
+
+/** The profiles of a section as markdown: instructions per entry by kind of work (a column per system), then each system's top functions. */
+export function profileMarkdown(s: InstructionSection): string[] {
+  const profiled = s.systems.filter((x) => x.profile !== undefined);
+  if (profiled.length === 0) return [];
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const lines = [
+    `Where the instructions of the counted window go (\`--instructions-profile\`: each system's first drain, callgrind's cost by function, V8's generated code named by node's \`--perf-basic-prof\` map), per entry:`,
+    '',
+    `| kind of work | ${profiled.map((x) => x.system).join(' | ')} |`,
+    `| --- | ${profiled.map(() => '---:').join(' | ')} |`,
+    ...WORK_KINDS.map((kind) => `| ${kind} | ${profiled.map((x) => n(x.profile!.byKind[kind])).join(' | ')} |`),
+    `| all | ${profiled.map((x) => n(Object.values(x.profile!.byKind).reduce((a, b) => a + b, 0))).join(' | ')} |`,
+  ];
+  for (const x of profiled) {
+    lines.push('', `${x.system}, the functions with the most instructions per entry:`, '');
+    for (const f of x.profile!.top) lines.push(`- ${n(f.perEntry)}: \`${f.name}\``);
+  }
+  return lines;
 }

@@ -8,7 +8,19 @@ import { randomUUID } from 'node:crypto';
 import { RateLimitedException } from 'nestjs-redis-streams';
 import { PatternThrottle } from '../libs/redis-streams/src/consumer/intake/pattern-throttle.js';
 import { NotYet, type Admission } from '../libs/redis-streams/src/consumer/settle/admission.js';
-import { admit, decide, prepare, Ready, runHandler, type DecideDeps } from '../libs/redis-streams/src/consumer/settle/decide.js';
+import {
+  acked,
+  admit,
+  decide,
+  Deciding,
+  prepare,
+  Ready,
+  runHandler,
+  startDecide,
+  workFailed,
+  type DecideDeps,
+} from '../libs/redis-streams/src/consumer/settle/decide.js';
+import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { isScheduled } from '../libs/redis-streams/src/consumer/settle/retry-schedule.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../libs/redis-streams/src/options/server-options.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
@@ -212,5 +224,73 @@ describe('decide in steps: prepare → admit → runHandler', () => {
     const entry = await pendingEntry();
     const ready = prepare(deps, entry, 'new') as Ready;
     expect(await admit(deps, ready, 'new')).toMatchObject({ outcome: 'failed', retryInMs: 1_000 });
+  });
+});
+
+/** What the batch settler's worker makes of startDecide (batch-settler.ts): the decision, or the handler's work read as acked or failed. */
+async function settledViaStart(deps: DecideDeps, entry: StreamEntry, source: 'new' | 'reclaim' | 'drain') {
+  const started = startDecide(deps, entry, source);
+  if (started instanceof Deciding) return started.event;
+  try {
+    await started;
+    return acked(entry, source);
+  } catch (error) {
+    return workFailed(deps, entry, source, error);
+  }
+}
+
+describe('startDecide: decide split for a caller that awaits the handler itself (the batch settler)', () => {
+  it("on the hot path it gives the handler's own promise: no promise of decide's per entry", async () => {
+    const { deps, calls } = decider();
+    const dispatch = deps.dispatch;
+    const returned: Promise<unknown>[] = [];
+    deps.dispatch = (...args) => {
+      const work = dispatch(...args);
+      returned.push(work);
+      return work;
+    };
+    const entry = await pendingEntry();
+    const started = startDecide(deps, entry, 'new');
+    expect(started).not.toBeInstanceOf(Deciding);
+    expect(returned).toHaveLength(1);
+    expect(started).toBe(returned[0]);
+    await started;
+    expect(calls).toEqual([{ pattern: `p:${entry.stream}`, payload: { n: 1 }, id: entry.id, deliveryCount: 1 }]);
+  });
+
+  // Each case twice, on two fresh entries: once through decide, once as the settler reads startDecide; the events and Redis agree.
+  const cases: [string, (payload: unknown) => unknown, Partial<StreamEntry>, string[]?, Admission?][] = [
+    ['the handler succeeds', () => undefined, {}],
+    ['the handler rejects', () => Promise.reject(new Error('boom')), {}],
+    [
+      'the handler throws at once',
+      () => {
+        throw new Error('sync boom');
+      },
+      {},
+    ],
+    ['it fails on its last delivery: dead-lettered', () => Promise.reject(new Error('boom')), { deliveryCount: 3 }],
+    ['delivered too often: dead-lettered before its handler', () => undefined, { deliveryCount: 9 }],
+    ['it does not decode: dead-lettered', () => undefined, {}, ['data', '{not json']],
+    ['a gate holds it back', () => undefined, {}, undefined, { pass: async () => new NotYet(1_000, 'not yet'), slow: () => undefined }],
+    ['a gate lets it pass later', () => undefined, {}, undefined, { pass: async () => undefined, slow: () => undefined }],
+  ];
+  it.each(cases)('%s: the same event and the same state in Redis as decide', async (_, handler, change, fields, gate) => {
+    const viaDecide = decider(handler, {}, gate);
+    const viaStart = decider(handler, {}, gate);
+    const a = { ...(await pendingEntry(fields)), ...change };
+    const b = { ...(await pendingEntry(fields)), ...change };
+    const eventA = await decide(viaDecide.deps, a, 'reclaim');
+    const eventB = await settledViaStart(viaStart.deps, b, 'reclaim');
+    const shape = (e: SettledEvent, entry: StreamEntry) => ({
+      ...e,
+      stream: e.stream === entry.stream,
+      id: e.id === entry.id,
+      error: e.error instanceof Error ? e.error.message.replaceAll(entry.id, '<id>').replaceAll(entry.stream, '<stream>') : e.error,
+      deadLetterId: e.deadLetterId === undefined ? undefined : 'set',
+    });
+    expect(shape(eventB, b)).toEqual(shape(eventA, a));
+    expect(viaStart.calls.length).toBe(viaDecide.calls.length);
+    expect(await inRedis(b)).toEqual(await inRedis(a));
   });
 });

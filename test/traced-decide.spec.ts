@@ -10,14 +10,14 @@ import * as api from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from '@opentelemetry/sdk-trace';
-import { decide, type DecideDeps } from '../libs/redis-streams/src/consumer/settle/decide.js';
+import { decide, Deciding, type DecideDeps } from '../libs/redis-streams/src/consumer/settle/decide.js';
 import type { SettledEvent } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import { GroupStats } from '../libs/redis-streams/src/health/group-stats.js';
 import { resolveServerOptions } from '../libs/redis-streams/src/options/server-options.js';
 import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
 import { ConsumerTelemetry } from '../libs/redis-streams/src/telemetry/consumer-telemetry.js';
-import { tracedDecide } from '../libs/redis-streams/src/telemetry/traced-decide.js';
+import { tracedDecide, tracedDirect } from '../libs/redis-streams/src/telemetry/traced-decide.js';
 import { groupOnNewStream } from './support/backlog.js';
 import { captureLogs } from './support/logs.js';
 import { disableOtelGlobals } from './support/otel.js';
@@ -132,5 +132,24 @@ describe('tracedDecide', () => {
     // The plain calls ran outside any span; each traced one inside its own.
     expect(active.slice(0, 3)).toEqual([undefined, undefined, undefined]);
     expect(active.slice(3).map((s) => s?.spanContext().spanId)).toEqual(finished.map((s) => s.spanContext().spanId));
+  });
+});
+
+describe('tracedDirect (the batch settler’s split decide, with telemetry)', () => {
+  it('an entry with a trace is decided as tracedDecide does: its span around the handler, ended with the outcome', async () => {
+    const { deps, telemetry, active } = decider();
+    await processor.forceFlush();
+    spans.reset();
+    active.length = 0;
+    const entry = await pendingEntry();
+    const started = tracedDirect(telemetry, deps).start(entry, 'new');
+    expect(started).toBeInstanceOf(Deciding);
+    expect(await (started as Deciding).event).toMatchObject({ id: entry.id, outcome: 'acked' });
+    await processor.forceFlush();
+    const [span, ...more] = spans.getFinishedSpans();
+    expect(more).toEqual([]);
+    expect(span!.parentSpanContext?.spanId).toBe(PRODUCER_SPAN);
+    expect(span!.attributes['messaging.redis_streams.outcome']).toBe('acked');
+    expect(active.map((s) => s?.spanContext().spanId)).toEqual([span!.spanContext().spanId]);
   });
 });

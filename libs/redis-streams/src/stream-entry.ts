@@ -31,10 +31,16 @@ export class FetchedEntry implements StreamEntry {
 /** Entry ids by stream, in order: one command per stream. */
 export function groupIds(entries: readonly StreamEntry[]): Map<string, string[]> {
   const byStream = new Map<string, string[]>();
+  // A read's entries come in runs of one stream: the map is looked up once per run, not per entry (the ack's hot path).
+  let stream: string | undefined;
+  let ids: string[] | undefined;
   for (const e of entries) {
-    const ids = byStream.get(e.stream);
-    if (ids) ids.push(e.id);
-    else byStream.set(e.stream, [e.id]);
+    if (e.stream !== stream) {
+      stream = e.stream;
+      ids = byStream.get(stream);
+      if (!ids) byStream.set(stream, (ids = []));
+    }
+    ids!.push(e.id);
   }
   return byStream;
 }

@@ -49,6 +49,7 @@ import { readGatesOf, type IntakePlan } from './intake/intake-plan.js';
 import { tenureOf, type TenureDeps, type TenurePlan } from './tenure/tenure-of.js';
 import { settlePolicyOf } from './settle/settle-policy-of.js';
 import type { SettlePlan, SettlePolicy } from './settle/settle-policy.js';
+import type { DirectDecide } from './settle/decide.js';
 import type { Tenure } from './tenure/tenure.js';
 import type { TenureView } from './tenure/tenure.js';
 
@@ -70,6 +71,8 @@ export interface Decider {
   one(entry: StreamEntry, source: DeliverySource): Promise<SettledEvent>;
   /** A batch handler's call: one event per entry. */
   batch(entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]>;
+  /** `one` split for a caller that awaits the handler itself; undefined with telemetry (its span wraps the whole decision). */
+  direct?: DirectDecide | undefined;
 }
 
 /** The decider the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping) and its server offer (a move deletes the entry with deleteOnAck). */
@@ -226,6 +229,7 @@ export class Reader {
       custody,
       acks: this.acks,
       decide: decider.one,
+      direct: decider.direct,
       batchHandler: batch && { maxSize: batch.maxSize, decide: decider.batch },
       concurrency: options.concurrency,
       handBackIdleMs: options.minIdleMs,

@@ -62,7 +62,12 @@ export class RegisteredHandlers implements DispatchPort {
     // Request-response is Nest's (its ClientProxy waits for the reply): the caller is answered "no handler" at once.
     if (entry.request) return this.answerNoHandler(entry.request, args, replies);
     if (!handler) return Promise.reject(new Error(`no handler for pattern "${pattern}"`));
-    return call(() => handler.fn(entry.payload, new StreamContext(args)));
+    // Per entry: the call itself, no closure around it (a synchronous throw is a rejection, as with call()).
+    try {
+      return Promise.resolve(handler.fn(entry.payload, new StreamContext(args)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   dispatchBatch(

@@ -1,9 +1,9 @@
 import { decideBatch, type BatchDecideDeps } from '../consumer/settle/decide-batch.js';
 import type { DeciderFor } from '../consumer/reader.js';
-import { decide } from '../consumer/settle/decide.js';
+import { decide, startDecide, workFailed, type DirectDecide, type StreamOrigin } from '../consumer/settle/decide.js';
 import type { DeliverySource } from '../consumer/settle/settled-event.js';
 import type { StreamEntry } from '../stream-entry.js';
-import { tracedDecide } from '../telemetry/traced-decide.js';
+import { tracedDecide, tracedDirect } from '../telemetry/traced-decide.js';
 import { KeyRateGate } from '../consumer/intake/key-rate-gate.js';
 import { PatternThrottle } from '../consumer/intake/pattern-throttle.js';
 import type { Admission } from '../consumer/settle/admission.js';
@@ -38,7 +38,7 @@ export function deciderOf(
     commands,
     dispatch: (pattern, entry, args) => dispatch.dispatch(pattern, entry, args, replies),
     dispatchBatch: (pattern, items, args) => dispatch.dispatchBatch(pattern, items, args),
-    originOf: (stream) => plan.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) },
+    originOf: lastOriginOf((stream) => plan.origins.get(stream) ?? { pattern: stream.slice(options.keyPrefix.length) }),
     deserializer: options.deserializer,
     group: options.group,
     consumer: options.consumer,
@@ -51,7 +51,8 @@ export function deciderOf(
     handlerTimeoutMs: options.handlerTimeoutMs,
     logger: parts.logger,
     telemetry: parts.telemetry,
-    admissionOf: (stream) => gates.get(stream),
+    // Asked per entry: with no gate (no rate limit), no lookup.
+    admissionOf: gates.size === 0 ? () => undefined : (stream) => gates.get(stream),
   };
   return (stop, offer) => {
     const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
@@ -59,7 +60,27 @@ export function deciderOf(
     const one = parts.telemetry
       ? tracedDecide(parts.telemetry, deps)
       : (entry: StreamEntry, source: DeliverySource) => decide(deps, entry, source);
-    return { one, batch: (entries, source) => decideBatch(deps, entries, source) };
+    // The batch settler awaits each untraced handler itself (no promise of decide's own per entry).
+    const direct: DirectDecide = parts.telemetry
+      ? tracedDirect(parts.telemetry, deps)
+      : {
+          start: (entry, source) => startDecide(deps, entry, source),
+          failed: (entry, source, error) => workFailed(deps, entry, source, error),
+        };
+    return { one, batch: (entries, source) => decideBatch(deps, entries, source), direct };
+  };
+}
+
+/** `originOf`, remembering the last stream's answer: asked per entry, and one read's entries share their stream. */
+function lastOriginOf(originOf: (stream: string) => StreamOrigin): (stream: string) => StreamOrigin {
+  let last: string | undefined;
+  let origin: StreamOrigin | undefined;
+  return (stream) => {
+    if (stream !== last || origin === undefined) {
+      origin = originOf(stream);
+      last = stream;
+    }
+    return origin;
   };
 }
 

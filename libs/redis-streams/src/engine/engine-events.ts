@@ -12,6 +12,8 @@ import type { RedisStreamsEvents } from './events.js';
  */
 export class EngineEvents {
   private readonly emitter = new EventEmitter();
+  /** A 'settled' listener was added (listeners are never removed): read per entry, a field rather than the emitter's lookup. */
+  private settledHeard = false;
 
   constructor(
     private readonly logger: Logger,
@@ -21,12 +23,13 @@ export class EngineEvents {
 
   on<K extends keyof RedisStreamsEvents>(event: K, callback: RedisStreamsEvents[K]): void {
     this.emitter.on(event as string, callback);
+    if (event === 'settled') this.settledHeard = true;
   }
 
   /** An entry the loop finished with. */
   settled(event: SettledEvent): void {
     // Once per entry: nothing to build while nobody listens.
-    if (this.emitter.listenerCount('settled') === 0) return;
+    if (!this.settledHeard) return;
     // A Redis failure (a refused XACK, a reply write) carries its command: scrubbed; a handler's error is the app's own.
     this.emit('settled', carriesCommand(event.error) ? { ...event, error: redactError(event.error, undefined, this.secrets) } : event);
   }

@@ -1,4 +1,15 @@
-import { admit, decide, prepare, Ready, runHandler, type DecideDeps } from '../consumer/settle/decide.js';
+import {
+  admit,
+  decide,
+  Deciding,
+  prepare,
+  Ready,
+  runHandler,
+  startDecide,
+  workFailed,
+  type DecideDeps,
+  type DirectDecide,
+} from '../consumer/settle/decide.js';
 import type { DeliverySource, SettledEvent } from '../consumer/settle/settled-event.js';
 import type { ProcessTrace, SettleObserver } from '../consumer/settle/settle-observer.js';
 import type { StreamEntry } from '../stream-entry.js';
@@ -17,29 +28,47 @@ export function tracedDecide(
 ): (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent> {
   return (entry, source) => {
     const trace = observer.start(entry, source);
-    if (!trace) return decide(deps, entry, source);
-    let deciding: SettledEvent | Promise<SettledEvent>;
-    try {
-      deciding = decideTraced(deps, entry, source, trace);
-    } catch (error) {
-      deciding = Promise.reject(error);
-    }
-    if (!(deciding instanceof Promise)) {
-      // Decided without a promise (not so today: every refusal needs Redis): ended now.
-      trace.end(deciding);
-      return Promise.resolve(deciding);
-    }
-    return deciding.then(
-      (event) => {
-        trace.end(event);
-        return event;
-      },
-      (error: unknown) => {
-        trace.fail(error);
-        throw error;
-      },
-    );
+    return trace ? withTrace(deps, entry, source, trace) : decide(deps, entry, source);
   };
+}
+
+/**
+ * The batch settler's split decide (see startDecide) with telemetry: an entry with a trace (an SDK is there)
+ * is decided as tracedDecide does; without one, its handler is started and awaited by the settler itself.
+ */
+export function tracedDirect(observer: SettleObserver, deps: DecideDeps): DirectDecide {
+  return {
+    start: (entry, source) => {
+      const trace = observer.start(entry, source);
+      return trace ? new Deciding(withTrace(deps, entry, source, trace)) : startDecide(deps, entry, source);
+    },
+    failed: (entry, source, error) => workFailed(deps, entry, source, error),
+  };
+}
+
+/** decide, traced: the span ends with the outcome, or fails when Redis failed the decision. */
+function withTrace(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
+  let deciding: SettledEvent | Promise<SettledEvent>;
+  try {
+    deciding = decideTraced(deps, entry, source, trace);
+  } catch (error) {
+    deciding = Promise.reject(error);
+  }
+  if (!(deciding instanceof Promise)) {
+    // Decided without a promise (not so today: every refusal needs Redis): ended now.
+    trace.end(deciding);
+    return Promise.resolve(deciding);
+  }
+  return deciding.then(
+    (event) => {
+      trace.end(event);
+      return event;
+    },
+    (error: unknown) => {
+      trace.fail(error);
+      throw error;
+    },
+  );
 }
 
 function decideTraced(

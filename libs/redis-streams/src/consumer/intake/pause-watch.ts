@@ -45,7 +45,8 @@ export class PauseWatch {
   }
 
   has(stream: string): boolean {
-    return this.paused.has(stream);
+    // Asked per entry: nothing paused (the common case) needs no lookup.
+    return this.paused.size > 0 && this.paused.has(stream);
   }
 
   get anyPaused(): boolean {

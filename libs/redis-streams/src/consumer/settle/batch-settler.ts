@@ -7,6 +7,7 @@ import type { Custody } from '../custody/custody.js';
 import { handlerEnded, handlerStarted, type BatchProgress } from './batch-progress.js';
 import type { StopSignal } from '../stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
+import { acked, Deciding, type DirectDecide } from './decide.js';
 
 export interface BatchSettlerDeps {
   /** Holds the batch's entries until each is settled: a failure is noted there, the rest handed back at a stop. */
@@ -14,6 +15,8 @@ export interface BatchSettlerDeps {
   acks: Pick<AckPipeline, 'send'>;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
+  /** `decide` split (no telemetry): the worker awaits the handler's own promise, with no promise of decide's per entry. */
+  direct?: DirectDecide | undefined;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
   batchHandler?:
     { maxSize: number; decide: (entries: readonly StreamEntry[], source: DeliverySource) => Promise<SettledEvent[]> } | undefined;
@@ -74,7 +77,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       d.custody.settled(event, confirmedAt);
     }
   };
-  const { batchHandler } = d;
+  const { batchHandler, direct } = d;
   const worker = batchHandler
     ? async (): Promise<void> => {
         while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
@@ -103,7 +106,18 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           const entry = entries[at]!;
           if (d.barred && holdBack(entry, at)) continue;
           handlerStarted(progress, at, at + 1);
-          const event = await d.decide(entry, source);
+          let event: SettledEvent;
+          const started = direct ? direct.start(entry, source) : undefined;
+          if (started === undefined) event = await d.decide(entry, source);
+          else if (started instanceof Deciding) event = await started.event;
+          else {
+            try {
+              await started;
+              event = acked(entry, source);
+            } catch (error) {
+              event = await direct!.failed(entry, source, error);
+            }
+          }
           handlerEnded(progress, at, at + 1);
           if (d.stop.abandoned) return;
           settled(entry, event);

@@ -58,10 +58,16 @@ export interface DecideDeps extends DeadLettererDeps, RetryScheduleDeps {
  * (dead-lettering) rejects, and then the entry is still pending under this consumer, so
  * nothing is lost.
  */
-export function decide(deps: DecideDeps, entry: StreamEntry, source: DeliverySource): Promise<SettledEvent> {
+export function decide(
+  deps: DecideDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  /** What prepare() gave already (startDecide): not prepared twice. */
+  prepared?: SettledEvent | Promise<Ready | SettledEvent>,
+): Promise<SettledEvent> {
   let preparing: Ready | SettledEvent | Promise<Ready | SettledEvent>;
   try {
-    preparing = prepare(deps, entry, source);
+    preparing = prepared ?? prepare(deps, entry, source);
   } catch (error) {
     return Promise.reject(error);
   }
@@ -86,7 +92,16 @@ export function runHandler(
   source: DeliverySource,
   within?: <T>(work: () => Promise<T>) => Promise<T>,
 ): Promise<SettledEvent> {
-  const { entry, decoded, args, pattern } = ready;
+  const { entry } = ready;
+  return handlerWork(deps, ready, within).then(
+    () => acked(entry, source),
+    (error: unknown) => workFailed(deps, entry, source, error),
+  );
+}
+
+/** The handler's call for an entry ready for it: its promise (a dispatch that throws is a rejection), bounded by handlerTimeoutMs. */
+function handlerWork(deps: DecideDeps, ready: Ready, within?: <T>(work: () => Promise<T>) => Promise<T>): Promise<unknown> {
+  const { decoded, args, pattern } = ready;
   let work: Promise<unknown>;
   try {
     work = within ? within(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
@@ -95,11 +110,48 @@ export function runHandler(
     // Thrown before the handler's promise (a dispatch that throws): the handler failed, as with a rejection.
     work = Promise.reject(error);
   }
-  return work.then(
-    () => acked(entry, source),
-    (error: unknown) =>
-      error instanceof RedisWriteError ? replyFailed(deps, entry, source, error) : handlerFailed(deps, entry, source, error),
-  );
+  return work;
+}
+
+/** What a handler's failure (or a reply Redis did not take) comes to. */
+export function workFailed(
+  deps: DecideDeps,
+  entry: StreamEntry,
+  source: DeliverySource,
+  error: unknown,
+): SettledEvent | Promise<SettledEvent> {
+  return error instanceof RedisWriteError ? replyFailed(deps, entry, source, error) : handlerFailed(deps, entry, source, error);
+}
+
+/** decide() split for a caller that awaits the handler itself (see startDecide), bound to its deps. */
+export interface DirectDecide {
+  start(entry: StreamEntry, source: DeliverySource): Promise<unknown> | Deciding;
+  /** What the started work's rejection comes to (its fulfilment is `acked`). */
+  failed(entry: StreamEntry, source: DeliverySource, error: unknown): SettledEvent | Promise<SettledEvent>;
+}
+
+/** decide()'s answer when the entry's handler did not start at once (see startDecide): the decision under way. */
+export class Deciding {
+  constructor(readonly event: SettledEvent | Promise<SettledEvent>) {}
+}
+
+/**
+ * decide() for a caller that awaits the handler itself (the batch settler's worker, without telemetry): when the
+ * entry is checked at once and no gate holds it, its handler is started and its work returned, whose fulfilment
+ * is `acked(entry, source)` and whose rejection `workFailed(…)`; otherwise the decision under way, as decide's.
+ * The same steps as decide() without its own promise and closures per entry (the drain's hot path).
+ */
+export function startDecide(deps: DecideDeps, entry: StreamEntry, source: DeliverySource): Promise<unknown> | Deciding {
+  let preparing: Ready | SettledEvent | Promise<Ready | SettledEvent>;
+  try {
+    preparing = prepare(deps, entry, source);
+  } catch (error) {
+    return new Deciding(Promise.reject(error));
+  }
+  if (!(preparing instanceof Ready)) return new Deciding(decide(deps, entry, source, preparing));
+  const admitted = admit(deps, preparing, source);
+  if (admitted instanceof Ready) return handlerWork(deps, admitted);
+  return new Deciding(admitted.then((r) => (r instanceof Ready ? runHandler(deps, r, source) : r)));
 }
 
 /** An entry decoded and checked, with its context's args: what its handler is called with (a batch call's item as it is). */

@@ -279,7 +279,6 @@ export interface DelayedChangeReply {
   dropped?: 'repeat' | 'no record';
 }
 
-/** Each GET of the API (`api/<call>`) and its answer. */
 /** A stream's rate limit for one group (/api/rate-limit): null when no worker publishes one. */
 export interface RateLimitReply {
   limit: {
@@ -299,6 +298,7 @@ export interface RateLimitReply {
   } | null;
 }
 
+/** Each GET of the API (`api/<call>`) and its answer. */
 export interface ApiReplies {
   'rate-limit': RateLimitReply;
   'entry-state': EntryStateReply;

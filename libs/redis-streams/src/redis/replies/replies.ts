@@ -258,13 +258,15 @@ export function parseRangeCount(reply: unknown): number {
  */
 function parseEntry(stream: string, item: unknown, deliveryCount: number): StreamEntry {
   if (!Array.isArray(item) || (item.length !== 2 && item.length !== 4)) throw new ReplyShapeError('stream entry', item);
-  const [id, fields] = item as [unknown, unknown];
+  // Indexed, not destructured: no iterator per entry.
+  const id: unknown = item[0];
+  const fields: unknown = item[1];
   if (fields !== null && !Array.isArray(fields)) throw new ReplyShapeError('stream entry', item);
   const before = item.length === 4 ? Number(item[3]) : undefined;
   if (before !== undefined && !(Number.isInteger(before) && before >= 0)) throw new ReplyShapeError('stream entry', item);
   return new FetchedEntry(
     stream,
-    String(id),
+    typeof id === 'string' ? id : String(id),
     fields === null ? null : asStrings(fields),
     before === undefined ? deliveryCount : before + 1,
   );
