@@ -69,7 +69,12 @@ export interface CountedLaunch {
  * and writes them to `<out>.1` when it enters `uv_uptime` (the child's marks); perf starts with its counter off and
  * is switched on and off through its control fifos, in which the child writes at the same marks.
  */
-function counted(counter: InstructionCounter, out: string, sizes: InstructionSizes, profile: boolean): CountedLaunch & { countFile: string } {
+function counted(
+  counter: InstructionCounter,
+  out: string,
+  sizes: InstructionSizes,
+  profile: boolean,
+): CountedLaunch & { countFile: string } {
   const window = { from: sizes.n1, to: sizes.n2 };
   if (counter === 'callgrind')
     return {
