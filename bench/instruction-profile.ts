@@ -33,6 +33,7 @@ export interface InstructionProfile {
 /** The kind of work of a function callgrind named `fn` (in object `ob`), or of JIT code the perf map names `jit`. */
 function kindOf(fn: string, ob: string, jit: string | undefined): WorkKind {
   if (jit !== undefined) {
+    if (!jit.startsWith('JS:')) return 'other V8 builtins (property access, calls, allocation)';
     if (jit.includes('/ioredis/')) return 'ioredis (JavaScript)';
     if (jit.includes('/rxjs/')) return 'rxjs';
     if (jit.includes('/@nestjs/')) return 'Nest (JavaScript)';
@@ -122,7 +123,8 @@ export function instructionProfile(callgrindOut: string, perfMap: string, entrie
       const cost = Number(parts[positions] ?? 0);
       // Code callgrind found no symbol for: V8's generated code, named by the perf map.
       const unnamed = /^0x[0-9a-f]+$/i.test(fn) || fn === '???';
-      const jit = unnamed ? (nameAt(map, position[0]!) ?? 'JS: (code the map does not name)') : undefined;
+      // Unnamed by the map too: V8's builtins copied next to the generated code (its short builtin calls).
+      const jit = unnamed ? (nameAt(map, position[0]!) ?? 'code neither callgrind nor the perf map names') : undefined;
       const key = jit ?? `${fn}  [${ob.replace(/.*\//, '')}]`;
       const row = byFunction.get(key) ?? byFunction.set(key, { kind: kindOf(fn, ob, jit), cost: 0 }).get(key)!;
       row.cost += cost;
@@ -139,12 +141,17 @@ export function instructionProfile(callgrindOut: string, perfMap: string, entrie
   };
 }
 
-/** A function's name without the checkout's path. */
-const shortName = (name: string): string =>
-  name
+/** A function's name without the checkout's path, C++ template arguments or callgrind's recursion mark, at most 120 characters. */
+function shortName(name: string): string {
+  let short = name
     .replace(/file:\/\/\S*?\/dist\/esm\//, 'nestjs-redis-streams/')
     .replace(/\S*\/node_modules\//, '')
-    .replace(/file:\/\/\S*\/bench-build\//, '');
+    .replace(/file:\/\/\S*\/bench-build\//, '')
+    .replace(/'\d+(?=\s|$)/, '');
+  // Nested template arguments, innermost first.
+  for (let before = ''; before !== short; ) [before, short] = [short, short.replace(/<[^<>]*>/g, '')];
+  return short.length > 120 ? `${short.slice(0, 119)}…` : short;
+}
 
 /** Reads a profile's two files (see instructionProfile). */
 export function readInstructionProfile(callgrindFile: string, pid: number, entries: number): InstructionProfile {
