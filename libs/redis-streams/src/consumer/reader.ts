@@ -71,7 +71,7 @@ export interface Decider {
   one(entry: StreamEntry, source: DeliverySource): Promise<SettledEvent>;
   /** A batch handler's call: one event per entry. */
   batch(entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]>;
-  /** `one` split for a caller that awaits the handler itself; undefined with telemetry (its span wraps the whole decision). */
+  /** `one` split for a caller that awaits the handler itself (with telemetry, an entry with a trace still goes the traced way). */
   direct?: DirectDecide | undefined;
 }
 

@@ -15,7 +15,7 @@ export interface BatchSettlerDeps {
   acks: Pick<AckPipeline, 'send'>;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
-  /** `decide` split (no telemetry): the worker awaits the handler's own promise, with no promise of decide's per entry. */
+  /** `decide` split: the worker awaits the handler's own promise, with no promise of decide's per entry (`decide` when unset). */
   direct?: DirectDecide | undefined;
   /** A batch handler's loop: entries go to it `maxSize` at a time, one event each (see decideBatch). */
   batchHandler?:
@@ -107,15 +107,17 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           if (d.barred && holdBack(entry, at)) continue;
           handlerStarted(progress, at, at + 1);
           let event: SettledEvent;
-          const started = direct ? direct.start(entry, source) : undefined;
-          if (started === undefined) event = await d.decide(entry, source);
-          else if (started instanceof Deciding) event = await started.event;
+          if (!direct) event = await d.decide(entry, source);
           else {
-            try {
-              await started;
-              event = acked(entry, source);
-            } catch (error) {
-              event = await direct!.failed(entry, source, error);
+            const started = direct.start(entry, source);
+            if (started instanceof Deciding) event = await started.event;
+            else {
+              try {
+                await started;
+                event = acked(entry, source);
+              } catch (error) {
+                event = await direct.failed(entry, source, error);
+              }
             }
           }
           handlerEnded(progress, at, at + 1);
