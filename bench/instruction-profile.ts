@@ -149,7 +149,7 @@ function shortName(name: string): string {
     .replace(/file:\/\/\S*\/bench-build\//, '')
     .replace(/'\d+(?=\s|$)/, '');
   // Nested template arguments, innermost first.
-  for (let before = ''; before !== short; ) [before, short] = [short, short.replace(/<[^<>]*>/g, '')];
+  for (let before = ''; before !== short;) [before, short] = [short, short.replace(/<[^<>]*>/g, '')];
   return short.length > 120 ? `${short.slice(0, 119)}…` : short;
 }
 
