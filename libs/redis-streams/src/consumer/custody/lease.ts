@@ -203,6 +203,10 @@ export class Lease {
             .filter((e) => !owned.has(e.id) && holdingOf(e) !== undefined)
             .map((entry) => ({ entry, confirmedAt: holdingOf(entry)!.confirmedAt })),
         );
+        // Each lost entry keeps the time it was last confirmed, in a holding of its own: the renewal of the rest of
+        // its fetch must not make it look ours while the audit finds out whose it is (a fair worker thawed after a
+        // freeze started such entries, which a peer had taken over).
+        for (const { entry, confirmedAt } of lost) this.holdAlone(entry, confirmedAt);
         for (const e of entries) {
           const holding = owned.has(e.id) ? holdingOf(e) : undefined;
           if (holding) holding.confirmedAt = sentAt;
@@ -214,6 +218,12 @@ export class Lease {
         this.logger.warn(`lease renewal on "${stream}" failed: ${describeError(err)}`);
       }
     }
+  }
+
+  /** `entry` held on its own, last confirmed at `confirmedAt`. */
+  private holdAlone(entry: StreamEntry, confirmedAt: number): void {
+    this.holdRun([entry]);
+    holdingOf(entry)!.confirmedAt = confirmedAt;
   }
 
   private holdRun(run: readonly StreamEntry[]): void {
