@@ -222,7 +222,8 @@ export class Lease {
 
   /** `entry` held on its own, last confirmed at `confirmedAt`. */
   private holdAlone(entry: StreamEntry, confirmedAt: number): void {
-    this.holdRun([entry]);
+    // Alone already (found gone by an earlier renewal, the audit not yet answered): no new holding each renewal.
+    if (holdingOf(entry)!.live !== 1) this.holdRun([entry]);
     holdingOf(entry)!.confirmedAt = confirmedAt;
   }
 
