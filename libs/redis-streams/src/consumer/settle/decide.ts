@@ -136,7 +136,7 @@ export class Deciding {
 }
 
 /**
- * decide() for a caller that awaits the handler itself (the batch settler's worker, without telemetry): when the
+ * decide() for a caller that awaits the handler itself (the batch settler's worker; with telemetry, for an entry without a trace): when the
  * entry is checked at once and no gate holds it, its handler is started and its work returned, whose fulfilment
  * is `acked(entry, source)` and whose rejection `workFailed(…)`; otherwise the decision under way, as decide's.
  * The same steps as decide() without its own promise and closures per entry (the drain's hot path).
