@@ -151,42 +151,52 @@ describe('the figures an autoscaler reads, against the real backlog', () => {
     });
     const api = await serveHealth(app);
     try {
-      // The handlers are held and nothing is read ahead: once every stream has entries in hand, nothing moves.
-      let last = '';
-      const inHand = await waitFor(
-        async () => {
-          const h = await app.consumer.health({ stats: false });
-          const now = [...written.keys()].map((k) => h.streams.find((s) => s.stream === k)?.inHand ?? 0);
-          const stable = now.every((n) => n > 0) && JSON.stringify(now) === last;
-          last = JSON.stringify(now);
-          return stable && new Map([...written.keys()].map((k, i) => [k, now[i]!]));
-        },
-        { message: 'entries in hand on every stream, and no more coming' },
-      );
-      // The backlog as the worker holds it: what it has in hand is delivered and not acked, the rest is unread.
-      for (const [key, n] of written) {
-        const held = inHand.get(key)!;
-        expect({ key, lag: await kedaLag(admin, key), pending: await kedaPending(admin, key) }).toEqual({
-          key,
-          lag: { raw: n - held, value: n - held },
-          pending: held,
-        });
-      }
-      const sum = (keys: string[], f: (k: string) => number) => keys.reduce((total, k) => total + f(k), 0);
-      const lagOf = (keys: string[]) => sum(keys, (k) => written.get(k)! - inHand.get(k)!);
-      const pendingOf = (keys: string[]) => sum(keys, (k) => inHand.get(k)!);
-      // One trigger per stream cannot add up a pattern: the health JSON does.
-      for (const [pattern, keys] of [
+      // The handlers are held and nothing is read ahead, so the reads stop with entries in hand on every stream. When
+      // the last of them lands is the machine's affair (a busy one sends it late), so each look reads what the worker
+      // holds before and after the figures, and counts only when nothing moved in between; it is retried until
+      // every stream has entries in hand and the figures agree with them (a disagreement that lasts fails, with it).
+      const keys = [...written.keys()];
+      const held = async () => {
+        const h = await app.consumer.health({ stats: false });
+        return keys.map((k) => h.streams.find((s) => s.stream === k)?.inHand ?? 0);
+      };
+      const patterns = [
         ['jobs', jobs],
         ['parts', parts],
         ['seq', seq],
-      ] as const) {
-        expect({ pattern, lag: await api.read(pattern, 'lag'), pending: await api.read(pattern, 'pending') }).toEqual({
-          pattern,
-          lag: lagOf(keys),
-          pending: pendingOf(keys),
-        });
-      }
+      ] as const;
+      const inHand = await waitFor(
+        async () => {
+          const before = await held();
+          if (!before.every((n) => n > 0)) throw new Error(`entries in hand ${JSON.stringify(before)}`);
+          // The backlog as the worker holds it: what it has in hand is delivered and not acked, the rest is unread.
+          const streams = [];
+          for (const key of keys) streams.push({ key, lag: await kedaLag(admin, key), pending: await kedaPending(admin, key) });
+          // One trigger per stream cannot add up a pattern: the health JSON does.
+          const sums = [];
+          for (const [pattern] of patterns)
+            sums.push({ pattern, lag: await api.read(pattern, 'lag'), pending: await api.read(pattern, 'pending') });
+          const after = await held();
+          if (JSON.stringify(after) !== JSON.stringify(before))
+            throw new Error(`entries in hand moved: ${JSON.stringify([before, after])}`);
+          const hand = new Map(keys.map((k, i) => [k, before[i]!]));
+          const lagOf = (ks: readonly string[]) => ks.reduce((total, k) => total + written.get(k)! - hand.get(k)!, 0);
+          const pendingOf = (ks: readonly string[]) => ks.reduce((total, k) => total + hand.get(k)!, 0);
+          const want = {
+            streams: keys.map((key) => ({
+              key,
+              lag: { raw: written.get(key)! - hand.get(key)!, value: written.get(key)! - hand.get(key)! },
+              pending: hand.get(key)!,
+            })),
+            sums: patterns.map(([pattern, ks]) => ({ pattern, lag: lagOf(ks), pending: pendingOf(ks) })),
+          };
+          const got = JSON.stringify({ streams, sums });
+          if (got !== JSON.stringify(want)) throw new Error(`figures ${got}, in hand ${JSON.stringify(before)}`);
+          return hand;
+        },
+        { message: 'entries in hand on every stream, and the figures KEDA and the health JSON read agreeing with them' },
+      );
+      const lagOf = (ks: readonly string[]) => ks.reduce((total, k) => total + written.get(k)! - inHand.get(k)!, 0);
       // Something unread on each pattern (a trigger per stream would see each partition's alone).
       expect([lagOf(jobs), lagOf(parts)].every((n) => n > 0)).toBe(true);
       const health = await app.consumer.health();
