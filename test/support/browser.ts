@@ -8,8 +8,20 @@ export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 /** Where page tests save their screenshots (not committed: docs/images holds the one the guide shows). */
 export const SCREENSHOTS = `${repoRoot}/test-results/screenshots`;
 
-/** One headless Chromium for a test file (Playwright gives it a fresh profile of its own); closed after all its tests. */
+/**
+ * How long a test or hook of a file that drives a page may take. A page test is many steps (a navigation, waits on
+ * the page's polls, screenshots), each of them Chromium's work on a CPU that CI's lanes keep full: the first test of a
+ * file took more than the suite's 30 s there (2026-12-05) where it takes 3 to 10 s beside three CPU burners. Every
+ * step still waits on a condition; this is the ceiling for a hang.
+ */
+export const PAGE_TEST_TIMEOUT_MS = 120_000;
+
+/**
+ * One headless Chromium for a test file (Playwright gives it a fresh profile of its own); closed after all its tests.
+ * Call it at the top of the file: it sets the file's timeouts (Vitest resets them after the file).
+ */
 export function useBrowser(): { page(options?: BrowserContextOptions): Promise<Page>; shot(page: Page, name: string): Promise<void> } {
+  vi.setConfig({ testTimeout: PAGE_TEST_TIMEOUT_MS, hookTimeout: PAGE_TEST_TIMEOUT_MS });
   let browser: Browser | undefined;
   const pages: Page[] = [];
   beforeAll(async () => {
