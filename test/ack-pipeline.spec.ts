@@ -64,7 +64,7 @@ describe('AckPipeline', () => {
     const key = `${uniquePrefix()}orders`;
     const entries = await delivered(key, 3);
     const p = pipeline();
-    p.lease.hold(entries);
+    p.lease.hold(entries, performance.now());
     await p.acks.send(entries, entries.map(acked));
     expect(p.settled).toEqual([]);
     expect(p.lease.counts().get(key)).toBe(3);
@@ -80,7 +80,7 @@ describe('AckPipeline', () => {
     const key = `${uniquePrefix()}orders`;
     const [a, b, c] = await delivered(key, 3);
     const p = pipeline();
-    p.lease.hold([a!, b!, c!]);
+    p.lease.hold([a!, b!, c!], performance.now());
     await p.acks.send([a!], [acked(a!)]);
     await p.acks.send([b!, c!], [acked(b!), acked(c!)]);
     await p.acks.flush();
@@ -99,7 +99,7 @@ describe('AckPipeline', () => {
     await redis.client().xack(s, 'g', onS[0]!.id);
     const p = pipeline();
     const all = [...onS, ...onT];
-    p.lease.hold(all);
+    p.lease.hold(all, performance.now());
     await p.acks.send(all, all.map(acked));
     await p.acks.flush();
     expect(p.short).toEqual([[s, onS.map((e) => e.id), 1]]);
@@ -116,12 +116,12 @@ describe('AckPipeline', () => {
     await redis.client().set(wrong, 'x');
     const bad: StreamEntry = { stream: wrong, id: '1-0', fields: [], deliveryCount: 1 };
     const p = pipeline();
-    p.lease.hold([bad]);
+    p.lease.hold([bad], performance.now());
     await p.acks.send([bad], [acked(bad)]);
     await vi.waitFor(() => expect(p.failures()).toBe(1));
     expect(p.settled).toEqual([]);
     expect(p.lease.counts().get(wrong)).toBe(1);
-    p.lease.hold(entries);
+    p.lease.hold(entries, performance.now());
     await expect(p.acks.send(entries, entries.map(acked))).rejects.toThrow(/WRONGTYPE/);
     // The failed send sent nothing of its own.
     expect(p.commands.log).toEqual([`start 1-0`, `end 1-0`]);

@@ -67,7 +67,7 @@ function queuesOf(stream: string, o: Partial<FairQueuesDeps> & { hold?: (entry: 
   });
   // The entries are this consumer's as a fetch step leaves them: delivered here, and held by the lease.
   const accept = (entries: readonly StreamEntry[]) => {
-    loop.custody.received(entries);
+    loop.custody.received(entries, performance.now());
     return queues.accept(entries, 'new');
   };
   return { queues, accept, seen, lines, slots, name };

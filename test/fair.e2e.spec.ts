@@ -10,6 +10,8 @@ import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
 import { PauseCommands } from '../libs/redis-streams/src/redis/intake/pause-commands.js';
 import { useRedis } from './support/use-redis.js';
+import { redisProxy } from './support/redis-proxy.js';
+import { waitParked } from './support/parked.js';
 import { waitFor } from './support/wait-for.js';
 
 // Fair groups (`fair: { inHand }`): at most inHand entries of one key in hand, by every worker together, and keys served
@@ -231,6 +233,44 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     const inFlight = new Set(frozenStarts.slice(0, 2).map((l) => l.id));
     expect(lateByFrozen.filter((l) => !inFlight.has(l.id)).map((l) => l.id)).toEqual([]);
   }, 90_000);
+
+  it('entries a park brought whose answer came late, after a peer had taken them over (a worker held up), do not run there', async () => {
+    const proxy = await redisProxy(redis);
+    try {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}jobs`;
+      const { logger, text } = captureLogs();
+      const app = await inProcess(
+        prefix,
+        'w1',
+        { fair: { inHand: 2 } },
+        { connection: `redis://127.0.0.1:${proxy.port}`, minIdleMs: 1000, leaseRenewMs: 200, blockMs: 2000 },
+        logger,
+      );
+      // Both readers parked (the app's default patterns have one of their own).
+      await waitParked(redis.client(), ':blocking', 'w1 parked', 2);
+      // w1 held up: Redis answers its park (the entries are w1's from then on, idle from then on), the answer is late
+      // on its way, and nothing else w1 sends reaches Redis meanwhile (its lease, its audits).
+      expect(proxy.holdRepliesOf((t) => /xreadgroup/i.test(t) && /block/i.test(t) && t.includes(stream))).toBe(1);
+      proxy.holdRequestsFrom((t) => !/xreadgroup/i.test(t));
+      const ids = await produce(
+        stream,
+        Array.from({ length: 4 }, (_, n) => ({ k: `t${n % 2}` })),
+      );
+      const idle = async () => (await redis.client().xpending(stream, 'g', 'IDLE', 1000, '-', '+', 10, 'w1')) as unknown[];
+      await waitFor(async () => (await idle()).length === ids.length, { message: 'the four idle past minIdleMs under w1' });
+      // A peer's beat: XAUTOCLAIM of what is idle past minIdleMs.
+      const [, claimed] = (await redis.client().xautoclaim(stream, 'g', 'peer', 1000, '0-0', 'COUNT', 10)) as [string, [string][]];
+      expect(claimed.map(([id]) => id)).toEqual(ids);
+      proxy.release();
+      proxy.releaseReplies();
+      // w1's lease finds them the peer's, and says so (before the fix, w1 ran the four at once, as fresh).
+      await waitFor(() => text().includes(`now "peer"'s`) || app.recorder.calls.length > 0, { message: "w1 to find them the peer's" });
+      expect(app.recorder.calls.map((c) => c.id)).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
 
   it('a worker killed -9 with a backlog waiting in its fair queues: what waited costs no delivery (none dead-lettered on maxDeliveries 1 but what ran)', async () => {
     const prefix = uniquePrefix();

@@ -21,7 +21,7 @@ describe('withDeliveryCounts', () => {
     await r.xreadgroup('GROUP', 'g', 'c', 'COUNT', 3, 'STREAMS', key, '>');
     const entries: StreamEntry[] = ids.map((id, i) => ({ stream: key, id, fields: ['n', id], deliveryCount: i === 1 ? 2 : 0 }));
     const loop = loops.open({ streams: [key] });
-    loop.custody.received(entries);
+    loop.custody.received(entries, performance.now());
     // An operator deletes c before its count lookup; then the third entry goes to another consumer.
     expect(await r.xgroup('DELCONSUMER', key, 'g', 'c')).toBe(3);
     await r.xgroup('SETID', key, 'g', ids[1]!);

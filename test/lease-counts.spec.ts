@@ -10,8 +10,8 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
   it('counts an id held twice (two objects) once, and lists it once', () => {
     const lease = new Lease({} as StreamCommands, 'c', 1000, new Logger('test'));
     const [a, b] = [entry('1-0'), entry('2-0')];
-    lease.hold([a, b]);
-    lease.hold([entry('1-0'), entry('2-0')]);
+    lease.hold([a, b], performance.now());
+    lease.hold([entry('1-0'), entry('2-0')], performance.now());
     expect(lease.counts()).toEqual(new Map([['s', 2]]));
     expect(lease.entries()).toEqual([
       { stream: 's', id: '1-0' },
@@ -29,7 +29,7 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     const [a, b, c] = [entry('1-0'), entry('2-0'), entry('3-0')];
     const x = other('9-0');
     // Runs of two streams in one fetch (a multi-stream read).
-    lease.hold([a, b, x, c]);
+    lease.hold([a, b, x, c], performance.now());
     expect(lease.counts()).toEqual(
       new Map([
         ['s', 3],
@@ -38,7 +38,7 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     );
     expect(lease.idsOn('s')).toEqual(new Set(['1-0', '2-0', '3-0']));
     // b held again by a later fetch (the same object): counted once; dropping it once releases it.
-    lease.hold([b]);
+    lease.hold([b], performance.now());
     expect(lease.counts().get('s')).toBe(3);
     lease.drop(b);
     lease.drop(b);
@@ -54,7 +54,7 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
     expect(lease.entries()).toEqual([]);
     expect([...lease.counts().values()].every((n) => n === 0)).toBe(true);
     // The same object twice in one fetch: one drop releases it.
-    lease.hold([a, a]);
+    lease.hold([a, a], performance.now());
     expect(lease.entries()).toEqual([{ stream: 's', id: '1-0' }]);
     lease.drop(a);
     expect(lease.entries()).toEqual([]);
@@ -63,10 +63,10 @@ describe('Lease bookkeeping (pure: no command is sent)', () => {
   it('clear() forgets every entry; an entry dropped after it changes nothing, and one held again is held', () => {
     const lease = new Lease({} as StreamCommands, 'c', 1000, new Logger('test'));
     const [a, b] = [entry('1-0'), entry('2-0')];
-    lease.hold([a, b]);
+    lease.hold([a, b], performance.now());
     lease.clear();
     expect(lease.entries()).toEqual([]);
-    lease.hold([b]);
+    lease.hold([b], performance.now());
     // a's ack lands after the restart: it must not release b.
     lease.drop(a);
     expect(lease.entries()).toEqual([{ stream: 's', id: '2-0' }]);

@@ -35,7 +35,7 @@ describe('lease renewal', () => {
     const logger = new Logger('lease-test');
     logger.warn = (message: unknown) => void warnings.push(String(message));
     const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 50, logger);
-    lease.hold(entries);
+    lease.hold(entries, performance.now());
     const renewing = lease.renewals$.subscribe();
     try {
       // Renewed: every one idle far below the hour it started at, and still c's with one delivery.
@@ -58,7 +58,7 @@ describe('lease renewal', () => {
     const conn = redis.client();
     await conn.xclaim(key, 'g', 'c', 0, entries[0]!.id, 'IDLE', 0, 'JUSTID');
     const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 60_000, new Logger('lease-test'));
-    lease.hold(entries);
+    lease.hold(entries, performance.now());
     await lease.handBack(entries, 7_200_000);
     const rows = (await conn.xpending(key, 'g', '-', '+', 20_000)) as PendingRow[];
     expect(rows.every(([, , idle]) => idle >= 7_200_000)).toBe(true);

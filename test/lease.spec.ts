@@ -38,7 +38,7 @@ describe('Lease: renewal', () => {
     const conn = redis.newClient();
     const admin = redis.client();
     const lease = new Lease(new StreamCommands(conn, 'g'), 'c', 20, log);
-    lease.hold([entry!]);
+    lease.hold([entry!], performance.now());
     // Writes paused: the next renewal (a script) waits at the server, as on a frozen Redis at close().
     await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
     const renewing = lease.renewals$.subscribe();
@@ -68,7 +68,7 @@ describe('Lease: renewal', () => {
     const lease = new Lease(new StreamCommands(redis.client(), 'g'), 'c', 20, log, (stream, l) =>
       lost.push({ stream, ids: l.map(({ entry }) => entry.id) }),
     );
-    lease.hold([taken!, acking!, deadLettering!, kept!]);
+    lease.hold([taken!, acking!, deadLettering!, kept!], performance.now());
     // A peer took three of them; two of those this consumer had settled already (its ack, its dead-letter move, sent).
     await redis.client().xclaim(key, 'g', 'peer', 0, taken!.id, acking!.id, deadLettering!.id, 'JUSTID');
     lease.ackSent([acking!]);
@@ -96,7 +96,7 @@ describe('Lease: renewal', () => {
       seen ??= { takenAt: lease.confirmedAt(taken!), reported: l[0]!.confirmedAt, keptAt: lease.confirmedAt(kept!) };
     });
     // One fetch: one holding for both.
-    lease.hold([taken!, kept!]);
+    lease.hold([taken!, kept!], performance.now());
     const heldAt = lease.confirmedAt(taken!)!;
     await redis.client().xclaim(key, 'g', 'peer', 0, taken!.id, 'JUSTID');
     const renewing = lease.renewals$.subscribe();
@@ -119,8 +119,8 @@ describe('Lease: renewal', () => {
     await redis.client().set(wrong, 'x');
     const log = logger();
     const lease = new Lease(new StreamCommands(redis.client(), 'g'), 'c', 20, log);
-    lease.hold([{ stream: wrong, id: '1-0', fields: [], deliveryCount: 1 }]);
-    lease.hold([entry!]);
+    lease.hold([{ stream: wrong, id: '1-0', fields: [], deliveryCount: 1 }], performance.now());
+    lease.hold([entry!], performance.now());
     const renewing = lease.renewals$.subscribe();
     try {
       await waitFor(async () => (await idleOf(key)).get(entry!.id)!.idle < HOUR, { message: 'the good stream renewed' });
@@ -137,7 +137,7 @@ describe('Lease: hand-back', () => {
     const entries = await heldByC(key, 3);
     await redis.client().xclaim(key, 'g', 'c', 0, ...entries.map((e) => e.id), 'IDLE', 0, 'JUSTID');
     const lease = new Lease(new StreamCommands(redis.client(), 'g'), 'c', 60_000, logger());
-    lease.hold(entries);
+    lease.hold(entries, performance.now());
     await lease.handBack(entries.slice(0, 2), 30_000);
     expect(lease.entries()).toEqual([{ stream: key, id: entries[2]!.id }]);
     const [, claimed] = (await redis.client().xautoclaim(key, 'g', 'peer', 30_000, '0-0', 'COUNT', 10, 'JUSTID')) as [string, string[]];

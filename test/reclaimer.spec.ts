@@ -50,7 +50,7 @@ describe('Reclaimer: one round', () => {
     const ids = await idlePel(key, 2, 'c');
     const { loop, step } = reclaimer([key]);
     const held: StreamEntry[] = ids.map((id) => ({ stream: key, id, fields: ['n', '0'], deliveryCount: 1 }));
-    loop.custody.received(held);
+    loop.custody.received(held, performance.now());
     expect(await step()).toEqual([{ step: 'reclaim', fetched: 0 }]);
     expect(loop.calls).toEqual([]);
     expect(loop.custody.heldIds()).toEqual(new Map([[key, ids]]));

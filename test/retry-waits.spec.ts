@@ -129,7 +129,7 @@ describe('touchWaiting: no peer takes an entry before its retry is due', () => {
     failed(held!, 60_000, MIN_IDLE_MS);
     failed(due!, 0, MIN_IDLE_MS);
     failed(unscheduled!, undefined, MIN_IDLE_MS);
-    deps.lease.hold([{ stream: key, id: held!, fields: [], deliveryCount: 1 }]);
+    deps.lease.hold([{ stream: key, id: held!, fields: [], deliveryCount: 1 }], performance.now());
     expect((await touchWaiting(deps)).size).toBe(0);
     const rows = await idles(key);
     expect(rows.get(stale!)!.idle).toBeLessThan(LONG_IDLE);

@@ -11,6 +11,13 @@ export interface RedisProxy {
   heldMatching(pattern: RegExp): number;
   /** Sends the held requests to Redis in one write: Redis runs them in order and answers them in one write. */
   release(): void;
+  /**
+   * From now on, Redis' replies on the connections whose last request `last` accepts (a parked XREADGROUP … BLOCK)
+   * are held back, not sent to the client, until `releaseReplies()`: Redis ran the command, its answer is late.
+   */
+  holdRepliesOf(last: (text: string) => boolean): number;
+  /** Sends the held replies on to their clients. */
+  releaseReplies(): void;
   close(): Promise<void>;
 }
 
@@ -24,10 +31,15 @@ export async function redisProxy(target: { port: number }, rewrite?: (data: Buff
   const sockets = new Set<Socket>();
   let start: ((text: string) => boolean) | undefined;
   let hold: { upstream: Socket; chunks: Buffer[] } | undefined;
+  /** Per client connection: its last request, and its replies held back (see holdRepliesOf). */
+  const links = new Map<Socket, { last: string; replies: Buffer[] | undefined }>();
   const server: Server = createServer((client) => {
     const upstream = connect(target.port, '127.0.0.1');
     sockets.add(client).add(upstream);
+    const link = { last: '', replies: undefined as Buffer[] | undefined };
+    links.set(client, link);
     client.on('data', (data: Buffer) => {
+      link.last = data.toString('latin1');
       if (!hold && start?.(data.toString('latin1'))) {
         hold = { upstream, chunks: [] };
         start = undefined;
@@ -37,12 +49,13 @@ export async function redisProxy(target: { port: number }, rewrite?: (data: Buff
     });
     upstream.on('data', (data: Buffer) => {
       rewrite?.(data);
-      client.write(data);
+      if (link.replies) link.replies.push(data);
+      else client.write(data);
     });
     client.on('end', () => upstream.end());
     upstream.on('end', () => client.end());
     for (const s of [client, upstream]) s.on('error', () => s.destroy());
-    client.on('close', () => upstream.destroy());
+    client.on('close', () => (upstream.destroy(), links.delete(client)));
     upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -55,6 +68,17 @@ export async function redisProxy(target: { port: number }, rewrite?: (data: Buff
       if (!hold) return;
       hold.upstream.write(Buffer.concat(hold.chunks));
       hold = undefined;
+    },
+    holdRepliesOf: (last) => {
+      let held = 0;
+      for (const link of links.values()) if (!link.replies && last(link.last)) ((link.replies = []), held++);
+      return held;
+    },
+    releaseReplies: () => {
+      for (const [client, link] of links) {
+        if (link.replies) client.write(Buffer.concat(link.replies));
+        link.replies = undefined;
+      }
     },
     close: async () => {
       for (const s of sockets) s.destroy();

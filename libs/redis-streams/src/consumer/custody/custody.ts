@@ -78,10 +78,13 @@ export class Custody {
 
   // ── What the fetch steps tell it and ask ──
 
-  /** Entries just fetched: delivered here, and held from arrival (`held`: those to hold, when not all are). */
-  received(entries: readonly StreamEntry[], held: readonly StreamEntry[] = entries): void {
+  /**
+   * Entries just fetched: delivered here, and held from arrival (`held`: those to hold, when not all are). `sentAt`:
+   * when the fetch was sent (performance.now()), as Lease.hold takes it.
+   */
+  received(entries: readonly StreamEntry[], sentAt: number, held: readonly StreamEntry[] = entries): void {
     this.marks.delivered(entries);
-    this.lease.hold(held);
+    this.lease.hold(held, sentAt);
   }
 
   /** The self-drain read `stream`'s own pending entries to the end. */

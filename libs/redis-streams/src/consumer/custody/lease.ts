@@ -35,12 +35,15 @@ export const leaseConfirmedAt = (entry: StreamEntry): number | undefined => hold
  */
 class Holding {
   live = 0;
-  /** performance.now() when its entries were last known pending under this consumer with idle reset (fetch, renewal). */
-  confirmedAt = performance.now();
 
   constructor(
     readonly stream: string,
     readonly entries: readonly StreamEntry[],
+    /**
+     * performance.now() when its entries were last known pending under this consumer with idle reset: when the fetch or
+     * renewal that said so was sent (Redis reset their idle no earlier; its answer may reach the event loop much later).
+     */
+    public confirmedAt: number,
   ) {}
 
   /** Its entries still in hand. */
@@ -112,11 +115,16 @@ export class Lease {
     return new Set(this.inHand(stream).map((e) => e.id));
   }
 
-  hold(entries: readonly StreamEntry[]): void {
+  /**
+   * Entries fetched, held from now; `sentAt`: when the read, claim or audit that fetched them was sent. Not when its
+   * answer came: a worker held up (frozen, its event loop busy) reads an answer late, and a peer may have taken the
+   * entries over meanwhile, once idle minIdleMs since Redis answered.
+   */
+  hold(entries: readonly StreamEntry[], sentAt: number): void {
     // Entries of one stream come in runs: one holding per run.
     for (let from = 0, i = 1; i <= entries.length; i++) {
       if (i < entries.length && entries[i]!.stream === entries[from]!.stream) continue;
-      this.holdRun(from === 0 && i === entries.length ? entries : entries.slice(from, i));
+      this.holdRun(from === 0 && i === entries.length ? entries : entries.slice(from, i), sentAt);
       from = i;
     }
   }
@@ -223,12 +231,12 @@ export class Lease {
   /** `entry` held on its own, last confirmed at `confirmedAt`. */
   private holdAlone(entry: StreamEntry, confirmedAt: number): void {
     // Alone already (found gone by an earlier renewal, the audit not yet answered): no new holding each renewal.
-    if (holdingOf(entry)!.live !== 1) this.holdRun([entry]);
-    holdingOf(entry)!.confirmedAt = confirmedAt;
+    if (holdingOf(entry)!.live !== 1) this.holdRun([entry], confirmedAt);
+    else holdingOf(entry)!.confirmedAt = confirmedAt;
   }
 
-  private holdRun(run: readonly StreamEntry[]): void {
-    const holding = new Holding(run[0]!.stream, run);
+  private holdRun(run: readonly StreamEntry[], confirmedAt: number): void {
+    const holding = new Holding(run[0]!.stream, run, confirmedAt);
     for (const e of run) {
       // Held already (by an earlier fetch, or twice in this one): this holding takes it over.
       if (holdingOf(e) !== undefined) this.drop(e);

@@ -132,7 +132,7 @@ function applyOwed(d: OwedAuditDeps, lost: LostGroups, stream: string, sentAt: n
       `failed ${ids.length === 1 ? 'entry' : 'entries'} ${someIds(ids)} of "${stream}" ${ids.length === 1 ? 'is' : 'are'} now "${escapeControl(owner)}"'s (an XCLAIM by hand, or a peer's claim after this consumer was held up past minIdleMs): not retried here`,
     );
   if (retry.length > 0) {
-    d.lease.hold(retry);
+    d.lease.hold(retry, sentAt);
     claimed.push(...retry);
   }
   // Once per loss: until the rejoin, later checks find them so again.

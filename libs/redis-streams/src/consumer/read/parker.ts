@@ -267,6 +267,8 @@ export class Parker {
   ): Promise<StreamEntry[]> {
     const { d } = this;
     const { lanes } = d;
+    // Redis delivers no earlier (a park's entries may come at any time of its BLOCK): see Lease.hold.
+    const sentAt = performance.now();
     const read = d.fetch.readGroup(
       lanes.blocking,
       d.consumer,
@@ -282,7 +284,7 @@ export class Parker {
       const fetched = await lanes.awaitPark(read, blockMs);
       const entries = kept ? kept(fetched) : fetched;
       // Held from arrival: a read-ahead batch may wait longer than minIdleMs for its turn.
-      d.custody.received(entries);
+      d.custody.received(entries, sentAt);
       // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
       if (d.batch && entries.length > 0) this.arrivals.set(entries, performance.now());
       return entries;

@@ -127,11 +127,12 @@ export class Reclaimer {
     const { d } = this;
     if (Date.now() - this.lastOrphansAt < d.minIdleMs) return 0;
     this.lastOrphansAt = Date.now();
+    const sentAt = performance.now();
     const taken = await this.orphans.retake(d.pause.readable());
     // Held here already (fetched, not settled: a batch of ours settles it): not settled twice.
     const fresh = taken.filter((e) => !d.custody.heldOn(e.stream).has(e.id));
     if (fresh.length === 0) return 0;
-    d.custody.received(fresh);
+    d.custody.received(fresh, sentAt);
     await d.settle(fresh, 'reclaim');
     return fresh.length;
   }
@@ -153,6 +154,7 @@ export class Reclaimer {
     if (streams.length === 0) return 0;
     const requests: ClaimRequest[] = streams.map((stream) => ({ stream, cursor: this.cursors.get(stream) ?? '0-0' }));
     // One batch per round at most, whatever the number of streams: the park comes next.
+    const sentAt = performance.now();
     const { results, retriesWaiting, failure } = await d.commands.fetch.autoClaim(d.consumer, d.minIdleMs, requests, d.count);
     const claimed: StreamEntry[] = [];
     results.forEach((result, i) => {
@@ -169,7 +171,7 @@ export class Reclaimer {
       // Deleted ids count as progress: a trimmed PEL is cleared round after round, not four calls per sweep.
       this.carry(stream, result.cursor, claimedNow.length > 0 || result.deletedIds.length > 0);
     });
-    if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting);
+    if (claimed.length > 0) await this.settleClaimed(claimed, retriesWaiting, sentAt);
     // Streams out of the sweep have shown every entry they leave: their line names them all.
     d.custody.flushLeft((stream) => !this.sweeping.has(stream));
     // A stream failed (NOGROUP) after the others claimed: those are settled first, then the loop restarts.
@@ -177,9 +179,9 @@ export class Reclaimer {
     return claimed.length;
   }
 
-  private async settleClaimed(claimed: StreamEntry[], retriesWaiting: boolean): Promise<void> {
+  private async settleClaimed(claimed: StreamEntry[], retriesWaiting: boolean, sentAt: number): Promise<void> {
     const { d } = this;
-    d.custody.received(claimed);
+    d.custody.received(claimed, sentAt);
     await d.commands.fetch.countClaimed(d.consumer, claimed, (stream) => d.custody.heldOn(stream).size + d.custody.waiting);
     await d.settle(await withoutWaiting(d, await withDeliveryCounts(d, claimed, true), retriesWaiting), 'reclaim');
   }

@@ -79,6 +79,7 @@ class Drain {
     const streams = [...this.next.keys()];
     if (streams.length === 0) return undefined;
     const { d } = this;
+    const sentAt = performance.now();
     const read = d.commands.fetch.drainRead(
       d.consumer,
       streams,
@@ -89,6 +90,7 @@ class Drain {
       // Held from arrival, as the park's read-ahead: behind a slow batch it may wait past minIdleMs, and a peer must not take it.
       d.custody.received(
         r.entries,
+        sentAt,
         r.entries.filter((e) => e.fields !== null),
       );
       return r;
