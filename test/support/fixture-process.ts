@@ -17,7 +17,8 @@ export async function startFixture(
   children.push(child);
   await waitFor(() => out().includes(`${until}\n`) || child.exitCode !== null, {
     message: `${script} to print ${until}`,
-    timeoutMs: 20_000,
+    // A Nest worker's start is a second or two of CPU; on CI's full machine (every lane at once) one took over 20 s.
+    timeoutMs: 45_000,
   });
   if (child.exitCode !== null) throw new Error(`${script} exited: ${out()}`);
   return { child, out };

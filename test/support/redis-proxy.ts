@@ -71,7 +71,11 @@ export async function redisProxy(target: { port: number }, rewrite?: (data: Buff
     },
     holdRepliesOf: (last) => {
       let held = 0;
-      for (const link of links.values()) if (!link.replies && last(link.last)) ((link.replies = []), held++);
+      for (const link of links.values()) {
+        if (link.replies || !last(link.last)) continue;
+        link.replies = [];
+        held++;
+      }
       return held;
     },
     releaseReplies: () => {
