@@ -13,6 +13,7 @@ import { useRedis } from './support/use-redis.js';
 import { redisProxy } from './support/redis-proxy.js';
 import { waitParked } from './support/parked.js';
 import { waitFor } from './support/wait-for.js';
+import { gate } from './support/gate.js';
 
 // Fair groups (`fair: { inHand }`): at most inHand entries of one key in hand, by every worker together, and keys served
 // round-robin. Counted outside the handler processes: each appends `S`/`E` lines to a log file (see logging-worker.mjs).
@@ -270,6 +271,50 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     } finally {
       await proxy.close();
     }
+  });
+
+  it('entries an operator XCLAIMed while they waited, taken back by its own reclaim, run here once with the count of that claim (review finding)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}jobs`;
+    const { logger, text } = captureLogs();
+    const app = await inProcess(
+      prefix,
+      'w1',
+      { fair: { inHand: 1 } },
+      { concurrency: 1, minIdleMs: 1000, leaseRenewMs: 200, maxDeliveries: 3, blockMs: 100 },
+      logger,
+    );
+    const first = gate();
+    app.recorder.behavior = (call) => (call.id === ids[0] ? first.wait : undefined);
+    const ids = await produce(
+      stream,
+      Array.from({ length: 6 }, (_, n) => ({ k: 'a', n })),
+    );
+    // The first runs (held), the other five wait in the key's queue.
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry running' });
+    const taken = ids.slice(1);
+    await redis.client().xclaim(stream, 'g', 'op', 0, ...taken, 'JUSTID');
+    await waitFor(() => text().includes(`now "op"'s`), { message: "w1 to find them the operator's" });
+    // Idle minIdleMs under op (nobody renews them): w1's own reclaim takes them back, each a delivery.
+    const mine = async () =>
+      ((await redis.client().xpending(stream, 'g', '-', '+', 10, 'w1')) as [string, string, number, number][]).filter(([id]) =>
+        taken.includes(id),
+      );
+    const back = await waitFor(async () => ((await mine()).length === taken.length ? await mine() : undefined), {
+      message: 'the five taken back by w1',
+      timeoutMs: 20_000,
+    });
+    first.open();
+    await waitFor(() => new Set(app.recorder.calls.map((c) => c.id)).size === ids.length, {
+      message: 'all six handled',
+      timeoutMs: 20_000,
+    });
+    // Each once, the five as that reclaim delivered them: no delivery more (before the fix, the reclaimed copies were
+    // dropped as duplicates of the lost ones, then "taken in" as never fetched and claimed once more, or dead-lettered).
+    expect(app.recorder.calls.map((c) => c.id)).toEqual(ids);
+    expect(app.recorder.calls.slice(1).map((c) => [c.id, c.deliveryCount])).toEqual(back.map(([id, , , count]) => [id, count]));
+    expect(text()).not.toContain('which never fetched them');
+    expect(await redis.client().xlen(deadLetterKey(stream))).toBe(0);
   });
 
   it('a worker killed -9 with a backlog waiting in its fair queues: what waited costs no delivery (none dead-lettered on maxDeliveries 1 but what ran)', async () => {

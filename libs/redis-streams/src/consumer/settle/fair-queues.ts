@@ -284,8 +284,16 @@ export class FairQueues {
 
   private enqueue(entry: StreamEntry, source: DeliverySource, key: string | undefined): void {
     if (this.heldIds.has(entry.id)) {
-      // Held here already (a reclaim of an entry that waits, self-drain meeting one): it runs once, as the copy held.
-      this.d.custody.release(entry);
+      // Held here already (a reclaim of an entry that waits, self-drain meeting one): it runs once. A copy that waits
+      // gives its place to this delivery, which is ours now with its count (the copy held may be lost: an operator's or
+      // a peer's claim that this reclaim took back); a copy that runs stays the one.
+      const q = this.waitingCopy(key, entry.id);
+      if (!q) return this.d.custody.release(entry);
+      this.d.custody.release(q.entry);
+      this.uncounted.delete(entry.id);
+      const bytes = entryBytes(entry);
+      this.waitingBytes += bytes - q.bytes;
+      Object.assign(q, { entry, source, bytes });
       return;
     }
     let k = this.keys.get(key);
@@ -302,6 +310,14 @@ export class FairQueues {
     this.readEntries++;
     this.readBytes += bytes;
     this.toRing(k);
+  }
+
+  /** The waiting copy of `id` in `key`'s queue (a scan: only a re-delivery of an entry held here looks). */
+  private waitingCopy(key: string | undefined, id: string): Queued | undefined {
+    const k = this.keys.get(key);
+    if (!k) return undefined;
+    for (let i = k.head; i < k.entries.length; i++) if (k.entries[i]!.entry.id === id) return k.entries[i];
+    return undefined;
   }
 
   /** Most of a key's entries running at once here: `inHand` (the group's bound), the keyless group `concurrency`. */
