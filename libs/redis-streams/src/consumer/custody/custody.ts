@@ -166,6 +166,10 @@ export class Custody {
     return this.lease.handBack(entries, idleMs);
   }
 
+  anothersAmong(entries: readonly StreamEntry[]): ReadonlySet<StreamEntry> | undefined {
+    return this.lease.anothersAmong(entries);
+  }
+
   ackSent(entries: readonly StreamEntry[]): void {
     this.lease.ackSent(entries);
   }
