@@ -46,7 +46,6 @@ function pipeline() {
   const acks = new AckPipeline(
     (entries) => commands.ackMany(entries),
     {
-      anothersAmong: (entries) => lease.anothersAmong(entries),
       ackSent: (entries) => lease.ackSent(entries),
       ackConfirmed: (entries) => lease.ackConfirmed(entries),
       release: (entry) => lease.drop(entry),

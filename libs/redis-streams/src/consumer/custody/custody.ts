@@ -166,10 +166,6 @@ export class Custody {
     return this.lease.handBack(entries, idleMs);
   }
 
-  anothersAmong(entries: readonly StreamEntry[]): ReadonlySet<StreamEntry> | undefined {
-    return this.lease.anothersAmong(entries);
-  }
-
   ackSent(entries: readonly StreamEntry[]): void {
     this.lease.ackSent(entries);
   }

@@ -64,10 +64,6 @@ export class Lease {
   private epoch = 0;
   /** The entries of the ack in flight (at most one is, see AckPipeline), until its answer drops them; [] when none. */
   private acking: readonly StreamEntry[] = [];
-  /** Held entries found another consumer's (an XCLAIM by hand): their results here are not acked for it. */
-  private readonly anothers = new WeakSet<StreamEntry>();
-  /** Whether any entry was ever marked so: the ack path looks only then (no lookup per entry otherwise). */
-  private anyAnothers = false;
 
   constructor(
     private readonly commands: StreamCommands,
@@ -93,19 +89,6 @@ export class Lease {
     // Marks left on entries point at holdings no longer listed: dropping them changes nothing here.
     this.held.clear();
     this.acking = [];
-  }
-
-  /** `entry`, held here, is another consumer's now (the audit found it so): its result here is not acked for it. */
-  markAnothers(entry: StreamEntry): void {
-    this.anothers.add(entry);
-    this.anyAnothers = true;
-  }
-
-  /** Of `entries`, those found another consumer's (see markAnothers); undefined when none (the hot path: no lookup). */
-  anothersAmong(entries: readonly StreamEntry[]): Set<StreamEntry> | undefined {
-    if (!this.anyAnothers) return undefined;
-    const found = new Set(entries.filter((e) => this.anothers.has(e)));
-    return found.size > 0 ? found : undefined;
   }
 
   /** Their XACK is sent. One array per batch, no per-entry work: the hot path. */

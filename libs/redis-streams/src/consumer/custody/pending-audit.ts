@@ -215,10 +215,8 @@ export class PendingAudit {
       this.d.lease.drop(entry);
       this.explain(stream, f.id);
       if (f.status === 'deleted') deleted.push(f.id);
-      else if (f.status === 'other') {
-        this.d.lease.markAnothers(entry);
-        others.set(f.owner, [...(others.get(f.owner) ?? []), f.id]);
-      } else gone.push(f.id);
+      else if (f.status === 'other') others.set(f.owner, [...(others.get(f.owner) ?? []), f.id]);
+      else gone.push(f.id);
     }
     const entries = (ids: readonly string[]) => `${ids.length === 1 ? 'entry' : 'entries'} ${someIds(ids)} of "${stream}" in hand`;
     if (reowned.length > 0)

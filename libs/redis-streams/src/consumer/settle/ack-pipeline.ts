@@ -6,8 +6,6 @@ export type Ack = (entries: readonly StreamEntry[]) => Promise<[stream: string, 
 
 /** What an ack tells the reader's custody: sent, confirmed, and each entry settled for good. */
 export interface AckLedger {
-  /** Of `entries`, those found another consumer's while in hand (an XCLAIM by hand): not acked for it. Undefined when none. */
-  anothersAmong(entries: readonly StreamEntry[]): ReadonlySet<StreamEntry> | undefined;
   ackSent(entries: readonly StreamEntry[]): void;
   ackConfirmed(entries: readonly StreamEntry[]): void;
   release(entry: StreamEntry): void;
@@ -43,14 +41,6 @@ export class AckPipeline {
   async send(entries: readonly StreamEntry[], events: readonly SettledEvent[]): Promise<void> {
     await this.flush();
     const { ledger } = this;
-    const anothers = ledger.anothersAmong(entries);
-    if (anothers) {
-      // Another consumer's now (the audit logged it): released unacked and unreported; theirs to settle.
-      for (const e of anothers) ledger.release(e);
-      events = events.filter((_, i) => !anothers.has(entries[i]!));
-      entries = entries.filter((e) => !anothers.has(e));
-      if (entries.length === 0) return;
-    }
     ledger.ackSent(entries);
     const ack = this.ack(entries).then((short) => {
       // Only those Redis named, when it did (XACKDEL): the others were acked, and deleted.
