@@ -184,6 +184,32 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
   }, 60_000);
 });
 
+describe('XCLAIM by hand of entries in hand', () => {
+  it("runs them here to their end, batch-mates too, and acks what succeeds: out of the new owner's pending list, said once (docs/failure-semantics.md)", async () => {
+    const { logger, text } = captureLogs();
+    const a = await startA({ minIdleMs: 60_000, leaseRenewMs: 200, batchSize: 4 }, { logger });
+    const key = a.key();
+    const r = redis.client();
+    const { wait, open } = gate();
+    a.recorder.behavior = async (c) => {
+      if (tagOf(c) === 'first') await wait;
+    };
+    // One batch: the first entry held in its handler, the other two waiting their turn behind it.
+    const tx = r.multi();
+    for (const tag of ['first', 'x1', 'x2']) tx.xadd(key, '*', 'tag', tag);
+    const ids = ((await tx.exec()) ?? []).map(([, id]) => id as string);
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'first in hand' });
+    // An operator gives the whole batch to another consumer while the first runs.
+    await r.xclaim(key, 'g', 'op', 0, ...ids, 'JUSTID');
+    await waitFor(() => text().includes(`now "op"'s`), { message: "a's lease to find them op's" });
+    expect(text()).toContain('a success here still acks them');
+    open();
+    for (const id of ids) await settled([a], id);
+    expect(a.recorder.calls.map((c) => tagOf(c))).toEqual(['first', 'x1', 'x2']);
+    expect(await pendingCount(redis, key)).toBe(0);
+  });
+});
+
 describe('acks that find entries no longer pending', () => {
   it('after a lease lapse during which a peer took and settled both entries of the batch, runs neither again and does not call it a lost group', async () => {
     const { logger, text } = captureLogs();

@@ -225,7 +225,7 @@ export class PendingAudit {
       );
     for (const [owner, ids] of others)
       this.d.logger.warn(
-        `${entries(ids)} ${ids.length === 1 ? 'is' : 'are'} now "${escapeControl(owner)}"'s (claimed by hand, or after this consumer's lease lapsed): ${ids.length === 1 ? 'its result' : 'their results'} here not acked for it`,
+        `${entries(ids)} ${ids.length === 1 ? 'is' : 'are'} now "${escapeControl(owner)}"'s (claimed by hand, or after this consumer's lease lapsed): a success here still acks ${ids.length === 1 ? 'it' : 'them'} (done once, not twice), a failure is left to it`,
       );
     if (gone.length > 0)
       this.d.logger.warn(
