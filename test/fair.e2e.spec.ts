@@ -273,7 +273,7 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     }
   });
 
-  it('entries an operator XCLAIMed while they waited, taken back by its own reclaim, run here once with the count of that claim (review finding)', async () => {
+  it('entries an operator XCLAIMed while they waited, taken back by its own reclaim, run here once, no delivery wasted (review finding)', async () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}jobs`;
     const { logger, text } = captureLogs();
@@ -297,23 +297,20 @@ describe('fair groups: at most inHand of one key in hand, keys served round-robi
     await waitFor(() => text().includes(`now "op"'s`), { message: "w1 to find them the operator's" });
     // Idle minIdleMs under op (nobody renews them): w1's own reclaim takes them back, each a delivery.
     const mine = async () =>
-      ((await redis.client().xpending(stream, 'g', '-', '+', 10, 'w1')) as [string, string, number, number][]).filter(([id]) =>
-        taken.includes(id),
-      );
-    const back = await waitFor(async () => ((await mine()).length === taken.length ? await mine() : undefined), {
-      message: 'the five taken back by w1',
-      timeoutMs: 20_000,
-    });
+      ((await redis.client().xpending(stream, 'g', '-', '+', 10, 'w1')) as [string][]).filter(([id]) => taken.includes(id));
+    await waitFor(async () => (await mine()).length === taken.length, { message: 'the five taken back by w1', timeoutMs: 20_000 });
     first.open();
     await waitFor(() => new Set(app.recorder.calls.map((c) => c.id)).size === ids.length, {
       message: 'all six handled',
       timeoutMs: 20_000,
     });
-    // Each once, the five as that reclaim delivered them: no delivery more (before the fix, the reclaimed copies were
-    // dropped as duplicates of the lost ones, then "taken in" as never fetched and claimed once more, or dead-lettered).
+    // Each once, as that reclaim delivered them: before the fix the reclaimed copies were dropped as duplicates of the
+    // lost ones, then "taken in" as never fetched and claimed once more (one delivery wasted; dead-lettered unrun on a
+    // low maxDeliveries). Their count: the read and the reclaim (op's JUSTID claim counts none; a wait here is put
+    // back and counted again as it starts).
     expect(app.recorder.calls.map((c) => c.id)).toEqual(ids);
-    expect(app.recorder.calls.slice(1).map((c) => [c.id, c.deliveryCount])).toEqual(back.map(([id, , , count]) => [id, count]));
     expect(text()).not.toContain('which never fetched them');
+    for (const c of app.recorder.calls.slice(1)) expect(c.deliveryCount).toBeLessThanOrEqual(2);
     expect(await redis.client().xlen(deadLetterKey(stream))).toBe(0);
   });
 
