@@ -208,11 +208,13 @@ describe(`entries a killed worker had fetched, XCLAIMed by hand (JUSTID) to a li
       { logger: logs.logger },
     );
     for (const id of ids) await xclaimJustId(key, 'b', id);
-    // Taken in at b's next check (every leaseRenewMs / 2); the code before it never did, and the delete came anyway.
+    // Taken in at b's next checks (two in a row, every leaseRenewMs / 2; the code before it never did). Waited for: a
+    // delete before it loses them, as documented (Redis drops them before any consumer could know them), and on CI's
+    // full machine 5 s were not enough once. Well within minIdleMs, so no reclaim takes them meanwhile.
     await waitFor(() => logs.lines.some((l) => l.includes(`are pending under this consumer, which never fetched them`)), {
       message: 'b to take them in',
-      timeoutMs: 5000,
-    }).catch(() => undefined);
+      timeoutMs: 15_000,
+    });
     expect(await redis.client().xgroup('DELCONSUMER', key, 'g', 'b')).toBe(3);
     await waitFor(() => ids.every((id) => b.settled.some((e) => e.id === id && e.outcome === 'acked')), {
       message: `the three handled (${b.recorder.calls.length} calls)`,
