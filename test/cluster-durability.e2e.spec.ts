@@ -211,9 +211,11 @@ describe('durable acks and durable produce on a Redis Cluster', () => {
       const prefix = uniquePrefix();
       const log = new OrderLog();
       const { logger, lines } = captureLogs();
+      // minIdleMs 5 s: a renewal late on CI's full machine does not lapse the lease (2 s did, once, with the fix in);
+      // the old code's beats fell behind by 800 ms every 400 ms, past 5 s within this test's 5 s of writes.
       const c = consumer(prefix, {
         logger,
-        minIdleMs: 2000,
+        minIdleMs: 5000,
         leaseRenewMs: 400,
         durableAcks: { replicas: 1, timeoutMs: 300, whenUnconfirmed: 'carry-on' },
       });
