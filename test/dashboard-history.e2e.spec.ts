@@ -18,9 +18,19 @@ afterEach(async () => {
 function counting() {
   const client = redis.newClient();
   const sent: string[] = [];
+  const spy = {
+    client,
+    sent,
+    scripts: () => sent.filter((name) => name === 'evalsha' || name === 'eval').length,
+    onSend: (_name: string) => {},
+  };
   const send = client.sendCommand.bind(client);
-  client.sendCommand = ((command: { name: string }) => (sent.push(command.name), send(command as never))) as typeof client.sendCommand;
-  return { client, sent, scripts: () => sent.filter((name) => name === 'evalsha' || name === 'eval').length };
+  client.sendCommand = ((command: { name: string }) => (
+    sent.push(command.name),
+    spy.onSend(command.name),
+    send(command as never)
+  )) as typeof client.sendCommand;
+  return spy;
 }
 
 describe('dashboard history', () => {
@@ -66,16 +76,26 @@ describe('dashboard history', () => {
     const prefix = uniquePrefix();
     const stream = `${prefix}s`;
     await redis.client().xgroup('CREATE', stream, 'g', '$', 'MKSTREAM');
-    const options = { port: 0, match: `${prefix}*`, history: { intervalMs: 100, keepMs: 10_000 } };
+    const options = { port: 0, match: `${prefix}s*`, history: { intervalMs: 100, keepMs: 10_000 } };
     const closedSpy = counting();
     const openSpy = counting();
+    // Keys out of scope enough that one walk of the key list takes several SCANs (COUNT 1000 each); the close
+    // comes as one of them is sent, after a few rounds: the walk under way must stop there too (CI once saw two
+    // SCANs after close).
+    await redis.client().mset(...Array.from({ length: 5_000 }, (_, i) => [`${prefix}filler:${i}`, '1']).flat());
     const closed = await serveDashboard(closedSpy.client, options);
     const open = await serveDashboard(openSpy.client, options);
     closers.push(async () => (open.server.closeAllConnections(), await open.close()));
-    await waitFor(() => closedSpy.scripts() >= 3);
-    closed.server.closeAllConnections();
-    await closed.close();
-    const after = closedSpy.sent.length;
+    let after = -1;
+    let closing: Promise<void> | undefined;
+    closedSpy.onSend = (name) => {
+      if (closing || name.toLowerCase() !== 'scan' || closedSpy.scripts() < 3) return;
+      after = closedSpy.sent.length;
+      closed.server.closeAllConnections();
+      closing = closed.close();
+    };
+    await waitFor(() => closing !== undefined);
+    await closing;
     // Five rounds or more of the one still open (no request reaches either: these are their samplers' reads).
     const now = openSpy.scripts();
     await waitFor(() => openSpy.scripts() >= now + 15);

@@ -68,12 +68,19 @@ describe('dashboard on a 390-pixel phone', () => {
       await page.goto(`${url}#/stream/${encodeURIComponent(stream)}`);
       await page.getByRole('table', { name: 'Pending entries of g' }).waitFor();
       await inView(page, 'Pending entries of g', ['Id', 'State', 'Actions']);
-      // The entry's id and its Release button, side by side in one view.
-      const release = await page
-        .getByRole('button', { name: /^Release / })
-        .first()
-        .boundingBox();
-      expect(release !== null && release.x >= 0 && release.x + release.width <= WIDTH).toBe(true);
+      // The entry's id and its Release button, side by side in one view. Polled: a refresh may replace the
+      // button between finding it and measuring it (then the box is null), which says nothing of the layout.
+      const release = page.getByRole('button', { name: /^Release / }).first();
+      await expect
+        .poll(
+          async () => {
+            const box = await release.boundingBox();
+            if (box === null) return 'not measured';
+            return box.x >= 0 && box.x + box.width <= WIDTH ? 'in view' : `at ${box.x}+${box.width}`;
+          },
+          { timeout: 10_000 },
+        )
+        .toBe('in view');
       await browser.shot(page, `phone-stream-${theme}`);
 
       await page.goto(`${url}#/dead/${encodeURIComponent(dead)}`);

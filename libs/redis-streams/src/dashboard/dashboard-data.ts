@@ -190,7 +190,8 @@ export class DashboardData {
   /** The charts' past (figure-history.ts), and the timer that samples it while the dashboard runs. */
   private readonly figures: FigureHistory | null;
   private sampler: ReturnType<typeof setTimeout> | undefined;
-  private closed = false;
+  /** The one stop signal: close() aborts it, and a walk of the key list or a sampling round under way ends there. */
+  private readonly stopped = new AbortController();
   private rateStates: RateStateCommands | undefined;
 
   constructor(
@@ -209,7 +210,7 @@ export class DashboardData {
 
   /** Stops the sampler (the HTTP server closes, or the app): no timer is left behind. */
   close(): void {
-    this.closed = true;
+    this.stopped.abort();
     clearTimeout(this.sampler);
   }
 
@@ -219,7 +220,7 @@ export class DashboardData {
   }
 
   private schedule(ms: number): void {
-    if (this.closed) return;
+    if (this.stopped.signal.aborted) return;
     // unref: a dashboard whose owner never closes it must not hold its process open.
     this.sampler = setTimeout(() => void this.sampleRound(), ms);
     this.sampler.unref?.();
@@ -237,9 +238,9 @@ export class DashboardData {
       if ((this.redis as { status?: string }).status === 'end') return this.close();
       // Its own read of the key list is not kept for the pages: an answer a page gets must come from Redis
       // within KEYS_TTL_MS of its request, not from a round of the sampler's before Redis went away.
-      const { work } = await this.keyList(false);
+      const { work } = await this.keyList({ sampler: true });
       const due = work.slice(0, figures.limits.streams).filter((name) => !figures.has(name, started));
-      for (let i = 0; i < due.length && !this.closed; i += SAMPLE_BATCH)
+      for (let i = 0; i < due.length && !this.stopped.signal.aborted; i += SAMPLE_BATCH)
         await Promise.all(due.slice(i, i + SAMPLE_BATCH).map((name) => this.sampleOne(name)));
     } catch {
       // Redis unreachable or refusing: this round's points are missing, the next round tries again.
@@ -250,7 +251,7 @@ export class DashboardData {
 
   private async sampleOne(stream: string): Promise<void> {
     const summary = await this.commands.summary(stream).catch(() => null);
-    if (!summary || summary.groups.length === 0) return;
+    if (!summary || summary.groups.length === 0 || this.stopped.signal.aborted) return;
     const lengths = await Promise.all(deadLetterNamesOf(stream).map((key) => this.commands.deadLength(key).catch(() => null)));
     const dead = lengths.reduce<number>((n, l) => n + (typeof l === 'number' ? l : 0), 0);
     this.figures!.record(stream, Date.now(), sampleOf(summary, dead));
@@ -578,13 +579,15 @@ export class DashboardData {
     });
   }
 
-  private async keyList(keep = true): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
+  private async keyList({ sampler = false } = {}): Promise<{ work: string[]; dead: string[]; nodes: Map<string, string> | undefined }> {
     const now = Date.now();
     if (this.keys && now - this.keys.at < KEYS_TTL_MS) return this.keys;
     // The dead-letter streams of a cluster's untagged names do not match the pattern itself: SCANs of their own.
     const { match } = this.options;
-    const found = new Map(await this.commands.streamKeys(match));
-    for (const scan of deadLetterScansOf(match)) for (const [key, at] of await this.commands.streamKeys(scan)) found.set(key, at);
+    // The sampler's walk ends at close; a page's request under way is answered still.
+    const signal = sampler ? this.stopped.signal : undefined;
+    const found = new Map(await this.commands.streamKeys(match, signal));
+    for (const scan of deadLetterScansOf(match)) for (const [key, at] of await this.commands.streamKeys(scan, signal)) found.set(key, at);
     const all = [...found.keys()].sort();
     const isDead = (key: string) => deadLetterSourcesOf(key).length > 0;
     const dead = all.filter((key) => deadLetterSourcesOf(key).some((source) => this.inScope(source)));
@@ -592,7 +595,7 @@ export class DashboardData {
     // Which master serves which stream: shown on a cluster only (one node tells nothing).
     const nodes = new Set(found.values()).size > 1 || (this.redis as { isCluster?: boolean }).isCluster === true ? found : undefined;
     const keys = { at: now, work, dead, nodes };
-    if (keep) this.keys = keys;
+    if (!sampler) this.keys = keys;
     return keys;
   }
 }

@@ -45,9 +45,9 @@ export class DashboardCommands {
     this.redis = redis as Scripted;
   }
 
-  /** Stream keys matching `pattern` on every master, each with the master it is on (stream-keys.ts). */
-  streamKeys(pattern: string): Promise<Map<string, string>> {
-    return scanStreamKeys(this.redis, pattern);
+  /** Stream keys matching `pattern` on every master, each with the master it is on (stream-keys.ts); `signal` ends the walk. */
+  streamKeys(pattern: string, signal?: AbortSignal): Promise<Map<string, string>> {
+    return scanStreamKeys(this.redis, pattern, signal);
   }
 
   /** The stream's figures (STREAM_SUMMARY_SCRIPT); null when the key is no stream (deleted since the SCAN). */
