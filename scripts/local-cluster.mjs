@@ -56,6 +56,12 @@ async function launch({ say, detached, signals, ready }) {
   const nodes = new Map(); // port → spawned server
   const logOf = (port) => join(dir, `node-${port}.log`);
   const logTail = async (port, lines) => tail(await readFile(logOf(port), 'utf8').catch(() => '(no log)'), lines);
+  // A crashed node's report from its start (the assertion and stack trace): its log's tail is only the memory test.
+  const crashReport = async (port) => {
+    const log = await readFile(logOf(port), 'utf8').catch(() => '');
+    const start = log.lastIndexOf('=== REDIS BUG REPORT START');
+    return start < 0 ? null : log.slice(start).split('\n').slice(0, 60).join('\n');
+  };
   const node = (port) => {
     const n = nodes.get(port);
     if (!n) throw new Error(`port ${port} is not a node of this cluster (${ports.join(', ')})`);
@@ -139,7 +145,17 @@ async function launch({ say, detached, signals, ready }) {
     await answers(spawnNode(port));
   };
 
-  const cluster = { urls: ports.map((port) => `redis://${HOST}:${port}`), ports: [...ports], dir, node, call, logTail, revive, stop };
+  const cluster = {
+    urls: ports.map((port) => `redis://${HOST}:${port}`),
+    ports: [...ports],
+    dir,
+    node,
+    call,
+    logTail,
+    crashReport,
+    revive,
+    stop,
+  };
   try {
     say(`local cluster: starting ${NODE_COUNT} ${SERVER_BIN} nodes on ${HOST} ports ${ports.join(', ')}`);
     for (const port of ports) spawnNode(port);

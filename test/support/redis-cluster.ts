@@ -128,6 +128,9 @@ function harness(spawned: LocalCluster) {
         await ask('nodes', async () => `\n${(await cmd<string>(port, 'CLUSTER', 'NODES')).trim()}`);
       }
       parts.push(`log:\n${await spawned.logTail(port, 25)}`);
+      // A node that crashed: what it said crashed it (the tail above is only its memory test).
+      const crash = state === 'dead' ? await spawned.crashReport(port) : null;
+      if (crash) parts.push(`its crash report:\n${crash}`);
     }
     return parts.join('\n');
   };
