@@ -46,7 +46,7 @@ const ON_CLUSTER = [
  * wordings (secrets, connection-logs, wrong-server, out-of-memory, versions, and NOPERM: read-ahead,
  * reply-namespace), what replicas carry (failover-lag), NOGROUP and BUSYGROUP (group, group-recovery, startup),
  * CLIENT PAUSE and UNBLOCK (faults, health, park-faults), trimming (retention), the reclaim round and lease
- * scripts. CI runs them on Valkey 9 (TEST_SET=valkey or replies) and Redis 8.6 (in ON_NEWER); Valkey 8 runs a few (ON_VALKEY8).
+ * scripts. CI runs them on Valkey 9 (TEST_SET=valkey or replies) and Redis 8.6 (in ON_NEWER); the full matrix runs a few on Valkey 8 (ON_VALKEY8).
  */
 const ON_SERVER_REPLIES = [
   'test/consumer-liveness.e2e.spec.ts',
@@ -75,9 +75,9 @@ const ON_SERVER_REPLIES = [
 const CORE = ON_CLUSTER.filter((f) => !/\/(inspect-cli|cli-operator|redis8-)/.test(f));
 
 /**
- * Valkey 9 (TEST_SET=valkey): the files whose outcome hangs on the server's replies, the plain-Node worker's
- * processes and flow control's scripts. Its stream commands are Redis 7.0's (no CLAIM, XACKDEL or IDMP), so the
- * loop takes the floor's path there, which npm test runs.
+ * Valkey 9 (TEST_SET=valkey): the files whose outcome hangs on the server's replies, and the plain-Node worker's
+ * processes. Its stream commands are Redis 7.0's (no CLAIM, XACKDEL or IDMP), so the loop takes the floor's path
+ * there, which npm test runs.
  */
 const ON_VALKEY = [
   ...ON_SERVER_REPLIES,
@@ -89,21 +89,13 @@ const ON_VALKEY = [
   // WAIT and WAITAOF's replies on Valkey, and what a frozen replica makes of them.
   'test/durable-produce.e2e.spec.ts',
   'test/durable-acks.e2e.spec.ts',
-  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey; fair groups' slots;
-  // repeatable schedules' scripts (ZRANGE … BYSCORE LIMIT, HSCAN).
-  'test/delayed.e2e.spec.ts',
-  'test/pause.e2e.spec.ts',
-  'test/rate-limit.e2e.spec.ts',
-  'test/fair.e2e.spec.ts',
-  'test/priorities.e2e.spec.ts',
-  'test/schedules.e2e.spec.ts',
 ];
 
 /**
- * Valkey 8 (TEST_SET=valkey8, in the full matrix: CI_MATRIX=1 .ci/run): what may differ from Valkey 9 in replies
- * the transport reads: the feature detection (versions), idle times and `inactive` (consumer-liveness), error
- * wordings (secrets), NOGROUP after a restart (group-recovery), XINFO's lag. Its stream commands and scripts are
- * Valkey 9's; the heavier files of those paths run there once more.
+ * Valkey 8 (TEST_SET=valkey8, in the full matrix: CI_MATRIX=1 .ci/run): what may differ from Valkey 9 in replies the
+ * transport reads: the feature detection (versions), idle times and `inactive` (consumer-liveness), error wordings
+ * (secrets), NOGROUP after a restart (group-recovery), XINFO's lag; and flow control's scripts on Valkey. Its stream
+ * commands are Valkey 9's.
  */
 const ON_VALKEY8 = [
   'test/versions.e2e.spec.ts',
@@ -114,8 +106,16 @@ const ON_VALKEY8 = [
   'test/autoscaling.e2e.spec.ts',
   // Ordered patterns: ownership scripts, fenced acks and takeovers on Valkey's replies.
   'test/ordered.e2e.spec.ts',
+  // Flow control's scripts (cjson, ZRANGE … BYSCORE, TIME) and pause flags on Valkey; fair groups' slots.
+  'test/delayed.e2e.spec.ts',
+  'test/pause.e2e.spec.ts',
+  'test/rate-limit.e2e.spec.ts',
   // The dashboard's rate-limit script and the workers' record of held keys on Valkey.
   'test/rate-limit-state.e2e.spec.ts',
+  'test/fair.e2e.spec.ts',
+  'test/priorities.e2e.spec.ts',
+  // Repeatable schedules' scripts (cjson, ZRANGE … BYSCORE LIMIT, HSCAN) on Valkey.
+  'test/schedules.e2e.spec.ts',
   'test/schedules-crash.e2e.spec.ts',
 ];
 
@@ -126,8 +126,8 @@ const ON_VALKEY8 = [
  * (test/redis8-*). Not the core suites whose commands are the same on every server (SAME_ON_EVERY_SERVER: with
  * newerCommands the producer's IDMP and the dashboard's counters have redis8-* files), nor the retry schedule's scale
  * and operator files (retry-kinds, retry-operator): their scripts are the same on every server. Nor ON_CORE_HOST's files:
- * they run on Redis 8.6 on both hosts (TEST_HOST=core, and TEST_SET=conformance on the Nest host), in CI's conformance
- * lane. The chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
+ * they run on Redis 8.6 on the plain-Node host (TEST_HOST=core) in CI's conformance lane, and on the Nest host too
+ * (TEST_SET=conformance) in the full matrix (CI_MATRIX=1). The chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
  */
 /** Core suites whose commands are the same on every server: the producer, the operator's reads and tools, telemetry. */
 const SAME_ON_EVERY_SERVER = [
@@ -161,8 +161,9 @@ const ON_NEWER = [
  * `startApp` (test/support/test-app.ts; TestWorker for a worker built as a StreamConsumer is) builds a plain
  * StreamConsumer instead of a Nest app. Their Nest-only tests (injection, Observables, interceptors) skip themselves
  * there, as do the ones with no host in them (a PauseWatch or a DelayedPromoter alone: the Nest pass has them). npm test
- * runs them on the Nest host on Redis 7.0; CI's conformance lane on the plain-Node host on Redis 7.0 and 8.6
- * (TEST_HOST=core) and on the Nest host on Redis 8.6 (TEST_SET=conformance). Not here: group-storm (it passes
+ * runs them on the Nest host on Redis 7.0; CI's conformance lane on the plain-Node host on Redis 8.6
+ * (TEST_HOST=core); the full matrix (CI_MATRIX=1) on the plain-Node host on Redis 7.0 and on the Nest host on
+ * Redis 8.6 (TEST_SET=conformance) too. Not here: group-storm (it passes
  * on core, but its 37 s of mostly waiting doubled this pass, about 20 s to 40 s with 4 workers, for a
  * stress of the engine's group rejoin with nothing of the host in it but the handlers); lease.e2e
  * (no host: it drives the Lease alone).

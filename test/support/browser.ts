@@ -15,6 +15,8 @@ export const SCREENSHOTS = `${repoRoot}/test-results/screenshots`;
  * step still waits on a condition; this is the ceiling for a hang.
  */
 export const PAGE_TEST_TIMEOUT_MS = 120_000;
+/** How long one step of a page test (a navigation, a click, a wait for an element) may take. */
+export const PAGE_STEP_TIMEOUT_MS = 60_000;
 
 /**
  * One headless Chromium for a test file (Playwright gives it a fresh profile of its own); closed after all its tests.
@@ -39,7 +41,15 @@ export function useBrowser(): { page(options?: BrowserContextOptions): Promise<P
       ],
     });
   });
-  afterEach(async () => {
+  afterEach(async ({ task }) => {
+    // A failed test says what its pages showed: the status line and the start of the page's text.
+    if (task.result?.state === 'fail')
+      for (const p of pages) {
+        const said = await p
+          .evaluate(() => `${document.getElementById('status')?.textContent ?? ''} | ${document.body.innerText.slice(0, 600)}`)
+          .catch((err: unknown) => `(unreadable: ${String(err)})`);
+        console.log(`page ${p.url()} showed: ${said}`);
+      }
     await Promise.all(pages.splice(0).map((p) => p.context().close()));
   });
   afterAll(async () => {
@@ -49,6 +59,9 @@ export function useBrowser(): { page(options?: BrowserContextOptions): Promise<P
     async page(options = {}) {
       const context = await browser!.newContext(options);
       const page = await context.newPage();
+      // Each step's ceiling (Playwright's default is 30 s): on a CPU that CI's lanes keep full a navigation and its
+      // render took longer than that once (2026-12-05); every step still waits on a condition.
+      page.setDefaultTimeout(PAGE_STEP_TIMEOUT_MS);
       pages.push(page);
       return page;
     },
