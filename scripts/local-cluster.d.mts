@@ -16,7 +16,7 @@ export interface LocalCluster {
   call(port: number, command: string, ...args: (string | number)[]): Promise<unknown>;
   /** The last `lines` (default 15) lines of node `port`'s log. */
   logTail(port: number, lines?: number): Promise<string>;
-  /** A crashed node's bug report (from "=== REDIS BUG REPORT START", 60 lines), or null when its log has none. */
+  /** A crashed node's bug report (from "=== REDIS BUG REPORT START", or VALKEY, 60 lines) since its last start, or null. */
   crashReport(port: number): Promise<string | null>;
   /**
    * Starts dead node `port` again as the same node (same port, dir and nodes.conf: it rejoins under its old id, a

@@ -57,10 +57,12 @@ async function launch({ say, detached, signals, ready }) {
   const logOf = (port) => join(dir, `node-${port}.log`);
   const logTail = async (port, lines) => tail(await readFile(logOf(port), 'utf8').catch(() => '(no log)'), lines);
   // A crashed node's report from its start (the assertion and stack trace): its log's tail is only the memory test.
+  // Only since the node last started (a revived node's log goes on in the same file); Valkey says VALKEY.
   const crashReport = async (port) => {
     const log = await readFile(logOf(port), 'utf8').catch(() => '');
-    const start = log.lastIndexOf('=== REDIS BUG REPORT START');
-    return start < 0 ? null : log.slice(start).split('\n').slice(0, 60).join('\n');
+    const since = log.slice(Math.max(0, log.lastIndexOf('is starting oO0OoO0OoO0Oo')));
+    const start = since.search(/=== (REDIS|VALKEY) BUG REPORT START/);
+    return start < 0 ? null : since.slice(start).split('\n').slice(0, 60).join('\n');
   };
   const node = (port) => {
     const n = nodes.get(port);

@@ -74,7 +74,8 @@ describe('dashboard on a 390-pixel phone', () => {
       await expect
         .poll(
           async () => {
-            const box = await release.boundingBox();
+            // Each try bounded: boundingBox waits for the button itself, up to the page's step timeout.
+            const box = await release.boundingBox({ timeout: 1000 });
             if (box === null) return 'not measured';
             return box.x >= 0 && box.x + box.width <= WIDTH ? 'in view' : `at ${box.x}+${box.width}`;
           },

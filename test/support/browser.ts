@@ -42,12 +42,14 @@ export function useBrowser(): { page(options?: BrowserContextOptions): Promise<P
     });
   });
   afterEach(async ({ task }) => {
-    // A failed test says what its pages showed: the status line and the start of the page's text.
+    // A failed test says what its pages showed: the start of the page's text (its status line first).
     if (task.result?.state === 'fail')
       for (const p of pages) {
-        const said = await p
-          .evaluate(() => `${document.getElementById('status')?.textContent ?? ''} | ${document.body.innerText.slice(0, 600)}`)
-          .catch((err: unknown) => `(unreadable: ${String(err)})`);
+        // Bounded: a page whose script hangs is when this is wanted, and its evaluate would wait for ever.
+        const said = await Promise.race([
+          p.evaluate(() => document.body.innerText.slice(0, 600)),
+          new Promise<string>((resolve) => setTimeout(resolve, 3000, '(no answer within 3 s: its script is busy)').unref()),
+        ]).catch((err: unknown) => `(unreadable: ${String(err)})`);
         console.log(`page ${p.url()} showed: ${said}`);
       }
     await Promise.all(pages.splice(0).map((p) => p.context().close()));

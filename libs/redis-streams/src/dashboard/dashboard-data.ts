@@ -190,7 +190,11 @@ export class DashboardData {
   /** The charts' past (figure-history.ts), and the timer that samples it while the dashboard runs. */
   private readonly figures: FigureHistory | null;
   private sampler: ReturnType<typeof setTimeout> | undefined;
-  /** The one stop signal: close() aborts it, and a walk of the key list or a sampling round under way ends there. */
+  /**
+   * The one stop signal: close() aborts it, and a walk of the key list or a sampling round under way starts no
+   * command after it. (One ioredis already holds may still go out: it resends unanswered commands on a reconnect,
+   * and a script on NOSCRIPT; read-only, at most one SCAN or one batch.)
+   */
   private readonly stopped = new AbortController();
   private rateStates: RateStateCommands | undefined;
 
