@@ -126,8 +126,8 @@ const ON_VALKEY8 = [
  * (test/redis8-*). Not the core suites whose commands are the same on every server (SAME_ON_EVERY_SERVER: with
  * newerCommands the producer's IDMP and the dashboard's counters have redis8-* files), nor the retry schedule's scale
  * and operator files (retry-kinds, retry-operator): their scripts are the same on every server. Nor ON_CORE_HOST's files:
- * they run on Redis 8.6 on the plain-Node host (TEST_HOST=core) in CI's conformance lane, and on the Nest host too
- * (TEST_SET=conformance) in the full matrix (CI_MATRIX=1). The chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
+ * they run on Redis 8.6 on both hosts (TEST_HOST=core, and TEST_SET=conformance on the Nest host) in the full
+ * matrix's conformance lane (CI_MATRIX=1 .ci/run). The chaos test on a Redis 8.6 cluster (CHAOS_CLUSTER=1).
  */
 /** Core suites whose commands are the same on every server: the producer, the operator's reads and tools, telemetry. */
 const SAME_ON_EVERY_SERVER = [
@@ -161,9 +161,8 @@ const ON_NEWER = [
  * `startApp` (test/support/test-app.ts; TestWorker for a worker built as a StreamConsumer is) builds a plain
  * StreamConsumer instead of a Nest app. Their Nest-only tests (injection, Observables, interceptors) skip themselves
  * there, as do the ones with no host in them (a PauseWatch or a DelayedPromoter alone: the Nest pass has them). npm test
- * runs them on the Nest host on Redis 7.0; CI's conformance lane on the plain-Node host on Redis 8.6
- * (TEST_HOST=core); the full matrix (CI_MATRIX=1) on the plain-Node host on Redis 7.0 and on the Nest host on
- * Redis 8.6 (TEST_SET=conformance) too. Not here: group-storm (it passes
+ * runs them on the Nest host on Redis 7.0; the full matrix's conformance lane (CI_MATRIX=1 .ci/run) on the
+ * plain-Node host on Redis 7.0 and 8.6 (TEST_HOST=core) and on the Nest host on Redis 8.6 (TEST_SET=conformance). Not here: group-storm (it passes
  * on core, but its 37 s of mostly waiting doubled this pass, about 20 s to 40 s with 4 workers, for a
  * stress of the engine's group rejoin with nothing of the host in it but the handlers); lease.e2e
  * (no host: it drives the Lease alone).
