@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/slow-first-sequencer.js';
 
 /** Files that start their own local Redis Cluster (failover tests must not disturb the shared one). */
 const OWN_CLUSTER = ['test/cluster*.e2e.spec.ts'];
@@ -237,6 +238,8 @@ export default defineConfig({
     // Transform-time inputs outside the file (import.meta.env) are not in its key: nothing here uses them.
     experimental: { fsModuleCache: true },
     reporters: ['default', './test/support/summary-reporter.ts'],
+    // The longest files first (as measured in CI), so that none starts last and runs on alone.
+    sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
