@@ -8,6 +8,8 @@ import { within } from '../within.js';
  */
 export const STOP_STEPS_WITHIN_MS = 2000;
 
+const NOTHING = (): void => undefined;
+
 /** Why a loop stops: `stopping` finishes what is in hand; `abandoned` (close() gave up waiting) lets nothing late count. */
 export type StopReason = 'stopping' | 'abandoned';
 
@@ -47,11 +49,13 @@ export class StopSignal {
    * deadline, then logged as `what … not confirmed` and left (its entries stay pending). Its
    * failure still rejects.
    */
-  async bounded(work: Promise<unknown>, what: () => string, logger: Logger): Promise<void> {
-    if (!this.isStopped) {
-      await work;
-      return;
-    }
+  bounded(work: Promise<unknown>, what: () => string, logger: Logger): Promise<void> {
+    // Not stopping (once per batch): the work itself, no frame of its own.
+    if (!this.isStopped) return work.then(NOTHING);
+    return this.boundedByDeadline(work, what, logger);
+  }
+
+  private async boundedByDeadline(work: Promise<unknown>, what: () => string, logger: Logger): Promise<void> {
     this.stepsDeadline ??= performance.now() + STOP_STEPS_WITHIN_MS;
     const confirmed = work.then(() => true);
     confirmed.catch(() => {}); // a late failure, after the deadline, is nobody's to handle

@@ -302,17 +302,24 @@ export class StreamCommands {
    * with how many it did not (and which, as XACKDEL tells): those entries were no longer pending (a
    * peer took and settled them, they were trimmed, the consumer or the group was deleted meanwhile).
    */
-  async ackMany(entries: readonly StreamEntry[], deletion?: AckDeletePolicy): Promise<ShortAck[]> {
+  ackMany(entries: readonly StreamEntry[], deletion?: AckDeletePolicy): Promise<ShortAck[]> {
     const byStream = groupIds(entries);
     if (byStream.size === 1) {
-      // The hot path (one stream): a plain command, no pipeline object per batch.
+      // The hot path (one stream, once per batch): a plain command, no pipeline object, no async frame.
       const [stream, ids] = byStream.entries().next().value!;
-      const reply = deletion
-        ? await this.conn.call('XACKDEL', ...this.ackDeleteArgs(stream, ids, deletion))
-        : await this.conn.xack(stream, this.group, ...ids);
-      const short = shortAck(stream, ids, reply, deletion);
-      return short ? [short] : [];
+      const sent: Promise<unknown> = deletion
+        ? this.conn.call('XACKDEL', this.ackDeleteArgs(stream, ids, deletion))
+        : this.conn.xack(stream, this.group, ...ids);
+      return sent.then((reply) => {
+        const short = shortAck(stream, ids, reply, deletion);
+        return short ? [short] : [];
+      });
     }
+    return this.ackByPipeline(byStream, deletion);
+  }
+
+  /** Several streams' acks in one pipeline (one round trip). */
+  private async ackByPipeline(byStream: Map<string, string[]>, deletion: AckDeletePolicy | undefined): Promise<ShortAck[]> {
     const pipeline = this.conn.pipeline();
     for (const [stream, ids] of byStream) {
       if (deletion) pipeline.call('XACKDEL', ...this.ackDeleteArgs(stream, ids, deletion));

@@ -27,7 +27,13 @@ export class ClaimGate implements ReadGate {
     return this.claimedLast && !ask.filling && ask.blockMs !== 0 ? { ...ask, blockMs: 0 } : ask;
   }
 
-  async read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
+  read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
+    // Nothing to claim with this read (a server without CLAIM, or the last read claimed): forwarded as it is, no frame of its own.
+    if (!this.claimedLast && !this.d.offer.claimsOnRead(ask.streams.length)) return next(ask);
+    return this.claimingRead(ask, next);
+  }
+
+  private async claimingRead(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
     const claim = this.d.offer.claimsOnRead(ask.streams.length) && !this.claimedLast;
     let claimed = false;
     const result = await next({

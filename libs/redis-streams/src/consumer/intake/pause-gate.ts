@@ -10,13 +10,16 @@ export class PauseGate implements ReadGate {
     this.changed$ = pause.changed$;
   }
 
-  async read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
+  // Not async: once per park, it forwards the read as it is unless something is paused (no frame of its own).
+  read(ask: ReadAsk, next: ReadNext): Promise<ReadResult> {
     const readable = this.pause.readable();
-    if (readable.length === 0) {
-      // Every stream paused: the beat waits, woken by a resume (or the stop).
-      await firstValueFrom(race(timer(ask.blockMs || ask.beatMs), ask.wake$));
-      return { entries: [] };
-    }
+    // Every stream paused: the beat waits, woken by a resume (or the stop).
+    if (readable.length === 0) return allPaused(ask);
     return next(readable.length === ask.streams.length ? ask : { ...ask, streams: ask.streams.filter((s) => readable.includes(s)) });
   }
+}
+
+async function allPaused(ask: ReadAsk): Promise<ReadResult> {
+  await firstValueFrom(race(timer(ask.blockMs || ask.beatMs), ask.wake$));
+  return { entries: [] };
 }

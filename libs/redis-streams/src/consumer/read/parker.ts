@@ -37,6 +37,9 @@ export interface Sweeping {
   readonly busy: boolean;
 }
 
+/** The start id of a one-stream park: new entries only (one array for every park). */
+const NEW_ENTRIES: readonly string[] = ['>'];
+
 /** Tries of a wake whose UNBLOCK found no parked read yet (2 ms apart). */
 const WAKE_TRIES = 10;
 
@@ -251,21 +254,13 @@ export class Parker {
     return entries;
   }
 
-  /** The read behind the gates: a park (BLOCK) is not sent once stopping. */
-  private async read(ask: ReadAsk): Promise<ReadResult> {
-    if (ask.blockMs > 0 && this.d.stop.stopped) return { entries: [] };
-    return { entries: await this.readOnce(ask.streams, ask.blockMs, ask.count, ask.claimMinIdleMs, ask.kept) };
-  }
-
-  /** One XREADGROUP (`blockMs` 0: no BLOCK) on the blocking lane; what it returns is leased at once. */
-  private async readOnce(
-    streams: readonly string[],
-    blockMs: number,
-    count: number,
-    claimMinIdleMs?: number,
-    kept?: (fetched: StreamEntry[]) => StreamEntry[],
-  ): Promise<StreamEntry[]> {
+  /**
+   * The read behind the gates, one XREADGROUP (`blockMs` 0: no BLOCK) on the blocking lane; what it returns is
+   * leased at once. A park (BLOCK) is not sent once stopping.
+   */
+  private async read({ streams, blockMs, count, claimMinIdleMs, kept }: ReadAsk): Promise<ReadResult> {
     const { d } = this;
+    if (blockMs > 0 && d.stop.stopped) return { entries: [] };
     const { lanes } = d;
     // Redis delivers no earlier (a park's entries may come at any time of its BLOCK): see Lease.hold.
     const sentAt = performance.now();
@@ -273,7 +268,7 @@ export class Parker {
       lanes.blocking,
       d.consumer,
       streams,
-      streams.map(() => '>'),
+      streams.length === 1 ? NEW_ENTRIES : streams.map(() => '>'),
       count,
       blockMs > 0 ? blockMs : undefined,
       claimMinIdleMs,
@@ -287,7 +282,7 @@ export class Parker {
       d.custody.received(entries, sentAt);
       // A batch handler's wait for more counts from here (a read-ahead may be taken much later).
       if (d.batch && entries.length > 0) this.arrivals.set(entries, performance.now());
-      return entries;
+      return { entries };
     } finally {
       if (this.parked === read) this.parked = undefined;
     }

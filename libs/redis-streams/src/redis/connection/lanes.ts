@@ -104,14 +104,18 @@ export class Lanes {
   }
 
   /** Redis' answer to a park sent on the blocking lane (see watchPark); a failed park makes a cluster lane look up its slot again. */
-  async awaitPark<T>(read: Promise<T>, blockMs: number): Promise<T> {
-    try {
-      return await watchPark(this.blocking, read, blockMs, () => this.unblock());
-    } catch (err) {
+  awaitPark<T>(read: Promise<T>, blockMs: number): Promise<T> {
+    const parked = watchPark(this.blocking, read, blockMs, this.wake);
+    // Once per park: off a cluster, the watchdog's promise itself (no frame of its own).
+    if (!this.slots) return parked;
+    return parked.catch((err: unknown) => {
       this.slots?.markStale();
       throw err;
-    }
+    });
   }
+
+  /** The park watchdog's wake (one function for every park). */
+  private readonly wake = (): Promise<boolean> => this.unblock();
 
   /** Ends a park at once, as if BLOCK had timed out. Returns false when nothing was parked. */
   unblock(): Promise<boolean> {

@@ -16,11 +16,31 @@ export interface AutoClaimResult {
 export function parseReadReply(reply: unknown, deliveryCount: number): StreamEntry[] {
   if (reply === null || reply === undefined) return [];
   const entries: StreamEntry[] = [];
-  for (const [key, items] of streamPairs(reply)) {
-    if (typeof key !== 'string' || !Array.isArray(items)) throw new ReplyShapeError('XREADGROUP', reply);
-    for (const item of items) entries.push(parseEntry(key, item, deliveryCount));
+  // RESP2's `[[key, items], …]`, every read's shape by default: read in place (indexed, no pair list, no iterator).
+  if (Array.isArray(reply) && arePairs(reply)) {
+    for (let i = 0; i < reply.length; i++) {
+      const pair = reply[i] as unknown[];
+      pushStream(entries, reply, pair[0], pair[1], deliveryCount);
+    }
+    return entries;
   }
+  for (const [key, items] of streamPairs(reply)) pushStream(entries, reply, key, items, deliveryCount);
   return entries;
+}
+
+/** One stream's items of a read reply, parsed onto `entries`. */
+function pushStream(entries: StreamEntry[], reply: unknown, key: unknown, items: unknown, deliveryCount: number): void {
+  if (typeof key !== 'string' || !Array.isArray(items)) throw new ReplyShapeError('XREADGROUP', reply);
+  for (let i = 0; i < items.length; i++) entries.push(parseEntry(key, items[i], deliveryCount));
+}
+
+/** Whether a read reply is RESP2's list of `[key, items]` pairs. */
+function arePairs(reply: readonly unknown[]): boolean {
+  for (let i = 0; i < reply.length; i++) {
+    const s = reply[i];
+    if (!Array.isArray(s) || s.length !== 2) return false;
+  }
+  return true;
 }
 
 /**
@@ -30,7 +50,7 @@ export function parseReadReply(reply: unknown, deliveryCount: number): StreamEnt
  */
 function streamPairs(reply: unknown): [unknown, unknown][] {
   if (Array.isArray(reply)) {
-    if (reply.every((s) => Array.isArray(s) && s.length === 2)) return reply.map((s) => [s[0], s[1]]);
+    if (arePairs(reply)) return reply.map((s) => [s[0], s[1]]);
     const pairs: [unknown, unknown][] = [];
     for (let i = 0; i < reply.length; i += 2) pairs.push([reply[i], reply[i + 1]]);
     return pairs;
@@ -274,7 +294,7 @@ function parseEntry(stream: string, item: unknown, deliveryCount: number): Strea
 
 /** ioredis already hands strings; copy only when it did not (Buffers, numbers). */
 function asStrings(values: unknown[]): string[] {
-  for (const v of values) if (typeof v !== 'string') return values.map(String);
+  for (let i = 0; i < values.length; i++) if (typeof values[i] !== 'string') return values.map(String);
   return values as string[];
 }
 
