@@ -29,6 +29,11 @@ interface Args extends ConsumerOptions {
   stages?: boolean;
   /** drain: mark the window an instruction counter counts (bench/instructions.ts). */
   count?: CountWindow;
+  /**
+   * drain: also report the drain from the handler's `warmFrom`-th call on (`warm`): the rate of a consumer whose code
+   * V8 has compiled and optimized by then, as in a worker that has been running for a while.
+   */
+  warmFrom?: number;
 }
 
 /**
@@ -156,6 +161,10 @@ async function drain(): Promise<void> {
   // From the first message handled, so that a framework's boot time is not counted as throughput.
   let start = 0;
   let cpuAtStart: NodeJS.CpuUsage | undefined;
+  const { warmFrom } = args;
+  if (warmFrom !== undefined && !(0 < warmFrom && warmFrom < n)) throw new Error(`bench child: warmFrom ${warmFrom} outside 1..${n - 1}`);
+  let warmStart = 0;
+  let cpuAtWarm: NodeJS.CpuUsage | undefined;
   const window = args.count && countWindow(args.count);
   let allHandled!: () => void;
   const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
@@ -163,6 +172,10 @@ async function drain(): Promise<void> {
     if (handled++ === 0) {
       start = now();
       cpuAtStart = process.cpuUsage();
+    }
+    if (handled === warmFrom) {
+      warmStart = now();
+      cpuAtWarm = process.cpuUsage();
     }
     if (window && (handled === window.from || handled === window.to)) window.mark(handled === window.from);
     if (handled === n) allHandled();
@@ -173,8 +186,10 @@ async function drain(): Promise<void> {
   // (under valgrind, where a drain takes minutes, it would show in the instructions per entry).
   await handledAll;
   while (!(await settled(admin))) await sleep(5);
-  const ms = now() - start;
+  const end = now();
+  const ms = end - start;
   const cpu = process.cpuUsage(cpuAtStart);
+  const warmCpu = cpuAtWarm && process.cpuUsage(cpuAtWarm);
   let bytesPerEntry: number | undefined;
   if (session) {
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } };
@@ -195,6 +210,15 @@ async function drain(): Promise<void> {
       cpuUsPerEntry: (cpu.user + cpu.system) / n,
       peakRssMb: process.resourceUsage().maxRSS / 1024,
       otelApi,
+      // The entries after the warm-up: the handler's warmFrom-th call (its entry included) to the last acked.
+      ...(warmFrom !== undefined && warmCpu
+        ? {
+            warm: {
+              msgsPerSec: ((n - warmFrom + 1) / (end - warmStart)) * 1000,
+              cpuUsPerEntry: (warmCpu.user + warmCpu.system) / (n - warmFrom + 1),
+            },
+          }
+        : {}),
       ...(window ? { majorGcs: window.majorGcs(), windowMs: window.ms(), pid: process.pid } : {}),
       ...(args.profile ? { roundTripsPer1k: (roundTrips / n) * 1000, commandsPer1k: (commands / n) * 1000, bytesPerEntry } : {}),
     },

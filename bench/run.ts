@@ -83,6 +83,9 @@ const SIZE = {
   // 200,000: the size issue 52's figures were measured at (a longer drain weighs the first compilations less, as a worker's life does).
   drain: smoke ? 500 : 200_000,
   drainRounds: smoke ? 1 : 5,
+  /** The warm drain: this many entries after a warm-up of `drain` entries in the same process, so many rounds. */
+  warmDrain: smoke ? 500 : 200_000,
+  warmRounds: smoke ? 1 : 3,
   profile: smoke ? 300 : 20_000,
   scaling: smoke ? 100 : 3_000,
   /** Fixed-rate rows: `offeredRate` msgs/s for `fixedSeconds`. */
@@ -137,6 +140,8 @@ interface Drain {
 interface Row {
   system: string;
   drain?: Drain;
+  /** The drain once warm: the entries after a cold drain's worth in the same process (see the warm rounds). */
+  warm?: Omit<Drain, 'peakRssMb'>;
   /** Instructions per entry of the drain (bench/instructions.ts): the repeats' median, each repeat's figure and full GCs. */
   instructions?: { perEntry: number; runs: number[]; majorGcs: number[] };
   costs?: { roundTripsPer1k: number; commandsPer1k: number; bytesPerEntry?: number };
@@ -319,6 +324,29 @@ for (const [system, runs] of drainRuns) {
     runs: runs.map((r) => Math.round(r.msgsPerSec)),
   };
 }
+// The same systems once warm: each drains a cold drain's worth of entries first, then `warmDrain` more, timed alone.
+// A cold drain of 200,000 entries is mostly V8 compiling and optimizing the consumer's code (a larger code path
+// compiles longer); the warm figure is what a worker that has been running for a while costs per entry.
+const WARM_SYSTEMS = DRAIN_SYSTEMS.filter((s) => s !== 'bullmq' && s !== 'naive-ioredis');
+const warmRuns = new Map<SystemName, { msgsPerSec: number; cpuUsPerEntry: number }[]>();
+for (let round = 0; round < SIZE.warmRounds; round++) {
+  await inTurn(rotate(WARM_SYSTEMS, round), async (system) => {
+    const key = fresh('warm');
+    const n = SIZE.drain + SIZE.warmDrain;
+    await preload(system, key, n);
+    const { warm } = await child({ mode: 'drain', system, key, n, warmFrom: SIZE.drain + 1, batchSize: BATCH, concurrency: 1 });
+    warmRuns.set(system, [...(warmRuns.get(system) ?? []), warm]);
+    log(`  warm round ${round + 1} ${system}: ${Math.round(warm.msgsPerSec)} msgs/s, ${warm.cpuUsPerEntry.toFixed(1)} µs CPU per entry`);
+    await cleanup(system, key);
+  });
+}
+for (const [system, runs] of warmRuns) {
+  row(system).warm = {
+    msgsPerSec: median(runs.map((r) => r.msgsPerSec)),
+    cpuUsPerEntry: median(runs.map((r) => r.cpuUsPerEntry)),
+    runs: runs.map((r) => Math.round(r.msgsPerSec)),
+  };
+}
 // Instructions per entry after the rates, never beside them: the counted children load both cores.
 const INSTRUCTION_SYSTEMS = DRAIN_SYSTEMS.filter((s) => s !== 'bullmq' && s !== 'naive-ioredis');
 const instructions: InstructionSection = flags['no-instructions']
@@ -340,23 +368,25 @@ const instructions: InstructionSection = flags['no-instructions']
 for (const { system, perEntry, runs, majorGcs } of instructions.systems) row(system).instructions = { perEntry, runs, majorGcs };
 if (flags.only === 'drain') {
   const ref = better((r) => r.drain?.msgsPerSec);
+  const warmRef = better((r) => r.warm?.msgsPerSec);
   const leaner = leanerLoop(instructions, EXPERT_LOOPS);
   // One line per system, then the same in a table to paste into a note.
   for (const system of DRAIN_SYSTEMS) {
     const { msgsPerSec, runs, cpuUsPerEntry } = row(system).drain!;
+    const warm = row(system).warm;
     const counted = row(system).instructions;
     process.stdout.write(
-      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${(msgsPerSec / ref.value).toFixed(2)}× ref, ${cpuUsPerEntry.toFixed(1)} µs CPU / entry${counted && leaner ? `, ${Math.round(counted.perEntry).toLocaleString('en-US')} instructions / entry (${counted.runs.map(Math.round).join(', ')}), ${(counted.perEntry / leaner.value).toFixed(2)}× ${leaner.system}'s` : ''} (runs ${runs.join(', ')})\n`,
+      `drain ${system}: ${Math.round(msgsPerSec)} msgs/s, ${(msgsPerSec / ref.value).toFixed(2)}× ref, ${cpuUsPerEntry.toFixed(1)} µs CPU / entry${warm ? `; warm ${Math.round(warm.msgsPerSec)} msgs/s, ${(warm.msgsPerSec / warmRef.value).toFixed(2)}× the warm ref, ${warm.cpuUsPerEntry.toFixed(1)} µs CPU / entry` : ''}${counted && leaner ? `, ${Math.round(counted.perEntry).toLocaleString('en-US')} instructions / entry (${counted.runs.map(Math.round).join(', ')}), ${(counted.perEntry / leaner.value).toFixed(2)}× ${leaner.system}'s` : ''} (runs ${runs.join(', ')})\n`,
     );
   }
   process.stdout.write(
     [
       '',
-      `Drain${smoke ? ' (SMOKE sizes: no figure here is a measurement)' : ''}, ${new Date().toISOString()}: ${SIZE.drain.toLocaleString('en-US')} preloaded entries, one consumer, batch ${BATCH}, no-op handler; the ${DRAIN_SYSTEMS.length} systems take turns ${SIZE.drainRounds} times (rotated), medians. × ref: × the better expert loop's msgs/s in this run (\`${ref.system}\`).`,
+      `Drain${smoke ? ' (SMOKE sizes: no figure here is a measurement)' : ''}, ${new Date().toISOString()}: ${SIZE.drain.toLocaleString('en-US')} preloaded entries, one consumer, batch ${BATCH}, no-op handler; the ${DRAIN_SYSTEMS.length} systems take turns ${SIZE.drainRounds} times (rotated), medians. × ref: × the better expert loop's msgs/s in this run (\`${ref.system}\`). ${warmLine(warmRef.system)}`,
       '',
       instructionsMethod(instructions),
       '',
-      ...drainTable(ref.value, leaner),
+      ...drainTable(ref.value, warmRef.value, leaner),
       ...(instructions.systems.some((x) => x.profile) ? ['', ...profileMarkdown(instructions)] : []),
     ].join('\n') + '\n',
   );
@@ -470,6 +500,7 @@ const ours = row('nestjs-redis-streams');
 const bull = row('bullmq');
 const reference = {
   drain: better((r) => r.drain?.msgsPerSec),
+  warm: better((r) => r.warm?.msgsPerSec),
   full: better((r) => r.full1?.msgsPerSec),
   instructions: leanerLoop(instructions, EXPERT_LOOPS),
 };
@@ -536,6 +567,11 @@ function incomplete(): string[] {
     const d = row(system).drain;
     if (!d || d.runs.length !== SIZE.drainRounds || !d.runs.every((r) => r > 0))
       problems.push(`drain: ${system} has ${d?.runs.length ?? 0} of ${SIZE.drainRounds} runs`);
+  }
+  for (const system of WARM_SYSTEMS) {
+    const w = row(system).warm;
+    if (!w || w.runs.length !== SIZE.warmRounds || !w.runs.every((r) => r > 0))
+      problems.push(`warm drain: ${system} has ${w?.runs.length ?? 0} of ${SIZE.warmRounds} runs`);
   }
   if (instructions.counter !== undefined) {
     for (const system of INSTRUCTION_SYSTEMS) {
@@ -1109,22 +1145,31 @@ function percentile(sorted: number[], q: number): number {
  * The drain table (every drain system's row), in the full report and printed by `--only drain`: `ref` the better
  * expert loop's msgs/s, `leaner` the expert loop with the fewer instructions per entry (undefined: none counted).
  */
-function drainTable(ref: number, leaner: { system: SystemName; value: number } | undefined): string[] {
+/** What the warm columns measure, for the text above the drain table. */
+function warmLine(warmRef: SystemName): string {
+  return `Warm: each stream system drains ${SIZE.drain.toLocaleString('en-US')} entries, then ${SIZE.warmDrain.toLocaleString('en-US')} more in the same process, and only those are timed (from the handler's call for entry ${(SIZE.drain + 1).toLocaleString('en-US')} to the last ack; ${SIZE.warmRounds} round(s), rotated, medians; warm × ref: × the better expert loop's warm msgs/s, \`${warmRef}\`). A cold drain is largely V8 compiling and optimizing the consumer's code; the warm figure is what a worker that has run a while spends per entry.`;
+}
+
+function drainTable(ref: number, warmRef: number, leaner: { system: SystemName; value: number } | undefined): string[] {
   const n = (v: number | undefined, digits = 0) =>
     v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const instructionsCell = (c: Row['instructions']) =>
     c ? `${n(c.perEntry)}${c.runs.length > 1 ? ` (${c.runs.map((v) => n(v)).join(', ')})` : ''}` : '—';
   return [
-    `| drain | msgs/s (median) | × ref | runs msgs/s (round order) | consumer CPU µs / entry | instructions / entry | instructions × ${leaner ? `\`${leaner.system}\`` : 'the leaner loop'} | full GCs in the window | peak RSS MB |`,
-    '| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
+    `| drain | msgs/s (median) | × ref | runs msgs/s (round order) | consumer CPU µs / entry | warm msgs/s (median) | warm × ref | warm runs msgs/s | warm CPU µs / entry | instructions / entry | instructions × ${leaner ? `\`${leaner.system}\`` : 'the leaner loop'} | full GCs in the window | peak RSS MB |`,
+    '| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
     ...DRAIN_SYSTEMS.map((s) => {
-      const { drain: d, instructions: c } = row(s);
+      const { drain: d, warm: w, instructions: c } = row(s);
       return `| ${[
         row(s).system,
         n(d?.msgsPerSec),
         d ? `${(d.msgsPerSec / ref).toFixed(2)}×` : '—',
         d?.runs.join(', ') ?? '—',
         n(d?.cpuUsPerEntry, 1),
+        n(w?.msgsPerSec),
+        w ? `${(w.msgsPerSec / warmRef).toFixed(2)}×` : '—',
+        w?.runs.join(', ') ?? '—',
+        n(w?.cpuUsPerEntry, 1),
         instructionsCell(c),
         c && leaner ? `${(c.perEntry / leaner.value).toFixed(2)}×` : '—',
         c ? c.majorGcs.join(', ') : '—',
@@ -1153,11 +1198,11 @@ function toMarkdown(r: typeof result): string {
     '',
     `Machine: ${r.machine}. Reference ("× ref"): the better of two hand-written expert ioredis loops at batch ${r.batchSize}, by its median in this run: drain \`${refDrain.system}\` (${n(refDrain.value)} msgs/s), full speed \`${refFull.system}\` (${n(refFull.value)} msgs/s). \`expert-pipelined\` sends each batch's XACK and the next XREADGROUP in one pipeline (one round trip per batch); \`expert-readahead\` sends the next XREADGROUP as soon as a batch arrives (on a second connection) and the batch's XACK without waiting for it; both await the handler per entry (bench/systems.ts).`,
     '',
-    `Drain: ${n(r.sizes.drain)} preloaded entries, one consumer, batch ${r.batchSize}, no-op handler, from the first entry handled to the last acked. The ${DRAIN_SYSTEMS.length} systems take turns ${times(r.sizes.drainRounds)} (the order rotates, so each goes first in turn); medians shown, every run listed.`,
+    `Drain: ${n(r.sizes.drain)} preloaded entries, one consumer, batch ${r.batchSize}, no-op handler, from the first entry handled to the last acked. The ${DRAIN_SYSTEMS.length} systems take turns ${times(r.sizes.drainRounds)} (the order rotates, so each goes first in turn); medians shown, every run listed. ${warmLine(r.reference.warm.system)}`,
     '',
     r.instructions.method,
     '',
-    ...drainTable(refDrain.value, r.reference.instructions),
+    ...drainTable(refDrain.value, r.reference.warm.value, r.reference.instructions),
     r.ceiling
       ? line([
           `redis-benchmark XADD (server ceiling, -P 16 -c 50)`,
