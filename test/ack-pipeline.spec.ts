@@ -132,4 +132,21 @@ describe('AckPipeline', () => {
     await p.acks.flush();
     expect(p.settled.map((e) => e.id)).toEqual(entries.map((e) => e.id));
   });
+
+  it('an ack that throws as it is sent fails as one Redis refused: told at once, send() returns, the next flush rejects with it', async () => {
+    // The ack step is a plain function (no async frame, review of issue 52): a synchronous throw must not escape send().
+    const entries = await delivered(`${uniquePrefix()}orders`, 2);
+    let failures = 0;
+    const acks = new AckPipeline(
+      () => {
+        throw new Error('ack could not be sent');
+      },
+      { ackSent: () => {}, ackConfirmed: () => {}, release: () => {}, settled: () => {} },
+      { shortAck: () => {}, ackFailedNow: () => void failures++ },
+    );
+    await expect(acks.send(entries, entries.map(acked))).resolves.toBeUndefined();
+    await vi.waitFor(() => expect(failures).toBe(1));
+    await expect(acks.flush()).rejects.toThrow('ack could not be sent');
+    await expect(acks.flush()).resolves.toBeUndefined();
+  });
 });

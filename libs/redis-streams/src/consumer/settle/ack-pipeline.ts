@@ -44,7 +44,14 @@ export class AckPipeline {
     await this.flush();
     const { ledger } = this;
     ledger.ackSent(entries);
-    const ack = this.ack(entries).then((short) => {
+    let sent: ReturnType<Ack>;
+    try {
+      sent = this.ack(entries);
+    } catch (error) {
+      // The ack step is a plain function (no async frame): a throw as it is sent fails like a refusal.
+      sent = Promise.reject(error);
+    }
+    const ack = sent.then((short) => {
       // Only those Redis named, when it did (XACKDEL): the others were acked, and deleted.
       for (const [stream, missing, notAcked] of short)
         this.findings.shortAck(
