@@ -73,17 +73,6 @@ describe('npm run demo -- --cluster', () => {
     return ports!.split(', ').map(Number);
   };
 
-  it('feeds 200 orders through a throwaway local cluster, reports them all acked, and removes the cluster', async () => {
-    const demo = runDemo(['--cluster', '--once', '--quiet', '--orders', '200']);
-    expect(await demo.exit, demo.output()).toBe(0);
-    const out = demo.output();
-    expect(out).toMatch(/redis {3}cluster redis:\/\/127\.0\.0\.1:\d+ \(\+5 nodes\) \(local, throwaway\)/);
-    expect(out).toContain('all 200 orders acked');
-    expect(out).toMatch(/worker exited with 0; 0 entries pending/);
-    // Every node is gone once the demo has exited.
-    for (const port of clusterPorts(out)) expect(await closed(port), `node ${port} still listening`).toBe(true);
-  });
-
   it('on Ctrl-C (SIGINT) stops the worker first, then the cluster', async () => {
     const demo = runDemo(['--cluster', '--quiet', '--orders', '30']);
     await waitFor(() => demo.output().includes('all 30 orders acked'), { message: 'the demo to finish feeding', timeoutMs: 20_000 });
@@ -93,11 +82,13 @@ describe('npm run demo -- --cluster', () => {
     for (const port of clusterPorts(demo.output())) expect(await closed(port), `node ${port} still listening`).toBe(true);
   });
 
-  it('with STREAMS_PARTITIONS=3, counts the orders of every partition, one customer always on one partition', async () => {
+  // One throwaway cluster for both what the demo says of it and the partitions (a cluster and two Node processes each).
+  it('feeds 200 orders through a throwaway local cluster, reports them all acked and removes the cluster; with STREAMS_PARTITIONS=3, counts the orders of every partition, one customer always on one partition', async () => {
     // Not --quiet: the worker's line per order shows its customer and partition.
     const demo = runDemo(['--cluster', '--once', '--orders', '200'], { STREAMS_PARTITIONS: '3' });
     expect(await demo.exit, demo.output()).toBe(0);
     const out = demo.output();
+    expect(out).toMatch(/redis {3}cluster redis:\/\/127\.0\.0\.1:\d+ \(\+5 nodes\) \(local, throwaway\)/);
     expect(out).toContain('all 200 orders acked');
     expect(out).toMatch(/worker exited with 0; 0 entries pending/);
     const perPartition = /per partition: \S+\{orders:0\} (\d+), \S+\{orders:1\} (\d+), \S+\{orders:2\} (\d+)/.exec(out);

@@ -18,6 +18,12 @@ const cli = (...args: string[]) => runCli(redis, args);
 /** The same through the built binary, a process of its own: it must exit once done, its code the command's. */
 const bin = (...args: string[]) => runCliProcess(redis, args);
 
+/**
+ * Usage errors, and servers other than the test's (none listening, one that never answers): the cluster project would
+ * only run the same processes again (a dozen CLI starts), so they run on one node.
+ */
+const oneNode = it.skipIf(CLUSTER_MODE);
+
 /** A stream with group `g`: 5 entries, 3 delivered to `busy` (1 of them acked), 1 dead letter, an idle consumer `gone`. */
 async function scene() {
   const prefix = uniquePrefix();
@@ -98,21 +104,24 @@ describe('redis-streams consumers prune and dlq', () => {
     expect(JSON.parse(list.stdout.trim())).toMatchObject({ stream: key, fields: ['n', '4'] });
   });
 
-  it('the binary answers --help on stdout, refuses a bad command with exit 2, and names an unreachable server (password masked)', async () => {
-    const help = await bin('--help');
-    expect(help).toMatchObject({ code: 0, stderr: '' });
-    expect(help.stdout).toMatch(/^usage:\n {2}redis-streams inspect/);
-    const bad = await bin('purge');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/unknown command "purge"/);
-    const prune = await bin('consumers', 'prune', 'orders', '--idle-ms', '1');
-    expect(prune.code).toBe(2);
-    expect(prune.stderr).toMatch(/needs --group/);
-    const down = await bin('inspect', 'orders', '--url', 'redis://ops:s3cret@127.0.0.1:1');
-    expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1: connect ECONNREFUSED/);
-    expect(down.stderr).not.toContain('s3cret');
-  });
+  oneNode(
+    'the binary answers --help on stdout, refuses a bad command with exit 2, and names an unreachable server (password masked)',
+    async () => {
+      const help = await bin('--help');
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^usage:\n {2}redis-streams inspect/);
+      const bad = await bin('purge');
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/unknown command "purge"/);
+      const prune = await bin('consumers', 'prune', 'orders', '--idle-ms', '1');
+      expect(prune.code).toBe(2);
+      expect(prune.stderr).toMatch(/needs --group/);
+      const down = await bin('inspect', 'orders', '--url', 'redis://ops:s3cret@127.0.0.1:1');
+      expect(down.code).toBe(1);
+      expect(down.stderr).toMatch(/cannot connect to redis:\/\/ops:\*\*\*@127\.0\.0\.1:1: connect ECONNREFUSED/);
+      expect(down.stderr).not.toContain('s3cret');
+    },
+  );
 });
 
 describe('redis-streams, what the review broke', () => {
@@ -184,20 +193,23 @@ describe('redis-streams, what the review broke', () => {
     expect(frames[1]!.rates!.consumed[`${prefix}a b`]).toEqual({ c: 0 });
   });
 
-  it("refuses bad numbers as usage errors (exit 2), an --interval past a timer's range, and a database that does not exist", async () => {
-    for (const args of [
-      ['--interval', '0', '--watch'],
-      ['--interval', '1.5', '--watch'],
-      ['--times', '0'],
-      ['--interval', String(2 ** 31), '--watch'],
-    ]) {
-      const run = await cli('inspect', 'x', ...args);
-      expect(run.code, args.join(' ')).toBe(2);
-    }
-    const db = await cli('inspect', 'x', '--url', `${redis.cluster ? 'redis://127.0.0.1:1' : redis.url}/99`);
-    expect(db.code).toBe(1);
-    if (!redis.cluster) expect(db.stderr).toMatch(/DB index is out of range/);
-  });
+  oneNode(
+    "refuses bad numbers as usage errors (exit 2), an --interval past a timer's range, and a database that does not exist",
+    async () => {
+      for (const args of [
+        ['--interval', '0', '--watch'],
+        ['--interval', '1.5', '--watch'],
+        ['--times', '0'],
+        ['--interval', String(2 ** 31), '--watch'],
+      ]) {
+        const run = await cli('inspect', 'x', ...args);
+        expect(run.code, args.join(' ')).toBe(2);
+      }
+      const db = await cli('inspect', 'x', '--url', `${redis.url}/99`);
+      expect(db.code).toBe(1);
+      expect(db.stderr).toMatch(/DB index is out of range/);
+    },
+  );
 
   it('names the key when a stream is missing or of another type', async () => {
     const prefix = uniquePrefix();
@@ -230,7 +242,7 @@ describe('redis-streams, what the review broke', () => {
     }
   });
 
-  it('the dashboard exits 2 on a usage error instead of keeping its connection open', async () => {
+  oneNode('the dashboard exits 2 on a usage error instead of keeping its connection open', async () => {
     // Without $DASHBOARD_PASSWORD, and a port out of range. A process: a connection left open holds it.
     const noPassword = await runCliProcess(redis, ['dashboard', '--actions'], 'redis-streams', {
       timeoutMs: 15_000,
@@ -243,7 +255,7 @@ describe('redis-streams, what the review broke', () => {
     expect(badPort.stderr).toMatch(/--port must be a whole number from 1 to 65535/);
   });
 
-  it('a server that accepts the connection but never answers fails within --timeout-ms, naming it (password masked)', async () => {
+  oneNode('a server that accepts the connection but never answers fails within --timeout-ms, naming it (password masked)', async () => {
     const silent = createServer(() => {}); // accepts, never replies
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const url = `redis://ops:s3cret@127.0.0.1:${(silent.address() as AddressInfo).port}`;
@@ -297,7 +309,7 @@ describe('redis-streams, what the review broke', () => {
     expect(run.stderr).toContain(`"${key}": NOPERM`);
   });
 
-  it('the dashboard exits on a bad --base-path instead of serving a broken page', async () => {
+  oneNode('the dashboard exits on a bad --base-path instead of serving a broken page', async () => {
     const run = await runCliProcess(redis, ['dashboard', '--base-path', 'nope', '--port', '0'], 'redis-streams', { timeoutMs: 15_000 });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/basePath/);

@@ -63,10 +63,19 @@ async function cli(bin: 'dlq' | 'redis-streams', ...args: string[]): Promise<{ c
   );
 }
 
+/**
+ * The tests that run processes (the quick start worker, a producer script, the CLIs, the demo) print what the
+ * in-process ones see, the server's refusal masked by the same code: they run on the default server only (npm test),
+ * not again in the passes on Redis 8.6 and Valkey (REDIS_SERVER_BIN), where they were 20 of 25 CPU-s (2026-12-06).
+ */
+const processes = it.skipIf(process.env.REDIS_SERVER_BIN !== undefined);
+
 describe('a wrong password never appears in any output', () => {
-  it('the quick start worker: listen() rejects (printed by Node as an unhandled rejection) with the masked URL and WRONGPASS', async () => {
-    const { code, output } = await runScript(
-      `import 'reflect-metadata';
+  processes(
+    'the quick start worker: listen() rejects (printed by Node as an unhandled rejection) with the masked URL and WRONGPASS',
+    async () => {
+      const { code, output } = await runScript(
+        `import 'reflect-metadata';
        import { Module } from '@nestjs/common';
        import { NestFactory } from '@nestjs/core';
        import { RedisStreamsServer } from 'nestjs-redis-streams';
@@ -77,13 +86,14 @@ describe('a wrong password never appears in any output', () => {
        server.addHandler('orders', async () => {}, true);
        const app = await NestFactory.createMicroservice(M, { strategy: server });
        await app.listen();`,
-      { REDIS_URL: wrongUrl },
-    );
-    expect(code).not.toBe(0);
-    expectSafe(output, wrong);
-  });
+        { REDIS_URL: wrongUrl },
+      );
+      expect(code).not.toBe(0);
+      expectSafe(output, wrong);
+    },
+  );
 
-  it('a producer: emit and send reject, and the error event fires, with the masked URL and WRONGPASS', async () => {
+  processes('a producer: emit and send reject, and the error event fires, with the masked URL and WRONGPASS', async () => {
     const { code, output } = await runScript(
       `import { lastValueFrom } from 'rxjs';
        import { RedisStreamsClient } from 'nestjs-redis-streams';
@@ -140,7 +150,7 @@ describe('a wrong password never appears in any output', () => {
     }
   });
 
-  it('the CLIs fail with the masked URL and WRONGPASS', async () => {
+  processes('the CLIs fail with the masked URL and WRONGPASS', async () => {
     for (const run of [
       cli('dlq', 'list', 'orders:dead', '--url', wrongUrl),
       cli('redis-streams', 'inspect', 'orders', '--url', wrongUrl),
@@ -164,7 +174,7 @@ describe('a wrong password never appears in any output', () => {
   });
 
   // Two demo runs, four Node processes: 5 s alone, past 30 s on a loaded CI machine.
-  it('the demo, with a wrong password and with the right one', { timeout: 60_000 }, async () => {
+  processes('the demo, with a wrong password and with the right one', { timeout: 60_000 }, async () => {
     requireBuilt('dist/apps/orders-worker/main.js');
     const run = (url: string, orders: string) =>
       new Promise<{ code: number | null; output: string }>((resolve) => {
