@@ -220,7 +220,7 @@ describe(`entries a killed worker had fetched, XCLAIMed by hand (JUSTID) to a li
       message: `the three handled (${b.recorder.calls.length} calls)`,
       timeoutMs: 10_000,
     }).catch(async (err: Error) => {
-      throw new Error(`${err.message}; pending: ${JSON.stringify(await pendingRows(redis, key))}`);
+      throw new Error(`${err.message}; pending: ${JSON.stringify(await pendingRows(redis, key))}; b's log:\n${logs.lines.join('\n')}`);
     });
     expect(b.recorder.calls.map((c) => c.id).sort()).toEqual([...ids].sort());
     await waitFor(async () => (await pendingCount(redis, key)) === 0, { message: 'nothing pending' });
