@@ -340,8 +340,11 @@ export class Reader {
       return streams.length > 0 ? selfDrain$({ ...this.drainDeps, streams }) : EMPTY;
     });
     const fullBeat$ = concat(check$, resumed$, this.reclaimer.step$, this.parker.step$);
-    // Under load check$ and reclaim$ have nothing to do: the beat is the park alone (no concat per batch).
-    const beat$ = defer(() => (this.keeper.due || this.reclaimer.due || this.pause.owesDrain ? fullBeat$ : this.parker.step$));
+    // Under load check$ and reclaim$ have nothing to do: the beat is the park alone, parked again at once while
+    // that holds (where the tenure checks nothing between beats), with no concat or re-subscription per batch.
+    const beatWork = () => this.keeper.due || this.reclaimer.due || this.pause.owesDrain;
+    const parks$ = this.tenure.parksInARow ? this.parker.parks$(() => !stop.stopped && !beatWork()) : this.parker.step$;
+    const beat$ = defer(() => (beatWork() ? fullBeat$ : parks$));
     const reads$ = this.tenure.reads$({ groups$, selfDrain$: this.selfDrain$, beat$ });
     const steps$ = concat(this.tenure.restart$, this.policy.restart$, groups$, gate$.pipe(concatMap(() => reads$)));
     const work$ = concat(

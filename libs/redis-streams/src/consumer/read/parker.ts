@@ -1,4 +1,4 @@
-import { defer, firstValueFrom, merge, race, timer, type Observable } from 'rxjs';
+import { defer, firstValueFrom, merge, Observable, race, timer } from 'rxjs';
 import type { FetchCommands } from '../../redis/read/fetch-commands.js';
 import type { Lanes } from '../../redis/connection/lanes.js';
 import { ParkLostError } from '../../redis/connection/park-watchdog.js';
@@ -57,6 +57,30 @@ const WAKE_WITHIN_MS = 1000;
 export class Parker {
   /** Emits what the park fetched (and settled). */
   readonly step$: Observable<StepResult> = defer(() => this.park());
+
+  /**
+   * Parks one after another, each park's result emitted as `step$`'s, for as long as `more()` says the beat has
+   * nothing else to do; then completes (the beat's next round does the rest). Under load a beat is a park after a
+   * park: one subscription for the run of them, not one per batch (per-batch code is compiled late and dearly,
+   * see docs/benchmarks.md, 2026-12-06). A failed park errors it, as `step$`; unsubscribed, nothing more is emitted.
+   */
+  parks$(more: () => boolean): Observable<StepResult> {
+    return new Observable<StepResult>((subscriber) => {
+      let closed = false;
+      const run = async (): Promise<void> => {
+        do {
+          const result = await this.park();
+          if (closed) return;
+          subscriber.next(result);
+        } while (!closed && more());
+        subscriber.complete();
+      };
+      run().catch((err: unknown) => subscriber.error(err));
+      return () => {
+        closed = true;
+      };
+    });
+  }
   private parked: Promise<unknown> | undefined;
   /** The next park's read, already sent (`readAhead`). */
   private readonly ahead = new ReadAhead<StreamEntry[]>((entries) => entries);

@@ -16,6 +16,7 @@ export class AlwaysTenure implements Tenure {
   readonly settle = undefined;
   readonly onWaiting = undefined;
   readonly looksForHanded = true;
+  readonly parksInARow = true;
   readonly restart$: Observable<never> = EMPTY;
   readonly upkeep$: Observable<unknown> = EMPTY;
   private parts!: TenureParts;

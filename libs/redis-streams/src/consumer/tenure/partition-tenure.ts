@@ -66,6 +66,8 @@ export class PartitionTenure implements Tenure {
   readonly claimsOnRead = false;
   readonly fsync: boolean;
   readonly looksForHanded = false;
+  /** Between beats it checks its lanes (a fenced ack, a failure) and whether it is giving the partition up. */
+  readonly parksInARow = false;
   readonly restart$: Observable<never>;
   readonly upkeep$: Observable<unknown>;
   readonly onWaiting: (entry: StreamEntry) => void;

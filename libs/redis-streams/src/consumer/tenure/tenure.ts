@@ -59,6 +59,11 @@ export interface Tenure {
   mayTakeBack(): boolean;
   /** Whether entries handed to this consumer by others are looked for (see HandedEntries). */
   readonly looksForHanded: boolean;
+  /**
+   * Whether a beat with nothing but a park to do may park again at once, without going back to the tenure
+   * between parks (see Parker.parks$): true when the tenure checks nothing between beats.
+   */
+  readonly parksInARow: boolean;
   /** Before the groups step, at every (re)start. */
   restart$: Observable<never>;
   /** The reads of one run of the loop, from its groups step until it stops (or fails). */
