@@ -1,7 +1,8 @@
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { onTestFinished } from 'vitest';
 
 /**
  * The ordering checker: every handling appends `S|E|F <pid> <stream> <id> <key>` to one file
@@ -14,8 +15,12 @@ import { randomUUID } from 'node:crypto';
 export class OrderLog {
   readonly path = join(tmpdir(), `order-${randomUUID()}.log`);
 
+  /** Made inside a test: its file goes when the test passed (a failed test's is kept, to be read). */
   constructor() {
     writeFileSync(this.path, '');
+    onTestFinished(({ task }) => {
+      if (task.result?.state === 'pass') rmSync(this.path, { force: true });
+    });
   }
 
   killed(pid: number): void {
