@@ -30,7 +30,7 @@ export interface InstructionSizes {
  * A smoke run only checks that the counting completes.
  */
 export const INSTRUCTION_SIZES = {
-  full: { n1: 4_000, n2: 24_000, n: 25_000, repeats: 2 },
+  full: { n1: 4_000, n2: 24_000, n: 25_000, repeats: 3 },
   smoke: { n1: 100, n2: 300, n: 400, repeats: 1 },
 } as const;
 
@@ -44,6 +44,14 @@ const LANES = 2;
  * real run, and vary with the machine's load. `--expose-gc`: the child's full collection before its drain.
  */
 const NODE_FLAGS = ['--predictable', '--expose-gc'];
+
+/**
+ * Each repeat's V8 seed (`--random-seed`, after `--predictable`'s fixed one): objects' identity hashes, and so the
+ * probes of every WeakMap lookup, follow it. ioredis 6 reads its decoder's private fields (WeakMaps) per decoded
+ * string: one seed cost the transport 1,232 instructions per entry more than the expert loop in those lookups, another
+ * 612 less, with the same number of calls (2026-12-06). Repeats under different seeds, and their median, average that luck out.
+ */
+const seedFlag = (repeat: number): string => `--random-seed=${repeat + 1}`;
 
 /**
  * The counter this machine offers: `perf stat` when `perf stat -e instructions:u true` prints a count (on many
@@ -74,7 +82,9 @@ function counted(
   out: string,
   sizes: InstructionSizes,
   profile: boolean,
+  repeat: number,
 ): CountedLaunch & { countFile: string } {
+  const nodeFlags = [...NODE_FLAGS, seedFlag(repeat)];
   const window = { from: sizes.n1, to: sizes.n2 };
   if (counter === 'callgrind')
     return {
@@ -89,7 +99,7 @@ function counted(
         ...(profile ? ['--dump-instr=yes'] : []),
       ],
       // --perf-basic-prof writes /tmp/perf-<pid>.map, and a V8 log (kept out of the working directory).
-      nodeFlags: [...NODE_FLAGS, ...(profile ? ['--perf-basic-prof', `--logfile=${out}.v8.log`, '--no-logfile-per-isolate'] : [])],
+      nodeFlags: [...nodeFlags, ...(profile ? ['--perf-basic-prof', `--logfile=${out}.v8.log`, '--no-logfile-per-isolate'] : [])],
       childArgs: { n: sizes.n, count: window },
       countFile: `${out}.1`,
     };
@@ -99,7 +109,7 @@ function counted(
   return {
     // User space only, as callgrind counts; every thread of the process (perf stat follows them).
     wrap: ['perf', 'stat', '-x', ',', '-e', 'instructions:u', '-o', out, '--control', `fifo:${ctl},${ack}`, '-D', '-1', '--'],
-    nodeFlags: NODE_FLAGS,
+    nodeFlags,
     childArgs: { n: sizes.n, count: { ...window, perfControl: { ctl, ack } } },
     countFile: out,
   };
@@ -185,7 +195,7 @@ export async function countInstructions(o: {
       const out = join(dir, `${system}-${repeat + 1}.${counter}.out`);
       const t0 = performance.now();
       const profiled = profile && repeat === 0;
-      const { countFile, ...launch } = counted(counter, out, sizes, profiled);
+      const { countFile, ...launch } = counted(counter, out, sizes, profiled, repeat);
       const { majorGcs, windowMs, pid } = await o.drain(system, launch);
       const perEntry = readCount(counter, readFileSync(countFile, 'utf8')) / (sizes.n2 - sizes.n1);
       if (profiled && pid !== undefined) {
@@ -239,7 +249,7 @@ export function instructionsMethod(s: InstructionSection): string {
       ? "`valgrind --tool=callgrind` (`perf stat -e instructions` is not supported on this machine; the count is the window's dump's `summary:` line)"
       : '`perf stat -e instructions:u`';
   const n = (v: number) => v.toLocaleString('en-US');
-  return `Instructions per entry: each system drains ${n(s.n)} fresh entries in a process of its own, counted by ${how} from its handler's ${n(s.n1)}th call to its ${n(s.n2)}th, divided by ${n(s.n2 - s.n1)}: start-up, module loading, the first reads' compilations and the drain's end stay out. The whole consumer process is counted (its JavaScript, GC, ioredis, libuv, every thread), not redis-server; but not its work on the clock (the engine's beats), which the counter's slowness would inflate: node runs with \`--predictable\` after a full GC, and the child's timers of 50 ms or more are stretched a thousandfold. ${s.repeats === 1 ? 'One drain per system' : `${s.repeats} drains per system: the median, each drain's figure in brackets`}; full GCs that started in the window are listed. Unlike msgs/s and CPU µs, the count hardly moves with the machine's load.`;
+  return `Instructions per entry: each system drains ${n(s.n)} fresh entries in a process of its own, counted by ${how} from its handler's ${n(s.n1)}th call to its ${n(s.n2)}th, divided by ${n(s.n2 - s.n1)}: start-up, module loading, the first reads' compilations and the drain's end stay out. The whole consumer process is counted (its JavaScript, GC, ioredis, libuv, every thread), not redis-server; but not its work on the clock (the engine's beats), which the counter's slowness would inflate: node runs with \`--predictable\` after a full GC, and the child's timers of 50 ms or more are stretched a thousandfold. ${s.repeats === 1 ? 'One drain per system' : `${s.repeats} drains per system, each under its own V8 seed (\`--random-seed\` 1 to ${s.repeats}: identity hashes, and so ioredis' WeakMap lookups, cost more or less by the seed's luck): the median, each drain's figure in brackets`}; full GCs that started in the window are listed. Unlike msgs/s and CPU µs, the count hardly moves with the machine's load.`;
 }
 
 /** The profiles of a section as markdown: instructions per entry by kind of work (a column per system), then each system's top functions. */
