@@ -189,9 +189,11 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       lastValueFrom(
         producer.client.emit('reminders', new RedisStreamsRecord({ name }, {}, { delayMs, ...(partitionKey ? { partitionKey } : {}) })),
       ) as Promise<string>;
-    const cancelled = await emit('cancelled', 600, 'customer-1');
-    const kept = await emit('kept', 900, 'customer-2');
-    const unkeyed = await emit('unkeyed', 600);
+    // The cancelled ones are due before the kept one, so that 'kept' handled alone says they were not delivered; due
+    // well after the emits and cancels are done (600 ms was passed once on CI's full machine, on the cluster).
+    const cancelled = await emit('cancelled', 3000, 'customer-1');
+    const kept = await emit('kept', 3300, 'customer-2');
+    const unkeyed = await emit('unkeyed', 3000);
     expect(await producer.client.cancelScheduled('reminders', cancelled)).toBe(true);
     expect(await producer.client.cancelScheduled('reminders', unkeyed)).toBe(true);
     expect(await producer.client.cancelScheduled('reminders', cancelled)).toBe(false);
