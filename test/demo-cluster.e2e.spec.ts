@@ -73,9 +73,15 @@ describe('npm run demo -- --cluster', () => {
     return ports!.split(', ').map(Number);
   };
 
-  it('on Ctrl-C (SIGINT) stops the worker first, then the cluster', async () => {
+  // The file's first throwaway cluster: its start, the worker's and the feed took past 20 s on CI's full machine. Waited
+  // for while the demo's output grows, failing 45 s after it stopped.
+  it('on Ctrl-C (SIGINT) stops the worker first, then the cluster', { timeout: 120_000 }, async () => {
     const demo = runDemo(['--cluster', '--quiet', '--orders', '30']);
-    await waitFor(() => demo.output().includes('all 30 orders acked'), { message: 'the demo to finish feeding', timeoutMs: 20_000 });
+    await waitFor(() => demo.output().includes('all 30 orders acked'), {
+      message: 'the demo to finish feeding',
+      timeoutMs: 45_000,
+      progress: () => demo.output().length,
+    });
     demo.proc.kill('SIGINT');
     expect(await demo.exit, demo.output()).toBe(0);
     expect(demo.output()).toMatch(/stopping \(Ctrl-C\)[\s\S]*worker exited with 0; 0 entries pending/);
