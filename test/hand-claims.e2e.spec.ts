@@ -231,7 +231,9 @@ describe(`entries a killed worker had fetched, XCLAIMed by hand (JUSTID) to a li
       const look = performance.now();
       await xclaimJustId(key, 'b', ids[0]!);
       await xclaimJustId(key, 'b', ids[1]!);
-      // Past the next look's 50 ms of youth (an entry that young may be b's own read in flight), before the look after.
+      // Places the third XCLAIM in time, not a wait for anything: past the next look's 50 ms of youth (an entry that
+      // young may be b's own read in flight), before the look after. Mistimed, the case only fails to straddle a look;
+      // what follows waits on conditions either way.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, look + 215 - performance.now())));
       await xclaimJustId(key, 'b', ids[2]!);
     } else for (const id of ids) await xclaimJustId(key, 'b', id);
