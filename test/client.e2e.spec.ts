@@ -1,5 +1,5 @@
 import { RpcException } from '@nestjs/microservices';
-import { RedisStreamsClient, RedisStreamsRecord } from 'nestjs-redis-streams';
+import { RedisStreamsClient, RedisStreamsRecord, RedisStreamsStatus } from 'nestjs-redis-streams';
 import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
 import { captureLogs } from './support/logs.js';
 import { useProducers } from './support/producer.js';
@@ -29,6 +29,24 @@ describe('RedisStreamsClient.emit', () => {
       [plainId, { orderId: 8 }, {}],
     ]);
     expect(id).toMatch(/^\d+-\d+$/);
+  });
+
+  it('says connected once its connections are up, before any request (on a cluster too, where the reply connection opens with the first request)', async () => {
+    const client = new RedisStreamsClient({ connection: redis.connection, keyPrefix: uniquePrefix() });
+    const statuses: string[] = [];
+    client.status.subscribe((s) => statuses.push(s));
+    try {
+      await client.connect();
+      await waitFor(
+        () => {
+          if (statuses.at(-1) !== RedisStreamsStatus.CONNECTED) throw new Error(`statuses so far: ${statuses.join(', ')}`);
+          return true;
+        },
+        { message: 'status connected without a request' },
+      );
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses a payload it cannot serialize (BigInt, cycle) and writes nothing', async () => {

@@ -1,5 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
-import { BehaviorSubject, of, switchAll, type Observable } from 'rxjs';
+import { BehaviorSubject, map, of, switchAll, type Observable } from 'rxjs';
 import { within } from '../../within.js';
 import { closeConnection, openBlockingConnection } from './connect.js';
 import type { RetryListener } from './command-lane.js';
@@ -15,17 +15,20 @@ import { explainConnectionError } from '../replies/redis-errors.js';
 export class BlockingLane {
   /** The current connection's state (`connecting` before the first). */
   readonly state$: Observable<LaneState>;
+  /** The current connection's state, undefined before the first is opened (on a cluster: the first park). */
+  readonly stateIfOpen$: Observable<LaneState | undefined>;
   private conn: Redis | undefined;
   private target: string | undefined;
   private clientId: number | undefined;
-  private readonly states = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
+  private readonly states = new BehaviorSubject<Observable<LaneState | undefined>>(of(undefined));
 
   constructor(
     private readonly name: string,
     private readonly onError: (lane: string, err: Error) => void,
     private readonly onRetry?: RetryListener,
   ) {
-    this.state$ = this.states.pipe(switchAll());
+    this.stateIfOpen$ = this.states.pipe(switchAll());
+    this.state$ = this.stateIfOpen$.pipe(map((s) => s ?? 'connecting'));
   }
 
   get connection(): Redis | undefined {

@@ -33,7 +33,7 @@ export class Lanes {
   readonly command: RedisConnection;
   /** The command lane's state alone (what a write waits for). */
   readonly commandState$: Observable<LaneState>;
-  /** Both lanes' states folded into one: ready only when both are. */
+  /** Both lanes' states folded into one: ready only when both are (the blocking lane once it was opened). */
   readonly state$: Observable<LaneState>;
   readonly blockingLane: BlockingLane;
   /** Cluster only: where the slot's master is. */
@@ -55,7 +55,11 @@ export class Lanes {
       const { host = '127.0.0.1', port = 6379 } = config.connection;
       this.blockingLane.retarget(config.connection, `${host}:${port}`);
     }
-    this.state$ = combineLatest([this.commandState$, this.blockingLane.state$]).pipe(map(foldLaneStates), distinctUntilChanged());
+    // A lane not opened yet (on a cluster, until the first park: a producer's replies) is no state to wait for.
+    this.state$ = combineLatest([this.commandState$, this.blockingLane.stateIfOpen$]).pipe(
+      map(([command, blocking]) => (blocking === undefined ? command : foldLaneStates([command, blocking]))),
+      distinctUntilChanged(),
+    );
   }
 
   /** The blocking connection; on a cluster it exists from the first park on. */
