@@ -1,12 +1,15 @@
 import { RpcException } from '@nestjs/microservices';
+import { inspect } from 'node:util';
 import { RedisStreamsClient, RedisStreamsRecord, RedisStreamsStatus } from 'nestjs-redis-streams';
+import { StreamConsumer } from 'nestjs-redis-streams/core';
 import { firstValueFrom, lastValueFrom, of, timeout, toArray } from 'rxjs';
 import { captureLogs } from './support/logs.js';
+import { waitParked } from './support/parked.js';
 import { useProducers } from './support/producer.js';
 import { CLUSTER_MODE } from './support/redis-server.js';
 import { useRedis } from './support/use-redis.js';
 import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
-import { waitFor } from './support/wait-for.js';
+import { timed, waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 
@@ -31,22 +34,76 @@ describe('RedisStreamsClient.emit', () => {
     expect(id).toMatch(/^\d+-\d+$/);
   });
 
-  it('says connected once its connections are up, before any request (on a cluster too, where the reply connection opens with the first request)', async () => {
-    const client = new RedisStreamsClient({ connection: redis.connection, keyPrefix: uniquePrefix() });
+  it('says connected once its connections are up, before any request; its first send changes nothing (on a cluster the reply connection opens with it)', async () => {
+    const { logger, lines } = captureLogs();
+    // Back once the status has left `connecting`: before the fix a cluster producer stayed there until its first send.
+    const { client } = await producer({ connection: redis.connection, keyPrefix: uniquePrefix() }, logger);
     const statuses: string[] = [];
     client.status.subscribe((s) => statuses.push(s));
+    expect(statuses).toEqual([RedisStreamsStatus.CONNECTED]);
+    // The first send opens the reply connection (on a cluster; on one node it is open already): no answer is needed.
+    const sending = client.send('orders', {}).subscribe({ error: () => undefined });
     try {
-      await client.connect();
       await waitFor(
         () => {
-          if (statuses.at(-1) !== RedisStreamsStatus.CONNECTED) throw new Error(`statuses so far: ${statuses.join(', ')}`);
-          return true;
+          try {
+            return client.unwrap<[unknown, { status: string }]>()[1].status === 'ready';
+          } catch {
+            return false;
+          }
         },
-        { message: 'status connected without a request' },
+        { message: 'the reply connection up' },
       );
     } finally {
-      await client.close();
+      sending.unsubscribe();
     }
+    expect(statuses).toEqual([RedisStreamsStatus.CONNECTED]);
+    expect(lines.filter((l) => /dropped|restored|lost/.test(l))).toEqual([]);
+  });
+
+  it('a worker says connected once, and logs no loss it did not have, from its start to its close (review finding)', async () => {
+    const { logger, lines } = captureLogs();
+    const consumer = `status-${uniquePrefix().slice(2, 10)}`;
+    const worker = new StreamConsumer({
+      connection: redis.connection,
+      group: 'g',
+      consumer,
+      keyPrefix: uniquePrefix(),
+      blockMs: 500,
+      logger,
+    });
+    worker.handle('orders', async () => undefined);
+    const statuses: string[] = [];
+    worker.status.subscribe((s) => statuses.push(s));
+    try {
+      await worker.start();
+      await waitParked(redis.client(), `${consumer}:blocking`, 'the worker parked');
+    } finally {
+      await worker.close();
+    }
+    expect(lines.filter((l) => /dropped|restored|lost/.test(l))).toEqual([]);
+    expect(statuses).toEqual(['connecting', 'connected', 'closing', 'closed']);
+  });
+
+  it("a wrong password fails an emit at once with the server's refusal (WRONGPASS), on a cluster too, and never prints the password (review finding)", async () => {
+    const wrong = `wrong-${uniquePrefix()}`;
+    const withPassword = (url: string) => url.replace('redis://', `redis://nobody:${wrong}@`);
+    const connection = Array.isArray(redis.connection)
+      ? redis.connection.map((u) => withPassword(String(u)))
+      : withPassword(String(redis.connection));
+    const logs = captureLogs();
+    const { client } = await producer({ connection, commandTimeoutMs: 5000 }, logs.logger);
+    const { value: err, ms } = await timed(() =>
+      lastValueFrom(client.emit('orders', {})).then(
+        () => expect.fail('emit should have failed'),
+        (e: unknown) => e as Error,
+      ),
+    );
+    expect(err.message).toContain('WRONGPASS');
+    expect(err.message).not.toMatch(/not reachable/);
+    // Refused: no wait for commandTimeoutMs.
+    expect(ms).toBeLessThan(5000);
+    for (const output of [inspect(err, { depth: 20 }), logs.text()]) expect(output).not.toContain(wrong);
   });
 
   it('refuses a payload it cannot serialize (BigInt, cycle) and writes nothing', async () => {

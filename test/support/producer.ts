@@ -24,13 +24,19 @@ export async function startProducer(options: RedisStreamsClientOptions, logger?:
   moduleRef.useLogger(logger ?? (process.env.TEST_LOGS ? console : false));
   await moduleRef.init();
   const client = moduleRef.get<ClientProxy>('ORDERS') as RedisStreamsClient;
-  await client.connect();
-  await firstValueFrom(
-    client.status.pipe(
-      filter((s) => s !== RedisStreamsStatus.CONNECTING),
-      timeout({ first: 60_000, with: () => Promise.reject(new Error('the test producer was still connecting after 60 s')) }),
-    ),
-  );
+  try {
+    await client.connect();
+    await firstValueFrom(
+      client.status.pipe(
+        filter((s) => s !== RedisStreamsStatus.CONNECTING),
+        timeout({ first: 60_000, with: () => Promise.reject(new Error('the test producer was still connecting after 60 s')) }),
+      ),
+    );
+  } catch (err) {
+    // Not handed to the test, so closed here: its connections would go on reconnecting in the test worker.
+    await moduleRef.close();
+    throw err;
+  }
   let closing: Promise<void> | undefined;
   return { client, moduleRef, close: () => (closing ??= moduleRef.close()) };
 }

@@ -10,7 +10,7 @@ import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClie
 import { ConnectionReport } from '../redis/connection/connection-report.js';
 import { Lanes } from '../redis/connection/lanes.js';
 import { ProducerCommands } from '../redis/produce/producer-commands.js';
-import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable } from '../redis/replies/redis-errors.js';
+import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable, nodeCause } from '../redis/replies/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
@@ -142,7 +142,9 @@ export class RedisStreamsClient extends ClientProxy {
     if (!this.lanes) {
       // One log line per change of the connections' state, not one per reconnect attempt.
       const report = new ConnectionReport(this.where(), this.logger, this.options.commandTimeoutMs);
-      const onError = (this.onLaneError = (_lane: string, err: Error) => {
+      const onError = (this.onLaneError = (_lane: string, failure: Error) => {
+        // On a cluster, the node's own answer (a wrong password's WRONGPASS): a refusal is told, and fails the emits, at once.
+        const err = nodeCause(failure);
         // ioredis' error carries the handshake's AUTH arguments: only a scrubbed copy leaves.
         this.lastLaneError = redactError(err, undefined, secretsOf(this.options.connection));
         if (!isRetryable(err)) this.refusals.next(REFUSED);
@@ -158,6 +160,8 @@ export class RedisStreamsClient extends ClientProxy {
         commandTimeoutMs: this.options.commandTimeoutMs,
         // On a cluster, replies are read from the master of the reply stream's slot.
         slotKey: this.replyStream,
+        // Its replies' connection opens with the first send on a cluster: the status does not wait for it.
+        blockingOnDemand: true,
       }));
       this.laneStatus = lanes.state$
         .pipe(

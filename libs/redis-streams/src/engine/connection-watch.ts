@@ -10,7 +10,7 @@ import type { CommandLane } from '../redis/connection/command-lane.js';
 import { ConnectionReport } from '../redis/connection/connection-report.js';
 import { foldLaneStates, type LaneState } from '../redis/connection/lane-state.js';
 import { STATUS_OF_LANES } from '../redis/connection/lane-status.js';
-import { clusterNodeError, isRedirection, isRetryable } from '../redis/replies/redis-errors.js';
+import { clusterNodeError, isRedirection, isRetryable, nodeCause, withNodeCause } from '../redis/replies/redis-errors.js';
 import { RedisStreamsStatus } from '../status.js';
 import type { EngineEvents } from './engine-events.js';
 import type { StartupGate } from './startup-gate.js';
@@ -72,11 +72,9 @@ export class ConnectionWatch {
 
   /** A connection's error (ioredis reports each failed attempt): while starting, one that needs a human fails the start. */
   laneFailed(failure: Error, gate: StartupGate): void {
-    // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
-    const nodeError = (failure as { lastNodeError?: unknown }).lastNodeError;
-    const err = nodeError instanceof Error ? new Error(`${failure.message} ${nodeError.message}`, { cause: nodeError }) : failure;
+    const err = withNodeCause(failure);
     gate.laneFailed(err);
-    if (gate.pending && !isRetryable(nodeError instanceof Error ? nodeError : err, this.onCluster)) return this.failStart(gate, err);
+    if (gate.pending && !isRetryable(nodeCause(failure), this.onCluster)) return this.failStart(gate, err);
     this.report.failed(err);
   }
 

@@ -15,20 +15,29 @@ import { explainConnectionError } from '../replies/redis-errors.js';
 export class BlockingLane {
   /** The current connection's state (`connecting` before the first). */
   readonly state$: Observable<LaneState>;
-  /** The current connection's state, undefined before the first is opened (on a cluster: the first park). */
-  readonly stateIfOpen$: Observable<LaneState | undefined>;
+  /**
+   * The current connection's state from the lane's first `ready` on; undefined until then (a lane opened on demand,
+   * a producer's replies, is no state to wait for before it was ever up).
+   */
+  readonly stateOnceReady$: Observable<LaneState | undefined>;
+  private everReady = false;
   private conn: Redis | undefined;
   private target: string | undefined;
   private clientId: number | undefined;
-  private readonly states = new BehaviorSubject<Observable<LaneState | undefined>>(of(undefined));
+  private readonly states = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
 
   constructor(
     private readonly name: string,
     private readonly onError: (lane: string, err: Error) => void,
     private readonly onRetry?: RetryListener,
   ) {
-    this.stateIfOpen$ = this.states.pipe(switchAll());
-    this.state$ = this.stateIfOpen$.pipe(map((s) => s ?? 'connecting'));
+    this.state$ = this.states.pipe(switchAll());
+    this.stateOnceReady$ = this.state$.pipe(
+      map((s) => {
+        if (s === 'ready') this.everReady = true;
+        return this.everReady ? s : undefined;
+      }),
+    );
   }
 
   get connection(): Redis | undefined {

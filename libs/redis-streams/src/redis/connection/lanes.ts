@@ -20,6 +20,8 @@ export interface LanesConfig {
   command?: CommandLane;
   /** On a cluster: a key of the slot this lane parks on (the blocking connection goes to that slot's master). */
   slotKey?: string;
+  /** The blocking lane is used now and then (a producer's replies), not parked on at once: see `state$`. */
+  blockingOnDemand?: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export class Lanes {
   readonly command: RedisConnection;
   /** The command lane's state alone (what a write waits for). */
   readonly commandState$: Observable<LaneState>;
-  /** Both lanes' states folded into one: ready only when both are (the blocking lane once it was opened). */
+  /** Both lanes' states folded into one: ready only when both are (with `blockingOnDemand`, the blocking lane once it was up). */
   readonly state$: Observable<LaneState>;
   readonly blockingLane: BlockingLane;
   /** Cluster only: where the slot's master is. */
@@ -55,11 +57,14 @@ export class Lanes {
       const { host = '127.0.0.1', port = 6379 } = config.connection;
       this.blockingLane.retarget(config.connection, `${host}:${port}`);
     }
-    // A lane not opened yet (on a cluster, until the first park: a producer's replies) is no state to wait for.
-    this.state$ = combineLatest([this.commandState$, this.blockingLane.stateIfOpen$]).pipe(
-      map(([command, blocking]) => (blocking === undefined ? command : foldLaneStates([command, blocking]))),
-      distinctUntilChanged(),
-    );
+    // A reader parks at once: both lanes from the start. A producer's blocking lane opens with its first send (on a
+    // cluster): it counts from its first `ready` on, so neither its absence nor its opening reads as a lost connection.
+    this.state$ = config.blockingOnDemand
+      ? combineLatest([this.commandState$, this.blockingLane.stateOnceReady$]).pipe(
+          map(([command, blocking]) => (blocking === undefined ? command : foldLaneStates([command, blocking]))),
+          distinctUntilChanged(),
+        )
+      : combineLatest([this.commandState$, this.blockingLane.state$]).pipe(map(foldLaneStates), distinctUntilChanged());
   }
 
   /** The blocking connection; on a cluster it exists from the first park on. */

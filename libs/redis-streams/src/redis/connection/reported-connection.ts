@@ -6,7 +6,7 @@ import { redactError } from '../../redact.js';
 import { closeConnection, openCommandConnection, type RedisConnection } from './connect.js';
 import { ConnectionReport } from './connection-report.js';
 import { watchState } from './lane-state.js';
-import { explainConnectionError, isCommandTimeout, isHandshakeRefusal } from '../replies/redis-errors.js';
+import { explainConnectionError, isCommandTimeout, isHandshakeRefusal, withNodeCause } from '../replies/redis-errors.js';
 
 /**
  * A long-lived command connection of a tool's own (the dashboard module's): its trouble told through
@@ -31,10 +31,7 @@ export class ReportedConnection {
     this.conn = openCommandConnection(connection, name, commandTimeoutMs);
     // The listener ioredis wants: without one it prints each failed attempt, AUTH arguments and all.
     this.conn.on('error', (failure: Error) => {
-      // ioredis' Cluster says only "Failed to refresh slots cache."; the node's own answer is the cause.
-      const node = (failure as { lastNodeError?: unknown }).lastNodeError;
-      const err = node instanceof Error ? new Error(`${failure.message} ${node.message}`, { cause: node }) : failure;
-      this.lastError = redactError(explainConnectionError(err), undefined, secrets);
+      this.lastError = redactError(explainConnectionError(withNodeCause(failure)), undefined, secrets);
       report.failed(this.lastError);
     });
     this.conn.on('reconnecting', (delayMs?: number) => report.retrying(delayMs));

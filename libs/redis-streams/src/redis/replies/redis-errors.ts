@@ -47,6 +47,21 @@ export const isServerUnavailable = (err: unknown): boolean =>
 export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) |^Too many Cluster redirections/.test(message(err));
 
 /**
+ * ioredis' Cluster says only "Failed to refresh slots cache." when no node answered; the node's own error
+ * (`lastNodeError`: WRONGPASS, ECONNREFUSED …) is what went wrong, or the failure itself when there is none.
+ */
+export function nodeCause(failure: Error): Error {
+  const node = (failure as { lastNodeError?: unknown }).lastNodeError;
+  return node instanceof Error ? node : failure;
+}
+
+/** A cluster's connection failure with its node's answer in the message (and as the cause); the failure as it is elsewhere. */
+export function withNodeCause(failure: Error): Error {
+  const node = nodeCause(failure);
+  return node === failure ? failure : new Error(`${failure.message} ${node.message}`, { cause: node });
+}
+
+/**
  * Errors that heal by themselves or by re-creating the group: connection loss, a restarting
  * or failing-over server, a deleted stream; on a cluster also a slot that moved under a
  * command ioredis could not follow (MOVED/ASK on a blocking lane). Anything else (WRONGTYPE,
