@@ -1,6 +1,6 @@
 /**
  * tracedDecide (telemetry/traced-decide.ts): decide with the entry's `process` span around it. On the hot
- * path (checks passed at once, no admission) it costs decide's own promises and one more: with an
+ * path (checks passed at once, no admission) it costs decide's own promises and none more: with an
  * AsyncLocalStorage context manager, as NodeSDK registers, every promise of the process runs its hooks, a
  * cost on top of the SDK's calls (issue 52). The handler (the host's dispatch) is the test's; the SDK is a
  * real one, its spans batched as an app's are.
@@ -89,7 +89,7 @@ async function promisesMadeBy(decided: () => Promise<SettledEvent>): Promise<{ e
 }
 
 describe('tracedDecide', () => {
-  it('makes one promise more than decide for an entry that runs at once, and still gives it its span: child of the producer, around the handler, ended with the outcome', async () => {
+  it('makes no promise more than decide for an entry that runs at once, and still gives it its span: child of the producer, around the handler, ended with the outcome', async () => {
     const { deps, traced, active } = decider();
     const plainEntries = [await pendingEntry(), await pendingEntry(), await pendingEntry()];
     const tracedEntries = [await pendingEntry(), await pendingEntry(), await pendingEntry()];
@@ -113,7 +113,7 @@ describe('tracedDecide', () => {
       expect(event).toMatchObject({ id: entry.id, outcome: 'acked' });
       withSpan.push(promises);
     }
-    expect(Math.min(...withSpan) - Math.min(...plain)).toBeLessThanOrEqual(1);
+    expect(Math.min(...withSpan) - Math.min(...plain)).toBeLessThanOrEqual(0);
 
     await processor.forceFlush();
     const finished = spans.getFinishedSpans();

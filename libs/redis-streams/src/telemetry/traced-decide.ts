@@ -1,10 +1,11 @@
 import {
+  acked,
   admit,
   decide,
   Deciding,
+  handlerWork,
   prepare,
   Ready,
-  runHandler,
   startDecide,
   workFailed,
   type DecideDeps,
@@ -19,8 +20,8 @@ import type { StreamEntry } from '../stream-entry.js';
  * admission, the handler): deciding calls nothing of telemetry, telemetry wraps it from above. The
  * span opens once the entry is decoded (its parent is the producer's context in the headers), the
  * handler runs inside it, and it ends with the outcome, or fails when Redis failed the decision.
- * Like decide, no async frame: on the hot path (checks passed at once) the handler's promise, decide's
- * `then` on it and one more here; every promise costs the context manager's hooks once it runs.
+ * Like decide, no async frame: on the hot path (checks passed at once) the handler's promise and the one
+ * `then` on it that decides and ends the span; every promise costs the context manager's hooks once it runs.
  */
 export function tracedDecide(
   observer: SettleObserver,
@@ -46,47 +47,73 @@ export function tracedDirect(observer: SettleObserver, deps: DecideDeps): Direct
   };
 }
 
-/** decide, traced: the span ends with the outcome, or fails when Redis failed the decision. */
+/**
+ * decide, traced: the span ends with the outcome, or fails when Redis failed the decision. On the hot path (checked at
+ * once, no admission) the span ends in the one `then` on the handler's promise that decides: no promise more than
+ * decide's (each costs the context manager's hooks).
+ */
 function withTrace(deps: DecideDeps, entry: StreamEntry, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
-  let deciding: SettledEvent | Promise<SettledEvent>;
+  let prepared: Ready | SettledEvent | Promise<Ready | SettledEvent>;
   try {
-    deciding = decideTraced(deps, entry, source, trace);
+    prepared = prepare(deps, entry, source);
   } catch (error) {
-    deciding = Promise.reject(error);
+    trace.fail(error);
+    return Promise.reject(error);
   }
-  if (!(deciding instanceof Promise)) {
-    // Decided without a promise (not so today: every refusal needs Redis): ended now.
-    trace.end(deciding);
-    return Promise.resolve(deciding);
-  }
-  return deciding.then(
-    (event) => {
-      trace.end(event);
-      return event;
-    },
-    (error: unknown) => {
-      trace.fail(error);
-      throw error;
-    },
-  );
-}
-
-function decideTraced(
-  deps: DecideDeps,
-  entry: StreamEntry,
-  source: DeliverySource,
-  trace: ProcessTrace,
-): SettledEvent | Promise<SettledEvent> {
-  const prepared = prepare(deps, entry, source);
   if (prepared instanceof Ready) return openAndRun(deps, prepared, source, trace);
-  if (!(prepared instanceof Promise)) return prepared;
-  return prepared.then((ready) => (ready instanceof Ready ? openAndRun(deps, ready, source, trace) : ready));
+  // Refused at once (not so today: every refusal needs Redis): ended now.
+  if (!(prepared instanceof Promise)) return Promise.resolve(ended(trace, prepared));
+  return prepared.then(
+    (ready) => (ready instanceof Ready ? openAndRun(deps, ready, source, trace) : ended(trace, ready)),
+    (error: unknown) => failed(trace, error),
+  );
 }
 
 function openAndRun(deps: DecideDeps, prepared: Ready, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
   trace.open(prepared.decoded.headers, prepared.decoded.request?.correlationId, prepared.args.partition);
-  const within = <T>(work: () => Promise<T>): Promise<T> => trace.run(work);
-  const admitted = admit(deps, prepared, source);
-  if (admitted instanceof Ready) return runHandler(deps, admitted, source, within);
-  return admitted.then((ready) => (ready instanceof Ready ? runHandler(deps, ready, source, within) : ready));
+  let admitted: Ready | Promise<Ready | SettledEvent>;
+  try {
+    admitted = admit(deps, prepared, source);
+  } catch (error) {
+    trace.fail(error);
+    return Promise.reject(error);
+  }
+  if (admitted instanceof Ready) return runTraced(deps, admitted, source, trace);
+  return admitted.then(
+    (ready) => (ready instanceof Ready ? runTraced(deps, ready, source, trace) : ended(trace, ready)),
+    (error: unknown) => failed(trace, error),
+  );
+}
+
+/** runHandler with the span: the handler runs in it, and it ends in the `then` that decides. */
+function runTraced(deps: DecideDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
+  const { entry } = ready;
+  return handlerWork(deps, ready, trace).then(
+    () => ended(trace, acked(entry, source)),
+    (error: unknown) => {
+      let decided: SettledEvent | Promise<SettledEvent>;
+      try {
+        decided = workFailed(deps, entry, source, error);
+      } catch (err) {
+        return failed(trace, err);
+      }
+      if (!(decided instanceof Promise)) return ended(trace, decided);
+      return decided.then(
+        (event) => ended(trace, event),
+        (err: unknown) => failed(trace, err),
+      );
+    },
+  );
+}
+
+/** The span ended with the outcome. */
+function ended(trace: ProcessTrace, event: SettledEvent): SettledEvent {
+  trace.end(event);
+  return event;
+}
+
+/** Redis failed the decision: the span ends as failed, and the error goes on. */
+function failed(trace: ProcessTrace, error: unknown): never {
+  trace.fail(error);
+  throw error;
 }

@@ -82,29 +82,29 @@ function admitAndRun(deps: DecideDeps, ready: Ready, source: DeliverySource): Pr
   return admitted.then((r) => (r instanceof Ready ? runHandler(deps, r, source) : r));
 }
 
-/**
- * Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no
- * async frame. `within` runs the dispatch (telemetry runs it in the entry's span; undefined: as it is).
- */
-export function runHandler(
-  deps: DecideDeps,
-  ready: Ready,
-  source: DeliverySource,
-  within?: <T>(work: () => Promise<T>) => Promise<T>,
-): Promise<SettledEvent> {
+/** Runs the handler of an entry ready for it, and decides what it did: one `then` on its promise, no async frame. */
+export function runHandler(deps: DecideDeps, ready: Ready, source: DeliverySource): Promise<SettledEvent> {
   const { entry } = ready;
-  return handlerWork(deps, ready, within).then(
+  return handlerWork(deps, ready).then(
     () => acked(entry, source),
     (error: unknown) => workFailed(deps, entry, source, error),
   );
 }
 
-/** The handler's call for an entry ready for it: its promise (a dispatch that throws is a rejection), bounded by handlerTimeoutMs. */
-function handlerWork(deps: DecideDeps, ready: Ready, within?: <T>(work: () => Promise<T>) => Promise<T>): Promise<unknown> {
+/** What runs a handler's dispatch inside something (telemetry: the entry's span as the active context). */
+export interface DispatchScope {
+  run<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * The handler's call for an entry ready for it: its promise (a dispatch that throws is a rejection), bounded by
+ * handlerTimeoutMs; inside `scope` when given.
+ */
+export function handlerWork(deps: DecideDeps, ready: Ready, scope?: DispatchScope): Promise<unknown> {
   const { decoded, args, pattern } = ready;
   let work: Promise<unknown>;
   try {
-    work = within ? within(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
+    work = scope ? scope.run(() => deps.dispatch(pattern, decoded, args)) : deps.dispatch(pattern, decoded, args);
     if (deps.handlerTimeoutMs !== undefined) work = withTimeout(work, deps.handlerTimeoutMs);
   } catch (error) {
     // Thrown before the handler's promise (a dispatch that throws): the handler failed, as with a rejection.
