@@ -48,11 +48,12 @@ export const isRedirection = (err: unknown): boolean => /^(MOVED|ASK) |^Too many
 
 /**
  * ioredis' Cluster says only "Failed to refresh slots cache." when no node answered; the node's own error
- * (`lastNodeError`: WRONGPASS, ECONNREFUSED …) is what went wrong, or the failure itself when there is none.
+ * (`lastNodeError`: WRONGPASS, ECONNREFUSED …) is what went wrong, explained as on one node (NOAUTH names the
+ * fix); the failure itself when there is none.
  */
 export function nodeCause(failure: Error): Error {
   const node = (failure as { lastNodeError?: unknown }).lastNodeError;
-  return node instanceof Error ? node : failure;
+  return node instanceof Error ? explainConnectionError(node) : failure;
 }
 
 /** A cluster's connection failure with its node's answer in the message (and as the cause); the failure as it is elsewhere. */
