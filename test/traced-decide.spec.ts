@@ -153,3 +153,30 @@ describe('tracedDirect (the batch settler’s split decide, with telemetry)', ()
     expect(active.map((s) => s?.spanContext().spanId)).toEqual([span!.spanContext().spanId]);
   });
 });
+
+describe('a context manager that fails', () => {
+  it('after the handler ran: its outcome stands, the handler runs once (review finding: it was made a failure, and ran again)', async () => {
+    const { deps, traced } = decider();
+    let calls = 0;
+    deps.dispatch = async () => {
+      calls++;
+    };
+    const manager = api.context['_getContextManager']();
+    const failing = Object.assign(Object.create(manager) as object, {
+      with: (...args: Parameters<api.ContextManager['with']>) => {
+        manager.with(...args);
+        throw new Error('context manager broke after the call');
+      },
+    }) as unknown as api.ContextManager;
+    api.context.disable();
+    api.context.setGlobalContextManager(failing);
+    try {
+      const entry = await pendingEntry();
+      expect(await traced(entry, 'new')).toMatchObject({ id: entry.id, outcome: 'acked' });
+      expect(calls).toBe(1);
+    } finally {
+      api.context.disable();
+      api.context.setGlobalContextManager(manager);
+    }
+  });
+});

@@ -5,6 +5,7 @@ import { EntryTrace } from './entry-trace.js';
 import type { TraceScope } from './trace-scope.js';
 import { safely } from './safely.js';
 import { ATTR, SYSTEM } from './semconv.js';
+import { runInContext } from './run-in-context.js';
 
 /**
  * A batch handler's call: one CONSUMER span `process <stream>` with `messaging.batch.message_count`
@@ -46,16 +47,7 @@ export class BatchTrace implements CallTrace {
   /** Runs the call with the span as the active context; if the context manager fails, without it (the call runs once). */
   run<T>(work: () => Promise<T>): Promise<T> {
     const { api } = this.t;
-    let ran = false;
-    try {
-      return api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, this.span), () => {
-        ran = true;
-        return work();
-      });
-    } catch (err) {
-      if (ran) throw err;
-      return work();
-    }
+    return runInContext(api, api.trace.setSpan(api.ROOT_CONTEXT, this.span), work);
   }
 
   /** Ends the span: the call's error (all failed, or a BatchFailure naming some), if it threw. */

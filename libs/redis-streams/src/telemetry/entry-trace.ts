@@ -7,7 +7,8 @@ import { handlerMessage, handlerStack, printableClassOf } from '../describe-erro
 import type { StreamEntry } from '../stream-entry.js';
 import type { ProcessTrace } from '../consumer/settle/settle-observer.js';
 import type { Instruments, TraceScope } from './trace-scope.js';
-import { safely, stepFailed } from './safely.js';
+import { stepFailed } from './safely.js';
+import { runInContext } from './run-in-context.js';
 import { ATTR, SYSTEM } from './semconv.js';
 
 /** One entry's `process` span and measurements (see ProcessTrace). */
@@ -63,25 +64,7 @@ export class EntryTrace implements ProcessTrace {
     const { api } = this.t;
     const span = this.span;
     if (!span) return work();
-    // The handler runs exactly once: inside the span's context, or without it if the context manager fails.
-    let ran = false;
-    try {
-      return api.context.with(api.trace.setSpan(this.parent, span), () => {
-        ran = true;
-        return work();
-      });
-    } catch (err) {
-      if (ran) throw err;
-      safely(
-        api,
-        'context manager',
-        () => {
-          throw err;
-        },
-        undefined,
-      );
-      return work();
-    }
+    return runInContext(api, api.trace.setSpan(this.parent, span), work);
   }
 
   end(event: SettledEvent): void {
