@@ -57,16 +57,9 @@ function withTrace(deps: DecideDeps, entry: StreamEntry, source: DeliverySource,
   try {
     prepared = prepare(deps, entry, source);
   } catch (error) {
-    trace.fail(error);
-    return Promise.reject(error);
+    return rejected(trace, error);
   }
-  if (prepared instanceof Ready) return openAndRun(deps, prepared, source, trace);
-  // Refused at once (not so today: every refusal needs Redis): ended now.
-  if (!(prepared instanceof Promise)) return Promise.resolve(ended(trace, prepared));
-  return prepared.then(
-    (ready) => (ready instanceof Ready ? openAndRun(deps, ready, source, trace) : ended(trace, ready)),
-    (error: unknown) => failed(trace, error),
-  );
+  return onwards(deps, source, trace, prepared, openAndRun);
 }
 
 function openAndRun(deps: DecideDeps, prepared: Ready, source: DeliverySource, trace: ProcessTrace): Promise<SettledEvent> {
@@ -75,12 +68,26 @@ function openAndRun(deps: DecideDeps, prepared: Ready, source: DeliverySource, t
   try {
     admitted = admit(deps, prepared, source);
   } catch (error) {
-    trace.fail(error);
-    return Promise.reject(error);
+    return rejected(trace, error);
   }
-  if (admitted instanceof Ready) return runTraced(deps, admitted, source, trace);
-  return admitted.then(
-    (ready) => (ready instanceof Ready ? runTraced(deps, ready, source, trace) : ended(trace, ready)),
+  return onwards(deps, source, trace, admitted, runTraced);
+}
+
+/**
+ * A step's answer taken on: an entry still ready goes to `next` (at once when the step was synchronous), a refusal
+ * ends the span (refused at once: not so today, every refusal needs Redis), Redis' failure fails it.
+ */
+function onwards(
+  deps: DecideDeps,
+  source: DeliverySource,
+  trace: ProcessTrace,
+  step: Ready | SettledEvent | Promise<Ready | SettledEvent>,
+  next: (deps: DecideDeps, ready: Ready, source: DeliverySource, trace: ProcessTrace) => Promise<SettledEvent>,
+): Promise<SettledEvent> {
+  if (step instanceof Ready) return next(deps, step, source, trace);
+  if (!(step instanceof Promise)) return Promise.resolve(ended(trace, step));
+  return step.then(
+    (ready) => (ready instanceof Ready ? next(deps, ready, source, trace) : ended(trace, ready)),
     (error: unknown) => failed(trace, error),
   );
 }
@@ -116,4 +123,10 @@ function ended(trace: ProcessTrace, event: SettledEvent): SettledEvent {
 function failed(trace: ProcessTrace, error: unknown): never {
   trace.fail(error);
   throw error;
+}
+
+/** {@link failed}, for a step that threw before any promise: the same, as a rejection. */
+function rejected(trace: ProcessTrace, error: unknown): Promise<never> {
+  trace.fail(error);
+  return Promise.reject(error);
 }
