@@ -3,23 +3,34 @@ import type { OtelApi } from './otel-api.js';
 import { stepFailed } from './safely.js';
 
 /**
- * Runs a handler's `work` exactly once with `context` active (its spans are children of the entry's or the call's).
- * A context manager that throws before calling it: the work runs without it (reported once). One that throws after
- * calling it: the work's promise stands, its outcome the handler's, not a failure to run again. The work's own throw
- * (a dispatch that throws) is the handler's failure.
+ * Runs a handler's `work` exactly once with `context` active (its spans are children of the entry's or the call's),
+ * and gives the handler's own outcome whatever the app's context manager does: one that throws before calling it,
+ * or returns without calling it, gets the work run without it; one that throws after the call, or returns something
+ * else, leaves the work's own promise standing. Each is reported once. The work's own throw (a dispatch that throws)
+ * is the handler's failure, even when the manager throws another while unwinding.
  */
 export function runInContext<T>(api: OtelApi, context: Context, work: () => Promise<T>): Promise<T> {
   let ran = false;
   let running: Promise<T> | undefined;
+  let threw = false;
+  let thrown: unknown;
   try {
-    return api.context.with(context, () => {
+    api.context.with(context, () => {
       ran = true;
-      return (running = work());
+      try {
+        return (running = work());
+      } catch (err) {
+        threw = true;
+        thrown = err;
+        throw err;
+      }
     });
   } catch (err) {
-    if (running) return running;
-    if (ran) throw err;
-    stepFailed(api, 'context manager', err);
-    return work();
+    if (!threw || err !== thrown) stepFailed(api, 'context manager', err);
   }
+  if (threw) throw thrown;
+  // Called once: never again, whatever it returned.
+  if (ran) return running!;
+  stepFailed(api, 'context manager', new Error('context.with returned without calling the function it was given'));
+  return work();
 }
