@@ -19,9 +19,30 @@ export function openCommandConnection(connection: ResolvedConnection, name: stri
   });
   if (!isCluster(connection)) return new Redis(lane(connection));
   const options = { ...connection.options, redisOptions: lane(connection.options.redisOptions ?? {}) };
-  return commandTimeoutMs === undefined
-    ? new Cluster(connection.cluster, options)
-    : new DeadlineCluster(connection.cluster, options, commandTimeoutMs);
+  if (commandTimeoutMs === undefined) return new Cluster(connection.cluster, options);
+  return new DeadlineCluster(
+    connection.cluster,
+    { ...options, maxRedirections: options.maxRedirections ?? redirectionsWithin(commandTimeoutMs, options) },
+    commandTimeoutMs,
+  );
+}
+
+/** ioredis' defaults: 16 redirections; 100 ms before a retry after CLUSTERDOWN, TRYAGAIN or a closed connection. */
+const IOREDIS_MAX_REDIRECTIONS = 16;
+const IOREDIS_RETRY_DELAY_MS = 100;
+
+/**
+ * Enough redirections for a command to be retried until its deadline, not 16 (about 1.6 s): while a dead master's
+ * replica takes over (seconds), ioredis retries each command every 100 ms and counts every retry, and the other
+ * nodes' MOVED to the dead master, followed at once, counts one more. A user's `maxRedirections` is kept.
+ */
+function redirectionsWithin(deadlineMs: number, options: ClusterOptions): number {
+  const delays = [options.retryDelayOnClusterDown, options.retryDelayOnTryAgain, options.retryDelayOnFailover].map(
+    (ms) => ms ?? IOREDIS_RETRY_DELAY_MS,
+  );
+  // A zero delay (retry at once) is bounded by the deadline all the same: counted as 100 ms.
+  const stepMs = Math.max(1, Math.min(...delays.map((ms) => (ms > 0 ? ms : IOREDIS_RETRY_DELAY_MS))));
+  return IOREDIS_MAX_REDIRECTIONS + 2 * Math.ceil(deadlineMs / stepMs);
 }
 
 /** How often timed-out commands may ask for a fresh slot map (each asks the nodes in turn, one second each at most). */
