@@ -2,12 +2,11 @@
 // Modes: drain (consume `n` preloaded entries, report time and costs), consume (report latencies on "report")
 // and share (one of several processes draining one backlog together: the parent says "go" and "report").
 import { Redis } from 'ioredis';
-import { openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadavg, uptime } from 'node:os';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
+import { countWindow, type CountWindow } from './count-window.js';
 import { registerOtelSdk } from './otel-sdk.js';
 import { startConsumer, type ConsumerOptions, type SystemName } from './systems.js';
 
@@ -34,20 +33,6 @@ interface Args extends ConsumerOptions {
    * V8 has compiled and optimized by then, as in a worker that has been running for a while.
    */
   warmFrom?: number;
-}
-
-/**
- * The window of a drain whose instructions are counted: from the handler's `from`-th call to its `to`-th. At each
- * mark the child calls a libuv function nothing else in the process calls, which callgrind is told to trigger on
- * (`--zero-before=uv_loadavg`, `--dump-before=uv_uptime`), and with `perfControl` it writes `enable` / `disable`
- * to `perf stat --control`'s fifo and waits for perf's ack. A full collection runs before the consumer starts
- * (node runs with `--expose-gc`), so that start-up's garbage is not collected inside the window; the full
- * collections that start inside it are reported, and how long the window took.
- */
-interface CountWindow {
-  from: number;
-  to: number;
-  perfControl?: { ctl: string; ack: string };
 }
 
 const args = JSON.parse(process.argv[2]!) as Args;
@@ -165,7 +150,7 @@ async function drain(): Promise<void> {
   if (warmFrom !== undefined && !(0 < warmFrom && warmFrom < n)) throw new Error(`bench child: warmFrom ${warmFrom} outside 1..${n - 1}`);
   let warmStart = 0;
   let cpuAtWarm: NodeJS.CpuUsage | undefined;
-  const window = args.count && countWindow(args.count);
+  const window = args.count && countWindow(args.count, args.n!);
   let allHandled!: () => void;
   const handledAll = new Promise<void>((resolve) => (allHandled = resolve));
   const consumer = await startConsumer(args.system, args, async () => {
@@ -225,36 +210,6 @@ async function drain(): Promise<void> {
     // A counted child's stretched timers must not hold it for minutes after its report.
     window ? () => process.exit(0) : undefined,
   );
-}
-
-/** Collects start-up's garbage, then marks the window's ends for the counter and counts the full GCs inside it. */
-function countWindow({ from, to, perfControl }: CountWindow) {
-  if (!(0 < from && from < to && to <= args.n!)) throw new Error(`bench child: count window ${from}..${to} outside 1..${args.n}`);
-  (globalThis as { gc?: () => void }).gc!();
-  const control = perfControl && { ctl: openSync(perfControl.ctl, 'w'), ack: openSync(perfControl.ack, 'r') };
-  const marks: number[] = [];
-  const fullGcs: number[] = [];
-  new PerformanceObserver((list) => {
-    for (const gc of list.getEntries()) {
-      const { detail } = gc as unknown as { detail?: { kind?: number } };
-      if (detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) fullGcs.push(gc.startTime);
-    }
-  }).observe({ entryTypes: ['gc'] });
-  return {
-    from,
-    to,
-    mark(start: boolean) {
-      marks.push(performance.now());
-      if (start) loadavg();
-      else uptime();
-      if (control) {
-        writeSync(control.ctl, start ? 'enable\n' : 'disable\n');
-        readSync(control.ack, Buffer.alloc(16));
-      }
-    },
-    majorGcs: () => fullGcs.filter((t) => t >= marks[0]! && t <= marks[1]!).length,
-    ms: () => marks[1]! - marks[0]!,
-  };
 }
 
 async function settled(admin: Redis): Promise<boolean> {

@@ -122,8 +122,8 @@ export function readCount(counter: InstructionCounter, text: string): number {
   return Number(match[1]);
 }
 
-export interface InstructionSystem {
-  system: SystemName;
+export interface InstructionSystem<S extends string = SystemName> {
+  system: S;
   /** With `--instructions-profile`: where the first drain's window went (bench/instruction-profile.ts). */
   profile?: InstructionProfile | undefined;
   /** Median of the repeats' figures (two: their mean). */
@@ -134,16 +134,16 @@ export interface InstructionSystem {
   majorGcs: number[];
 }
 
-export interface InstructionSection extends InstructionSizes {
+export interface InstructionSection<S extends string = SystemName> extends InstructionSizes {
   /** undefined: not counted (`why` says why). */
   counter: InstructionCounter | undefined;
   why?: string;
-  systems: InstructionSystem[];
+  systems: InstructionSystem<S>[];
   minutes: number;
 }
 
 /** The section of a run that counted nothing. */
-export const notCounted = (why: string): InstructionSection => ({
+export const notCounted = <S extends string = SystemName>(why: string): InstructionSection<S> => ({
   n1: 0,
   n2: 0,
   n: 0,
@@ -157,23 +157,24 @@ export const notCounted = (why: string): InstructionSection => ({
 /**
  * Counts every system's instructions per entry. `drain` runs one drain child of `childArgs.n` fresh entries of
  * `system`, started as `launch` says, and resolves with its report once it exited and was checked (every entry
- * handled once). `keepIn`: a folder that keeps the counter's files (`<system>-<repeat>.<counter>.out*`; callgrind's
- * window is the `.1` file, for callgrind_annotate).
+ * handled once). A system may be any run that marks its window so (bench/count-window.ts): the telemetry section's
+ * variants and the SDK's calls alone (bench/otel-calls.ts). `keepIn`: a folder that keeps the counter's files
+ * (`<system>-<repeat>.<counter>.out*`; callgrind's window is the `.1` file, for callgrind_annotate).
  */
-export async function countInstructions(o: {
-  systems: readonly SystemName[];
+export async function countInstructions<S extends string>(o: {
+  systems: readonly S[];
   smoke: boolean;
   log: (line: string) => void;
-  drain: (system: SystemName, launch: CountedLaunch) => Promise<{ majorGcs?: number; windowMs?: number; pid?: number }>;
+  drain: (system: S, launch: CountedLaunch) => Promise<{ majorGcs?: number; windowMs?: number; pid?: number }>;
   keepIn?: string;
   /** Profile each system's first drain (callgrind only): instructions per entry by kind of work and by function. */
   profile?: boolean;
-}): Promise<InstructionSection> {
+}): Promise<InstructionSection<S>> {
   const sizes: InstructionSizes = o.smoke ? INSTRUCTION_SIZES.smoke : INSTRUCTION_SIZES.full;
   const found = instructionCounter();
   if (found.counter === undefined) {
     o.log(`instructions per entry: not counted (${found.why})`);
-    return notCounted(found.why);
+    return notCounted<S>(found.why);
   }
   const { counter } = found;
   const started = performance.now();
@@ -181,9 +182,9 @@ export async function countInstructions(o: {
   mkdirSync(dir, { recursive: true });
   // Repeat after repeat: every system has a figure before any has its second.
   const jobs = Array.from({ length: sizes.repeats }, (_, repeat) => o.systems.map((system) => ({ system, repeat }))).flat();
-  const figures = new Map<SystemName, { perEntry: number; majorGcs: number }[]>();
+  const figures = new Map<S, { perEntry: number; majorGcs: number }[]>();
   const profile = o.profile === true && counter === 'callgrind';
-  const profiles = new Map<SystemName, InstructionProfile>();
+  const profiles = new Map<S, InstructionProfile>();
   o.log(
     `instructions per entry (${counter}): ${o.systems.length} systems × ${sizes.repeats} drain(s) of ${sizes.n} entries, counted from entry ${sizes.n1} to ${sizes.n2}, ${LANES} at a time${counter === 'callgrind' ? ' (each ~35 s of start-up under valgrind on a quiet machine, then the drain a hundred times slower and more)' : ''}`,
   );

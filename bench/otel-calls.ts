@@ -7,10 +7,13 @@
 // The first pass is cold, with the attributes (a fresh process, n entries, as the drain it is compared with: the
 // SDK's code compiles during it as the transport's does during the drain); the others warm.
 // Prints one JSON line: { coldUsPerEntry, cpuUsPerEntry, withAttributesUsPerEntry }.
+// With `count` (bench/instructions.ts): the cold pass alone, its window marked for an instruction counter; prints
+// { pid, majorGcs, windowMs }.
 import { context, metrics, propagation, ROOT_CONTEXT, SpanKind, trace, type Span } from '@opentelemetry/api';
+import { countWindow, type CountWindow } from './count-window.js';
 import { registerOtelSdk, traceparentOf, type OtelSampler } from './otel-sdk.js';
 
-const args = JSON.parse(process.argv[2]!) as { n: number; otelSampler: OtelSampler };
+const args = JSON.parse(process.argv[2]!) as { n: number; otelSampler: OtelSampler; count?: CountWindow };
 await registerOtelSdk(args.otelSampler);
 const tracer = trace.getTracer('otel-calls');
 const duration = metrics.getMeter('otel-calls').createHistogram('messaging.redis_streams.process.duration_seconds', { unit: 's' });
@@ -40,10 +43,12 @@ function setAttributes(span: Span, i: number): void {
   span.setAttribute('messaging.redis_streams.outcome', 'acked');
 }
 
-/** CPU µs per entry of one pass over the entries. */
-async function pass(withAttributes: boolean): Promise<number> {
+/** CPU µs per entry of one pass over the entries; `window` marked at its ends. */
+async function pass(withAttributes: boolean, window?: ReturnType<typeof countWindow>): Promise<number> {
   const cpu = process.cpuUsage();
   for (let i = 0; i < args.n; i++) {
+    // As the drain child marks its handler's from-th and to-th calls: before the entry after them.
+    if (window && (i === window.from || i === window.to)) window.mark(i === window.from);
     const started = performance.now();
     const parent = propagation.extract(ROOT_CONTEXT, headers[i]);
     const span = tracer.startSpan('process orders', { kind: SpanKind.CONSUMER }, parent);
@@ -56,9 +61,17 @@ async function pass(withAttributes: boolean): Promise<number> {
   return (used.user + used.system) / args.n;
 }
 
-// Cold: the like of a drain from a fresh process. Then each kind once more warm (the SDK's code compiled), measured.
-const coldUsPerEntry = await pass(true);
-await pass(false);
-const cpuUsPerEntry = await pass(false);
-const withAttributesUsPerEntry = await pass(true);
-process.stdout.write(`${JSON.stringify({ coldUsPerEntry, cpuUsPerEntry, withAttributesUsPerEntry })}\n`);
+if (args.count) {
+  const window = countWindow(args.count, args.n);
+  await pass(true, window);
+  process.stdout.write(`${JSON.stringify({ pid: process.pid, majorGcs: window.majorGcs(), windowMs: window.ms() })}\n`, () =>
+    process.exit(0),
+  );
+} else {
+  // Cold: the like of a drain from a fresh process. Then each kind once more warm (the SDK's code compiled), measured.
+  const coldUsPerEntry = await pass(true);
+  await pass(false);
+  const cpuUsPerEntry = await pass(false);
+  const withAttributesUsPerEntry = await pass(true);
+  process.stdout.write(`${JSON.stringify({ coldUsPerEntry, cpuUsPerEntry, withAttributesUsPerEntry })}\n`);
+}

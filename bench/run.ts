@@ -652,7 +652,16 @@ interface TelemetryCost {
   callsAlone: Record<OtelSampler, number>;
   /** The same calls with the attributes the transport gives a recorded span (bench/otel-calls.ts): median CPU µs per entry, by sampler. */
   callsWithAttributes: Record<OtelSampler, number>;
+  /**
+   * Instructions per entry (bench/instructions.ts): the drain with the SDK and the transport's telemetry off, the same
+   * always on, and the SDK's calls alone always on (otel-calls' cold pass), each counted over the same window of
+   * entries. They do not move with the machine's load, as the CPU µs above do.
+   */
+  instructions: InstructionSection<TelemetryCounted>;
 }
+
+/** What the telemetry section counts the instructions of (see TelemetryCost.instructions). */
+type TelemetryCounted = 'sdk-telemetry-off' | 'sdk-always-on' | 'sdk-calls-always-on';
 
 /**
  * What OpenTelemetry costs the drain: without `@opentelemetry/api` (hidden from the child), with
@@ -731,6 +740,36 @@ async function telemetryCost(): Promise<TelemetryCost> {
     callsCold: { parent: median(cold.parent), always: median(cold.always) },
     callsAlone: { parent: median(alone.parent), always: median(alone.always) },
     callsWithAttributes: { parent: median(withAttributes.parent), always: median(withAttributes.always) },
+    // After the rates, never beside them: the counted children load both cores.
+    instructions: flags['no-instructions']
+      ? notCounted<TelemetryCounted>('left out: --no-instructions')
+      : await countInstructions({
+          systems: ['sdk-telemetry-off', 'sdk-always-on', 'sdk-calls-always-on'] as const,
+          smoke,
+          log,
+          ...(flags['instructions-dir'] === undefined ? {} : { keepIn: flags['instructions-dir'] }),
+          drain: async (counted, { wrap, nodeFlags, childArgs }) => {
+            if (counted === 'sdk-calls-always-on') return runJson(OTEL_CALLS, { otelSampler: 'always', ...childArgs }, { wrap, nodeFlags });
+            const key = fresh('otel-instructions');
+            await preloadTraced(key, childArgs.n, 10);
+            const report = await child(
+              {
+                mode: 'drain',
+                system: 'nestjs-redis-streams',
+                key,
+                batchSize: BATCH,
+                concurrency: 1,
+                otelSdk: true,
+                otelSampler: 'always',
+                ...(counted === 'sdk-telemetry-off' ? { telemetry: false } : {}),
+                ...childArgs,
+              },
+              { wrap, nodeFlags },
+            );
+            await cleanup('nestjs-redis-streams', key);
+            return report;
+          },
+        }),
   };
 }
 
@@ -765,7 +804,31 @@ function telemetryMarkdown(t: TelemetryCost): string {
         (calls >= budget ? ` The SDK's calls alone exceed the floor's budget: no transport reaches ${floor}× with this SDK.` : '')
       );
     }),
+    ...telemetryInstructions(t),
   ].join('\n');
+}
+
+/**
+ * The instruction counts of always-on telemetry: what it adds to the drain (always on against telemetry off, both with
+ * the SDK, so the context manager's hooks on the drain's own promises are in both), against the SDK's calls alone.
+ */
+function telemetryInstructions(t: TelemetryCost): string[] {
+  const s = t.instructions;
+  if (s.counter === undefined) return ['', `- Instructions per entry: not counted (${s.why ?? 'not asked for'}).`];
+  const of = (c: TelemetryCounted) => s.systems.find((x) => x.system === c)!;
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const runs = (c: TelemetryCounted) => `${n(of(c).perEntry)} (${of(c).runs.map(n).join(', ')})`;
+  const added = of('sdk-always-on').perEntry - of('sdk-telemetry-off').perEntry;
+  const calls = of('sdk-calls-always-on').perEntry;
+  const cpuAdded =
+    t.variants.find((v) => v.variant === 'API + SDK, always on')!.cpuUsPerEntry -
+    t.variants.find((v) => v.variant === 'API + SDK, telemetry: false')!.cpuUsPerEntry;
+  return [
+    '',
+    `- Always on, in instructions per entry (${s.counter}; entries ${n(s.n1)} to ${n(s.n2)} of a fresh process, as the drain section counts; median of ${s.repeats}, each in brackets): the drain with the SDK and telemetry off ${runs('sdk-telemetry-off')}, always on ${runs('sdk-always-on')}; the SDK's calls alone, cold, over the same entries ${runs('sdk-calls-always-on')}. ` +
+      `Telemetry adds ${n(added)} instructions per entry to the drain, of which ${n(added - calls)} (${((100 * (added - calls)) / calls).toFixed(0)} % of the SDK's own) are beyond the SDK's calls: ${((added - calls) / (added / cpuAdded)).toFixed(1)} µs at the rate telemetry runs at in the drain (target ≤ 2 µs). ` +
+      `In CPU it adds ${cpuAdded.toFixed(1)} µs (always on against telemetry off, above): ${(added / cpuAdded / 1000).toFixed(1)} instructions per ns, where the SDK's calls alone run ${(calls / t.callsCold.always / 1000).toFixed(1)}: inside a drain the same calls run slower per instruction (likely: the caches there also hold ioredis', the reads' and the transport's code and data), and the CPU µs count that as the transport's.`,
+  ];
 }
 
 /** The retry section written to results/retries.md (a smoke run: retries-smoke.md); `--only retries` prints it too. */
@@ -887,9 +950,9 @@ async function child(args: Record<string, unknown>, launch: Launch = {}): Promis
   return last;
 }
 
-/** Runs a script that prints one JSON line (bench/otel-calls.ts) and returns it. */
-async function runJson(file: string, args: Record<string, unknown>): Promise<any> {
-  const proc = spawnChild(args, file);
+/** Runs a script that prints one JSON line (bench/otel-calls.ts) and returns it (`launch`: see spawnChild). */
+async function runJson(file: string, args: Record<string, unknown>, launch: Launch = {}): Promise<any> {
+  const proc = spawnChild(args, file, launch);
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   let last: any;
   for await (const line of createInterface({ input: proc.stdout! })) last = JSON.parse(line);
