@@ -3,7 +3,14 @@
  * `lastNodeError` of "Failed to refresh slots cache."; the node's answer is explained as on one node (review finding:
  * NOAUTH on a cluster named no fix).
  */
+import { ClientProxy, ClientsModule } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { RedisStreamsClient } from 'nestjs-redis-streams';
+import { lastValueFrom } from 'rxjs';
 import { explainConnectionError, nodeCause, withNodeCause } from '../libs/redis-streams/src/redis/replies/redis-errors.js';
+import { captureLogs } from './support/logs.js';
+import { freePort } from './support/redis-server.js';
+import { uniquePrefix, useApps } from './support/test-app.js';
 
 /** The error ioredis' Cluster emits when no node gave it the slots: the node's own answer attached. */
 const clusterFailure = (nodeMessage: string) =>
@@ -27,5 +34,46 @@ describe('a cluster connection failure', () => {
     const failure = new Error('Connection is closed.');
     expect(nodeCause(failure)).toBe(failure);
     expect(withNodeCause(failure)).toBe(failure);
+  });
+});
+
+describe('a cluster whose seed port refuses connections (nothing listens there)', () => {
+  const startApp = useApps();
+
+  it('the producer\'s emit and its log name ECONNREFUSED, as on one node (review finding: only "Connection is closed.")', async () => {
+    const port = await freePort();
+    const logs = captureLogs();
+    const options = { connection: { cluster: [`redis://127.0.0.1:${port}`] }, commandTimeoutMs: 1500 };
+    const moduleRef = await Test.createTestingModule({
+      imports: [ClientsModule.register([{ name: 'ORDERS', customClass: RedisStreamsClient, options }])],
+    }).compile();
+    moduleRef.useLogger(logs.logger);
+    await moduleRef.init();
+    const client = moduleRef.get<ClientProxy>('ORDERS');
+    try {
+      const failure = await lastValueFrom(client.emit('orders', { n: 1 })).then(
+        () => expect.fail('the emit should have failed'),
+        (err: Error) => err,
+      );
+      expect(failure.message).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
+      expect(logs.text()).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it("the worker's start failure names ECONNREFUSED", async () => {
+    const port = await freePort();
+    const failure = await startApp({
+      connection: { cluster: [`redis://127.0.0.1:${port}`] },
+      group: 'g',
+      keyPrefix: uniquePrefix(),
+      startupTimeoutMs: 2000,
+      retryInitialDelayMs: 50,
+    }).then(
+      () => expect.fail('the start should have failed'),
+      (err: Error) => err,
+    );
+    expect(failure.message).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
   });
 });

@@ -1,3 +1,4 @@
+import { createConnection } from 'node:net';
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
 import { isCluster, type ResolvedConnection } from '../../options/connection.js';
 import { within } from '../../within.js';
@@ -19,7 +20,7 @@ export function openCommandConnection(connection: ResolvedConnection, name: stri
   });
   if (!isCluster(connection)) return new Redis(lane(connection));
   const options = { ...connection.options, redisOptions: lane(connection.options.redisOptions ?? {}) };
-  if (commandTimeoutMs === undefined) return new Cluster(connection.cluster, options);
+  if (commandTimeoutMs === undefined) return new SocketCauseCluster(connection.cluster, options);
   return new DeadlineCluster(
     connection.cluster,
     { ...options, maxRedirections: options.maxRedirections ?? redirectionsWithin(commandTimeoutMs, options) },
@@ -45,6 +46,65 @@ function redirectionsWithin(deadlineMs: number, options: ClusterOptions): number
   return IOREDIS_MAX_REDIRECTIONS + 2 * Math.ceil(deadlineMs / stepMs);
 }
 
+/**
+ * An ioredis Cluster whose failure to reach its nodes says why. When a seed refuses the connection (a wrong port, a
+ * node down), ioredis asks it for the slots on a connection of its own whose socket error it drops, and reports only
+ * "Failed to refresh slots cache." with "Connection is closed.". That node is then tried once with a plain TCP
+ * connect (at most one at a time, within a second), and its socket error (ECONNREFUSED, ENOTFOUND …) is attached to
+ * the cluster's next errors instead: the worker's start and the producer's emits name the cause as on one node.
+ */
+class SocketCauseCluster extends Cluster {
+  /** A node's socket error found by the last probe; undefined once the cluster is ready or the node accepted. */
+  private socketError: Error | undefined;
+  private probing = false;
+
+  constructor(nodes: ClusterNode[], options: ClusterOptions) {
+    // ioredis 6 types the options by reply mapping; ours are the legacy (RESP2) kind.
+    super(nodes, options as never);
+    this.on('node error', (err: unknown, key: unknown) => {
+      if (err instanceof Error && err.message === CONNECTION_CLOSED && typeof key === 'string') this.probe(key);
+    });
+    this.on('ready', () => (this.socketError = undefined));
+  }
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'error' && this.socketError) {
+      const failure = args[0] as { lastNodeError?: unknown } | undefined;
+      if (failure?.lastNodeError instanceof Error && failure.lastNodeError.message === CONNECTION_CLOSED)
+        failure.lastNodeError = this.socketError;
+    }
+    return super.emit(event, ...args);
+  }
+
+  /** Connects to `key` (host:port, as ioredis names a node) and keeps what the socket says. */
+  private probe(key: string): void {
+    const at = key.lastIndexOf(':');
+    const port = Number(key.slice(at + 1));
+    if (this.probing || at < 1 || !Number.isInteger(port)) return;
+    this.probing = true;
+    const socket = createConnection({ host: key.slice(0, at), port });
+    // A diagnosis only: it never keeps a process alive.
+    socket.unref();
+    const done = (err: Error | undefined) => {
+      socket.destroy();
+      socket.removeAllListeners();
+      // An error listener stays: a socket error after this must not become an uncaught exception.
+      socket.on('error', () => undefined);
+      this.socketError = err;
+      this.probing = false;
+    };
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => done(new Error(`connect ETIMEDOUT ${key} (no answer within ${PROBE_TIMEOUT_MS} ms)`)));
+    socket.once('connect', () => done(undefined));
+    socket.once('error', (err) => done(err));
+  }
+}
+
+/** How long the probe of a node that closed the slot query's connection waits for TCP. */
+const PROBE_TIMEOUT_MS = 1000;
+
+/** ioredis' message for a command whose connection closed (utils' CONNECTION_CLOSED_ERROR_MSG). */
+const CONNECTION_CLOSED = 'Connection is closed.';
+
 /** How often timed-out commands may ask for a fresh slot map (each asks the nodes in turn, one second each at most). */
 const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
 
@@ -54,7 +114,7 @@ const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
  * failover), and a pipeline or MULTI, which waits for the slot map with no deadline at all,
  * forever once the Cluster has ended.
  */
-class DeadlineCluster extends Cluster {
+class DeadlineCluster extends SocketCauseCluster {
   /** When a timed-out command last asked for a fresh slot map (performance.now()). */
   private refreshedAt = -Infinity;
   /** Commands whose caller was told they timed out: never sent (again) after that. */
@@ -65,8 +125,7 @@ class DeadlineCluster extends Cluster {
     options: ClusterOptions,
     private readonly deadlineMs: number,
   ) {
-    // ioredis 6 types the options by reply mapping; ours are the legacy (RESP2) kind.
-    super(nodes, options as never);
+    super(nodes, options);
     // ioredis re-sends a command whose node connection closed (a node dropped from the pool after a failover, a
     // reconnect), even once its caller was told it timed out: a write then lands on the new master seconds later,
     // after the caller's next ones. Each node's sends put a PING in its place.
