@@ -39,21 +39,77 @@ export interface BatchDecideDeps extends DecideDeps {
  * every entry failed. A request (`send`) to a batch pattern is answered as by an event handler.
  * One event per entry, in order.
  */
-export async function decideBatch(deps: BatchDecideDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]> {
-  const events: SettledEvent[] = new Array<SettledEvent>(entries.length);
+export function decideBatch(deps: BatchDecideDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]> {
+  try {
+    return decideAtOnce(deps, entries, source);
+  } catch (error) {
+    // As from an async function: a rejection, never a throw.
+    return Promise.reject(error);
+  }
+}
+
+function decideAtOnce(deps: BatchDecideDeps, entries: readonly StreamEntry[], source: DeliverySource): Promise<SettledEvent[]> {
   const traces = deps.telemetry?.startAll(entries, source);
+  // The common case, in a plain loop (no async frame to suspend per entry, far less for V8 to compile): every entry
+  // checked and admitted at once, no request, one pattern. The first that is not goes on in decideRest, as it is.
+  const ready: Ready[] = [];
+  let pattern: string | undefined;
+  let i = 0;
+  let first: Prepared | undefined;
+  if (!traces)
+    for (; i < entries.length; i++) {
+      const prepared = prepare(deps, entries[i]!, source);
+      if (!(prepared instanceof Ready) || prepared.decoded.request || (pattern !== undefined && prepared.pattern !== pattern)) {
+        first = { prepared };
+        break;
+      }
+      const admitted = admit(deps, prepared, source);
+      if (!(admitted instanceof Ready)) {
+        first = { prepared, admitted };
+        break;
+      }
+      pattern = prepared.pattern;
+      ready.push(admitted);
+    }
+  if (first === undefined && pattern !== undefined) return callHandler(deps, pattern, ready, source, undefined);
+  return decideRest(deps, entries, source, traces, ready, first);
+}
+
+/** An entry decideBatch's loop stopped at: what prepare (and admit, when it ran) gave. */
+interface Prepared {
+  prepared: ReturnType<typeof prepare>;
+  admitted?: ReturnType<typeof admit>;
+}
+
+/**
+ * decideBatch past its plain loop: the `ready` entries it took (the first `ready.length`, of one pattern) and the
+ * next one's checks as far as they went (`first`); every entry with a trace, or an empty batch.
+ */
+async function decideRest(
+  deps: BatchDecideDeps,
+  entries: readonly StreamEntry[],
+  source: DeliverySource,
+  traces: (ProcessTrace | undefined)[] | undefined,
+  taken: Ready[],
+  first: Prepared | undefined,
+): Promise<SettledEvent[]> {
+  const events: SettledEvent[] = new Array<SettledEvent>(entries.length);
   try {
     // The entries ready for the handler, by pattern (one reader's streams share one pattern; kept apart all the same).
     const calls = new Map<string, { index: number[]; ready: Ready[] }>();
     let lastPattern: string | undefined;
     let call: { index: number[]; ready: Ready[] } | undefined;
-    for (let i = 0; i < entries.length; i++) {
+    if (taken.length > 0) {
+      lastPattern = taken[0]!.pattern;
+      calls.set(lastPattern, (call = { index: taken.map((_, i) => i), ready: taken }));
+    }
+    for (let i = taken.length; i < entries.length; i++) {
       const entry = entries[i]!;
-      const preparing = prepare(deps, entry, source);
+      const preparing = i === taken.length && first ? first.prepared : prepare(deps, entry, source);
       let ready = preparing instanceof Promise ? await preparing : preparing;
       if (ready instanceof Ready) {
         traces?.[i]?.open(ready.decoded.headers, ready.decoded.request?.correlationId, ready.args.partition);
-        const admitted = admit(deps, ready, source);
+        const admitted = i === taken.length && first?.admitted ? first.admitted : admit(deps, ready, source);
         ready = admitted instanceof Ready ? admitted : await admitted;
       }
       if (!(ready instanceof Ready)) events[i] = ready;
