@@ -10,7 +10,14 @@ import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClie
 import { ConnectionReport } from '../redis/connection/connection-report.js';
 import { Lanes } from '../redis/connection/lanes.js';
 import { ProducerCommands } from '../redis/produce/producer-commands.js';
-import { isCommandTimeout, isConnectionLoss, isErrorReply, isRetryable, nodeCause } from '../redis/replies/redis-errors.js';
+import {
+  isCommandTimeout,
+  isConnectionLoss,
+  isErrorReply,
+  isRetryable,
+  lastClusterAnswer,
+  nodeCause,
+} from '../redis/replies/redis-errors.js';
 import { describeError } from '../describe-error.js';
 import { escapeControl } from '../escape-control.js';
 import { describeConnection, isCluster, secretsOf } from '../options/connection.js';
@@ -538,7 +545,9 @@ export class RedisStreamsClient extends ClientProxy {
       if (isCommandTimeout(err)) {
         // Its master may be frozen or cut off and replaced: the next writes go where a fresh slot map says.
         (lanes.command as Partial<{ refreshAfterTimeout(): void }>).refreshAfterTimeout?.();
-        throw fail(`no answer within ${this.options.commandTimeoutMs} ms; the entry may or may not have been written`, err);
+        const answer = lastClusterAnswer(err);
+        const said = answer ? ` (retried until then, the last error: ${answer.message})` : '';
+        throw fail(`no answer within ${this.options.commandTimeoutMs} ms${said}; the entry may or may not have been written`, err);
       }
       if (isConnectionLoss(err))
         throw fail(

@@ -105,6 +105,9 @@ const PROBE_TIMEOUT_MS = 1000;
 /** ioredis' message for a command whose connection closed (utils' CONNECTION_CLOSED_ERROR_MSG). */
 const CONNECTION_CLOSED = 'Connection is closed.';
 
+/** The error replies ioredis' Cluster follows or retries (see Cluster.handleError). */
+const RETRIED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /;
+
 /** How often timed-out commands may ask for a fresh slot map (each asks the nodes in turn, one second each at most). */
 const REFRESH_AFTER_TIMEOUT_EVERY_MS = 1000;
 
@@ -119,6 +122,13 @@ class DeadlineCluster extends SocketCauseCluster {
   private refreshedAt = -Infinity;
   /** Commands whose caller was told they timed out: never sent (again) after that. */
   private readonly timedOut = new WeakSet<Command>();
+  /**
+   * Each command's deadline (performance.now()), from its first send: ioredis re-sends a pipeline's commands after a
+   * redirection with fresh promises, which would otherwise get a fresh commandTimeoutMs each time.
+   */
+  private readonly deadlineAt = new WeakMap<Command, number>();
+  /** The last error a command was retried after (CLUSTERDOWN, MOVED, TRYAGAIN, a closed connection), and when. */
+  private lastRetried: { error: Error; at: number } | undefined;
 
   constructor(
     nodes: ClusterNode[],
@@ -150,19 +160,35 @@ class DeadlineCluster extends SocketCauseCluster {
     for (const command of commands) this.timedOut.add(command);
   }
 
-  /** Notes the command once it timed out (and asks for a fresh slot map). */
+  /**
+   * Notes the command once it timed out (and asks for a fresh slot map). Its error then carries what the cluster last
+   * answered while it was retried (`lastClusterAnswer`), if anything: a timeout through CLUSTERDOWN is not a silence.
+   */
   private noteTimeout(command: Command): void {
     command.promise.catch((err: unknown) => {
       if (!(err instanceof Error) || !err.message.startsWith('Command timed out')) return;
       this.timedOut.add(command);
+      const retried = this.lastRetried;
+      const since = (this.deadlineAt.get(command) ?? Infinity) - this.deadlineMs;
+      if (retried && retried.at >= since) Object.assign(err, { lastClusterAnswer: retried.error });
       this.refreshAfterTimeout();
     });
   }
 
   override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
-    command.setTimeout(this.deadlineMs);
+    const now = performance.now();
+    let at = this.deadlineAt.get(command);
+    if (at === undefined) this.deadlineAt.set(command, (at = now + this.deadlineMs));
+    // Re-sent (a pipeline after a redirection): what is left of its deadline; past it, it times out at once.
+    command.setTimeout(Math.max(1, Math.ceil(at - now)));
     this.noteTimeout(command);
     return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
+  }
+
+  override handleError(error: Error, ttl: { value?: number }, handlers: Parameters<Cluster['handleError']>[2]): void {
+    // What ioredis retries after; not the timeouts and replies it hands back as they are.
+    if (RETRIED.test(error.message) || error.message === CONNECTION_CLOSED) this.lastRetried = { error, at: performance.now() };
+    super.handleError(error, ttl, handlers);
   }
 
   /**

@@ -114,6 +114,15 @@ export const isErrorReply = (err: unknown): boolean => /^[A-Z]{3,}\b/.test(messa
 export const isCommandTimeout = (err: unknown): boolean => message(err) === 'Command timed out';
 
 /**
+ * What a cluster last answered while a command that timed out was being retried (CLUSTERDOWN, MOVED, a closed
+ * connection: see DeadlineCluster), when it answered at all.
+ */
+export const lastClusterAnswer = (err: unknown): Error | undefined => {
+  const answer = (err as { lastClusterAnswer?: unknown } | null)?.lastClusterAnswer;
+  return answer instanceof Error ? answer : undefined;
+};
+
+/**
  * A refusal that retrying cannot cure: Redis answered with an error reply (not a lost
  * connection, not a transient state such as LOADING). NOPERM, OOM, WRONGTYPE, a protocol error …
  */

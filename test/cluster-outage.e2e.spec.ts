@@ -1,0 +1,83 @@
+import { RedisStreamsClient } from 'nestjs-redis-streams';
+import { lastValueFrom } from 'rxjs';
+import { resolveConnection } from '../libs/redis-streams/src/options/connection.js';
+import { openCommandConnection } from '../libs/redis-streams/src/redis/connection/connect.js';
+import { startCluster, type TestCluster } from './support/redis-cluster.js';
+import { uniquePrefix } from './support/test-app.js';
+import { waitFor } from './support/wait-for.js';
+
+// A shard lost entirely (its master and its replica killed): its own cluster, which no other file sees.
+let cluster: TestCluster;
+beforeAll(async () => (cluster = await startCluster()), 60_000);
+afterAll(async () => cluster?.stop());
+
+/** What a pipeline's (or MULTI's) commands ended with: each one's error message, or "ok". */
+const outcomes = (result: [Error | null, unknown][] | null) => (result ?? []).map(([err]) => (err ? err.message : 'ok'));
+
+describe('a shard lost entirely, for longer than commandTimeoutMs (review-k)', () => {
+  it('pipelines, MULTI and emits end at their deadline, and an emit says what the cluster answered meanwhile', async () => {
+    const prefix = uniquePrefix();
+    const key = `{${prefix}}s`;
+    const conn = openCommandConnection(resolveConnection(cluster.urls), 'outage', 2000);
+    const client = new RedisStreamsClient({ connection: cluster.urls, keyPrefix: prefix, commandTimeoutMs: 2000 });
+    // With a retention policy an emit's first write of a stream goes out as a pipeline (XADD and its trim).
+    const trimming = new RedisStreamsClient({
+      connection: cluster.urls,
+      keyPrefix: prefix,
+      commandTimeoutMs: 2000,
+      retention: { safe: true, maxLen: 1000 },
+    });
+    try {
+      await conn.set(key, '1');
+      await lastValueFrom(client.emit(`{${prefix}}warm`, {}));
+      await lastValueFrom(trimming.emit(`{${prefix}}warm`, {}));
+      const { master, replica } = await cluster.replicaOf(key);
+      await cluster.kill(replica);
+      await cluster.kill(master);
+      await waitFor(async () => /cluster_state:fail/.test((await cluster.node(cluster.live()[0]!).cluster('INFO')) as string), {
+        timeoutMs: 30_000,
+        message: 'the cluster down',
+      });
+      // How long each took, from one start: compared with each other, never with a fixed time.
+      const began = performance.now();
+      const took: Record<string, number> = {};
+      const timed = <T>(name: string, work: Promise<T>): Promise<T> => work.finally(() => (took[name] = performance.now() - began));
+      const failure = (err: Error) => err.message;
+      const [pipeline, multi, emitted, trimmed] = await Promise.all([
+        timed('pipeline', conn.pipeline().xadd(key, '*', 'a', '1').incr(`${key}:n`).exec().then(outcomes)),
+        timed(
+          'multi',
+          conn
+            .multi()
+            .xadd(key, '*', 'a', '1')
+            .exec()
+            .then(outcomes, (err: Error) => [err.message]),
+        ),
+        timed(
+          'emit',
+          lastValueFrom(client.emit(`{${prefix}}orders`, {})).then(() => 'written', failure),
+        ),
+        timed(
+          'trimmed',
+          lastValueFrom(trimming.emit(`{${prefix}}kept`, {})).then(() => 'written', failure),
+        ),
+      ]);
+      // Each command's deadline counts from its first send. Re-sent after each redirection (every 100 ms through
+      // CLUSTERDOWN), a pipeline's commands got a fresh one each time and ended only when ioredis' redirections ran out
+      // ("Connection is closed.", 2.3 times the deadline): a single command's emit ended at its deadline all along.
+      expect(pipeline).toEqual(['Command timed out', 'Command timed out']);
+      expect(took.pipeline! / took.emit!).toBeLessThan(1.5);
+      // A MULTI may also end sooner, on a closed connection ioredis does not retry.
+      expect(multi).toHaveLength(1);
+      expect(multi[0]).toMatch(/^(Command timed out|Connection is closed\.)$/);
+      expect(took.multi! / took.emit!).toBeLessThan(1.5);
+      expect(trimmed).toMatch(/no answer within 2000 ms/);
+      expect(took.trimmed! / took.emit!).toBeLessThan(1.5);
+      // Not a silence: Redis refused, and the message says so.
+      expect(emitted).toMatch(/no answer within 2000 ms \(retried until then, the last error: (CLUSTERDOWN|MOVED|Connection is closed)/);
+    } finally {
+      conn.disconnect();
+      await Promise.all([client.close(), trimming.close()]);
+    }
+  }, 120_000);
+});
