@@ -31,16 +31,17 @@ const child = spawn(process.execPath, [vitest, 'run', ...args.filter((a) => a !=
 // Ctrl-C reaches Vitest through the terminal's process group; a SIGTERM sent to this process alone is passed on.
 process.on('SIGTERM', () => {
   child.kill('SIGTERM');
-  typecheck?.child.kill('SIGTERM');
+  typecheck?.stop('SIGTERM');
 });
-process.on('SIGINT', () => undefined);
+// The type check has a process group of its own (see startTypecheck): Ctrl-C does not reach it there.
+process.on('SIGINT', () => typecheck?.stop('SIGTERM'));
 const watchdog = setTimeout(() => {
   if (limitMs === 0) return;
   console.error(
     `\nthe test run did not end within ${Math.round(limitMs / 1000)} s (TEST_RUN_LIMIT_MS): stopped; a worker's event loop is likely held`,
   );
   child.kill('SIGKILL');
-  typecheck?.child.kill('SIGKILL');
+  typecheck?.stop('SIGKILL');
 }, limitMs);
 const [code, signal] = await new Promise((resolve) => child.once('exit', (...args) => resolve(args)));
 // A failed type check prints last, so the tail of the log shows it; a passed one says so in a line.
@@ -55,9 +56,11 @@ process.exitCode = left.length > 0 || !typed ? 1 : (code ?? (signal ? 1 : 0));
 
 function startTypecheck() {
   const started = Date.now();
+  // A process group of its own (npm, sh, tsc): stopping it stops all of them, not npm alone.
   const proc = spawn('npm', ['run', '-s', 'typecheck'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, [RUN_MARKER]: run },
+    detached: true,
   });
   try {
     setPriority(proc.pid, 10);
@@ -72,16 +75,29 @@ function startTypecheck() {
       out.push(Buffer.from(`${err.message}\n`));
       resolve(false);
     });
-    proc.once('close', (status) => {
+    proc.once('close', (status, signal) => {
       const secs = Math.round((Date.now() - started) / 1000);
       if (status === 0) {
         console.log(`typecheck: passed (npm run typecheck, beside the tests, ${secs} s)`);
         return resolve(true);
       }
+      if (stopped) {
+        console.error(`failed: npm run typecheck stopped with the run (${stopped}, ${secs} s)`);
+        return resolve(false);
+      }
       process.stderr.write(Buffer.concat(out));
-      console.error(`failed: npm run typecheck (exit ${status}, ${secs} s): the type errors above`);
+      console.error(`failed: npm run typecheck (${signal ?? `exit ${status}`}, ${secs} s): the type errors above`);
       resolve(false);
     });
   });
-  return { child: proc, done };
+  let stopped;
+  const stop = (sig) => {
+    stopped ??= sig;
+    try {
+      process.kill(-proc.pid, sig);
+    } catch {
+      // Already gone.
+    }
+  };
+  return { done, stop };
 }
