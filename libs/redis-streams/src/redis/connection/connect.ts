@@ -54,7 +54,7 @@ function redirectionsWithin(deadlineMs: number, options: ClusterOptions): number
  * the cluster's next errors instead: the worker's start and the producer's emits name the cause as on one node.
  */
 class SocketCauseCluster extends Cluster {
-  /** A node's socket error found by the last probe; undefined once the cluster is ready or the node accepted. */
+  /** A node's socket error found by the last probe; undefined once the node accepted, the cluster is ready or read a slot map. */
   private socketError: Error | undefined;
   private probing = false;
 
@@ -64,7 +64,9 @@ class SocketCauseCluster extends Cluster {
     this.on('node error', (err: unknown, key: unknown) => {
       if (err instanceof Error && err.message === CONNECTION_CLOSED && typeof key === 'string') this.probe(key);
     });
+    // Ready, or a slot map read since: what a node's socket said then no longer explains anything.
     this.on('ready', () => (this.socketError = undefined));
+    this.on('refresh', () => (this.socketError = undefined));
   }
 
   override emit(event: string | symbol, ...args: unknown[]): boolean {
