@@ -99,17 +99,19 @@ async function decideRest(
     const calls = new Map<string, { index: number[]; ready: Ready[] }>();
     let lastPattern: string | undefined;
     let call: { index: number[]; ready: Ready[] } | undefined;
-    if (taken.length > 0) {
+    // Where the plain loop stopped (`taken` grows below: it is its pattern's call from here on).
+    const at = taken.length;
+    if (at > 0) {
       lastPattern = taken[0]!.pattern;
       calls.set(lastPattern, (call = { index: taken.map((_, i) => i), ready: taken }));
     }
-    for (let i = taken.length; i < entries.length; i++) {
+    for (let i = at; i < entries.length; i++) {
       const entry = entries[i]!;
-      const preparing = i === taken.length && first ? first.prepared : prepare(deps, entry, source);
+      const preparing = i === at && first ? first.prepared : prepare(deps, entry, source);
       let ready = preparing instanceof Promise ? await preparing : preparing;
       if (ready instanceof Ready) {
         traces?.[i]?.open(ready.decoded.headers, ready.decoded.request?.correlationId, ready.args.partition);
-        const admitted = i === taken.length && first?.admitted ? first.admitted : admit(deps, ready, source);
+        const admitted = i === at && first?.admitted ? first.admitted : admit(deps, ready, source);
         ready = admitted instanceof Ready ? admitted : await admitted;
       }
       if (!(ready instanceof Ready)) events[i] = ready;
