@@ -129,8 +129,9 @@ class DeadlineCluster extends SocketCauseCluster {
    * redirection with fresh promises, which would otherwise get a fresh commandTimeoutMs each time.
    */
   private readonly deadlineAt = new WeakMap<Command, number>();
-  /** The last error a command was retried after (CLUSTERDOWN, MOVED, TRYAGAIN, a closed connection), and when. */
-  private lastRetried: { error: Error; at: number } | undefined;
+  /** The last error each command was retried after (CLUSTERDOWN, MOVED, TRYAGAIN, a closed connection). */
+  private readonly retriedAfter = new WeakMap<Command, Error>();
+  private readonly retriesNoted = new WeakSet<Command>();
 
   constructor(
     nodes: ClusterNode[],
@@ -170,9 +171,8 @@ class DeadlineCluster extends SocketCauseCluster {
     command.promise.catch((err: unknown) => {
       if (!(err instanceof Error) || !err.message.startsWith('Command timed out')) return;
       this.timedOut.add(command);
-      const retried = this.lastRetried;
-      const since = (this.deadlineAt.get(command) ?? Infinity) - this.deadlineMs;
-      if (retried && retried.at >= since) Object.assign(err, { lastClusterAnswer: retried.error });
+      const retried = this.retriedAfter.get(command);
+      if (retried) Object.assign(err, { lastClusterAnswer: retried });
       this.refreshAfterTimeout();
     });
   }
@@ -184,13 +184,18 @@ class DeadlineCluster extends SocketCauseCluster {
     // Re-sent (a pipeline after a redirection): what is left of its deadline; past it, it times out at once.
     command.setTimeout(Math.max(1, Math.ceil(at - now)));
     this.noteTimeout(command);
-    return (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
-  }
-
-  override handleError(error: Error, ttl: { value?: number }, handlers: Parameters<Cluster['handleError']>[2]): void {
-    // What ioredis retries after; not the timeouts and replies it hands back as they are.
-    if (RETRIED.test(error.message) || error.message === CONNECTION_CLOSED) this.lastRetried = { error, at: performance.now() };
-    super.handleError(error, ttl, handlers);
+    const sent = (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
+    // ioredis has put its redirection handling in the command's reject (once per command): what it retries after is
+    // noted on the way in. (A pipeline's commands are retried by the pipeline, with fresh rejects: not noted.)
+    if (!this.retriesNoted.has(command)) {
+      this.retriesNoted.add(command);
+      const reject = command.reject;
+      command.reject = (err: Error) => {
+        if (RETRIED.test(err.message) || err.message === CONNECTION_CLOSED) this.retriedAfter.set(command, err);
+        reject.call(command, err);
+      };
+    }
+    return sent;
   }
 
   /**
