@@ -5,6 +5,7 @@
 // run fails. test/support/leftovers.ts does the same for each test file as it ends.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { canFindLeftovers, reapMarked, RUN_MARKER } from './lib/leftovers.mjs';
@@ -33,8 +34,8 @@ process.on('SIGTERM', () => {
   child.kill('SIGTERM');
   typecheck?.stop('SIGTERM');
 });
-// The type check has a process group of its own (see startTypecheck): Ctrl-C does not reach it there.
-process.on('SIGINT', () => typecheck?.stop('SIGTERM'));
+// Ctrl-C reaches the type check through the process group too: noted, so that it is not taken for type errors.
+process.on('SIGINT', () => typecheck?.stop('SIGINT'));
 const watchdog = setTimeout(() => {
   if (limitMs === 0) return;
   console.error(
@@ -56,11 +57,10 @@ process.exitCode = left.length > 0 || !typed ? 1 : (code ?? (signal ? 1 : 0));
 
 function startTypecheck() {
   const started = Date.now();
-  // A process group of its own (npm, sh, tsc): stopping it stops all of them, not npm alone.
+  // In the runner's process group (a kill of the group stops it too); stopped with its descendants (npm, sh, tsc).
   const proc = spawn('npm', ['run', '-s', 'typecheck'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, [RUN_MARKER]: run },
-    detached: true,
   });
   try {
     setPriority(proc.pid, 10);
@@ -93,11 +93,41 @@ function startTypecheck() {
   let stopped;
   const stop = (sig) => {
     stopped ??= sig;
-    try {
-      process.kill(-proc.pid, sig);
-    } catch {
-      // Already gone.
+    // The descendants first: once npm is gone, sh and tsc are init's children and no longer found from it.
+    for (const pid of [...descendantsOf(proc.pid), proc.pid]) {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // Already gone.
+      }
     }
   };
   return { done, stop };
+}
+
+/** Every process below `pid` (from /proc; none where there is no /proc). */
+function descendantsOf(pid) {
+  const children = new Map();
+  let entries;
+  try {
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  for (const name of entries) {
+    try {
+      // The parent's pid follows the command name, which may hold spaces: `pid (comm) state ppid …`.
+      const ppid = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found = [];
+  for (let queue = [pid]; queue.length > 0;) {
+    const next = children.get(queue.shift()) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
 }
