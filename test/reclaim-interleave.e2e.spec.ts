@@ -84,9 +84,11 @@ describe('reclaim keeps its cost per beat', () => {
     expect(beats).toBeGreaterThanOrEqual(9);
     // One XAUTOCLAIM per stream per beat (the beat under way may have sent its reclaim, not yet its park).
     expect(claims).toBeLessThanOrEqual((beats + 1) * STREAMS);
-    // Every read event besides this test's INFOs: per beat, the reclaim's pipeline, the re-sent park, a little bookkeeping.
-    // Sequential XAUTOCLAIMs cost a read event each: 42 per beat here.
-    expect((after.reads - before.reads - polls) / beats).toBeLessThan(8);
+    // Every read event besides this test's INFOs: per beat, the reclaim's pipeline, the re-sent park, a little bookkeeping
+    // (3 on a quiet machine; 8.2 once in CI, where a busy machine splits a pipeline's bytes over several reads and
+    // slower beats carry more of the timers' bookkeeping). Sequential XAUTOCLAIMs cost a read event each: 42 per beat
+    // here. Half of that tells the two apart, whatever the machine's load.
+    expect((after.reads - before.reads - polls) / beats).toBeLessThan(STREAMS / 2);
     expect(app.recorder.calls).toEqual([]);
   });
 
