@@ -5,10 +5,9 @@
 // run fails. test/support/leftovers.ts does the same for each test file as it ends.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { canFindLeftovers, reapMarked, RUN_MARKER } from './lib/leftovers.mjs';
+import { canFindLeftovers, markedProcesses, reapMarked, RUN_MARKER } from './lib/leftovers.mjs';
 
 // A run that never ends (a test file whose loop holds its worker's event loop: Vitest's own timeouts
 // are timers that never fire then) fails here, and the reaping below names what was still running.
@@ -19,6 +18,8 @@ if (!Number.isSafeInteger(limitMs) || limitMs < 0 || limitMs > 2 ** 31 - 1) {
   process.exit(2);
 }
 const run = randomUUID();
+/** Marks the type check's processes (npm and all it starts), to stop them together. */
+const TYPECHECK_MARKER = 'NRS_TEST_TYPECHECK';
 const args = process.argv.slice(2);
 // --typecheck (npm test's): `npm run typecheck` beside the tests instead of before them. The tests keep about 1.4 of
 // the 2 cores busy, waiting on Redis' timers: the type check (about 25 CPU-s) runs at a lower priority in the rest,
@@ -57,10 +58,10 @@ process.exitCode = left.length > 0 || !typed ? 1 : (code ?? (signal ? 1 : 0));
 
 function startTypecheck() {
   const started = Date.now();
-  // In the runner's process group (a kill of the group stops it too); stopped with its descendants (npm, sh, tsc).
+  // In the runner's process group (a kill of the group stops it too); stopped by its mark (npm, sh, tsc).
   const proc = spawn('npm', ['run', '-s', 'typecheck'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, [RUN_MARKER]: run },
+    env: { ...process.env, [RUN_MARKER]: run, [TYPECHECK_MARKER]: run },
   });
   try {
     setPriority(proc.pid, 10);
@@ -93,8 +94,8 @@ function startTypecheck() {
   let stopped;
   const stop = (sig) => {
     stopped ??= sig;
-    // The descendants first: once npm is gone, sh and tsc are init's children and no longer found from it.
-    for (const pid of [...descendantsOf(proc.pid), proc.pid]) {
+    // npm, sh and tsc by the type check's own mark (as leftovers are found): not npm alone.
+    for (const { pid } of markedProcesses(TYPECHECK_MARKER, run)) {
       try {
         process.kill(pid, sig);
       } catch {
@@ -103,31 +104,4 @@ function startTypecheck() {
     }
   };
   return { done, stop };
-}
-
-/** Every process below `pid` (from /proc; none where there is no /proc). */
-function descendantsOf(pid) {
-  const children = new Map();
-  let entries;
-  try {
-    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return [];
-  }
-  for (const name of entries) {
-    try {
-      // The parent's pid follows the command name, which may hold spaces: `pid (comm) state ppid …`.
-      const ppid = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found = [];
-  for (let queue = [pid]; queue.length > 0;) {
-    const next = children.get(queue.shift()) ?? [];
-    found.push(...next);
-    queue.push(...next);
-  }
-  return found;
 }

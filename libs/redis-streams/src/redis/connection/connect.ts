@@ -41,8 +41,8 @@ function redirectionsWithin(deadlineMs: number, options: ClusterOptions): number
   const delays = [options.retryDelayOnClusterDown, options.retryDelayOnTryAgain, options.retryDelayOnFailover].map(
     (ms) => ms ?? IOREDIS_RETRY_DELAY_MS,
   );
-  // A zero delay (retry at once) is bounded by the deadline all the same: counted as 100 ms.
-  const stepMs = Math.max(1, Math.min(...delays.map((ms) => (ms > 0 ? ms : IOREDIS_RETRY_DELAY_MS))));
+  // A delay of 0 turns that retry off in ioredis: it does not count.
+  const stepMs = Math.min(...delays.map((ms) => (ms > 0 ? ms : IOREDIS_RETRY_DELAY_MS)));
   return IOREDIS_MAX_REDIRECTIONS + 2 * Math.ceil(deadlineMs / stepMs);
 }
 
@@ -50,7 +50,7 @@ function redirectionsWithin(deadlineMs: number, options: ClusterOptions): number
  * An ioredis Cluster whose failure to reach its nodes says why. When a seed refuses the connection (a wrong port, a
  * node down), ioredis asks it for the slots on a connection of its own whose socket error it drops, and reports only
  * "Failed to refresh slots cache." with "Connection is closed.". That node is then tried once with a plain TCP
- * connect (at most one at a time, within a second), and its socket error (ECONNREFUSED, ENOTFOUND …) is attached to
+ * connect (at most one at a time, within a second), and its socket error (ECONNREFUSED, a timeout) is attached to
  * the cluster's next errors instead: the worker's start and the producer's emits name the cause as on one node.
  */
 class SocketCauseCluster extends Cluster {
@@ -131,7 +131,6 @@ class DeadlineCluster extends SocketCauseCluster {
   private readonly deadlineAt = new WeakMap<Command, number>();
   /** The last error each command was retried after (CLUSTERDOWN, MOVED, TRYAGAIN, a closed connection). */
   private readonly retriedAfter = new WeakMap<Command, Error>();
-  private readonly retriesNoted = new WeakSet<Command>();
 
   constructor(
     nodes: ClusterNode[],
@@ -179,16 +178,16 @@ class DeadlineCluster extends SocketCauseCluster {
 
   override sendCommand(command: Command, stream?: unknown, node?: unknown): unknown {
     const now = performance.now();
-    let at = this.deadlineAt.get(command);
-    if (at === undefined) this.deadlineAt.set(command, (at = now + this.deadlineMs));
+    const at = this.deadlineAt.get(command);
+    const first = at === undefined;
+    if (first) this.deadlineAt.set(command, now + this.deadlineMs);
     // Re-sent (a pipeline after a redirection): what is left of its deadline; past it, it times out at once.
-    command.setTimeout(Math.max(1, Math.ceil(at - now)));
+    command.setTimeout(first ? this.deadlineMs : Math.max(1, Math.ceil(at - now)));
     this.noteTimeout(command);
     const sent = (super.sendCommand as (...args: unknown[]) => unknown)(command, stream, node);
     // ioredis has put its redirection handling in the command's reject (once per command): what it retries after is
     // noted on the way in. (A pipeline's commands are retried by the pipeline, with fresh rejects: not noted.)
-    if (!this.retriesNoted.has(command)) {
-      this.retriesNoted.add(command);
+    if (first) {
       const reject = command.reject;
       command.reject = (err: Error) => {
         if (RETRIED.test(err.message) || err.message === CONNECTION_CLOSED) this.retriedAfter.set(command, err);
