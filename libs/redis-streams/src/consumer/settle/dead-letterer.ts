@@ -1,7 +1,7 @@
 import type { Logger } from '../../ports.js';
 import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
-import { isRefusal } from '../../redis/replies/redis-errors.js';
+import { isCommandTimeout, isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
@@ -29,9 +29,9 @@ export interface DeadLettererDeps {
  * (made by the script, byte for byte) unless `copy` is false or Redis refuses the letter with
  * it (a dead-letter stream's `maxmemory`, a script error): then it goes without, saying why. When Redis
  * refuses even that (the dead-letter stream's ids used up, NOPERM), the entry stays pending,
- * reported as failed, and the loop goes on: one entry never stalls the others. Rejects only
- * when Redis could not be reached (the entry is then still pending under this consumer).
- * Once stopping, a move Redis does not confirm in time is reported as failed, not waited for.
+ * reported as failed, and the loop goes on: one entry never stalls the others. Rejects when
+ * Redis could not be reached (a move that timed out is logged as unconfirmed first: it may still
+ * run); once stopping, a move Redis does not confirm in time is reported as failed, not waited for.
  */
 export async function deadLetter(
   deps: DeadLettererDeps,
@@ -53,9 +53,18 @@ export async function deadLetter(
   }
   const deadStream = deps.deadLetterStream(entry.stream);
   const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack);
-  const moved = deps.stopping?.()
-    ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
-    : await moving;
+  const moved = await (
+    deps.stopping?.() ? within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED) : moving
+  ).catch((err: unknown) => {
+    // Sent and not answered (a frozen Redis): the script may still run when Redis gets to it. Said for this entry; the
+    // failure stays the loop's, whose restart reads what is pending. (Settled as 'failed' here, the entry would be
+    // retried even once the move ran, and an ordered key would wait for a retry that never comes.)
+    if (isCommandTimeout(err))
+      deps.logger.error(
+        `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis (${describeError(err)}): the move is one atomic script, so either it runs once Redis gets to it or the entry stays pending under consumer "${deps.consumer}"`,
+      );
+    throw err;
+  });
   if (moved === UNCONFIRMED) {
     moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
     deps.logger.error(
