@@ -9,6 +9,7 @@ import {
   RedisStreamsContext,
   RedisStreamsRecord,
   RedisStreamsServer,
+  RedisStreamsStatus,
   StreamPattern,
 } from 'nestjs-redis-streams';
 import { StreamConsumer } from 'nestjs-redis-streams/core';
@@ -16,7 +17,9 @@ import { OrderLog, recording } from './support/order-checker.js';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { lastValueFrom } from 'rxjs';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { RequestsController, uniquePrefix, useApps } from './support/test-app.js';
+import { captureLogs } from './support/logs.js';
+import { startProducer } from './support/producer.js';
 import { waitFor } from './support/wait-for.js';
 
 // Each test fails a master over: its own cluster, so no other file sees it.
@@ -346,4 +349,54 @@ describe('failover on a Redis Cluster, under load', () => {
     expect(violations, [...lines, '--- order log of the key ---', ...keyLines].join('\n')).toEqual([]);
     expect(acked.length - mustHandle.length).toBeLessThan(acked.length / 10);
   }, 180_000);
+});
+
+/**
+ * Resharding: `key`'s slot moved to master `to` (IMPORTING, MIGRATING, its keys MIGRATEd, SETSLOT NODE on every
+ * master), no connection cut: a blocked read on the slot is redirected (MOVED) by Redis itself.
+ */
+async function moveSlot(key: string, to: number): Promise<void> {
+  const slot = await cluster.keySlot(key);
+  const from = await cluster.masterOf(key);
+  const [src, dst] = [cluster.node(from), cluster.node(to)];
+  const [srcId, dstId] = [String(await src.call('CLUSTER', 'MYID')), String(await dst.call('CLUSTER', 'MYID'))];
+  await dst.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', srcId);
+  await src.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId);
+  for (let keys = (await src.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[]; keys.length > 0;) {
+    await src.call('MIGRATE', '127.0.0.1', to, '', 0, 5000, 'KEYS', ...keys);
+    keys = (await src.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+  }
+  for (const port of await cluster.masters()) await cluster.node(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', dstId);
+  await waitFor(async () => (await cluster.masterOf(key)) === to, { message: `slot ${slot} served by ${to}` });
+}
+
+describe('a slot moved by resharding (no connection lost)', () => {
+  it("a producer's reply lane follows its reply stream's slot: no loss logged, no status flap (review-i)", async () => {
+    const prefix = uniquePrefix();
+    const app = await startApps(
+      { connection: cluster.urls, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 200 },
+      { controllers: [RequestsController] },
+    );
+    app.recorder.behavior = (call) => (call.payload as { n: number }).n * 2;
+    const logs = captureLogs();
+    const { client, close } = await startProducer({ connection: cluster.urls, keyPrefix: prefix }, logs.logger);
+    closers.push(close);
+    expect(await lastValueFrom(client.send('quote', { n: 1 }))).toBe(2);
+    const statuses: string[] = [];
+    const watching = client.status.subscribe((s) => statuses.push(s));
+    const from = await cluster.masterOf(client.replyStream);
+    await moveSlot(
+      client.replyStream,
+      (await cluster.masters()).find((m) => m !== from)!,
+    );
+    // Answered: the reply lane reads the slot's new master.
+    expect(await lastValueFrom(client.send('quote', { n: 2 }))).toBe(4);
+    watching.unsubscribe();
+    const lines = logs.from('RedisStreamsClient');
+    expect(lines.some((l) => /MOVED/.test(l))).toBe(true);
+    // Re-pointed, not lost: before the fix, "connection to cluster(…) dropped, and restored after 0.0 s", and a
+    // CONNECTED → CONNECTING → CONNECTED flap.
+    expect(lines.filter((l) => /dropped|restored|lost|connected to/.test(l))).toEqual([]);
+    expect(statuses.filter((s) => s !== RedisStreamsStatus.CONNECTED)).toEqual([]);
+  }, 60_000);
 });

@@ -1,9 +1,9 @@
 import type { Redis, RedisOptions } from 'ioredis';
-import { BehaviorSubject, map, of, switchAll, type Observable } from 'rxjs';
+import { BehaviorSubject, defer, map, of, switchAll, type Observable } from 'rxjs';
 import { within } from '../../within.js';
 import { closeConnection, openBlockingConnection } from './connect.js';
 import type { RetryListener } from './command-lane.js';
-import { untilReady, watchState, type LaneState } from './lane-state.js';
+import { laneStateOf, untilReady, watchState, type LaneState } from './lane-state.js';
 import { PARK_GRACE_MS } from './park-watchdog.js';
 import { explainConnectionError } from '../replies/redis-errors.js';
 
@@ -16,8 +16,14 @@ export class BlockingLane {
   /** The current connection's state (`connecting` before the first). */
   readonly state$: Observable<LaneState>;
   /**
-   * The current connection's state from the lane's first `ready` on; undefined until then (a lane opened on demand,
-   * a producer's replies, is no state to wait for before it was ever up).
+   * `state$` as the lanes' status and log read it: a lane re-pointed from a ready connection (its slot moved) moved,
+   * it was not lost, so the new connection's `connecting` reads as `ready` until its first other state (a new node
+   * that refuses shows as `reconnecting` then). A park waits on `state$`, the real one.
+   */
+  readonly reportedState$: Observable<LaneState>;
+  /**
+   * `reportedState$` from the lane's first `ready` on; undefined until then (a lane opened on demand, a producer's
+   * replies, is no state to wait for before it was ever up).
    */
   readonly stateOnceReady$: Observable<LaneState | undefined>;
   private everReady = false;
@@ -25,6 +31,7 @@ export class BlockingLane {
   private target: string | undefined;
   private clientId: number | undefined;
   private readonly states = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
+  private readonly reported = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
 
   constructor(
     private readonly name: string,
@@ -32,7 +39,8 @@ export class BlockingLane {
     private readonly onRetry?: RetryListener,
   ) {
     this.state$ = this.states.pipe(switchAll());
-    this.stateOnceReady$ = this.state$.pipe(
+    this.reportedState$ = this.reported.pipe(switchAll());
+    this.stateOnceReady$ = this.reportedState$.pipe(
       map((s) => {
         if (s === 'ready') this.everReady = true;
         return this.everReady ? s : undefined;
@@ -67,7 +75,9 @@ export class BlockingLane {
     conn.on('close', () => {
       if (this.conn === conn) this.clientId = undefined;
     });
-    this.states.next(watchState(conn));
+    const state = watchState(conn);
+    this.states.next(state);
+    this.reported.next(old && laneStateOf(old.status) === 'ready' ? asMove(state) : state);
     old?.disconnect();
   }
 
@@ -112,4 +122,17 @@ export class BlockingLane {
     }
     return closeConnection(this.conn);
   }
+}
+
+/** A new connection's states after a move from a ready one: `ready` until its first state other than `connecting`. */
+function asMove(state$: Observable<LaneState>): Observable<LaneState> {
+  return defer(() => {
+    let moving = true;
+    return state$.pipe(
+      map((s) => {
+        moving &&= s === 'connecting';
+        return moving ? 'ready' : s;
+      }),
+    );
+  });
 }

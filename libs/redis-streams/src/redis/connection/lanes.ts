@@ -64,7 +64,7 @@ export class Lanes {
           map(([command, blocking]) => (blocking === undefined ? command : foldLaneStates([command, blocking]))),
           distinctUntilChanged(),
         )
-      : combineLatest([this.commandState$, this.blockingLane.state$]).pipe(map(foldLaneStates), distinctUntilChanged());
+      : combineLatest([this.commandState$, this.blockingLane.reportedState$]).pipe(map(foldLaneStates), distinctUntilChanged());
   }
 
   /** The blocking connection; on a cluster it exists from the first park on. */
