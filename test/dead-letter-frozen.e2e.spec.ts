@@ -4,74 +4,125 @@ import { freezeServer } from './support/freeze.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { pendingCount } from './support/pending.js';
 import { useRedis } from './support/use-redis.js';
-import { uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { batchFailure, uniquePrefix, useApps, type AppExtras, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait-for.js';
 
 const redis = useRedis();
 const start = useApps();
 
 /**
- * A dead-letter move (maxDeliveries 1, the handler fails) sent while Redis is frozen (SIGSTOP), so that it times out
- * (commandTimeoutMs 300, well below the park's watchdog: blockMs + 2 s); thawed once the loop has given up on it.
+ * Entries written in one MULTI (one read) whose handler is held; `poison` of them fails on its only delivery
+ * (maxDeliveries 1) once Redis is frozen (SIGSTOP), so its dead-letter move times out (commandTimeoutMs 300, well
+ * below the park's watchdog: blockMs + 2 s). Thawed once the worker says it waits for the move's fate.
  */
-async function moveWhileFrozen(extras: Parameters<typeof start>[1], fields: string[]) {
+async function moveWhileFrozen(extras: AppExtras, rows: string[][], hold: (app: TestApp, release: Promise<void>) => void) {
   const prefix = uniquePrefix();
   const admin = redis.client();
   const logs = captureLogs();
   const errors: unknown[] = [];
-  const app: TestApp = await start(
+  const app = await start(
     { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, maxDeliveries: 1, commandTimeoutMs: 300 },
     { ...extras, logger: logs.logger, on: [['error', (err: unknown) => errors.push(err)]] },
   );
-  let fail!: () => void;
-  app.recorder.behavior = () => new Promise<void>((_, reject) => (fail = () => reject(new Error('poison'))));
-  const id = (await admin.xadd(app.key(), '*', ...fields))!;
-  await waitFor(() => app.recorder.calls.length === 1, { message: 'the entry in hand' });
+  let release!: () => void;
+  hold(app, new Promise<void>((resolve) => (release = resolve)));
+  const multi = admin.multi();
+  for (const fields of rows) multi.xadd(app.key(), '*', ...fields);
+  const ids = ((await multi.exec()) ?? []).map(([, id]) => id as string);
+  await waitFor(() => app.recorder.calls.length + app.batches.calls.length > 0, { message: 'the read in hand' });
   const thaw = await freezeServer(admin);
   try {
-    fail();
-    await waitFor(() => errors.length > 0 || app.settled.some((e) => e.id === id), { timeoutMs: 15_000, message: 'the move given up on' });
+    release();
+    // (Before the fix the loop failed on the timeout instead: an error event.)
+    await waitFor(() => /got no answer .*waiting for Redis to tell whether it ran/.test(logs.text()) || errors.length > 0, {
+      timeoutMs: 15_000,
+      message: 'the move given up on, its fate waited for',
+    });
   } finally {
     thaw();
   }
-  // The script was in Redis' input: it runs after the thaw, moves the entry and acks it, once.
-  await waitFor(async () => (await admin.xlen(deadLetterKey(app.key()))) === 1, { message: 'the letter landed after the thaw' });
-  const letters = await admin.xrange(deadLetterKey(app.key()), '-', '+');
-  expect(letters.map(([letterId, letter]) => decodeDeadLetter(letterId, letter))).toMatchObject([{ sourceId: id, deliveryCount: 1 }]);
-  return { app, admin, logs, errors, id };
+  return { app, admin, logs, ids, errors };
+}
+
+/** The letters of `app`'s stream: one per source id. */
+async function letters(app: TestApp) {
+  const rows = await redis.client().xrange(deadLetterKey(app.key()), '-', '+');
+  return rows.map(([id, fields]) => decodeDeadLetter(id, fields));
 }
 
 describe('a dead-letter move Redis does not answer in time (SIGSTOP)', () => {
-  it('is logged for its entry as unconfirmed; the loop restarts on it; the letter lands once, the handler ran once', async (ctx) => {
+  it("is settled by what Redis says once it answers: dead-lettered; the read's other entries run once and are acked", async (ctx) => {
     if (!redis.owned || redis.cluster) ctx.skip(); // freezes the whole server
-    const { app, logs, errors, id } = await moveWhileFrozen({}, ['order_id', '7']);
-    expect(logs.text()).toMatch(
-      new RegExp(
-        `entry ${id} of stream "${app.key()}" \\(delivery 1\\): .*dead-letter move to ".*" was not confirmed by Redis \\(.*timed out.*\\)`,
-      ),
+    const { app, logs, ids, errors } = await moveWhileFrozen(
+      {},
+      [
+        ['n', '0'],
+        ['n', '1'],
+        ['n', '2'],
+        ['n', '3'],
+      ],
+      (app, release) => {
+        app.recorder.behavior = async (call) => {
+          await release;
+          if (call.id === ids[0]) throw new Error('poison');
+        };
+      },
     );
-    expect(errors.map(String)).toEqual([expect.stringMatching(/timed out/)]);
-    // No settled event for it: the move's answer never came (docs/failure-semantics.md).
-    expect(app.settled.filter((e) => e.id === id)).toEqual([]);
-    await waitFor(async () => (await pendingCount(redis, app.key())) === 0, { message: 'nothing pending' });
-    // The restarted loop read what is pending: nothing of it, so nothing ran again.
-    const next = (await redis.client().xadd(app.key(), '*', 'order_id', '8'))!;
-    app.recorder.behavior = () => undefined;
-    await waitFor(() => app.settled.some((e) => e.id === next && e.outcome === 'acked'), { message: 'the next entry acked' });
-    expect(app.recorder.calls.map((c) => c.id)).toEqual([id, next]);
+    await waitFor(() => ids.every((id) => app.settled.some((e) => e.id === id)), { message: 'every entry settled' });
+    const poison = app.settled.find((e) => e.id === ids[0]);
+    expect(poison?.outcome).toBe('dead-lettered');
+    // Its letter's id was in the answer that was lost.
+    expect(poison?.deadLetterId).toBeUndefined();
+    expect(logs.text()).toMatch(
+      new RegExp(`entry ${ids[0]} of stream ".*" \\(delivery 1\\): .*moved to ".*" \\(Redis answered the move late`),
+    );
+    // Before: the loop restarted on the timeout, its self-drain counted the other three a second delivery, and
+    // maxDeliveries 1 dead-lettered them unrun.
+    expect(app.settled.filter((e) => e.id !== ids[0]).map((e) => e.outcome)).toEqual(['acked', 'acked', 'acked']);
+    expect(app.recorder.calls.map((c) => c.id)).toEqual(ids);
+    expect((await letters(app)).map((l) => [l.sourceId, l.deliveryCount])).toEqual([[ids[0], 1]]);
+    expect(await pendingCount(redis, app.key())).toBe(0);
+    expect(errors).toEqual([]);
   });
 
-  it('an ordered key goes on once the move landed (not held for a retry that never comes)', async (ctx) => {
+  it("a batch handler's call: the entry it failed is dead-lettered once, the others acked", async (ctx) => {
     if (!redis.owned || redis.cluster) ctx.skip();
-    const { app, admin, id } = await moveWhileFrozen({ defaults: false, handlers: [{ pattern: 'orders', extras: { ordered: true } }] }, [
-      'data',
-      '{}',
-      'partitionKey',
-      'k1',
-    ]);
+    const rows = [0, 1, 2, 3, 4, 5].map((n) => ['data', JSON.stringify({ n })]);
+    const { app, ids } = await moveWhileFrozen(
+      { defaults: false, handlers: [{ pattern: 'orders', extras: { batch: { maxSize: 10, maxWaitMs: 50 } } }] },
+      rows,
+      (app, release) => {
+        app.batches.behavior = async (entries) => {
+          await release;
+          const bad = entries.filter((e) => (e.payload as { n?: number }).n === 3);
+          if (bad.length > 0) throw batchFailure(bad.map((entry) => ({ entry, error: new Error('poison') })));
+        };
+      },
+    );
+    await waitFor(() => ids.every((id) => app.settled.some((e) => e.id === id)), { message: 'every entry settled' });
+    expect(app.settled.filter((e) => e.outcome !== 'acked').map((e) => [e.id, e.outcome])).toEqual([[ids[3], 'dead-lettered']]);
+    expect(app.batches.calls.flatMap((c) => c.ids)).toEqual(ids);
+    expect((await letters(app)).map((l) => l.sourceId)).toEqual([ids[3]]);
+    expect(await pendingCount(redis, app.key())).toBe(0);
+  });
+
+  it('an ordered key goes on after it (not held for a retry that never comes)', async (ctx) => {
+    if (!redis.owned || redis.cluster) ctx.skip();
+    const { app, admin, ids } = await moveWhileFrozen(
+      { defaults: false, handlers: [{ pattern: 'orders', extras: { ordered: true } }] },
+      [['data', '{}', 'partitionKey', 'k1']],
+      (app, release) => {
+        app.recorder.behavior = async () => {
+          await release;
+          throw new Error('poison');
+        };
+      },
+    );
+    await waitFor(() => app.settled.some((e) => e.id === ids[0]), { message: 'the poison entry settled' });
     app.recorder.behavior = () => undefined;
     const next = (await admin.xadd(app.key(), '*', 'data', '{}', 'partitionKey', 'k1'))!;
     await waitFor(() => app.settled.some((e) => e.id === next && e.outcome === 'acked'), { message: 'the next entry of k1 acked' });
-    expect(app.recorder.calls.map((c) => c.id)).toEqual([id, next]);
+    expect(app.recorder.calls.map((c) => c.id)).toEqual([ids[0], next]);
+    expect((await letters(app)).map((l) => l.sourceId)).toEqual([ids[0]]);
   });
 });

@@ -76,7 +76,7 @@ export interface Decider {
 }
 
 /** The decider the host built once, before any reader; each reader binds it to its stop signal (a dead-letter move is bounded once stopping) and its server offer (a move deletes the entry with deleteOnAck). */
-export type DeciderFor = (stop: { readonly stopped: boolean }, offer: Pick<ServerOffer, 'ackDelete'>) => Decider;
+export type DeciderFor = (stop: Pick<StopSignal, 'stopped' | 'stopped$'>, offer: Pick<ServerOffer, 'ackDelete'>) => Decider;
 
 /** The streams a reader reads: all on one node (one hash slot on a cluster), one batch handler's at most. */
 export interface ReaderStreams extends IntakePlan, TenurePlan, SettlePlan {

@@ -55,7 +55,7 @@ export function deciderOf(
     admissionOf: gates.size === 0 ? () => undefined : (stream) => gates.get(stream),
   };
   return (stop, offer) => {
-    const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, ackDelete: () => offer.ackDelete };
+    const deps: BatchDecideDeps = { ...shared, stopping: () => stop.stopped, stopped$: stop.stopped$, ackDelete: () => offer.ackDelete };
     // With telemetry, each entry's decide is traced from above (telemetry/traced-decide.ts); without, decide alone.
     const one = parts.telemetry
       ? tracedDecide(parts.telemetry, deps)

@@ -3,13 +3,17 @@ import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
 import { isCommandTimeout, isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
+import type { PendingRow } from '../../redis/replies/replies.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { markSettleSent } from './settle-sent.js';
 import { STOP_STEPS_WITHIN_MS } from '../stop-signal.js';
+import { firstValueFrom, from, map, NEVER, race, type Observable } from 'rxjs';
 
 const UNCONFIRMED = Symbol('unconfirmed');
+/** The move's answer was lost, and the entry is no longer pending: the move ran. */
+const MOVED_UNSEEN = Symbol('moved, its answer lost');
 
 export interface DeadLettererDeps {
   commands: StreamCommands;
@@ -19,6 +23,8 @@ export interface DeadLettererDeps {
   logger: Logger;
   /** True once close() began: a move Redis does not confirm is then not waited for past STOP_STEPS_WITHIN_MS. */
   stopping?: () => boolean;
+  /** Emits once close() began: ends the wait for a move's fate (see moveFate). */
+  stopped$?: Observable<unknown>;
   /** How the move's ack deletes the entry from its stream (deleteOnAck); undefined: a plain XACK. */
   ackDelete?: () => AckDeletePolicy | undefined;
 }
@@ -29,9 +35,11 @@ export interface DeadLettererDeps {
  * (made by the script, byte for byte) unless `copy` is false or Redis refuses the letter with
  * it (a dead-letter stream's `maxmemory`, a script error): then it goes without, saying why. When Redis
  * refuses even that (the dead-letter stream's ids used up, NOPERM), the entry stays pending,
- * reported as failed, and the loop goes on: one entry never stalls the others. Rejects when
- * Redis could not be reached (a move that timed out is logged as unconfirmed first: it may still
- * run); once stopping, a move Redis does not confirm in time is reported as failed, not waited for.
+ * reported as failed, and the loop goes on: one entry never stalls the others. A move whose
+ * answer is lost (timed out) is settled by what Redis says of the entry once it answers again
+ * (see moveFate). Rejects when Redis could not be reached otherwise (the entry is then still
+ * pending under this consumer). Once stopping, a move Redis does not confirm in time is
+ * reported as failed, not waited for.
  */
 export async function deadLetter(
   deps: DeadLettererDeps,
@@ -53,24 +61,31 @@ export async function deadLetter(
   }
   const deadStream = deps.deadLetterStream(entry.stream);
   const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack);
-  const moved = await (
-    deps.stopping?.() ? within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED) : moving
-  ).catch((err: unknown) => {
-    // Sent and not answered (a frozen Redis): the script may still run when Redis gets to it. Said for this entry; the
-    // failure stays the loop's, whose restart reads what is pending. (Settled as 'failed' here, the entry would be
-    // retried even once the move ran, and an ordered key would wait for a retry that never comes.)
-    if (isCommandTimeout(err))
-      deps.logger.error(
-        `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis (${describeError(err)}): the move is one atomic script, so either it runs once Redis gets to it or the entry stays pending under consumer "${deps.consumer}"`,
-      );
-    throw err;
-  });
+  let moved: Awaited<typeof moving> | typeof UNCONFIRMED | typeof MOVED_UNSEEN;
+  try {
+    moved = deps.stopping?.()
+      ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
+      : await moving;
+  } catch (err) {
+    if (!isCommandTimeout(err)) throw err;
+    // Sent and not answered (a frozen Redis): the script runs if and when Redis gets to it. Its fate is read behind it,
+    // once Redis answers. A restart of the loop instead would cost the read's other entries a delivery each (its
+    // self-drain re-reads them); settled as failed, an entry whose move ran would be retried, an ordered key held.
+    deps.logger.warn(
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer (${describeError(err)}): waiting for Redis to tell whether it ran`,
+    );
+    moved = await moveFate(deps, entry);
+  }
   if (moved === UNCONFIRMED) {
     moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
     deps.logger.error(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis within ${STOP_STEPS_WITHIN_MS} ms of stopping: the move is one atomic script, so either it happened or the entry is still pending under consumer "${deps.consumer}"`,
     );
     return { ...base, outcome: 'failed', error };
+  }
+  if (moved === MOVED_UNSEEN) {
+    deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" (Redis answered the move late: its letter's id was not seen)`, logged);
+    return { ...base, outcome: 'dead-lettered', error };
   }
   if (typeof moved !== 'string' && moved !== null) {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
@@ -130,5 +145,33 @@ async function moveWithFallback(
       if (!isRefusal(again)) throw again;
       return { refused: again };
     }
+  }
+}
+
+/**
+ * What became of a move whose answer was lost (its command timed out): the entry's XPENDING row, read on the same
+ * connection (behind the script, so after it ran), tried again while Redis does not answer, until stopping.
+ * MOVED_UNSEEN: no longer pending. null: a peer's now. Pending here still: the move did not happen (refused).
+ * Rejects when Redis cannot be reached otherwise (a dropped connection): the loop's restart finds out then.
+ */
+async function moveFate(
+  deps: DeadLettererDeps,
+  entry: StreamEntry,
+): Promise<typeof MOVED_UNSEEN | typeof UNCONFIRMED | null | { refused: unknown }> {
+  const stopped$ = deps.stopped$ ?? NEVER;
+  for (;;) {
+    if (deps.stopping?.()) return UNCONFIRMED;
+    const asked: Promise<{ row: PendingRow | undefined } | 'stopping'> = firstValueFrom(
+      race(from(deps.commands.fetch.pendingRows([entry]).then(([row]) => ({ row }))), stopped$.pipe(map(() => 'stopping' as const))),
+    );
+    const answer = await asked.catch((err: unknown) => {
+      if (isCommandTimeout(err)) return 'unanswered' as const;
+      throw err;
+    });
+    if (answer === 'stopping') return UNCONFIRMED;
+    if (answer === 'unanswered') continue;
+    if (answer.row === undefined) return MOVED_UNSEEN;
+    if (answer.row.consumer !== deps.consumer) return null;
+    return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };
   }
 }
