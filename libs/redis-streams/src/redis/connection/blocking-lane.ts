@@ -18,7 +18,8 @@ export class BlockingLane {
   /**
    * `state$` as the lanes' status and log read it: a lane re-pointed from a ready connection (its slot moved) moved,
    * it was not lost, so the new connection's `connecting` reads as `ready` until its first other state (a new node
-   * that refuses shows as `reconnecting` then). A park waits on `state$`, the real one.
+   * that refuses shows as `reconnecting` then), or until a park could not be sent on it in time (a node that takes
+   * the connection and never answers: see prepare). A park waits on `state$`, the real one.
    */
   readonly reportedState$: Observable<LaneState>;
   /**
@@ -32,6 +33,8 @@ export class BlockingLane {
   private clientId: number | undefined;
   private readonly states = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
   private readonly reported = new BehaviorSubject<Observable<LaneState>>(of('connecting'));
+  /** The new connection's real state while a move reads it as `ready` (see reportedState$). */
+  private moving: Observable<LaneState> | undefined;
 
   constructor(
     private readonly name: string,
@@ -77,7 +80,8 @@ export class BlockingLane {
     });
     const state = watchState(conn);
     this.states.next(state);
-    this.reported.next(old && laneStateOf(old.status) === 'ready' ? asMove(state) : state);
+    this.moving = old && laneStateOf(old.status) === 'ready' ? state : undefined;
+    this.reported.next(this.moving ? asMove(state) : state);
     old?.disconnect();
   }
 
@@ -87,7 +91,11 @@ export class BlockingLane {
    */
   async prepare(timeoutMs: number, cancel$: Observable<unknown>): Promise<boolean> {
     const conn = this.conn!;
-    if (!(await untilReady(conn, this.state$, timeoutMs, cancel$)) || conn !== this.conn) return false;
+    if (!(await untilReady(conn, this.state$, timeoutMs, cancel$)) || conn !== this.conn) {
+      // Not up within a park's wait: no longer a move, what the status and the log say is the real state.
+      if (conn === this.conn) this.endMove();
+      return false;
+    }
     if (this.clientId !== undefined) return true;
     // Bounded like a park: a lane that goes silent right after connecting is dropped, not waited on.
     const id = await within(
@@ -101,6 +109,13 @@ export class BlockingLane {
     }
     this.clientId = Number(id);
     return true;
+  }
+
+  /** A move that did not come up in time reads as what it is from now on. */
+  private endMove(): void {
+    if (!this.moving) return;
+    this.reported.next(this.moving);
+    this.moving = undefined;
   }
 
   /** Ends a park at once through `waker` (a connection to the same node). False when nothing was parked. */
