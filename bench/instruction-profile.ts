@@ -121,8 +121,8 @@ export function instructionProfile(callgrindOut: string, perfMap: string, entrie
         continue;
       }
       const cost = Number(parts[positions] ?? 0);
-      // Code callgrind found no symbol for: V8's generated code, named by the perf map.
-      const unnamed = /^0x[0-9a-f]+$/i.test(fn) || fn === '???';
+      // Code callgrind found no symbol for: V8's generated code, named by the perf map (`'2`: callgrind's recursion mark).
+      const unnamed = /^0x[0-9a-f]+(?:'\d+)?$/i.test(fn) || fn === '???';
       // Unnamed by the map too: V8's builtins copied next to the generated code (its short builtin calls).
       const jit = unnamed ? (nameAt(map, position[0]!) ?? 'code neither callgrind nor the perf map names') : undefined;
       const key = jit ?? `${fn}  [${ob.replace(/.*\//, '')}]`;

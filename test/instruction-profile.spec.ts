@@ -64,3 +64,14 @@ describe('instructionProfile', () => {
     ]);
   });
 });
+
+describe('instructionProfile: callgrind marks a recursive function', () => {
+  it("names generated code whose callgrind name carries a recursion mark (0x…'2) from the perf map too (review-m)", () => {
+    const recursive = ['positions: instr line', 'events: Ir', 'ob=(1) ???', "fn=(1) 0x000000007f0000002000'2", '0x7f0000002010 0 70'].join(
+      '\n',
+    );
+    const profile = instructionProfile(recursive, PERF_MAP, 10);
+    expect(profile.byKind['ioredis (JavaScript)']).toBe(7);
+    expect(profile.top).toEqual([{ name: 'JS:*_Decoder_decodeArray ioredis/built/resp/decoder.js:503:56', perEntry: 7 }]);
+  });
+});
