@@ -8,6 +8,7 @@ import {
   parseAuditReply,
   parseLastGeneratedId,
   parseOwnPendingReply,
+  parseRangeEntries,
   type AuditResult,
   type OwnPendingRow,
 } from './replies/replies.js';
@@ -25,6 +26,15 @@ import { KeySlotCommands } from './settle/key-slot-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './produce/retention.js';
 
+/** How many of a dead-letter stream's newest letters letterFor looks at, and how many per call. */
+const LETTERS_LOOKED_AT = 100;
+const LETTERS_PER_PAGE = 10;
+
+/** The value of field `name` in a flat field list (the first one), undefined when absent. */
+function fieldOf(fields: readonly string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
  * shorter script keeps every other client's wait short. Longer id lists go in several calls,
@@ -431,6 +441,29 @@ export class StreamCommands {
       how,
       ...fields,
     );
+  }
+
+  /**
+   * The id of the letter `consumer` of this group wrote for `stream`'s entry `sourceId`, looked for among the newest
+   * LETTERS_LOOKED_AT of `deadStream` (pages of 10: a letter's copy of its entry may be large); undefined when not
+   * there. For a move whose answer was lost: its letter is among the newest unless as many were written since.
+   */
+  async letterFor(deadStream: string, stream: string, sourceId: string, consumer: string): Promise<string | undefined> {
+    let end = '+';
+    for (let looked = 0; looked < LETTERS_LOOKED_AT; looked += LETTERS_PER_PAGE) {
+      const rows = parseRangeEntries(await this.conn.xrevrange(deadStream, end, '-', 'COUNT', LETTERS_PER_PAGE));
+      const mine = rows.find(
+        ([, f]) =>
+          fieldOf(f, 'sourceId') === sourceId &&
+          fieldOf(f, 'stream') === stream &&
+          fieldOf(f, 'group') === this.group &&
+          fieldOf(f, 'consumer') === consumer,
+      );
+      if (mine) return mine[0];
+      if (rows.length < LETTERS_PER_PAGE) return undefined;
+      end = `(${rows.at(-1)![0]}`;
+    }
+    return undefined;
   }
 
   /**

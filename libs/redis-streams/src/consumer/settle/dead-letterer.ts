@@ -3,7 +3,6 @@ import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
 import { isCommandTimeout, isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
-import type { PendingRow } from '../../redis/replies/replies.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -12,8 +11,6 @@ import { STOP_STEPS_WITHIN_MS } from '../stop-signal.js';
 import { firstValueFrom, from, map, NEVER, race, type Observable } from 'rxjs';
 
 const UNCONFIRMED = Symbol('unconfirmed');
-/** The move's answer was lost, and the entry is no longer pending: the move ran. */
-const MOVED_UNSEEN = Symbol('moved, its answer lost');
 
 export interface DeadLettererDeps {
   commands: StreamCommands;
@@ -61,7 +58,7 @@ export async function deadLetter(
   }
   const deadStream = deps.deadLetterStream(entry.stream);
   const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack);
-  let moved: Awaited<typeof moving> | typeof UNCONFIRMED | typeof MOVED_UNSEEN;
+  let moved: Awaited<typeof moving> | typeof UNCONFIRMED;
   try {
     moved = deps.stopping?.()
       ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
@@ -74,7 +71,7 @@ export async function deadLetter(
     deps.logger.warn(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer (${describeError(err)}): waiting for Redis to tell whether it ran`,
     );
-    moved = await moveFate(deps, entry);
+    moved = await moveFate(deps, entry, deadStream);
   }
   if (moved === UNCONFIRMED) {
     moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
@@ -82,10 +79,6 @@ export async function deadLetter(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis within ${STOP_STEPS_WITHIN_MS} ms of stopping: the move is one atomic script, so either it happened or the entry is still pending under consumer "${deps.consumer}"`,
     );
     return { ...base, outcome: 'failed', error };
-  }
-  if (moved === MOVED_UNSEEN) {
-    deps.logger.error(`${where}: ${reason}; moved to "${deadStream}" (Redis answered the move late: its letter's id was not seen)`, logged);
-    return { ...base, outcome: 'dead-lettered', error };
   }
   if (typeof moved !== 'string' && moved !== null) {
     // Still pending: it comes back through reclaim after minIdleMs and is tried again then.
@@ -149,29 +142,32 @@ async function moveWithFallback(
 }
 
 /**
- * What became of a move whose answer was lost (its command timed out): the entry's XPENDING row, read on the same
- * connection (behind the script, so after it ran), tried again while Redis does not answer, until stopping.
- * MOVED_UNSEEN: no longer pending. null: a peer's now. Pending here still: the move did not happen (refused).
- * Rejects when Redis cannot be reached otherwise (a dropped connection): the loop's restart finds out then.
+ * What became of a move whose answer was lost (its command timed out), asked on the same connection (behind the
+ * script, so after it ran), again while Redis does not answer, until stopping: the entry's XPENDING row, and when
+ * it is no longer pending, its letter among the dead-letter stream's newest (see StreamCommands.letterFor). The
+ * letter's id: moved. null: not moved, and no longer this consumer's (a peer's, or settled by an operator meanwhile).
+ * Pending here still: the move did not happen (refused). Rejects when Redis cannot be reached otherwise (a dropped
+ * connection): the loop's restart finds out then.
  */
 async function moveFate(
   deps: DeadLettererDeps,
   entry: StreamEntry,
-): Promise<typeof MOVED_UNSEEN | typeof UNCONFIRMED | null | { refused: unknown }> {
+  deadStream: string,
+): Promise<string | null | typeof UNCONFIRMED | { refused: unknown }> {
   const stopped$ = deps.stopped$ ?? NEVER;
+  const ask = async (): Promise<string | null | { refused: unknown }> => {
+    const [row] = await deps.commands.fetch.pendingRows([entry]);
+    if (row === undefined) return (await deps.commands.letterFor(deadStream, entry.stream, entry.id, deps.consumer)) ?? null;
+    if (row.consumer !== deps.consumer) return null;
+    return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };
+  };
   for (;;) {
     if (deps.stopping?.()) return UNCONFIRMED;
-    const asked: Promise<{ row: PendingRow | undefined } | 'stopping'> = firstValueFrom(
-      race(from(deps.commands.fetch.pendingRows([entry]).then(([row]) => ({ row }))), stopped$.pipe(map(() => 'stopping' as const))),
-    );
-    const answer = await asked.catch((err: unknown) => {
+    const answer = await firstValueFrom(race(from(ask()), stopped$.pipe(map(() => 'stopping' as const)))).catch((err: unknown) => {
       if (isCommandTimeout(err)) return 'unanswered' as const;
       throw err;
     });
     if (answer === 'stopping') return UNCONFIRMED;
-    if (answer === 'unanswered') continue;
-    if (answer.row === undefined) return MOVED_UNSEEN;
-    if (answer.row.consumer !== deps.consumer) return null;
-    return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };
+    if (answer !== 'unanswered') return answer;
   }
 }

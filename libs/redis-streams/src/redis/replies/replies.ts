@@ -505,3 +505,12 @@ export function parseSlotsReply(what: string, reply: unknown, length: number): b
   if (flags.some((f) => f !== 0 && f !== 1)) throw new ReplyShapeError(what, reply);
   return flags.map((f) => f === 1);
 }
+
+/** An XRANGE / XREVRANGE reply: `[id, fields]` rows (fields as strings). */
+export function parseRangeEntries(reply: unknown): [string, string[]][] {
+  if (!Array.isArray(reply)) throw new ReplyShapeError('XRANGE', reply);
+  return reply.map((row: unknown) => {
+    if (!Array.isArray(row) || row.length !== 2 || !Array.isArray(row[1])) throw new ReplyShapeError('XRANGE', reply);
+    return [String(row[0]), (row[1] as unknown[]).map(String)];
+  });
+}
