@@ -26,15 +26,19 @@ import { KeySlotCommands } from './settle/key-slot-commands.js';
 import type { DeadLetterRetention } from '../options/retention-options.js';
 import { deadLetterTrimArgs } from './produce/retention.js';
 
-/** How many of a dead-letter stream's newest letters letterFor looks at, and how many per call. */
-const LETTERS_LOOKED_AT = 100;
-const LETTERS_PER_PAGE = 10;
+/** How many of a stream's newest entries newestWith looks at. */
+const NEWEST_LOOKED_AT = 100;
 
-/** The value of field `name` in a flat field list (the first one), undefined when absent. */
-function fieldOf(fields: readonly string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
+/** Whether flat field list `fields` holds every name/value pair of `pairs` (a name's first value counts). */
+function holdsPairs(fields: readonly string[], pairs: readonly string[]): boolean {
+  for (let p = 0; p + 1 < pairs.length; p += 2) {
+    let i = 0;
+    while (i + 1 < fields.length && fields[i] !== pairs[p]) i += 2;
+    if (i + 1 >= fields.length || fields[i + 1] !== pairs[p + 1]) return false;
+  }
+  return true;
 }
+
 /**
  * Most ids one script call takes: Redis' Lua cannot unpack more than ~8,000 values, and a
  * shorter script keeps every other client's wait short. Longer id lists go in several calls,
@@ -444,24 +448,17 @@ export class StreamCommands {
   }
 
   /**
-   * The id of the letter `consumer` of this group wrote for `stream`'s entry `sourceId`, looked for among the newest
-   * LETTERS_LOOKED_AT of `deadStream` (pages of 10: a letter's copy of its entry may be large); undefined when not
-   * there. For a move whose answer was lost: its letter is among the newest unless as many were written since.
+   * The id of the newest entry of `key` whose fields hold every name/value pair of `pairs`, among its newest
+   * NEWEST_LOOKED_AT; undefined when none. One entry per call: an entry may be large (a letter's copy of its entry),
+   * so no call's reply is more than one entry.
    */
-  async letterFor(deadStream: string, stream: string, sourceId: string, consumer: string): Promise<string | undefined> {
+  async newestWith(key: string, pairs: readonly string[]): Promise<string | undefined> {
     let end = '+';
-    for (let looked = 0; looked < LETTERS_LOOKED_AT; looked += LETTERS_PER_PAGE) {
-      const rows = parseRangeEntries(await this.conn.xrevrange(deadStream, end, '-', 'COUNT', LETTERS_PER_PAGE));
-      const mine = rows.find(
-        ([, f]) =>
-          fieldOf(f, 'sourceId') === sourceId &&
-          fieldOf(f, 'stream') === stream &&
-          fieldOf(f, 'group') === this.group &&
-          fieldOf(f, 'consumer') === consumer,
-      );
-      if (mine) return mine[0];
-      if (rows.length < LETTERS_PER_PAGE) return undefined;
-      end = `(${rows.at(-1)![0]}`;
+    for (let looked = 0; looked < NEWEST_LOOKED_AT; looked++) {
+      const [row] = parseRangeEntries(await this.conn.xrevrange(key, end, '-', 'COUNT', 1));
+      if (!row) return undefined;
+      if (holdsPairs(row[1], pairs)) return row[0];
+      end = `(${row[0]}`;
     }
     return undefined;
   }

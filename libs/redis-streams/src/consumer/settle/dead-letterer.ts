@@ -57,8 +57,10 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack);
-  let moved: Awaited<typeof moving> | typeof UNCONFIRMED;
+  // The head of the letter last sent: what finds it again when the move's answer is lost (its deadAt to the ms).
+  const sent: { head?: string[] } = {};
+  const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack, sent);
+  let moved: Awaited<typeof moving> | typeof UNCONFIRMED | { unknown: string };
   try {
     moved = deps.stopping?.()
       ? await within<Awaited<typeof moving> | typeof UNCONFIRMED>(moving, STOP_STEPS_WITHIN_MS, UNCONFIRMED)
@@ -71,12 +73,18 @@ export async function deadLetter(
     deps.logger.warn(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer (${describeError(err)}): waiting for Redis to tell whether it ran`,
     );
-    moved = await moveFate(deps, entry, deadStream);
+    moved = await moveFate(deps, entry, deadStream, sent.head ?? []);
   }
   if (moved === UNCONFIRMED) {
     moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
     deps.logger.error(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" was not confirmed by Redis within ${STOP_STEPS_WITHIN_MS} ms of stopping: the move is one atomic script, so either it happened or the entry is still pending under consumer "${deps.consumer}"`,
+    );
+    return { ...base, outcome: 'failed', error };
+  }
+  if (typeof moved === 'object' && moved !== null && 'unknown' in moved) {
+    deps.logger.error(
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): an operator's XACK or a peer settled it, or the letter is older than the stream's newest 100; settled as failed`,
     );
     return { ...base, outcome: 'failed', error };
   }
@@ -108,6 +116,7 @@ async function moveWithFallback(
   reason: string,
   copy: boolean,
   stack: string | undefined,
+  sent: { head?: string[] },
 ): Promise<string | null | { refused: unknown }> {
   const letter = (omitted?: string) =>
     encodeDeadLetterHead({
@@ -124,6 +133,7 @@ async function moveWithFallback(
   const move = (fields: string[], withCopy: boolean) => {
     // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
     markSettleSent(entry);
+    sent.head = fields;
     const args = withCopy ? fields : [...fields, 'fields', '[]'];
     return deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, args, withCopy, deps.ackDelete?.());
   };
@@ -144,20 +154,30 @@ async function moveWithFallback(
 /**
  * What became of a move whose answer was lost (its command timed out), asked on the same connection (behind the
  * script, so after it ran), again while Redis does not answer, until stopping: the entry's XPENDING row, and when
- * it is no longer pending, its letter among the dead-letter stream's newest (see StreamCommands.letterFor). The
- * letter's id: moved. null: not moved, and no longer this consumer's (a peer's, or settled by an operator meanwhile).
- * Pending here still: the move did not happen (refused). Rejects when Redis cannot be reached otherwise (a dropped
- * connection): the loop's restart finds out then.
+ * it is no longer pending, the letter with the head that was sent (`head`: its deadAt and error make it this move's)
+ * among the dead-letter stream's newest. The letter's id: moved. `unknown`: not pending, and no such letter found (or
+ * the look refused: NOPERM, WRONGTYPE). null: a peer's now. Pending here still: the move did not happen (refused).
+ * Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart finds out then.
  */
 async function moveFate(
   deps: DeadLettererDeps,
   entry: StreamEntry,
   deadStream: string,
-): Promise<string | null | typeof UNCONFIRMED | { refused: unknown }> {
+  head: readonly string[],
+): Promise<string | null | typeof UNCONFIRMED | { refused: unknown } | { unknown: string }> {
   const stopped$ = deps.stopped$ ?? NEVER;
-  const ask = async (): Promise<string | null | { refused: unknown }> => {
+  const ask = async (): Promise<string | null | { refused: unknown } | { unknown: string }> => {
     const [row] = await deps.commands.fetch.pendingRows([entry]);
-    if (row === undefined) return (await deps.commands.letterFor(deadStream, entry.stream, entry.id, deps.consumer)) ?? null;
+    if (row === undefined) {
+      const found = await deps.commands.newestWith(deadStream, head).then(
+        (id) => id ?? { unknown: 'not among the newest 100' },
+        (err: unknown) => {
+          if (isCommandTimeout(err)) throw err;
+          return { unknown: `the look refused: ${describeError(err)}` };
+        },
+      );
+      return found;
+    }
     if (row.consumer !== deps.consumer) return null;
     return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };
   };
