@@ -164,4 +164,18 @@ describe('a dead-letter move Redis does not answer in time (SIGSTOP)', () => {
     expect((await letters(app)).map((l) => l.id)).toEqual([forged]);
     expect(app.recorder.calls.map((c) => c.id)).toEqual([id]);
   });
+
+  it('an error text that does not survive UTF-8 (a lone surrogate): its letter is still found (review-q)', async (ctx) => {
+    if (!redis.owned || redis.cluster) ctx.skip();
+    const { app, ids } = await moveWhileFrozen({}, [['n', '0']], (app, release) => {
+      app.recorder.behavior = async () => {
+        await release;
+        throw new Error('poison \ud83d');
+      };
+    });
+    await waitFor(() => app.settled.some((e) => e.id === ids[0]), { message: 'the entry settled' });
+    const [letter, ...more] = await letters(app);
+    expect(more).toEqual([]);
+    expect(app.settled.find((e) => e.id === ids[0])).toMatchObject({ outcome: 'dead-lettered', deadLetterId: letter!.id });
+  });
 });

@@ -133,7 +133,8 @@ async function moveWithFallback(
   const move = (fields: string[], withCopy: boolean) => {
     // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
     markSettleSent(entry);
-    sent.head = fields;
+    // As Redis will hand it back: UTF-8 both ways (a lone surrogate, half an emoji cut by describeError, comes back as U+FFFD).
+    sent.head = fields.map((v) => Buffer.from(v, 'utf8').toString('utf8'));
     const args = withCopy ? fields : [...fields, 'fields', '[]'];
     return deps.commands.deadLetter(entry.stream, deadStream, deps.consumer, entry.id, args, withCopy, deps.ackDelete?.());
   };
