@@ -8,7 +8,7 @@ import {
   parseAuditReply,
   parseLastGeneratedId,
   parseOwnPendingReply,
-  parseRangeEntries,
+  parseRangeReply,
   type AuditResult,
   type OwnPendingRow,
 } from './replies/replies.js';
@@ -455,10 +455,10 @@ export class StreamCommands {
   async newestWith(key: string, pairs: readonly string[]): Promise<string | undefined> {
     let end = '+';
     for (let looked = 0; looked < NEWEST_LOOKED_AT; looked++) {
-      const [row] = parseRangeEntries(await this.conn.xrevrange(key, end, '-', 'COUNT', 1));
-      if (!row) return undefined;
-      if (holdsPairs(row[1], pairs)) return row[0];
-      end = `(${row[0]}`;
+      const [entry] = parseRangeReply(key, await this.conn.xrevrange(key, end, '-', 'COUNT', 1));
+      if (!entry) return undefined;
+      if (entry.fields && holdsPairs(entry.fields, pairs)) return entry.id;
+      end = `(${entry.id}`;
     }
     return undefined;
   }

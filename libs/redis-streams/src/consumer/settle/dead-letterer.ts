@@ -170,14 +170,13 @@ async function moveFate(
   const ask = async (): Promise<string | null | { refused: unknown } | { unknown: string }> => {
     const [row] = await deps.commands.fetch.pendingRows([entry]);
     if (row === undefined) {
-      const found = await deps.commands.newestWith(deadStream, head).then(
+      return deps.commands.newestWith(deadStream, head).then(
         (id) => id ?? { unknown: 'not among the newest 100' },
         (err: unknown) => {
           if (isCommandTimeout(err)) throw err;
           return { unknown: `the look refused: ${describeError(err)}` };
         },
       );
-      return found;
     }
     if (row.consumer !== deps.consumer) return null;
     return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };

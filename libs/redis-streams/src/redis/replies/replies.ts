@@ -506,11 +506,8 @@ export function parseSlotsReply(what: string, reply: unknown, length: number): b
   return flags.map((f) => f === 1);
 }
 
-/** An XRANGE / XREVRANGE reply: `[id, fields]` rows (fields as strings). */
-export function parseRangeEntries(reply: unknown): [string, string[]][] {
+/** An XRANGE / XREVRANGE reply of `stream`: its entries, each parsed as a read's are. */
+export function parseRangeReply(stream: string, reply: unknown): StreamEntry[] {
   if (!Array.isArray(reply)) throw new ReplyShapeError('XRANGE', reply);
-  return reply.map((row: unknown) => {
-    if (!Array.isArray(row) || row.length !== 2 || !Array.isArray(row[1])) throw new ReplyShapeError('XRANGE', reply);
-    return [String(row[0]), (row[1] as unknown[]).map(String)];
-  });
+  return reply.map((item: unknown) => parseEntry(stream, item, 0));
 }
