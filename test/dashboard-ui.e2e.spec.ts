@@ -272,41 +272,50 @@ describe('dashboard pages', () => {
     expect(await page.getByRole('region', { name: 'Summary' }).count()).toBe(0);
   });
 
-  it('fits a 390-pixel screen on every page, light and dark, and saves each page at desktop and phone width', async () => {
-    const prefix = uniquePrefix();
-    const long = `${prefix}${'a-very-long-stream-name-'.repeat(6)}orders`;
-    const [held] = await backlog(long, 30, 3);
-    await redis.client().xadd(long, '*', 'data', JSON.stringify({ note: 'x'.repeat(3000) }), 'headers', '{}');
-    const dead = deadLetterKey(long);
-    await forgeDeadLetter(redis.client(), dead, long, { error: `Error: ${'long reason '.repeat(40)}` });
-    const base = await standalone(prefix, 'pw');
-    const pages = {
-      overview: '#/',
-      stream: `#/stream/${encodeURIComponent(long)}`,
-      entry: `#/entry/${encodeURIComponent(long)}/${held}`,
-      'dead-letters': `#/dead/${encodeURIComponent(dead)}`,
-      'dead-letter-streams': '#/dead',
-      cluster: '#/cluster',
-    };
-    for (const theme of ['light', 'dark'] as const)
-      for (const [width, size] of [
-        [1280, 'desktop'],
-        [390, 'phone'],
-      ] as const) {
+  // One test per theme and width (each its own timeout): the four in one took more than 120 s once on CI's busy CPU
+  // (2026-12-06), 24 navigations and full-page screenshots.
+  for (const theme of ['light', 'dark'] as const)
+    for (const [width, size] of [
+      [1280, 'desktop'],
+      [390, 'phone'],
+    ] as const)
+      it(`${size === 'phone' ? 'fits a 390-pixel screen on every page' : 'shows every page at desktop width'}, ${theme}, and saves each page`, async () => {
+        const prefix = uniquePrefix();
+        const long = `${prefix}${'a-very-long-stream-name-'.repeat(6)}orders`;
+        const [held] = await backlog(long, 30, 3);
+        await redis.client().xadd(long, '*', 'data', JSON.stringify({ note: 'x'.repeat(3000) }), 'headers', '{}');
+        const dead = deadLetterKey(long);
+        await forgeDeadLetter(redis.client(), dead, long, { error: `Error: ${'long reason '.repeat(40)}` });
+        const base = await standalone(prefix, 'pw');
+        const pages = {
+          overview: '#/',
+          stream: `#/stream/${encodeURIComponent(long)}`,
+          entry: `#/entry/${encodeURIComponent(long)}/${held}`,
+          'dead-letters': `#/dead/${encodeURIComponent(dead)}`,
+          'dead-letter-streams': '#/dead',
+          cluster: '#/cluster',
+        };
         const page = await browser.page({
           viewport: { width, height: 844 },
           colorScheme: theme,
           httpCredentials: { username: 'oncall', password: 'pw' },
         });
         for (const [name, hash] of Object.entries(pages)) {
-          await page.goto(`${base}${hash}`);
-          await refreshes(page, 1);
-          expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
-          if (width === 390) expect([name, await page.evaluate(() => document.documentElement.scrollWidth)]).toEqual([name, 390]);
-          await browser.shot(page, `dashboard-${name}-${theme}-${size}`);
+          // A step that fails names its page (a step's timeout, 60 s, comes before the test's).
+          await (async () => {
+            await page.goto(`${base}${hash}`);
+            await refreshes(page, 1);
+            expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
+            if (width === 390) expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBe(390);
+            await browser.shot(page, `dashboard-${name}-${theme}-${size}`);
+          })().catch((err: unknown) => {
+            throw new Error(`page ${name}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+          });
         }
-      }
-    // The toggle wins over the system's theme, and is remembered.
+      });
+
+  it('the theme toggle wins over the system theme, and is remembered', async () => {
+    const base = await standalone(uniquePrefix(), 'pw');
     const page = await browser.page({ colorScheme: 'light', httpCredentials: { username: 'oncall', password: 'pw' } });
     await page.goto(base);
     await page.getByRole('button', { name: 'Dark theme' }).click();
