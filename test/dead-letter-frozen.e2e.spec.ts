@@ -1,4 +1,5 @@
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
+import { aclUser } from './support/acl.js';
 import { captureLogs } from './support/logs.js';
 import { freezeServer } from './support/freeze.js';
 import { deadLetterKey } from './support/redis-server.js';
@@ -15,13 +16,27 @@ const start = useApps();
  * (maxDeliveries 1) once Redis is frozen (SIGSTOP), so its dead-letter move times out (commandTimeoutMs 300, well
  * below the park's watchdog: blockMs + 2 s). Thawed once the worker says it waits for the move's fate.
  */
-async function moveWhileFrozen(extras: AppExtras, rows: string[][], hold: (app: TestApp, release: Promise<void>) => void) {
+async function moveWhileFrozen(
+  extras: AppExtras,
+  rows: string[][],
+  hold: (app: TestApp, release: Promise<void>) => void,
+  { connection = redis.url as string | Awaited<ReturnType<typeof aclUser>>, minIdleMs = undefined as number | undefined } = {},
+) {
   const prefix = uniquePrefix();
   const admin = redis.client();
   const logs = captureLogs();
   const errors: unknown[] = [];
   const app = await start(
-    { connection: redis.url, group: 'g', consumer: 'c', keyPrefix: prefix, blockMs: 100, maxDeliveries: 1, commandTimeoutMs: 300 },
+    {
+      connection,
+      group: 'g',
+      consumer: 'c',
+      keyPrefix: prefix,
+      blockMs: 100,
+      maxDeliveries: 1,
+      commandTimeoutMs: 300,
+      ...(minIdleMs === undefined ? {} : { minIdleMs }),
+    },
     { ...extras, logger: logs.logger, on: [['error', (err: unknown) => errors.push(err)]] },
   );
   let release!: () => void;
@@ -123,6 +138,42 @@ describe('a dead-letter move Redis does not answer in time (SIGSTOP)', () => {
     expect(app.recorder.calls.map((c) => c.id)).toEqual([ids[0], next]);
     expect((await letters(app)).map((l) => l.sourceId)).toEqual([ids[0]]);
   });
+
+  for (const ordered of [false, true])
+    it(`its move ran but its letter cannot be looked for (no +xrevrange): not taken back for a second letter${ordered ? ', its ordered key goes on' : ''}`, async (ctx) => {
+      if (!redis.owned || redis.cluster) ctx.skip();
+      const name = `no-look-${uniquePrefix().slice(2, 10)}`;
+      const user = await aclUser(redis.client(), redis.port, name, '', ['on', '>pw', '~*', '&*', '+@all', '-xrevrange']);
+      const { app, admin, logs, ids } = await moveWhileFrozen(
+        ordered ? { defaults: false, handlers: [{ pattern: 'orders', extras: { ordered: true } }] } : {},
+        [['data', '{}', 'partitionKey', 'k1']],
+        (app, release) => {
+          app.recorder.behavior = async () => {
+            await release;
+            throw new Error('poison');
+          };
+        },
+        // The owed-entry audit every 500 ms (leaseRenewMs: a third of it); a take-back from nobody's pending list within 3 s.
+        { connection: user, minIdleMs: 3000 },
+      );
+      await waitFor(() => app.settled.some((e) => e.id === ids[0]), { message: 'the poison entry settled' });
+      const settledAt = performance.now();
+      expect(app.settled.find((e) => e.id === ids[0])?.outcome).toBe('failed');
+      expect(logs.text()).toMatch(/no longer pending, but its letter was not found \(the look refused: .*NOPERM/);
+      app.recorder.behavior = () => undefined;
+      const next = (await admin.xadd(app.key(), '*', 'data', '{}', 'partitionKey', 'k1'))!;
+      // Before: settled as failed, it was owed (an ordered key waited for its retry): the owed-entry audit took it back from
+      // nobody's pending list (its move had acked it) and rejoined the group, which counted it (and the next entry of k1,
+      // ordered) a second delivery: maxDeliveries 1 dead-lettered them unrun (a second letter for it).
+      await waitFor(() => app.settled.some((e) => e.id === next && e.outcome === 'acked'), { message: 'the next entry of k1 acked' });
+      // Until a take-back can no longer be (last seen pending here minIdleMs ago): nothing more of it.
+      await waitFor(() => performance.now() - settledAt >= 3000, { message: 'the take-back window closed', intervalMs: 100 });
+      expect(logs.text()).not.toMatch(/taken back/);
+      expect(app.recorder.calls.map((c) => c.id)).toEqual([ids[0], next]);
+      expect((await letters(app)).map((l) => l.sourceId)).toEqual([ids[0]]);
+      expect(app.settled.filter((e) => e.id === ids[0])).toHaveLength(1);
+      expect(await pendingCount(redis, app.key())).toBe(0);
+    });
 
   it('an operator acks the entry while its move waits (CLIENT PAUSE): failed, its letter not found (a forged one beside it), no letter written (review-o, review-p)', async (ctx) => {
     if (!redis.owned || redis.cluster) ctx.skip();

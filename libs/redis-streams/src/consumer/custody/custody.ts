@@ -8,6 +8,7 @@ import { LeftToGroupLog } from './left-to-group-log.js';
 import type { LoopFindings } from '../watch/loop-findings.js';
 import { PendingAudit } from './pending-audit.js';
 import type { SettledEvent } from '../settle/settled-event.js';
+import { settleInDoubt } from '../settle/settle-sent.js';
 import type { StopSignal } from '../stop-signal.js';
 
 export interface CustodyDeps {
@@ -131,6 +132,16 @@ export class Custody {
     this.lease.drop(entry);
   }
 
+  /**
+   * A held entry settled without an ack (failed, or dead-lettered): let go, then noted and reported. A failure is owed
+   * from when the lease last saw it pending here (-Infinity: no longer held), unless its settle is in doubt.
+   */
+  settledUnacked(entry: StreamEntry, event: SettledEvent): void {
+    const confirmedAt = this.lease.confirmedAt(entry) ?? -Infinity;
+    this.release(entry);
+    this.settled(event, confirmedAt, !settleInDoubt(entry));
+  }
+
   /** A peer's entry waiting for its retry, kept waiting here (`count` tries so far, due in `retryInMs`). */
   adopt(stream: string, id: string, count: number, retryInMs: number): void {
     this.audit.scheduled(this.marks.adopt(stream, id, count, retryInMs));
@@ -153,10 +164,10 @@ export class Custody {
     return this.lease.confirmedAt(entry);
   }
 
-  /** An entry's outcome is final here: noted (a failure is owed and scheduled), then reported. Nothing counts once abandoned. */
-  settled(event: SettledEvent, confirmedAt?: number): void {
+  /** An entry's outcome is final here: noted (a failure is owed and scheduled, unless `owed` is false), then reported. Nothing counts once abandoned. */
+  settled(event: SettledEvent, confirmedAt?: number, owed = true): void {
     if (this.d.stop.abandoned) return;
-    const retryAt = this.marks.settled(event, confirmedAt);
+    const retryAt = this.marks.settled(event, confirmedAt, owed);
     if (retryAt !== undefined) this.audit.scheduled(retryAt);
     this.d.onSettled(event);
   }

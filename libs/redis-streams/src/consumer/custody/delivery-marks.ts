@@ -47,10 +47,11 @@ export class DeliveryMarks {
 
   /**
    * `confirmedAt`: when the entry was last known pending under this consumer with idle 0
-   * (performance.now(); now when not given). Returns when a failure's scheduled retry is due (performance.now()).
+   * (performance.now(); now when not given). `owed` false: a failure not to retry (see settleInDoubt). Returns when a
+   * failure's scheduled retry is due (performance.now()).
    */
-  settled(event: SettledEvent, confirmedAt?: number): number | undefined {
-    if (event.outcome !== 'failed') {
+  settled(event: SettledEvent, confirmedAt?: number, owed = true): number | undefined {
+    if (event.outcome !== 'failed' || !owed) {
       // The common case, once per entry: nothing owed, nothing to look up (and no clock read).
       if (this.owing.size > 0) this.forgetOwed(event.stream, event.id);
       return undefined;

@@ -11,7 +11,7 @@ import { acked, Deciding, type DirectDecide } from './decide.js';
 
 export interface BatchSettlerDeps {
   /** Holds the batch's entries until each is settled: a failure is noted there, the rest handed back at a stop. */
-  custody: Pick<Custody, 'confirmedAt' | 'release' | 'handBack' | 'settled'>;
+  custody: Pick<Custody, 'release' | 'handBack' | 'settledUnacked'>;
   acks: Pick<AckPipeline, 'send'>;
   /** Decides one entry; `'acked'` means "handler succeeded, ack it" (the ack is ours to send). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
@@ -71,10 +71,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
       succeeded.push(entry);
       events.push(event);
     } else {
-      // When a failed entry was last known pending under this consumer (the lease's), -Infinity when no longer held.
-      const confirmedAt = d.custody.confirmedAt(entry) ?? -Infinity;
-      d.custody.release(entry);
-      d.custody.settled(event, confirmedAt);
+      d.custody.settledUnacked(entry, event);
     }
   };
   const { batchHandler, direct } = d;

@@ -6,7 +6,7 @@ import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-command
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
-import { markSettleSent } from './settle-sent.js';
+import { markSettleInDoubt, markSettleSent } from './settle-sent.js';
 import { STOP_STEPS_WITHIN_MS } from '../stop-signal.js';
 import { firstValueFrom, from, map, NEVER, race, type Observable } from 'rxjs';
 
@@ -83,8 +83,9 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   if (typeof moved === 'object' && moved !== null && 'unknown' in moved) {
+    markSettleInDoubt(entry);
     deps.logger.error(
-      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): an operator's XACK or a peer settled it, or the letter is older than the stream's newest 100; settled as failed`,
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move ran (its letter older than the stream's newest 100, or not readable), or an operator's XACK or a peer settled it; settled as failed, not retried here`,
     );
     return { ...base, outcome: 'failed', error };
   }

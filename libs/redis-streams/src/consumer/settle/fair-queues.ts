@@ -52,7 +52,7 @@ export interface FairQueuesDeps {
   slotKeys: string;
   /** Decides one entry (checks, admission, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
-  custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
+  custody: Pick<Custody, 'confirmedAt' | 'release' | 'settledUnacked'>;
   acks: Pick<AckPipeline, 'send' | 'flush'>;
   /** Handlers running at once, every key together. */
   concurrency: number;
@@ -494,9 +494,7 @@ export class FairQueues {
       this.ackQueue.push({ entry, event });
       if (!this.acking) void this.sendAcks();
     } else if (event) {
-      const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
-      this.d.custody.release(entry);
-      this.d.custody.settled(event, confirmedAt);
+      this.d.custody.settledUnacked(entry, event);
     }
     this.toRing(k);
     this.forgetIfIdle(k);

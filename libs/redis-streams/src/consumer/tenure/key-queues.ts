@@ -10,6 +10,7 @@ import type { DeliverySource, SettledEvent } from '../settle/settled-event.js';
 import type { StopSignal } from '../stop-signal.js';
 import { NotYet } from '../settle/admission.js';
 import { RecountBatch } from '../settle/recount-batch.js';
+import { settleInDoubt } from '../settle/settle-sent.js';
 
 /** Entries held behind failed ones (their keys blocked) before intake pauses: memory stays bounded when one key keeps failing under traffic. */
 export const MAX_BLOCKED_ENTRIES = 10_000;
@@ -24,7 +25,7 @@ export const SETTLED_IDS_KEPT = 100_000;
 export interface KeyQueuesDeps {
   /** Decides one entry (checks, handler, outcome); rejects only when Redis failed (the entry is then still pending). */
   decide: (entry: StreamEntry, source: DeliverySource) => Promise<SettledEvent>;
-  custody: Pick<Custody, 'confirmedAt' | 'release' | 'settled'>;
+  custody: Pick<Custody, 'release' | 'settledUnacked'>;
   acks: Pick<AckPipeline, 'send' | 'flush'>;
   concurrency: number;
   /** Entries runnable or running (not behind a failure) before `accept` makes the fetch wait. */
@@ -314,9 +315,7 @@ export class KeyQueues {
       }
     }
     if (event && event.outcome !== 'acked') {
-      const confirmedAt = this.d.custody.confirmedAt(entry) ?? -Infinity;
-      this.d.custody.release(entry);
-      this.d.custody.settled(event, confirmedAt);
+      this.d.custody.settledUnacked(entry, event);
     }
     this.endTurn(queue, entry, event);
   }
@@ -362,7 +361,8 @@ export class KeyQueues {
     this.uncounted.delete(entry.id);
     this.update(queue, () => {
       queue.busy = false;
-      if (event?.outcome === 'failed') {
+      // Not for one whose dead-letter move may have run (never retried here: see settleInDoubt).
+      if (event?.outcome === 'failed' && !settleInDoubt(entry)) {
         queue.blockedBy = entry.id;
         queue.blockedSince = performance.now();
         queue.limited = event.error instanceof NotYet;
