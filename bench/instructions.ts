@@ -253,6 +253,14 @@ export function instructionsMethod(s: InstructionSection): string {
   return `Instructions per entry: each system drains ${n(s.n)} fresh entries in a process of its own, counted by ${how} from its handler's ${n(s.n1)}th call to its ${n(s.n2)}th, divided by ${n(s.n2 - s.n1)}: start-up, module loading, the first reads' compilations and the drain's end stay out. The whole consumer process is counted (its JavaScript, GC, ioredis, libuv, every thread), not redis-server; but not its work on the clock (the engine's beats), which the counter's slowness would inflate: node runs with \`--predictable\` after a full GC, and the child's timers of 50 ms or more are stretched a thousandfold. ${s.repeats === 1 ? 'One drain per system' : `${s.repeats} drains per system, each under its own V8 seed (\`--random-seed\` 1 to ${s.repeats}: identity hashes, and so ioredis' WeakMap lookups, cost more or less by the seed's luck): the median, each drain's figure in brackets`}; full GCs that started in the window are listed. Unlike msgs/s and CPU µs, the count hardly moves with the machine's load.`;
 }
 
+const all = (p: InstructionProfile): number => Object.values(p.byKind).reduce((a, b) => a + b, 0);
+/** The lowest and highest of some fractions, as percentages ("6–11 %"). */
+function spread(fractions: number[]): string {
+  const pct = fractions.map((f) => Math.round(f * 100));
+  const [lo, hi] = [Math.min(...pct), Math.max(...pct)];
+  return lo === hi ? `${lo} %` : `${lo}–${hi} %`;
+}
+
 /** The profiles of a section as markdown: instructions per entry by kind of work (a column per system), then each system's top functions. */
 export function profileMarkdown(s: InstructionSection): string[] {
   const profiled = s.systems.filter((x) => x.profile !== undefined);
@@ -264,7 +272,10 @@ export function profileMarkdown(s: InstructionSection): string[] {
     `| kind of work | ${profiled.map((x) => x.system).join(' | ')} |`,
     `| --- | ${profiled.map(() => '---:').join(' | ')} |`,
     ...WORK_KINDS.map((kind) => `| ${kind} | ${profiled.map((x) => n(x.profile!.byKind[kind])).join(' | ')} |`),
-    `| all | ${profiled.map((x) => n(Object.values(x.profile!.byKind).reduce((a, b) => a + b, 0))).join(' | ')} |`,
+    `| all (callgrind's cost lines, its \`totals:\`) | ${profiled.map((x) => n(all(x.profile!))).join(' | ')} |`,
+    `| callgrind's counter (its \`summary:\`, as the headline counts) | ${profiled.map((x) => n(x.profile!.counted)).join(' | ')} |`,
+    '',
+    `callgrind's cost lines come to ${spread(profiled.map((x) => all(x.profile!) / x.profile!.counted - 1))} more than its counter for the same drain (on drains, where V8 generates and drops code; a plain script's agree within 0.1 %): read the kinds as shares of the cost lines, and the headline as the counter's.`,
   ];
   for (const x of profiled) {
     lines.push('', `${x.system}, the functions with the most instructions per entry:`, '');

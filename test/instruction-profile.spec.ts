@@ -57,6 +57,8 @@ describe('instructionProfile', () => {
     expect(profile.byKind['other JavaScript (the bench, handlers)']).toBe(0.3);
     // Everything but the call's inclusive line, once.
     expect(Object.values(profile.byKind).reduce((a, b) => a + b, 0)).toBeCloseTo(61);
+    // callgrind's own counter (`summary:`), apart from its cost lines.
+    expect(profile.counted).toBe(100);
     expect(profile.top.slice(0, 3)).toEqual([
       { name: 'JS:*_Decoder_decodeArray ioredis/built/resp/decoder.js:503:56', perEntry: 30 },
       { name: 'JS:*parseReadReply nestjs-redis-streams/redis/replies/replies.js:4:31', perEntry: 15 },
