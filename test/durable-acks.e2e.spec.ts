@@ -7,6 +7,7 @@ import { DeadLetterError } from 'nestjs-redis-streams/core';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { inspectStreams } from '../libs/redis-streams/src/ops/stream-reports.js';
 import { renderReports } from '../libs/redis-streams/src/cli/inspect.js';
+import { aclUser } from './support/acl.js';
 import { freezeServer } from './support/freeze.js';
 import { captureLogs } from './support/logs.js';
 import { OrderLog, recording } from './support/order-checker.js';
@@ -139,54 +140,90 @@ describe('durable acks of ordered patterns', () => {
     expect(await gaugedState(stream)).toBe('confirmed');
   });
 
-  it("'hold': a dead-lettered entry's key goes on only once the move is on the replica", async () => {
-    const prefix = uniquePrefix();
-    const stream = `${prefix}orders`;
-    const log = new OrderLog();
-    const record = recording(log);
-    const c = consumer(prefix, { durableAcks: { replicas: 1, timeoutMs: 300 } });
-    // The poison entry is in its handler when the replica freezes (a beat meeting the frozen replica first would
-    // hold the partition before it starts: CI saw that), and fails once the test lets it.
-    let poisonStarted = false;
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    await c
-      .handle(
-        'orders',
-        async (payload: { poison?: boolean }, ctx) => {
-          if (payload.poison) {
-            poisonStarted = true;
-            await gate;
-            throw new DeadLetterError('poison');
+  // 'in doubt': the move's answer lost (the master frozen meanwhile) and its letter not looked for (no +xrevrange): settled
+  // as failed, not retried, and its key waits all the same (review-r: it went on at once).
+  for (const answer of ['answered', 'in doubt'] as const)
+    it(`'hold': a dead-lettered entry's key goes on only once the move is on the replica (its move ${answer})`, async () => {
+      const prefix = uniquePrefix();
+      const stream = `${prefix}orders`;
+      const log = new OrderLog();
+      const record = recording(log);
+      const logs = captureLogs();
+      const c =
+        answer === 'answered'
+          ? consumer(prefix, { durableAcks: { replicas: 1, timeoutMs: 300 } })
+          : durableAcksConsumer(
+              consumers,
+              await aclUser(pair.master.client(), pair.master.port, `no-look-${prefix.slice(2, 10)}`, '', [
+                'on',
+                '>pw',
+                '~*',
+                '&*',
+                '+@all',
+                '-xrevrange',
+              ]),
+              prefix,
+              // A command's timeout above the WAIT's 300 ms, so that only the frozen master's times out.
+              { durableAcks: { replicas: 1, timeoutMs: 300 }, commandTimeoutMs: 1000, logger: logs.logger },
+            );
+      // The poison entry is in its handler when the replica freezes (a beat meeting the frozen replica first would
+      // hold the partition before it starts: CI saw that), and fails once the test lets it.
+      let poisonStarted = false;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      await c
+        .handle(
+          'orders',
+          async (payload: { poison?: boolean }, ctx) => {
+            if (payload.poison) {
+              poisonStarted = true;
+              await gate;
+              throw new DeadLetterError('poison');
+            }
+            await record({}, ctx);
+          },
+          { ordered: true },
+        )
+        .start();
+      const { client } = await startProducer({ connection: pair.master.url, keyPrefix: prefix });
+      await lastValueFrom(client.emit('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+      await waitFor(() => log.handled().size === 1 && durabilityOf(c, stream).then((d) => d?.state === 'confirmed'), {
+        message: 'confirmed',
+      });
+      const poison = await lastValueFrom(
+        client.emit<string>('orders', new RedisStreamsRecord({ poison: true }, {}, { partitionKey: 'k' })),
+      );
+      const second = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
+      await waitFor(() => poisonStarted, { message: 'the poison entry in its handler' });
+      const thaw = await freezeServer(pair.replica.client());
+      try {
+        if (answer === 'answered') release();
+        else {
+          const thawMaster = await freezeServer(pair.master.client());
+          try {
+            release();
+            await waitFor(() => /got no answer .*waiting for Redis to tell whether it ran/.test(logs.text()), {
+              message: 'the move waited for',
+            });
+          } finally {
+            thawMaster();
           }
-          await record({}, ctx);
-        },
-        { ordered: true },
-      )
-      .start();
-    const { client } = await startProducer({ connection: pair.master.url, keyPrefix: prefix });
-    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
-    await waitFor(() => log.handled().size === 1 && durabilityOf(c, stream).then((d) => d?.state === 'confirmed'), {
-      message: 'confirmed',
+          await waitFor(() => /its letter was not found \(the look refused: .*(NOPERM|no permissions)/.test(logs.text()), {
+            message: 'settled in doubt',
+          });
+        }
+        // The move happened on the master: the letter is there, the key's next entry waits for the replica.
+        await waitFor(async () => (await pair.master.client().xlen(`${stream}:dead`)) === 1, { message: 'the letter written' });
+        await waitFor(async () => (await durabilityOf(c, stream))?.state === 'held', { message: 'held' });
+        const waits = await calls('wait');
+        await waitFor(async () => (await calls('wait')) >= waits + 3, { message: 'three more waits', timeoutMs: 20_000 });
+        expect(log.handled().has(`${stream} ${second}`)).toBe(false);
+        expect(((await pair.master.client().xrange(`${stream}:dead`, '-', '+'))[0]![1] as string[]).includes(poison)).toBe(true);
+      } finally {
+        thaw();
+      }
+      await waitFor(() => log.handled().has(`${stream} ${second}`), { message: 'the next entry of the key handled once thawed' });
     });
-    const poison = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({ poison: true }, {}, { partitionKey: 'k' })));
-    const second = await lastValueFrom(client.emit<string>('orders', new RedisStreamsRecord({}, {}, { partitionKey: 'k' })));
-    await waitFor(() => poisonStarted, { message: 'the poison entry in its handler' });
-    const thaw = await freezeServer(pair.replica.client());
-    try {
-      release();
-      // The move happened on the master: the letter is there, the key's next entry waits for the replica.
-      await waitFor(async () => (await pair.master.client().xlen(`${stream}:dead`)) === 1, { message: 'the letter written' });
-      await waitFor(async () => (await durabilityOf(c, stream))?.state === 'held', { message: 'held' });
-      const waits = await calls('wait');
-      await waitFor(async () => (await calls('wait')) >= waits + 3, { message: 'three more waits', timeoutMs: 20_000 });
-      expect(log.handled().has(`${stream} ${second}`)).toBe(false);
-      expect(((await pair.master.client().xrange(`${stream}:dead`, '-', '+'))[0]![1] as string[]).includes(poison)).toBe(true);
-    } finally {
-      thaw();
-    }
-    await waitFor(() => log.handled().has(`${stream} ${second}`), { message: 'the next entry of the key handled once thawed' });
-  });
 
   it("'carry-on': a frozen replica, the partition carries on degraded (said once), durable again once thawed", async () => {
     const prefix = uniquePrefix();

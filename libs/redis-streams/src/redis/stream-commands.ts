@@ -207,10 +207,10 @@ export class StreamCommands {
     stream: string,
     consumer: string,
     highest: string,
-    owed: readonly [string, number][],
+    owed: readonly [id: string, count: number, reown: boolean][],
     force: boolean,
   ): Promise<{ lost: boolean; owned: string[] }> {
-    const args = owed.flatMap(([id, count]) => [id, String(count)]);
+    const args = owed.flatMap(([id, count, reown]) => [id, String(count), reown ? '1' : '0']);
     const reply = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
     // Gone again since it was ensured: as Redis would say it, so the loop restarts and ensures it anew.
     if (!Array.isArray(reply))
@@ -449,14 +449,15 @@ export class StreamCommands {
 
   /**
    * The id of the newest entry of `key` whose fields hold every name/value pair of `pairs`, among its newest
-   * NEWEST_LOOKED_AT; undefined when none. One entry per call: an entry may be large (a letter's copy of its entry),
-   * so no call's reply is more than one entry.
+   * NEWEST_LOOKED_AT; null when the stream holds none at all (all of it looked at), undefined when none of its newest
+   * NEWEST_LOOKED_AT does. One entry per call: an entry may be large (a letter's copy of its entry), so no call's
+   * reply is more than one entry.
    */
-  async newestWith(key: string, pairs: readonly string[]): Promise<string | undefined> {
+  async newestWith(key: string, pairs: readonly string[]): Promise<string | null | undefined> {
     let end = '+';
     for (let looked = 0; looked < NEWEST_LOOKED_AT; looked++) {
       const [entry] = parseRangeReply(key, await this.conn.xrevrange(key, end, '-', 'COUNT', 1));
-      if (!entry) return undefined;
+      if (!entry) return null;
       if (entry.fields && holdsPairs(entry.fields, pairs)) return entry.id;
       end = `(${entry.id}`;
     }

@@ -85,7 +85,7 @@ export async function deadLetter(
   if (typeof moved === 'object' && moved !== null && 'unknown' in moved) {
     markSettleInDoubt(entry);
     deps.logger.error(
-      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move ran (its letter older than the stream's newest 100, or not readable), or an operator's XACK or a peer settled it; settled as failed, not retried here`,
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move may have run (its letter older than the stream's newest 100, or not readable), or an operator's XACK or a peer settled it first; settled as failed, not retried here`,
     );
     return { ...base, outcome: 'failed', error };
   }
@@ -157,8 +157,10 @@ async function moveWithFallback(
  * What became of a move whose answer was lost (its command timed out), asked on the same connection (behind the
  * script, so after it ran), again while Redis does not answer, until stopping: the entry's XPENDING row, and when
  * it is no longer pending, the letter with the head that was sent (`head`: its deadAt and error make it this move's)
- * among the dead-letter stream's newest. The letter's id: moved. `unknown`: not pending, and no such letter found (or
- * the look refused: NOPERM, WRONGTYPE). null: a peer's now. Pending here still: the move did not happen (refused).
+ * among the dead-letter stream's newest. The letter's id: moved. null: not this consumer's when the move ran (a peer's
+ * now, or no such letter in the whole dead-letter stream: an operator's XACK, XGROUP DELCONSUMER or a re-created group
+ * came first, and the move wrote nothing). `unknown`: not pending, and no such letter among the newest looked at (or
+ * the look refused: NOPERM, WRONGTYPE): the move may have run. Pending here still: the move did not happen (refused).
  * Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart finds out then.
  */
 async function moveFate(
@@ -172,7 +174,7 @@ async function moveFate(
     const [row] = await deps.commands.fetch.pendingRows([entry]);
     if (row === undefined) {
       return deps.commands.newestWith(deadStream, head).then(
-        (id) => id ?? { unknown: 'not among the newest 100' },
+        (id) => (id === undefined ? { unknown: 'not among the newest 100' } : id),
         (err: unknown) => {
           if (isCommandTimeout(err)) throw err;
           return { unknown: `the look refused: ${describeError(err)}` };

@@ -305,8 +305,9 @@ export class KeyQueues {
       if (!this.acking) void this.sendAcks();
       return;
     }
-    if (event?.outcome === 'dead-lettered' && this.d.confirmSettled && this.failure === undefined && !this.fencedOut) {
-      // Durable acks: the key goes on once the move is on the replicas (a move lost with a master is pending again).
+    const moved = event?.outcome === 'dead-lettered' || (event?.outcome === 'failed' && settleInDoubt(entry));
+    if (moved && this.d.confirmSettled && this.failure === undefined && !this.fencedOut) {
+      // Durable acks: the key goes on once the move (one in doubt too) is on the replicas (a move lost with a master is pending again).
       try {
         await this.d.confirmSettled(entry);
       } catch (err) {
