@@ -51,7 +51,7 @@ describe('DeliveryMarks: entries owed', () => {
     expect(marks.settled(event('3-0', 'failed', { deliveryCount: 2 }))).toBeUndefined();
     expect(marks.owes('s', '3-0')).toBe(true);
     expect([marks.unscheduled, marks.waiting]).toEqual([1, 0]);
-    expect(marks.owed('s', [])).toEqual([['3-0', 2]]);
+    expect(marks.owed('s', [], () => true)).toEqual([['3-0', 2, true]]);
     marks.settled(event('3-0', 'acked'));
     expect(marks.owes('s', '3-0')).toBe(false);
     expect(marks.unscheduled).toBe(0);
@@ -60,10 +60,12 @@ describe('DeliveryMarks: entries owed', () => {
   it('owed(stream, held) lists what it owes with counts, and what it holds with count 1', () => {
     const marks = new DeliveryMarks();
     marks.settled(event('1-0', 'failed', { deliveryCount: 3 }));
-    expect(marks.owed('s', ['1-0', '2-0'])).toEqual([
-      ['1-0', 3],
-      ['2-0', 1],
+    // Whether a rejoin may take one back is the caller's rule for owed entries; a held one only with a lost group.
+    expect(marks.owed('s', ['1-0', '2-0'], () => true)).toEqual([
+      ['1-0', 3, true],
+      ['2-0', 1, false],
     ]);
+    expect(marks.owed('s', [], () => false)).toEqual([['1-0', 3, false]]);
   });
 
   it('keepOwned: after a recovery it owes exactly what is pending under it, scheduled retries keeping their time', () => {
@@ -178,6 +180,6 @@ describe('DeliveryMarks: scheduled retries', () => {
     expect(marks.owes('s', '7-0')).toBe(true);
     expect(marks.waiting).toBe(1);
     expect(marks.nextRetryAt()).toBe(retryAt);
-    expect(marks.owed('s', [])).toEqual([['7-0', 3]]);
+    expect(marks.owed('s', [], () => true)).toEqual([['7-0', 3, true]]);
   });
 });

@@ -312,17 +312,17 @@ describe('DeliveryMarks', () => {
     marks.delivered([{ stream: 's', id: '1-5', fields: [], deliveryCount: 1 }]);
     // A read-ahead batch (held) was taken back: it is owed now, with the failed one.
     marks.settled({ stream: 's', id: '1-1', deliveryCount: 2, source: 'new', outcome: 'failed' });
-    const owed = marks.owed('s', ['1-4', '1-5']);
+    const owed = marks.owed('s', ['1-4', '1-5'], () => false);
     marks.keepOwned('s', owed, ['1-1', '1-4', '1-5']);
-    expect(marks.owed('s', []).sort()).toEqual([
-      ['1-1', 2],
-      ['1-4', 1],
-      ['1-5', 1],
+    expect(marks.owed('s', [], () => false).sort()).toEqual([
+      ['1-1', 2, false],
+      ['1-4', 1, false],
+      ['1-5', 1, false],
     ]);
     marks.settled({ stream: 's', id: '1-4', deliveryCount: 2, source: 'drain', outcome: 'acked' });
     expect(
       marks
-        .owed('s', [])
+        .owed('s', [], () => false)
         .map(([id]) => id)
         .sort(),
     ).toEqual(['1-1', '1-5']);
@@ -332,8 +332,8 @@ describe('DeliveryMarks', () => {
     const marks = new DeliveryMarks();
     const base = { stream: 's', deliveryCount: 1, source: 'new' as const };
     for (let i = 0; i < 10_001; i++) marks.settled({ ...base, id: `1-${i}`, outcome: 'failed' });
-    expect(marks.owed('s', []).length).toBe(10_000);
+    expect(marks.owed('s', [], () => false).length).toBe(10_000);
     for (let i = 0; i < 10_001; i++) marks.settled({ ...base, id: `1-${i}`, outcome: 'acked' });
-    expect(marks.owed('s', [])).toEqual([]);
+    expect(marks.owed('s', [], () => false)).toEqual([]);
   });
 });

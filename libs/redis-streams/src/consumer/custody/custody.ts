@@ -211,13 +211,17 @@ export class Custody {
     this.marks.forget(stream);
   }
 
-  /** What this consumer still owes on `stream` (failed here, and `held`), with delivery counts. */
-  owed(stream: string, held: readonly string[]): [id: string, deliveryCount: number][] {
-    return this.marks.owed(stream, held);
+  /**
+   * What this consumer still owes on `stream` (failed here, and `held`), with delivery counts, and whether a rejoin
+   * may take one back from nobody's pending list though the group lists this consumer (as the audit would: see
+   * PendingAudit.mayReown).
+   */
+  owed(stream: string, held: readonly string[]): [id: string, deliveryCount: number, reown: boolean][] {
+    return this.marks.owed(stream, held, (o) => this.audit.mayReown(stream, o));
   }
 
   /** After a rejoin: of the `owed`, those back `pending` under this consumer stay owed. */
-  keepOwned(stream: string, owed: readonly [string, number][], pending: readonly string[]): void {
+  keepOwned(stream: string, owed: readonly (readonly [string, number, ...unknown[]])[], pending: readonly string[]): void {
     this.marks.keepOwned(stream, owed, pending);
   }
 

@@ -87,6 +87,14 @@ export class PendingAudit {
     return Math.max(1, this.d.minIdleMs - this.d.leaseRenewMs);
   }
 
+  /**
+   * An owed entry found in nobody's pending list may be taken back: last seen pending here too recently for any
+   * peer's reclaim to have taken it (and settled it), on a stream that is still this consumer's.
+   */
+  mayReown(stream: string, o: Owed): boolean {
+    return this.d.mayTakeBack(stream) && noPeerCouldClaim(this.d, o.confirmedAt, o.idleMs);
+  }
+
   /** After the groups were ensured (and rejoined where lost): checks run. */
   resume(): void {
     this.lostStreams.clear();

@@ -12,13 +12,15 @@ import { LUA_XINFO } from '../lua/lua-xinfo.js';
  *   has pending and that still exists is delivered to it again, with its old delivery count
  *   (XGROUP SETID just before it, XREADGROUP COUNT 1, XCLAIM RETRYCOUNT), the last-delivered id
  *   put back after. Its self-drain then settles them.
- * A consumer the group lists has lost nothing: the script only reports which owed ids are
- * still pending under it (the others were settled elsewhere, or deleted).
+ * A consumer the group lists may still have lost some (an XACK or XGROUP DELCONSUMER by hand, the
+ * consumer re-created since by a read of its own): each owed entry in nobody's pending list that
+ * the caller says no peer can have claimed yet (`reown`) is delivered to it again the same way.
+ * The script reports which owed ids are pending under it (the others were settled elsewhere, or deleted).
  *
  * KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] highest id delivered to it ('' none),
  * ARGV[4] '1' to treat the group as lost although it lists the consumer (its acks found entries
  * no longer pending: a peer re-created the group, and the consumer has read from it since), then
- * id, delivery count pairs it owes. Returns { 1 if the group was lost to it else 0, ids now
+ * id, delivery count, reown ('1' or '0') triples it owes. Returns { 1 if the group was lost to it else 0, ids now
  * pending under it among those owed }, or -1 when the stream or the group is gone (lost again
  * since it was ensured: nothing is known of what it owes).
  */
@@ -35,12 +37,12 @@ if lost and highest ~= '' and less(last, highest) then
   last = highest
 end
 local owned = {}
-for i = 5, #ARGV, 2 do
+for i = 5, #ARGV, 3 do
   local id = ARGV[i]
   local p = redis.call('XPENDING', key, group, id, id, 1)[1]
   if p then
     if p[2] == me then owned[#owned + 1] = id end
-  elseif lost and not less(last, id) and #redis.call('XRANGE', key, id, id) == 1 then
+  elseif (lost or ARGV[i + 2] == '1') and not less(last, id) and #redis.call('XRANGE', key, id, id) == 1 then
     redeliver(key, group, me, id, ARGV[i + 1], 0, last)
     owned[#owned + 1] = id
   end
