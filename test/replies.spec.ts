@@ -6,7 +6,6 @@ import {
   parseLastGeneratedId,
   parsePendingRow,
   parseReadReply,
-  parseRemovedUpTo,
   parseServerVersion,
 } from '../libs/redis-streams/src/redis/replies/replies.js';
 import { compareIds } from '../libs/redis-streams/src/redis/stream-ids.js';
@@ -61,43 +60,6 @@ describe('reply parsing', () => {
     expect(() => parsePendingRow('1-0', [['2-0', 'c', 5, 1]])).toThrow(/unexpected XPENDING reply shape/);
     expect(() => parseServerVersion('# Server\r\nos:Linux\r\n')).toThrow(/unexpected INFO server reply shape/);
     expect(() => parseLastGeneratedId(['length', 0])).toThrow(/unexpected XINFO STREAM reply shape/);
-  });
-
-  it('reads what XINFO STREAM says of removed entries: none, the highest deleted, or the first left after a trim', () => {
-    const info = (length: number, added: number, first: string, deleted: string, last = '9-0') => [
-      'length',
-      length,
-      'last-generated-id',
-      last,
-      'max-deleted-entry-id',
-      deleted,
-      'entries-added',
-      added,
-      'recorded-first-entry-id',
-      first,
-    ];
-    expect(parseRemovedUpTo(info(3, 3, '1-0', '0-0'))).toBe('none');
-    // Trimmed from its start: what was removed is below the first left.
-    expect(parseRemovedUpTo(info(2, 5, '7-0', '0-0'))).toBe('7-0');
-    // An XDEL above the first left.
-    expect(parseRemovedUpTo(info(2, 5, '7-0', '8-0'))).toBe('8-0');
-    // Empty after removals: anything up to its last generated id.
-    expect(parseRemovedUpTo(info(0, 4, '0-0', '0-0', '9-3'))).toBe('9-3');
-    // RESP3 maps as well.
-    expect(
-      parseRemovedUpTo(
-        new Map(
-          Object.entries({
-            length: 1,
-            'entries-added': 2,
-            'max-deleted-entry-id': '0-0',
-            'recorded-first-entry-id': '5-0',
-            'last-generated-id': '5-0',
-          }),
-        ),
-      ),
-    ).toBe('5-0');
-    expect(() => parseRemovedUpTo(['length', 1])).toThrow(/unexpected XINFO STREAM reply shape/);
   });
 
   it('reads XACKDEL codes per id: the ids not acked (-1) are named; acked and deleted (1) or kept for another group (2) are not', () => {

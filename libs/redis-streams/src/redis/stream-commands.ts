@@ -7,7 +7,6 @@ import {
   parseAckDeleteReply,
   parseAuditReply,
   parseLastGeneratedId,
-  parseRemovedUpTo,
   parseOwnPendingReply,
   parseRangeReply,
   type AuditResult,
@@ -248,16 +247,6 @@ export class StreamCommands {
       throw err;
     });
     return parseGroupRows(rows).map((g) => g.name);
-  }
-
-  /** An id no entry ever trimmed or deleted from the stream is above ('none': none was), or null when the key does not exist (see parseRemovedUpTo). */
-  async removedUpTo(stream: string): Promise<string | 'none' | null> {
-    try {
-      return parseRemovedUpTo(await this.conn.xinfo('STREAM', stream));
-    } catch (err) {
-      if (isNoSuchKey(err)) return null;
-      throw err;
-    }
   }
 
   /** The stream's `last-generated-id`, or null when the key does not exist. */

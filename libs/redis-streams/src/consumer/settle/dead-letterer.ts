@@ -3,7 +3,6 @@ import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
 import { isCommandTimeout, isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
-import { compareIds } from '../../redis/stream-ids.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -86,7 +85,7 @@ export async function deadLetter(
   if (typeof moved === 'object' && moved !== null && 'unknown' in moved) {
     markSettleInDoubt(entry);
     deps.logger.error(
-      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move may have run (its letter older than the stream's newest 100, trimmed, or not readable), or an operator's XACK or a peer settled it first; settled as failed, not retried here`,
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move may have run (its letter older than the stream's newest 100, or not readable), or an operator's XACK or a peer settled it first; settled as failed, not retried here`,
     );
     return { ...base, outcome: 'failed', error };
   }
@@ -155,40 +154,13 @@ async function moveWithFallback(
 }
 
 /**
- * The letter of `entry` with `head` in `deadStream`: its id; null when the move wrote none (the stream, looked at to its
- * start, does not hold it, and nothing that could be it was trimmed or deleted: no id ever removed there is above the
- * entry's); `unknown` when that cannot be told (not among the newest 100, letters deleted since the entry was
- * written, a look refused). Rejects on a timeout (Redis not answering: asked again).
- */
-async function letterOf(
-  commands: StreamCommands,
-  entry: StreamEntry,
-  deadStream: string,
-  head: readonly string[],
-): Promise<string | null | { unknown: string }> {
-  try {
-    const id = await commands.newestWith(deadStream, head);
-    if (id === undefined) return { unknown: 'not among the newest 100' };
-    if (id !== null) return id;
-    // A letter's id is above its entry's (written later, on the same server's clock): a removal above the entry's id
-    // may have taken it (the stream's retention, an XTRIM or XDEL). No stream at all: none was written.
-    const removed = await commands.removedUpTo(deadStream);
-    if (removed !== null && removed !== 'none' && compareIds(removed, entry.id) > 0)
-      return { unknown: `not in the stream, which had letters trimmed or deleted since the entry was written (up to ${removed})` };
-    return null;
-  } catch (err) {
-    if (isCommandTimeout(err)) throw err;
-    return { unknown: `the look refused: ${describeError(err)}` };
-  }
-}
-
-/**
  * What became of a move whose answer was lost (its command timed out), asked on the same connection (behind the
  * script, so after it ran), again while Redis does not answer, until stopping: the entry's XPENDING row, and when
- * it is no longer pending, its letter (see letterOf). The letter's id: moved. null: not this consumer's when the move
- * ran (a peer's now, or the move wrote no letter: an operator's XACK, XGROUP DELCONSUMER or a re-created group came
- * first). `unknown`: not pending, and whether it has a letter cannot be told: the move may have run. Pending here
- * still: the move did not happen (refused).
+ * it is no longer pending, the letter with the head that was sent (`head`: its deadAt and error make it this move's)
+ * among the dead-letter stream's newest. The letter's id: moved. null: not this consumer's when the move ran (a peer's
+ * now, or no such letter in the whole dead-letter stream: an operator's XACK, XGROUP DELCONSUMER or a re-created group
+ * came first, and the move wrote nothing). `unknown`: not pending, and no such letter among the newest looked at (or
+ * the look refused: NOPERM, WRONGTYPE): the move may have run. Pending here still: the move did not happen (refused).
  * Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart finds out then.
  */
 async function moveFate(
@@ -200,7 +172,15 @@ async function moveFate(
   const stopped$ = deps.stopped$ ?? NEVER;
   const ask = async (): Promise<string | null | { refused: unknown } | { unknown: string }> => {
     const [row] = await deps.commands.fetch.pendingRows([entry]);
-    if (row === undefined) return letterOf(deps.commands, entry, deadStream, head);
+    if (row === undefined) {
+      return deps.commands.newestWith(deadStream, head).then(
+        (id) => (id === undefined ? { unknown: 'not among the newest 100' } : id),
+        (err: unknown) => {
+          if (isCommandTimeout(err)) throw err;
+          return { unknown: `the look refused: ${describeError(err)}` };
+        },
+      );
+    }
     if (row.consumer !== deps.consumer) return null;
     return { refused: new Error('its move got no answer, and the entry is still pending under this consumer') };
   };

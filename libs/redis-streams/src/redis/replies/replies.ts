@@ -1,5 +1,4 @@
 import { ReplyShapeError } from './reply-shape-error.js';
-import { compareIds } from '../stream-ids.js';
 import { FetchedEntry, type StreamEntry } from '../../stream-entry.js';
 import type { Confirmation } from '../produce/replication-wait.js';
 
@@ -223,38 +222,15 @@ export function parseServerVersion(info: string): { version: string; major: numb
   return { version, major: Number(match[1]), minor: Number(match[2]), server };
 }
 
-/** A field of an `XINFO STREAM` reply (flat field/value list, or a map under RESP3). */
-function streamInfoField(reply: unknown, field: string): unknown {
-  return Array.isArray(reply)
-    ? reply[reply.indexOf(field) + 1]
+/** `last-generated-id` of an `XINFO STREAM` reply (flat field/value list, or a map under RESP3). */
+export function parseLastGeneratedId(reply: unknown): string {
+  const value = Array.isArray(reply)
+    ? reply[reply.indexOf('last-generated-id') + 1]
     : reply instanceof Map
-      ? reply.get(field)
-      : (reply as Record<string, unknown> | null)?.[field];
-}
-
-/** An id field of an `XINFO STREAM` reply. */
-function parseStreamInfoId(reply: unknown, field: string): string {
-  const value = streamInfoField(reply, field);
+      ? reply.get('last-generated-id')
+      : (reply as Record<string, unknown> | null)?.['last-generated-id'];
   if (typeof value !== 'string' || !/^\d+-\d+$/.test(value)) throw new ReplyShapeError('XINFO STREAM', reply);
   return value;
-}
-
-/** `last-generated-id` of an `XINFO STREAM` reply. */
-export const parseLastGeneratedId = (reply: unknown): string => parseStreamInfoId(reply, 'last-generated-id');
-
-/**
- * What an `XINFO STREAM` reply (Redis 7.0+, Valkey) says of the entries ever removed from the stream: none (every entry
- * ever added is still there), or an id no removed entry is above: the highest deleted (XDEL), or the first left (those
- * trimmed from its start are below it; its last generated, when it is empty), whichever is higher.
- */
-export function parseRemovedUpTo(reply: unknown): string | 'none' {
-  const length = Number(streamInfoField(reply, 'length'));
-  const added = Number(streamInfoField(reply, 'entries-added'));
-  if (!Number.isSafeInteger(length) || !Number.isSafeInteger(added)) throw new ReplyShapeError('XINFO STREAM', reply);
-  if (added <= length) return 'none';
-  const deleted = parseStreamInfoId(reply, 'max-deleted-entry-id');
-  const trimmed = parseStreamInfoId(reply, length > 0 ? 'recorded-first-entry-id' : 'last-generated-id');
-  return compareIds(deleted, trimmed) >= 0 ? deleted : trimmed;
 }
 
 /** The rows of `XPENDING key group - + N consumer`, oldest first: id, ms since its last delivery (or lease renewal), delivery count. */
