@@ -221,7 +221,7 @@ export class Custody {
   }
 
   /** After a rejoin: of the `owed`, those back `pending` under this consumer stay owed. */
-  keepOwned(stream: string, owed: readonly (readonly [string, number, ...unknown[]])[], pending: readonly string[]): void {
+  keepOwned(stream: string, owed: readonly (readonly [id: string, count: number, ...rest: unknown[]])[], pending: readonly string[]): void {
     this.marks.keepOwned(stream, owed, pending);
   }
 

@@ -185,10 +185,11 @@ export class DeliveryMarks {
 
   /** What it owes: failed here and not seen settled since, and `held` (fetched, not settled), with delivery counts. */
   owed(stream: string, held: readonly string[], reown: (o: Owed) => boolean): [id: string, deliveryCount: number, reown: boolean][] {
-    const owed = new Map([...(this.owing.get(stream) ?? [])].map(([id, o]) => [id, [o.count, reown(o)] as const]));
+    const owing = this.owing.get(stream);
+    const owed: [string, number, boolean][] = [...(owing ?? [])].map(([id, o]) => [id, o.count, reown(o)]);
     // Held (fetched, not settled or its ack unconfirmed): taken back only with a lost group.
-    for (const id of held) if (!owed.has(id)) owed.set(id, [1, false]);
-    return [...owed].map(([id, [count, may]]) => [id, count, may]);
+    for (const id of held) if (!owing?.has(id)) owed.push([id, 1, false]);
+    return owed;
   }
 
   /**
@@ -196,7 +197,7 @@ export class DeliveryMarks {
    * (`owed`, with counts). The others were settled elsewhere or deleted. Entries it takes back
    * stay owed until settled, so a second loss before its self-drain reads them loses nothing.
    */
-  keepOwned(stream: string, owed: readonly (readonly [string, number, ...unknown[]])[], pending: readonly string[]): void {
+  keepOwned(stream: string, owed: readonly (readonly [id: string, count: number, ...rest: unknown[]])[], pending: readonly string[]): void {
     const mine = new Set(pending);
     const now = performance.now();
     const before = this.owing.get(stream);

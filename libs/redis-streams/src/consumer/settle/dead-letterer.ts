@@ -159,7 +159,8 @@ async function moveWithFallback(
  * it is no longer pending, the letter with the head that was sent (`head`: its deadAt and error make it this move's)
  * among the dead-letter stream's newest. The letter's id: moved. null: not this consumer's when the move ran (a peer's
  * now, or no such letter in the whole dead-letter stream: an operator's XACK, XGROUP DELCONSUMER or a re-created group
- * came first, and the move wrote nothing). `unknown`: not pending, and no such letter among the newest looked at (or
+ * came first, and the move wrote nothing; or its letter was trimmed or deleted before the look, which reads the same:
+ * a second letter then, see docs/failure-semantics.md). `unknown`: not pending, and no such letter among the newest looked at (or
  * the look refused: NOPERM, WRONGTYPE): the move may have run. Pending here still: the move did not happen (refused).
  * Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart finds out then.
  */
