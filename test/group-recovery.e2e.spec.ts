@@ -9,6 +9,7 @@ import { redisProxy } from './support/redis-proxy.js';
 import { gate as newGate } from './support/gate.js';
 import { RECOVER_SCRIPT } from '../libs/redis-streams/src/redis/read/recover-script.js';
 import { createHash } from 'node:crypto';
+import { StreamCommands } from '../libs/redis-streams/src/redis/stream-commands.js';
 
 const redis = useRedis();
 
@@ -89,6 +90,75 @@ describe('a lost group (XGROUP DESTROY) re-created under load', () => {
     expect(counts([a])).toEqual({ bad: 2, ok0: 1, ok1: 1, ok2: 1, ok3: 1, ok4: 1, after: 1 });
     // Its delivery count carried over the loss: the second try is delivery 2, not 1 again.
     expect(a.recorder.calls.filter((c) => tagOf(c) === 'bad').map((c) => c.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('re-owns 1,000 owed entries in rejoin scripts of at most 200 each (a script does bounded work)', async () => {
+    const prefix = uniquePrefix();
+    const a = await start({
+      connection: redis.url,
+      group: 'g',
+      consumer: 'a',
+      keyPrefix: prefix,
+      blockMs: 100,
+      minIdleMs: 60_000,
+      batchSize: 100,
+    });
+    a.recorder.behavior = (c) => {
+      if (tagOf(c).startsWith('bad') && c.deliveryCount === 1) throw new Error('first try fails');
+    };
+    const r = redis.client();
+    const write = r.pipeline();
+    for (let i = 0; i < 1000; i++) write.xadd(a.key(), '*', 'tag', `bad${i}`);
+    const bad = ((await write.exec()) ?? []).map(([, id]) => String(id));
+    const failed = () => a.settled.filter((e) => e.outcome === 'failed').length;
+    await waitFor(() => failed() === 1000, { message: 'the 1,000 first tries failed', progress: failed });
+    // The rejoin's scripts as the server sees them: EVALSHA of RECOVER_SCRIPT, or EVAL of its source (MONITOR prints
+    // it escaped, so it is known by its own first line); their owed triples counted.
+    const sha = createHash('sha1').update(RECOVER_SCRIPT).digest('hex');
+    const ownLine = RECOVER_SCRIPT.split('\n').find((l) => l.startsWith('local key, group, me, highest'))!;
+    const watcher = redis.client().duplicate();
+    const monitor = await watcher.monitor();
+    const triples: number[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const [cmd = '', script = ''] = args;
+      if ((/^evalsha$/i.test(cmd) && script === sha) || (/^eval$/i.test(cmd) && script.includes(ownLine)))
+        triples.push((args.length - 8) / 3);
+    });
+    try {
+      await r.xgroup('DESTROY', a.key(), 'g');
+      const retried = () => a.recorder.calls.filter((c) => tagOf(c).startsWith('bad') && c.deliveryCount === 2).length;
+      await waitFor(() => retried() === 1000, { message: 'the 1,000 taken back and run again', progress: retried, timeoutMs: 30_000 });
+      await quiesced(redis, a.key());
+    } finally {
+      monitor.disconnect();
+      watcher.disconnect();
+    }
+    // Each ran twice (the second try with the delivery count carried over), none a third time.
+    expect(new Set(a.recorder.calls.filter((c) => c.deliveryCount === 2).map((c) => c.id))).toEqual(new Set(bad));
+    expect(a.recorder.calls).toHaveLength(2000);
+    expect(triples.reduce((s, n) => s + n, 0)).toBe(1000);
+    expect(Math.max(...triples)).toBeLessThanOrEqual(200);
+  });
+
+  it('a rejoin of more owed entries than one script takes treats the group as lost in every call, not the first only', async () => {
+    const key = `${uniquePrefix()}orders`;
+    const r = redis.client();
+    await createGroup(r, key);
+    const write = r.pipeline();
+    for (let i = 0; i < 450; i++) write.xadd(key, '*', 'tag', `x${i}`);
+    const ids = ((await write.exec()) ?? []).map(([, id]) => String(id));
+    await r.xreadgroup('GROUP', 'g', 'a', 'COUNT', 450, 'STREAMS', key, '>');
+    // A peer re-created the group above them: nobody has them pending, and the group does not list "a".
+    await r.xgroup('DESTROY', key, 'g');
+    await r.xgroup('CREATE', key, 'g', '$');
+    // Owed, none of them one this consumer may take back on its own (reown false): only a loss re-delivers them.
+    const owed = ids.map((id) => [id, 1, false] as [string, number, boolean]);
+    const { lost, owned } = await new StreamCommands(r, 'g').recoverGroup(key, 'a', ids.at(-1)!, owed, false);
+    expect(lost).toBe(true);
+    expect(owned).toEqual(ids);
+    const [count, , , consumers] = (await r.xpending(key, 'g')) as [number, string, string, [string, string][]];
+    expect(count).toBe(450);
+    expect(consumers).toEqual([['a', '450']]);
   });
 
   it('does not re-own an owed entry that was deleted from the stream meanwhile', async () => {

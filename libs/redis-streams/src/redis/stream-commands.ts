@@ -46,6 +46,9 @@ function holdsPairs(fields: readonly string[], pairs: readonly string[]): boolea
  */
 const IDS_PER_SCRIPT_CALL = 1000;
 
+/** Most owed entries one rejoin script takes: each costs it up to seven commands (a look, then a re-delivery). */
+const RECOVER_IDS_PER_CALL = 200;
+
 /**
  * How an ack deletes the entry it acks (XACKDEL, Redis 8.2): `KEEPREF` deletes it at once (other
  * groups' references, if any, are left to report it deleted); `ACKED` once no group still needs it.
@@ -202,6 +205,8 @@ export class StreamCommands {
    * group does not know the consumer or `force` says a loss was seen otherwise. Returns whether
    * it was treated as lost, and which owed ids are now pending under the consumer; rejects with a
    * NOGROUP error when the group is gone again (what it owes is then still owed).
+   * At most RECOVER_IDS_PER_CALL owed entries a script: once one call found the group lost, the next
+   * are told so (its first re-delivery made the group list the consumer again).
    */
   async recoverGroup(
     stream: string,
@@ -210,13 +215,18 @@ export class StreamCommands {
     owed: readonly [id: string, count: number, reown: boolean][],
     force: boolean,
   ): Promise<{ lost: boolean; owned: string[] }> {
-    const args = owed.flatMap(([id, count, reown]) => [id, String(count), reown ? '1' : '0']);
-    const reply = await this.conn.streamsRecover(stream, this.group, consumer, highest, force ? '1' : '0', ...args);
-    // Gone again since it was ensured: as Redis would say it, so the loop restarts and ensures it anew.
-    if (!Array.isArray(reply))
-      throw new Error(`NOGROUP the group "${this.group}" of stream "${stream}" is gone (lost again while rejoining it)`);
-    const [lost, owned] = reply;
-    return { lost: Number(lost) === 1, owned: (owned ?? []).map(String) };
+    let lost = false;
+    const owned: string[] = [];
+    for (let from = 0; from === 0 || from < owed.length; from += RECOVER_IDS_PER_CALL) {
+      const args = owed.slice(from, from + RECOVER_IDS_PER_CALL).flatMap(([id, count, reown]) => [id, String(count), reown ? '1' : '0']);
+      const reply = await this.conn.streamsRecover(stream, this.group, consumer, highest, force || lost ? '1' : '0', ...args);
+      // Gone again since it was ensured: as Redis would say it, so the loop restarts and ensures it anew.
+      if (!Array.isArray(reply))
+        throw new Error(`NOGROUP the group "${this.group}" of stream "${stream}" is gone (lost again while rejoining it)`);
+      lost ||= Number(reply[0]) === 1;
+      for (const id of reply[1] ?? []) owned.push(String(id));
+    }
+    return { lost, owned };
   }
 
   /**
