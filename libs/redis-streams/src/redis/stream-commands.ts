@@ -7,16 +7,13 @@ import {
   parseAckDeleteReply,
   parseAuditReply,
   parseLastGeneratedId,
-  parseLettersAdded,
   parseOwnPendingReply,
   parseRangeReply,
   type AuditResult,
-  type LettersAdded,
   type OwnPendingRow,
 } from './replies/replies.js';
 import { groupFigures, type GroupFigures } from './tools/group-lag.js';
 import { groupIds, type StreamEntry } from '../stream-entry.js';
-import { compareIds } from './stream-ids.js';
 import { defineScripts, type ScriptedConnection } from './connection/scripted-connection.js';
 import { connectedConsumers } from './tools/connected-consumers.js';
 import { RetryCommands } from './custody/retry-commands.js';
@@ -473,34 +470,6 @@ export class StreamCommands {
       if (!entry) return null;
       if (entry.fields && holdsPairs(entry.fields, pairs)) return entry.id;
       end = `(${entry.id}`;
-    }
-    return undefined;
-  }
-
-  /** What the (dead-letter) stream `key` holds now: entries ever added to it and its last id (LETTERS_ADDED_SCRIPT). */
-  async lettersAdded(key: string): Promise<LettersAdded> {
-    return parseLettersAdded(await this.conn.streamsLettersAdded(key));
-  }
-
-  /**
-   * The id of the entry of `key` whose fields hold every name/value pair of `pairs`, among those added since `mark`
-   * (lettersAdded, taken before), looked at oldest first, one per call (a letter may be large), at most
-   * NEWEST_LOOKED_AT. null: none of them is, and every entry added since is still there (none added, or all looked
-   * at): proof that no such entry was written since. undefined: not found, and that proves nothing (some added since
-   * are gone: trimmed, deleted; more were added than looked at; the stream re-created or its counts set by hand).
-   */
-  async letterSince(key: string, pairs: readonly string[], mark: LettersAdded): Promise<string | null | undefined> {
-    const now = await this.lettersAdded(key);
-    const added = now.added - mark.added;
-    const order = compareIds(now.last, mark.last);
-    if (added === 0 && order === 0) return null;
-    if (added <= 0 || order <= 0) return undefined;
-    let from = `(${mark.last}`;
-    for (let seen = 0; seen < NEWEST_LOOKED_AT; seen++) {
-      const [entry] = parseRangeReply(key, await this.conn.xrange(key, from, now.last, 'COUNT', 1));
-      if (!entry) return seen === added ? null : undefined;
-      if (entry.fields && holdsPairs(entry.fields, pairs)) return entry.id;
-      from = `(${entry.id}`;
     }
     return undefined;
   }

@@ -3,7 +3,6 @@ import { encodeDeadLetterHead } from '../../codec/dead-letter-codec.js';
 import { describeError } from '../../describe-error.js';
 import { isCommandTimeout, isRefusal } from '../../redis/replies/redis-errors.js';
 import type { AckDeletePolicy, StreamCommands } from '../../redis/stream-commands.js';
-import type { LettersAdded } from '../../redis/replies/replies.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { within } from '../../within.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -58,9 +57,8 @@ export async function deadLetter(
     return { ...base, outcome: 'failed', error };
   }
   const deadStream = deps.deadLetterStream(entry.stream);
-  // The head of the letter last sent (its deadAt to the ms) and what the dead-letter stream held just before: what
-  // finds it again, or proves it was not written, when the move's answer is lost.
-  const sent: Sent = {};
+  // The head of the letter last sent: what finds it again when the move's answer is lost (its deadAt to the ms).
+  const sent: { head?: string[] } = {};
   const moving = moveWithFallback(deps, entry, deadStream, reason, copy, stack, sent);
   let moved: Awaited<typeof moving> | typeof UNCONFIRMED | { unknown: string };
   try {
@@ -75,7 +73,7 @@ export async function deadLetter(
     deps.logger.warn(
       `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer (${describeError(err)}): waiting for Redis to tell whether it ran`,
     );
-    moved = await moveFate(deps, entry, deadStream, sent);
+    moved = await moveFate(deps, entry, deadStream, sent.head ?? []);
   }
   if (moved === UNCONFIRMED) {
     moving.catch(() => {}); // a late failure, after the bound, is nobody's to handle
@@ -87,7 +85,7 @@ export async function deadLetter(
   if (typeof moved === 'object' && moved !== null && 'unknown' in moved) {
     markSettleInDoubt(entry);
     deps.logger.error(
-      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move may have run, or an operator's XACK or a peer settled it first; settled as failed, not retried here`,
+      `${where}: ${reason}; its dead-letter move to "${deadStream}" got no answer, and the entry is no longer pending, but its letter was not found (${moved.unknown}): the move may have run (its letter older than the stream's newest 100, or not readable), or an operator's XACK or a peer settled it first; settled as failed, not retried here`,
     );
     return { ...base, outcome: 'failed', error };
   }
@@ -119,7 +117,7 @@ async function moveWithFallback(
   reason: string,
   copy: boolean,
   stack: string | undefined,
-  sent: Sent,
+  sent: { head?: string[] },
 ): Promise<string | null | { refused: unknown }> {
   const letter = (omitted?: string) =>
     encodeDeadLetterHead({
@@ -133,10 +131,7 @@ async function moveWithFallback(
       ...(stack ? { stack } : {}),
     });
   // The copy is made by the script, from the bytes Redis holds (not from the decoded strings).
-  const move = async (fields: string[], withCopy: boolean) => {
-    // Answered before the move is sent (a freeze that comes after it leaves it known); none when Redis refuses it
-    // (a user without +xinfo|stream, a key of another type) or does not answer (the move then waits behind it).
-    sent.mark = await deps.commands.lettersAdded(deadStream).catch(() => undefined);
+  const move = (fields: string[], withCopy: boolean) => {
     // From here on no audit of this consumer may take the entry back (see settle-sent.ts).
     markSettleSent(entry);
     // As Redis will hand it back: UTF-8 both ways (a lone surrogate, half an emoji cut by describeError, comes back as U+FFFD).
@@ -158,42 +153,29 @@ async function moveWithFallback(
   }
 }
 
-/** What a move sent: its letter's head, and the dead-letter stream's count and last id just before (none if unknown). */
-interface Sent {
-  head?: string[];
-  mark?: LettersAdded;
-}
-
 /**
  * What became of a move whose answer was lost (its command timed out), asked on the same connection (behind the
  * script, so after it ran), again while Redis does not answer, until stopping: the entry's XPENDING row, and when
  * it is no longer pending, the letter with the head that was sent (`head`: its deadAt and error make it this move's)
- * among the letters added to the dead-letter stream since the move's `mark`. The letter's id: moved. null: not this
- * consumer's when the move ran (a peer's now), or no such letter among the letters added since, all still there (an
- * operator's XACK, XGROUP DELCONSUMER or a re-created group came first, and the move wrote nothing). `unknown`: not
- * pending, and that look proves nothing (letters added since were trimmed or deleted, more than 100 were added, or
- * the look refused: NOPERM, WRONGTYPE): the move may have run. Without a mark (Redis refused it or did not answer
- * it), the look is among the stream's newest 100 letters: none there at all reads as none written (a letter trimmed
- * before the look then gets a second one, see docs/failure-semantics.md). Pending here still: the move did not
- * happen (refused). Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart
- * finds out then.
+ * among the dead-letter stream's newest. The letter's id: moved. null: not this consumer's when the move ran (a peer's
+ * now, or no such letter in the whole dead-letter stream: an operator's XACK, XGROUP DELCONSUMER or a re-created group
+ * came first, and the move wrote nothing; or its letter was trimmed or deleted before the look, which reads the same:
+ * a second letter then, see docs/failure-semantics.md). `unknown`: not pending, and no such letter among the newest looked at (or
+ * the look refused: NOPERM, WRONGTYPE): the move may have run. Pending here still: the move did not happen (refused).
+ * Rejects when the XPENDING fails otherwise (a lost group, a dropped connection): the loop's restart finds out then.
  */
 async function moveFate(
   deps: DeadLettererDeps,
   entry: StreamEntry,
   deadStream: string,
-  { head = [], mark }: Sent,
+  head: readonly string[],
 ): Promise<string | null | typeof UNCONFIRMED | { refused: unknown } | { unknown: string }> {
   const stopped$ = deps.stopped$ ?? NEVER;
   const ask = async (): Promise<string | null | { refused: unknown } | { unknown: string }> => {
     const [row] = await deps.commands.fetch.pendingRows([entry]);
     if (row === undefined) {
-      const look = mark ? deps.commands.letterSince(deadStream, head, mark) : deps.commands.newestWith(deadStream, head);
-      const unknown = mark
-        ? 'letters added since the move were removed, or more than 100 were added'
-        : 'not among the newest 100, and what the stream held before the move is not known';
-      return look.then(
-        (id) => (id === undefined ? { unknown } : id),
+      return deps.commands.newestWith(deadStream, head).then(
+        (id) => (id === undefined ? { unknown: 'not among the newest 100' } : id),
         (err: unknown) => {
           if (isCommandTimeout(err)) throw err;
           return { unknown: `the look refused: ${describeError(err)}` };

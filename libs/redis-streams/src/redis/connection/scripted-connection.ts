@@ -4,7 +4,6 @@ import { AUDIT_SCRIPT } from '../custody/audit-script.js';
 import { CONSUMER_CLEANUP_SCRIPT } from '../upkeep/consumer-cleanup-script.js';
 import { DEAD_LETTER_SCRIPT } from '../settle/dead-letter-script.js';
 import { ENTRY_BYTES_SCRIPT } from '../settle/entry-bytes-script.js';
-import { LETTERS_ADDED_SCRIPT } from '../settle/letters-added-script.js';
 import { LEASE_SCRIPT, PUT_BACK_SCRIPT } from '../custody/lease-script.js';
 import { OWN_PENDING_SCRIPT } from '../custody/own-pending-script.js';
 import { RECLAIM_ROUND_SCRIPT } from '../read/reclaim-round-script.js';
@@ -40,7 +39,6 @@ export type ScriptedConnection = RedisConnection & {
     ...fields: string[]
   ): Promise<string | null>;
   streamsEntryBytes(key: string, id: string): Promise<number>;
-  streamsLettersAdded(key: string): Promise<unknown>;
   /** Variadic keys: the stream count first, then the streams, then the arguments. */
   streamsReclaimRound(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<unknown>;
   streamsAudit(key: string, retryKey: string, group: string, consumer: string, claimIdle: string, ...items: string[]): Promise<unknown>;
@@ -109,7 +107,6 @@ const LOOP_SCRIPTS: readonly LuaScript[] = [
   luaScript('streamsPutBack', 1, PUT_BACK_SCRIPT),
   luaScript('streamsDeadLetter', 3, DEAD_LETTER_SCRIPT),
   luaScript('streamsEntryBytes', 1, ENTRY_BYTES_SCRIPT),
-  luaScript('streamsLettersAdded', 1, LETTERS_ADDED_SCRIPT),
   luaScript('streamsRecover', 1, RECOVER_SCRIPT),
   luaScript('streamsReclaimRound', undefined, RECLAIM_ROUND_SCRIPT),
   luaScript('streamsAudit', 2, AUDIT_SCRIPT),

@@ -195,20 +195,6 @@ export function parseAdoptReply(reply: unknown, count: number): number[] {
   });
 }
 
-/** What a stream held at one moment (LETTERS_ADDED_SCRIPT): entries ever added to it, and its last id. */
-export interface LettersAdded {
-  added: number;
-  last: string;
-}
-
-export function parseLettersAdded(reply: unknown): LettersAdded {
-  const [added, last] = Array.isArray(reply) ? reply : [];
-  const n = Number(added);
-  if (!Number.isSafeInteger(n) || n < 0 || (typeof last !== 'string' && !Buffer.isBuffer(last)))
-    throw new ReplyShapeError('letters added', reply);
-  return { added: n, last: String(last) };
-}
-
 /**
  * XACKDEL's answer, one code per id given: 1 acked and deleted, 2 acked and kept (ACKED: another group
  * still needs it), -1 not acked (not pending in the group, or not in the stream). Returns the ids
