@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { NotDurableError, partitionKey, partitionOf, RedisStreamsRecord, type RedisStreamsClient } from 'nestjs-redis-streams';
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
@@ -12,6 +11,7 @@ import { uniquePrefix } from './support/test-app.js';
 import { durableAcksConsumer } from './support/durable-acks-consumer.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { waitFor } from './support/wait-for.js';
+import { monitorCommands, type MonitoredCommand } from './support/monitor.js';
 
 // Durable produce and durable acks on a local 3+3 cluster (issue 48): the waits follow a partition's slot through a
 // failover, cost one WAIT per master (at most one per slot), and with no replica reachable (the replica of a
@@ -183,11 +183,10 @@ describe('durable acks and durable produce on a Redis Cluster', () => {
       let rest: string[];
       let tookMs: number;
       // What the partition's master is sent meanwhile: an ack that waits is the ack's script, then WAIT, on one connection.
-      const watcher = new Redis(master, '127.0.0.1');
-      const sent: { source: string; args: string[] }[] = [];
-      const monitor = await watcher.monitor();
-      monitor.on('monitor', (_time: string, args: string[], source: string) => sent.push({ source, args }));
+      const sent: MonitoredCommand[] = [];
+      let monitor: { close: () => void } | undefined;
       try {
+        monitor = await monitorCommands(master, (command) => sent.push(command));
         // 20 entries of one key, one after the other: waiting timeoutMs for each ack would take 20 of them.
         rest = await produce(client, prefix, keysOf(0, 1), 20);
         const start = performance.now();
@@ -198,8 +197,7 @@ describe('durable acks and durable produce on a Redis Cluster', () => {
           expect.stringMatching(/^warn .*carrying on without waiting, DEGRADED/),
         ]);
       } finally {
-        monitor.disconnect();
-        watcher.disconnect();
+        monitor?.close();
         await cluster.revive(replica);
       }
       // A script's own calls follow it in MONITOR's output (source "lua"): an ack is a script that ran XACK.
