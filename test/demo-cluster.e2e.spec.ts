@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { partitionKeys } from 'nestjs-redis-streams';
 import { requireBuilt } from './support/built.js';
-import { spawnNode, type NodeProcess } from './support/node-process.js';
+import { spawnNode, WORKER_START_MS, WORKER_TEST_MS, type NodeProcess } from './support/node-process.js';
 import { startCluster, type TestCluster } from './support/redis-cluster.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -115,7 +115,7 @@ describe('npm run demo -- --cluster', () => {
   });
 });
 
-describe('the demo worker on a cluster (REDIS_CLUSTER_URLS)', () => {
+describe('the demo worker on a cluster (REDIS_CLUSTER_URLS)', { timeout: WORKER_TEST_MS }, () => {
   let cluster: TestCluster;
   beforeAll(async () => (cluster = await startCluster()));
   afterAll(async () => cluster?.stop());
@@ -142,7 +142,7 @@ describe('the demo worker on a cluster (REDIS_CLUSTER_URLS)', () => {
     });
     await waitFor(() => worker.output().includes('Nest microservice successfully started'), {
       message: 'the worker to start',
-      timeoutMs: 15_000,
+      timeoutMs: WORKER_START_MS,
     });
     expect(worker.output()).toContain(`reading ${keys.map((k) => `"${k}"`).join(', ')}`);
 

@@ -4,12 +4,9 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { requireBuilt } from './support/built.js';
 import { freezeServer } from './support/freeze.js';
-import { spawnNode, type NodeProcess } from './support/node-process.js';
+import { spawnNode, WORKER_START_MS, WORKER_TEST_MS, type NodeProcess } from './support/node-process.js';
 import { freePort, startRedis, type TestRedis } from './support/redis-server.js';
 import { waitFor } from './support/wait-for.js';
-
-/** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */
-const WORKER_START_MS = 20_000;
 
 // The demo worker (apps/orders-worker) with HEALTH_PORT: a hybrid app answering /health/live,
 // /health/ready and /metrics over real HTTP. Each test spawns the built worker.
@@ -118,7 +115,7 @@ function listeningPorts(pid: number): number[] {
 /** Polls HTTP at a calm pace: a failed Terminus check logs a line each time. */
 const poll = { intervalMs: 100 };
 
-describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/ready, /metrics)', () => {
+describe('the demo worker with HEALTH_PORT (hybrid app: /health/live, /health/ready, /metrics)', { timeout: WORKER_TEST_MS }, () => {
   it('is live and ready while consuming, with the streams’ figures, and /metrics has the transport’s metrics', async () => {
     const { stream, env } = names();
     const port = await freePort();

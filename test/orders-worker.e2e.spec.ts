@@ -1,13 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { requireBuilt } from './support/built.js';
-import { spawnNode, type NodeProcess } from './support/node-process.js';
+import { spawnNode, WORKER_START_MS, WORKER_TEST_MS, type NodeProcess } from './support/node-process.js';
 import { pendingCount, pendingIds } from './support/pending.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
-
-/** A worker process's start is mostly CPU (Node, Nest): CI runs several files at once on 2 cores. */
-const WORKER_START_MS = 20_000;
 
 const redis = useRedis();
 
@@ -58,7 +55,7 @@ const allHandledAndAcked = (worker: NodeProcess, stream: string, group: string, 
     message: 'every order handled and acked',
   });
 
-describe('the demo worker (apps/orders-worker)', () => {
+describe('the demo worker (apps/orders-worker)', { timeout: WORKER_TEST_MS }, () => {
   it('handles redis-cli orders, and on SIGTERM finishes the order in hand, acks it and exits 0', async () => {
     const names = demoNames();
     const { group, stream } = names;

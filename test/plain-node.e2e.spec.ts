@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { WORKER_START_MS, WORKER_TEST_MS } from './support/node-process.js';
 import { repoRoot, requireBuilt } from './support/built.js';
 import { pendingIds } from './support/pending.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
@@ -23,8 +24,6 @@ afterEach(async () => {
     await w.exited;
   }
 });
-
-const WORKER_START_MS = 30_000;
 
 /** test/fixtures/plain-node/worker.mjs: StreamConsumer under deny-nest.cjs (any @nestjs/* resolution fails it). */
 async function startWorker(prefix: string, name: string, env: Record<string, string> = {}): Promise<Worker> {
@@ -58,7 +57,7 @@ async function startWorker(prefix: string, name: string, env: Record<string, str
 }
 
 // Child processes given one URL: the one-node run covers it (Redis and, in the Valkey lane, Valkey).
-describe.skipIf(CLUSTER_MODE)('a plain Node worker (nestjs-redis-streams/core and ioredis, no Nest)', () => {
+describe.skipIf(CLUSTER_MODE)('a plain Node worker (nestjs-redis-streams/core and ioredis, no Nest)', { timeout: WORKER_TEST_MS }, () => {
   beforeAll(() => requireBuilt('libs/redis-streams/dist/esm/core/index.js'));
 
   it("reclaims a killed peer's entry after minIdleMs", async () => {
