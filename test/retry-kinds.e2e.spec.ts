@@ -169,6 +169,37 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
     expect(waiting).toHaveLength(10_000);
   }, 600_000);
 
+  it("a run of failures does not wait for each one's retry record: the next entries start while Redis holds the records", async (ctx) => {
+    if (!redis.owned || redis.cluster) ctx.skip(); // pauses the whole server's writes
+    const app = await start(
+      consumerOptions(redis, { blockMs: 500, minIdleMs: 60_000, batchSize: 50, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }),
+    );
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    app.recorder.behavior = async (call) => {
+      if ((call.payload as { n: number }).n === 0) await gate;
+      throw new Error('downstream down');
+    };
+    const ids = await write(app.key(), 0, 50);
+    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first of the read in hand' });
+    const admin = redis.newClient();
+    // Writes wait (the retry records, a script each); reads are answered. Ended by hand below, or by itself.
+    await admin.call('CLIENT', 'PAUSE', 30_000, 'WRITE');
+    try {
+      open();
+      // Before: the worker awaited each failure's record before the next entry: one call, until the pause ended.
+      await waitFor(() => app.recorder.calls.length === 50, { message: 'every handler of the read called', timeoutMs: 15_000 });
+      expect(await admin.zcard(retrySetKey(app.key(), 'g'))).toBe(0);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+    const failed = () => app.settled.filter((e) => e.outcome === 'failed').length;
+    await waitFor(() => failed() === 50, { message: 'the 50 failures settled', progress: failed });
+    expect(app.settled.map((e) => [e.id, e.retryInMs])).toEqual(ids.map((id) => [id, 60_000]));
+    expect(await admin.zcard(retrySetKey(app.key(), 'g'))).toBe(50);
+    expect(app.recorder.calls.map((c) => c.id)).toEqual(ids);
+  });
+
   it('2,000 entries failing at once are each retried once when due, same id, count 2, nothing left pending or recorded', async () => {
     const app = await start(
       consumerOptions(redis, {

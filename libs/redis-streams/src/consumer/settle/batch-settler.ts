@@ -8,6 +8,7 @@ import { handlerEnded, handlerStarted, type BatchProgress } from './batch-progre
 import type { StopSignal } from '../stop-signal.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
 import { acked, Deciding, type DirectDecide } from './decide.js';
+import { isRecording } from './retry-schedule.js';
 
 export interface BatchSettlerDeps {
   /** Holds the batch's entries until each is settled: a failure is noted there, the rest handed back at a stop. */
@@ -98,28 +99,45 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         }
       }
     : async (): Promise<void> => {
-        while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
-          const at = progress.next++;
-          const entry = entries[at]!;
-          if (d.barred && holdBack(entry, at)) continue;
-          handlerStarted(progress, at, at + 1);
-          let event: SettledEvent;
-          if (!direct) event = await d.decide(entry, source);
-          else {
-            const started = direct.start(entry, source);
-            if (started instanceof Deciding) event = await started.event;
+        // Failed entries whose retry record is on its way (it cannot fail: see retryTime): the next entries start
+        // meanwhile, so a run of failures costs one round trip, not one each. Settled before the batch's acks.
+        let recording: [StreamEntry, Promise<SettledEvent>][] | undefined;
+        try {
+          while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
+            const at = progress.next++;
+            const entry = entries[at]!;
+            if (d.barred && holdBack(entry, at)) continue;
+            handlerStarted(progress, at, at + 1);
+            let event: SettledEvent;
+            if (!direct) event = await d.decide(entry, source);
             else {
-              try {
-                await started;
-                event = acked(entry, source);
-              } catch (error) {
-                event = await direct.failed(entry, source, error);
+              const started = direct.start(entry, source);
+              if (started instanceof Deciding) event = await started.event;
+              else {
+                try {
+                  await started;
+                  event = acked(entry, source);
+                } catch (error) {
+                  const failing = direct.failed(entry, source, error);
+                  if (failing instanceof Promise && isRecording(failing)) {
+                    handlerEnded(progress, at, at + 1);
+                    (recording ??= []).push([entry, failing]);
+                    continue;
+                  }
+                  event = await failing;
+                }
               }
             }
+            handlerEnded(progress, at, at + 1);
+            if (d.stop.abandoned) return;
+            settled(entry, event);
           }
-          handlerEnded(progress, at, at + 1);
-          if (d.stop.abandoned) return;
-          settled(entry, event);
+        } finally {
+          // Also when a later entry's settle failed (a dead-letter move Redis did not take): these were decided.
+          for (const [entry, failing] of recording ?? []) {
+            const event = await failing;
+            if (!d.stop.abandoned) settled(entry, event);
+          }
         }
       };
   const units = batchHandler ? Math.ceil(entries.length / batchHandler.maxSize) : entries.length;

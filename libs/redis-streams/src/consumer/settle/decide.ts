@@ -9,7 +9,7 @@ import type { StreamEntry } from '../../stream-entry.js';
 import { deadLetter, type DeadLettererDeps } from './dead-letterer.js';
 import { EntryContextArgs } from './entry-context.js';
 import { withTimeout } from './handler-timeout.js';
-import { markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
+import { markRecording, markScheduled, retryTime, type RetryScheduleDeps, type RetryTime } from './retry-schedule.js';
 import { rateLimitedDelay } from '../../rate-limited-mark.js';
 import { checkedDelay } from '../../options/retry-options.js';
 import type { DeliverySource, SettledEvent } from './settled-event.js';
@@ -334,7 +334,7 @@ export function handlerFailed(
     return time.scheduled ? markScheduled(event) : event;
   };
   const time = retryTime(deps, entry, error);
-  return time instanceof Promise ? time.then(failed) : failed(time);
+  return time instanceof Promise ? markRecording(time.then(failed)) : failed(time);
 }
 
 /**

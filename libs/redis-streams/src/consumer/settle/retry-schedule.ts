@@ -39,6 +39,17 @@ export function markScheduled(event: SettledEvent): SettledEvent {
 
 export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has(event);
 
+/** Failures whose promise only waits for their retry record, which never rejects (see retryTime). */
+const recordingFailures = new WeakSet<Promise<SettledEvent>>();
+
+/** Marks `failure` as waiting only for its retry record: its caller may start the next entry meanwhile. */
+export function markRecording(failure: Promise<SettledEvent>): Promise<SettledEvent> {
+  recordingFailures.add(failure);
+  return failure;
+}
+
+export const isRecording = (failure: Promise<SettledEvent>): boolean => recordingFailures.has(failure);
+
 /**
  * The next try of an entry whose handler failed: the delay a RetryLaterException asks for, else
  * the pattern's or the server's policy, recorded in Redis (the retry set, on Redis' clock) so
