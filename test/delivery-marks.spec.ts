@@ -3,6 +3,7 @@ import { DeliveryMarks } from '../libs/redis-streams/src/consumer/custody/delive
 import { markScheduled } from '../libs/redis-streams/src/consumer/settle/retry-schedule.js';
 import type { SettledEvent, SettleOutcome } from '../libs/redis-streams/src/consumer/settle/settled-event.js';
 import type { StreamEntry } from '../libs/redis-streams/src/stream-entry.js';
+import { waitFor } from './support/wait-for.js';
 
 const entry = (id: string, stream = 's'): StreamEntry => ({ stream, id, fields: ['k', 'v'], deliveryCount: 1 });
 const event = (id: string, outcome: SettleOutcome, extra: Partial<SettledEvent> = {}): SettledEvent => ({
@@ -120,6 +121,19 @@ describe('DeliveryMarks: scheduled retries', () => {
     expect(marks.takeDueRetries(retryAt).size).toBe(0);
     expect(marks.nextRetryAt()).toBe(Infinity);
     expect(marks.owes('s', '1-0')).toBe(true);
+  });
+
+  it('a failure settled later than it was scheduled (after the rest of its batch) is due retryInMs after it was scheduled, as its record says', async () => {
+    const marks = new DeliveryMarks();
+    const before = performance.now();
+    const failure = scheduled('1-0', 1000);
+    const after = performance.now();
+    // The rest of its batch runs before it is settled (see the batch settler's recording failures).
+    await waitFor(() => performance.now() - after >= 300, { message: 'the rest of the batch', intervalMs: 10 });
+    const retryAt = marks.settled(failure)!;
+    // Before: due 1000 ms after the settle, 300 ms or more later than its record.
+    expect(retryAt).toBeGreaterThanOrEqual(before + 1000);
+    expect(retryAt).toBeLessThanOrEqual(after + 1000);
   });
 
   it('takes the due ones earliest first over every stream, and leaves the later ones', () => {

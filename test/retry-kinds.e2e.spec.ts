@@ -200,6 +200,39 @@ describe('retry policies per pattern, for batch handlers, and their bound', () =
     expect(app.recorder.calls.map((c) => c.id)).toEqual(ids);
   });
 
+  it("a logger that throws on one failure's line: the other failures of the read are still settled, each once (review-v)", async () => {
+    let thrown = false;
+    const kept: string[] = [];
+    const keep = (m: unknown) => kept.push(String(m));
+    const logger = {
+      log: keep,
+      warn: keep,
+      error: (m: unknown) => {
+        if (!thrown && /failed on entry/.test(String(m))) {
+          thrown = true;
+          throw new Error('logger broke');
+        }
+        keep(m);
+      },
+      debug: () => {},
+      verbose: () => {},
+    };
+    const app = await start(
+      consumerOptions(redis, { blockMs: 500, minIdleMs: 60_000, batchSize: 10, retry: { backoff: { type: 'fixed', delayMs: 60_000 } } }),
+      { logger },
+    );
+    app.recorder.behavior = () => {
+      throw new Error('downstream down');
+    };
+    const ids = await write(app.key(), 0, 10);
+    // Before: the first failure's rejection ended the wait for the rest, and none of the ten was settled (no event).
+    await waitFor(() => ids.slice(1).every((id) => app.settled.some((e) => e.id === id)), { message: 'the other nine settled' });
+    expect(thrown).toBe(true);
+    for (const id of ids.slice(1))
+      expect(app.settled.filter((e) => e.id === id).map((e) => [e.outcome, e.deliveryCount, e.retryInMs])).toEqual([['failed', 1, 60_000]]);
+    expect(await redis.client().zcard(retrySetKey(app.key(), 'g'))).toBe(10);
+  });
+
   it('2,000 entries failing at once are each retried once when due, same id, count 2, nothing left pending or recorded', async () => {
     const app = await start(
       consumerOptions(redis, {

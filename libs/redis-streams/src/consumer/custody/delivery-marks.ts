@@ -1,7 +1,7 @@
 import { compareIds } from '../../redis/stream-ids.js';
 import type { StreamEntry } from '../../stream-entry.js';
 import { DueHeap, type DueItem } from './due-heap.js';
-import { isScheduled } from '../settle/retry-schedule.js';
+import { scheduledRetryAt } from '../settle/retry-schedule.js';
 import type { SettledEvent } from '../settle/settled-event.js';
 
 /** An entry this consumer failed and will retry, and when it was last seen pending under it. */
@@ -57,7 +57,7 @@ export class DeliveryMarks {
       return undefined;
     }
     confirmedAt ??= performance.now();
-    const retryAt = isScheduled(event) ? performance.now() + (event.retryInMs ?? 0) : undefined;
+    const retryAt = scheduledRetryAt(event);
     const ids = this.owing.get(event.stream);
     if (retryAt === undefined && ids && ids.size >= MAX_OWED_TRACKED && !ids.has(event.id)) {
       this.untracked.set(event.stream, (this.untracked.get(event.stream) ?? 0) + 1);

@@ -99,9 +99,11 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
         }
       }
     : async (): Promise<void> => {
-        // Failed entries whose retry record is on its way (it cannot fail: see retryTime): the next entries start
-        // meanwhile, so a run of failures costs one round trip, not one each. Settled before the batch's acks.
+        // Failed entries whose retry record is on its way: the next entries start meanwhile, so a run of failures
+        // costs one round trip, not one each. Settled after the loop (each due retryInMs after its record, see
+        // markScheduled), before the batch's acks, also when a later entry's settle threw.
         let recording: [StreamEntry, Promise<SettledEvent>][] | undefined;
+        let thrown: { reason: unknown } | undefined;
         try {
           while (progress.next < entries.length && (!d.stop.stopped || progress.next < inHand)) {
             const at = progress.next++;
@@ -129,16 +131,18 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
               }
             }
             handlerEnded(progress, at, at + 1);
-            if (d.stop.abandoned) return;
+            if (d.stop.abandoned) break;
             settled(entry, event);
           }
-        } finally {
-          // Also when a later entry's settle failed (a dead-letter move Redis did not take): these were decided.
-          for (const [entry, failing] of recording ?? []) {
-            const event = await failing;
-            if (!d.stop.abandoned) settled(entry, event);
-          }
+        } catch (reason) {
+          thrown = { reason };
         }
+        // One that rejects (a logger that throws on its line) is not settled, as before; the others still are.
+        for (const [entry, failing] of recording ?? []) {
+          const event = await failing.catch((reason: unknown) => void (thrown ??= { reason }));
+          if (event && !d.stop.abandoned) settled(entry, event);
+        }
+        if (thrown) throw thrown.reason;
       };
   const units = batchHandler ? Math.ceil(entries.length / batchHandler.maxSize) : entries.length;
   const workers = Math.min(d.concurrency, units);

@@ -29,17 +29,27 @@ export interface RetryTime {
   why?: string;
 }
 
-/** Failed events whose retry has a time of its own: the consumer keeps them waiting until then (see DeliveryMarks). */
-const scheduledEvents = new WeakSet<SettledEvent>();
+/**
+ * Failed events whose retry has a time of its own: the consumer keeps them waiting until then (see DeliveryMarks),
+ * with when the time was given (performance.now()): the retry is due `retryInMs` after it, however late the event is
+ * settled (a failure settled after the rest of its batch: see the batch settler).
+ */
+const scheduledEvents = new WeakMap<SettledEvent, number>();
 
 export function markScheduled(event: SettledEvent): SettledEvent {
-  scheduledEvents.add(event);
+  scheduledEvents.set(event, performance.now());
   return event;
 }
 
 export const isScheduled = (event: SettledEvent): boolean => scheduledEvents.has(event);
 
-/** Failures whose promise only waits for their retry record, which never rejects (see retryTime). */
+/** When a scheduled failure's retry is due (performance.now()); undefined for one without a time of its own. */
+export function scheduledRetryAt(event: SettledEvent): number | undefined {
+  const at = scheduledEvents.get(event);
+  return at === undefined ? undefined : at + (event.retryInMs ?? 0);
+}
+
+/** Failures whose promise only waits for their retry record (retryTime's never rejects; only a logger that throws on the line can). */
 const recordingFailures = new WeakSet<Promise<SettledEvent>>();
 
 /** Marks `failure` as waiting only for its retry record: its caller may start the next entry meanwhile. */
