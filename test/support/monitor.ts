@@ -16,14 +16,19 @@ export async function monitorCommands(port: number, onCommand: (command: Monitor
   let buffered = '';
   let on = false;
   await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
+    // Refused or unreachable: the socket goes too.
+    const fail = (err: Error) => {
+      socket.destroy();
+      reject(err);
+    };
+    socket.once('error', fail);
     socket.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('latin1');
       let end: number;
       while ((end = buffered.indexOf('\r\n')) >= 0) {
         const line = buffered.slice(0, end);
         buffered = buffered.slice(end + 2);
-        if (line.startsWith('-')) reject(new Error(`MONITOR refused: ${line.slice(1)}`));
+        if (line.startsWith('-')) fail(new Error(`MONITOR refused: ${line.slice(1)}`));
         else if (!on) {
           on = line === '+OK';
           if (on) resolve();
