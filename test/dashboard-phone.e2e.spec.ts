@@ -1,6 +1,6 @@
 // On a 390-pixel phone the tables keep what matters in view (issue 51): the overview's lag and state, a
 // pending entry's id beside its Release button and its state, a dead letter's reason. "In view": the cell
-// lies inside the screen's width, not past a table's own scroll. Each page is saved (test-results/screenshots).
+// lies inside the screen's width, not past a table's own scroll. Each page is saved with TEST_SCREENSHOTS=1 (test-results/screenshots).
 import type { Server } from 'node:http';
 import type { Page } from 'playwright-core';
 import { serveDashboard } from 'nestjs-redis-streams';

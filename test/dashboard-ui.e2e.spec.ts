@@ -279,7 +279,7 @@ describe('dashboard pages', () => {
       [1280, 'desktop'],
       [390, 'phone'],
     ] as const)
-      it(`${size === 'phone' ? 'fits a 390-pixel screen on every page' : 'shows every page at desktop width'}, ${theme}, and saves each page`, async () => {
+      it(`${size === 'phone' ? 'fits a 390-pixel screen on every page' : 'shows every page at desktop width'}, ${theme} (each page saved with TEST_SCREENSHOTS=1)`, async () => {
         const prefix = uniquePrefix();
         const long = `${prefix}${'a-very-long-stream-name-'.repeat(6)}orders`;
         const [held] = await backlog(long, 30, 3);

@@ -8,6 +8,9 @@ export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 /** Where page tests save their screenshots (not committed: docs/images holds the one the guide shows). */
 export const SCREENSHOTS = `${repoRoot}/test-results/screenshots`;
 
+/** TEST_SCREENSHOTS=1: page tests save what they checked, for a person to look at (Chromium's CPU, 0.7 s a page). */
+const SAVE_SCREENSHOTS = process.env.TEST_SCREENSHOTS === '1';
+
 /**
  * How long a test or hook of a file that drives a page may take. A page test is many steps (a navigation, waits on
  * the page's polls, screenshots), each of them Chromium's work on a CPU that CI's lanes keep full: the first test of a
@@ -68,6 +71,7 @@ export function useBrowser(): { page(options?: BrowserContextOptions): Promise<P
       return page;
     },
     async shot(page, name) {
+      if (!SAVE_SCREENSHOTS) return;
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
     },
