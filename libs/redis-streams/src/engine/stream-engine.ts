@@ -15,6 +15,7 @@ import { loadOtelApi } from '../telemetry/otel-api.js';
 import { ConnectionWatch } from './connection-watch.js';
 import type { DispatchPort } from './dispatch-port.js';
 import { EngineEvents } from './engine-events.js';
+import { guardLogger } from './guarded-logger.js';
 import { EngineRun } from './engine-run.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';
@@ -41,6 +42,7 @@ const CLOSED_BEFORE_START = 'nestjs-redis-streams: closed before it started';
  */
 export class StreamEngine {
   private readonly events: EngineEvents;
+  private readonly logger: Logger;
   private readonly watch: ConnectionWatch;
   /** Connection states, then `closing` and `closed`. */
   readonly status$: Observable<RedisStreamsStatus>;
@@ -56,10 +58,12 @@ export class StreamEngine {
   constructor(
     readonly options: Readonly<ResolvedServerOptions>,
     private readonly dispatch: DispatchPort,
-    private readonly logger: Logger,
+    logger: Logger,
     /** What ends close()'s wait early: the host's (Nest: a second SIGTERM/SIGINT; StreamConsumer: its AbortSignal). */
     private readonly interrupt: CloseInterrupt,
   ) {
+    // A logger that throws fails the line, never the step that logged it.
+    this.logger = logger = guardLogger(logger);
     this.events = new EngineEvents(logger, secretsOf(options.connection));
     this.watch = new ConnectionWatch(options, logger, this.events, () => void this.close());
     this.status$ = this.watch.status$;

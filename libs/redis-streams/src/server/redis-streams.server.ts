@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { RedisStreamsEvents } from '../engine/events.js';
 import { nestRegistration, planStreams, type HandlerInfo } from '../engine/plan.js';
 import { StreamEngine } from '../engine/stream-engine.js';
+import { guardLogger } from '../engine/guarded-logger.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
@@ -44,7 +45,7 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     propagateEventHandlerErrors(this);
     this.options = resolveServerOptions(options);
     const { serializer, replyTtlMs } = this.options;
-    const dispatch = new NestDispatch(this, { serializer, replyTtlMs, logger: this.logger });
+    const dispatch = new NestDispatch(this, { serializer, replyTtlMs, logger: guardLogger(this.logger) });
     // Nest's shutdown hooks take the first SIGTERM; a second one ends close()'s wait (today's behaviour).
     this.engine = new StreamEngine(this.options, dispatch, this.logger, watchSignals);
     this.engine.status$.subscribe((status) => this._status$.next(status));

@@ -1,0 +1,86 @@
+// The engine's logger guard (libs/redis-streams/src/engine/guarded-logger.ts): a logger's failure never reaches the
+// step that logged. The loop's side is test/retry-kinds.e2e.spec.ts' "a logger that throws".
+import { guardLogger } from '../libs/redis-streams/src/engine/guarded-logger.js';
+import { waitFor } from './support/wait-for.js';
+
+describe('guardLogger', () => {
+  let written: string[];
+  beforeEach(() => {
+    written = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it('passes each line on as it was called: error without a stack gets one argument, as Nest prints an explicit undefined', () => {
+    const calls: unknown[][] = [];
+    const logger = guardLogger({
+      log: (...a: unknown[]) => calls.push(['log', ...a]),
+      warn: (...a: unknown[]) => calls.push(['warn', ...a]),
+      error: (...a: unknown[]) => calls.push(['error', ...a]),
+    });
+    logger.log('a');
+    logger.warn('b');
+    logger.error('c');
+    logger.error('d', 'stack');
+    expect(calls).toEqual([
+      ['log', 'a'],
+      ['warn', 'b'],
+      ['error', 'c'],
+      ['error', 'd', 'stack'],
+    ]);
+    expect(written).toEqual([]);
+  });
+
+  it('a logger that throws: the line goes to stderr with what it threw, and the caller goes on', () => {
+    const logger = guardLogger({
+      log: () => {
+        throw new Error('sink full');
+      },
+      warn: () => {
+        throw 'not an Error';
+      },
+      error: () => {
+        throw new Error('sink gone');
+      },
+    });
+    expect(() => {
+      logger.log('one');
+      logger.warn('two');
+      logger.error('three', 'at handler');
+    }).not.toThrow();
+    expect(written).toEqual([
+      '[nestjs-redis-streams] the logger threw (sink full); its line: one\n',
+      '[nestjs-redis-streams] the logger threw (not an Error); its line: two\n',
+      '[nestjs-redis-streams] the logger threw (sink gone); its line: three\nat handler\n',
+    ]);
+  });
+
+  it('a logger whose promise rejects (an async sink): the line goes to stderr, no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const logger = guardLogger({
+        log: () => Promise.reject(new Error('remote down')),
+        warn: () => Promise.resolve(),
+        error: () => Promise.reject(new Error('remote down')),
+      });
+      logger.log('one');
+      logger.warn('two');
+      logger.error('three');
+      await waitFor(() => written.length === 2, { message: 'both lines on stderr' });
+      // One more turn of the event loop: an unhandled rejection is reported after the microtasks.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(written).toEqual([
+        '[nestjs-redis-streams] the logger threw (remote down); its line: one\n',
+        '[nestjs-redis-streams] the logger threw (remote down); its line: three\n',
+      ]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
