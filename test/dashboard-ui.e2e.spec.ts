@@ -92,7 +92,7 @@ describe('dashboard pages', () => {
     const points = Number(await chart.getAttribute('data-points'));
     await refreshes(page, 2);
     expect(Number(await chart.getAttribute('data-points'))).toBeGreaterThan(points);
-    // The guide's picture of the overview (docs/images/dashboard-overview.png).
+    // The guide's picture of the overview (docs/images/dashboard-overview.png: TEST_SCREENSHOTS=1 saves it).
     await browser.shot(page, 'guide-overview');
     expect(await chart.getByRole('img').getAttribute('aria-label')).toMatch(
       /^Lag and pending \(entries\), last 5 min: now lag 503, pending 702; peak 702$/,
@@ -128,7 +128,7 @@ describe('dashboard pages', () => {
     const pel = page.getByRole('table', { name: 'Pending entries of g' });
     await pel.getByRole('row', { name: new RegExp(`${retried}.*waiting for its retry`) }).waitFor();
     expect(await pel.getByRole('button', { name: `Retry ${released} now` }).count()).toBe(0);
-    // The guide's picture of a stream's page (docs/images/dashboard-stream.png).
+    // The guide's picture of a stream's page (docs/images/dashboard-stream.png: TEST_SCREENSHOTS=1 saves it).
     await browser.shot(page, 'guide-stream');
 
     await pel.getByRole('button', { name: `Release ${released}` }).click();

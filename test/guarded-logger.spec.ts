@@ -58,6 +58,36 @@ describe('guardLogger', () => {
     ]);
   });
 
+  it('whatever the logger throws, its line is printed, control characters escaped (review-x)', () => {
+    const unprintable = new Error('x');
+    Object.defineProperty(unprintable, 'message', {
+      get() {
+        throw new Error('no message');
+      },
+    });
+    const throws = [Object.create(null), unprintable, new Error('sink said: \x1b[2J\n[nestjs-redis-streams] forged')];
+    const logger = guardLogger({
+      log: () => {
+        throw throws.shift();
+      },
+      warn: () => {},
+      error: () => {},
+    });
+    logger.log('one');
+    logger.log('two');
+    logger.log('three');
+    expect(written).toEqual([
+      '[nestjs-redis-streams] the logger threw ((unprintable)); its line: one\n',
+      '[nestjs-redis-streams] the logger threw ((unprintable)); its line: two\n',
+      '[nestjs-redis-streams] the logger threw (sink said: \\x1b[2J\\x0a[nestjs-redis-streams] forged); its line: three\n',
+    ]);
+  });
+
+  it('a guarded logger guarded again is the same logger (the host and the engine each guard theirs)', () => {
+    const logger = guardLogger({ log: () => {}, warn: () => {}, error: () => {} });
+    expect(guardLogger(logger)).toBe(logger);
+  });
+
   it('a logger whose promise rejects (an async sink): the line goes to stderr, no unhandled rejection', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

@@ -46,7 +46,7 @@ describe.skipIf(CLUSTER_MODE)('a hung handler and signals (Nest shutdown hooks, 
 
 describe.skipIf(CLUSTER_MODE)('a worker started without a SIGTERM handler', () => {
   /** The fixture worker (no test runner's NODE_ENV), with or without Nest's shutdown hooks; resolves with what it printed up to `listening`. */
-  async function startedOutput(hooks: 'hooks' | 'no-hooks' | 'late-hooks'): Promise<string> {
+  async function startedOutput(hooks: 'hooks' | 'no-hooks' | 'late-hooks' | 'no-hooks-throwing-logger'): Promise<string> {
     requireBuilt('libs/redis-streams/dist/esm/index.js');
     const script = `${repoRoot}test/fixtures/hung-handler-signals.mjs`;
     const env = { ...process.env, NODE_ENV: undefined, NO_COLOR: '1' };
@@ -60,6 +60,8 @@ describe.skipIf(CLUSTER_MODE)('a worker started without a SIGTERM handler', () =
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
     await waitFor(() => out.includes('listening'), { message: 'the child to listen', timeoutMs: 15_000 });
+    // Still running once the check's turn has passed (it runs before `listening` is printed).
+    expect(child.exitCode).toBeNull();
     return out;
   }
 
@@ -73,5 +75,11 @@ describe.skipIf(CLUSTER_MODE)('a worker started without a SIGTERM handler', () =
     expect(await startedOutput('hooks')).not.toMatch(/SIGTERM/);
     // A hybrid app enables them after startAllMicroservices(), before its HTTP listen(): not warned either.
     expect(await startedOutput('late-hooks')).not.toMatch(/SIGTERM/);
+  });
+
+  it('an app logger that throws on that warning costs the line (on stderr), not the process (review-x)', async () => {
+    // Before: the throw left the check's setImmediate as an uncaught exception, and the worker died as it started.
+    const out = await startedOutput('no-hooks-throwing-logger');
+    expect(out).toMatch(/\[nestjs-redis-streams\] the logger threw \(log sink down\); its line: nothing handles SIGTERM/);
   });
 });

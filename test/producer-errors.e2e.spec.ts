@@ -91,6 +91,44 @@ describe.skipIf(CLUSTER_MODE)('a fire-and-forget emit that Redis refuses (issue 
     expect(lines[0]).toMatch(/^(warn|error) /);
     expect(lines[0]).toContain('WRONGTYPE');
   });
+
+  it('an app logger that throws on that line costs the line (on stderr), not the process (review-x)', async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}orders`;
+    await redis.client().set(stream, 'a string, not a stream');
+    const thrown: string[] = [];
+    const throwing = {
+      log: () => {},
+      warn: (m: unknown) => {
+        thrown.push(String(m));
+        throw new Error('log sink down');
+      },
+      error: (m: unknown) => {
+        thrown.push(String(m));
+        throw new Error('log sink down');
+      },
+    };
+    const { client } = await producer({ connection: redis.url, keyPrefix: prefix }, throwing);
+    const stderr: string[] = [];
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stderr.push(String(chunk));
+      return true;
+    });
+    try {
+      // Before: the throw left rxjs' error callback as an uncaught exception (Vitest reports it as this test's error).
+      client.emit('orders', { n: 1 });
+      await waitFor(() => stderr.some((l) => l.includes(`XADD to stream "${stream}" failed`)), { message: 'the line on stderr' });
+    } finally {
+      write.mockRestore();
+    }
+    expect(thrown.filter((l) => l.includes(`XADD to stream "${stream}" failed`))).toHaveLength(1);
+    expect(stderr.filter((l) => l.includes(`XADD to stream "${stream}" failed`))).toEqual([
+      expect.stringMatching(/^\[nestjs-redis-streams\] the logger threw \(log sink down\); its line: .*WRONGTYPE/),
+    ]);
+    // The client still works.
+    await redis.client().del(stream);
+    await expect(lastValueFrom(client.emit('orders', { n: 2 }))).resolves.toBeDefined();
+  });
 });
 
 describe.skipIf(CLUSTER_MODE)('close() is terminal for the client (review of issue 22 item 6)', () => {

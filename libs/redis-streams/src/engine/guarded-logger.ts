@@ -1,24 +1,40 @@
+import { escapeControl } from '../escape-control.js';
 import type { Logger } from '../ports.js';
 
+/** Loggers guardLogger made (a guarded logger passed in again is returned as it is). */
+const guarded = new WeakSet<Logger>();
+
+/** What a logger threw, as one printable line: whatever it is, never a throw of its own (review-x F3, F4). */
+function describeThrown(err: unknown): string {
+  try {
+    return escapeControl(err instanceof Error ? String(err.message) : String(err));
+  } catch {
+    return '(unprintable)';
+  }
+}
+
 /**
- * The host's logger as the engine calls it. A logger that throws, or whose promise rejects, is the logger's failure,
+ * The host's logger as the library calls it. A logger that throws, or whose promise rejects, is the logger's failure,
  * not the line's: it must not reach the step that logged (a settle half done, a loop restarted, an unhandled
- * rejection). The line goes to stderr instead, with what the logger threw.
+ * rejection, a process ended). The line goes to stderr instead, with what the logger threw. (A Nest `Logger` drops
+ * its logger's promise itself: a rejection there never reaches this.)
  */
 export function guardLogger(logger: Logger): Logger {
+  if (guarded.has(logger)) return logger;
   const fallback = (message: string, stack: string | undefined, err: unknown): void => {
     try {
-      const why = err instanceof Error ? err.message : String(err);
-      process.stderr.write(`[nestjs-redis-streams] the logger threw (${why}); its line: ${message}${stack ? `\n${stack}` : ''}\n`);
+      process.stderr.write(
+        `[nestjs-redis-streams] the logger threw (${describeThrown(err)}); its line: ${message}${stack ? `\n${stack}` : ''}\n`,
+      );
     } catch {
-      // Nowhere left to write: the line is lost, the engine goes on.
+      // Nowhere left to write: the line is lost, the library goes on.
     }
   };
   const settled = (result: unknown, message: string, stack?: string): void => {
     if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function')
       (result as PromiseLike<unknown>).then(undefined, (err: unknown) => fallback(message, stack, err));
   };
-  return {
+  const safe: Logger = {
     log(message) {
       try {
         settled(logger.log(message), message);
@@ -42,4 +58,6 @@ export function guardLogger(logger: Logger): Logger {
       }
     },
   };
+  guarded.add(safe);
+  return safe;
 }

@@ -37,6 +37,8 @@ function handlersOf(messageHandlers: Map<string, MessageHandler>): HandlerInfo[]
 export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   protected override readonly logger = new Logger(RedisStreamsServer.name);
+  /** The transport's own lines: an app logger that throws costs the line, never the step (engine/guarded-logger.ts). */
+  private readonly lines = guardLogger(this.logger);
   readonly options: Readonly<ResolvedServerOptions>;
   private readonly engine: StreamEngine;
 
@@ -45,9 +47,9 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
     propagateEventHandlerErrors(this);
     this.options = resolveServerOptions(options);
     const { serializer, replyTtlMs } = this.options;
-    const dispatch = new NestDispatch(this, { serializer, replyTtlMs, logger: guardLogger(this.logger) });
+    const dispatch = new NestDispatch(this, { serializer, replyTtlMs, logger: this.lines });
     // Nest's shutdown hooks take the first SIGTERM; a second one ends close()'s wait (today's behaviour).
-    this.engine = new StreamEngine(this.options, dispatch, this.logger, watchSignals);
+    this.engine = new StreamEngine(this.options, dispatch, this.lines, watchSignals);
     this.engine.status$.subscribe((status) => this._status$.next(status));
   }
 
@@ -66,12 +68,12 @@ export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsS
       return callback(err);
     }
     if (plan.streams.length === 0) {
-      this.logger.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
+      this.lines.warn('no @EventPattern or @MessagePattern handlers: this consumer reads no stream');
       return callback();
     }
     this.engine.start(plan).then(() => {
       callback();
-      warnIfSigtermUnhandled(this.logger);
+      warnIfSigtermUnhandled(this.lines);
     }, callback);
   }
 
