@@ -377,6 +377,45 @@ describe('dashboard API', () => {
     await expect(serveDashboard(redis.client(), { port: 0, actionsPassword: '' })).rejects.toThrow(/actionsPassword/);
   });
 
+  it('an audit logger that throws: the action done answers 200, its line goes to stderr (review-y)', async () => {
+    const prefix = uniquePrefix();
+    await redis.client().xgroup('CREATE', `${prefix}orders`, 'g', '$', 'MKSTREAM');
+    const d = await dashboard(prefix, {
+      actionsPassword: 'pw',
+      logger: {
+        log: () => {
+          throw new Error('audit sink down');
+        },
+      },
+    });
+    const stderr: string[] = [];
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stderr.push(String(chunk));
+      return true;
+    });
+    let status: number;
+    try {
+      // Before: 500 {"error":"audit sink down"} for a pause that was applied.
+      status = (
+        await fetch(`${d.url}api/pause`, {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}`,
+            'content-type': 'application/json',
+            'x-requested-by': 'redis-streams-dashboard',
+          },
+          body: JSON.stringify({ key: `${prefix}orders`, group: 'g' }),
+        })
+      ).status;
+    } finally {
+      write.mockRestore();
+    }
+    expect(status).toBe(200);
+    expect(stderr).toEqual([
+      expect.stringMatching(/^\[nestjs-redis-streams\] the logger threw \(audit sink down\); its line: dashboard: "ops" paused/),
+    ]);
+  });
+
   it('a frozen Redis: each call gets 503 at its deadline instead of hanging the page', async (ctx) => {
     if (!redis.owned) return ctx.skip();
     const prefix = uniquePrefix();

@@ -29,7 +29,7 @@ afterAll(async () => redis?.stop());
  * A Nest app with the dashboard module on `url`, in a process of its own: everything it printed (its
  * stdout and stderr, the app's logger among them) once its connection has tried `attempts` times.
  */
-async function appOutput(url: string, attempts: number): Promise<{ code: number | null; output: string }> {
+async function appOutput(url: string, attempts: number, throwingLogger = false): Promise<{ code: number | null; output: string }> {
   const source = `
     import 'reflect-metadata';
     import diagnostics_channel from 'node:diagnostics_channel';
@@ -41,7 +41,9 @@ async function appOutput(url: string, attempts: number): Promise<{ code: number 
     diagnostics_channel.subscribe('net.client.socket', () => tries++);
     class AppModule {}
     Module({ imports: [RedisStreamsDashboardModule.register({ basePath: '/ops', connection: process.env.DASHBOARD_URL })] })(AppModule);
-    const app = await NestFactory.create(AppModule);
+    // Throws on the transport's lines only (Nest's own, at start, would stop the app before the test begins).
+    const sinkDown = (m, context) => { if (context === 'RedisStreamsDashboardModule') throw new Error('log sink down'); };
+    const app = await NestFactory.create(AppModule, ${throwingLogger ? '{ logger: { log: sinkDown, warn: sinkDown, error: sinkDown } }' : '{}'});
     await app.init();
     await new Promise((resolve) => {
       const poll = setInterval(() => tries >= ${attempts} && (clearInterval(poll), resolve()), 20);
@@ -177,6 +179,16 @@ describe.skipIf(CLUSTER_MODE)('the dashboard module with its Redis unreachable',
         ],
       ]);
     }
+  });
+
+  it('an app logger that throws on those lines costs the lines (on stderr), not the process (review-y)', async () => {
+    const port = await freePort();
+    // Before: the line was logged from ioredis' error event, and the throw ended the process (exit 1).
+    const { code, output } = await appOutput(`redis://127.0.0.1:${port}`, 5, true);
+    expect(code, output).toBe(0);
+    expect(output).toMatch(
+      /\[nestjs-redis-streams\] the logger threw \(log sink down\); its line: cannot connect to redis:\/\/127\.0\.0\.1:\d+ .*ECONNREFUSED/,
+    );
   });
 
   it('every call and action answers 503 "Redis unreachable", from the first on: nothing listening, a wrong password, no cluster seed answering, a Redis killed under it', async (ctx) => {

@@ -1,6 +1,8 @@
-// The engine's logger guard (libs/redis-streams/src/engine/guarded-logger.ts): a logger's failure never reaches the
+// The library's logger guard (libs/redis-streams/src/guarded-logger.ts): a logger's failure never reaches the
 // step that logged. The loop's side is test/retry-kinds.e2e.spec.ts' "a logger that throws".
-import { guardLogger } from '../libs/redis-streams/src/engine/guarded-logger.js';
+import { guardLog, guardLogger } from '../libs/redis-streams/src/guarded-logger.js';
+import { stepFailed } from '../libs/redis-streams/src/telemetry/safely.js';
+import type { OtelApi } from '../libs/redis-streams/src/telemetry/otel-api.js';
 import { waitFor } from './support/wait-for.js';
 
 describe('guardLogger', () => {
@@ -86,6 +88,32 @@ describe('guardLogger', () => {
   it('a guarded logger guarded again is the same logger (the host and the engine each guard theirs)', () => {
     const logger = guardLogger({ log: () => {}, warn: () => {}, error: () => {} });
     expect(guardLogger(logger)).toBe(logger);
+  });
+
+  it("a one-method logger (the dashboard's audit log) is guarded alike", () => {
+    const logger = guardLog({
+      log: () => {
+        throw new Error('audit sink down');
+      },
+    });
+    expect(() => logger.log('dashboard: "ops" paused')).not.toThrow();
+    expect(written).toEqual(['[nestjs-redis-streams] the logger threw (audit sink down); its line: dashboard: "ops" paused\n']);
+  });
+
+  it("OpenTelemetry's diag logger that throws: a step's failure is still carried no further (review-y)", () => {
+    // The API does not guard its diag logger: before, this throw left safely() and failed the emit it was part of.
+    const api = {
+      diag: {
+        warn: () => {
+          throw new Error('diag sink down');
+        },
+      },
+    } as unknown as OtelApi;
+    const step = `span end ${Math.random()}`;
+    expect(() => stepFailed(api, step, new Error('exporter broken'))).not.toThrow();
+    expect(written).toEqual([
+      `[nestjs-redis-streams] the logger threw (diag sink down); its line: nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: exporter broken\n`,
+    ]);
   });
 
   it('a logger whose promise rejects (an async sink): the line goes to stderr, no unhandled rejection', async () => {

@@ -330,8 +330,20 @@ describe('rate limits: at most max entries started per perMs, by the whole group
     await new Promise((resolve) =>
       first.child.exitCode !== null || first.child.signalCode !== null ? resolve(0) : first.child.once('exit', resolve),
     );
-    await start();
-    await waitFor(() => handled() >= 16, { message: 'every entry handled', timeoutMs: 60_000, progress: handled });
+    const second = await start();
+    await waitFor(() => handled() >= 16, { message: 'every entry handled', timeoutMs: 60_000, progress: handled }).catch(
+      async (err: unknown) => {
+        // Seen once in CI (2026-12-06, a loaded machine: stuck at 12 for 60 s), not since: what the group held then.
+        const pending = await redis.client().xpending(stream, 'g', '-', '+', 100);
+        const output = `${second.out().slice(-3000)} (exit ${String(second.child.exitCode ?? second.child.signalCode)})`;
+        throw new Error(
+          `${String(err)}\npending (id, consumer, idle ms, deliveries): ${JSON.stringify(pending)}\nworker output: ${output}`,
+          {
+            cause: err,
+          },
+        );
+      },
+    );
     expect(await redis.client().exists(deadLetterKey(stream))).toBe(0);
   }, 90_000);
 

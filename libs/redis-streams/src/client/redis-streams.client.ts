@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { firstValueFrom, filter, map, merge, Subject, tap, timeout, type Observable, type Subscription } from 'rxjs';
-import { guardLogger } from '../engine/guarded-logger.js';
+import { guardLogger } from '../guarded-logger.js';
 import { newReplyStream } from '../codec/reply-stream.js';
 import { FIELD } from '../codec/wire-format.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from '../options/client-options.js';
@@ -84,7 +84,7 @@ export interface RedisStreamsClientEvents {
 // Generic defaults on purpose: `ClientsModule.register({ customClass })` wants a plain `Type<ClientProxy>`.
 export class RedisStreamsClient extends ClientProxy {
   readonly options: Readonly<ResolvedClientOptions>;
-  // An app logger that throws costs the line, never the emit or the subscriber's callback (engine/guarded-logger.ts).
+  // An app logger that throws costs the line, never the emit or the subscriber's callback (guarded-logger.ts).
   private readonly logger = guardLogger(new Logger(RedisStreamsClient.name));
   private readonly events = new EventEmitter();
   private lanes: Lanes | undefined;

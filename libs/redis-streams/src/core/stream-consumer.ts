@@ -13,7 +13,7 @@ import { InvalidOptionError, shown } from '../options/validate.js';
 import type { RedisStreamsStatus } from '../status.js';
 import { AbortWatch } from './abort-watch.js';
 import { consoleLogger, silentLogger } from './console-logger.js';
-import { guardLogger } from '../engine/guarded-logger.js';
+import { guardLogger } from '../guarded-logger.js';
 import { RegisteredHandlers, type StreamBatchHandler, type StreamHandler } from './registered-handlers.js';
 
 /** The server options of `RedisStreamsServer` (same names, defaults and checks), and what a plain Node host adds. */
@@ -71,7 +71,7 @@ export class StreamConsumer {
     const { logger, signal, ...serverOptions } = options;
     checkHostOptions(logger, signal);
     this.options = resolveServerOptions(serverOptions);
-    // A logger that throws costs the line, never the step (engine/guarded-logger.ts).
+    // A logger that throws costs the line, never the step (guarded-logger.ts).
     this.logger = guardLogger(logger === false ? silentLogger : (logger ?? consoleLogger));
     this.handlers = new RegisteredHandlers(this.options);
     this.abort = new AbortWatch(signal, () => this.close());

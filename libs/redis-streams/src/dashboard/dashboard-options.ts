@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { guardLog } from '../guarded-logger.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { atMost, InvalidOptionError, nonEmpty, positiveInt, rejectUnknown, string, withMethod } from '../options/validate.js';
 import { RING_BYTES, SLOT_BYTES } from './figure-history.js';
@@ -105,7 +106,8 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
     pageSize: atMost('dashboard.pageSize', positiveInt('dashboard.pageSize', input.pageSize, DASHBOARD_DEFAULTS.pageSize), 1000),
     authorize: actions?.authorize,
     authorizeRead: read?.authorize,
-    logger: input.logger ?? { log: (message) => console.log(message) },
+    // An audit logger that throws must not turn an action that was done into a 500 (its line goes to stderr).
+    logger: guardLog(input.logger ?? { log: (message) => console.log(message) }),
     allowedHosts: hostsOf(input.allowedHosts),
     consumer: withMethod('dashboard.consumer', input.consumer, 'health', undefined),
     requestTimeoutMs: positiveInt('dashboard.requestTimeoutMs', input.requestTimeoutMs, DASHBOARD_DEFAULTS.requestTimeoutMs),

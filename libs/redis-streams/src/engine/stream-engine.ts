@@ -15,7 +15,7 @@ import { loadOtelApi } from '../telemetry/otel-api.js';
 import { ConnectionWatch } from './connection-watch.js';
 import type { DispatchPort } from './dispatch-port.js';
 import { EngineEvents } from './engine-events.js';
-import { guardLogger } from './guarded-logger.js';
+import { guardLogger } from '../guarded-logger.js';
 import { EngineRun } from './engine-run.js';
 import type { RedisStreamsEvents } from './events.js';
 import { startHygiene } from './hygiene.js';

@@ -15,6 +15,7 @@ import {
 import type { CanActivate } from '@nestjs/common';
 import { lastValueFrom, type Observable } from 'rxjs';
 import type { IncomingMessage } from 'node:http';
+import { guardLogger } from '../guarded-logger.js';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -114,7 +115,8 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
             new ReportedConnection(
               resolveConnection(options.connection),
               'redis-streams:dashboard',
-              new Logger(RedisStreamsDashboardModule.name),
+              // Its lines come from ioredis' events: an app logger that throws there would end the process.
+              guardLogger(new Logger(RedisStreamsDashboardModule.name)),
               COMMAND_TIMEOUT_MS,
             ),
         },

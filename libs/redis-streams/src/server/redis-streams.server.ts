@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { RedisStreamsEvents } from '../engine/events.js';
 import { nestRegistration, planStreams, type HandlerInfo } from '../engine/plan.js';
 import { StreamEngine } from '../engine/stream-engine.js';
-import { guardLogger } from '../engine/guarded-logger.js';
+import { guardLogger } from '../guarded-logger.js';
 import type { RedisStreamsHealth } from '../health/health.js';
 import { isCluster } from '../options/connection.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from '../options/server-options.js';
@@ -37,7 +37,7 @@ function handlersOf(messageHandlers: Map<string, MessageHandler>): HandlerInfo[]
 export class RedisStreamsServer extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   protected override readonly logger = new Logger(RedisStreamsServer.name);
-  /** The transport's own lines: an app logger that throws costs the line, never the step (engine/guarded-logger.ts). */
+  /** The transport's own lines: an app logger that throws costs the line, never the step (guarded-logger.ts). */
   private readonly lines = guardLogger(this.logger);
   readonly options: Readonly<ResolvedServerOptions>;
   private readonly engine: StreamEngine;

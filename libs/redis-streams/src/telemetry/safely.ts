@@ -1,4 +1,5 @@
 import { describeError } from '../describe-error.js';
+import { lineLost } from '../guarded-logger.js';
 import type { OtelApi } from './otel-api.js';
 
 const reported = new Set<string>();
@@ -22,5 +23,11 @@ export function safely<T>(api: OtelApi, step: string, fn: () => T, fallback: T):
 export function stepFailed(api: OtelApi, step: string, err: unknown): void {
   if (reported.has(step)) return;
   reported.add(step);
-  api.diag.warn(`nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`);
+  const line = `nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`;
+  try {
+    api.diag.warn(line);
+  } catch (diagError) {
+    // The API does not guard its diag logger: one that throws would carry the step's failure out after all.
+    lineLost(line, undefined, diagError);
+  }
 }

@@ -138,7 +138,7 @@ export async function settleBatch(d: BatchSettlerDeps, entries: readonly StreamE
           thrown = { reason };
         }
         // One that rejects is not settled, as before; the others still are. (A logger that throws on the line no longer
-        // rejects one: the engine's logger is guarded, engine/guarded-logger.ts.)
+        // rejects one: the engine's logger is guarded, guarded-logger.ts.)
         for (const [entry, failing] of recording ?? []) {
           const event = await failing.catch((reason: unknown) => void (thrown ??= { reason }));
           if (event && !d.stop.abandoned) settled(entry, event);

@@ -49,7 +49,7 @@ export function scheduledRetryAt(event: SettledEvent): number | undefined {
   return at === undefined ? undefined : at + (event.retryInMs ?? 0);
 }
 
-/** Failures whose promise only waits for their retry record (retryTime's never rejects; the logger is guarded: engine/guarded-logger.ts). */
+/** Failures whose promise only waits for their retry record (retryTime's never rejects; the logger is guarded: guarded-logger.ts). */
 const recordingFailures = new WeakSet<Promise<SettledEvent>>();
 
 /** Marks `failure` as waiting only for its retry record: its caller may start the next entry meanwhile. */

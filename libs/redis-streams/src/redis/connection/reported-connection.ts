@@ -1,4 +1,5 @@
 import type { Subscription } from 'rxjs';
+import { guardLogger } from '../../guarded-logger.js';
 import { describeError } from '../../describe-error.js';
 import { describeConnection, secretsOf, type ResolvedConnection } from '../../options/connection.js';
 import type { Logger } from '../../ports.js';
@@ -27,7 +28,8 @@ export class ReportedConnection {
     private readonly commandTimeoutMs: number,
   ) {
     const secrets = secretsOf(connection);
-    const report = new ConnectionReport(describeConnection(connection), logger, commandTimeoutMs);
+    // Its lines come from ioredis' events: a logger that throws there must cost the line, not the process.
+    const report = new ConnectionReport(describeConnection(connection), guardLogger(logger), commandTimeoutMs);
     this.conn = openCommandConnection(connection, name, commandTimeoutMs);
     // The listener ioredis wants: without one it prints each failed attempt, AUTH arguments and all.
     this.conn.on('error', (failure: Error) => {

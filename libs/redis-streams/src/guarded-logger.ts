@@ -1,5 +1,5 @@
-import { escapeControl } from '../escape-control.js';
-import type { Logger } from '../ports.js';
+import { escapeControl } from './escape-control.js';
+import type { Logger } from './ports.js';
 
 /** Loggers guardLogger made (a guarded logger passed in again is returned as it is). */
 const guarded = new WeakSet<Logger>();
@@ -13,6 +13,26 @@ function describeThrown(err: unknown): string {
   }
 }
 
+/** Writes a line its logger could not take to stderr, with what the logger threw; never throws itself. */
+export function lineLost(message: string, stack: string | undefined, err: unknown): void {
+  try {
+    process.stderr.write(
+      `[nestjs-redis-streams] the logger threw (${describeThrown(err)}); its line: ${message}${stack ? `\n${stack}` : ''}\n`,
+    );
+  } catch {
+    // Nowhere left to write: the line is lost, the library goes on.
+  }
+}
+
+/** The same guard for a logger of one method (the dashboard's action log: `{ log(message) }`). */
+export function guardLog(logger: { log(message: string): unknown }): { log(message: string): void } {
+  return guardLogger({
+    log: (message) => logger.log(message),
+    warn: (message) => logger.log(message),
+    error: (message) => logger.log(message),
+  });
+}
+
 /**
  * The host's logger as the library calls it. A logger that throws, or whose promise rejects, is the logger's failure,
  * not the line's: it must not reach the step that logged (a settle half done, a loop restarted, an unhandled
@@ -21,15 +41,7 @@ function describeThrown(err: unknown): string {
  */
 export function guardLogger(logger: Logger): Logger {
   if (guarded.has(logger)) return logger;
-  const fallback = (message: string, stack: string | undefined, err: unknown): void => {
-    try {
-      process.stderr.write(
-        `[nestjs-redis-streams] the logger threw (${describeThrown(err)}); its line: ${message}${stack ? `\n${stack}` : ''}\n`,
-      );
-    } catch {
-      // Nowhere left to write: the line is lost, the library goes on.
-    }
-  };
+  const fallback = lineLost;
   const settled = (result: unknown, message: string, stack?: string): void => {
     if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function')
       (result as PromiseLike<unknown>).then(undefined, (err: unknown) => fallback(message, stack, err));
