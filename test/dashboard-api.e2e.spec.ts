@@ -375,6 +375,10 @@ describe('dashboard API', () => {
     }
     expect((await fetch(`${d.url}api/overview`, { method: 'HEAD' })).status).toBe(405);
     await expect(serveDashboard(redis.client(), { port: 0, actionsPassword: '' })).rejects.toThrow(/actionsPassword/);
+    // An audit logger without log(): every action's line would be lost (review-z).
+    await expect(serveDashboard(redis.client(), { port: 0, logger: console.log as never })).rejects.toThrow(
+      /invalid option "dashboard\.logger": must be an object with a log\(\) method/,
+    );
   });
 
   it('an audit logger that throws: the action done answers 200, its line goes to stderr (review-y)', async () => {

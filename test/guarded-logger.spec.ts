@@ -116,6 +116,23 @@ describe('guardLogger', () => {
     ]);
   });
 
+  it('an SDK step that throws a value nothing can describe: still carried no further (review-z)', () => {
+    const hostile = new Error('x');
+    Object.defineProperty(hostile, 'message', {
+      get() {
+        throw new Error('message getter');
+      },
+    });
+    const warned: string[] = [];
+    const api = { diag: { warn: (line: string) => warned.push(line) } } as unknown as OtelApi;
+    const step = `span start ${Math.random()}`;
+    // Before: describeError threw out of stepFailed, and so out of safely(): an emit failed, a loop restarted.
+    expect(() => stepFailed(api, step, hostile)).not.toThrow();
+    expect(warned).toEqual([
+      `nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it (its error could not be described)`,
+    ]);
+  });
+
   it('a logger whose promise rejects (an async sink): the line goes to stderr, no unhandled rejection', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

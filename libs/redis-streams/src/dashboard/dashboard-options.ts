@@ -107,7 +107,7 @@ export function resolveDashboardOptions(input: DashboardOptions = {}): ResolvedD
     authorize: actions?.authorize,
     authorizeRead: read?.authorize,
     // An audit logger that throws must not turn an action that was done into a 500 (its line goes to stderr).
-    logger: guardLog(input.logger ?? { log: (message) => console.log(message) }),
+    logger: guardLog(withMethod('dashboard.logger', input.logger, 'log', { log: (message: string) => console.log(message) })),
     allowedHosts: hostsOf(input.allowedHosts),
     consumer: withMethod('dashboard.consumer', input.consumer, 'health', undefined),
     requestTimeoutMs: positiveInt('dashboard.requestTimeoutMs', input.requestTimeoutMs, DASHBOARD_DEFAULTS.requestTimeoutMs),

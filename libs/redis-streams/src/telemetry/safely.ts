@@ -23,7 +23,13 @@ export function safely<T>(api: OtelApi, step: string, fn: () => T, fallback: T):
 export function stepFailed(api: OtelApi, step: string, err: unknown): void {
   if (reported.has(step)) return;
   reported.add(step);
-  const line = `nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it: ${describeError(err)}`;
+  let line = `nestjs-redis-streams: OpenTelemetry ${step} failed, carrying on without it`;
+  try {
+    line += `: ${describeError(err)}`;
+  } catch {
+    // What the SDK threw cannot become text (a getter that throws, a hostile Proxy): still carried no further.
+    line += ' (its error could not be described)';
+  }
   try {
     api.diag.warn(line);
   } catch (diagError) {
