@@ -15,7 +15,6 @@ import {
 import type { CanActivate } from '@nestjs/common';
 import { lastValueFrom, type Observable } from 'rxjs';
 import type { IncomingMessage } from 'node:http';
-import { guardLogger } from '../guarded-logger.js';
 import { createDashboardHandler, type DashboardHandler } from '../dashboard/dashboard-http.js';
 import type { DashboardOptions } from '../dashboard/dashboard-options.js';
 import type { RedisStreamsHealth } from '../health/health.js';
@@ -115,8 +114,8 @@ export class RedisStreamsDashboardModule implements NestModule, BeforeApplicatio
             new ReportedConnection(
               resolveConnection(options.connection),
               'redis-streams:dashboard',
-              // Its lines come from ioredis' events: an app logger that throws there would end the process.
-              guardLogger(new Logger(RedisStreamsDashboardModule.name)),
+              // ReportedConnection guards it: a logger that throws costs the line, not the process.
+              new Logger(RedisStreamsDashboardModule.name),
               COMMAND_TIMEOUT_MS,
             ),
         },
