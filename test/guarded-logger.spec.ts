@@ -158,4 +158,24 @@ describe('guardLogger', () => {
       process.off('unhandledRejection', onUnhandled);
     }
   });
+
+  it('a logger that returns a value whose `then` cannot be read: the line was taken, nothing goes to stderr (review-z)', () => {
+    const taken: string[] = [];
+    const answer = (message: string) => {
+      taken.push(message);
+      return {
+        get then(): never {
+          throw new Error('no then here');
+        },
+      };
+    };
+    const logger = guardLogger({ log: answer, warn: answer, error: answer });
+    expect(() => {
+      logger.log('one');
+      logger.warn('two');
+      logger.error('three', 'stack');
+    }).not.toThrow();
+    expect(taken).toEqual(['one', 'two', 'three']);
+    expect(written).toEqual([]);
+  });
 });

@@ -224,4 +224,47 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     const { client } = await producer({ connection: redis.connection, keyPrefix: app.key('') });
     await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
   });
+
+  it("an app logger that throws on Nest's line for a failed request: the caller still gets Nest's reply, never the logger's error (review-z F2)", async () => {
+    const logs = captureLogs();
+    const logger = {
+      ...logs.logger,
+      error: (message: unknown, ...rest: unknown[]) => {
+        if (rest.at(-1) === 'RpcExceptionsHandler') throw new Error('log sink down');
+        logs.logger.error(message, ...rest);
+      },
+    };
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      written.push(String(chunk));
+      return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+    });
+    try {
+      const app = await start(
+        {
+          connection: redis.connection,
+          group: 'g',
+          consumer: 'c',
+          keyPrefix: uniquePrefix(),
+          blockMs: 50,
+          minIdleMs: 200,
+          maxDeliveries: 2,
+        },
+        { controllers: [RequestsController], logger } as Parameters<typeof start>[1],
+      );
+      app.recorder.behavior = () => {
+        throw new Error('boom: card declined');
+      };
+      // Nest's logger is global: the producer's app sets it too.
+      const { client } = await producer({ connection: redis.connection, keyPrefix: app.key('') }, logger);
+      await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
+      // Nest's line is not lost: it goes to stderr with what the logger threw.
+      expect(written.join('')).toMatch(/the logger threw \(log sink down\); its line: .*boom: card declined/);
+      // Acked: the request is answered once, not retried.
+      await waitFor(async () => (await redis.client().xpending(app.key('quote'), 'g'))[0] === 0, { message: 'the request acked' });
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
 });

@@ -41,33 +41,43 @@ export function guardLog(logger: { log(message: string): unknown }): { log(messa
  */
 export function guardLogger(logger: Logger): Logger {
   if (guarded.has(logger)) return logger;
-  const fallback = lineLost;
+  // Called outside the logger's try: a `then` that cannot be read means a line taken, not one lost (review-z).
   const settled = (result: unknown, message: string, stack?: string): void => {
-    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function')
-      (result as PromiseLike<unknown>).then(undefined, (err: unknown) => fallback(message, stack, err));
+    try {
+      const then = (result as PromiseLike<unknown> | undefined)?.then;
+      if (typeof then === 'function') then.call(result, undefined, (err: unknown) => lineLost(message, stack, err));
+    } catch {
+      // A value that is not a promise after all: the logger took the line.
+    }
   };
   const safe: Logger = {
     log(message) {
+      let result: unknown;
       try {
-        settled(logger.log(message), message);
+        result = logger.log(message);
       } catch (err) {
-        fallback(message, undefined, err);
+        return lineLost(message, undefined, err);
       }
+      settled(result, message);
     },
     warn(message) {
+      let result: unknown;
       try {
-        settled(logger.warn(message), message);
+        result = logger.warn(message);
       } catch (err) {
-        fallback(message, undefined, err);
+        return lineLost(message, undefined, err);
       }
+      settled(result, message);
     },
     error(message, stack) {
+      let result: unknown;
       try {
         // Called with the arguments it was given: Nest's logger prints an explicit `undefined` as a line of its own.
-        settled(stack === undefined ? logger.error(message) : logger.error(message, stack), message, stack);
+        result = stack === undefined ? logger.error(message) : logger.error(message, stack);
       } catch (err) {
-        fallback(message, stack, err);
+        return lineLost(message, stack, err);
       }
+      settled(result, message, stack);
     },
   };
   guarded.add(safe);

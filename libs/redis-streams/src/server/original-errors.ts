@@ -1,6 +1,8 @@
 import { BaseRpcExceptionFilter, RpcException } from '@nestjs/microservices';
 import { catchError, throwError, type Observable } from 'rxjs';
 import { brandMark } from '../brand.js';
+import { describeHandlerError, handlerStack } from '../describe-error.js';
+import { lineLost } from '../guarded-logger.js';
 
 /*
  * Nest's default RPC exception filter hands a transport `{ status, message: 'Internal server
@@ -48,7 +50,24 @@ export function rememberOriginalErrors(): void {
         return throwError(() => replacement);
       }
     }
-    const replaced$ = replace.call(this, exception, host);
+    let replaced$: Observable<unknown>;
+    try {
+      replaced$ = replace.call(this, exception, host);
+    } catch (thrown) {
+      // The default filter throws only when its logger does (the app's, on a request's failure): Nest
+      // would send the caller the logger's error instead of its reply (review-z F2). The line goes to
+      // stderr, the caller gets what Nest answers. A user's own handleUnknownError is left to it.
+      if (
+        !isOurs(host) ||
+        exception instanceof RpcException ||
+        (this as { handleUnknownError?: unknown }).handleUnknownError !== logsUnknown
+      )
+        throw thrown;
+      lineLost(`[RpcExceptionsHandler] ${describeHandlerError(exception)}`, handlerStack(exception), thrown);
+      const replacement = { status: 'error', message: UNKNOWN };
+      originals.set(replacement, exception);
+      return throwError(() => replacement);
+    }
     if (!isOurs(host)) return replaced$;
     return replaced$.pipe(
       catchError((replacement: unknown) => {
