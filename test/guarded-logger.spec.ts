@@ -79,7 +79,7 @@ describe('guardLogger', () => {
     logger.log('two');
     logger.log('three');
     expect(written).toEqual([
-      '[nestjs-redis-streams] the logger threw ((unprintable)); its line: one\n',
+      '[nestjs-redis-streams] the logger threw ({}); its line: one\n',
       '[nestjs-redis-streams] the logger threw ((unprintable)); its line: two\n',
       '[nestjs-redis-streams] the logger threw (sink said: \\x1b[2J\\x0a[nestjs-redis-streams] forged); its line: three\n',
     ]);
@@ -157,6 +157,36 @@ describe('guardLogger', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+
+  it("what the logger threw is masked and bounded as the library's own lines are: it may quote what it was given (review-a F2)", () => {
+    const logger = guardLogger({
+      log: (message: string) => {
+        throw new Error(`sink refused: ${message} redis://app:S3cretPW@127.0.0.1:6379 ${'H'.repeat(1_000_000)}`);
+      },
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    logger.log('one');
+    expect(written).toHaveLength(1);
+    expect(written[0]).not.toContain('S3cretPW');
+    expect(written[0]).toContain('redis://app:***@127.0.0.1:6379');
+    expect(written[0]!.length).toBeLessThan(10_000);
+    expect(written[0]).toMatch(/more characters\)\); its line: one\n$/);
+  });
+
+  it('a logger that returns a thenable whose `then` throws when called: the line may be lost, so it goes to stderr', () => {
+    const logger = guardLogger({
+      log: () => ({
+        then() {
+          throw new Error('broken thenable');
+        },
+      }),
+      warn: () => undefined,
+      error: () => undefined,
+    });
+    expect(() => logger.log('one')).not.toThrow();
+    expect(written).toEqual(['[nestjs-redis-streams] the logger threw (broken thenable); its line: one\n']);
   });
 
   it('a logger that returns a value whose `then` cannot be read: the line was taken, nothing goes to stderr (review-z)', () => {

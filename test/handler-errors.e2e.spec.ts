@@ -4,15 +4,15 @@
  * default RPC exception filter puts in its place; a user's exception filter still decides.
  */
 import { Catch, Controller, UseFilters, type ArgumentsHost, type RpcExceptionFilter } from '@nestjs/common';
-import { BaseRpcExceptionFilter, Ctx, Payload, RpcException } from '@nestjs/microservices';
-import { RedisStreamsContext, StreamPattern, type DeadLetter, type SettledEvent } from 'nestjs-redis-streams';
+import { BaseRpcExceptionFilter, Ctx, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
+import { REDIS_STREAMS_TRANSPORT, RedisStreamsContext, StreamPattern, type DeadLetter, type SettledEvent } from 'nestjs-redis-streams';
 import { lastValueFrom, throwError } from 'rxjs';
 import { decodeDeadLetter } from '../libs/redis-streams/src/codec/dead-letter-codec.js';
 import { addOrders, BatchLog, batchController } from './support/batch-app.js';
 import { captureLogs } from './support/logs.js';
 import { deadLetterKey } from './support/redis-server.js';
 import { useProducers } from './support/producer.js';
-import { RequestsController, uniquePrefix, useApps, type TestApp } from './support/test-app.js';
+import { Recorder, RequestsController, uniquePrefix, useApps, type TestApp } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -225,46 +225,94 @@ describe("handler errors: the dead letter, the settled event and the log carry t
     await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
   });
 
-  it("an app logger that throws on Nest's line for a failed request: the caller still gets Nest's reply, never the logger's error (review-z F2)", async () => {
-    const logs = captureLogs();
-    const logger = {
-      ...logs.logger,
-      error: (message: unknown, ...rest: unknown[]) => {
-        if (rest.at(-1) === 'RpcExceptionsHandler') throw new Error('log sink down');
-        logs.logger.error(message, ...rest);
-      },
-    };
-    const written: string[] = [];
-    const write = process.stderr.write.bind(process.stderr);
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
-      written.push(String(chunk));
-      return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
-    });
-    try {
-      const app = await start(
-        {
-          connection: redis.connection,
-          group: 'g',
-          consumer: 'c',
-          keyPrefix: uniquePrefix(),
-          blockMs: 50,
-          minIdleMs: 200,
-          maxDeliveries: 2,
-        },
-        { controllers: [RequestsController], logger } as Parameters<typeof start>[1],
-      );
-      app.recorder.behavior = () => {
-        throw new Error('boom: card declined');
-      };
-      // Nest's logger is global: the producer's app sets it too.
-      const { client } = await producer({ connection: redis.connection, keyPrefix: app.key('') }, logger);
-      await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
-      // Nest's line is not lost: it goes to stderr with what the logger threw.
-      expect(written.join('')).toMatch(/the logger threw \(log sink down\); its line: .*boom: card declined/);
-      // Acked: the request is answered once, not retried.
-      await waitFor(async () => (await redis.client().xpending(app.key('quote'), 'g'))[0] === 0, { message: 'the request acked' });
-    } finally {
-      vi.restoreAllMocks();
+  /** A subclass adding its own step to Nest's logging (a metric), then Nest's: Nest's line is still the one that throws. */
+  class CountingFilter extends BaseRpcExceptionFilter {
+    override handleUnknownError(exception: unknown, status: string) {
+      return super.handleUnknownError(exception, status);
     }
-  });
+  }
+  @Controller()
+  class CountedRequests {
+    constructor(private readonly recorder: Recorder) {}
+    @MessagePattern('quote', REDIS_STREAMS_TRANSPORT)
+    @UseFilters(CountingFilter)
+    quote(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext): unknown {
+      return this.recorder.handle(payload, ctx);
+    }
+  }
+  /** `error` with a getter for `property` that throws. */
+  const unreadable = (error: Error, property: 'message' | 'stack') =>
+    Object.defineProperty(error, property, {
+      get() {
+        throw new Error(`no ${property} here`);
+      },
+    });
+  const failures = {
+    'a plain Error': { controller: RequestsController, error: () => new Error('boom: card declined'), line: /boom: card declined/ },
+    'an Error whose message getter throws': {
+      controller: RequestsController,
+      error: () => unreadable(new Error('x'), 'message'),
+      line: /its line: \[RpcExceptionsHandler\] /,
+    },
+    'an Error whose stack getter throws': {
+      controller: RequestsController,
+      error: () => unreadable(new Error('boom: card declined'), 'stack'),
+      line: /boom: card declined/,
+    },
+    "a subclass's handleUnknownError that calls Nest's": {
+      controller: CountedRequests,
+      error: () => new Error('boom: card declined'),
+      line: /boom: card declined/,
+    },
+  };
+  it.each(Object.keys(failures) as (keyof typeof failures)[])(
+    "an app logger that throws on Nest's line for a failed request (%s): the caller still gets Nest's reply, the line goes to stderr (review-z F2)",
+    async (name) => {
+      const failure = failures[name];
+      const logs = captureLogs();
+      const logger = {
+        ...logs.logger,
+        error: (message: unknown, ...rest: unknown[]) => {
+          if (rest.at(-1) === 'RpcExceptionsHandler') throw new Error('log sink down');
+          logs.logger.error(message, ...rest);
+        },
+      };
+      const written: string[] = [];
+      const write = process.stderr.write.bind(process.stderr);
+      vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+        written.push(String(chunk));
+        return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+      });
+      try {
+        const app = await start(
+          {
+            connection: redis.connection,
+            group: 'g',
+            consumer: 'c',
+            keyPrefix: uniquePrefix(),
+            blockMs: 50,
+            minIdleMs: 200,
+            maxDeliveries: 2,
+          },
+          { controllers: [failure.controller], logger } as Parameters<typeof start>[1],
+        );
+        app.recorder.behavior = () => {
+          throw failure.error();
+        };
+        // Nest's logger is global: the producer's app sets it too.
+        const { client } = await producer({ connection: redis.connection, keyPrefix: app.key('') }, logger);
+        await expect(lastValueFrom(client.send('quote', { n: 1 }))).rejects.toEqual({ status: 'error', message: 'Internal server error' });
+        // Nest's line is not lost: it goes to stderr with what the logger threw.
+        const lost = written.filter((w) => w.includes('the logger threw'));
+        expect(lost).toEqual([
+          expect.stringMatching(/^\[nestjs-redis-streams\] the logger threw \(log sink down\); its line: \[RpcExceptionsHandler\] /),
+        ]);
+        expect(lost[0]).toMatch(failure.line);
+        // Acked: the request is answered once, not retried.
+        await waitFor(async () => (await redis.client().xpending(app.key('quote'), 'g'))[0] === 0, { message: 'the request acked' });
+      } finally {
+        vi.restoreAllMocks();
+      }
+    },
+  );
 });

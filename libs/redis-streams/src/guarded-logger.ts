@@ -1,13 +1,17 @@
-import { escapeControl } from './escape-control.js';
+import { describeError } from './describe-error.js';
 import type { Logger } from './ports.js';
 
 /** Loggers guardLogger made (a guarded logger passed in again is returned as it is). */
 const guarded = new WeakSet<Logger>();
 
-/** What a logger threw, as one printable line: whatever it is, never a throw of its own (review-x F3, F4). */
+/**
+ * What a logger threw, as one printable line: whatever it is, never a throw of its own (review-x F3, F4); masked and
+ * bounded as the library's own lines, since it may quote what the logger was given (Nest hands it raw errors: review-a F2).
+ */
 function describeThrown(err: unknown): string {
   try {
-    return escapeControl(err instanceof Error ? String(err.message) : String(err));
+    // A thrown string as it is, not quoted as JSON.
+    return describeError(typeof err === 'string' ? { message: err } : err);
   } catch {
     return '(unprintable)';
   }
@@ -41,13 +45,20 @@ export function guardLog(logger: { log(message: string): unknown }): { log(messa
  */
 export function guardLogger(logger: Logger): Logger {
   if (guarded.has(logger)) return logger;
-  // Called outside the logger's try: a `then` that cannot be read means a line taken, not one lost (review-z).
+  // Called outside the logger's try: a `then` that cannot be read means no promise, the line taken (review-z);
+  // one that throws when called leaves the line's fate unknown, so it goes to stderr.
   const settled = (result: unknown, message: string, stack?: string): void => {
+    let then: unknown;
     try {
-      const then = (result as PromiseLike<unknown> | undefined)?.then;
-      if (typeof then === 'function') then.call(result, undefined, (err: unknown) => lineLost(message, stack, err));
+      then = (result as PromiseLike<unknown> | undefined)?.then;
     } catch {
-      // A value that is not a promise after all: the logger took the line.
+      return;
+    }
+    if (typeof then !== 'function') return;
+    try {
+      (then as PromiseLike<unknown>['then']).call(result, undefined, (err: unknown) => lineLost(message, stack, err));
+    } catch (err) {
+      lineLost(message, stack, err);
     }
   };
   const safe: Logger = {

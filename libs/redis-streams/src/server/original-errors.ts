@@ -38,7 +38,9 @@ export function rememberOriginalErrors(): void {
   if (proto[HOOKED]) return;
   const replace = proto.catch;
   Object.defineProperty(proto, HOOKED, { value: true });
-  const logsUnknown = (proto as unknown as { handleUnknownError: unknown }).handleUnknownError;
+  const protoUnknown = proto as unknown as { handleUnknownError: HandleUnknown };
+  const logsUnknown = guardedUnknownError(protoUnknown.handleUnknownError);
+  protoUnknown.handleUnknownError = logsUnknown;
   proto.catch = function (this: unknown, exception, host) {
     // An event's or a batch's failure: the transport logs it itself (masked, escaped, with the
     // stack), so Nest's line would say it twice, raw. A subclass with its own handleUnknownError
@@ -50,25 +52,15 @@ export function rememberOriginalErrors(): void {
         return throwError(() => replacement);
       }
     }
+    if (!isOurs(host)) return replace.call(this, exception, host);
+    // Nest's logging of this call (below) must not throw into the caller's reply: see guardedUnknownError.
+    ourCalls++;
     let replaced$: Observable<unknown>;
     try {
       replaced$ = replace.call(this, exception, host);
-    } catch (thrown) {
-      // The default filter throws only when its logger does (the app's, on a request's failure): Nest
-      // would send the caller the logger's error instead of its reply (review-z F2). The line goes to
-      // stderr, the caller gets what Nest answers. A user's own handleUnknownError is left to it.
-      if (
-        !isOurs(host) ||
-        exception instanceof RpcException ||
-        (this as { handleUnknownError?: unknown }).handleUnknownError !== logsUnknown
-      )
-        throw thrown;
-      lineLost(`[RpcExceptionsHandler] ${describeHandlerError(exception)}`, handlerStack(exception), thrown);
-      const replacement = { status: 'error', message: UNKNOWN };
-      originals.set(replacement, exception);
-      return throwError(() => replacement);
+    } finally {
+      ourCalls--;
     }
-    if (!isOurs(host)) return replaced$;
     return replaced$.pipe(
       catchError((replacement: unknown) => {
         if (typeof replacement === 'object' && replacement !== null && replacement !== exception) originals.set(replacement, exception);
@@ -76,6 +68,46 @@ export function rememberOriginalErrors(): void {
       }),
     );
   };
+}
+
+type HandleUnknown = (this: unknown, exception: unknown, status: string) => Observable<unknown>;
+
+/** Calls of this transport's inside the default filter's `catch` (synchronous: a count, no async context). */
+let ourCalls = 0;
+
+/**
+ * Nest's handleUnknownError logs the failure through the app's logger; a logger that throws there would make Nest
+ * send the caller the logger's error instead of its reply (review-z F2). For this transport's calls (also through a
+ * subclass that calls it), the line goes to stderr and the answer is Nest's. Nothing else in it throws.
+ */
+function guardedUnknownError(logsUnknown: HandleUnknown): HandleUnknown {
+  return function (this: unknown, exception, status) {
+    if (ourCalls === 0) return logsUnknown.call(this, exception, status);
+    try {
+      return logsUnknown.call(this, exception, status);
+    } catch (thrown) {
+      lineLost(lineOf(exception), framesOf(exception), thrown);
+      return throwError(() => ({ status, message: UNKNOWN }));
+    }
+  };
+}
+
+/** Nest's line for the failure, as the library would write it; never a throw of its own (a getter that throws). */
+function lineOf(exception: unknown): string {
+  try {
+    return `[RpcExceptionsHandler] ${describeHandlerError(exception)}`;
+  } catch {
+    return '[RpcExceptionsHandler] (a failure that could not be described)';
+  }
+}
+
+/** The failure's stack frames (its header is the line already), or none. */
+function framesOf(exception: unknown): string | undefined {
+  try {
+    return handlerStack(exception)?.split('\n').slice(1).join('\n') || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What the handler threw, when `err` is the default filter's replacement of it; `err` itself otherwise. */
