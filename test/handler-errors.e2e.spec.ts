@@ -259,6 +259,12 @@ describe("handler errors: the dead letter, the settled event and the log carry t
       error: () => unreadable(new Error('boom: card declined'), 'stack'),
       line: /boom: card declined/,
     },
+    'an ioredis error whose command carries a password, and a logger that quotes it (review-b)': {
+      controller: RequestsController,
+      error: () =>
+        Object.assign(new Error('WRONGPASS invalid username-password pair'), { command: { name: 'auth', args: ['app', 'Hunter2Pass'] } }),
+      line: /WRONGPASS/,
+    },
     "a subclass's handleUnknownError that calls Nest's": {
       controller: CountedRequests,
       error: () => new Error('boom: card declined'),
@@ -273,7 +279,9 @@ describe("handler errors: the dead letter, the settled event and the log carry t
       const logger = {
         ...logs.logger,
         error: (message: unknown, ...rest: unknown[]) => {
-          if (rest.at(-1) === 'RpcExceptionsHandler') throw new Error('log sink down');
+          // Some sinks quote what they were given: an ioredis error's command with it.
+          const quoted = (message as { command?: unknown } | undefined)?.command;
+          if (rest.at(-1) === 'RpcExceptionsHandler') throw new Error(`log sink down${quoted ? `: ${JSON.stringify(quoted)}` : ''}`);
           logs.logger.error(message, ...rest);
         },
       };
@@ -305,8 +313,9 @@ describe("handler errors: the dead letter, the settled event and the log carry t
         // Nest's line is not lost: it goes to stderr with what the logger threw.
         const lost = written.filter((w) => w.includes('the logger threw'));
         expect(lost).toEqual([
-          expect.stringMatching(/^\[nestjs-redis-streams\] the logger threw \(log sink down\); its line: \[RpcExceptionsHandler\] /),
+          expect.stringMatching(/^\[nestjs-redis-streams\] the logger threw \(log sink down.*\); its line: \[RpcExceptionsHandler\] /),
         ]);
+        expect(lost[0]).not.toContain('Hunter2Pass');
         expect(lost[0]).toMatch(failure.line);
         // Acked: the request is answered once, not retried.
         await waitFor(async () => (await redis.client().xpending(app.key('quote'), 'g'))[0] === 0, { message: 'the request acked' });

@@ -120,6 +120,42 @@ describe('the built package', () => {
     });
   });
 
+  it("keeps Nest's line for a failed request whichever build's server marked it, with both builds loaded (review-b)", () => {
+    // The default filter is hooked once, by the build whose server came first; a request of the other build's server
+    // must still count as a request (Nest's line kept), not as an event whose failure the transport logs itself.
+    const script = `
+      import 'reflect-metadata';
+      import { createRequire } from 'node:module';
+      import { Logger } from '@nestjs/common';
+      import { BaseRpcExceptionFilter } from '@nestjs/microservices';
+      const require = createRequire(import.meta.url);
+      const esm = await import('./libs/redis-streams/dist/esm/server/original-errors.js');
+      const cjs = require('./libs/redis-streams/dist/cjs/server/original-errors.js');
+      const { RedisStreamsContext } = require('nestjs-redis-streams');
+      esm.rememberOriginalErrors();
+      cjs.rememberOriginalErrors();
+      const lines = [];
+      Logger.overrideLogger({ log() {}, warn() {}, error: (message) => lines.push(String(message)) });
+      const args = { stream: 's', pattern: 's', id: '1-0', group: 'g', consumer: 'c', deliveryCount: 1, fields: {}, headers: {} };
+      const replies = [];
+      for (const [name, build] of [['esm', esm], ['cjs', cjs]]) {
+        const ctx = new RedisStreamsContext(args);
+        build.keepNestLogFor(ctx);
+        new BaseRpcExceptionFilter().catch(new Error('boom via ' + name), { getArgByIndex: (i) => (i === 1 ? ctx : undefined) })
+          .subscribe({ error: (reply) => replies.push(reply) });
+      }
+      console.log(JSON.stringify({ lines, replies }));
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' }));
+    expect(out).toEqual({
+      lines: ['Error: boom via esm', 'Error: boom via cjs'],
+      replies: [
+        { status: 'error', message: 'Internal server error' },
+        { status: 'error', message: 'Internal server error' },
+      ],
+    });
+  });
+
   it('has interchangeable ESM and CommonJS typings for what a handler and a producer pass around', () => {
     // An ESM app whose CommonJS dependency takes a context or a record from it: TypeScript sees both builds' declarations.
     const dir = `${repoRoot}dist/dual-types`;

@@ -9,10 +9,10 @@ export const MAX_DESCRIBED_CHARS = 8192;
  * One readable line for any failure, safe to log: Nest hands handler errors over as
  * `{ status, message }` objects; passwords (the error's own AUTH arguments, any URL's) are
  * masked and control characters escaped (a handler's message may quote the entry); cut past
- * MAX_DESCRIBED_CHARS.
+ * MAX_DESCRIBED_CHARS. `alsoSecretsOf`: another error whose passwords the text may quote.
  */
-export function describeError(error: unknown): string {
-  return printable(rawMessage(error), authSecrets(error));
+export function describeError(error: unknown, alsoSecretsOf?: unknown): string {
+  return printable(rawMessage(error), authSecrets(alsoSecretsOf, authSecrets(error)));
 }
 
 function rawMessage(error: unknown): string {

@@ -8,20 +8,23 @@ const guarded = new WeakSet<Logger>();
  * What a logger threw, as one printable line: whatever it is, never a throw of its own (review-x F3, F4); masked and
  * bounded as the library's own lines, since it may quote what the logger was given (Nest hands it raw errors: review-a F2).
  */
-function describeThrown(err: unknown): string {
+function describeThrown(err: unknown, secretsOf?: unknown): string {
   try {
     // A thrown string as it is, not quoted as JSON.
-    return describeError(typeof err === 'string' ? { message: err } : err);
+    return describeError(typeof err === 'string' ? { message: err } : err, secretsOf);
   } catch {
     return '(unprintable)';
   }
 }
 
-/** Writes a line its logger could not take to stderr, with what the logger threw; never throws itself. */
-export function lineLost(message: string, stack: string | undefined, err: unknown): void {
+/**
+ * Writes a line its logger could not take to stderr, with what the logger threw; never throws itself. `secretsOf`:
+ * an error the logger was handed raw, whose commands' passwords what it threw may quote.
+ */
+export function lineLost(message: string, stack: string | undefined, err: unknown, secretsOf?: unknown): void {
   try {
     process.stderr.write(
-      `[nestjs-redis-streams] the logger threw (${describeThrown(err)}); its line: ${message}${stack ? `\n${stack}` : ''}\n`,
+      `[nestjs-redis-streams] the logger threw (${describeThrown(err, secretsOf)}); its line: ${message}${stack ? `\n${stack}` : ''}\n`,
     );
   } catch {
     // Nowhere left to write: the line is lost, the library goes on.

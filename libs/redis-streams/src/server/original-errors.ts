@@ -25,8 +25,12 @@ const originals: WeakMap<object, unknown> = ((globalThis as Record<symbol, unkno
   unknown
 >;
 const OUR_CONTEXTS = [brandMark('RedisStreamsContext'), brandMark('RedisStreamsBatchContext')];
-/** Contexts of requests: the transport answers a failed request and logs nothing, so Nest's line stays. */
-const requests = new WeakSet<object>();
+/**
+ * Contexts of requests: the transport answers a failed request and logs nothing, so Nest's line stays. Shared by
+ * both builds as `originals` is: the hook is the first build's, the request may be the other's (review-b).
+ */
+const REQUESTS = Symbol.for('nestjs-redis-streams/rpc-request-contexts');
+const requests: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[REQUESTS] ??= new WeakSet()) as WeakSet<object>;
 /** What Nest's default filter answers for anything but an RpcException (its MESSAGES.UNKNOWN_EXCEPTION_MESSAGE). */
 const UNKNOWN = 'Internal server error';
 
@@ -86,7 +90,8 @@ function guardedUnknownError(logsUnknown: HandleUnknown): HandleUnknown {
     try {
       return logsUnknown.call(this, exception, status);
     } catch (thrown) {
-      lineLost(lineOf(exception), framesOf(exception), thrown);
+      // The logger may quote the raw error it was handed: its commands' passwords are masked there too.
+      lineLost(lineOf(exception), framesOf(exception), thrown, exception);
       return throwError(() => ({ status, message: UNKNOWN }));
     }
   };
