@@ -53,6 +53,8 @@ export class Custody {
   private readonly leftLog: LeftToGroupLog;
   /** Streams whose own pending list the self-drain read to its end since the last (re)start. */
   private readonly drainedStreams = new Set<string>();
+  /** Deleted entries reported so far (`stream\nid`), see reportDeleted. */
+  private readonly reportedDeleted = new Set<string>();
   readonly upkeep$: Observable<never>;
 
   constructor(private readonly d: CustodyDeps) {
@@ -68,13 +70,29 @@ export class Custody {
       logger: d.logger,
       // Not before its self-drain read it (its own entries not yet fetched again would look handed here), nor once stopping.
       lookable: () => (d.stop.stopped ? [] : d.handedLookable().filter((s) => this.drainedStreams.has(s))),
-      onDeleted: d.onDeleted,
+      onDeleted: (stream, ids) => this.reportDeleted(stream, ids),
       mayTakeBack: d.mayTakeBack,
       onGroupLost: (stream) => d.findings.groupLost(stream),
       onDue: () => d.findings.wake(),
     });
     this.leftLog = new LeftToGroupLog(d.logger, d.maxWaitingRetries, d.minIdleMs);
     this.upkeep$ = merge(this.lease.renewals$, this.audit.upkeep$);
+  }
+
+  /**
+   * The one way out for deleted entries. Two paths can meet one in flight together (an XAUTOCLAIM that drops it, an
+   * audit sent before that answer came that finds it gone from the stream): told once (seen in CI, a loaded machine).
+   */
+  private reportDeleted(stream: string, ids: readonly string[]): void {
+    const fresh = ids.filter((id) => {
+      const key = `${stream}\n${id}`;
+      if (this.reportedDeleted.has(key)) return false;
+      // Bounded: an id is met again within moments, not after thousands of other deletions.
+      if (this.reportedDeleted.size >= 10_000) this.reportedDeleted.clear();
+      this.reportedDeleted.add(key);
+      return true;
+    });
+    if (fresh.length > 0) this.d.onDeleted(stream, fresh);
   }
 
   // ── What the fetch steps tell it and ask ──
@@ -122,7 +140,7 @@ export class Custody {
   /** Entries trimmed from their stream, reported once: the audit will not report them again when it meets them. */
   deleted(stream: string, ids: string[]): void {
     this.audit.deletedElsewhere(stream, ids);
-    this.d.onDeleted(stream, ids);
+    this.reportDeleted(stream, ids);
     // Best effort: a record left behind only costs its bytes until a day past its due time.
     this.d.commands.retries.drop(stream, ids).catch(() => undefined);
   }
