@@ -126,6 +126,27 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     expect(await pendingCount(redis, a.key())).toBe(0);
   });
 
+  it('reports an id deleted again after the stream was re-created with it and it was delivered anew (review-c)', async () => {
+    const a = await startA({ minIdleMs: 1500 });
+    const held = [gate(), gate()];
+    a.recorder.behavior = async () => {
+      await held[a.recorder.calls.length - 1]!.wait;
+    };
+    const r = redis.client();
+    await r.xadd(a.key(), '1-1', 'tag', 'first');
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'the first in hand' });
+    await r.xdel(a.key(), '1-1');
+    await waitFor(() => a.deleted.length === 1, { message: 'the first deletion reported' });
+    held[0]!.open();
+    // An operator loads the stream anew with explicit ids (a replay, a fixture): the same id, another entry.
+    await r.multi().del(a.key()).xadd(a.key(), '1-1', 'tag', 'second').xgroup('CREATE', a.key(), 'g', '0').exec();
+    await waitFor(() => a.recorder.calls.length === 2, { message: 'the second in hand' });
+    await r.xdel(a.key(), '1-1');
+    await waitFor(() => a.deleted.length === 2, { message: 'the second deletion reported' });
+    held[1]!.open();
+    expect(a.deleted).toEqual(['1-1', '1-1']);
+  });
+
   it('reports an owed entry deleted by hand once, whichever path finds it first', async () => {
     const a = await startA({ minIdleMs: 3000 });
     a.recorder.behavior = (c) => {

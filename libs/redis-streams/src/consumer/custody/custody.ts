@@ -81,7 +81,8 @@ export class Custody {
 
   /**
    * The one way out for deleted entries. Two paths can meet one in flight together (an XAUTOCLAIM that drops it, an
-   * audit sent before that answer came that finds it gone from the stream): told once (seen in CI, a loaded machine).
+   * audit sent before that answer came that finds it gone from the stream): told once (seen in CI, a loaded machine),
+   * until the id is delivered here again (see received).
    */
   private reportDeleted(stream: string, ids: readonly string[]): void {
     const fresh = ids.filter((id) => {
@@ -102,6 +103,10 @@ export class Custody {
    * when the fetch was sent (performance.now()), as Lease.hold takes it.
    */
   received(entries: readonly StreamEntry[], sentAt: number, held: readonly StreamEntry[] = entries): void {
+    // An id reported deleted and delivered again is another entry (its stream loaded anew): its loss is told again
+    // (review-c). One size check per fetch when nothing was deleted.
+    if (this.reportedDeleted.size > 0) for (const e of entries) this.reportedDeleted.delete(`${e.stream}\n${e.id}`);
+    this.audit.deliveredAgain(entries);
     this.marks.delivered(entries);
     this.lease.hold(held, sentAt);
   }

@@ -319,6 +319,12 @@ export class PendingAudit {
       );
   }
 
+  /** Delivered here again (an id reused after its stream was loaded anew): a new entry, nothing explained of it yet. */
+  deliveredAgain(entries: readonly StreamEntry[]): void {
+    if (this.explained.size === 0) return;
+    for (const e of entries) this.explained.delete(key(e.stream, e.id));
+  }
+
   private explain(stream: string, id: string): void {
     // Explained entries whose ack never comes (their handler failed) must not pile up.
     if (this.explained.size >= 10_000) this.explained.clear();
