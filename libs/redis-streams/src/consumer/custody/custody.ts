@@ -53,8 +53,8 @@ export class Custody {
   private readonly leftLog: LeftToGroupLog;
   /** Streams whose own pending list the self-drain read to its end since the last (re)start. */
   private readonly drainedStreams = new Set<string>();
-  /** Deleted entries reported so far (`stream\nid`), see reportDeleted. */
-  private readonly reportedDeleted = new Set<string>();
+  /** Deleted entries reported lately (`stream\nid` → when, performance.now()), see reportDeleted. */
+  private readonly reportedDeleted = new Map<string, number>();
   readonly upkeep$: Observable<never>;
 
   constructor(private readonly d: CustodyDeps) {
@@ -81,16 +81,19 @@ export class Custody {
 
   /**
    * The one way out for deleted entries. Two paths can meet one in flight together (an XAUTOCLAIM that drops it, an
-   * audit sent before that answer came that finds it gone from the stream): told once (seen in CI, a loaded machine),
-   * until the id is delivered here again (see received).
+   * audit sent before that answer came that finds it gone from the stream): told once (seen in CI, a loaded machine).
+   * Only within `leaseRenewMs` of its report, and until it is delivered here again (see received): a later loss of
+   * the same id is another entry's (a stream loaded anew with explicit ids: review-c, review-d).
    */
   private reportDeleted(stream: string, ids: readonly string[]): void {
+    const now = performance.now();
     const fresh = ids.filter((id) => {
       const key = `${stream}\n${id}`;
-      if (this.reportedDeleted.has(key)) return false;
-      // Bounded: an id is met again within moments, not after thousands of other deletions.
+      const at = this.reportedDeleted.get(key);
+      if (at !== undefined && now - at < this.d.leaseRenewMs) return false;
+      // Bounded: a repeat comes within moments, not after thousands of other deletions.
       if (this.reportedDeleted.size >= 10_000) this.reportedDeleted.clear();
-      this.reportedDeleted.add(key);
+      this.reportedDeleted.set(key, now);
       return true;
     });
     if (fresh.length > 0) this.d.onDeleted(stream, fresh);
