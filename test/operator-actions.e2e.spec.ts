@@ -147,6 +147,41 @@ describe('XGROUP DELCONSUMER of a live consumer', () => {
     expect(a.deleted).toEqual(['1-1', '1-1']);
   });
 
+  it("reports an id deleted again after the stream was re-created with it and a dead peer held it: found by this consumer's reclaim (review-d)", async () => {
+    const minIdleMs = 1500;
+    const a = await startA({ minIdleMs });
+    const held = gate();
+    a.recorder.behavior = async () => {
+      await held.wait;
+    };
+    const r = redis.client();
+    const xacks = async () => Number(/cmdstat_xack:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
+    await r.xadd(a.key(), '1-1', 'tag', 'first');
+    await waitFor(() => a.recorder.calls.length === 1, { message: 'the first in hand' });
+    await r.xdel(a.key(), '1-1');
+    await waitFor(() => a.deleted.length === 1, { message: 'the first deletion reported' });
+    const reportedAt = performance.now();
+    // Its ack reaches Redis before the id is loaded anew (it would ack the new entry).
+    const acked = await xacks();
+    held.open();
+    await waitFor(async () => (await xacks()) > acked, { message: "the first entry's ack run" });
+    // Past the window in which a repeat is taken for the same report (leaseRenewMs, minIdleMs / 3): the trade of the fix.
+    await waitFor(() => performance.now() - reportedAt > minIdleMs / 3, { message: 'leaseRenewMs since the first report' });
+    // Loaded anew with the same id, read at once by peer "b" (in one MULTI: before "a" can), which then dies with it.
+    await r
+      .multi()
+      .del(a.key())
+      .xadd(a.key(), '1-1', 'tag', 'second')
+      .xgroup('CREATE', a.key(), 'g', '0')
+      .xreadgroup('GROUP', 'g', 'b', 'COUNT', 1, 'STREAMS', a.key(), '>')
+      .exec();
+    await r.xdel(a.key(), '1-1');
+    // "a"'s reclaim (XAUTOCLAIM drops a deleted entry whatever its idle time) meets it: a second loss.
+    await waitFor(async () => (await pendingCount(redis, a.key())) === 0, { message: 'dropped by the reclaim' });
+    await waitFor(() => a.deleted.length === 2, { message: 'the second deletion reported' });
+    expect(a.deleted).toEqual(['1-1', '1-1']);
+  });
+
   it('reports an owed entry deleted by hand once, whichever path finds it first', async () => {
     const a = await startA({ minIdleMs: 3000 });
     a.recorder.behavior = (c) => {
