@@ -64,35 +64,21 @@ export function guardLogger(logger: Logger): Logger {
       lineLost(message, stack, err);
     }
   };
+  /** One line: the logger's call made, a throw or a rejection sent to stderr. */
+  const line = (call: () => unknown, message: string, stack?: string): void => {
+    let result: unknown;
+    try {
+      result = call();
+    } catch (err) {
+      return lineLost(message, stack, err);
+    }
+    settled(result, message, stack);
+  };
   const safe: Logger = {
-    log(message) {
-      let result: unknown;
-      try {
-        result = logger.log(message);
-      } catch (err) {
-        return lineLost(message, undefined, err);
-      }
-      settled(result, message);
-    },
-    warn(message) {
-      let result: unknown;
-      try {
-        result = logger.warn(message);
-      } catch (err) {
-        return lineLost(message, undefined, err);
-      }
-      settled(result, message);
-    },
-    error(message, stack) {
-      let result: unknown;
-      try {
-        // Called with the arguments it was given: Nest's logger prints an explicit `undefined` as a line of its own.
-        result = stack === undefined ? logger.error(message) : logger.error(message, stack);
-      } catch (err) {
-        return lineLost(message, stack, err);
-      }
-      settled(result, message, stack);
-    },
+    log: (message) => line(() => logger.log(message), message),
+    warn: (message) => line(() => logger.warn(message), message),
+    // Called with the arguments it was given: Nest's logger prints an explicit `undefined` as a line of its own.
+    error: (message, stack) => line(() => (stack === undefined ? logger.error(message) : logger.error(message, stack)), message, stack),
   };
   guarded.add(safe);
   return safe;
