@@ -1,5 +1,6 @@
 import { defer, exhaustMap, filter, ignoreElements, interval, merge, tap, type Observable } from 'rxjs';
 import { describeError } from '../../describe-error.js';
+import { isUnanswered } from '../../redis/replies/redis-errors.js';
 import { escapeControl } from '../../escape-control.js';
 import { someIds } from '../../id-list.js';
 import type { StreamEntry } from '../../stream-entry.js';
@@ -67,8 +68,9 @@ export class PendingAudit {
       filter(() => this.active),
       exhaustMap(() =>
         this.checkOwed().catch((err: unknown) => {
-          // Paused meanwhile (a restart, the reader's end): not news, and may come after close().
-          if (this.active) this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
+          // Paused meanwhile (a restart, the reader's end): not news, and may come after close(). No answer (a frozen
+          // or lost Redis): the connection's own line says it once per outage; one per check would repeat it.
+          if (this.active && !isUnanswered(err)) this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
         }),
       ),
     ),
