@@ -73,7 +73,11 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     expect(lines.filter((l) => l.includes(`group "g" of stream "${app.key()}"`) && /re-created/.test(l))).toHaveLength(1);
   });
 
-  it("a frozen server while the owed-entry checks run often (leaseRenewMs 500): no line per check, the connection's line says it (CI)", async () => {
+  /**
+   * A consumer (`options` over the test's own) with one entry handled; the server frozen for three failed attempts,
+   * thawed, an entry written after it handled: the server's lines since the freeze.
+   */
+  async function linesAcrossAFreeze(options: { minIdleMs?: number } = {}): Promise<string[]> {
     const logs = captureLogs();
     const app = await start(
       {
@@ -83,38 +87,8 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
         blockMs: 100,
         retryInitialDelayMs: 50,
         commandTimeoutMs: 1000,
-        minIdleMs: 1500,
+        ...options,
       },
-      { logger: logs.logger },
-    );
-    const errors: unknown[] = [];
-    app.server.on('error', (err) => void errors.push(err));
-    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
-    await waitFor(() => app.recorder.calls.length === 1, { message: 'the first entry handled' });
-    const before = logs.from(SERVER).length;
-    const since = () => logs.from(SERVER).slice(before);
-    const thaw = await freezeServer(redis.newClient());
-    try {
-      // A check every 250 ms: several time out while frozen.
-      await waitFor(() => errors.length >= 3, { message: 'three failed attempts while frozen', timeoutMs: 20_000 });
-    } finally {
-      thaw();
-    }
-    await waitFor(() => since().some((l) => /answering again after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
-    await redis.client().xadd(app.key(), '*', 'data', '{"n":2}');
-    await waitFor(() => app.recorder.calls.length === 2, { message: 'an entry written after the thaw handled' });
-    const lines = since();
-    expect(
-      lines.filter((l) => /check of owed entries/.test(l)),
-      lines.join('\n'),
-    ).toEqual([]);
-    expect(lines.filter((l) => /not answering/.test(l))).toHaveLength(1);
-  });
-
-  it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {
-    const logs = captureLogs();
-    const app = await start(
-      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 100, retryInitialDelayMs: 50, commandTimeoutMs: 1000 },
       { logger: logs.logger },
     );
     const errors: unknown[] = [];
@@ -133,8 +107,22 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     await waitFor(() => since().some((l) => /answering again after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
     await redis.client().xadd(app.key(), '*', 'data', '{"n":2}');
     await waitFor(() => app.recorder.calls.length === 2, { message: 'an entry written after the thaw handled' });
+    return since();
+  }
+
+  it("a frozen server while the owed-entry checks run often (leaseRenewMs 500): no line per check, the connection's line says it (CI)", async () => {
+    // A check every 250 ms: several time out while frozen.
+    const lines = await linesAcrossAFreeze({ minIdleMs: 1500 });
+    expect(
+      lines.filter((l) => /check of owed entries/.test(l)),
+      lines.join('\n'),
+    ).toEqual([]);
+    expect(lines.filter((l) => /not answering/.test(l))).toHaveLength(1);
+  });
+
+  it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {
+    const lines = await linesAcrossAFreeze();
     const url = `redis://127\\.0\\.0\\.1:${redis.port}`;
-    const lines = since();
     expect(lines.filter((l) => /not answering/.test(l))).toEqual([
       expect.stringMatching(
         new RegExp(
