@@ -1,7 +1,7 @@
 import { freezeServer } from './support/freeze.js';
 import { captureLogs } from './support/logs.js';
 import { CLUSTER_MODE, freePort } from './support/redis-server.js';
-import { uniquePrefix, useApps } from './support/test-app.js';
+import { retryLater, uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -118,6 +118,43 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
       lines.join('\n'),
     ).toEqual([]);
     expect(lines.filter((l) => /not answering/.test(l))).toHaveLength(1);
+  });
+
+  it("a freeze only the owed-entry checks see (a retry waiting, a long park): the connection's line once, and its end (review-e)", async () => {
+    const logs = captureLogs();
+    // A check every 500 ms, each command's deadline 1 s; the park's own deadline (BLOCK 5000 + 2 s) is not reached.
+    const app = await start(
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 5000, minIdleMs: 3000, commandTimeoutMs: 1000 },
+      { logger: logs.logger },
+    );
+    app.recorder.behavior = (call) => {
+      if (call.deliveryCount === 1) throw retryLater(6000);
+    };
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
+    await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the first delivery failed, its retry waits' });
+    const before = logs.from(SERVER).length;
+    const since = () => logs.from(SERVER).slice(before);
+    const thaw = await freezeServer(redis.newClient());
+    try {
+      await waitFor(() => since().some((l) => /not answering/.test(l)), { message: 'the freeze to be logged', timeoutMs: 10_000 });
+    } finally {
+      thaw();
+    }
+    await waitFor(() => since().some((l) => /answering again after/.test(l)), { message: 'the recovery to be logged', timeoutMs: 15_000 });
+    await waitFor(() => app.settled.some((e) => e.outcome === 'acked'), { message: 'the retry handled and acked', timeoutMs: 15_000 });
+    const lines = since();
+    expect(
+      lines.filter((l) => /check of owed entries/.test(l)),
+      lines.join('\n'),
+    ).toEqual([]);
+    const url = `redis://127\\.0\\.0\\.1:${redis.port}`;
+    expect(lines.filter((l) => /not answering/.test(l))).toEqual([
+      expect.stringMatching(
+        new RegExp(`^warn connection to ${url} not answering \\(Command timed out after 1000 ms\\), retrying in \\d+ ms$`),
+      ),
+    ]);
+    expect(lines.filter((l) => /answering again/.test(l))).toHaveLength(1);
+    expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 2]);
   });
 
   it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {

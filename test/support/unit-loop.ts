@@ -117,6 +117,8 @@ function unitLoop(
     onSettled: (event) => void settled.push(event),
     handedLookable: () => streams,
     mayTakeBack: () => true,
+    // No connections' report here: a check's failure is the audit's own line.
+    connection: { failed: () => false },
   });
   const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
   const inProgress = new Set<BatchProgress>();

@@ -109,6 +109,11 @@ export interface ReaderReport {
   ready(reader: Reader): void;
   /** A step of the loop went through (Redis answered). */
   stepped(): void;
+  /**
+   * A call outside the loop's steps (the owed-entry check) failed, tried again in `retryInMs`: true when the
+   * connections' report tells it (no answer, a lost connection), once per outage, as it tells the loop's.
+   */
+  offLoopFailed(error: unknown, retryInMs: number): boolean;
 }
 
 /** What a reader needs from its host: every reader of one consumer shares these. */
@@ -217,6 +222,7 @@ export class Reader {
       stop,
       findings,
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
+      connection: { failed: (error, retryInMs) => d.report.offLoopFailed(error, retryInMs) },
       onSettled: (event) => d.report.settled(event),
       handedLookable: () => (tenure.looksForHanded ? this.pause.readable() : []),
       mayTakeBack: () => tenure.mayTakeBack(),

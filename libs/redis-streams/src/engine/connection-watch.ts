@@ -84,6 +84,10 @@ export class ConnectionWatch {
   /** A step of a loop went through: Redis answered. */
   readonly answered = (): void => this.report.answered();
 
+  /** A call outside a loop's steps failed (see ReaderReport.offLoopFailed): true when the report tells it. */
+  readonly offLoopFailed = (error: unknown, retryInMs: number): boolean =>
+    this.report.notAnswering(error, retryInMs) || this.report.covers(error, isRetryable(error, this.onCluster));
+
   /**
    * A Redis call of a loop failed; it retries after `retryInMs`. While starting, what needs a human
    * fails the start; after, it is logged (unless the report tells it, as connection trouble) and emitted, scrubbed.

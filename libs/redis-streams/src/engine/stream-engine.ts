@@ -153,6 +153,7 @@ export class StreamEngine {
               failed: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
               ready: (reader) => gate.readerReady(reader) && this.started(plan, this.run!, commands),
               stepped: watch.answered,
+              offLoopFailed: watch.offLoopFailed,
             },
             onCluster: watch.onCluster,
             started: gate.opened,

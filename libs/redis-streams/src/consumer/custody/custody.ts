@@ -6,7 +6,7 @@ import { DeliveryMarks } from './delivery-marks.js';
 import { Lease } from './lease.js';
 import { LeftToGroupLog } from './left-to-group-log.js';
 import type { LoopFindings } from '../watch/loop-findings.js';
-import { PendingAudit } from './pending-audit.js';
+import { PendingAudit, type PendingAuditDeps } from './pending-audit.js';
 import type { SettledEvent } from '../settle/settled-event.js';
 import { settleInDoubt } from '../settle/settle-sent.js';
 import type { StopSignal } from '../stop-signal.js';
@@ -23,6 +23,8 @@ export interface CustodyDeps {
   findings: LoopFindings;
   /** Pending entries found trimmed from their stream (data loss), reported once. */
   onDeleted: (stream: string, ids: string[]) => void;
+  /** What the audit's checks tell of the connection (see PendingAuditDeps.connection). */
+  connection: PendingAuditDeps['connection'];
   /** An entry settled for good here (ack confirmed, failure left pending, dead-lettered). */
   onSettled: (event: SettledEvent) => void;
   /**
@@ -74,6 +76,7 @@ export class Custody {
       mayTakeBack: d.mayTakeBack,
       onGroupLost: (stream) => d.findings.groupLost(stream),
       onDue: () => d.findings.wake(),
+      connection: d.connection,
     });
     this.leftLog = new LeftToGroupLog(d.logger, d.maxWaitingRetries, d.minIdleMs);
     this.upkeep$ = merge(this.lease.renewals$, this.audit.upkeep$);

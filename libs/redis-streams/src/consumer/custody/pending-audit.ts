@@ -1,6 +1,5 @@
 import { defer, exhaustMap, filter, ignoreElements, interval, merge, tap, type Observable } from 'rxjs';
 import { describeError } from '../../describe-error.js';
-import { isUnanswered } from '../../redis/replies/redis-errors.js';
 import { escapeControl } from '../../escape-control.js';
 import { someIds } from '../../id-list.js';
 import type { StreamEntry } from '../../stream-entry.js';
@@ -19,6 +18,11 @@ export interface PendingAuditDeps extends OwedAuditDeps, RetryWaitsDeps {
   onGroupLost: (stream: string) => void;
   /** An owed entry is due for its retry (`claimDue`): wake the loop. */
   onDue: () => void;
+  /**
+   * The connections' report, told of a check that failed: true when it tells it (no answer, a lost connection), once
+   * per outage. Its end is told by the loop's next step (a check that asked nothing must not say Redis answered).
+   */
+  connection: { failed: (error: unknown, retryInMs: number) => boolean };
 }
 
 /**
@@ -64,13 +68,14 @@ export class PendingAudit {
    * is seen while no peer can have it), and a wake when the first owed entry falls due.
    */
   readonly upkeep$: Observable<never> = merge(
-    defer(() => interval(Math.max(1, Math.floor(this.d.leaseRenewMs / 2)))).pipe(
+    defer(() => interval(this.checkEveryMs)).pipe(
       filter(() => this.active),
       exhaustMap(() =>
         this.checkOwed().catch((err: unknown) => {
           // Paused meanwhile (a restart, the reader's end): not news, and may come after close(). No answer (a frozen
-          // or lost Redis): the connection's own line says it once per outage; one per check would repeat it.
-          if (this.active && !isUnanswered(err)) this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
+          // or lost Redis): the connection's line, once per outage; maybe the only one to see it (a long park).
+          if (this.active && !this.d.connection.failed(err, this.checkEveryMs))
+            this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
         }),
       ),
     ),
@@ -82,6 +87,11 @@ export class PendingAudit {
 
   constructor(private readonly d: PendingAuditDeps) {
     this.handed = new HandedEntries(d);
+  }
+
+  /** Twice a lease period (see upkeep$). */
+  private get checkEveryMs(): number {
+    return Math.max(1, Math.floor(this.d.leaseRenewMs / 2));
   }
 
   /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */
