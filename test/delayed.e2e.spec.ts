@@ -11,7 +11,7 @@ import { CORE_HOST, TestWorker, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
 import { useLeftoversAfterEach } from './support/leftovers-after-each.js';
 import { CLUSTER_MODE, deadLetterKey } from './support/redis-server.js';
-import { aclUser, CONSUMER_ACL } from './support/acl.js';
+import { aclUser, CONSUMER_ACL, PRODUCER_ACL } from './support/acl.js';
 import { waitFor } from './support/wait-for.js';
 import { redisNow } from './support/redis-clock.js';
 import { delayedKeysOf, idempotencyKeyOf } from '../libs/redis-streams/src/key-names.js';
@@ -203,6 +203,25 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
     expect(await producer.client.cancelScheduled('reminders', kept)).toBe(false);
     await expect(producer.client.cancelScheduled('reminders', '')).rejects.toThrow(/id must be the non-empty id/);
   });
+
+  it.skipIf(CLUSTER_MODE)(
+    "cancelScheduled with rights on the stream's own schedule only (an ACL by exact key): the priority levels it cannot see are passed over",
+    async () => {
+      const prefix = uniquePrefix();
+      // The producer's minimal ACL, its keys narrowed to this stream's (security.md: grant schedules by exact key).
+      const own = ['~app:reminders', '~app:reminders:delayed', '~app:reminders:delayed:entries', '~app:reminders:idmp:*'];
+      const rules = [
+        ...PRODUCER_ACL.flatMap((r) => (r === '~app:*' ? own : [r])),
+        ...['+zscore', '+zadd', '+hset', '+time', '+zrem', '+hdel', '+hget', '+get', '+set'],
+      ];
+      const user = await aclUser(redis.client(), redis.port, `p-${prefix.slice(2, 10)}`, prefix, rules);
+      const producer = await startProducer({ connection: user, keyPrefix: prefix });
+      const id = await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 60_000 })));
+      // Not at level 0: the levels' schedules (`reminders:prio:N:delayed`) are out of this user's reach, not an error.
+      expect(await producer.client.cancelScheduled('reminders', 'no-such-id')).toBe(false);
+      expect(await producer.client.cancelScheduled('reminders', id)).toBe(true);
+    },
+  );
 
   it('an idempotency key names the scheduled entry: a repeat while it waits schedules nothing', async () => {
     const prefix = uniquePrefix();

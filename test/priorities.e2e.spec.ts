@@ -152,6 +152,27 @@ describe('priorities: a record picks its level, higher levels are read first, th
     );
   });
 
+  it('cancelScheduled finds a delayed record at any level, by its id or its idempotency key, and frees the key (review-f)', async () => {
+    const prefix = uniquePrefix();
+    const { client } = await producer({ connection: redis.connection, keyPrefix: prefix });
+    // A minute away: nothing moves them in while the test runs (no worker either).
+    const delayed = (n: number, options: object) =>
+      lastValueFrom(client.emit('jobs', new RedisStreamsRecord({ n }, {}, { delayMs: 60_000, ...options })));
+    const atTwo = await delayed(1, { priority: 2 });
+    const keyed = await delayed(2, { priority: 1, idempotencyKey: 'k1' });
+    const atZero = await delayed(3, {});
+    expect(keyed).toBe('k1');
+    expect(await client.cancelScheduled('jobs', atTwo)).toBe(true);
+    expect(await client.cancelScheduled('jobs', keyed)).toBe(true);
+    expect(await client.cancelScheduled('jobs', atZero)).toBe(true);
+    // Gone: cancelled already.
+    expect(await client.cancelScheduled('jobs', atTwo)).toBe(false);
+    expect(await client.cancelScheduled('jobs', 'k1')).toBe(false);
+    // The key was freed: emitted again, it waits again (and is cancelled again).
+    expect(await delayed(4, { priority: 1, idempotencyKey: 'k1' })).toBe('k1');
+    expect(await client.cancelScheduled('jobs', 'k1')).toBe(true);
+  });
+
   it('refuses a wrong priorities option at start, naming it', async () => {
     const begin = (priorities: unknown, more: object = {}) =>
       new TestWorker({ connection: redis.connection, logger: false }).handle('jobs', () => undefined, { priorities, ...more }).start();

@@ -15,6 +15,7 @@ import {
   isCommandTimeout,
   isConnectionLoss,
   isErrorReply,
+  isNoPermission,
   isRetryable,
   lastClusterAnswer,
   nodeCause,
@@ -44,6 +45,7 @@ import { ReplyReader } from './reply-reader.js';
 import { Schedules, type ScheduleInfo, type SetScheduleResult, type UnreadableSchedule } from '../redis/upkeep/schedules.js';
 import { checkScheduleId, resolveSchedule, type ScheduleSpec } from '../options/schedule-options.js';
 import { InvalidOptionError } from '../options/validate.js';
+import { MAX_PRIORITY_LEVELS } from '../options/priority-options.js';
 import { watchUnobserved } from './unobserved.js';
 import { loadOtelApi, type OtelApi } from '../telemetry/otel-api.js';
 import { ProducerTelemetry } from '../telemetry/producer-telemetry.js';
@@ -238,18 +240,31 @@ export class RedisStreamsClient extends ClientProxy {
    * Cancels a delayed entry still waiting (`emit` with `delayMs`/`deliverAt` emitted its id): true
    * if it was waiting and now never will be delivered; false once it was moved into the stream (too
    * late: its handlers may run), cancelled already, or unknown. On a partitioned stream every
-   * partition's schedule is looked at.
+   * partition's schedule is looked at; when the pattern's own schedule (level 0) does not have it,
+   * every priority level's (a record emitted with a `priority` waits in its level's), but a level
+   * whose schedule this connection may not touch (an ACL by exact key) is passed over.
    */
   async cancelScheduled(pattern: string, id: string): Promise<boolean> {
     if (typeof id !== 'string' || id === '') throw new TypeError('cancelScheduled: id must be the non-empty id emit gave');
     await this.connect();
-    const partitions = this.options.partitions[pattern];
-    const streams =
-      partitions === undefined ? [this.options.keyPrefix + pattern] : partitionKeys(this.options.keyPrefix, pattern, partitions);
-    const cancelled = await this.whenReady(streams[0]!, 'cancelling a delayed entry of', () =>
-      Promise.all(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId))),
+    const bases = this.streamsOfPattern(pattern);
+    const cancelIn = async (streams: readonly string[], passOverRefused: boolean): Promise<boolean> =>
+      (
+        await Promise.all(
+          streams.map((stream) =>
+            this.delayed!.cancel(stream, id, this.options.producerId).catch((err: unknown) => {
+              if (passOverRefused && isNoPermission(err)) return false;
+              throw err;
+            }),
+          ),
+        )
+      ).some(Boolean);
+    // The client does not know a pattern's levels (a worker's option): the others only on a miss, at most 9 more calls.
+    const onCluster = isCluster(this.options.connection);
+    const levels = bases.flatMap((base) =>
+      Array.from({ length: MAX_PRIORITY_LEVELS - 1 }, (_, i) => priorityStreamOf(base, i + 1, onCluster)),
     );
-    return cancelled.some(Boolean);
+    return this.whenReady(bases[0]!, 'cancelling a delayed entry of', async () => (await cancelIn(bases, false)) || cancelIn(levels, true));
   }
 
   /** The streams a pattern's schedules may be in: its stream, or every partition of a partitioned one. */
