@@ -1,5 +1,6 @@
 import { freezeServer } from './support/freeze.js';
 import { captureLogs } from './support/logs.js';
+import { monitorCommands } from './support/monitor.js';
 import { CLUSTER_MODE, freePort } from './support/redis-server.js';
 import { retryLater, uniquePrefix, useApps } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
@@ -155,6 +156,60 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     ]);
     expect(lines.filter((l) => /answering again/.test(l))).toHaveLength(1);
     expect(app.recorder.calls.map((c) => c.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('two freezes, each held past a step of the loop that asks Redis nothing (maxWaitingRetries reached): a pair of lines each, no "answering again" while frozen (review-g)', async () => {
+    const logs = captureLogs();
+    // One failed entry fills maxWaitingRetries: after each beat's reclaim the loop waits blockMs on its own.
+    const app = await start(
+      {
+        connection: redis.url,
+        group: 'g',
+        keyPrefix: uniquePrefix(),
+        blockMs: 4000,
+        minIdleMs: 3000,
+        commandTimeoutMs: 1000,
+        maxWaitingRetries: 1,
+      },
+      { logger: logs.logger },
+    );
+    app.recorder.behavior = (call) => {
+      if (call.deliveryCount === 1) throw retryLater(60_000);
+    };
+    let reclaims = 0;
+    const monitor = await monitorCommands(redis.port, ({ args }) => void (/^xautoclaim$/i.test(args[0] ?? '') && reclaims++));
+    try {
+      await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
+      await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the entry failed, its retry waits' });
+      const before = logs.from(SERVER).length;
+      const since = () => logs.from(SERVER).slice(before);
+      const count = (re: RegExp) => since().filter((l) => re.test(l)).length;
+      for (const n of [1, 2]) {
+        // Frozen just after a beat's reclaim: the loop's next step is its own wait's end, 4 s on, asking Redis nothing.
+        const seen = reclaims;
+        await waitFor(() => reclaims > seen, { message: "a beat's reclaim", timeoutMs: 15_000 });
+        const frozenAt = Date.now();
+        const thaw = await freezeServer(redis.newClient());
+        try {
+          await waitFor(() => count(/not answering/) === n, { message: `freeze ${n} logged`, timeoutMs: 10_000 });
+          // Held past that step: the freeze's length, not a wait for an outcome.
+          await waitFor(() => Date.now() - frozenAt >= 5000, { message: '5 s frozen', intervalMs: 100 });
+          expect(count(/answering again/), since().join('\n')).toBe(n - 1);
+        } finally {
+          thaw();
+        }
+        await waitFor(() => count(/answering again/) === n, { message: `the end of freeze ${n} logged`, timeoutMs: 15_000 });
+      }
+      const lines = since();
+      expect(
+        lines.filter((l) => /check of owed entries/.test(l)),
+        lines.join('\n'),
+      ).toEqual([]);
+      expect(count(/not answering/), lines.join('\n')).toBe(2);
+      expect(count(/answering again/), lines.join('\n')).toBe(2);
+    } finally {
+      monitor.close();
+    }
   });
 
   it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {

@@ -108,7 +108,7 @@ async function waiting(key: string, n: number) {
     mayTakeBack: () => true,
     onGroupLost: () => {},
     onDue: () => {},
-    connection: { failed: () => false },
+    connection: { failed: () => false, silent: () => false, answered: () => {} },
   } satisfies PendingAuditDeps;
   /** Failed here, its retry `retryInMs` from now; last seen pending under c `seenAgoMs` ago. */
   const failed = (id: string, retryInMs: number | undefined, seenAgoMs = 0) => {

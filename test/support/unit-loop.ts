@@ -118,7 +118,7 @@ function unitLoop(
     handedLookable: () => streams,
     mayTakeBack: () => true,
     // No connections' report here: a check's failure is the audit's own line.
-    connection: { failed: () => false },
+    connection: { failed: () => false, silent: () => false, answered: () => undefined },
   });
   const acks = new AckPipeline((entries) => commands.ackMany(entries), custody, findings);
   const inProgress = new Set<BatchProgress>();

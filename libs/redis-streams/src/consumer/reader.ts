@@ -32,6 +32,7 @@ import { AckPipeline } from './settle/ack-pipeline.js';
 import type { BatchProgress } from './settle/batch-progress.js';
 import { settleBatch, type BatchSettlerDeps, type SettleFetched } from './settle/batch-settler.js';
 import { Custody } from './custody/custody.js';
+import type { PendingAuditDeps } from './custody/pending-audit.js';
 import { GroupKeeper } from './read/group-keeper.js';
 import { ServerOffer } from './read/server-offer.js';
 import type { ServerFeatures } from '../redis/server-features.js';
@@ -109,11 +110,8 @@ export interface ReaderReport {
   ready(reader: Reader): void;
   /** A step of the loop went through (Redis answered). */
   stepped(): void;
-  /**
-   * A call outside the loop's steps (the owed-entry check) failed, tried again in `retryInMs`: true when the
-   * connections' report tells it (no answer, a lost connection), once per outage, as it tells the loop's.
-   */
-  offLoopFailed(error: unknown, retryInMs: number): boolean;
+  /** The connections' report as the checks beside the loop (the owed-entry audit) see it: see PendingAuditDeps.connection. */
+  checks: PendingAuditDeps['connection'];
 }
 
 /** What a reader needs from its host: every reader of one consumer shares these. */
@@ -222,7 +220,7 @@ export class Reader {
       stop,
       findings,
       onDeleted: (stream, ids) => d.report.deleted(stream, ids),
-      connection: { failed: (error, retryInMs) => d.report.offLoopFailed(error, retryInMs) },
+      connection: d.report.checks,
       onSettled: (event) => d.report.settled(event),
       handedLookable: () => (tenure.looksForHanded ? this.pause.readable() : []),
       mayTakeBack: () => tenure.mayTakeBack(),

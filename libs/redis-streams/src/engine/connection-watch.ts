@@ -13,6 +13,7 @@ import { STATUS_OF_LANES } from '../redis/connection/lane-status.js';
 import { clusterNodeError, isRedirection, isRetryable, nodeCause, withNodeCause } from '../redis/replies/redis-errors.js';
 import { RedisStreamsStatus } from '../status.js';
 import type { EngineEvents } from './engine-events.js';
+import type { ReaderReport } from '../consumer/reader.js';
 import type { StartupGate } from './startup-gate.js';
 
 /**
@@ -84,9 +85,13 @@ export class ConnectionWatch {
   /** A step of a loop went through: Redis answered. */
   readonly answered = (): void => this.report.answered();
 
-  /** A call outside a loop's steps failed (see ReaderReport.offLoopFailed): true when the report tells it. */
-  readonly offLoopFailed = (error: unknown, retryInMs: number): boolean =>
-    this.report.notAnswering(error, retryInMs) || this.report.covers(error, isRetryable(error, this.onCluster));
+  /** What the checks beside a loop (the owed-entry audit) tell of the connection: see ReaderReport.checks. */
+  readonly checks: ReaderReport['checks'] = {
+    failed: (error, retryInMs) =>
+      this.report.notAnswering(error, retryInMs, 'checks') || this.report.covers(error, isRetryable(error, this.onCluster)),
+    silent: () => this.report.silentTo('checks'),
+    answered: () => this.report.answered('checks'),
+  };
 
   /**
    * A Redis call of a loop failed; it retries after `retryInMs`. While starting, what needs a human

@@ -153,7 +153,7 @@ export class StreamEngine {
               failed: (error, retryInMs) => watch.loopFailed(error, retryInMs, gate, command),
               ready: (reader) => gate.readerReady(reader) && this.started(plan, this.run!, commands),
               stepped: watch.answered,
-              offLoopFailed: watch.offLoopFailed,
+              checks: watch.checks,
             },
             onCluster: watch.onCluster,
             started: gate.opened,

@@ -19,10 +19,11 @@ export interface PendingAuditDeps extends OwedAuditDeps, RetryWaitsDeps {
   /** An owed entry is due for its retry (`claimDue`): wake the loop. */
   onDue: () => void;
   /**
-   * The connections' report, told of a check that failed: true when it tells it (no answer, a lost connection), once
-   * per outage. Its end is told by the loop's next step (a check that asked nothing must not say Redis answered).
+   * The connections' report, as the checks see it: a check that failed (`failed`: true when the report tells it, no
+   * answer or a lost connection, once per outage); whether an outage the checks saw is open (`silent`); and its end
+   * (`answered`, after a call that Redis answered: a check may ask it nothing).
    */
-  connection: { failed: (error: unknown, retryInMs: number) => boolean };
+  connection: { failed: (error: unknown, retryInMs: number) => boolean; silent: () => boolean; answered: () => void };
 }
 
 /**
@@ -70,14 +71,7 @@ export class PendingAudit {
   readonly upkeep$: Observable<never> = merge(
     defer(() => interval(this.checkEveryMs)).pipe(
       filter(() => this.active),
-      exhaustMap(() =>
-        this.checkOwed().catch((err: unknown) => {
-          // Paused meanwhile (a restart, the reader's end): not news, and may come after close(). No answer (a frozen
-          // or lost Redis): the connection's line, once per outage; maybe the only one to see it (a long park).
-          if (this.active && !this.d.connection.failed(err, this.checkEveryMs))
-            this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
-        }),
-      ),
+      exhaustMap(() => this.check()),
     ),
     this.due.due$.pipe(tap(() => this.d.onDue())),
   ).pipe(ignoreElements());
@@ -92,6 +86,23 @@ export class PendingAudit {
   /** Twice a lease period (see upkeep$). */
   private get checkEveryMs(): number {
     return Math.max(1, Math.floor(this.d.leaseRenewMs / 2));
+  }
+
+  /** One timed check. What it finds of the connection is the report's to tell (maybe it alone sees an outage: a long park). */
+  private async check(): Promise<void> {
+    const { connection } = this.d;
+    try {
+      await this.checkOwed();
+      // An outage the checks saw ends when Redis answers them: a ping, since the check may have asked it nothing.
+      if (connection.silent()) {
+        await this.d.commands.ping();
+        connection.answered();
+      }
+    } catch (err) {
+      // Paused meanwhile (a restart, the reader's end): not news, and may come after close().
+      if (this.active && !connection.failed(err, this.checkEveryMs))
+        this.d.logger.warn(`check of owed entries failed: ${describeError(err)}`);
+    }
   }
 
   /** Idle time at which an owed entry is claimed back for its retry; also how recent a sighting must be to take an entry back. */

@@ -12,6 +12,13 @@ const ERROR_WITHOUT_LOSS_MS = 1000;
 type Phase = 'starting' | 'up' | 'down';
 
 /**
+ * Who saw a server stop answering: a reader's loop, or the checks a reader runs beside it (the owed-entry audit).
+ * Only the same source ends it: a loop's step may ask Redis nothing (a local wait) or be a timed-out BLOCK that a
+ * paused server still answers, so it cannot say that calls the checks saw fail are answered again.
+ */
+export type Witness = 'loop' | 'checks';
+
+/**
  * The log of a set of connections (a consumer's, a client's): one line per change of state,
  * never one per reconnect attempt. "cannot connect to <url> (<cause>), retrying in N ms" or
  * "connection to <url> lost (<cause>), retrying in N ms" once; "still down" only when the cause
@@ -31,6 +38,8 @@ export class ConnectionReport {
   private told: string | undefined;
   /** Since when the server, connected, has stopped answering (undefined: it answers). */
   private silentSince: number | undefined;
+  /** Who saw it first (see Witness): only that one's answer ends it. */
+  private silentFor: Witness = 'loop';
 
   constructor(
     /** The masked URL. */
@@ -44,7 +53,7 @@ export class ConnectionReport {
    * A loop's failure that says the server does not answer (a command timed out, a park went
    * unanswered): told once per outage, with the next delay. True when it was such a failure.
    */
-  notAnswering(error: unknown, retryInMs: number): boolean {
+  notAnswering(error: unknown, retryInMs: number, by: Witness = 'loop'): boolean {
     const why = isCommandTimeout(error)
       ? `Command timed out${this.commandTimeoutMs === undefined ? '' : ` after ${this.commandTimeoutMs} ms`}`
       : error instanceof ParkLostError && /no answer/.test(error.message)
@@ -53,15 +62,21 @@ export class ConnectionReport {
     if (why === undefined) return false;
     if (this.silentSince !== undefined || this.phase !== 'up') return true;
     this.silentSince = Date.now();
+    this.silentFor = by;
     this.told = why;
     this.logger.warn(`connection to ${this.where} not answering (${why}), retrying in ${retryInMs} ms`);
     return true;
   }
 
-  /** A step of the loop went through: a server that had stopped answering answers again. */
-  answered(): void {
-    if (this.silentSince === undefined || this.phase !== 'up') return;
+  /** A step of the loop (`by` the checks: a call of theirs) went through: a server that had stopped answering answers again. */
+  answered(by: Witness = 'loop'): void {
+    if (this.silentSince === undefined || this.phase !== 'up' || by !== this.silentFor) return;
     this.answeringAgain();
+  }
+
+  /** Not answering, as `by` saw it (and told): its next answer is what ends it. */
+  silentTo(by: Witness): boolean {
+    return this.silentSince !== undefined && this.phase === 'up' && this.silentFor === by;
   }
 
   /** Lost, or not connected yet with an attempt failed: connection errors are this report's to tell. */
