@@ -3,6 +3,7 @@ import { describeError } from '../../describe-error.js';
 import type { RateLimit } from '../../options/rate-limit-options.js';
 import type { Logger } from '../../ports.js';
 import type { RateLimitCommands } from '../../redis/intake/rate-limit-commands.js';
+import { isNoPermission } from '../../redis/replies/redis-errors.js';
 import { StopSignal } from '../stop-signal.js';
 
 export interface RateLimitNoticeDeps {
@@ -50,8 +51,12 @@ export class RateLimitNotice {
       const failure = describeError(err);
       if (failure === this.lastFailure) return;
       this.lastFailure = failure;
+      // The rights it takes, only when rights are what failed (not a server that did not answer).
+      const rights = isNoPermission(err)
+        ? '; the consumer needs +hset +pexpire on ~<keyPrefix><pattern>:rate* (docs/guide/security.md)'
+        : '';
       this.d.logger.warn(
-        `could not write the rate limits for the dashboard, tried again every ${this.d.everyMs} ms (logged again when the error changes): ${failure}; the consumer needs +hset +pexpire on ~<keyPrefix><pattern>:rate* (docs/guide/security.md)`,
+        `could not write the rate limits for the dashboard, tried again every ${this.d.everyMs} ms (logged again when the error changes): ${failure}${rights}`,
       );
     }
   }
