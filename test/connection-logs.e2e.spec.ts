@@ -212,6 +212,45 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     }
   });
 
+  it('a freeze as the consumer closes: no owed-entry check says "retrying" after closing (review-h)', async () => {
+    const logs = captureLogs();
+    const app = await start(
+      {
+        connection: redis.url,
+        group: 'g',
+        keyPrefix: uniquePrefix(),
+        blockMs: 5000,
+        minIdleMs: 3000,
+        commandTimeoutMs: 1000,
+        shutdownTimeoutMs: 3000,
+      },
+      { logger: logs.logger },
+    );
+    app.recorder.behavior = (call) => {
+      if (call.deliveryCount === 1) throw retryLater(60_000);
+    };
+    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
+    await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the entry failed, its retry waits' });
+    const thaw = await freezeServer(redis.newClient());
+    let before: number | undefined;
+    try {
+      // Closed 0.9 s into the freeze, before any check (one each 500 ms, 1 s deadline) can have timed out but the
+      // last one sent before it: those sent meanwhile time out after the close began (the freeze's length, not a wait
+      // for an outcome).
+      const frozenAt = Date.now();
+      await waitFor(() => Date.now() - frozenAt >= 900, { message: '0.9 s frozen', intervalMs: 20 });
+      before = logs.from(SERVER).length;
+      await app.close();
+    } finally {
+      thaw();
+    }
+    const lines = logs.from(SERVER).slice(before);
+    expect(
+      lines.filter((l) => /check of owed entries|retrying in 500 ms/.test(l)),
+      lines.join('\n'),
+    ).toEqual([]);
+  });
+
   it('a frozen server: "not answering (Command timed out after N ms), retrying in N ms" once, "answering again after N s" once, nothing per attempt', async () => {
     const lines = await linesAcrossAFreeze();
     const url = `redis://127\\.0\\.0\\.1:${redis.port}`;

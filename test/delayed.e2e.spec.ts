@@ -220,6 +220,29 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       // Not at level 0: the levels' schedules (`reminders:prio:N:delayed`) are out of this user's reach, not an error.
       expect(await producer.client.cancelScheduled('reminders', 'no-such-id')).toBe(false);
       expect(await producer.client.cancelScheduled('reminders', id)).toBe(true);
+
+      // A producer granted one level's keys only (it writes at priority 2): level 0 out of its reach, not an error (review-h).
+      const levelTwo = await aclUser(redis.client(), redis.port, `q-${prefix.slice(2, 10)}`, prefix, [
+        ...PRODUCER_ACL.flatMap((r) => (r === '~app:*' ? ['~app:reminders:prio:2', '~app:reminders:prio:2:*'] : [r])),
+        ...['+zscore', '+zadd', '+hset', '+time', '+zrem', '+hdel', '+hget', '+get', '+set'],
+      ]);
+      const atTwo = await startProducer({ connection: levelTwo, keyPrefix: prefix });
+      const two = (n: number) =>
+        lastValueFrom(atTwo.client.emit('reminders', new RedisStreamsRecord({ n }, {}, { delayMs: 60_000, priority: 2 })));
+      const second = await two(2);
+      expect(await atTwo.client.cancelScheduled('reminders', second)).toBe(true);
+      expect(await atTwo.client.cancelScheduled('reminders', second)).toBe(false);
+
+      // Rights to reach every level but not to cancel (no ZREM): the refusal, not "too late" (review-h).
+      const noZrem = await aclUser(redis.client(), redis.port, `r-${prefix.slice(2, 10)}`, prefix, [
+        ...PRODUCER_ACL,
+        ...['+zscore', '+zadd', '+hset', '+time', '+hdel', '+hget', '+get', '+set'],
+      ]);
+      const refused = await startProducer({ connection: noZrem, keyPrefix: prefix });
+      const third = await lastValueFrom(
+        refused.client.emit('reminders', new RedisStreamsRecord({ n: 3 }, {}, { delayMs: 60_000, priority: 2 })),
+      );
+      await expect(refused.client.cancelScheduled('reminders', third)).rejects.toThrow(/can't run this command|no permissions to run/i);
     },
   );
 

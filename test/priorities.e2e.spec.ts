@@ -171,6 +171,15 @@ describe('priorities: a record picks its level, higher levels are read first, th
     // The key was freed: emitted again, it waits again (and is cancelled again).
     expect(await delayed(4, { priority: 1, idempotencyKey: 'k1' })).toBe('k1');
     expect(await client.cancelScheduled('jobs', 'k1')).toBe(true);
+    // One key waiting at two levels (each level its own window): one call cancels it at both, level 0 or not (review-h).
+    for (const levels of [
+      [0, 2],
+      [1, 2],
+    ]) {
+      for (const priority of levels) await delayed(5, { priority, idempotencyKey: 'k2' });
+      expect(await client.cancelScheduled('jobs', 'k2')).toBe(true);
+      expect(await client.cancelScheduled('jobs', 'k2')).toBe(false);
+    }
   });
 
   it('refuses a wrong priorities option at start, naming it', async () => {

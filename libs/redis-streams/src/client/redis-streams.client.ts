@@ -15,7 +15,7 @@ import {
   isCommandTimeout,
   isConnectionLoss,
   isErrorReply,
-  isNoPermission,
+  isKeyOutOfReach,
   isRetryable,
   lastClusterAnswer,
   nodeCause,
@@ -239,32 +239,29 @@ export class RedisStreamsClient extends ClientProxy {
   /**
    * Cancels a delayed entry still waiting (`emit` with `delayMs`/`deliverAt` emitted its id): true
    * if it was waiting and now never will be delivered; false once it was moved into the stream (too
-   * late: its handlers may run), cancelled already, or unknown. On a partitioned stream every
-   * partition's schedule is looked at; when the pattern's own schedule (level 0) does not have it,
-   * every priority level's (a record emitted with a `priority` waits in its level's), but a level
-   * whose schedule this connection may not touch (an ACL by exact key) is passed over.
+   * late: its handlers may run), cancelled already, or unknown. Every schedule it may wait in is looked
+   * at: every partition's, and at each every priority level's (a record emitted with a `priority` waits
+   * in its level's; a key emitted at two levels is cancelled at both). A schedule whose keys this
+   * connection may not reach (an ACL by exact key) is passed over, unless none is reachable; any other
+   * refusal fails the call.
    */
   async cancelScheduled(pattern: string, id: string): Promise<boolean> {
     if (typeof id !== 'string' || id === '') throw new TypeError('cancelScheduled: id must be the non-empty id emit gave');
     await this.connect();
     const bases = this.streamsOfPattern(pattern);
-    const cancelIn = async (streams: readonly string[], passOverRefused: boolean): Promise<boolean> =>
-      (
-        await Promise.all(
-          streams.map((stream) =>
-            this.delayed!.cancel(stream, id, this.options.producerId).catch((err: unknown) => {
-              if (passOverRefused && isNoPermission(err)) return false;
-              throw err;
-            }),
-          ),
-        )
-      ).some(Boolean);
-    // The client does not know a pattern's levels (a worker's option): the others only on a miss, at most 9 more calls.
+    // The client does not know a pattern's levels (a worker's option): all of them, in one round of small scripts.
     const onCluster = isCluster(this.options.connection);
-    const levels = bases.flatMap((base) =>
-      Array.from({ length: MAX_PRIORITY_LEVELS - 1 }, (_, i) => priorityStreamOf(base, i + 1, onCluster)),
+    const streams = bases.flatMap((base) =>
+      Array.from({ length: MAX_PRIORITY_LEVELS }, (_, level) => priorityStreamOf(base, level, onCluster)),
     );
-    return this.whenReady(bases[0]!, 'cancelling a delayed entry of', async () => (await cancelIn(bases, false)) || cancelIn(levels, true));
+    return this.whenReady(bases[0]!, 'cancelling a delayed entry of', async () => {
+      const looks = await Promise.allSettled(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId)));
+      if (looks.some((l) => l.status === 'fulfilled' && l.value)) return true;
+      const refused = looks.filter((l): l is PromiseRejectedResult => l.status === 'rejected');
+      const failure = refused.find((l) => !isKeyOutOfReach(l.reason)) ?? (refused.length === looks.length ? refused[0] : undefined);
+      if (failure) throw failure.reason;
+      return false;
+    });
   }
 
   /** The streams a pattern's schedules may be in: its stream, or every partition of a partitioned one. */

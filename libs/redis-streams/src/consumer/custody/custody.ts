@@ -76,7 +76,8 @@ export class Custody {
       mayTakeBack: d.mayTakeBack,
       onGroupLost: (stream) => d.findings.groupLost(stream),
       onDue: () => d.findings.wake(),
-      connection: d.connection,
+      // Once stopping, a check's failure is nobody's news: "retrying in N ms" would promise a retry that never comes.
+      connection: { ...d.connection, failed: (error, retryInMs) => d.stop.stopped || d.connection.failed(error, retryInMs) },
     });
     this.leftLog = new LeftToGroupLog(d.logger, d.maxWaitingRetries, d.minIdleMs);
     this.upkeep$ = merge(this.lease.renewals$, this.audit.upkeep$);

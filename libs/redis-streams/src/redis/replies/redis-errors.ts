@@ -128,7 +128,6 @@ export const lastClusterAnswer = (err: unknown): Error | undefined => {
  */
 export const isRefusal = (err: unknown): boolean => err instanceof Error && /^[A-Z]{3,}\b/.test(err.message) && !isRetryable(err);
 
-/** The key holds another type than the command works on. */
 /**
  * Redis refused a command for the user's ACL: `NOPERM …`, and inside a script Redis 7.0's and Valkey's
  * (Redis 7.2+'s) own wordings, for a command (none of the user's selectors grants it) or a key (one grants
@@ -139,6 +138,11 @@ export const isNoPermission = (err: unknown): boolean =>
     message(err),
   );
 
+/** A refusal of the keys, not of the command: the ACL does not reach a key the call names. */
+export const isKeyOutOfReach = (err: unknown): boolean =>
+  /no permissions to access (one of the keys|a key)|can't access at least one of the keys/i.test(message(err));
+
+/** The key holds another type than the command works on. */
 export const isWrongType = (err: unknown): boolean => /^WRONGTYPE\b/.test(message(err));
 
 /** A refusal due to the key itself (its type, its ids used up): the same write to it will never succeed. */
