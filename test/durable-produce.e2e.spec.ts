@@ -202,7 +202,16 @@ describe('durable produce', () => {
   it('a durable emit its caller was told failed is never written later: one still waiting behind a frozen master is withdrawn (review finding)', async () => {
     const client = await producer({ commandTimeoutMs: 1000, durability: { replicas: 1, timeoutMs: 300 } });
     const key = `${client.options.keyPrefix}orders`;
-    await emit(client, { warm: true });
+    // Connected and the server's features known; confirmed, however long the replica takes to ack on a loaded machine
+    // (CI, Valkey 9 lane: 0 of 1 replicas within 300 ms).
+    await waitFor(
+      () =>
+        emit(client, { warm: true }).then(
+          () => true,
+          () => false,
+        ),
+      { message: 'a first durable emit confirmed' },
+    );
     const thaw = await freezeServer(pair.master.client());
     try {
       // A is sent (its pipeline waits on the frozen master); B waits behind it, unsent.
