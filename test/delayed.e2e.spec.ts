@@ -243,6 +243,18 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
         refused.client.emit('reminders', new RedisStreamsRecord({ n: 3 }, {}, { delayMs: 60_000, priority: 2 })),
       );
       await expect(refused.client.cancelScheduled('reminders', third)).rejects.toThrow(/can't run this command|no permissions to run/i);
+
+      // The same through a selector that grants the levels' keys without ZREM: Redis words it as a key it cannot access
+      // inside the script, which is not a level out of reach (review-i).
+      const selector = await aclUser(redis.client(), redis.port, `s-${prefix.slice(2, 10)}`, prefix, [
+        ...rules,
+        '(~app:reminders:prio:* +evalsha +eval +zadd +hset +time +get +set +zscore +hget +xadd)',
+      ]);
+      const bySelector = await startProducer({ connection: selector, keyPrefix: prefix });
+      const fourth = await lastValueFrom(
+        bySelector.client.emit('reminders', new RedisStreamsRecord({ n: 4 }, {}, { delayMs: 60_000, priority: 2 })),
+      );
+      await expect(bySelector.client.cancelScheduled('reminders', fourth)).rejects.toThrow(/access|permission/i);
     },
   );
 

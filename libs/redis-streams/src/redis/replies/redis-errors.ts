@@ -138,9 +138,12 @@ export const isNoPermission = (err: unknown): boolean =>
     message(err),
   );
 
-/** A refusal of the keys, not of the command: the ACL does not reach a key the call names. */
-export const isKeyOutOfReach = (err: unknown): boolean =>
-  /no permissions to access (one of the keys|a key)|can't access at least one of the keys/i.test(message(err));
+/**
+ * The ACL does not reach a key the call names, refused before it ran (`NOPERM`, Redis' and Valkey's wordings). Not a
+ * refusal inside a script (`ERR The user executing the script can't access …`, `ERR ACL failure in script: …`): that
+ * key was reachable, a command on it was not granted.
+ */
+export const isKeyOutOfReach = (err: unknown): boolean => /^NOPERM\b.*no permissions to access (one of the keys|a key)/i.test(message(err));
 
 /** The key holds another type than the command works on. */
 export const isWrongType = (err: unknown): boolean => /^WRONGTYPE\b/.test(message(err));
