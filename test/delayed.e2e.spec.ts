@@ -6,6 +6,7 @@ import { RedisStreamsRecord, RedisStreamsServer, serveDashboard } from 'nestjs-r
 import { StreamConsumer, type StreamConsumerOptions } from 'nestjs-redis-streams/core';
 import { startFixture } from './support/fixture-process.js';
 import { captureLogs } from './support/logs.js';
+import { freezeServer } from './support/freeze.js';
 import { useProducers } from './support/producer.js';
 import { CORE_HOST, TestWorker, uniquePrefix } from './support/test-app.js';
 import { useRedis } from './support/use-redis.js';
@@ -257,6 +258,36 @@ describe('delayed delivery: entries visible no earlier than their due time, on R
       await expect(bySelector.client.cancelScheduled('reminders', fourth)).rejects.toThrow(/access|permission/i);
     },
   );
+
+  it('a cancel Redis does not answer in time says it may have taken effect, and it has once Redis answers (review-i)', async (ctx) => {
+    if (!redis.owned || redis.cluster) ctx.skip(); // freezes the whole server
+    const prefix = uniquePrefix();
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix, commandTimeoutMs: 300 });
+    const id = await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 60_000 })));
+    const thaw = await freezeServer(redis.newClient());
+    try {
+      await expect(producer.client.cancelScheduled('reminders', id)).rejects.toThrow(
+        /no answer within 300 ms; the cancel may or may not have taken effect/,
+      );
+    } finally {
+      thaw();
+    }
+    // Sent before the freeze ended: Redis ran it, so a retry (behind it on the connection) finds nothing.
+    expect(await producer.client.cancelScheduled('reminders', id)).toBe(false);
+    expect(await redis.client().zcard(keysOf(`${prefix}reminders`).schedule)).toBe(0);
+  });
+
+  it("a cancel whose record left the schedule answers true though its value cannot be dropped (an operator's SET on the values, review-i)", async () => {
+    const prefix = uniquePrefix();
+    const stream = `${prefix}reminders`;
+    const producer = await startProducer({ connection: redis.connection, keyPrefix: prefix });
+    const id = await lastValueFrom(producer.client.emit('reminders', new RedisStreamsRecord({ n: 1 }, {}, { delayMs: 60_000 })));
+    await redis.client().del(keysOf(stream).entries);
+    await redis.client().set(keysOf(stream).entries, 'not a hash');
+    expect(await producer.client.cancelScheduled('reminders', id)).toBe(true);
+    expect(await redis.client().zcard(keysOf(stream).schedule)).toBe(0);
+    await redis.client().del(keysOf(stream).entries);
+  });
 
   it('an idempotency key names the scheduled entry: a repeat while it waits schedules nothing', async () => {
     const prefix = uniquePrefix();

@@ -254,14 +254,20 @@ export class RedisStreamsClient extends ClientProxy {
     const streams = bases.flatMap((base) =>
       Array.from({ length: MAX_PRIORITY_LEVELS }, (_, level) => priorityStreamOf(base, level, onCluster)),
     );
-    return this.whenReady(bases[0]!, 'cancelling a delayed entry of', async () => {
-      const looks = await Promise.allSettled(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId)));
-      if (looks.some((l) => l.status === 'fulfilled' && l.value)) return true;
-      const refused = looks.filter((l): l is PromiseRejectedResult => l.status === 'rejected');
-      const failure = refused.find((l) => !isKeyOutOfReach(l.reason)) ?? (refused.length === looks.length ? refused[0] : undefined);
-      if (failure) throw failure.reason;
-      return false;
-    });
+    return this.whenReady(
+      bases[0]!,
+      'cancelling a delayed entry of',
+      async () => {
+        const looks = await Promise.allSettled(streams.map((stream) => this.delayed!.cancel(stream, id, this.options.producerId)));
+        if (looks.some((l) => l.status === 'fulfilled' && l.value)) return true;
+        const refused = looks.filter((l): l is PromiseRejectedResult => l.status === 'rejected');
+        const failure = refused.find((l) => !isKeyOutOfReach(l.reason)) ?? (refused.length === looks.length ? refused[0] : undefined);
+        if (failure) throw failure.reason;
+        return false;
+      },
+      // Sent and not answered: it runs when Redis gets to it, and a retry then answers false.
+      'the cancel may or may not have taken effect (if it did, a retry answers false)',
+    );
   }
 
   /** The streams a pattern's schedules may be in: its stream, or every partition of a partitioned one. */
@@ -525,8 +531,16 @@ export class RedisStreamsClient extends ClientProxy {
     if (s === REFUSED) throw new Error(this.noConnection());
   }
 
-  /** Runs a write of `stream` once the connection is up, or fails clearly after `commandTimeoutMs`; errors name what it did (`doing`). */
-  private async whenReady<T>(stream: string, doing: string, write: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a write of `stream` once the connection is up, or fails clearly after `commandTimeoutMs`; errors name what it
+   * did (`doing`) and, when it was sent and not answered, what may have happened (`inDoubt`).
+   */
+  private async whenReady<T>(
+    stream: string,
+    doing: string,
+    write: () => Promise<T>,
+    inDoubt = 'the entry may or may not have been written',
+  ): Promise<T> {
     // Scrubbed, with the masked URL: the cause may be the handshake's error, AUTH arguments and all.
     const fail = (reason: string, cause?: unknown) =>
       redactError(
@@ -561,13 +575,10 @@ export class RedisStreamsClient extends ClientProxy {
         (lanes.command as Partial<{ refreshAfterTimeout(): void }>).refreshAfterTimeout?.();
         const answer = lastClusterAnswer(err);
         const said = answer ? ` (retried until then, the last error: ${answer.message})` : '';
-        throw fail(`no answer within ${this.options.commandTimeoutMs} ms${said}; the entry may or may not have been written`, err);
+        throw fail(`no answer within ${this.options.commandTimeoutMs} ms${said}; ${inDoubt}`, err);
       }
       if (isConnectionLoss(err))
-        throw fail(
-          `the connection was lost before Redis answered (${this.lastLaneError?.message ?? 'closed'}); the entry may or may not have been written`,
-          err,
-        );
+        throw fail(`the connection was lost before Redis answered (${this.lastLaneError?.message ?? 'closed'}); ${inDoubt}`, err);
       throw fail(err instanceof Error ? err.message : String(err), err);
     }
   }

@@ -206,7 +206,7 @@ return out
  * key's record: it holds the entry's id while it waits). A cancelled entry's key is freed. KEYS[1]
  * schedule, KEYS[2] entries, KEYS[3] the record of the id taken as a key; ARGV[1] id, ARGV[2] the stream's
  * idempotency keys' prefix. Returns 1 if it was waiting, else 0. The reads a producer may lack the
- * rights for (a record, a key) are tried, not required.
+ * rights for (a record, a key) are tried, not required; so is dropping the value once it left the schedule.
  */
 export const CANCEL_SCRIPT = `${LUA_RECORD_ITEMS}${LUA_OWN_IDEMPOTENCY_KEY}
 local schedule, entries, prefix = KEYS[1], KEYS[2], ARGV[2]
@@ -219,7 +219,9 @@ local function drop(id)
       redis.pcall('DEL', record)
     end
   end
-  redis.call('HDEL', entries, id)
+  -- Out of the schedule already, so cancelled: a value that cannot be dropped (a damaged hash, no +hdel) is left to the
+  -- workers, which drop values no schedule names.
+  redis.pcall('HDEL', entries, id)
 end
 if redis.call('ZREM', schedule, ARGV[1]) == 1 then
   drop(ARGV[1])
