@@ -121,18 +121,27 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
     expect(lines.filter((l) => /not answering/.test(l))).toHaveLength(1);
   });
 
-  it("a freeze only the owed-entry checks see (a retry waiting, a long park): the connection's line once, and its end (review-e)", async () => {
+  /**
+   * A consumer (`options` over the test's own: checks of owed entries every 500 ms, each command's deadline 1 s) with
+   * one entry failed on its first delivery, its retry `retryInMs` away: owed, so the checks have work.
+   */
+  async function owingOne(options: object, retryInMs: number) {
     const logs = captureLogs();
-    // A check every 500 ms, each command's deadline 1 s; the park's own deadline (BLOCK 5000 + 2 s) is not reached.
     const app = await start(
-      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), blockMs: 5000, minIdleMs: 3000, commandTimeoutMs: 1000 },
+      { connection: redis.url, group: 'g', keyPrefix: uniquePrefix(), minIdleMs: 3000, commandTimeoutMs: 1000, ...options },
       { logger: logs.logger },
     );
     app.recorder.behavior = (call) => {
-      if (call.deliveryCount === 1) throw retryLater(6000);
+      if (call.deliveryCount === 1) throw retryLater(retryInMs);
     };
     await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
     await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the first delivery failed, its retry waits' });
+    return { app, logs };
+  }
+
+  it("a freeze only the owed-entry checks see (a retry waiting, a long park): the connection's line once, and its end (review-e)", async () => {
+    // The park's own deadline (BLOCK 5000 + 2 s) is not reached.
+    const { app, logs } = await owingOne({ blockMs: 5000 }, 6000);
     const before = logs.from(SERVER).length;
     const since = () => logs.from(SERVER).slice(before);
     const thaw = await freezeServer(redis.newClient());
@@ -159,28 +168,11 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
   });
 
   it('two freezes, each held past a step of the loop that asks Redis nothing (maxWaitingRetries reached): a pair of lines each, no "answering again" while frozen (review-g)', async () => {
-    const logs = captureLogs();
     // One failed entry fills maxWaitingRetries: after each beat's reclaim the loop waits blockMs on its own.
-    const app = await start(
-      {
-        connection: redis.url,
-        group: 'g',
-        keyPrefix: uniquePrefix(),
-        blockMs: 4000,
-        minIdleMs: 3000,
-        commandTimeoutMs: 1000,
-        maxWaitingRetries: 1,
-      },
-      { logger: logs.logger },
-    );
-    app.recorder.behavior = (call) => {
-      if (call.deliveryCount === 1) throw retryLater(60_000);
-    };
+    const { logs } = await owingOne({ blockMs: 4000, maxWaitingRetries: 1 }, 60_000);
     let reclaims = 0;
     const monitor = await monitorCommands(redis.port, ({ args }) => void (/^xautoclaim$/i.test(args[0] ?? '') && reclaims++));
     try {
-      await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
-      await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the entry failed, its retry waits' });
       const before = logs.from(SERVER).length;
       const since = () => logs.from(SERVER).slice(before);
       const count = (re: RegExp) => since().filter((l) => re.test(l)).length;
@@ -213,24 +205,7 @@ describe.skipIf(CLUSTER_MODE)('connection trouble in the logs (issue 22 item 7)'
   });
 
   it('a freeze as the consumer closes: no owed-entry check says "retrying" after closing (review-h)', async () => {
-    const logs = captureLogs();
-    const app = await start(
-      {
-        connection: redis.url,
-        group: 'g',
-        keyPrefix: uniquePrefix(),
-        blockMs: 5000,
-        minIdleMs: 3000,
-        commandTimeoutMs: 1000,
-        shutdownTimeoutMs: 3000,
-      },
-      { logger: logs.logger },
-    );
-    app.recorder.behavior = (call) => {
-      if (call.deliveryCount === 1) throw retryLater(60_000);
-    };
-    await redis.client().xadd(app.key(), '*', 'data', '{"n":1}');
-    await waitFor(() => app.settled.some((e) => e.outcome !== 'acked'), { message: 'the entry failed, its retry waits' });
+    const { app, logs } = await owingOne({ blockMs: 5000, shutdownTimeoutMs: 3000 }, 60_000);
     const thaw = await freezeServer(redis.newClient());
     let before: number | undefined;
     try {
